@@ -1,0 +1,2 @@
+//! Rendering shared by commands: number formatting, aligned text tables, perf-compatible output,
+//! plots.

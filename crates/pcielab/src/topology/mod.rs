@@ -1,0 +1,242 @@
+//! The PCIe hierarchy as data: every function with its identity, its place in the tree and what its
+//! link and device control registers say. Readers (sysfs directory, spec TOML) build a
+//! [`Topology`]; writers (tree text, JSON, DOT, sysfs export) and the model, simulator and lab
+//! consume it. This module owns the data model and tree navigation only.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::pcie::{Bdf, Generation};
+
+/// What role a function plays in the hierarchy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    HostBridge,
+    RootPort,
+    SwitchUpstream,
+    SwitchDownstream,
+    Endpoint,
+    RcEndpoint,
+    PciBridge,
+}
+
+impl Kind {
+    /// Kinds that have a secondary bus and may have children.
+    pub fn is_bridge(self) -> bool {
+        matches!(
+            self,
+            Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream | Kind::PciBridge
+        )
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::HostBridge => "host_bridge",
+            Kind::RootPort => "root_port",
+            Kind::SwitchUpstream => "switch_upstream",
+            Kind::SwitchDownstream => "switch_downstream",
+            Kind::Endpoint => "endpoint",
+            Kind::RcEndpoint => "rc_endpoint",
+            Kind::PciBridge => "pci_bridge",
+        }
+    }
+}
+
+/// Link capability (LnkCap) and status (LnkSta) of a function's PCIe link. `None` means the
+/// register said "unknown"/reserved (QEMU's integrated endpoints report that).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Link {
+    pub max_speed: Option<Generation>,
+    pub max_width: Option<u8>,
+    pub speed: Option<Generation>,
+    pub width: Option<u8>,
+}
+
+impl Link {
+    /// The link trained below what it is capable of (lspci's "(downgraded)").
+    pub fn is_downgraded(&self) -> bool {
+        let slower = matches!((self.speed, self.max_speed), (Some(s), Some(m)) if s < m);
+        let narrower = matches!((self.width, self.max_width), (Some(w), Some(m)) if w < m);
+        slower || narrower
+    }
+}
+
+/// ASPM states as a pair of flags (LnkCap support or LnkCtl enable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Aspm {
+    pub l0s: bool,
+    pub l1: bool,
+}
+
+impl Aspm {
+    pub fn any(self) -> bool {
+        self.l0s || self.l1
+    }
+}
+
+/// Access Control Services capability and control bits (ACS extended capability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Acs {
+    pub capability: u16,
+    pub control: u16,
+}
+
+/// One PCI function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    pub bdf: Bdf,
+    pub vendor: u16,
+    pub device: u16,
+    /// 24-bit class code: base class, subclass, programming interface.
+    pub class: u32,
+    pub revision: u8,
+    pub subsystem_vendor: u16,
+    pub subsystem_device: u16,
+    pub kind: Kind,
+    /// The bridge this function sits below; `None` for functions on a root bus.
+    pub parent: Option<Bdf>,
+    /// Secondary and subordinate bus numbers of a bridge.
+    pub buses: Option<(u8, u8)>,
+    /// `None` for functions without a PCI Express capability (conventional PCI).
+    pub link: Option<Link>,
+    /// Max payload size in bytes: supported (DevCap) and programmed (DevCtl).
+    pub mps_supported: Option<u16>,
+    pub mps: Option<u16>,
+    /// Max read request size in bytes (DevCtl).
+    pub mrrs: Option<u16>,
+    pub aspm_supported: Aspm,
+    pub aspm_enabled: Aspm,
+    pub acs: Option<Acs>,
+    /// The function has the Advanced Error Reporting extended capability.
+    pub aer: bool,
+    pub numa_node: Option<i32>,
+    pub driver: Option<String>,
+    /// A human name (spec `name`, or a known vendor/device string) for tree output.
+    pub name: Option<String>,
+    /// Free-form device parameters from a spec (`[function.device]`), read by the simulator
+    /// and the lab; empty for functions read from sysfs.
+    pub params: BTreeMap<String, toml::Value>,
+}
+
+impl Function {
+    /// A function with identity and kind only; everything else unknown.
+    pub fn new(bdf: Bdf, vendor: u16, device: u16, class: u32, kind: Kind) -> Function {
+        Function {
+            bdf,
+            vendor,
+            device,
+            class,
+            revision: 0,
+            subsystem_vendor: 0,
+            subsystem_device: 0,
+            kind,
+            parent: None,
+            buses: None,
+            link: None,
+            mps_supported: None,
+            mps: None,
+            mrrs: None,
+            aspm_supported: Aspm::default(),
+            aspm_enabled: Aspm::default(),
+            acs: None,
+            aer: false,
+            numa_node: None,
+            driver: None,
+            name: None,
+            params: BTreeMap::new(),
+        }
+    }
+}
+
+/// A whole PCI hierarchy, functions kept sorted by address.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Topology {
+    functions: Vec<Function>,
+}
+
+impl Topology {
+    /// Builds a topology; functions are sorted by BDF. Callers validate structure first
+    /// (readers report their own, better-located errors).
+    pub fn new(mut functions: Vec<Function>) -> Topology {
+        functions.sort_by_key(|f| f.bdf);
+        Topology { functions }
+    }
+
+    pub fn functions(&self) -> &[Function] {
+        &self.functions
+    }
+
+    pub fn functions_mut(&mut self) -> &mut [Function] {
+        &mut self.functions
+    }
+
+    pub fn get(&self, bdf: Bdf) -> Option<&Function> {
+        self.functions
+            .binary_search_by_key(&bdf, |f| f.bdf)
+            .ok()
+            .map(|i| &self.functions[i])
+    }
+
+    /// Direct children of `bdf` (functions whose parent it is), in address order.
+    pub fn children(&self, bdf: Bdf) -> impl Iterator<Item = &Function> {
+        self.functions.iter().filter(move |f| f.parent == Some(bdf))
+    }
+
+    /// Functions on root buses (no parent bridge), in address order.
+    pub fn roots(&self) -> impl Iterator<Item = &Function> {
+        self.functions.iter().filter(|f| f.parent.is_none())
+    }
+
+    /// The chain from `bdf` up to its root-bus ancestor, starting with `bdf` itself.
+    pub fn path_to_root(&self, bdf: Bdf) -> Vec<&Function> {
+        let mut path = Vec::new();
+        let mut cursor = self.get(bdf);
+        while let Some(f) = cursor {
+            if path.len() > self.functions.len() {
+                break; // a parent cycle; readers reject these, never loop forever
+            }
+            path.push(f);
+            cursor = f.parent.and_then(|p| self.get(p));
+        }
+        path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bdf(s: &str) -> Bdf {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn navigation_follows_parents() {
+        let rp = Function::new(bdf("00:02.0"), 0x1ded, 0x8000, 0x060400, Kind::RootPort);
+        let mut sata = Function::new(bdf("04:00.0"), 0x1b4b, 0x9235, 0x010601, Kind::Endpoint);
+        sata.parent = Some(rp.bdf);
+        let topo = Topology::new(vec![sata, rp]);
+        assert_eq!(topo.functions()[0].bdf, bdf("00:02.0"));
+        let path: Vec<Bdf> = topo.path_to_root(bdf("04:00.0")).iter().map(|f| f.bdf).collect();
+        assert_eq!(path, vec![bdf("04:00.0"), bdf("00:02.0")]);
+        assert_eq!(topo.children(bdf("00:02.0")).count(), 1);
+        assert_eq!(topo.roots().count(), 1);
+    }
+
+    #[test]
+    fn downgraded_compares_speed_and_width() {
+        let mut link = Link {
+            max_speed: Some(Generation::Gen5),
+            max_width: Some(4),
+            speed: Some(Generation::Gen5),
+            width: Some(4),
+        };
+        assert!(!link.is_downgraded());
+        link.width = Some(2);
+        assert!(link.is_downgraded());
+        link.width = Some(4);
+        link.speed = Some(Generation::Gen2);
+        assert!(link.is_downgraded());
+    }
+}
