@@ -26,16 +26,24 @@ impl FromStr for MachineSelector {
 
     fn from_str(s: &str) -> Result<MachineSelector> {
         if s == "host" {
-            return Ok(MachineSelector::Host { root: PathBuf::from("/") });
+            return Ok(MachineSelector::Host {
+                root: PathBuf::from("/"),
+            });
         }
         if let Some(dir) = s.strip_prefix("snapshot:").filter(|d| !d.is_empty()) {
-            return Ok(MachineSelector::Snapshot { dir: PathBuf::from(dir) });
+            return Ok(MachineSelector::Snapshot {
+                dir: PathBuf::from(dir),
+            });
         }
         if let Some(target) = s.strip_prefix("sim:").filter(|t| !t.is_empty()) {
             return Ok(if target.ends_with(".toml") || target.contains('/') {
-                MachineSelector::SimFile { path: PathBuf::from(target) }
+                MachineSelector::SimFile {
+                    path: PathBuf::from(target),
+                }
             } else {
-                MachineSelector::SimPreset { name: target.to_string() }
+                MachineSelector::SimPreset {
+                    name: target.to_string(),
+                }
             });
         }
         Err(Error::bad_input(format!(
@@ -63,15 +71,21 @@ mod tests {
     fn selectors_parse() {
         assert_eq!(
             "sim:yitian710".parse::<MachineSelector>().unwrap(),
-            MachineSelector::SimPreset { name: "yitian710".into() }
+            MachineSelector::SimPreset {
+                name: "yitian710".into()
+            }
         );
         assert_eq!(
             "sim:my.toml".parse::<MachineSelector>().unwrap(),
-            MachineSelector::SimFile { path: "my.toml".into() }
+            MachineSelector::SimFile {
+                path: "my.toml".into()
+            }
         );
         assert_eq!(
             "snapshot:/tmp/s".parse::<MachineSelector>().unwrap(),
-            MachineSelector::Snapshot { dir: "/tmp/s".into() }
+            MachineSelector::Snapshot {
+                dir: "/tmp/s".into()
+            }
         );
         for bad in ["", "sim:", "snapshot:", "hots"] {
             assert_eq!(bad.parse::<MachineSelector>().unwrap_err().exit_code(), 2);

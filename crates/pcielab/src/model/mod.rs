@@ -1,3 +1,5 @@
 //! The analytic model: what a link or a path can carry, as pure functions over [`crate::pcie`]
 //! facts — raw rates, TLP/DLLP/SKP overheads, reads and writes versus transfer size, path
 //! ceilings, and P2P distance rules. No I/O.
+
+pub mod path;

@@ -3,6 +3,8 @@
 //! config-space layout. Everything here is a pure function of its inputs, so the model, the
 //! readers and the simulator all share one source of truth for each fact.
 
+pub mod link;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -79,8 +81,16 @@ pub struct Bdf {
 
 impl Bdf {
     pub fn new(domain: u16, bus: u8, device: u8, function: u8) -> Bdf {
-        assert!(device < 32 && function < 8, "device {device} / function {function} out of range");
-        Bdf { domain, bus, device, function }
+        assert!(
+            device < 32 && function < 8,
+            "device {device} / function {function} out of range"
+        );
+        Bdf {
+            domain,
+            bus,
+            device,
+            function,
+        }
     }
 
     /// devfn as the kernel packs it: device << 3 | function.
@@ -91,7 +101,11 @@ impl Bdf {
 
 impl fmt::Display for Bdf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04x}:{:02x}:{:02x}.{:x}", self.domain, self.bus, self.device, self.function)
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            self.domain, self.bus, self.device, self.function
+        )
     }
 }
 
@@ -152,13 +166,23 @@ mod tests {
     fn bdf_parses_long_and_short_forms() {
         let b: Bdf = "0000:b1:00.1".parse().unwrap();
         assert_eq!(b, Bdf::new(0, 0xb1, 0, 1));
-        assert_eq!("30:03.0".parse::<Bdf>().unwrap().to_string(), "0000:30:03.0");
+        assert_eq!(
+            "30:03.0".parse::<Bdf>().unwrap().to_string(),
+            "0000:30:03.0"
+        );
         assert_eq!(Bdf::new(1, 0x30, 3, 0).devfn(), 0x18);
     }
 
     #[test]
     fn bdf_rejects_out_of_range_parts() {
-        for bad in ["00:20.0", "00:1f.8", "100:00.0", "0000:00:00", "zz:00.0", ""] {
+        for bad in [
+            "00:20.0",
+            "00:1f.8",
+            "100:00.0",
+            "0000:00:00",
+            "zz:00.0",
+            "",
+        ] {
             let err = bad.parse::<Bdf>().unwrap_err();
             assert_eq!(err.exit_code(), 2, "{bad}");
             assert!(err.message().contains(bad), "{bad}: {err}");

@@ -218,7 +218,11 @@ mod tests {
         sata.parent = Some(rp.bdf);
         let topo = Topology::new(vec![sata, rp]);
         assert_eq!(topo.functions()[0].bdf, bdf("00:02.0"));
-        let path: Vec<Bdf> = topo.path_to_root(bdf("04:00.0")).iter().map(|f| f.bdf).collect();
+        let path: Vec<Bdf> = topo
+            .path_to_root(bdf("04:00.0"))
+            .iter()
+            .map(|f| f.bdf)
+            .collect();
         assert_eq!(path, vec![bdf("04:00.0"), bdf("00:02.0")]);
         assert_eq!(topo.children(bdf("00:02.0")).count(), 1);
         assert_eq!(topo.roots().count(), 1);

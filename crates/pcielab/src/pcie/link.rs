@@ -1,0 +1,93 @@
+//! Line encodings and raw link bandwidth per generation: what the wire carries before any TLP or
+//! DLLP overhead, in the spec's terms and in the Linux kernel's integer `PCIE_SPEED2MBS_ENC` view.
+
+use super::Generation;
+
+/// How symbols are coded on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Gen1/2: 10 line bits per 8 data bits.
+    B8b10b,
+    /// Gen3-5: 2 sync-header bits per 128-bit block.
+    B128b130b,
+    /// Gen6+: PAM4 flits, no line code (1b/1b); flit overhead is accounted separately.
+    Flit1b1b,
+}
+
+impl Encoding {
+    /// Data bits per line bit.
+    pub fn efficiency(self) -> f64 {
+        match self {
+            Encoding::B8b10b => 8.0 / 10.0,
+            Encoding::B128b130b => 128.0 / 130.0,
+            Encoding::Flit1b1b => 1.0,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Encoding::B8b10b => "8b/10b",
+            Encoding::B128b130b => "128b/130b",
+            Encoding::Flit1b1b => "1b/1b (FLIT)",
+        }
+    }
+}
+
+impl Generation {
+    pub fn encoding(self) -> Encoding {
+        match self {
+            Generation::Gen1 | Generation::Gen2 => Encoding::B8b10b,
+            Generation::Gen3 | Generation::Gen4 | Generation::Gen5 => Encoding::B128b130b,
+            Generation::Gen6 | Generation::Gen7 => Encoding::Flit1b1b,
+        }
+    }
+
+    /// Whether the link runs in FLIT mode (Gen6 and later).
+    pub fn is_flit(self) -> bool {
+        self.encoding() == Encoding::Flit1b1b
+    }
+}
+
+/// Usable bytes per second per direction after line encoding, in MB/s (10^6 B/s).
+pub fn raw_mbps(gen: Generation, width: u8) -> f64 {
+    gen.gt_s() * 1000.0 * gen.encoding().efficiency() / 8.0 * f64::from(width)
+}
+
+/// The kernel's per-lane `PCIE_SPEED2MBS_ENC` in Mb/s, integer-truncated as C does.
+pub fn kernel_lane_mbit(gen: Generation) -> u32 {
+    let (rate, num, den): (u32, u32, u32) = match gen {
+        Generation::Gen1 => (2500, 8, 10),
+        Generation::Gen2 => (5000, 8, 10),
+        Generation::Gen3 => (8000, 128, 130),
+        Generation::Gen4 => (16000, 128, 130),
+        Generation::Gen5 => (32000, 128, 130),
+        Generation::Gen6 => (64000, 1, 1),
+        Generation::Gen7 => (128000, 1, 1),
+    };
+    rate * num / den
+}
+
+/// What `pcie_bandwidth_available()` computes for one link: width × per-lane Mb/s.
+pub fn kernel_link_mbit(gen: Generation, width: u8) -> u32 {
+    u32::from(width) * kernel_lane_mbit(gen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_values_match_upstream() {
+        assert_eq!(kernel_link_mbit(Generation::Gen3, 16), 126016);
+        assert_eq!(kernel_link_mbit(Generation::Gen5, 16), 504112);
+        assert_eq!(kernel_link_mbit(Generation::Gen6, 16), 1024000);
+        assert_eq!(kernel_link_mbit(Generation::Gen1, 1), 2000);
+    }
+
+    #[test]
+    fn raw_rates() {
+        assert!((raw_mbps(Generation::Gen3, 1) - 984.615).abs() < 0.001);
+        assert!((raw_mbps(Generation::Gen2, 8) - 4000.0).abs() < 1e-9);
+        assert!((raw_mbps(Generation::Gen6, 1) - 8000.0).abs() < 1e-9);
+    }
+}
