@@ -2,4 +2,5 @@
 //! facts — raw rates, TLP/DLLP/SKP overheads, reads and writes versus transfer size, path
 //! ceilings, and P2P distance rules. No I/O.
 
+pub mod p2p;
 pub mod path;
