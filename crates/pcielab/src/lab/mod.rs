@@ -1,2 +1,4 @@
 //! The QEMU lab: turns a topology into a QEMU command line, builds a guest from Debian packages,
 //! boots it and brings the guest's own view of the hierarchy back.
+
+pub mod argv;
