@@ -4,5 +4,6 @@
 pub mod argv;
 pub mod guest;
 pub mod kernel;
+pub mod p2pcopy;
 pub mod runner;
 pub mod session;
