@@ -4,4 +4,5 @@
 
 pub mod latency;
 pub mod path;
+pub mod sweep;
 pub mod transfer;
