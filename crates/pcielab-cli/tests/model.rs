@@ -84,6 +84,7 @@ fn table_names_the_link_and_settings() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Gen6 x16"), "{text}");
     assert!(text.contains("128000.00 MB/s"), "{text}");
+    assert!(text.contains("kernel: 1024000 Mb/s"), "{text}");
     assert!(text.contains("1048576"), "{text}");
 }
 

@@ -5,6 +5,7 @@
 use clap::Args as ClapArgs;
 use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, SizeSweep, DEFAULT_SIZES};
 use pcielab::model::transfer::{CompletionSize, LinkParams, Overheads};
+use pcielab::pcie::link::kernel_link_mbit;
 use pcielab::pcie::tlp::TlpFormat;
 use pcielab::pcie::Generation;
 use pcielab::{Error, Result};
@@ -95,12 +96,13 @@ pub fn run(args: Args) -> Result<()> {
 
 fn print_table(report: &SizeSweep, link: &LinkParams, overheads: Overheads) {
     println!(
-        "{} x{} ({} GT/s, {}): {:.2} MB/s per direction after encoding",
+        "{} x{} ({} GT/s, {}): {:.2} MB/s per direction after encoding (kernel: {} Mb/s)",
         link.gen,
         link.width,
         link.gen.gt_s(),
         link.gen.encoding().name(),
-        report.raw_mbps
+        report.raw_mbps,
+        kernel_link_mbit(link.gen, link.width)
     );
     println!(
         "MPS {} MRRS {} RCB {}, completions {}; {} addresses, {}; {}",
