@@ -3,9 +3,16 @@
 use clap::Subcommand;
 use pcielab::Result;
 
+mod model;
+
 #[derive(Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Link bandwidth and TLP counts versus transfer size.
+    Model(model::Args),
+}
 
 pub fn run(command: Command) -> Result<()> {
-    match command {}
+    match command {
+        Command::Model(args) => model::run(args),
+    }
 }
