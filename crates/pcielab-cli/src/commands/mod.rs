@@ -1,5 +1,6 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+mod snapshot;
 mod topo;
 
 use clap::Subcommand;
@@ -9,10 +10,13 @@ use pcielab::Result;
 pub enum Command {
     /// Show the PCIe tree with links, ceilings and warnings (or JSON, DOT, a sysfs export)
     Topo(topo::Args),
+    /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
+    Snapshot(snapshot::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Topo(args) => topo::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
     }
 }

@@ -3,14 +3,17 @@
 
 use clap::Args as ClapArgs;
 use pcielab::machine::MachineSelector;
+use pcielab::topology::export::export_sysfs;
 use pcielab::topology::render;
 use pcielab::{Error, Result};
+use std::path::PathBuf;
 
 #[derive(ClapArgs)]
 #[command(after_help = "Examples:
   pcielab topo --machine sim:yitian710
   pcielab topo --machine sim:qemu-seed --json
   pcielab topo --machine sim:my-board.toml --dot | dot -Tsvg > board.svg
+  pcielab topo --machine sim:yitian710 --sysfs-export /tmp/y && lspci -A linux-sysfs -O sysfs.path=/tmp/y -tv
   pcielab topo --machine host
   pcielab topo --machine snapshot:/tmp/snap --json
 
@@ -24,13 +27,26 @@ pub struct Args {
     #[arg(long, conflicts_with = "dot")]
     pub json: bool,
     /// Print a Graphviz digraph instead of the tree
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sysfs_export")]
     pub dot: bool,
+    /// Write a sysfs-shaped tree (devices/<bdf>/config, …) into DIR instead of printing;
+    /// read it with `lspci -A linux-sysfs -O sysfs.path=DIR -tv` or `--machine snapshot:DIR`
+    #[arg(long, value_name = "DIR", conflicts_with = "json")]
+    pub sysfs_export: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let selector: MachineSelector = args.machine.parse()?;
     let platform = selector.open()?;
+    if let Some(dir) = &args.sysfs_export {
+        export_sysfs(&platform.topology, dir)?;
+        eprintln!(
+            "exported {} functions to {}",
+            platform.topology.functions().len(),
+            dir.display()
+        );
+        return Ok(());
+    }
     let text = if args.json {
         let mut doc = serde_json::to_string_pretty(&render::to_json(&platform))
             .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;

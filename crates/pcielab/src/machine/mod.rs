@@ -3,6 +3,7 @@
 //! `sim:FILE.toml`). This module parses the user's `--machine` selector and opens the backend.
 
 pub mod presets;
+pub mod snapshot;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 use crate::topology::spec::{parse_spec, Platform};
+use crate::topology::sysfs::read_sysfs;
 
 /// The user's choice of machine, parsed from `--machine`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,9 +87,18 @@ impl MachineSelector {
                 })?;
                 parse_spec(&path.display().to_string(), &text)
             }
-            MachineSelector::Host { .. } | MachineSelector::Snapshot { .. } => Err(Error::runtime(
-                format!("reading sysfs for --machine {self} is not built yet"),
-            )),
+            MachineSelector::Host { root } => Ok(Platform {
+                name: "host".to_string(),
+                description: format!("live sysfs under {}", root.display()),
+                topology: read_sysfs(&root.join("sys/bus/pci"))?,
+                sim: toml::Table::new(),
+            }),
+            MachineSelector::Snapshot { dir } => Ok(Platform {
+                name: "snapshot".to_string(),
+                description: format!("sysfs snapshot {}", dir.display()),
+                topology: read_sysfs(dir)?,
+                sim: toml::Table::new(),
+            }),
         }
     }
 }

@@ -4,8 +4,10 @@
 //! consume it. This module owns the data model and tree navigation only.
 
 pub mod check;
+pub mod export;
 pub mod render;
 pub mod spec;
+pub mod sysfs;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -11,7 +11,7 @@ use crate::model::path::{path_ceiling, PathCeiling};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::check::warnings;
 use crate::topology::spec::{aspm_name, Platform};
-use crate::topology::{Function, Link, Topology};
+use crate::topology::{Function, Kind, Link, Topology};
 
 /// The `--json` document.
 #[derive(Debug, Serialize)]
@@ -107,7 +107,7 @@ pub fn to_json(platform: &Platform) -> TopologyJson {
                     max_width: l.max_width,
                     speed_gts: l.speed.map(Generation::gt_s),
                     width: l.width,
-                    downgraded: l.is_downgraded(),
+                    downgraded: marks_downgraded(f),
                 }),
                 mps: f.mps,
                 mps_supported: f.mps_supported,
@@ -135,7 +135,14 @@ pub fn to_json(platform: &Platform) -> TopologyJson {
     }
 }
 
-fn link_text(l: &Link) -> String {
+/// lspci's "(downgraded)": the link runs below this function's own capability, marked only at
+/// upstream-facing ends, since a root or downstream port is often more capable than its device.
+pub fn marks_downgraded(f: &Function) -> bool {
+    !matches!(f.kind, Kind::RootPort | Kind::SwitchDownstream)
+        && f.link.is_some_and(|l| l.is_downgraded())
+}
+
+fn link_text(f: &Function, l: &Link) -> String {
     let speed = |g: Option<Generation>| g.map_or("?".to_string(), |g| format!("{}GT/s", g.gt_s()));
     let width = |w: Option<u8>| w.map_or("x?".to_string(), |w| format!("x{w}"));
     format!(
@@ -144,7 +151,7 @@ fn link_text(l: &Link) -> String {
         width(l.max_width),
         speed(l.speed),
         width(l.width),
-        if l.is_downgraded() {
+        if marks_downgraded(f) {
             " (downgraded)"
         } else {
             ""
@@ -179,7 +186,7 @@ fn function_line(topo: &Topology, f: &Function) -> String {
         let _ = write!(line, " [bus {sec:02x}-{sub:02x}]");
     }
     if let Some(l) = &f.link {
-        let _ = write!(line, " | {}", link_text(l));
+        let _ = write!(line, " | {}", link_text(f, l));
     }
     if let Some(mps) = f.mps {
         let _ = write!(line, " | MPS {mps}");
@@ -284,8 +291,8 @@ pub fn to_dot(platform: &Platform) -> String {
     }
     for f in topo.functions() {
         if let Some(p) = f.parent {
-            let label = f.link.map(|l| link_text(&l)).unwrap_or_default();
-            let style = if f.link.is_some_and(|l| l.is_downgraded()) {
+            let label = f.link.map(|l| link_text(f, &l)).unwrap_or_default();
+            let style = if marks_downgraded(f) {
                 ", style=dashed"
             } else {
                 ""

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use toml::Spanned;
 
 use crate::error::{Error, Result};
+use crate::pcie::config::has_express;
 use crate::pcie::{Bdf, Generation};
 use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
 
@@ -262,7 +263,62 @@ fn convert_function(
         capability: a.capability,
         control: a.control,
     });
+    complete_express(loc, entry.span().start, raw, &mut f)?;
     Ok((f, parent_at))
+}
+
+/// Applies what the PCI Express capability implies: ports always have a link, integrated
+/// endpoints and host bridges never do; DevCap/DevCtl always exist with it (Linux's defaults
+/// 128 B MPS and 512 B MRRS where the spec is silent), and nothing of it exists without it.
+fn complete_express(loc: &Locator, at: usize, raw: &RawFunction, f: &mut Function) -> Result<()> {
+    let bdf = f.bdf;
+    let kind = f.kind.name();
+    if f.link.is_some() && matches!(f.kind, Kind::RcEndpoint | Kind::HostBridge) {
+        return Err(loc.err(
+            at,
+            format_args!(
+                "function {bdf}: link: kind {kind} has no link (its link registers are reserved); remove `link`, or use kind = \"endpoint\" under a port"
+            ),
+        ));
+    }
+    if f.link.is_none()
+        && matches!(
+            f.kind,
+            Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream
+        )
+    {
+        f.link = Some(Link::default());
+    }
+    if !has_express(f.kind, f.link.as_ref()) {
+        let express_only = [
+            ("mps", raw.mps.is_some()),
+            ("mps_supported", raw.mps_supported.is_some()),
+            ("mrrs", raw.mrrs.is_some()),
+            ("aspm", raw.aspm.is_some()),
+            ("aspm_supported", raw.aspm_supported.is_some()),
+            ("acs", raw.acs.is_some()),
+            ("aer", raw.aer),
+        ];
+        if let Some((field, _)) = express_only.iter().find(|(_, set)| *set) {
+            return Err(loc.err(
+                at,
+                format_args!(
+                    "function {bdf}: {field} needs a PCI Express capability, which this {kind} lacks without `link` (it is conventional PCI); add `link = {{...}}` or remove {field}"
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    if f.link.is_none() && (f.aspm_enabled.any() || f.aspm_supported.any()) {
+        return Err(loc.err(
+            at,
+            format_args!("function {bdf}: aspm: kind {kind} has no link, so no ASPM; remove aspm"),
+        ));
+    }
+    f.mps = Some(f.mps.unwrap_or(128));
+    f.mps_supported = Some(f.mps_supported.unwrap_or(f.mps.unwrap_or(128)));
+    f.mrrs = Some(f.mrrs.unwrap_or(512));
+    Ok(())
 }
 
 fn convert_link(loc: &Locator, ctx: &dyn Fn(String) -> String, raw: &RawLink) -> Result<Link> {
@@ -302,6 +358,30 @@ fn convert_link(loc: &Locator, ctx: &dyn Fn(String) -> String, raw: &RawLink) ->
             )),
         }
     };
+    let pairs = [
+        (
+            "max_speed",
+            "max_width",
+            raw.max_speed.as_ref().map(|s| s.span().start),
+            raw.max_width.as_ref().map(|s| s.span().start),
+        ),
+        (
+            "speed",
+            "width",
+            raw.speed.as_ref().map(|s| s.span().start),
+            raw.width.as_ref().map(|s| s.span().start),
+        ),
+    ];
+    for (a, b, speed_at, width_at) in pairs {
+        if let (Some(pos), None) | (None, Some(pos)) = (speed_at, width_at) {
+            return Err(loc.err(
+                pos,
+                ctx(format!(
+                    "link: give link.{a} and link.{b} together (LnkCap/LnkSta hold both), or neither when unknown"
+                )),
+            ));
+        }
+    }
     let link = Link {
         max_speed: speed("max_speed", &raw.max_speed)?,
         max_width: width("max_width", &raw.max_width, false)?,
@@ -601,6 +681,7 @@ parent = "0000:00:02.0"
 vendor = 0x1b4b
 device_id = 0x9235
 class = 0x010601
+link = { max_speed = 5.0, max_width = 2, speed = 5.0, width = 2 }
 aspm = "l1"
 [function.device]
 model = "ahci"
@@ -656,7 +737,7 @@ model = "ahci"
 
         let e = err(&GOOD.replace("aspm = \"l1\"", "aspm = \"l2\""));
         assert!(
-            e.starts_with("t.toml:30: ") && e.contains("\"l0s+l1\""),
+            e.starts_with("t.toml:31: ") && e.contains("\"l0s+l1\""),
             "{e}"
         );
     }
