@@ -5,6 +5,7 @@
 
 pub mod dllp;
 pub mod flit;
+pub mod config;
 pub mod link;
 pub mod tlp;
 
