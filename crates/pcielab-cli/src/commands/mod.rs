@@ -1,5 +1,8 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+mod snapshot;
+mod topo;
+
 use clap::Subcommand;
 use pcielab::Result;
 
@@ -10,6 +13,10 @@ mod model;
 pub enum Command {
     /// Link bandwidth and TLP counts versus transfer size.
     Model(model::Args),
+    /// Show the PCIe tree with links, ceilings and warnings (or JSON, DOT, a sysfs export)
+    Topo(topo::Args),
+    /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
+    Snapshot(snapshot::Args),
     /// Measurements on real devices: p2p copies through p2pmem.
     Bench(bench::Args),
 }
@@ -17,6 +24,8 @@ pub enum Command {
 pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Model(args) => model::run(args),
+        Command::Topo(args) => topo::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
         Command::Bench(args) => bench::run(args),
     }
 }
