@@ -7,6 +7,7 @@ use clap::Subcommand;
 use pcielab::Result;
 
 mod bench;
+mod lab;
 mod model;
 
 #[derive(Subcommand)]
@@ -19,6 +20,8 @@ pub enum Command {
     Snapshot(snapshot::Args),
     /// Measurements on real devices: p2p copies through p2pmem.
     Bench(bench::Args),
+    /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
+    Lab(lab::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -27,5 +30,6 @@ pub fn run(command: Command) -> Result<()> {
         Command::Topo(args) => topo::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Lab(args) => lab::run(args),
     }
 }

@@ -527,11 +527,13 @@ fn root_port_caps(f: &Function) -> std::result::Result<(&'static str, u8), Strin
     Ok((speed, width))
 }
 
-fn show_gen(g: Option<Generation>) -> String {
+/// A link speed as limits and `lab check` show it: `8 GT/s`, or `unknown`.
+pub fn show_speed(g: Option<Generation>) -> String {
     g.map_or("unknown".into(), |g| format!("{} GT/s", g.gt_s()))
 }
 
-fn show_opt<T: std::fmt::Display>(v: Option<T>) -> String {
+/// An optional value as limits and `lab check` show it, `none` when absent.
+pub fn show_opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or("none".into(), |v| v.to_string())
 }
 
@@ -558,8 +560,8 @@ fn link_limits(
         limits.push(Limit {
             bdf: f.bdf,
             field: speed_field,
-            spec: show_gen(spec_speed),
-            qemu: show_gen(qemu_speed),
+            spec: show_speed(spec_speed),
+            qemu: show_speed(qemu_speed),
             why,
         });
     }

@@ -2,6 +2,7 @@
 //! boots it and brings the guest's own view of the hierarchy back.
 
 pub mod argv;
+pub mod check;
 pub mod guest;
 pub mod kernel;
 pub mod p2pcopy;

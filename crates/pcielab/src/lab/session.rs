@@ -82,8 +82,14 @@ pub struct RunReport {
 }
 
 /// The default guest script: a copy of the guest's /sys/bus/pci and its topology as JSON.
-pub const DEFAULT_SCRIPT: &str = "pcielab snapshot /results/sysfs\n\
-pcielab topo --machine host --json > /results/topo.json\n";
+/// Also lists each device's p2pmem size (P2PDMA kernels only).
+pub const DEFAULT_SCRIPT: &str = r#"pcielab snapshot /results/sysfs
+pcielab topo --machine host --json > /results/topo.json
+for d in /sys/bus/pci/devices/*; do
+  [ -r "$d/p2pmem/size" ] && echo "${d##*/} $(cat "$d/p2pmem/size")"
+done > /results/p2pmem.txt
+true
+"#;
 
 /// Runs one guest for `topology`. `progress` sees each phase as it starts.
 pub fn run(
