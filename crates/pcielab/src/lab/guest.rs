@@ -73,8 +73,19 @@ pub fn run_tool(command: &mut Command, phase: &str) -> Result<String> {
 }
 
 /// The Debian cloud kernel image, fetched into `cache/debian-kernel/<package>/` on first use.
+/// A kernel fetched earlier is used as is (asking apt costs seconds per boot); delete
+/// `<cache>/debian-kernel` to fetch the current one again.
 pub fn debian_kernel(cache: &Path) -> Result<PathBuf> {
     const PHASE: &str = "fetch-kernel";
+    let fetched = cache.join("debian-kernel");
+    if let Some(kernel) = fs::read_dir(&fetched).ok().and_then(|entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .find_map(|e| find_vmlinuz(&e.path()))
+    }) {
+        return Ok(kernel);
+    }
     let depends = run_tool(
         Command::new(find_tool("apt-cache", "apt", PHASE)?).args(["depends", KERNEL_META_PACKAGE]),
         PHASE,
@@ -229,6 +240,18 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/disk/by-path
+# NVMe controllers find their namespaces asynchronously: wait (at most 30 s) for each bound one.
+tries=0
+while [ $tries -lt 300 ]; do
+  waiting=0
+  for c in /sys/bus/pci/devices/*; do
+    [ "$(cat "$c/class")" = 0x010802 ] && [ -e "$c/driver" ] || continue
+    ls -d "$c"/nvme/nvme*/nvme*n* >/dev/null 2>&1 || waiting=1
+  done
+  [ $waiting = 0 ] && break
+  sleep 0.1
+  tries=$((tries + 1))
+done
 for ns in /sys/block/nvme*n*; do
   [ -e "$ns" ] || continue
   name=${ns##*/}
