@@ -62,7 +62,11 @@ fn inexpressible_and_broken_specs_exit_2() {
     std::fs::write(&broken, "name = \"x\"\n[[function]]\nbdf = \"zz\"\n").unwrap();
     let out = pcielab(&["lab", "run", broken.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("broken.toml"));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("lab phase 'prepare'") && err.contains("broken.toml"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -60,7 +60,7 @@ Differences QEMU 7.2 cannot avoid are shown as `expected`, with the reason.")]
 For each ordered pair of NVMe with a CMB, the guest copies SRC -> DST through SRC's p2pmem
 (`pcielab bench p2p --check`). A predicted bus-address or host-bridge path must copy and verify;
 a predicted refusal must fail with EREMOTEIO and the kernel's message. Exit 1 on disagreement.
-The CPU the prediction uses is read from the guest (QEMU TCG's `max` is AMD family 6, `EPYC`
+The CPU the prediction uses is read from the guest (QEMU 7.2 TCG's `max` is AMD family 0xf, `EPYC`
 is AMD family 0x17, which the kernel exempts from the host-bridge whitelist).")]
     P2p(P2pArgs),
     /// Build the P2PDMA guest kernel from Debian's linux-source-6.12 into the cache
@@ -188,7 +188,10 @@ fn load_spec(spec: &str) -> Result<Platform> {
             name: spec.to_string(),
         }
     };
-    selector.open()
+    selector.open().map_err(|e| match e {
+        Error::BadInput(msg) => Error::bad_input(format!("lab phase 'prepare': {msg}")),
+        other => other,
+    })
 }
 
 fn machine_options(m: &MachineArgs) -> MachineOptions {

@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["dot", "sysfs_export"])]
     pub p2p: bool,
     /// The CPU for --p2p: intel, amd or other, optionally with a family (amd:0x19);
-    /// QEMU's TCG `-cpu max` is amd:6, `-cpu EPYC` amd:0x17
+    /// QEMU 7.2 TCG `-cpu max` is amd:0xf, `-cpu EPYC` amd:0x17
     #[arg(long, default_value = "intel", requires = "p2p", value_parser = Cpu::parse)]
     pub cpu: Cpu,
 }

@@ -34,8 +34,8 @@ impl Cpu {
     }
 
     /// Parses `intel`, `amd`, `other`, optionally with a family: `amd:0x19`, `intel:6`. A bare
-    /// `amd` means Zen (0x17), `intel` family 6. QEMU's `-cpu max` on an Intel host reports the
-    /// host vendor; `-cpu EPYC` is AMD family 0x17.
+    /// `amd` means Zen (0x17), `intel` family 6. QEMU 7.2's `-cpu max` is AMD family 0xf under
+    /// TCG and the host's CPU under KVM; `-cpu EPYC` is AMD family 0x17.
     pub fn parse(s: &str) -> crate::Result<Cpu> {
         let bad = || {
             crate::Error::bad_input(format!(
