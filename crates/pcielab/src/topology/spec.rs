@@ -505,7 +505,7 @@ fn check_structure(
             return Err(loc.err(
                 at,
                 format_args!(
-                    "function {}: a {} cannot sit under {} which is a {}; {}",
+                    "function {}: a {} cannot sit under {} (kind {}); {}",
                     f.bdf,
                     f.kind.name(),
                     pb,
