@@ -321,19 +321,30 @@ fn live_host_lists_the_same_functions_as_lspci() {
         for p in [tmp.path(), bin.as_path()] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let out = Command::new("setpriv")
-            .args([
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                bin.to_str().unwrap(),
-                "topo",
-                "--machine",
-                "host",
-                "--json",
-            ])
-            .output()
-            .expect("setpriv (util-linux)");
+        // A parallel test forking while the copy was open for writing makes exec fail with
+        // "Text file busy" for a moment; retry then.
+        let mut attempts = 0;
+        let out = loop {
+            let out = Command::new("setpriv")
+                .args([
+                    "--reuid=nobody",
+                    "--regid=nogroup",
+                    "--clear-groups",
+                    bin.to_str().unwrap(),
+                    "topo",
+                    "--machine",
+                    "host",
+                    "--json",
+                ])
+                .output()
+                .expect("setpriv (util-linux)");
+            attempts += 1;
+            let busy = String::from_utf8_lossy(&out.stderr).contains("Text file busy");
+            if !busy || attempts == 20 {
+                break out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
         let doc: Value = serde_json::from_str(&ok_stdout(out)).unwrap();
         assert_eq!(host_bdfs(&doc), ours);
     }
