@@ -3,9 +3,20 @@
 use clap::Subcommand;
 use pcielab::Result;
 
+pub mod qos;
+pub mod sim;
+
 #[derive(Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// resctrl: cache and memory-bandwidth partitioning
+    Qos(qos::Args),
+    /// Experiments on simulated QoS machines
+    Sim(sim::Args),
+}
 
 pub fn run(command: Command) -> Result<()> {
-    match command {}
+    match command {
+        Command::Qos(args) => qos::run(args),
+        Command::Sim(args) => sim::run(args),
+    }
 }

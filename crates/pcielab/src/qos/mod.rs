@@ -14,4 +14,5 @@ pub mod resctrl;
 pub mod scenario;
 pub mod schemata;
 pub mod sim;
+pub mod view;
 pub mod workload;
