@@ -75,7 +75,7 @@ impl Op {
             Op::Mkdir { .. } => format!("mkdir {target}"),
             Op::Rmdir { .. } => format!("rmdir {target}"),
             Op::Schemata { text, .. } => {
-                format!("echo '{}' > {target}", text.trim_end().replace('\n', "\\n"))
+                format!("printf '{}' > {target}", text.replace('\n', "\\n"))
             }
             Op::Tasks { text, .. } => format!("echo {text} > {target}"),
             Op::Cpus { cpus_list, .. } => format!("echo {cpus_list} > {target}"),
