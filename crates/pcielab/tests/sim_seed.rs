@@ -1,55 +1,15 @@
 //! The Yitian 710 seed's experiments (§4.1-4.4) run verbatim against the simulated SATA path
-//! behind root port 0000:00:02.0: counts against fio's bytes, throughputs against the seed's,
+//! of the yitian710 preset (root port 0000:00:02.0): counts against fio's bytes, throughputs against the seed's,
 //! and time-shared estimates against the simulator's true counts.
 
-use pcielab::pcie::Generation;
 use pcielab::pmu::session::{CountOptions, CounterBackend, Reading};
 use pcielab::pmu::{resolve, EventSpec};
 use pcielab::sim::fio::DirectionStats;
 use pcielab::sim::workload::{self, Summary};
 use pcielab::sim::{SimBackend, SimMachine, SimRun};
-use pcielab::topology::{Function, Kind, Link, Topology};
 
-/// The part of the seed's platform these experiments touch: root port 00:02.0 (Gen5 x4
-/// capable, trained Gen2 x2) and the 88SE9235 with the SATA SSD holding / (cwd /home/user).
 fn yitian710() -> SimMachine {
-    let gen2x2 = |max: Generation, w: u8| {
-        Some(Link {
-            max_speed: Some(max),
-            max_width: Some(w),
-            speed: Some(Generation::Gen2),
-            width: Some(2),
-        })
-    };
-    let mut rp = Function::new(
-        "00:02.0".parse().unwrap(),
-        0x1ded,
-        0x8000,
-        0x060400,
-        Kind::RootPort,
-    );
-    rp.link = gen2x2(Generation::Gen5, 4);
-    rp.mps = Some(128);
-    let mut sata = Function::new(
-        "04:00.0".parse().unwrap(),
-        0x1b4b,
-        0x9235,
-        0x010601,
-        Kind::Endpoint,
-    );
-    sata.parent = Some(rp.bdf);
-    sata.link = gen2x2(Generation::Gen2, 2);
-    sata.mps = Some(128);
-    sata.mrrs = Some(512);
-    sata.params = toml::from_str(
-        "type = \"ahci\"\nsata_gbps = 6.0\nfis_turnaround_ns = 1000\nmedia_read_mbps = 1500\nprogram_mbps = 230\n",
-    )
-    .unwrap();
-    let sim = toml::from_str(
-        "cwd = \"/home/user\"\nmounts = { \"/\" = \"/dev/sda4\" }\nblock_devices = { \"/dev/sda\" = \"0000:04:00.0\" }\n",
-    )
-    .unwrap();
-    SimMachine::new("yitian710", Topology::new(vec![rp, sata]), Some(&sim)).unwrap()
+    SimMachine::open(&"sim:yitian710".parse().unwrap()).unwrap()
 }
 
 struct Stat {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
+use crate::pmu::catalog::edit_distance;
 
 /// A TOML table with the name it is known by in messages (e.g. `[function.device] of 0000:04:00.0`).
 pub struct Table<'a> {
@@ -86,6 +87,22 @@ impl<'a> Table<'a> {
         }
     }
 
+    /// Fails on keys that look like misspellings of `known` ones (within two edits). Other
+    /// unknown keys are left alone: a shared table (`[function.device]`) also carries keys for
+    /// other readers, such as the QEMU lab's device properties.
+    pub fn no_near_misses(&self, known: &[&str]) -> Result<()> {
+        for key in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
+            if let Some(near) = known.iter().find(|k| edit_distance(key, k) <= 2) {
+                return Err(Error::bad_input(format!(
+                    "{}: unknown key '{key}': did you mean '{near}'? (simulator keys: {})",
+                    self.what,
+                    known.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Fails on keys outside `known`, listing the valid ones.
     pub fn only(&self, known: &[&str]) -> Result<()> {
         let unknown: Vec<&str> = self
@@ -122,10 +139,6 @@ pub struct SimConfig {
     pub aux_clock_mhz: f64,
     /// Bit-error rate injected on every link (LCRC errors, Naks, replays); 0 = none.
     pub ber: f64,
-    /// A receiver sends one Ack DLLP per this many TLPs (Ack coalescing).
-    pub ack_every_tlps: u64,
-    /// A receiver returns credits with one UpdateFC DLLP per this many TLPs.
-    pub updatefc_every_tlps: u64,
     /// Root complex memory-read round trip seen by a device at the root port, ns.
     pub rc_read_latency_ns: f64,
     /// Extra round-trip latency per switch on the path, ns.
@@ -144,8 +157,6 @@ impl Default for SimConfig {
             pmu_clock_mhz: 500.0,
             aux_clock_mhz: 24.0,
             ber: 0.0,
-            ack_every_tlps: 4,
-            updatefc_every_tlps: 4,
             rc_read_latency_ns: 700.0,
             switch_latency_ns: 150.0,
             l0s_idle_ns: 7_000.0,
@@ -161,8 +172,6 @@ const SIM_KEYS: &[&str] = &[
     "pmu_clock_mhz",
     "aux_clock_mhz",
     "ber",
-    "ack_every_tlps",
-    "updatefc_every_tlps",
     "rc_read_latency_ns",
     "switch_latency_ns",
     "l0s_idle_ns",
@@ -200,8 +209,6 @@ impl SimConfig {
             pmu_clock_mhz: t.number("pmu_clock_mhz", d.pmu_clock_mhz, false)?,
             aux_clock_mhz: t.number("aux_clock_mhz", d.aux_clock_mhz, false)?,
             ber,
-            ack_every_tlps: t.integer("ack_every_tlps", d.ack_every_tlps)?,
-            updatefc_every_tlps: t.integer("updatefc_every_tlps", d.updatefc_every_tlps)?,
             rc_read_latency_ns: t.number("rc_read_latency_ns", d.rc_read_latency_ns, false)?,
             switch_latency_ns: t.number("switch_latency_ns", d.switch_latency_ns, true)?,
             l0s_idle_ns: t.number("l0s_idle_ns", d.l0s_idle_ns, true)?,

@@ -15,8 +15,11 @@ pub mod workload;
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::machine::MachineSelector;
 use crate::model::path::path_ceiling;
-use crate::pcie::link::raw_mbps;
+use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
+use crate::pcie::dllp::DLLP_WIRE_BYTES;
+use crate::pcie::tlp::TlpFormat;
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Group};
 use crate::pmu::session::{emulate, CountOptions, CounterBackend, Counts, TrueCounts};
@@ -26,11 +29,9 @@ use config::SimConfig;
 use device::{BlockDevice, Device};
 use engine::{Demand, FlowSpec, Progress};
 use fio::{DirectionStats, GroupStats};
-use tlp::{Bundle, Dir, Kind, LinkFormat, Tally};
+use tlp::{Bundle, Dir, Kind, Tally};
 use workload::{DmaDirection, DmaRow, DmaTest, Summary, Workload};
 
-/// DLLPs are 8 bytes on the wire at Gen1-5 (6 B + framing).
-const DLLP_WIRE_BYTES: f64 = 8.0;
 /// Default MPS/MRRS where the topology does not say.
 const DEFAULT_MPS: u32 = 128;
 const DEFAULT_MRRS: u32 = 512;
@@ -114,13 +115,16 @@ pub struct Errors {
 }
 
 impl SimMachine {
-    /// Builds the machine; device parameters come from each function's `params`.
+    /// Builds the machine; device parameters come from each function's `params`, platform
+    /// settings from the spec's `[sim]` table.
     pub fn new(
         name: impl Into<String>,
         topology: Topology,
-        sim: Option<&BTreeMap<String, toml::Value>>,
+        sim: &toml::Table,
     ) -> Result<SimMachine> {
-        let config = SimConfig::from_table(sim)?;
+        let sim: BTreeMap<String, toml::Value> =
+            sim.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let config = SimConfig::from_table(Some(&sim))?;
         let mut devices = BTreeMap::new();
         for f in topology.functions() {
             if let Some(d) = Device::from_function(f)? {
@@ -133,6 +137,19 @@ impl SimMachine {
             config,
             devices,
         })
+    }
+
+    /// The simulated machine a `sim:` selector names (a preset or a spec file).
+    pub fn open(selector: &MachineSelector) -> Result<SimMachine> {
+        match selector {
+            MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
+                let platform = selector.open()?;
+                SimMachine::new(platform.name, platform.topology, &platform.sim)
+            }
+            other => Err(Error::bad_input(format!(
+                "machine '{other}' is not simulated: use sim:PRESET or sim:FILE.toml"
+            ))),
+        }
     }
 
     pub fn pmus(&self) -> Vec<PmuDevice> {
@@ -169,40 +186,52 @@ impl SimMachine {
         links
     }
 
-    /// Usable bytes per ns per direction of the link named by `at`.
+    /// Usable bytes per ns per direction of the link named by `at` (after line encoding and
+    /// SKP ordered sets).
     fn link_capacity(&self, at: Bdf) -> f64 {
         self.topology
             .get(at)
-            .and_then(|f| f.link)
-            .and_then(|l| Some(raw_mbps(l.speed?, l.width?) * 1e-3))
-            .unwrap_or(f64::INFINITY)
+            .and_then(LinkParams::for_function)
+            .map_or(f64::INFINITY, |l| l.capacity_mbps(Overheads::Full) * 1e-3)
     }
 
-    /// How TLPs between `device` and its root port are sized: MPS is the smallest programmed
-    /// on the path, MRRS the device's, the generation the root port link's current speed.
-    pub fn link_format(&self, device: Bdf) -> LinkFormat {
+    /// How TLPs between `device` and its root port are sized and framed: MPS is the smallest
+    /// programmed on the path, MRRS the device's, speed and width the root port link's;
+    /// 64-bit DMA addresses, completions in MPS-sized pieces.
+    pub fn link_params(&self, device: Bdf) -> LinkParams {
         let path = self.topology.path_to_root(device);
         let mps = path
             .iter()
             .filter_map(|f| f.mps)
             .min()
             .map_or(DEFAULT_MPS, u32::from);
-        let generation = path
-            .iter()
-            .filter_map(|f| f.link.and_then(|l| l.speed))
-            .min()
+        let port_link = self
+            .root_port(device)
+            .and_then(|rp| self.topology.get(rp))
+            .and_then(|f| f.link);
+        let gen = port_link
+            .and_then(|l| l.speed)
+            .or_else(|| path.iter().find_map(|f| f.link.and_then(|l| l.speed)))
             .unwrap_or(Generation::Gen3);
-        LinkFormat {
-            generation,
+        let width = port_link
+            .and_then(|l| l.width)
+            .filter(|w| *w > 0)
+            .unwrap_or(1);
+        LinkParams {
+            gen,
+            width,
             mps,
             mrrs: self
                 .topology
                 .get(device)
                 .and_then(|f| f.mrrs)
                 .map_or(DEFAULT_MRRS, u32::from),
-            completion: mps,
-            addr64: true,
-            ecrc: false,
+            rcb: 64,
+            format: TlpFormat {
+                addr64: true,
+                ..TlpFormat::default()
+            },
+            completion_size: CompletionSize::Mps,
         }
     }
 
@@ -281,31 +310,25 @@ impl<'m> RunBuilder<'m> {
     }
 
     /// Link usage of one I/O (mixing `halves`): wire bytes of its TLPs per direction plus the
-    /// Ack and UpdateFC DLLPs the other side returns for them.
+    /// Ack and UpdateFC DLLPs sent that way.
     fn link_usage(
         &self,
         halves: &[Half],
         resources: &mut Resources,
         device: Bdf,
     ) -> Vec<(usize, f64)> {
-        let c = &self.machine.config;
-        let dllps_per_tlp = 1.0 / c.ack_every_tlps as f64 + 1.0 / c.updatefc_every_tlps as f64;
         let mut usage = Vec::new();
         for link in self.machine.path_links(device) {
             let capacity = self.machine.link_capacity(link);
             for dir in [Dir::Up, Dir::Down] {
-                let other = match dir {
-                    Dir::Up => Dir::Down,
-                    Dir::Down => Dir::Up,
-                };
+                let d = dir as usize;
                 let bytes: f64 = halves
                     .iter()
                     .map(|h| {
+                        let t = &h.bundle.total;
                         h.fraction
-                            * (h.bundle.total.wire_bytes[dir as usize]
-                                + h.bundle.total.tlps_in(other) as f64
-                                    * dllps_per_tlp
-                                    * DLLP_WIRE_BYTES)
+                            * (t.wire_bytes[d]
+                                + (t.acks[d] + t.update_fcs[d]) * f64::from(DLLP_WIRE_BYTES))
                     })
                     .sum();
                 usage.push((resources.index((link, Some(dir)), capacity), bytes));
@@ -387,7 +410,7 @@ impl<'m> RunBuilder<'m> {
                     .ok_or_else(|| {
                         Error::bad_input(format!(
                             "fio: filename '{filename}' maps to {bdf}, which is not a simulated disk \
-                             (it needs a [function.device] table with type = \"ahci\" or \"nvme\")"
+                             (it needs a [function.device] table with model = \"ahci\" or \"nvme\")"
                         ))
                     })?;
                 flows.push(self.fio_flow(job, bdf, block, &mut resources)?);
@@ -426,13 +449,13 @@ impl<'m> RunBuilder<'m> {
         block: &dyn BlockDevice,
         resources: &mut Resources,
     ) -> Result<(FlowSpec, Bdf, Vec<Half>)> {
-        let format = self.machine.link_format(bdf);
+        let link = self.machine.link_params(bdf);
         let read_fraction = f64::from(job.rw.read_percent(job.rwmixread)) / 100.0;
         let mut halves = Vec::new();
         for (read, fraction) in [(true, read_fraction), (false, 1.0 - read_fraction)] {
             if fraction > 0.0 {
                 halves.push(Half {
-                    bundle: Bundle::new(block.io_tlps(read, job.bs, &format), format),
+                    bundle: Bundle::new(block.io_tlps(read, job.bs, &link), link),
                     fraction,
                     read,
                 });
@@ -448,7 +471,7 @@ impl<'m> RunBuilder<'m> {
         let mut cap = in_device / (latency + service + rtt);
         let memory_reads_per_io = (1.0 - read_fraction) * job.bs as f64;
         if memory_reads_per_io > 0.0 {
-            cap = cap.min(BLOCK_READ_TAGS * f64::from(format.mrrs) / rtt / memory_reads_per_io);
+            cap = cap.min(BLOCK_READ_TAGS * f64::from(link.mrrs) / rtt / memory_reads_per_io);
         }
         let mut usage = vec![(resources.index((bdf, None), 1.0), service)];
         usage.extend(self.link_usage(&halves, resources, bdf));
@@ -498,7 +521,7 @@ impl<'m> RunBuilder<'m> {
             .collect();
         let (bdf, engine) = match test.device {
             Some(want) => engines.iter().find(|(b, _)| *b == want).copied().ok_or_else(|| {
-                Error::bad_input(format!("dmatest: {want} has no DMA engine (a [function.device] table with type = \"dma\")"))
+                Error::bad_input(format!("dmatest: {want} has no DMA engine (a [function.device] table with model = \"dma\")"))
             })?,
             None => match engines.as_slice() {
                 [one] => *one,
@@ -506,7 +529,7 @@ impl<'m> RunBuilder<'m> {
                 _ => return Err(Error::bad_input("dmatest: several DMA engines; choose one with --device BDF")),
             },
         };
-        let format = self.machine.link_format(bdf);
+        let link = self.machine.link_params(bdf);
         let rtt = self.machine.read_rtt_ns(bdf);
         let link_rate = self
             .machine
@@ -519,16 +542,16 @@ impl<'m> RunBuilder<'m> {
             for &size in &test.sizes {
                 let start = self.now;
                 let (runs, data_dir) = match direction {
-                    DmaDirection::Write => (tlp::write(Dir::Up, size, &format), Dir::Up),
-                    DmaDirection::Read => (tlp::read(Dir::Up, size, &format), Dir::Down),
+                    DmaDirection::Write => (tlp::dma_write(size, &link), Dir::Up),
+                    DmaDirection::Read => (tlp::dma_read(size, &link), Dir::Down),
                 };
-                let bundle = Bundle::new(runs, format);
+                let bundle = Bundle::new(runs, link);
                 // One transfer at a time: setup, then the data at the slowest of the link, the
                 // engine's bus and (reads) the outstanding requests over the round trip.
                 let mut transfer = (bundle.total.wire_bytes[data_dir as usize] / link_rate)
                     .max(mb_ns(size, engine.engine_mbps));
                 if direction == DmaDirection::Read {
-                    let window = f64::from(engine.max_read_requests) * f64::from(format.mrrs);
+                    let window = f64::from(engine.max_read_requests) * f64::from(link.mrrs);
                     transfer = transfer.max(size as f64 / window * rtt) + rtt;
                 }
                 let mut resources = Resources {
@@ -632,17 +655,11 @@ impl SimRun {
     }
 
     /// DLLPs the root port sent (`Dir::Down`) or received (`Dir::Up`) up to `t_ns`:
-    /// (Ack, UpdateFC), each acknowledging TLPs of the opposite direction.
-    pub fn port_dllps(&self, rp: Bdf, t_ns: u64, sent: Dir) -> (u64, u64) {
+    /// (Ack, UpdateFC), for TLPs of the opposite direction, as whole DLLPs.
+    pub fn port_dllps(&self, rp: Bdf, t_ns: u64, way: Dir) -> (u64, u64) {
         let tally = self.port_tally(rp, t_ns);
-        let acknowledged = match sent {
-            Dir::Down => tally.tlps_in(Dir::Up),
-            Dir::Up => tally.tlps_in(Dir::Down),
-        };
-        (
-            acknowledged / self.config.ack_every_tlps,
-            acknowledged / self.config.updatefc_every_tlps,
-        )
+        let d = way as usize;
+        (tally.acks[d] as u64, tally.update_fcs[d] as u64)
     }
 
     /// Errors injected on `rp`'s link up to `t_ns` (all zero without a bit-error rate).
@@ -654,7 +671,7 @@ impl SimRun {
         let tally = self.port_tally(rp, t_ns);
         let (acks, fcs) = self.port_dllps(rp, t_ns, Dir::Up);
         let tlp_bits = tally.wire_bytes[Dir::Up as usize] * 8.0;
-        let dllp_bits = (acks + fcs) as f64 * DLLP_WIRE_BYTES * 8.0;
+        let dllp_bits = (acks + fcs) as f64 * f64::from(DLLP_WIRE_BYTES) * 8.0;
         let rx_bad_tlps = (tlp_bits * ber) as u64;
         Errors {
             rx_bad_tlps,
@@ -737,13 +754,13 @@ impl SimRun {
                 let (dir, kind) = match number {
                     0x00 => (Dir::Down, Kind::MemWrite),
                     0x01 => (Dir::Down, Kind::MemRead),
-                    0x06 => (Dir::Down, Kind::Cpl),
                     0x07 => (Dir::Down, Kind::CplD),
                     0x0B => (Dir::Up, Kind::MemWrite),
                     0x0C => (Dir::Up, Kind::MemRead),
-                    0x11 => (Dir::Up, Kind::Cpl),
                     0x12 => (Dir::Up, Kind::CplD),
-                    _ => return 0, // config, I/O, messages, atomics, prefixes, CCIX: none simulated
+                    // Completions without data, config, I/O, messages, atomics, prefixes, CCIX:
+                    // simulated traffic has none.
+                    _ => return 0,
                 };
                 tally.count(dir, kind)
             }
