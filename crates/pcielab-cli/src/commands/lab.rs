@@ -15,6 +15,7 @@ use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
 use pcielab::machine::MachineSelector;
 use pcielab::model::p2p::Cpu;
+use pcielab::sim::fio::parse_job_file;
 use pcielab::topology::spec::Platform;
 use pcielab::{Error, Result};
 
@@ -310,12 +311,12 @@ fn run_run(args: RunArgs) -> Result<()> {
     };
     let mut options = run_options(&args.boot, None)?;
     if let Some(job) = &args.fio {
-        if !job.is_file() {
-            return Err(Error::bad_input(format!(
-                "--fio {}: no such job file",
-                job.display()
-            )));
-        }
+        // The same parser the simulator uses: one job file runs on sim: and in the lab.
+        let text = std::fs::read_to_string(job).map_err(|e| {
+            Error::bad_input(format!("lab phase 'prepare': --fio {}: {e}", job.display()))
+        })?;
+        parse_job_file(&text, &job.display().to_string())
+            .map_err(|e| Error::bad_input(format!("lab phase 'prepare': {}", e.message())))?;
         options.files.push(GuestFile {
             host: job.clone(),
             guest: "/pcielab/job.fio".into(),
