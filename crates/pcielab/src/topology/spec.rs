@@ -555,9 +555,9 @@ fn check_structure(
             }
         }
     }
-    for f in functions
+    if let Some(f) = functions
         .iter()
-        .filter(|f| f.kind == Kind::SwitchUpstream && !child_bus.contains_key(&f.bdf))
+        .find(|f| f.kind == Kind::SwitchUpstream && !child_bus.contains_key(&f.bdf))
     {
         return Err(loc.err(
             starts[&f.bdf],

@@ -147,7 +147,13 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     let config = fs::read(dir.join("config")).unwrap_or_default();
     let d = header(bdf, dir, &config)?;
     let parent = parent_of(dir);
-    let parent_fn = parent.and_then(|p| earlier.iter().rev().find(|f| f.bdf == p));
+    // `earlier` is in address order (see `read_sysfs`).
+    let parent_fn = parent.and_then(|p| {
+        earlier
+            .binary_search_by_key(&p, |f| f.bdf)
+            .ok()
+            .map(|i| &earlier[i])
+    });
     let mut f = Function::new(bdf, d.vendor, d.device, d.class, Kind::Endpoint);
     f.revision = d.revision;
     f.subsystem_vendor = d.subsystem_vendor;
