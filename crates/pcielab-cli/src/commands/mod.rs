@@ -1,27 +1,42 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+mod bench;
+mod lab;
+mod model;
+mod qos;
+mod sim;
 mod snapshot;
 mod topo;
 
 use clap::Subcommand;
 use pcielab::Result;
 
-mod model;
-
 #[derive(Subcommand)]
 pub enum Command {
-    /// Link bandwidth and TLP counts versus transfer size.
-    Model(model::Args),
     /// Show the PCIe tree with links, ceilings and warnings (or JSON, DOT, a sysfs export)
     Topo(topo::Args),
+    /// Link bandwidth and TLP counts versus transfer size.
+    Model(model::Args),
     /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
     Snapshot(snapshot::Args),
+    /// resctrl: cache and memory-bandwidth partitioning
+    Qos(qos::Args),
+    /// Experiments on simulated QoS machines
+    Sim(sim::Args),
+    /// Measurements on real devices: p2p copies through p2pmem.
+    Bench(bench::Args),
+    /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
+    Lab(lab::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
     match command {
-        Command::Model(args) => model::run(args),
         Command::Topo(args) => topo::run(args),
+        Command::Model(args) => model::run(args),
         Command::Snapshot(args) => snapshot::run(args),
+        Command::Qos(args) => qos::run(args),
+        Command::Sim(args) => sim::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Lab(args) => lab::run(args),
     }
 }

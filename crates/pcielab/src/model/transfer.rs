@@ -162,6 +162,16 @@ impl Flow {
     }
 }
 
+impl std::ops::AddAssign for Flow {
+    fn add_assign(&mut self, other: Flow) {
+        self.tlps += other.tlps;
+        self.payload_bytes += other.payload_bytes;
+        self.tlp_overhead_bytes += other.tlp_overhead_bytes;
+        self.acks += other.acks;
+        self.update_fcs += other.update_fcs;
+    }
+}
+
 /// The TLPs and bytes of one transfer, per TLP type and per direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Traffic {
@@ -228,6 +238,23 @@ impl Traffic {
             return 0.0;
         }
         self.payload_bytes as f64 / wire
+    }
+}
+
+/// Accumulates transfers on one link (a simulator's running totals); both must be on the same
+/// generation, since wire bytes depend on it.
+impl std::ops::AddAssign for Traffic {
+    fn add_assign(&mut self, other: Traffic) {
+        assert_eq!(
+            self.gen, other.gen,
+            "adding traffic of different generations"
+        );
+        self.mem_writes += other.mem_writes;
+        self.mem_reads += other.mem_reads;
+        self.completions += other.completions;
+        self.payload_bytes += other.payload_bytes;
+        self.upstream += other.upstream;
+        self.downstream += other.downstream;
     }
 }
 
@@ -454,6 +481,22 @@ mod tests {
         nvme.mrrs = Some(4096);
         let l = LinkParams::for_function(&nvme).unwrap();
         assert_eq!((l.mps, l.mrrs), (256, 4096));
+    }
+
+    #[test]
+    fn traffic_accumulates_across_transfers() {
+        let l = link(Gen3, 4, 256);
+        let mut total = write(4096, &l);
+        total += read(4096, &l);
+        assert_eq!(
+            (total.mem_writes, total.mem_reads, total.completions),
+            (16, 8, 16)
+        );
+        assert_eq!(total.payload_bytes, 8192);
+        assert_eq!(total.upstream.payload_bytes, 4096);
+        assert_eq!(total.upstream.tlps, 24);
+        let dllps = write(4096, &l).downstream.dllps() + read(4096, &l).downstream.dllps();
+        assert!((total.downstream.dllps() - dllps).abs() < 1e-9);
     }
 
     #[test]

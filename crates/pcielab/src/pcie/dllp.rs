@@ -92,6 +92,15 @@ mod tests {
     }
 
     #[test]
+    fn ack_latency_at_5_gt_uses_the_larger_internal_delay() {
+        let widths = [1, 2, 4, 8, 12, 16, 32];
+        let expected = [288, 179, 124, 118, 109, 99, 84];
+        for (width, want) in widths.into_iter().zip(expected) {
+            assert_eq!(ack_latency_symbols(Gen2, 128, width), want, "x{width}");
+        }
+    }
+
+    #[test]
     fn dllp_cost_per_byte_falls_with_width() {
         // 1 MB of 256-byte TLPs: a x16 link gets through it in 1/16 of the symbol times.
         let bytes = 4096.0 * 264.0;
