@@ -159,6 +159,25 @@ fn lspci_links(text: &str) -> BTreeMap<String, (String, String)> {
     out
 }
 
+/// bdf -> (DevCtl "MaxPayload N bytes, MaxReadReq N bytes", has AER, has ACS) from `lspci -vvv -D`.
+fn lspci_device_control(text: &str) -> BTreeMap<String, (String, bool, bool)> {
+    let mut out: BTreeMap<String, (String, bool, bool)> = BTreeMap::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if !line.starts_with(char::is_whitespace) && !line.is_empty() {
+            current = line.split_whitespace().next().unwrap().to_string();
+        } else if trimmed.starts_with("MaxPayload") && trimmed.contains("MaxReadReq") {
+            out.entry(current.clone()).or_default().0 = trimmed.to_string();
+        } else if trimmed.ends_with("Advanced Error Reporting") {
+            out.entry(current.clone()).or_default().1 = true;
+        } else if trimmed.ends_with("Access Control Services") {
+            out.entry(current.clone()).or_default().2 = true;
+        }
+    }
+    out
+}
+
 fn speed_text(v: &Value) -> String {
     match v.as_f64() {
         None => "unknown".to_string(),
@@ -209,6 +228,28 @@ fn every_preset_renders_in_real_lspci_as_pcielab_describes_it() {
         }
         assert!(!expected.is_empty());
         assert_eq!(links, expected, "{preset}: LnkCap/LnkSta");
+
+        let control = lspci_device_control(&lspci_at(&dir, &["-vvv", "-D"]));
+        let expected: BTreeMap<String, (String, bool, bool)> = doc["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| !f["mps"].is_null())
+            .map(|f| {
+                (
+                    f["bdf"].as_str().unwrap().to_string(),
+                    (
+                        format!(
+                            "MaxPayload {} bytes, MaxReadReq {} bytes",
+                            f["mps"], f["mrrs"]
+                        ),
+                        f["aer"].as_bool().unwrap(),
+                        !f["acs"].is_null(),
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(control, expected, "{preset}: DevCtl, AER, ACS");
     }
 }
 
