@@ -639,3 +639,30 @@ fn tree_and_dot_show_links_ceilings_and_warnings() {
         "{dot}"
     );
 }
+
+#[test]
+fn yitian710_export_reproduces_the_seeds_lspci_tree() {
+    // The seed's `lspci -tv` excerpt of bus 00 (root-bus order and the drawing to the left of
+    // each line depend on the machine's other buses, so each line is matched from its device on).
+    let seed = [
+        "00.0-[01-02]----00.0-[02]----00.0  ASPEED Technology, Inc. ASPEED Graphics Family",
+        "+-01.0-[03]----00.0  Renesas Technology Corp. uPD720201 USB 3.0 Host Controller",
+        "+-02.0-[04]----00.0  Marvell Technology Group Ltd. 88SE9235 PCIe 2.0 x2 4-port SATA 6 Gb/s Controller",
+        "\\-03.0-[05]--",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    export("sim:yitian710", tmp.path());
+    let tree = lspci_at(tmp.path(), &["-tv"]);
+    for line in seed {
+        assert!(
+            tree.lines().any(|l| l.ends_with(line)),
+            "{line:?} not in\n{tree}"
+        );
+    }
+    assert!(
+        tree.contains(
+            "[0000:b0]---00.0-[b1]--+-00.0  Mellanox Technologies MT27800 Family [ConnectX-5]"
+        ),
+        "{tree}"
+    );
+}
