@@ -666,3 +666,34 @@ fn yitian710_export_reproduces_the_seeds_lspci_tree() {
         "{tree}"
     );
 }
+
+#[test]
+fn plain_copy_without_links_gets_parents_from_bus_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let export_dir = tmp.path().join("export");
+    export("sim:qemu-seed", &export_dir);
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    let status = Command::new("cp")
+        .args(["-rL"])
+        .arg(export_dir.join("devices"))
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(std::fs::read_link(copy.join("devices/0000:03:00.0")).is_err());
+    let strip = |mut doc: Value| {
+        let o = doc.as_object_mut().unwrap();
+        o.remove("name");
+        o.remove("description");
+        // `cp -L` turns the driver link into a directory: the driver is not part of a plain copy.
+        for f in o["functions"].as_array_mut().unwrap() {
+            f.as_object_mut().unwrap().remove("driver");
+        }
+        doc
+    };
+    let a = strip(topo_json("sim:qemu-seed"));
+    let b = strip(topo_json(&format!("snapshot:{}", copy.display())));
+    assert_eq!(a, b);
+    assert_eq!(b["functions"][5]["parent"], "0000:01:00.0");
+}
