@@ -27,7 +27,8 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
                 }
             }
         }
-        if f.link.is_some() && busy.contains(&f.bdf) {
+        // A link is judged at its downstream end (a port's LnkCtl governs the same link).
+        if parent.is_some() && f.link.is_some() && busy.contains(&f.bdf) {
             let up_aspm = parent.is_some_and(|p| p.aspm_enabled.any());
             if f.aspm_enabled.any() || up_aspm {
                 found.push(format!(
@@ -166,6 +167,7 @@ mod tests {
         ep.driver = Some("nvme".into());
         let busy = warnings(&Topology::new(vec![rp, ep.clone()]));
         assert_eq!(busy[&ep.bdf].len(), 2);
+        assert!(!busy.contains_key(&"00:02.0".parse().unwrap()), "{busy:?}");
         assert!(busy[&ep.bdf][1].ends_with("enabled at 0000:00:02.0"));
     }
 }
