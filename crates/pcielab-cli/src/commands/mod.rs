@@ -1,13 +1,22 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+mod model;
+mod qos;
+mod sim;
+mod snapshot;
+mod topo;
+
 use clap::Subcommand;
 use pcielab::Result;
 
-pub mod qos;
-pub mod sim;
-
 #[derive(Subcommand)]
 pub enum Command {
+    /// Show the PCIe tree with links, ceilings and warnings (or JSON, DOT, a sysfs export)
+    Topo(topo::Args),
+    /// Link bandwidth and TLP counts versus transfer size.
+    Model(model::Args),
+    /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
+    Snapshot(snapshot::Args),
     /// resctrl: cache and memory-bandwidth partitioning
     Qos(qos::Args),
     /// Experiments on simulated QoS machines
@@ -16,6 +25,9 @@ pub enum Command {
 
 pub fn run(command: Command) -> Result<()> {
     match command {
+        Command::Topo(args) => topo::run(args),
+        Command::Model(args) => model::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
         Command::Qos(args) => qos::run(args),
         Command::Sim(args) => sim::run(args),
     }

@@ -2,11 +2,16 @@
 //! (`host`, reading `/`), a saved sysfs tree (`snapshot:DIR`), or the simulator (`sim:PRESET` or
 //! `sim:FILE.toml`). This module parses the user's `--machine` selector and opens the backend.
 
+pub mod presets;
+pub mod snapshot;
+
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
+use crate::topology::spec::{parse_spec, Platform};
+use crate::topology::sysfs::read_sysfs;
 
 /// The user's choice of machine, parsed from `--machine`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +64,41 @@ impl fmt::Display for MachineSelector {
             MachineSelector::Snapshot { dir } => write!(f, "snapshot:{}", dir.display()),
             MachineSelector::SimPreset { name } => write!(f, "sim:{name}"),
             MachineSelector::SimFile { path } => write!(f, "sim:{}", path.display()),
+        }
+    }
+}
+
+impl MachineSelector {
+    /// Reads the machine's platform: its topology and, for `sim:`, the spec's `[sim]` table.
+    pub fn open(&self) -> Result<Platform> {
+        match self {
+            MachineSelector::SimPreset { name } => {
+                let text = presets::preset(name).ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "unknown preset 'sim:{name}': valid presets are {}, or give a spec file as sim:FILE.toml",
+                        presets::names().join(", ")
+                    ))
+                })?;
+                parse_spec(&format!("presets/{name}.toml"), text)
+            }
+            MachineSelector::SimFile { path } => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Error::bad_input(format!("cannot read spec file {}: {e}", path.display()))
+                })?;
+                parse_spec(&path.display().to_string(), &text)
+            }
+            MachineSelector::Host { root } => Ok(Platform {
+                name: "host".to_string(),
+                description: format!("live sysfs under {}", root.display()),
+                topology: read_sysfs(&root.join("sys/bus/pci"))?,
+                sim: toml::Table::new(),
+            }),
+            MachineSelector::Snapshot { dir } => Ok(Platform {
+                name: "snapshot".to_string(),
+                description: format!("sysfs snapshot {}", dir.display()),
+                topology: read_sysfs(dir)?,
+                sim: toml::Table::new(),
+            }),
         }
     }
 }

@@ -2,4 +2,7 @@
 //! facts — raw rates, TLP/DLLP/SKP overheads, reads and writes versus transfer size, path
 //! ceilings, and P2P distance rules. No I/O.
 
+pub mod latency;
 pub mod path;
+pub mod sweep;
+pub mod transfer;

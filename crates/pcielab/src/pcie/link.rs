@@ -48,6 +48,19 @@ impl Generation {
     }
 }
 
+/// Fraction of every lane's symbols spent on SKP ordered sets, which all lanes send together (so
+/// the share does not depend on width). 8b/10b: a 4-symbol SKP OS at most every 1538 symbol
+/// times; 128b/130b: one 16-symbol SKP block at most every 375 data blocks. FLIT mode is charged
+/// like 128b/130b (an assumption, see docs/model.md). The spec's longest intervals are used, so
+/// this is the least overhead a compliant transmitter has.
+pub fn skp_fraction(gen: Generation) -> f64 {
+    let (skp_symbols, interval_symbols) = match gen.encoding() {
+        Encoding::B8b10b => (4.0, 1538.0),
+        Encoding::B128b130b | Encoding::Flit1b1b => (16.0, 375.0 * 16.0),
+    };
+    skp_symbols / (interval_symbols + skp_symbols)
+}
+
 /// Usable bytes per second per direction after line encoding, in MB/s (10^6 B/s).
 pub fn raw_mbps(gen: Generation, width: u8) -> f64 {
     gen.gt_s() * 1000.0 * gen.encoding().efficiency() / 8.0 * f64::from(width)
@@ -89,5 +102,12 @@ mod tests {
         assert!((raw_mbps(Generation::Gen3, 1) - 984.615).abs() < 0.001);
         assert!((raw_mbps(Generation::Gen2, 8) - 4000.0).abs() < 1e-9);
         assert!((raw_mbps(Generation::Gen6, 1) - 8000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn skp_share_per_encoding() {
+        assert!((skp_fraction(Generation::Gen2) - 4.0 / 1542.0).abs() < 1e-12);
+        assert!((skp_fraction(Generation::Gen4) - 1.0 / 376.0).abs() < 1e-12);
+        assert!(skp_fraction(Generation::Gen1) < 0.003);
     }
 }

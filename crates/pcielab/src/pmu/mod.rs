@@ -1,2 +1,397 @@
-//! PCIe performance-monitoring units: event catalogs per PMU family, counter semantics (width,
-//! wrap, high-low-high reads), and a perf-like counting session (groups, multiplexing, scaling).
+//! PCIe performance-monitoring units: event catalogs per PMU family ([`catalog`]), counter
+//! semantics (width, wrap, high-low-high reads: [`counter`]), a perf-like counting session
+//! (groups, round-robin multiplexing, scaling: [`session`]) and perf-stat style reports
+//! ([`stat`]). This file owns PMU devices, their names (`pcie_bdf_<hex>` as the seed's kernel
+//! named them, `dwc_rootport_<hex>` upstream) and how `PMU/EVENT/` strings resolve to events.
+
+pub mod catalog;
+pub mod counter;
+pub mod session;
+pub mod stat;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::pcie::Bdf;
+use crate::topology::{Kind, Topology};
+use catalog::{nearest, EventDef, Family, Group, Unit};
+
+/// One PMU device as `/sys/bus/event_source/devices` would list it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PmuDevice {
+    /// The name perf uses (the seed's downstream kernel: `pcie_bdf_200` for 0000:00:02.0).
+    pub name: String,
+    /// Other names accepted for the same device (upstream `dwc_rootport_10`).
+    pub aliases: Vec<String>,
+    pub family: Family,
+    /// The root port whose traffic it counts.
+    pub root_port: Option<Bdf>,
+    /// Lanes of the port (the range of `lane=`): the link's capable width.
+    pub lanes: u8,
+}
+
+/// The seed's `pcie_bdf_%x` of bus, device and function as one byte each (00:02.0 -> 200),
+/// with the domain above them when it is not 0.
+pub fn seed_pmu_name(bdf: Bdf) -> String {
+    let value = (u64::from(bdf.domain) << 24)
+        | (u64::from(bdf.bus) << 16)
+        | (u64::from(bdf.device) << 8)
+        | u64::from(bdf.function);
+    format!("pcie_bdf_{value:x}")
+}
+
+/// Upstream `dwc_rootport_%x` of `(domain << 16) | (bus << 8) | devfn` (00:02.0 -> 10).
+pub fn upstream_pmu_name(bdf: Bdf) -> String {
+    let value = (u32::from(bdf.domain) << 16) | (u32::from(bdf.bus) << 8) | u32::from(bdf.devfn());
+    format!("dwc_rootport_{value:x}")
+}
+
+/// Which driver's conventions a PMU name implies: the seed's kernel reports the data-payload
+/// counters in raw 16-byte units, the upstream driver multiplies them by 16 and reports bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Driver {
+    Seed,
+    Upstream,
+}
+
+impl PmuDevice {
+    /// A DWC root-port PMU for `bdf`, under both names.
+    pub fn dwc_root_port(bdf: Bdf, lanes: u8) -> PmuDevice {
+        PmuDevice {
+            name: seed_pmu_name(bdf),
+            aliases: vec![upstream_pmu_name(bdf)],
+            family: Family::DwcRootPort,
+            root_port: Some(bdf),
+            lanes,
+        }
+    }
+
+    /// The driver convention `name` (one of this device's names) selects.
+    fn driver_for(&self, name: &str) -> Driver {
+        if self.family == Family::DwcRootPort && name.starts_with("dwc_rootport_") {
+            Driver::Upstream
+        } else {
+            Driver::Seed
+        }
+    }
+
+    fn answers_to(&self, name: &str) -> bool {
+        self.name == name || self.aliases.iter().any(|a| a == name)
+    }
+}
+
+/// The root-port PMUs a machine with this topology has: one DWC PMU per PCIe root port of a
+/// DesignWare-based vendor (the seed's Alibaba 1ded root ports).
+pub fn root_port_pmus(topo: &Topology) -> Vec<PmuDevice> {
+    topo.functions()
+        .iter()
+        .filter(|f| f.kind == Kind::RootPort && DWC_VENDORS.contains(&f.vendor))
+        .map(|f| {
+            let lanes = f.link.and_then(|l| l.max_width.or(l.width)).unwrap_or(1);
+            PmuDevice::dwc_root_port(f.bdf, lanes)
+        })
+        .collect()
+}
+
+/// Vendors whose root ports carry the RAS DES capability the DWC PMU driver binds to:
+/// Alibaba (Yitian), Qualcomm, Ampere, and Rockchip's DWC controllers.
+const DWC_VENDORS: [u16; 4] = [0x1ded, 0x17cb, 0x1def, 0x1d87];
+
+/// An event as the user wrote it: `PMU/EVENT/`, `PMU/EVENT,lane=N/` or
+/// `PMU/eventid=0x21,type=0x0/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventSpec {
+    pub pmu: String,
+    pub event: Option<String>,
+    pub terms: Vec<(String, u64)>,
+    /// The text as given, for messages and output.
+    pub text: String,
+}
+
+fn parse_number(text: &str, value: &str) -> Result<u64> {
+    let parsed = match value
+        .strip_prefix("0x")
+        .or_else(|| value.strip_prefix("0X"))
+    {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => value.parse(),
+    };
+    parsed.map_err(|_| {
+        Error::bad_input(format!(
+            "malformed event '{text}': '{value}' is not a number (decimal or 0x-hex)"
+        ))
+    })
+}
+
+impl std::str::FromStr for EventSpec {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<EventSpec> {
+        let malformed = |why: &str| {
+            Error::bad_input(format!(
+                "malformed event '{text}': {why}; expected PMU/EVENT/, PMU/EVENT,lane=N/ or \
+                 PMU/eventid=0x21,type=0x0/ (e.g. pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/)"
+            ))
+        };
+        let body = text
+            .strip_suffix('/')
+            .ok_or_else(|| malformed("missing the closing '/'"))?;
+        let (pmu, inner) = body
+            .split_once('/')
+            .ok_or_else(|| malformed("missing '/' after the PMU name"))?;
+        if pmu.is_empty() || inner.is_empty() || inner.contains('/') {
+            return Err(malformed("empty PMU or event, or extra '/'"));
+        }
+        let mut event = None;
+        let mut terms = Vec::new();
+        for part in inner.split(',') {
+            match part.split_once('=') {
+                Some((key, value)) if !key.is_empty() => {
+                    terms.push((key.to_ascii_lowercase(), parse_number(text, value)?))
+                }
+                Some(_) => return Err(malformed("a term has no name")),
+                None if event.is_none() && terms.is_empty() && !part.is_empty() => {
+                    event = Some(part.to_string())
+                }
+                None => return Err(malformed(&format!("unexpected term '{part}'"))),
+            }
+        }
+        Ok(EventSpec {
+            pmu: pmu.to_string(),
+            event,
+            terms,
+            text: text.to_string(),
+        })
+    }
+}
+
+/// An event resolved against a machine's PMUs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedEvent {
+    /// Index into the machine's PMU list.
+    pub device: usize,
+    /// The PMU name as the user wrote it.
+    pub pmu_name: String,
+    pub def: &'static EventDef,
+    pub lane: Option<u8>,
+    pub driver: Driver,
+    /// `PMU/EVENT/` as perf prints it: the user's text.
+    pub display: String,
+}
+
+impl ResolvedEvent {
+    /// The unit of the value perf reports (after any driver scaling).
+    pub fn unit(&self) -> Unit {
+        match (self.driver, self.def.unit) {
+            (Driver::Upstream, Unit::Bytes(_)) => Unit::Bytes(1),
+            (_, unit) => unit,
+        }
+    }
+
+    /// What the driver multiplies the hardware count by before perf sees it.
+    pub fn driver_scale(&self) -> u64 {
+        match (self.driver, self.def.unit) {
+            (Driver::Upstream, Unit::Bytes(n)) => u64::from(n),
+            _ => 1,
+        }
+    }
+
+    /// Two events that need the same hardware counter (same event id, same lane) collide.
+    pub fn same_counter(&self, other: &ResolvedEvent) -> bool {
+        self.device == other.device && self.def.config == other.def.config
+    }
+}
+
+/// Resolves `spec` against `devices`, naming the nearest PMUs or events when nothing matches.
+pub fn resolve(devices: &[PmuDevice], spec: &EventSpec) -> Result<ResolvedEvent> {
+    let Some(device) = devices.iter().position(|d| d.answers_to(&spec.pmu)) else {
+        let names = devices.iter().flat_map(|d| {
+            std::iter::once(d.name.as_str()).chain(d.aliases.iter().map(|a| a.as_str()))
+        });
+        let near = nearest(&spec.pmu, names);
+        return Err(Error::bad_input(format!(
+            "unknown PMU '{}' in '{}'{}",
+            spec.pmu,
+            spec.text,
+            if near.is_empty() {
+                " (this machine has no PCIe PMUs)".to_string()
+            } else {
+                format!("; nearest: {} (see `pcielab pmu list`)", near.join(", "))
+            }
+        )));
+    };
+    let pmu = &devices[device];
+    let family = pmu.family;
+    let mut lane = None;
+    let def = match &spec.event {
+        Some(name) => family.find(name).ok_or_else(|| {
+            Error::bad_input(format!(
+                "unknown event '{name}' on {} in '{}'; nearest: {}",
+                spec.pmu,
+                spec.text,
+                family.suggest(name).join(", ")
+            ))
+        })?,
+        None => find_by_terms(family, spec)?,
+    };
+    for (key, value) in &spec.terms {
+        match key.as_str() {
+            "lane" => lane = Some(*value),
+            "eventid" | "type" if spec.event.is_none() => {}
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "unknown term '{key}' in '{}': valid terms are eventid, type, lane",
+                    spec.text
+                )))
+            }
+        }
+    }
+    let lane = match (def.group.per_lane(), lane) {
+        (true, None) => {
+            return Err(Error::bad_input(format!(
+                "event '{}' counts one lane: write {}/{},lane=N/ with N in 0..{}",
+                def.seed_name, spec.pmu, def.seed_name, pmu.lanes
+            )))
+        }
+        (_, Some(l)) if l >= u64::from(pmu.lanes) => {
+            return Err(Error::bad_input(format!(
+                "lane {l} in '{}' is out of range: {} has lanes 0..{}",
+                spec.text, spec.pmu, pmu.lanes
+            )))
+        }
+        (_, l) => l.map(|l| l as u8),
+    };
+    Ok(ResolvedEvent {
+        device,
+        pmu_name: spec.pmu.clone(),
+        def,
+        lane,
+        driver: pmu.driver_for(&spec.pmu),
+        display: spec.text.clone(),
+    })
+}
+
+/// The event whose encoding the `eventid=`/`type=` terms give (DWC format: type 0 time-based,
+/// type 1 lane event).
+fn find_by_terms(family: Family, spec: &EventSpec) -> Result<&'static EventDef> {
+    let term = |k: &str| spec.terms.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+    let Some(eventid) = term("eventid") else {
+        return Err(Error::bad_input(format!(
+            "malformed event '{}': give an event name or eventid=",
+            spec.text
+        )));
+    };
+    let config = eventid | (term("type").unwrap_or(0) << 16);
+    family
+        .events()
+        .iter()
+        .find(|e| e.config == config)
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "no event with eventid={eventid:#x},type={} on {} (see `pcielab pmu list`)",
+                term("type").unwrap_or(0),
+                spec.pmu
+            ))
+        })
+}
+
+/// Whether the counters of a PMU can hold `candidate` while `active` events count: one
+/// time-based event per root port; lane events each need their own event counter, so the same
+/// event (even on another lane) collides — the rule of kernels since 6.18.
+pub fn fits(active: &[&ResolvedEvent], candidate: &ResolvedEvent) -> bool {
+    let on_device = active.iter().filter(|a| a.device == candidate.device);
+    match candidate.def.group {
+        Group::TimeBased(_) => !on_device
+            .into_iter()
+            .any(|a| matches!(a.def.group, Group::TimeBased(_))),
+        Group::Lane(_) => !on_device.into_iter().any(|a| a.same_counter(candidate)),
+        Group::General => on_device.count() < 8,
+        Group::FreeRunning => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn devices() -> Vec<PmuDevice> {
+        vec![
+            PmuDevice::dwc_root_port("00:02.0".parse().unwrap(), 4),
+            PmuDevice::dwc_root_port("b0:00.0".parse().unwrap(), 16),
+        ]
+    }
+
+    fn resolve_str(s: &str) -> Result<ResolvedEvent> {
+        resolve(&devices(), &s.parse()?)
+    }
+
+    #[test]
+    fn names_follow_seed_and_upstream() {
+        let rp: Bdf = "00:02.0".parse().unwrap();
+        assert_eq!(seed_pmu_name(rp), "pcie_bdf_200");
+        assert_eq!(upstream_pmu_name(rp), "dwc_rootport_10");
+        let b0: Bdf = "b0:00.0".parse().unwrap();
+        assert_eq!(seed_pmu_name(b0), "pcie_bdf_b00000");
+        assert_eq!(seed_pmu_name("30:01.0".parse().unwrap()), "pcie_bdf_300100");
+        assert_eq!(
+            upstream_pmu_name("0001:30:03.0".parse().unwrap()),
+            "dwc_rootport_13018"
+        );
+    }
+
+    #[test]
+    fn both_names_resolve_with_their_driver_units() {
+        let seed = resolve_str("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/").unwrap();
+        let up = resolve_str("dwc_rootport_10/rx_pcie_tlp_data_payload/").unwrap();
+        assert_eq!(seed.def, up.def);
+        assert_eq!(seed.device, up.device);
+        assert_eq!(seed.unit(), Unit::Bytes(16));
+        assert_eq!(up.unit(), Unit::Bytes(1));
+        assert_eq!(up.driver_scale(), 16);
+        let raw = resolve_str("pcie_bdf_200/eventid=0x21,type=0x0/").unwrap();
+        assert_eq!(raw.def, seed.def);
+        let lane = resolve_str("pcie_bdf_200/EBUF_SKP_Add,lane=3/").unwrap();
+        assert_eq!(lane.lane, Some(3));
+    }
+
+    #[test]
+    fn bad_events_are_bad_input_with_suggestions() {
+        let e = resolve_str("pcie_bdf_20/Rx_PCIe_TLP_Data_Payload/").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message().contains("pcie_bdf_200"), "{e}");
+        let e = resolve_str("pcie_bdf_200/Rx_PCIe_TLP_Payload/").unwrap_err();
+        assert!(e.message().contains("Rx_PCIe_TLP_Data_Payload"), "{e}");
+        for bad in [
+            "pcie_bdf_200",
+            "pcie_bdf_200/x",
+            "/x/",
+            "pcie_bdf_200//",
+            "a/b/c/",
+            "pcie_bdf_200/eventid=zz/",
+        ] {
+            let e = bad.parse::<EventSpec>().unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.message().contains(bad), "{e}");
+        }
+        assert!(resolve_str("pcie_bdf_200/EBUF_SKP_Add/").is_err());
+        assert!(resolve_str("pcie_bdf_200/EBUF_SKP_Add,lane=4/").is_err());
+        assert!(resolve_str("pcie_bdf_200/L0,color=1/").is_err());
+    }
+
+    #[test]
+    fn one_time_based_event_per_port() {
+        let rx = resolve_str("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/").unwrap();
+        let tx = resolve_str("pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/").unwrap();
+        let other = resolve_str("pcie_bdf_b00000/Tx_PCIe_TLP_Data_Payload/").unwrap();
+        let ack = resolve_str("pcie_bdf_200/tx_ack_dllp/").unwrap();
+        let mwr = resolve_str("pcie_bdf_200/rx_memory_write/").unwrap();
+        assert!(!fits(&[&rx], &tx));
+        assert!(fits(&[&rx], &other));
+        assert!(fits(&[&rx, &ack], &mwr));
+        assert!(!fits(&[&ack], &ack.clone()));
+        let lane0 = resolve_str("pcie_bdf_200/EBUF_SKP_Add,lane=0/").unwrap();
+        let lane1 = resolve_str("pcie_bdf_200/EBUF_SKP_Add,lane=1/").unwrap();
+        assert!(!fits(&[&lane0], &lane1));
+    }
+}

@@ -1,3 +1,876 @@
-//! The simulator: runs workloads (fio-compatible jobs, endpoint DMA sweeps) over a
-//! [`crate::topology::Topology`] with a simulated clock, and exposes the same counters a real
-//! host's PMUs and resctrl monitors would.
+//! The simulator: runs workloads (fio-compatible jobs, endpoint DMA sweeps, idle windows) over
+//! a [`Topology`] with a simulated clock and exposes what the root ports' PMUs would count.
+//! This file owns the simulated machine (devices, paths, link formats), turning workloads into
+//! flows for the [`engine`], and the counter model: every DWC event is derived from the same
+//! emitted TLPs ([`tlp::Bundle`] prefixes), link idle time (ASPM residency) and injected bit
+//! errors, so counters agree with each other as on hardware.
+
+pub mod config;
+pub mod device;
+pub mod engine;
+pub mod fio;
+pub mod tlp;
+pub mod workload;
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::machine::MachineSelector;
+use crate::model::path::path_ceiling;
+use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
+use crate::pcie::dllp::DLLP_WIRE_BYTES;
+use crate::pcie::tlp::TlpFormat;
+use crate::pcie::{Bdf, Generation};
+use crate::pmu::catalog::{EventDef, Group};
+use crate::pmu::session::{emulate, CountOptions, CounterBackend, Counts, TrueCounts};
+use crate::pmu::{root_port_pmus, PmuDevice, ResolvedEvent};
+use crate::topology::{Aspm, Kind as FnKind, Topology};
+use config::SimConfig;
+use device::{BlockDevice, Device};
+use engine::{Demand, FlowSpec, Progress};
+use fio::{DirectionStats, GroupStats};
+use tlp::{Bundle, Dir, Kind, Tally};
+use workload::{DmaDirection, DmaRow, DmaTest, Summary, Workload};
+
+/// Default MPS/MRRS where the topology does not say.
+const DEFAULT_MPS: u32 = 128;
+const DEFAULT_MRRS: u32 = 512;
+/// Read requests (tags) a block device keeps outstanding.
+const BLOCK_READ_TAGS: f64 = 32.0;
+
+/// A simulated platform: its topology, its devices and its `[sim]` settings.
+#[derive(Debug, Clone)]
+pub struct SimMachine {
+    pub name: String,
+    pub topology: Topology,
+    pub config: SimConfig,
+    pub devices: BTreeMap<Bdf, Device>,
+}
+
+/// One flow's TLP stream in one direction of I/O (a job's reads or its writes).
+#[derive(Debug, Clone)]
+struct Stream {
+    progress: usize,
+    bundle: Bundle,
+    /// I/Os of this stream over the flow's total I/Os.
+    share: f64,
+    ios: u64,
+    /// A disk read (data DMA-written to memory) rather than a write.
+    read: bool,
+    root_port: Option<Bdf>,
+}
+
+impl Stream {
+    fn emitted(&self, progress: &Progress, t: f64) -> u64 {
+        let total = self.ios * self.bundle.tlps;
+        if t >= progress.end() {
+            return total;
+        }
+        let position = progress.done_at(t) * self.share * self.bundle.tlps as f64;
+        (position.max(0.0) as u64).min(total)
+    }
+}
+
+/// A root port's link as the counters see it.
+#[derive(Debug, Clone, PartialEq)]
+struct PortState {
+    aspm: Aspm,
+    generation: Option<Generation>,
+    width: u8,
+    /// Merged intervals (ns) with traffic on the link.
+    busy: Vec<(f64, f64)>,
+}
+
+/// A finished simulation: the workload's results and a clock-indexed view of every counter.
+#[derive(Debug, Clone)]
+pub struct SimRun {
+    pub duration_ns: u64,
+    pub summary: Summary,
+    progress: Vec<Progress>,
+    streams: Vec<Stream>,
+    ports: BTreeMap<Bdf, PortState>,
+    config: SimConfig,
+}
+
+/// Time spent and transitions made in link power states up to some time.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Residency {
+    pub l0_ns: f64,
+    pub l0s_ns: f64,
+    pub l1_ns: f64,
+    pub l0s_entries: u64,
+    pub l1_entries: u64,
+    pub l1_exits: u64,
+}
+
+/// Link errors injected at the configured bit-error rate, seen from the root port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Errors {
+    /// Received TLPs with an LCRC error (each Nak'ed and replayed by the device).
+    pub rx_bad_tlps: u64,
+    /// Received DLLPs with a CRC error.
+    pub rx_bad_dllps: u64,
+    /// Transmitted TLPs the device found bad (Nak'ed; replayed by the root port).
+    pub tx_bad_tlps: u64,
+}
+
+impl SimMachine {
+    /// Builds the machine; device parameters come from each function's `params`, platform
+    /// settings from the spec's `[sim]` table.
+    pub fn new(
+        name: impl Into<String>,
+        topology: Topology,
+        sim: &toml::Table,
+    ) -> Result<SimMachine> {
+        let sim: BTreeMap<String, toml::Value> =
+            sim.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let config = SimConfig::from_table(Some(&sim))?;
+        let mut devices = BTreeMap::new();
+        for f in topology.functions() {
+            if let Some(d) = Device::from_function(f)? {
+                devices.insert(f.bdf, d);
+            }
+        }
+        Ok(SimMachine {
+            name: name.into(),
+            topology,
+            config,
+            devices,
+        })
+    }
+
+    /// The simulated machine a `sim:` selector names (a preset or a spec file).
+    pub fn open(selector: &MachineSelector) -> Result<SimMachine> {
+        match selector {
+            MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
+                let platform = selector.open()?;
+                SimMachine::new(platform.name, platform.topology, &platform.sim)
+            }
+            other => Err(Error::bad_input(format!(
+                "machine '{other}' is not simulated: use sim:PRESET or sim:FILE.toml"
+            ))),
+        }
+    }
+
+    pub fn pmus(&self) -> Vec<PmuDevice> {
+        root_port_pmus(&self.topology)
+    }
+
+    /// The root port above `device` (itself if it is one).
+    pub fn root_port(&self, device: Bdf) -> Option<Bdf> {
+        self.topology
+            .path_to_root(device)
+            .iter()
+            .find(|f| f.kind == FnKind::RootPort)
+            .map(|f| f.bdf)
+    }
+
+    /// The links between `device` and its root port, each named by its downstream end.
+    fn path_links(&self, device: Bdf) -> Vec<Bdf> {
+        let path = self.topology.path_to_root(device);
+        let mut links: Vec<Bdf> = path
+            .iter()
+            .filter(|f| {
+                f.link
+                    .is_some_and(|l| l.speed.is_some() && l.width.is_some_and(|w| w > 0))
+                    && !matches!(f.kind, FnKind::RootPort | FnKind::SwitchDownstream)
+                    && f.parent.is_some()
+            })
+            .map(|f| f.bdf)
+            .collect();
+        if links.is_empty() {
+            if let Some(rp) = self.root_port(device) {
+                links.push(rp);
+            }
+        }
+        links
+    }
+
+    /// Usable bytes per ns per direction of the link named by `at` (after line encoding and
+    /// SKP ordered sets).
+    fn link_capacity(&self, at: Bdf) -> f64 {
+        self.topology
+            .get(at)
+            .and_then(LinkParams::for_function)
+            .map_or(f64::INFINITY, |l| l.capacity_mbps(Overheads::Full) * 1e-3)
+    }
+
+    /// How TLPs between `device` and its root port are sized and framed: MPS is the smallest
+    /// programmed on the path, MRRS the device's, speed and width the root port link's;
+    /// 64-bit DMA addresses, completions in MPS-sized pieces.
+    pub fn link_params(&self, device: Bdf) -> LinkParams {
+        let path = self.topology.path_to_root(device);
+        let mps = path
+            .iter()
+            .filter_map(|f| f.mps)
+            .min()
+            .map_or(DEFAULT_MPS, u32::from);
+        let port_link = self
+            .root_port(device)
+            .and_then(|rp| self.topology.get(rp))
+            .and_then(|f| f.link);
+        let gen = port_link
+            .and_then(|l| l.speed)
+            .or_else(|| path.iter().find_map(|f| f.link.and_then(|l| l.speed)))
+            .unwrap_or(Generation::Gen3);
+        let width = port_link
+            .and_then(|l| l.width)
+            .filter(|w| *w > 0)
+            .unwrap_or(1);
+        LinkParams {
+            gen,
+            width,
+            mps,
+            mrrs: self
+                .topology
+                .get(device)
+                .and_then(|f| f.mrrs)
+                .map_or(DEFAULT_MRRS, u32::from),
+            rcb: 64,
+            format: TlpFormat {
+                addr64: true,
+                ..TlpFormat::default()
+            },
+            completion_size: CompletionSize::Mps,
+        }
+    }
+
+    /// The memory-read round trip from `device`: root complex latency plus each switch.
+    fn read_rtt_ns(&self, device: Bdf) -> f64 {
+        let switches = self
+            .topology
+            .path_to_root(device)
+            .iter()
+            .filter(|f| f.kind == FnKind::SwitchUpstream)
+            .count();
+        self.config.rc_read_latency_ns + switches as f64 * self.config.switch_latency_ns
+    }
+
+    /// The usable MB/s per direction of the link below root port `rp`.
+    pub fn port_ceiling_mbps(&self, rp: Bdf) -> Option<f64> {
+        path_ceiling(&self.topology, rp).map(|c| c.mbps)
+    }
+
+    /// Runs `workload` from time 0 and returns the finished simulation.
+    pub fn run(&self, workload: &Workload) -> Result<SimRun> {
+        let mut builder = RunBuilder::new(self);
+        let summary = match workload {
+            Workload::Fio(set) => builder.fio(set)?,
+            Workload::DmaTest(test) => builder.dmatest(test)?,
+            Workload::Sleep { ns } => {
+                builder.now = *ns as f64;
+                Summary::Sleep {
+                    seconds: *ns as f64 / 1e9,
+                }
+            }
+        };
+        Ok(builder.finish(summary))
+    }
+}
+
+/// Resources of one group's flows: device time per device, wire bytes per link direction.
+struct Resources {
+    keys: Vec<(Bdf, Option<Dir>)>,
+    capacity: Vec<f64>,
+}
+
+impl Resources {
+    fn index(&mut self, key: (Bdf, Option<Dir>), capacity: f64) -> usize {
+        if let Some(i) = self.keys.iter().position(|k| *k == key) {
+            return i;
+        }
+        self.keys.push(key);
+        self.capacity.push(capacity);
+        self.keys.len() - 1
+    }
+}
+
+/// One direction of a flow's I/O: the TLPs of one I/O and the share of I/Os that are of it.
+struct Half {
+    bundle: Bundle,
+    fraction: f64,
+    read: bool,
+}
+
+struct RunBuilder<'m> {
+    machine: &'m SimMachine,
+    now: f64,
+    progress: Vec<Progress>,
+    streams: Vec<Stream>,
+}
+
+impl<'m> RunBuilder<'m> {
+    fn new(machine: &'m SimMachine) -> Self {
+        RunBuilder {
+            machine,
+            now: 0.0,
+            progress: Vec::new(),
+            streams: Vec::new(),
+        }
+    }
+
+    /// Link usage of one I/O (mixing `halves`): wire bytes of its TLPs per direction plus the
+    /// Ack and UpdateFC DLLPs sent that way.
+    fn link_usage(
+        &self,
+        halves: &[Half],
+        resources: &mut Resources,
+        device: Bdf,
+    ) -> Vec<(usize, f64)> {
+        let mut usage = Vec::new();
+        for link in self.machine.path_links(device) {
+            let capacity = self.machine.link_capacity(link);
+            for dir in [Dir::Up, Dir::Down] {
+                let d = dir as usize;
+                let bytes: f64 = halves
+                    .iter()
+                    .map(|h| {
+                        let t = &h.bundle.total;
+                        h.fraction
+                            * (t.wire_bytes[d]
+                                + (t.acks[d] + t.update_fcs[d]) * f64::from(DLLP_WIRE_BYTES))
+                    })
+                    .sum();
+                usage.push((resources.index((link, Some(dir)), capacity), bytes));
+            }
+        }
+        usage
+    }
+
+    /// Runs one group of flows starting now; returns each flow's progress index.
+    fn run_group(
+        &mut self,
+        flows: Vec<(FlowSpec, Bdf, Vec<Half>)>,
+        resources: &Resources,
+    ) -> Result<Vec<usize>> {
+        let specs: Vec<FlowSpec> = flows.iter().map(|(s, _, _)| s.clone()).collect();
+        let progress = engine::run_group(&specs, &resources.capacity, self.now)?;
+        let mut indices = Vec::new();
+        for ((_, device, halves), p) in flows.into_iter().zip(progress) {
+            let index = self.progress.len();
+            let total = p.total_ios;
+            self.now = self.now.max(p.end());
+            // Split the flow's I/Os between its halves, reads first, as whole I/Os.
+            let mut left = total;
+            let count = halves.len();
+            for (k, half) in halves.into_iter().enumerate() {
+                let ios = if k + 1 == count {
+                    left
+                } else {
+                    ((total as f64 * half.fraction).round() as u64).min(left)
+                };
+                left -= ios;
+                if ios > 0 {
+                    self.streams.push(Stream {
+                        progress: index,
+                        share: ios as f64 / total as f64,
+                        ios,
+                        bundle: half.bundle,
+                        read: half.read,
+                        root_port: self.machine.root_port(device),
+                    });
+                }
+            }
+            self.progress.push(p);
+            indices.push(index);
+        }
+        Ok(indices)
+    }
+
+    /// I/Os of the streams of progress `index`: (reads, writes).
+    fn stream_ios(&self, index: usize) -> (u64, u64) {
+        let of = |read: bool| -> u64 {
+            self.streams
+                .iter()
+                .filter(|s| s.progress == index && s.read == read)
+                .map(|s| s.ios)
+                .sum()
+        };
+        (of(true), of(false))
+    }
+
+    fn fio(&mut self, set: &fio::JobSet) -> Result<Summary> {
+        let mut groups = Vec::new();
+        for (groupid, jobs) in set.groups().into_iter().enumerate() {
+            let start = self.now;
+            let mut resources = Resources {
+                keys: Vec::new(),
+                capacity: Vec::new(),
+            };
+            let mut flows = Vec::new();
+            let mut sizes = Vec::new();
+            for job in &jobs {
+                let filename = job.filename.as_deref().unwrap_or_default();
+                let bdf = self.machine.config.device_for_path(filename)?;
+                let block = self
+                    .machine
+                    .devices
+                    .get(&bdf)
+                    .and_then(|d| d.block())
+                    .ok_or_else(|| {
+                        Error::bad_input(format!(
+                            "fio: filename '{filename}' maps to {bdf}, which is not a simulated disk \
+                             (it needs a [function.device] table with model = \"ahci\" or \"nvme\")"
+                        ))
+                    })?;
+                flows.push(self.fio_flow(job, bdf, block, &mut resources)?);
+                sizes.push(job.bs);
+            }
+            let indices = self.run_group(flows, &resources)?;
+            let runtime = (self.now - start).round() as u64;
+            let (mut read_ios, mut write_ios, mut read_bytes, mut write_bytes) = (0, 0, 0, 0);
+            for (index, bs) in indices.iter().zip(&sizes) {
+                let (r, w) = self.stream_ios(*index);
+                read_ios += r;
+                write_ios += w;
+                read_bytes += r * bs;
+                write_bytes += w * bs;
+            }
+            let first = jobs[0];
+            let reads = first.rw.read_percent(first.rwmixread) > 0;
+            let writes = first.rw.read_percent(first.rwmixread) < 100;
+            groups.push(GroupStats {
+                groupid,
+                name: first.name.clone(),
+                jobs: jobs.iter().map(|j| j.numjobs).sum(),
+                read: (reads || read_ios > 0)
+                    .then(|| DirectionStats::new(read_bytes, read_ios, runtime)),
+                write: (writes || write_ios > 0)
+                    .then(|| DirectionStats::new(write_bytes, write_ios, runtime)),
+            });
+        }
+        Ok(Summary::Fio { groups })
+    }
+
+    fn fio_flow(
+        &self,
+        job: &fio::Job,
+        bdf: Bdf,
+        block: &dyn BlockDevice,
+        resources: &mut Resources,
+    ) -> Result<(FlowSpec, Bdf, Vec<Half>)> {
+        let link = self.machine.link_params(bdf);
+        let read_fraction = f64::from(job.rw.read_percent(job.rwmixread)) / 100.0;
+        let mut halves = Vec::new();
+        for (read, fraction) in [(true, read_fraction), (false, 1.0 - read_fraction)] {
+            if fraction > 0.0 {
+                halves.push(Half {
+                    bundle: Bundle::new(block.io_tlps(read, job.bs, &link), link),
+                    fraction,
+                    read,
+                });
+            }
+        }
+        let mixed =
+            |f: &dyn Fn(bool) -> f64| read_fraction * f(true) + (1.0 - read_fraction) * f(false);
+        let service = mixed(&|r| block.service_ns(r, job.bs));
+        let latency = mixed(&|r| block.latency_ns(r));
+        let outstanding = u64::from(job.numjobs) * u64::from(job.effective_depth());
+        let in_device = outstanding.min(u64::from(block.queue_depth())) as f64;
+        let rtt = self.machine.read_rtt_ns(bdf);
+        let mut cap = in_device / (latency + service + rtt);
+        let memory_reads_per_io = (1.0 - read_fraction) * job.bs as f64;
+        if memory_reads_per_io > 0.0 {
+            cap = cap.min(BLOCK_READ_TAGS * f64::from(link.mrrs) / rtt / memory_reads_per_io);
+        }
+        let mut usage = vec![(resources.index((bdf, None), 1.0), service)];
+        usage.extend(self.link_usage(&halves, resources, bdf));
+        let per_clone = match (job.size, job.time_based) {
+            (Some(size), false) => Some(size.div_ceil(job.bs)),
+            (None, false) => match block.capacity_bytes() {
+                Some(c) => Some(c / job.bs),
+                None => {
+                    return Err(Error::bad_input(format!(
+                        "fio: job '{}' needs size= (or time_based with runtime=): the simulated \
+                         file '{}' has no size of its own",
+                        job.name,
+                        job.filename.as_deref().unwrap_or_default()
+                    )))
+                }
+            },
+            (_, true) => None,
+        };
+        if job.time_based && job.runtime_ns.is_none() {
+            return Err(Error::bad_input(format!(
+                "fio: job '{}' is time_based but has no runtime=",
+                job.name
+            )));
+        }
+        let spec = FlowSpec {
+            demand: Demand {
+                bytes_per_io: job.bs as f64,
+                usage,
+                cap,
+            },
+            ios: per_clone.map(|n| n * u64::from(job.numjobs)),
+            deadline_ns: job.runtime_ns.map(|r| r as f64),
+            outstanding,
+        };
+        Ok((spec, bdf, halves))
+    }
+
+    fn dmatest(&mut self, test: &DmaTest) -> Result<Summary> {
+        let engines: Vec<(Bdf, &device::DmaEngine)> = self
+            .machine
+            .devices
+            .iter()
+            .filter_map(|(b, d)| match d {
+                Device::Dma(e) => Some((*b, e)),
+                _ => None,
+            })
+            .collect();
+        let (bdf, engine) = match test.device {
+            Some(want) => engines.iter().find(|(b, _)| *b == want).copied().ok_or_else(|| {
+                Error::bad_input(format!("dmatest: {want} has no DMA engine (a [function.device] table with model = \"dma\")"))
+            })?,
+            None => match engines.as_slice() {
+                [one] => *one,
+                [] => return Err(Error::bad_input(format!("dmatest: machine '{}' has no endpoint DMA engine", self.machine.name))),
+                _ => return Err(Error::bad_input("dmatest: several DMA engines; choose one with --device BDF")),
+            },
+        };
+        let link = self.machine.link_params(bdf);
+        let rtt = self.machine.read_rtt_ns(bdf);
+        let link_rate = self
+            .machine
+            .path_links(bdf)
+            .iter()
+            .map(|l| self.machine.link_capacity(*l))
+            .fold(f64::INFINITY, f64::min);
+        let mut rows = Vec::new();
+        for &direction in &test.directions {
+            for &size in &test.sizes {
+                let start = self.now;
+                let (runs, data_dir) = match direction {
+                    DmaDirection::Write => (tlp::dma_write(size, &link), Dir::Up),
+                    DmaDirection::Read => (tlp::dma_read(size, &link), Dir::Down),
+                };
+                let bundle = Bundle::new(runs, link);
+                // One transfer at a time: setup, then the data at the slowest of the link, the
+                // engine's bus and (reads) the outstanding requests over the round trip.
+                let mut transfer = (bundle.total.wire_bytes[data_dir as usize] / link_rate)
+                    .max(mb_ns(size, engine.engine_mbps));
+                if direction == DmaDirection::Read {
+                    let window = f64::from(engine.max_read_requests) * f64::from(link.mrrs);
+                    transfer = transfer.max(size as f64 / window * rtt) + rtt;
+                }
+                let mut resources = Resources {
+                    keys: Vec::new(),
+                    capacity: Vec::new(),
+                };
+                let halves = vec![Half {
+                    bundle,
+                    fraction: 1.0,
+                    read: direction == DmaDirection::Write,
+                }];
+                let usage = self.link_usage(&halves, &mut resources, bdf);
+                let spec = FlowSpec {
+                    demand: Demand {
+                        bytes_per_io: size as f64,
+                        usage,
+                        cap: 1.0 / (engine.setup_ns + transfer),
+                    },
+                    ios: Some(test.transfers),
+                    deadline_ns: None,
+                    outstanding: 1,
+                };
+                self.run_group(vec![(spec, bdf, halves)], &resources)?;
+                let runtime = self.now - start;
+                rows.push(DmaRow {
+                    direction,
+                    size,
+                    transfers: test.transfers,
+                    mbps: (size * test.transfers) as f64 / runtime * 1e3,
+                    runtime_ns: runtime.round() as u64,
+                });
+            }
+        }
+        Ok(Summary::DmaTest { device: bdf, rows })
+    }
+
+    fn finish(self, summary: Summary) -> SimRun {
+        let duration_ns = self.now.ceil() as u64;
+        let mut ports = BTreeMap::new();
+        for f in self
+            .machine
+            .topology
+            .functions()
+            .iter()
+            .filter(|f| f.kind == FnKind::RootPort)
+        {
+            let mut busy: Vec<(f64, f64)> = self
+                .streams
+                .iter()
+                .filter(|s| s.root_port == Some(f.bdf))
+                .map(|s| {
+                    (
+                        self.progress[s.progress].start(),
+                        self.progress[s.progress].end(),
+                    )
+                })
+                .collect();
+            busy.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut merged: Vec<(f64, f64)> = Vec::new();
+            for (a, b) in busy {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            ports.insert(
+                f.bdf,
+                PortState {
+                    aspm: f.aspm_enabled,
+                    generation: f.link.and_then(|l| l.speed),
+                    width: f.link.and_then(|l| l.width).unwrap_or(0),
+                    busy: merged,
+                },
+            );
+        }
+        SimRun {
+            duration_ns,
+            summary,
+            progress: self.progress,
+            streams: self.streams,
+            ports,
+            config: self.machine.config.clone(),
+        }
+    }
+}
+
+fn mb_ns(bytes: u64, mbps: f64) -> f64 {
+    bytes as f64 / (mbps * 1e6) * 1e9
+}
+
+impl SimRun {
+    /// Every TLP that crossed root port `rp`'s link up to `t_ns`.
+    pub fn port_tally(&self, rp: Bdf, t_ns: u64) -> Tally {
+        let t = t_ns as f64;
+        let mut tally = Tally::default();
+        for s in self.streams.iter().filter(|s| s.root_port == Some(rp)) {
+            let emitted = s.emitted(&self.progress[s.progress], t);
+            tally.add_scaled(&s.bundle.after(emitted), 1);
+        }
+        tally
+    }
+
+    /// DLLPs the root port sent (`Dir::Down`) or received (`Dir::Up`) up to `t_ns`:
+    /// (Ack, UpdateFC), for TLPs of the opposite direction, as whole DLLPs.
+    pub fn port_dllps(&self, rp: Bdf, t_ns: u64, way: Dir) -> (u64, u64) {
+        let tally = self.port_tally(rp, t_ns);
+        let d = way as usize;
+        (tally.acks[d] as u64, tally.update_fcs[d] as u64)
+    }
+
+    /// Errors injected on `rp`'s link up to `t_ns` (all zero without a bit-error rate).
+    pub fn port_errors(&self, rp: Bdf, t_ns: u64) -> Errors {
+        let ber = self.config.ber;
+        if ber == 0.0 {
+            return Errors::default();
+        }
+        let tally = self.port_tally(rp, t_ns);
+        let (acks, fcs) = self.port_dllps(rp, t_ns, Dir::Up);
+        let tlp_bits = tally.wire_bytes[Dir::Up as usize] * 8.0;
+        let dllp_bits = (acks + fcs) as f64 * f64::from(DLLP_WIRE_BYTES) * 8.0;
+        let rx_bad_tlps = (tlp_bits * ber) as u64;
+        Errors {
+            rx_bad_tlps,
+            rx_bad_dllps: ((tlp_bits + dllp_bits) * ber) as u64 - rx_bad_tlps,
+            tx_bad_tlps: (tally.wire_bytes[Dir::Down as usize] * 8.0 * ber) as u64,
+        }
+    }
+
+    /// Link power-state residency of `rp` from 0 to `t_ns`: idle stretches longer than the
+    /// L0s / L1 entry times are spent in those states when ASPM enables them.
+    pub fn port_residency(&self, rp: Bdf, t_ns: u64) -> Residency {
+        let Some(port) = self.ports.get(&rp) else {
+            return Residency::default();
+        };
+        let t = t_ns as f64;
+        let mut idle = Vec::new();
+        let mut cursor = 0.0;
+        for &(a, b) in &port.busy {
+            if a >= t {
+                break;
+            }
+            if a > cursor {
+                idle.push((cursor, a, true));
+            }
+            cursor = cursor.max(b);
+        }
+        if cursor < t {
+            idle.push((cursor, t, false));
+        }
+        let c = &self.config;
+        let mut r = Residency::default();
+        for (a, b, ended) in idle {
+            let length = b - a;
+            if port.aspm.l1 {
+                if port.aspm.l0s {
+                    r.l0s_ns += (length.min(c.l1_idle_ns) - c.l0s_idle_ns).max(0.0);
+                    r.l0s_entries += u64::from(length > c.l0s_idle_ns);
+                }
+                if length > c.l1_idle_ns {
+                    r.l1_ns += length - c.l1_idle_ns;
+                    r.l1_entries += 1;
+                    r.l1_exits += u64::from(ended);
+                }
+            } else if port.aspm.l0s && length > c.l0s_idle_ns {
+                r.l0s_ns += length - c.l0s_idle_ns;
+                r.l0s_entries += 1;
+            }
+        }
+        r.l0_ns = t - r.l0s_ns - r.l1_ns;
+        r
+    }
+
+    /// The count a DWC root-port PMU event would have reached at `t_ns`, counting from 0.
+    pub fn dwc_count(&self, rp: Bdf, def: &EventDef, lane: Option<u8>, t_ns: u64) -> u64 {
+        let number = def.config & 0xff;
+        let cycles = |ns: f64, mhz: f64| (ns * mhz / 1e3) as u64;
+        match def.group {
+            Group::TimeBased(0) => {
+                let r = self.port_residency(rp, t_ns);
+                let core = self.config.pmu_clock_mhz;
+                match number {
+                    0x00 => cycles(t_ns as f64, core),
+                    0x01 | 0x02 | 0x08 => cycles(r.l0s_ns, core),
+                    0x03 => cycles(r.l0_ns, core),
+                    0x04 => cycles(r.l1_ns, core),
+                    0x09 => cycles(r.l1_ns, self.config.aux_clock_mhz),
+                    _ => 0, // L1.1, L1.2 (no substates modelled), Configuration/Recovery
+                }
+            }
+            Group::TimeBased(_) => {
+                let tally = self.port_tally(rp, t_ns);
+                match number {
+                    0x20 => tally.payload_units[Dir::Down as usize],
+                    0x21 => tally.payload_units[Dir::Up as usize],
+                    _ => 0, // CCIX
+                }
+            }
+            Group::Lane(7) => {
+                let tally = self.port_tally(rp, t_ns);
+                let (dir, kind) = match number {
+                    0x00 => (Dir::Down, Kind::MemWrite),
+                    0x01 => (Dir::Down, Kind::MemRead),
+                    0x07 => (Dir::Down, Kind::CplD),
+                    0x0B => (Dir::Up, Kind::MemWrite),
+                    0x0C => (Dir::Up, Kind::MemRead),
+                    0x12 => (Dir::Up, Kind::CplD),
+                    // Completions without data, config, I/O, messages, atomics, prefixes, CCIX:
+                    // simulated traffic has none.
+                    _ => return 0,
+                };
+                tally.count(dir, kind)
+            }
+            Group::Lane(6) => {
+                let (tx_ack, tx_fc) = self.port_dllps(rp, t_ns, Dir::Down);
+                let (rx_ack, rx_fc) = self.port_dllps(rp, t_ns, Dir::Up);
+                match number {
+                    0x00 => tx_ack,
+                    0x01 => tx_fc,
+                    0x02 => rx_ack,
+                    0x03 => rx_fc,
+                    _ => 0, // nullified and duplicate TLPs
+                }
+            }
+            Group::Lane(5) => {
+                let r = self.port_residency(rp, t_ns);
+                match number {
+                    0x01 => r.l1_exits, // every L1 exit passes through Recovery
+                    0x02 | 0x03 => r.l0s_entries,
+                    0x05 => r.l1_entries,
+                    _ => 0,
+                }
+            }
+            Group::Lane(2) => {
+                let e = self.port_errors(rp, t_ns);
+                match number {
+                    0x00 | 0x01 | 0x06 => e.rx_bad_tlps,
+                    0x02 => e.rx_bad_dllps,
+                    0x05 | 0x07 => e.tx_bad_tlps,
+                    _ => 0,
+                }
+            }
+            Group::Lane(1) if number == 0x06 => {
+                let e = self.port_errors(rp, t_ns);
+                e.rx_bad_tlps + e.rx_bad_dllps
+            }
+            Group::Lane(0) if number == 0x02 => {
+                // 8b/10b links see a bit error as a decode error on the lane that carried it.
+                let port = self.ports.get(&rp);
+                let coded = port
+                    .and_then(|p| p.generation)
+                    .is_some_and(|g| g <= Generation::Gen2);
+                let width = u64::from(port.map_or(0, |p| p.width));
+                match lane {
+                    Some(l) if coded && u64::from(l) < width => {
+                        let e = self.port_errors(rp, t_ns);
+                        let all = e.rx_bad_tlps + e.rx_bad_dllps;
+                        all * (u64::from(l) + 1) / width - all * u64::from(l) / width
+                    }
+                    _ => 0,
+                }
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// The simulator as a counter backend: runs the workload, then plays perf's multiplexing over
+/// the simulated counters.
+pub struct SimBackend<'m> {
+    pub machine: &'m SimMachine,
+    pub workload: Workload,
+    pmus: Vec<PmuDevice>,
+    /// The finished run, after [`CounterBackend::count`].
+    pub run: Option<SimRun>,
+}
+
+impl<'m> SimBackend<'m> {
+    pub fn new(machine: &'m SimMachine, workload: Workload) -> SimBackend<'m> {
+        SimBackend {
+            pmus: machine.pmus(),
+            machine,
+            workload,
+            run: None,
+        }
+    }
+}
+
+struct Truth<'a> {
+    run: &'a SimRun,
+    pmus: &'a [PmuDevice],
+}
+
+impl TrueCounts for Truth<'_> {
+    fn true_count(&self, event: &ResolvedEvent, t_ns: u64) -> u64 {
+        match self.pmus[event.device].root_port {
+            Some(rp) => self.run.dwc_count(rp, event.def, event.lane, t_ns),
+            None => 0,
+        }
+    }
+}
+
+impl CounterBackend for SimBackend<'_> {
+    fn devices(&self) -> &[PmuDevice] {
+        &self.pmus
+    }
+
+    fn count(&mut self, groups: &[Vec<ResolvedEvent>], options: &CountOptions) -> Result<Counts> {
+        let run = self.machine.run(&self.workload)?;
+        let counts = emulate(
+            &Truth {
+                run: &run,
+                pmus: &self.pmus,
+            },
+            &self.pmus,
+            groups,
+            options,
+            run.duration_ns,
+        )?;
+        self.run = Some(run);
+        Ok(counts)
+    }
+}

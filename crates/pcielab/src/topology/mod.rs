@@ -3,6 +3,12 @@
 //! [`Topology`]; writers (tree text, JSON, DOT, sysfs export) and the model, simulator and lab
 //! consume it. This module owns the data model and tree navigation only.
 
+pub mod check;
+pub mod export;
+pub mod render;
+pub mod spec;
+pub mod sysfs;
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -1,0 +1,72 @@
+//! `pcielab topo`: show a machine's PCIe hierarchy as an annotated tree, JSON or Graphviz, or
+//! export it as a sysfs-shaped tree that the real `lspci` reads.
+
+use clap::Args as ClapArgs;
+use pcielab::machine::MachineSelector;
+use pcielab::topology::export::export_sysfs;
+use pcielab::topology::render;
+use pcielab::{Error, Result};
+use std::path::PathBuf;
+
+#[derive(ClapArgs)]
+#[command(after_help = "Examples:
+  pcielab topo --machine sim:yitian710
+  pcielab topo --machine sim:qemu-seed --json
+  pcielab topo --machine sim:my-board.toml --dot | dot -Tsvg > board.svg
+  pcielab topo --machine sim:yitian710 --sysfs-export /tmp/y && lspci -A linux-sysfs -O sysfs.path=/tmp/y -tv
+  pcielab topo --machine host
+  pcielab topo --machine snapshot:/tmp/snap --json
+
+Presets: yitian710, rk3588-evb, rk3568-evb, qemu-seed. The spec format and the JSON fields are
+documented in docs/topology.md.")]
+pub struct Args {
+    /// Where facts come from: host, snapshot:DIR, sim:PRESET or sim:FILE.toml
+    #[arg(long, default_value = "host")]
+    pub machine: String,
+    /// Print JSON (shape in docs/topology.md) instead of the tree
+    #[arg(long, conflicts_with = "dot")]
+    pub json: bool,
+    /// Print a Graphviz digraph instead of the tree
+    #[arg(long, conflicts_with = "sysfs_export")]
+    pub dot: bool,
+    /// Write a sysfs-shaped tree (devices/<bdf>/config, …) into DIR instead of printing;
+    /// read it with `lspci -A linux-sysfs -O sysfs.path=DIR -tv` or `--machine snapshot:DIR`
+    #[arg(long, value_name = "DIR", conflicts_with = "json")]
+    pub sysfs_export: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let selector: MachineSelector = args.machine.parse()?;
+    let platform = selector.open()?;
+    if let Some(dir) = &args.sysfs_export {
+        export_sysfs(&platform.topology, dir)?;
+        eprintln!(
+            "exported {} functions to {}",
+            platform.topology.functions().len(),
+            dir.display()
+        );
+        return Ok(());
+    }
+    let text = if args.json {
+        let mut doc = serde_json::to_string_pretty(&render::to_json(&platform))
+            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+        doc.push('\n');
+        doc
+    } else if args.dot {
+        render::to_dot(&platform)
+    } else {
+        render::to_tree(&platform)
+    };
+    emit(&text)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends output quietly, as for other tools.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::runtime(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,510 @@
+//! Per-transfer TLP accounting: how one DMA write or read of `size` bytes at an address splits into
+//! Memory Write, Memory Read and Completion-with-Data TLPs under MPS, MRRS and RCB, how many bytes
+//! each direction of the link then carries (payload, header/digest/framing, Ack and UpdateFC
+//! DLLPs), and what that means for throughput and time. Pure O(1) arithmetic: the simulator calls
+//! it once per I/O. Directions assume the endpoint is the requester (device DMA): its requests
+//! and write data go upstream, completions come downstream; [`Traffic::reversed`] gives the view
+//! for CPU-initiated (MMIO) traffic.
+
+use crate::error::{Error, Result};
+use crate::pcie::dllp::{dllps_for_stream, DLLP_WIRE_BYTES};
+use crate::pcie::flit::wire_bytes_for_tlp_bytes;
+use crate::pcie::link::{raw_mbps, skp_fraction};
+use crate::pcie::tlp::{overhead_bytes, TlpFormat, TlpKind};
+use crate::pcie::Generation;
+use crate::topology::Function;
+
+/// How a completer splits the data of one read request into completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CompletionSize {
+    /// As few completions as the rules allow: each at most MPS, split only at RCB boundaries.
+    #[default]
+    Mps,
+    /// One completion per RCB-aligned block (what many root complexes do, e.g. 64-byte ones).
+    Rcb,
+}
+
+/// Which overheads a throughput figure includes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overheads {
+    /// TLP headers, digest, framing, FLIT structure, Ack/UpdateFC DLLPs and SKP ordered sets.
+    Full,
+    /// As `Full` without DLLPs and SKP ordered sets (the seed's §2.2 view).
+    Ideal,
+}
+
+/// A link and the transaction-layer settings that shape its traffic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkParams {
+    pub gen: Generation,
+    pub width: u8,
+    /// Max_Payload_Size in bytes.
+    pub mps: u32,
+    /// Max_Read_Request_Size in bytes.
+    pub mrrs: u32,
+    /// Read Completion Boundary in bytes.
+    pub rcb: u32,
+    pub format: TlpFormat,
+    pub completion_size: CompletionSize,
+}
+
+impl LinkParams {
+    /// Link widths the spec defines.
+    pub const WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
+    /// Legal MPS and MRRS values.
+    pub const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
+    /// Legal RCB values.
+    pub const RCBS: [u32; 2] = [64, 128];
+
+    /// A link with the common defaults: MPS 256, MRRS 512, RCB 64, 32-bit addressing, no ECRC.
+    pub fn new(gen: Generation, width: u8) -> LinkParams {
+        LinkParams {
+            gen,
+            width,
+            mps: 256,
+            mrrs: 512,
+            rcb: 64,
+            format: TlpFormat::default(),
+            completion_size: CompletionSize::Mps,
+        }
+    }
+
+    /// The link above `function` as it is trained now, with the function's programmed MPS and
+    /// MRRS (the spec's reset defaults, 128 and 512, where the function does not say). `None`
+    /// when the function reports no trained link.
+    pub fn for_function(function: &Function) -> Option<LinkParams> {
+        let link = function.link?;
+        let (gen, width) = (link.speed?, link.width?);
+        if width == 0 {
+            return None;
+        }
+        Some(LinkParams {
+            mps: function.mps.map_or(128, u32::from),
+            mrrs: function.mrrs.map_or(512, u32::from),
+            ..LinkParams::new(gen, width)
+        })
+    }
+
+    /// Checks every field against the spec's legal values; the error names the field.
+    pub fn validate(&self) -> Result<()> {
+        if !Self::WIDTHS.contains(&self.width) {
+            return Err(Error::bad_input(format!(
+                "width {} is not a PCIe link width: valid are 1, 2, 4, 8, 12, 16, 32",
+                self.width
+            )));
+        }
+        for (name, value) in [("mps", self.mps), ("mrrs", self.mrrs)] {
+            if !Self::SIZES.contains(&value) {
+                return Err(Error::bad_input(format!(
+                    "{name} {value} is not valid: expected a power of two from 128 to 4096 \
+                     (128, 256, 512, 1024, 2048, 4096)"
+                )));
+            }
+        }
+        if !Self::RCBS.contains(&self.rcb) {
+            return Err(Error::bad_input(format!(
+                "rcb {} is not valid: expected 64 or 128",
+                self.rcb
+            )));
+        }
+        Ok(())
+    }
+
+    /// MB/s one direction can carry after line encoding, less SKP ordered sets under `Full`.
+    pub fn capacity_mbps(&self, overheads: Overheads) -> f64 {
+        let raw = raw_mbps(self.gen, self.width);
+        match overheads {
+            Overheads::Full => raw * (1.0 - skp_fraction(self.gen)),
+            Overheads::Ideal => raw,
+        }
+    }
+
+    fn overhead(&self, kind: TlpKind) -> u64 {
+        u64::from(overhead_bytes(kind, self.format, self.gen))
+    }
+}
+
+/// What travels in one direction of the link for one transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Flow {
+    pub tlps: u64,
+    pub payload_bytes: u64,
+    /// Header, ECRC and per-TLP framing bytes of those TLPs.
+    pub tlp_overhead_bytes: u64,
+    /// Expected Ack DLLPs (fractional: the spec's rule is per time interval, so a long stream of
+    /// transfers shares them; sum over transfers before rounding).
+    pub acks: f64,
+    /// Expected UpdateFC DLLPs, counted like `acks`.
+    pub update_fcs: f64,
+}
+
+impl Flow {
+    /// Payload plus per-TLP overhead.
+    pub fn tlp_bytes(&self) -> u64 {
+        self.payload_bytes + self.tlp_overhead_bytes
+    }
+
+    pub fn dllps(&self) -> f64 {
+        self.acks + self.update_fcs
+    }
+
+    /// Bytes this direction puts on the link (after framing, before line encoding and SKP). In
+    /// FLIT mode TLP bytes are carried at 256/236 and DLLP information rides inside the flits.
+    pub fn wire_bytes(&self, gen: Generation, overheads: Overheads) -> f64 {
+        let tlp_bytes = self.tlp_bytes() as f64;
+        if gen.is_flit() {
+            return wire_bytes_for_tlp_bytes(tlp_bytes);
+        }
+        match overheads {
+            Overheads::Full => tlp_bytes + self.dllps() * f64::from(DLLP_WIRE_BYTES),
+            Overheads::Ideal => tlp_bytes,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Flow {
+    fn add_assign(&mut self, other: Flow) {
+        self.tlps += other.tlps;
+        self.payload_bytes += other.payload_bytes;
+        self.tlp_overhead_bytes += other.tlp_overhead_bytes;
+        self.acks += other.acks;
+        self.update_fcs += other.update_fcs;
+    }
+}
+
+/// The TLPs and bytes of one transfer, per TLP type and per direction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Traffic {
+    pub gen: Generation,
+    pub mem_writes: u64,
+    pub mem_reads: u64,
+    pub completions: u64,
+    /// Bytes of data moved (the transfer size).
+    pub payload_bytes: u64,
+    /// Toward the root complex (the requester's requests and write data, Acks for completions).
+    pub upstream: Flow,
+    /// Toward the endpoint (completions, Acks and UpdateFCs for the requests and writes).
+    pub downstream: Flow,
+}
+
+impl Traffic {
+    fn empty(gen: Generation) -> Traffic {
+        Traffic {
+            gen,
+            mem_writes: 0,
+            mem_reads: 0,
+            completions: 0,
+            payload_bytes: 0,
+            upstream: Flow::default(),
+            downstream: Flow::default(),
+        }
+    }
+
+    /// The same transfer issued by the CPU towards the endpoint (MMIO): directions swap.
+    pub fn reversed(self) -> Traffic {
+        Traffic {
+            upstream: self.downstream,
+            downstream: self.upstream,
+            ..self
+        }
+    }
+
+    /// Wire bytes of the busier direction: the one that sets the transfer's pace.
+    pub fn busiest_wire_bytes(&self, overheads: Overheads) -> f64 {
+        self.upstream
+            .wire_bytes(self.gen, overheads)
+            .max(self.downstream.wire_bytes(self.gen, overheads))
+    }
+
+    /// Time the transfer occupies the link at full rate, in nanoseconds.
+    pub fn link_time_ns(&self, link: &LinkParams, overheads: Overheads) -> f64 {
+        // MB/s is bytes per microsecond.
+        self.busiest_wire_bytes(overheads) / link.capacity_mbps(overheads) * 1000.0
+    }
+
+    /// Payload MB/s when transfers like this one follow each other back to back.
+    pub fn throughput_mbps(&self, link: &LinkParams, overheads: Overheads) -> f64 {
+        let wire = self.busiest_wire_bytes(overheads);
+        if wire == 0.0 {
+            return 0.0;
+        }
+        self.payload_bytes as f64 / wire * link.capacity_mbps(overheads)
+    }
+
+    /// Payload bytes over busiest-direction wire bytes: the share of the link doing useful work.
+    pub fn efficiency(&self, overheads: Overheads) -> f64 {
+        let wire = self.busiest_wire_bytes(overheads);
+        if wire == 0.0 {
+            return 0.0;
+        }
+        self.payload_bytes as f64 / wire
+    }
+}
+
+/// Accumulates transfers on one link (a simulator's running totals); both must be on the same
+/// generation, since wire bytes depend on it.
+impl std::ops::AddAssign for Traffic {
+    fn add_assign(&mut self, other: Traffic) {
+        assert_eq!(
+            self.gen, other.gen,
+            "adding traffic of different generations"
+        );
+        self.mem_writes += other.mem_writes;
+        self.mem_reads += other.mem_reads;
+        self.completions += other.completions;
+        self.payload_bytes += other.payload_bytes;
+        self.upstream += other.upstream;
+        self.downstream += other.downstream;
+    }
+}
+
+/// How many `align`-aligned blocks the byte range `[addr, addr + len)` touches.
+fn blocks_touched(addr: u64, len: u64, align: u64) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    (addr + len - 1) / align - addr / align + 1
+}
+
+/// Completions a completer returns for one request `[start, end)` under the MPS policy: each at
+/// most MPS bytes, every one but the last ending on an RCB boundary.
+fn completions_for_request(start: u64, end: u64, mps: u64, rcb: u64) -> u64 {
+    if end - start <= mps {
+        return 1;
+    }
+    // The first completion runs to the last RCB boundary within MPS; after it, every completion
+    // starts RCB-aligned and, MPS being a multiple of RCB, carries a full MPS.
+    let first_end = (start + mps) / rcb * rcb;
+    1 + (end - first_end).div_ceil(mps)
+}
+
+/// Completions for the read `[addr, addr + len)` once split into MRRS-aligned requests.
+fn completions_for_read(addr: u64, len: u64, link: &LinkParams) -> u64 {
+    let (mps, mrrs, rcb) = (
+        u64::from(link.mps),
+        u64::from(link.mrrs),
+        u64::from(link.rcb),
+    );
+    if link.completion_size == CompletionSize::Rcb {
+        return blocks_touched(addr, len, rcb);
+    }
+    let end = addr + len;
+    let first_end = end.min((addr / mrrs + 1) * mrrs);
+    let mut total = completions_for_request(addr, first_end, mps, rcb);
+    if first_end == end {
+        return total;
+    }
+    let full_requests = (end - first_end) / mrrs;
+    total += full_requests * completions_for_request(0, mrrs, mps, rcb);
+    let tail = (end - first_end) % mrrs;
+    if tail > 0 {
+        total += completions_for_request(0, tail, mps, rcb);
+    }
+    total
+}
+
+/// A device DMA write of `size` bytes starting at an MPS-aligned address.
+pub fn write(size: u64, link: &LinkParams) -> Traffic {
+    write_at(0, size, link)
+}
+
+/// A device DMA write of `size` bytes at `addr`: Memory Writes split at MPS-aligned boundaries
+/// (which also keeps each inside a 4 KiB page), carried upstream; Acks and UpdateFC-P for them
+/// travel downstream.
+pub fn write_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
+    let mut traffic = Traffic::empty(link.gen);
+    if size == 0 {
+        return traffic;
+    }
+    let writes = blocks_touched(addr, size, u64::from(link.mps));
+    traffic.mem_writes = writes;
+    traffic.payload_bytes = size;
+    traffic.upstream.tlps = writes;
+    traffic.upstream.payload_bytes = size;
+    traffic.upstream.tlp_overhead_bytes = writes * link.overhead(TlpKind::MemWrite);
+    let busy = traffic.upstream.tlp_bytes() as f64;
+    let per_interval = dllps_for_stream(link.gen, link.mps, link.width, writes, busy);
+    traffic.downstream.acks = per_interval;
+    traffic.downstream.update_fcs = per_interval;
+    traffic
+}
+
+/// A device DMA read of `size` bytes starting at an MRRS-aligned address.
+pub fn read(size: u64, link: &LinkParams) -> Traffic {
+    read_at(0, size, link)
+}
+
+/// A device DMA read of `size` bytes at `addr`: Memory Read requests of at most MRRS bytes split
+/// at MRRS-aligned boundaries go upstream; Completions with Data (see [`CompletionSize`]) come
+/// downstream. Downstream also carries Acks and UpdateFC-NP for the requests; upstream carries
+/// Acks for the completions. Endpoints advertise infinite completion credits (the spec requires
+/// it), so no UpdateFC-Cpl flows. DLLP intervals are counted over the transfer's busy time.
+pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
+    let mut traffic = Traffic::empty(link.gen);
+    if size == 0 {
+        return traffic;
+    }
+    let requests = blocks_touched(addr, size, u64::from(link.mrrs));
+    let completions = completions_for_read(addr, size, link);
+    traffic.mem_reads = requests;
+    traffic.completions = completions;
+    traffic.payload_bytes = size;
+    traffic.upstream.tlps = requests;
+    traffic.upstream.tlp_overhead_bytes = requests * link.overhead(TlpKind::MemRead);
+    traffic.downstream.tlps = completions;
+    traffic.downstream.payload_bytes = size;
+    traffic.downstream.tlp_overhead_bytes = completions * link.overhead(TlpKind::CompletionData);
+    let busy = traffic
+        .upstream
+        .tlp_bytes()
+        .max(traffic.downstream.tlp_bytes()) as f64;
+    let dllps = |tlps| dllps_for_stream(link.gen, link.mps, link.width, tlps, busy);
+    traffic.downstream.acks = dllps(requests);
+    traffic.downstream.update_fcs = dllps(requests);
+    traffic.upstream.acks = dllps(completions);
+    traffic
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Generation::*;
+
+    fn link(gen: Generation, width: u8, mps: u32) -> LinkParams {
+        LinkParams {
+            mps,
+            ..LinkParams::new(gen, width)
+        }
+    }
+
+    #[test]
+    fn writes_saw_tooth_just_above_multiples_of_mps() {
+        let l = link(Gen3, 4, 256);
+        assert_eq!(write(256, &l).mem_writes, 1);
+        assert_eq!(write(257, &l).mem_writes, 2);
+        assert_eq!(write(512, &l).mem_writes, 2);
+        assert!(
+            write(257, &l).efficiency(Overheads::Ideal)
+                < write(256, &l).efficiency(Overheads::Ideal)
+        );
+        // An unaligned start costs one more TLP.
+        assert_eq!(write_at(8, 512, &l).mem_writes, 3);
+    }
+
+    #[test]
+    fn write_bytes_per_direction() {
+        let l = LinkParams {
+            format: TlpFormat {
+                addr64: true,
+                ecrc: true,
+                flit_ohc_dw: 0,
+            },
+            ..link(Gen3, 1, 256)
+        };
+        let t = write(4096, &l);
+        assert_eq!(t.upstream.tlps, 16);
+        assert_eq!(t.upstream.tlp_bytes(), 16 * 284);
+        assert_eq!(t.downstream.tlps, 0);
+        assert_eq!(t.downstream.payload_bytes, 0);
+        assert!(t.downstream.acks > 0.0 && t.upstream.acks == 0.0);
+        // Ideal Gen3 x1, 284 B per 256 B: the seed's 887.5 MB/s.
+        let mbps = t.throughput_mbps(&l, Overheads::Ideal);
+        assert!((mbps - 887.5).abs() < 0.1, "{mbps}");
+        // Write DLLPs travel downstream, so only SKP lowers the write rate.
+        let full = t.throughput_mbps(&l, Overheads::Full);
+        assert!(
+            (full - mbps * (1.0 - skp_fraction(Gen3))).abs() < 1e-9,
+            "{full}"
+        );
+    }
+
+    #[test]
+    fn reads_split_by_mrrs_and_completions_by_mps_or_rcb() {
+        let mut l = link(Gen3, 4, 256);
+        let t = read(4096, &l);
+        assert_eq!((t.mem_reads, t.completions), (8, 16));
+        assert_eq!(t.upstream.tlp_bytes(), 8 * 20);
+        assert_eq!(t.downstream.tlp_bytes(), 4096 + 16 * 20);
+        l.completion_size = CompletionSize::Rcb;
+        assert_eq!(read(4096, &l).completions, 64);
+        // Unaligned: 100..612 touches two MRRS blocks; the first request (100..512) needs a
+        // completion to the RCB boundary 320, then 320..512.
+        l.completion_size = CompletionSize::Mps;
+        let t = read_at(100, 512, &l);
+        assert_eq!((t.mem_reads, t.completions), (2, 3));
+    }
+
+    #[test]
+    fn zero_sized_transfers_are_empty() {
+        let l = link(Gen5, 16, 512);
+        for t in [write(0, &l), read(0, &l)] {
+            assert_eq!(t.mem_writes + t.mem_reads + t.completions, 0);
+            assert_eq!(t.throughput_mbps(&l, Overheads::Full), 0.0);
+        }
+    }
+
+    #[test]
+    fn validation_names_the_field_and_valid_values() {
+        let mut l = link(Gen3, 3, 256);
+        let e = l.validate().unwrap_err();
+        assert!(e.message().contains("width 3") && e.message().contains("12"));
+        l.width = 4;
+        l.mrrs = 384;
+        assert!(l.validate().unwrap_err().message().contains("mrrs 384"));
+        l.mrrs = 512;
+        l.rcb = 32;
+        assert!(l.validate().unwrap_err().message().contains("rcb 32"));
+        l.rcb = 128;
+        assert!(l.validate().is_ok());
+    }
+
+    #[test]
+    fn params_from_a_function_use_its_trained_link_and_settings() {
+        use crate::topology::{Kind, Link};
+        let mut nvme = Function::new(
+            "01:00.0".parse().unwrap(),
+            0x144d,
+            0xa808,
+            0x010802,
+            Kind::Endpoint,
+        );
+        assert_eq!(LinkParams::for_function(&nvme), None);
+        nvme.link = Some(Link {
+            max_speed: Some(Gen4),
+            max_width: Some(4),
+            speed: Some(Gen3),
+            width: Some(2),
+        });
+        let l = LinkParams::for_function(&nvme).unwrap();
+        assert_eq!((l.gen, l.width, l.mps, l.mrrs), (Gen3, 2, 128, 512));
+        nvme.mps = Some(256);
+        nvme.mrrs = Some(4096);
+        let l = LinkParams::for_function(&nvme).unwrap();
+        assert_eq!((l.mps, l.mrrs), (256, 4096));
+    }
+
+    #[test]
+    fn traffic_accumulates_across_transfers() {
+        let l = link(Gen3, 4, 256);
+        let mut total = write(4096, &l);
+        total += read(4096, &l);
+        assert_eq!(
+            (total.mem_writes, total.mem_reads, total.completions),
+            (16, 8, 16)
+        );
+        assert_eq!(total.payload_bytes, 8192);
+        assert_eq!(total.upstream.payload_bytes, 4096);
+        assert_eq!(total.upstream.tlps, 24);
+        let dllps = write(4096, &l).downstream.dllps() + read(4096, &l).downstream.dllps();
+        assert!((total.downstream.dllps() - dllps).abs() < 1e-9);
+    }
+
+    #[test]
+    fn reversed_swaps_directions() {
+        let l = link(Gen2, 1, 128);
+        let t = write(64, &l);
+        let r = t.reversed();
+        assert_eq!(r.downstream.tlps, 1);
+        assert_eq!(r.upstream.acks, t.downstream.acks);
+    }
+}

@@ -1,0 +1,629 @@
+//! PCI configuration space, both ways: decode the bytes of a sysfs `config` file (type 0/1
+//! header, the capability list with the PCI Express capability — DevCap/DevCtl, LnkCap/LnkCtl/
+//! LnkSta, LnkCap2 — and the ACS and AER extended capabilities) and encode a [`Function`] into
+//! config space that the kernel's and lspci's decoders read back to the same values. The two are
+//! inverse on everything the topology model holds; a test keeps them so.
+
+use crate::pcie::Generation;
+use crate::topology::{Acs, Aspm, Function, Kind, Link};
+
+/// Size of a PCI Express function's config space (with extended capabilities).
+pub const EXTENDED_SIZE: usize = 4096;
+/// Size of a conventional PCI function's config space.
+pub const LEGACY_SIZE: usize = 256;
+/// What an unprivileged read of sysfs `config` returns: the standard header only.
+pub const UNPRIVILEGED_SIZE: usize = 64;
+
+const STATUS: usize = 0x06;
+const STATUS_CAP_LIST: u16 = 1 << 4;
+const HEADER_TYPE: usize = 0x0e;
+const CAP_PTR: usize = 0x34;
+const CAP_ID_EXPRESS: u8 = 0x10;
+const CAP_ID_SSVID: u8 = 0x0d;
+const EXPRESS_CAP_AT: usize = 0x40;
+const EXPRESS_CAP_LEN: usize = 0x3c;
+const SSVID_CAP_AT: usize = 0x80;
+const EXT_CAP_START: usize = 0x100;
+const EXT_ID_AER: u16 = 0x0001;
+const EXT_ID_ACS: u16 = 0x000d;
+const AER_CAP_LEN: usize = 0x48;
+
+/// PCI Express capability register offsets (from the capability's start).
+const EXP_FLAGS: usize = 0x02;
+const EXP_DEVCAP: usize = 0x04;
+const EXP_DEVCTL: usize = 0x08;
+const EXP_LNKCAP: usize = 0x0c;
+const EXP_LNKCTL: usize = 0x10;
+const EXP_LNKSTA: usize = 0x12;
+const EXP_LNKCAP2: usize = 0x2c;
+const EXP_LNKCTL2: usize = 0x30;
+
+/// Device/port type field of the PCI Express capability.
+pub mod port_type {
+    pub const ENDPOINT: u8 = 0x0;
+    pub const LEGACY_ENDPOINT: u8 = 0x1;
+    pub const ROOT_PORT: u8 = 0x4;
+    pub const UPSTREAM: u8 = 0x5;
+    pub const DOWNSTREAM: u8 = 0x6;
+    pub const PCIE_TO_PCI_BRIDGE: u8 = 0x7;
+    pub const PCI_TO_PCIE_BRIDGE: u8 = 0x8;
+    pub const RC_ENDPOINT: u8 = 0x9;
+    pub const RC_EVENT_COLLECTOR: u8 = 0xa;
+}
+
+/// What the PCI Express capability says.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Express {
+    pub port_type: u8,
+    /// `None` for root-complex integrated functions, whose link registers are reserved.
+    pub link: Option<Link>,
+    pub mps_supported: u16,
+    pub mps: u16,
+    pub mrrs: u16,
+    pub aspm_supported: Aspm,
+    pub aspm_enabled: Aspm,
+}
+
+/// A decoded config space. Capabilities beyond the readable bytes are unknown, not absent:
+/// `capabilities_read` says whether the standard capability list could be walked to its end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub vendor: u16,
+    pub device: u16,
+    pub class: u32,
+    pub revision: u8,
+    pub header_type: u8,
+    pub subsystem_vendor: u16,
+    pub subsystem_device: u16,
+    /// Secondary and subordinate bus of a type 1 (bridge) header.
+    pub buses: Option<(u8, u8)>,
+    pub express: Option<Express>,
+    pub acs: Option<Acs>,
+    pub aer: bool,
+    pub capabilities_read: bool,
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn put16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// 128 << code, the DevCap/DevCtl size encoding.
+fn size_from_code(code: u32) -> u16 {
+    128u16 << code.min(5)
+}
+
+fn code_from_size(size: u16) -> u32 {
+    (size.max(128) / 128).trailing_zeros().min(5)
+}
+
+fn aspm_from_bits(bits: u32) -> Aspm {
+    Aspm {
+        l0s: bits & 1 != 0,
+        l1: bits & 2 != 0,
+    }
+}
+
+fn aspm_bits(a: Aspm) -> u32 {
+    u32::from(a.l0s) | (u32::from(a.l1) << 1)
+}
+
+/// Decodes a link: speed code n is Gen n (the LnkCap2 vector index); 0 is "unknown". A
+/// capability width of 0 is unknown; a current width of 0 with a speed is a link that is down.
+fn link_from(cap: u32, sta: u16) -> Link {
+    let max_speed = Generation::from_number((cap & 0xf) as u8);
+    let max_width = Some(((cap >> 4) & 0x3f) as u8).filter(|&w| w != 0);
+    let speed = Generation::from_number((sta & 0xf) as u8);
+    let raw_width = ((sta >> 4) & 0x3f) as u8;
+    let width = if speed.is_none() && raw_width == 0 {
+        None
+    } else {
+        Some(raw_width)
+    };
+    Link {
+        max_speed,
+        max_width,
+        speed,
+        width,
+    }
+}
+
+/// Decodes as much of `bytes` as is there; `None` when even the 64-byte header is missing.
+pub fn decode(bytes: &[u8]) -> Option<Decoded> {
+    if bytes.len() < UNPRIVILEGED_SIZE {
+        return None;
+    }
+    let header_type = bytes[HEADER_TYPE] & 0x7f;
+    let class = u32_at(bytes, 0x08) >> 8;
+    let mut d = Decoded {
+        vendor: u16_at(bytes, 0x00),
+        device: u16_at(bytes, 0x02),
+        class,
+        revision: bytes[0x08],
+        header_type,
+        subsystem_vendor: 0,
+        subsystem_device: 0,
+        buses: None,
+        express: None,
+        acs: None,
+        aer: false,
+        capabilities_read: true,
+    };
+    if header_type == 1 {
+        d.buses = Some((bytes[0x19], bytes[0x1a]));
+    } else {
+        d.subsystem_vendor = u16_at(bytes, 0x2c);
+        d.subsystem_device = u16_at(bytes, 0x2e);
+    }
+    if u16_at(bytes, STATUS) & STATUS_CAP_LIST == 0 {
+        return Some(d);
+    }
+    let mut ptr = usize::from(bytes[CAP_PTR] & 0xfc);
+    let mut express_at = None;
+    let mut hops = 0;
+    while ptr != 0 && hops < 48 {
+        if ptr + 8 > bytes.len() {
+            d.capabilities_read = false;
+            break;
+        }
+        match bytes[ptr] {
+            CAP_ID_EXPRESS if ptr + EXPRESS_CAP_LEN <= bytes.len() => express_at = Some(ptr),
+            CAP_ID_EXPRESS => {
+                d.capabilities_read = false;
+                break;
+            }
+            CAP_ID_SSVID if header_type == 1 => {
+                d.subsystem_vendor = u16_at(bytes, ptr + 4);
+                d.subsystem_device = u16_at(bytes, ptr + 6);
+            }
+            _ => {}
+        }
+        ptr = usize::from(bytes[ptr + 1] & 0xfc);
+        hops += 1;
+    }
+    if let Some(at) = express_at {
+        d.express = Some(decode_express(bytes, at));
+        // Extended capabilities need the full 4 KiB; without it ACS and AER read as absent.
+        if bytes.len() >= EXT_CAP_START + 4 {
+            decode_extended(bytes, &mut d);
+        }
+    }
+    Some(d)
+}
+
+fn decode_express(b: &[u8], at: usize) -> Express {
+    let port_type = ((u16_at(b, at + EXP_FLAGS) >> 4) & 0xf) as u8;
+    let devcap = u32_at(b, at + EXP_DEVCAP);
+    let devctl = u32::from(u16_at(b, at + EXP_DEVCTL));
+    let lnkcap = u32_at(b, at + EXP_LNKCAP);
+    let lnkctl = u32::from(u16_at(b, at + EXP_LNKCTL));
+    let has_link = !matches!(
+        port_type,
+        port_type::RC_ENDPOINT | port_type::RC_EVENT_COLLECTOR
+    );
+    Express {
+        port_type,
+        link: has_link.then(|| link_from(lnkcap, u16_at(b, at + EXP_LNKSTA))),
+        mps_supported: size_from_code(devcap & 0x7),
+        mps: size_from_code((devctl >> 5) & 0x7),
+        mrrs: size_from_code((devctl >> 12) & 0x7),
+        aspm_supported: aspm_from_bits((lnkcap >> 10) & 0x3),
+        aspm_enabled: aspm_from_bits(lnkctl & 0x3),
+    }
+}
+
+fn decode_extended(b: &[u8], d: &mut Decoded) {
+    let mut at = EXT_CAP_START;
+    let mut hops = 0;
+    while at >= EXT_CAP_START && at + 8 <= b.len() && hops < 512 {
+        let header = u32_at(b, at);
+        if header == 0 || header == u32::MAX {
+            break;
+        }
+        match (header & 0xffff) as u16 {
+            EXT_ID_AER => d.aer = true,
+            EXT_ID_ACS => {
+                d.acs = Some(Acs {
+                    capability: u16_at(b, at + 4),
+                    control: u16_at(b, at + 6),
+                })
+            }
+            _ => {}
+        }
+        at = (header >> 20) as usize & 0xffc;
+        hops += 1;
+    }
+}
+
+/// The kind a function has, from its PCI Express port type, or from its class and header when
+/// it has no PCI Express capability (host bridges and conventional PCI).
+pub fn kind_of(express_type: Option<u8>, class: u32, header_type: u8) -> Kind {
+    use port_type::*;
+    match express_type {
+        Some(ENDPOINT | LEGACY_ENDPOINT) => Kind::Endpoint,
+        Some(ROOT_PORT) => Kind::RootPort,
+        Some(UPSTREAM) => Kind::SwitchUpstream,
+        Some(DOWNSTREAM) => Kind::SwitchDownstream,
+        Some(PCIE_TO_PCI_BRIDGE | PCI_TO_PCIE_BRIDGE) => Kind::PciBridge,
+        Some(RC_ENDPOINT | RC_EVENT_COLLECTOR) => Kind::RcEndpoint,
+        _ if class >> 8 == 0x0600 => Kind::HostBridge,
+        _ if header_type == 1 || matches!(class >> 8, 0x0604 | 0x0609) => Kind::PciBridge,
+        _ => Kind::Endpoint,
+    }
+}
+
+/// Whether a function of this kind and link carries a PCI Express capability: ports and
+/// integrated endpoints always do, endpoints and PCI bridges when they have a link, host
+/// bridges never.
+pub fn has_express(kind: Kind, link: Option<&Link>) -> bool {
+    match kind {
+        Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream | Kind::RcEndpoint => true,
+        Kind::Endpoint | Kind::PciBridge => link.is_some(),
+        Kind::HostBridge => false,
+    }
+}
+
+fn express_type_of(kind: Kind) -> u8 {
+    match kind {
+        Kind::Endpoint | Kind::HostBridge => port_type::ENDPOINT,
+        Kind::RootPort => port_type::ROOT_PORT,
+        Kind::SwitchUpstream => port_type::UPSTREAM,
+        Kind::SwitchDownstream => port_type::DOWNSTREAM,
+        Kind::PciBridge => port_type::PCIE_TO_PCI_BRIDGE,
+        Kind::RcEndpoint => port_type::RC_ENDPOINT,
+    }
+}
+
+/// Encodes `f` as config space: 4 KiB with the PCI Express capability where it has one,
+/// else 256 bytes.
+pub fn encode(f: &Function) -> Vec<u8> {
+    let express = has_express(f.kind, f.link.as_ref());
+    let mut b = vec![0u8; if express { EXTENDED_SIZE } else { LEGACY_SIZE }];
+    put16(&mut b, 0x00, f.vendor);
+    put16(&mut b, 0x02, f.device);
+    put16(&mut b, 0x04, 0x0006); // memory space + bus master, as an enumerated function
+    put32(&mut b, 0x08, (f.class << 8) | u32::from(f.revision));
+    let bridge = f.kind.is_bridge();
+    b[HEADER_TYPE] = u8::from(bridge);
+    let mut caps: Vec<usize> = Vec::new();
+    if bridge {
+        let (secondary, subordinate) = f.buses.unwrap_or((0, 0));
+        b[0x18] = f.bdf.bus;
+        b[0x19] = secondary;
+        b[0x1a] = subordinate;
+        if f.subsystem_vendor != 0 || f.subsystem_device != 0 {
+            b[SSVID_CAP_AT] = CAP_ID_SSVID;
+            put16(&mut b, SSVID_CAP_AT + 4, f.subsystem_vendor);
+            put16(&mut b, SSVID_CAP_AT + 6, f.subsystem_device);
+            caps.push(SSVID_CAP_AT);
+        }
+    } else {
+        put16(&mut b, 0x2c, f.subsystem_vendor);
+        put16(&mut b, 0x2e, f.subsystem_device);
+    }
+    if express {
+        encode_express(&mut b, f);
+        caps.insert(0, EXPRESS_CAP_AT);
+        encode_extended(&mut b, f);
+    }
+    if let Some(&first) = caps.first() {
+        put16(&mut b, STATUS, STATUS_CAP_LIST);
+        b[CAP_PTR] = first as u8;
+        for pair in caps.windows(2) {
+            b[pair[0] + 1] = pair[1] as u8;
+        }
+    }
+    b
+}
+
+fn encode_express(b: &mut [u8], f: &Function) {
+    let at = EXPRESS_CAP_AT;
+    b[at] = CAP_ID_EXPRESS;
+    put16(
+        b,
+        at + EXP_FLAGS,
+        0x2 | (u16::from(express_type_of(f.kind)) << 4),
+    );
+    // Role-based error reporting is mandatory since PCIe 1.1.
+    put32(
+        b,
+        at + EXP_DEVCAP,
+        code_from_size(f.mps_supported.unwrap_or(128)) | (1 << 15),
+    );
+    let devctl =
+        (code_from_size(f.mps.unwrap_or(128)) << 5) | (code_from_size(f.mrrs.unwrap_or(512)) << 12);
+    put16(b, at + EXP_DEVCTL, devctl as u16);
+    if f.kind == Kind::RcEndpoint {
+        return;
+    }
+    let link = f.link.unwrap_or_default();
+    let max_code = link.max_speed.map_or(0, Generation::number);
+    let lnkcap = u32::from(max_code)
+        | (u32::from(link.max_width.unwrap_or(0)) << 4)
+        | (aspm_bits(f.aspm_supported) << 10)
+        | (u32::from(f.bdf.device) << 24);
+    put32(b, at + EXP_LNKCAP, lnkcap);
+    put16(b, at + EXP_LNKCTL, aspm_bits(f.aspm_enabled) as u16);
+    let lnksta = u16::from(link.speed.map_or(0, Generation::number))
+        | (u16::from(link.width.unwrap_or(0)) << 4);
+    put16(b, at + EXP_LNKSTA, lnksta);
+    // Supported-speeds vector: every generation up to the maximum (bit n for Gen n).
+    let vector = ((1u32 << max_code) - 1) << 1;
+    put32(b, at + EXP_LNKCAP2, vector);
+    put16(b, at + EXP_LNKCTL2, u16::from(max_code));
+}
+
+fn encode_extended(b: &mut [u8], f: &Function) {
+    let mut blocks: Vec<(u16, u8, usize)> = Vec::new();
+    if f.aer {
+        blocks.push((EXT_ID_AER, 2, AER_CAP_LEN));
+    }
+    if f.acs.is_some() {
+        blocks.push((EXT_ID_ACS, 1, 8));
+    }
+    let mut at = EXT_CAP_START;
+    for (i, &(id, version, len)) in blocks.iter().enumerate() {
+        let next = if i + 1 < blocks.len() { at + len } else { 0 };
+        put32(
+            b,
+            at,
+            u32::from(id) | (u32::from(version) << 16) | ((next as u32) << 20),
+        );
+        if let (EXT_ID_ACS, Some(acs)) = (id, f.acs) {
+            put16(b, at + 4, acs.capability);
+            put16(b, at + 6, acs.control);
+        }
+        at += len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::Generation::*;
+
+    fn root_port() -> Function {
+        let mut f = Function::new(
+            "00:02.0".parse().unwrap(),
+            0x1ded,
+            0x8000,
+            0x060400,
+            Kind::RootPort,
+        );
+        f.revision = 1;
+        f.buses = Some((4, 6));
+        f.link = Some(Link {
+            max_speed: Some(Gen5),
+            max_width: Some(4),
+            speed: Some(Gen2),
+            width: Some(2),
+        });
+        f.mps_supported = Some(512);
+        f.mps = Some(256);
+        f.mrrs = Some(1024);
+        f.aspm_supported = Aspm {
+            l0s: true,
+            l1: true,
+        };
+        f.aspm_enabled = Aspm {
+            l0s: false,
+            l1: true,
+        };
+        f.acs = Some(Acs {
+            capability: 0x1f,
+            control: 0x1d,
+        });
+        f.aer = true;
+        f
+    }
+
+    #[test]
+    fn encoded_registers_sit_where_the_spec_puts_them() {
+        let b = encode(&root_port());
+        assert_eq!(b.len(), EXTENDED_SIZE);
+        assert_eq!(&b[0..4], &[0xed, 0x1d, 0x00, 0x80]);
+        assert_eq!(b[HEADER_TYPE], 1);
+        assert_eq!((b[0x18], b[0x19], b[0x1a]), (0, 4, 6));
+        assert_eq!(b[CAP_PTR], 0x40);
+        // PCIe capabilities register: version 2, type 4 (root port).
+        assert_eq!(u16_at(&b, 0x42), 0x0042);
+        // LnkCap: speed 5, width 4 at bits 9:4, ASPM L0s+L1 at 11:10, port number 2.
+        assert_eq!(u32_at(&b, 0x4c), 0x0200_0c45);
+        // LnkSta: speed 2, width 2.
+        assert_eq!(u16_at(&b, 0x52), 0x0022);
+        // DevCtl: MPS 256 (code 1 at bits 7:5), MRRS 1024 (code 3 at 14:12).
+        assert_eq!(u16_at(&b, 0x48), 0x3020);
+        // LnkCap2 supported speeds 2.5 through 32 GT/s.
+        assert_eq!(u32_at(&b, 0x6c), 0x3e);
+        // AER at 0x100 chains to ACS at 0x148.
+        assert_eq!(u32_at(&b, 0x100), 0x1482_0001);
+        assert_eq!(u32_at(&b, 0x148), 0x0001_000d);
+    }
+
+    #[test]
+    fn decode_inverts_encode() {
+        let f = root_port();
+        let d = decode(&encode(&f)).unwrap();
+        assert!(d.capabilities_read);
+        assert_eq!(
+            (d.vendor, d.device, d.class, d.revision),
+            (0x1ded, 0x8000, 0x060400, 1)
+        );
+        assert_eq!(d.buses, Some((4, 6)));
+        let e = d.express.unwrap();
+        assert_eq!(
+            kind_of(Some(e.port_type), d.class, d.header_type),
+            Kind::RootPort
+        );
+        assert_eq!(e.link, f.link);
+        assert_eq!((e.mps_supported, e.mps, e.mrrs), (512, 256, 1024));
+        assert_eq!(
+            (e.aspm_supported, e.aspm_enabled),
+            (f.aspm_supported, f.aspm_enabled)
+        );
+        assert_eq!(d.acs, f.acs);
+        assert!(d.aer);
+    }
+
+    #[test]
+    fn truncated_and_conventional_spaces() {
+        let full = encode(&root_port());
+        let short = decode(&full[..UNPRIVILEGED_SIZE]).unwrap();
+        assert!(!short.capabilities_read);
+        assert_eq!(short.express, None);
+        assert_eq!(short.buses, Some((4, 6)));
+        assert!(decode(&full[..32]).is_none());
+
+        let mut vga = Function::new(
+            "02:00.0".parse().unwrap(),
+            0x1a03,
+            0x2000,
+            0x030000,
+            Kind::Endpoint,
+        );
+        vga.subsystem_vendor = 0x1a03;
+        let b = encode(&vga);
+        assert_eq!(b.len(), LEGACY_SIZE);
+        let d = decode(&b).unwrap();
+        assert!(d.capabilities_read && d.express.is_none());
+        assert_eq!(d.subsystem_vendor, 0x1a03);
+        assert_eq!(kind_of(None, d.class, d.header_type), Kind::Endpoint);
+    }
+
+    #[test]
+    fn link_down_and_unknown_links_survive() {
+        let mut f = root_port();
+        f.link = Some(Link {
+            max_speed: None,
+            max_width: None,
+            speed: Some(Gen1),
+            width: Some(0),
+        });
+        let e = decode(&encode(&f)).unwrap().express.unwrap();
+        assert_eq!(e.link, f.link);
+        f.kind = Kind::RcEndpoint;
+        f.link = None;
+        let e = decode(&encode(&f)).unwrap().express.unwrap();
+        assert_eq!(e.port_type, port_type::RC_ENDPOINT);
+        assert_eq!(e.link, None);
+    }
+}
+
+#[cfg(test)]
+mod round_trip {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KINDS: [Kind; 7] = [
+        Kind::HostBridge,
+        Kind::RootPort,
+        Kind::SwitchUpstream,
+        Kind::SwitchDownstream,
+        Kind::Endpoint,
+        Kind::RcEndpoint,
+        Kind::PciBridge,
+    ];
+    const WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
+    const SIZES: [u16; 6] = [128, 256, 512, 1024, 2048, 4096];
+
+    fn generation() -> impl Strategy<Value = Option<Generation>> {
+        prop::option::of((1u8..=7).prop_map(|n| Generation::from_number(n).unwrap()))
+    }
+
+    fn aspm() -> impl Strategy<Value = Aspm> {
+        (any::<bool>(), any::<bool>()).prop_map(|(l0s, l1)| Aspm { l0s, l1 })
+    }
+
+    prop_compose! {
+        fn function()(
+            kind in prop::sample::select(KINDS.to_vec()),
+            ids in (any::<u16>(), any::<u16>(), 0u32..0x100_0000, any::<u8>()),
+            subsystem in (any::<u16>(), any::<u16>()),
+            bus in 0u8..0xf0, dev in 0u8..32, func in 0u8..8,
+            buses in (any::<u8>(), any::<u8>()),
+            has_link in any::<bool>(),
+            max in (generation(), prop::sample::select(WIDTHS.to_vec())),
+            sta in (generation(), prop::sample::select(vec![0u8, 1, 2, 4, 8, 16, 32])),
+            sizes in (prop::sample::select(SIZES.to_vec()), prop::sample::select(SIZES.to_vec()), prop::sample::select(SIZES.to_vec())),
+            aspm in (aspm(), aspm()),
+            acs in prop::option::of((any::<u16>(), any::<u16>())),
+            aer in any::<bool>(),
+        ) -> Function {
+            // Without the PCI Express capability only the class tells the kind (spec readers
+            // enforce this), so such functions get a class that says it.
+            let class = match kind {
+                Kind::HostBridge => 0x06_0000 | (ids.2 & 0xff),
+                Kind::PciBridge if !has_link => 0x06_0400 | (ids.2 & 0xff),
+                Kind::Endpoint if !has_link && matches!(ids.2 >> 8, 0x0600 | 0x0604 | 0x0609) => 0x01_0802,
+                _ => ids.2,
+            };
+            let mut f = Function::new(Bdf::new(0, bus, dev, func), ids.0, ids.1, class, kind);
+            f.revision = ids.3;
+            f.subsystem_vendor = subsystem.0;
+            f.subsystem_device = subsystem.1;
+            if kind.is_bridge() {
+                f.buses = Some(buses);
+            }
+            let ports = matches!(kind, Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream);
+            let linked = ports || (has_link && matches!(kind, Kind::Endpoint | Kind::PciBridge));
+            if linked {
+                // Unknown speeds pair with unknown (0) widths, as LnkCap/LnkSta encode them.
+                f.link = Some(Link {
+                    max_speed: max.0,
+                    max_width: max.0.map(|_| max.1),
+                    speed: sta.0,
+                    width: sta.0.map(|_| sta.1),
+                });
+                f.aspm_supported = aspm.0;
+                f.aspm_enabled = aspm.1;
+            }
+            if has_express(kind, f.link.as_ref()) {
+                f.mps_supported = Some(sizes.0);
+                f.mps = Some(sizes.1);
+                f.mrrs = Some(sizes.2);
+                f.acs = acs.map(|(capability, control)| Acs { capability, control });
+                f.aer = aer;
+            }
+            f
+        }
+    }
+
+    use crate::pcie::Bdf;
+
+    proptest! {
+        #[test]
+        fn decode_of_encode_is_identity(f in function()) {
+            let bytes = encode(&f);
+            let d = decode(&bytes).unwrap();
+            prop_assert!(d.capabilities_read);
+            prop_assert_eq!((d.vendor, d.device, d.class, d.revision), (f.vendor, f.device, f.class, f.revision));
+            prop_assert_eq!((d.subsystem_vendor, d.subsystem_device), (f.subsystem_vendor, f.subsystem_device));
+            prop_assert_eq!(d.buses, f.buses);
+            prop_assert_eq!(kind_of(d.express.map(|e| e.port_type), d.class, d.header_type), f.kind);
+            match d.express {
+                None => prop_assert!(!has_express(f.kind, f.link.as_ref())),
+                Some(e) => {
+                    prop_assert_eq!(e.link, f.link);
+                    prop_assert_eq!(Some(e.mps_supported), f.mps_supported);
+                    prop_assert_eq!(Some(e.mps), f.mps);
+                    prop_assert_eq!(Some(e.mrrs), f.mrrs);
+                    prop_assert_eq!(e.aspm_supported, f.aspm_supported);
+                    prop_assert_eq!(e.aspm_enabled, f.aspm_enabled);
+                }
+            }
+            prop_assert_eq!(d.acs, f.acs);
+            prop_assert_eq!(d.aer, f.aer);
+        }
+    }
+}

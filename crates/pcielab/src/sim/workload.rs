@@ -1,0 +1,249 @@
+//! Workloads the simulator runs, from the argv after `--`: `fio …` (fio's own syntax, see
+//! [`crate::sim::fio`]), `dmatest …` (an endpoint DMA engine moving transfers of each size in
+//! each direction, one at a time, as the Rockchip "standard EP + dmatest" test does) and
+//! `sleep SECONDS` (an idle window, for link-state residency). Also their results: fio groups
+//! and the DMA-vs-size table, as text and as JSON.
+
+use serde::Serialize;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::pcie::Bdf;
+use crate::sim::fio::{self, GroupStats, JobSet};
+
+/// Which way an endpoint DMA transfer moves data relative to host memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DmaDirection {
+    /// The endpoint writes host memory (Memory Writes up: Rx payload at the root port).
+    Write,
+    /// The endpoint reads host memory (Memory Reads up, Completions down: Tx payload).
+    Read,
+}
+
+/// The `dmatest` sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DmaTest {
+    /// The endpoint whose engine runs; `None`: the platform's only DMA engine.
+    pub device: Option<Bdf>,
+    pub sizes: Vec<u64>,
+    pub directions: Vec<DmaDirection>,
+    /// Transfers per size and direction.
+    pub transfers: u64,
+}
+
+/// A parsed workload.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    Fio(JobSet),
+    DmaTest(DmaTest),
+    Sleep { ns: u64 },
+}
+
+const USAGE: &str = "the simulated workload is 'fio OPTIONS…|JOBFILE', \
+'dmatest [--device BDF] [--sizes 64,256,4K,64K,1M,4M] [--dir write,read] [--transfers N]' or 'sleep SECONDS'";
+
+/// Parses the workload argv; `read_file` reads fio job files.
+pub fn parse(argv: &[String], read_file: impl Fn(&Path) -> Result<String>) -> Result<Workload> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(Error::bad_input(format!("no workload given: {USAGE}")));
+    };
+    match program.as_str() {
+        "fio" => Ok(Workload::Fio(fio::parse_command_line(args, read_file)?)),
+        "dmatest" => parse_dmatest(args).map(Workload::DmaTest),
+        "sleep" => {
+            let seconds: f64 = args
+                .first()
+                .and_then(|s| s.parse().ok())
+                .filter(|s: &f64| s.is_finite() && *s > 0.0 && args.len() == 1)
+                .ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "sleep: expected one positive number of seconds, got {args:?}"
+                    ))
+                })?;
+            Ok(Workload::Sleep {
+                ns: (seconds * 1e9) as u64,
+            })
+        }
+        other => Err(Error::bad_input(format!(
+            "workload '{other}' cannot run on a simulated machine: {USAGE}"
+        ))),
+    }
+}
+
+fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
+    let mut test = DmaTest {
+        device: None,
+        sizes: [64, 256, 4 << 10, 64 << 10, 1 << 20, 4 << 20].to_vec(),
+        directions: vec![DmaDirection::Write, DmaDirection::Read],
+        transfers: 1000,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let (key, inline) = match args[i].split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (args[i].clone(), None),
+        };
+        let value = match inline {
+            Some(v) => v,
+            None => {
+                i += 1;
+                args.get(i).cloned().ok_or_else(|| {
+                    Error::bad_input(format!("dmatest: option '{key}' needs a value"))
+                })?
+            }
+        };
+        i += 1;
+        let bad = |valid: &str| {
+            Error::bad_input(format!(
+                "dmatest: invalid {key} '{value}': expected {valid}"
+            ))
+        };
+        match key.as_str() {
+            "--device" => test.device = Some(value.parse()?),
+            "--sizes" => {
+                test.sizes = value
+                    .split(',')
+                    .map(|s| fio::parse_size(s).filter(|n| *n > 0))
+                    .collect::<Option<Vec<u64>>>()
+                    .ok_or_else(|| bad("sizes such as 64,256,4K,1M"))?
+            }
+            "--dir" => {
+                test.directions = value
+                    .split(',')
+                    .map(|d| match d {
+                        "write" => Some(DmaDirection::Write),
+                        "read" => Some(DmaDirection::Read),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| bad("write, read or write,read"))?
+            }
+            "--transfers" => {
+                test.transfers = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad("a positive integer"))?
+            }
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "dmatest: unknown option '{key}': valid options are --device, --sizes, --dir, --transfers"
+                )))
+            }
+        }
+    }
+    Ok(test)
+}
+
+/// One row of the DMA-vs-size table.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DmaRow {
+    pub direction: DmaDirection,
+    pub size: u64,
+    pub transfers: u64,
+    #[serde(rename = "MBps")]
+    pub mbps: f64,
+    pub runtime_ns: u64,
+}
+
+/// What a workload reports about itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Summary {
+    Fio { groups: Vec<GroupStats> },
+    DmaTest { device: Bdf, rows: Vec<DmaRow> },
+    Sleep { seconds: f64 },
+}
+
+impl Summary {
+    /// The workload's own output, as the real tool would print it.
+    pub fn render(&self, workload: &Workload) -> String {
+        match (self, workload) {
+            (Summary::Fio { groups }, Workload::Fio(set)) => set
+                .groups()
+                .iter()
+                .zip(groups)
+                .map(|(jobs, stats)| fio::render_group(jobs, stats))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            (Summary::DmaTest { device, rows }, _) => {
+                let mut out = format!("dmatest on {device}: one transfer at a time\n");
+                out.push_str(&format!(
+                    "{:>10} {:>12} {:>12}\n",
+                    "size", "write MB/s", "read MB/s"
+                ));
+                let mut sizes: Vec<u64> = rows.iter().map(|r| r.size).collect();
+                sizes.dedup();
+                for size in sizes {
+                    let cell = |d: DmaDirection| {
+                        rows.iter()
+                            .find(|r| r.size == size && r.direction == d)
+                            .map_or("-".to_string(), |r| format!("{:.1}", r.mbps))
+                    };
+                    out.push_str(&format!(
+                        "{:>10} {:>12} {:>12}\n",
+                        human_size(size),
+                        cell(DmaDirection::Write),
+                        cell(DmaDirection::Read)
+                    ));
+                }
+                out
+            }
+            (Summary::Sleep { .. }, _) | (Summary::Fio { .. }, _) => String::new(),
+        }
+    }
+}
+
+fn human_size(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{}MB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{}KB", n >> 10),
+        n => format!("{n}B"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn no_files(p: &Path) -> Result<String> {
+        Err(Error::runtime(format!("{}: none", p.display())))
+    }
+
+    #[test]
+    fn workloads_parse() {
+        match parse(
+            &argv("dmatest --sizes 64,4K,1M --dir=read --transfers 10"),
+            no_files,
+        )
+        .unwrap()
+        {
+            Workload::DmaTest(t) => {
+                assert_eq!(t.sizes, vec![64, 4096, 1 << 20]);
+                assert_eq!(t.directions, vec![DmaDirection::Read]);
+                assert_eq!(t.transfers, 10);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse(&argv("sleep 0.5"), no_files).unwrap(),
+            Workload::Sleep { ns: 500_000_000 }
+        );
+        for bad in [
+            "",
+            "ls -l",
+            "sleep",
+            "sleep -1",
+            "dmatest --dir up",
+            "dmatest --speed 3",
+        ] {
+            let e = parse(&argv(bad), no_files).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Health checks over a topology: links that trained below what both ends support, MPS that
+//! differs across a link, and ASPM enabled on a link that carries traffic. Each finding is
+//! attached to the downstream function of the link it concerns, so writers can show it in place.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::pcie::Bdf;
+use crate::topology::{Function, Kind, Link, Topology};
+
+/// Warnings per function (only functions with findings appear), in address order.
+pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
+    let busy = busy_functions(topo);
+    let mut out: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
+    for f in topo.functions() {
+        let parent = f.parent.and_then(|p| topo.get(p));
+        let mut found = Vec::new();
+        if let Some(w) = parent.and_then(|p| downtrained(p, f)) {
+            found.push(w);
+        }
+        if let Some(p) = parent {
+            if let (Some(mine), Some(theirs)) = (f.mps, p.mps) {
+                if mine != theirs {
+                    found.push(format!(
+                        "MPS mismatch: {} B here, {} B at {} upstream; TLPs above the smaller size are malformed on this link",
+                        mine, theirs, p.bdf
+                    ));
+                }
+            }
+        }
+        if f.link.is_some() && busy.contains(&f.bdf) {
+            let up_aspm = parent.map_or(false, |p| p.aspm_enabled.any());
+            if f.aspm_enabled.any() || up_aspm {
+                found.push(format!(
+                    "ASPM enabled on a busy link (an endpoint below has a driver or device model): exit latency adds to every transfer; enabled at {}",
+                    [(f.aspm_enabled.any(), f.bdf), (up_aspm, f.parent.unwrap_or(f.bdf))]
+                        .iter()
+                        .filter(|(on, _)| *on)
+                        .map(|(_, b)| b.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ));
+            }
+        }
+        if !found.is_empty() {
+            out.insert(f.bdf, found);
+        }
+    }
+    out
+}
+
+/// The link between `parent` and `f` trained below the best both ends support.
+fn downtrained(parent: &Function, f: &Function) -> Option<String> {
+    let mine = f.link?;
+    let (Some(speed), Some(width)) = (mine.speed, mine.width) else {
+        return None;
+    };
+    if width == 0 {
+        return None;
+    }
+    let theirs = parent.link.unwrap_or(Link::default());
+    let common_speed = min_known(mine.max_speed, theirs.max_speed);
+    let common_width = min_known(mine.max_width, theirs.max_width);
+    let slow = common_speed.filter(|&c| speed < c);
+    let narrow = common_width.filter(|&c| width < c);
+    if slow.is_none() && narrow.is_none() {
+        return None;
+    }
+    Some(format!(
+        "downtrained link {} -> {}: running {} x{} but both ends support {} x{}; check the slot, riser or signal integrity",
+        parent.bdf,
+        f.bdf,
+        speed,
+        width,
+        common_speed.map_or("?".into(), |g| g.to_string()),
+        common_width.map_or("?".into(), |w| w.to_string())
+    ))
+}
+
+fn min_known<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Functions with a busy endpoint at or below them: an endpoint that has a driver bound or a
+/// device model attached, and every ancestor of one.
+fn busy_functions(topo: &Topology) -> HashSet<Bdf> {
+    let mut busy = HashSet::new();
+    for f in topo.functions() {
+        let is_busy_endpoint = matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint)
+            && (f.driver.is_some() || !f.params.is_empty());
+        if is_busy_endpoint {
+            for up in topo.path_to_root(f.bdf) {
+                if !busy.insert(up.bdf) {
+                    break;
+                }
+            }
+        }
+    }
+    busy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::Generation::*;
+    use crate::topology::Aspm;
+
+    fn pair() -> (Function, Function) {
+        let mut rp = Function::new(
+            "00:02.0".parse().unwrap(),
+            0x1ded,
+            0x8000,
+            0x060400,
+            Kind::RootPort,
+        );
+        rp.link = Some(Link {
+            max_speed: Some(Gen5),
+            max_width: Some(4),
+            speed: Some(Gen3),
+            width: Some(2),
+        });
+        let mut ep = Function::new(
+            "04:00.0".parse().unwrap(),
+            0x144d,
+            0xa808,
+            0x010802,
+            Kind::Endpoint,
+        );
+        ep.parent = Some(rp.bdf);
+        ep.link = Some(Link {
+            max_speed: Some(Gen3),
+            max_width: Some(4),
+            speed: Some(Gen3),
+            width: Some(2),
+        });
+        (rp, ep)
+    }
+
+    #[test]
+    fn downtrained_compares_against_both_ends() {
+        let (rp, mut ep) = pair();
+        let w = warnings(&Topology::new(vec![rp.clone(), ep.clone()]));
+        let msgs = &w[&ep.bdf];
+        assert_eq!(msgs.len(), 1);
+        assert!(msgs[0].contains("running Gen3 x2 but both ends support Gen3 x4"));
+        // Gen3 x2 against an x2-capable endpoint is the best both ends can do: no warning.
+        ep.link.as_mut().unwrap().max_width = Some(2);
+        assert!(warnings(&Topology::new(vec![rp, ep])).is_empty());
+    }
+
+    #[test]
+    fn mps_mismatch_and_aspm_on_busy_link() {
+        let (mut rp, mut ep) = pair();
+        ep.link.as_mut().unwrap().max_width = Some(2);
+        rp.mps = Some(256);
+        ep.mps = Some(128);
+        rp.aspm_enabled = Aspm {
+            l0s: false,
+            l1: true,
+        };
+        let idle = warnings(&Topology::new(vec![rp.clone(), ep.clone()]));
+        assert_eq!(idle[&ep.bdf].len(), 1, "{idle:?}");
+        assert!(idle[&ep.bdf][0].contains("128 B here, 256 B at 0000:00:02.0"));
+        ep.driver = Some("nvme".into());
+        let busy = warnings(&Topology::new(vec![rp, ep.clone()]));
+        assert_eq!(busy[&ep.bdf].len(), 2);
+        assert!(busy[&ep.bdf][1].ends_with("enabled at 0000:00:02.0"));
+    }
+}

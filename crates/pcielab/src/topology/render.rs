@@ -1,0 +1,314 @@
+//! Writers that turn a topology into text for people and programs: an `lspci -tv`-like tree
+//! annotated with links, ceilings and warnings; JSON with the shape documented in
+//! `docs/topology.md`; and Graphviz DOT. Ceilings come from [`crate::model::path`], findings
+//! from [`super::check`].
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::model::path::{path_ceiling, PathCeiling};
+use crate::pcie::{Bdf, Generation};
+use crate::topology::check::warnings;
+use crate::topology::spec::{aspm_name, Platform};
+use crate::topology::{Function, Kind, Link, Topology};
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+pub struct TopologyJson {
+    pub name: String,
+    pub description: String,
+    pub functions: Vec<FunctionJson>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FunctionJson {
+    pub bdf: String,
+    pub vendor: String,
+    pub device: String,
+    pub class: String,
+    pub revision: String,
+    pub subsystem_vendor: String,
+    pub subsystem_device: String,
+    pub kind: &'static str,
+    pub name: Option<String>,
+    pub parent: Option<String>,
+    pub buses: Option<BusesJson>,
+    pub link: Option<LinkJson>,
+    pub mps: Option<u16>,
+    pub mps_supported: Option<u16>,
+    pub mrrs: Option<u16>,
+    pub aspm_supported: &'static str,
+    pub aspm_enabled: &'static str,
+    pub acs: Option<AcsJson>,
+    pub aer: bool,
+    pub numa_node: Option<i32>,
+    pub driver: Option<String>,
+    #[serde(rename = "ceiling_MBps")]
+    pub ceiling_mbps: Option<f64>,
+    #[serde(rename = "ceiling_capable_MBps")]
+    pub ceiling_capable_mbps: Option<f64>,
+    pub ceiling_limited_by: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BusesJson {
+    pub secondary: u8,
+    pub subordinate: u8,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LinkJson {
+    pub max_speed_gts: Option<f64>,
+    pub max_width: Option<u8>,
+    pub speed_gts: Option<f64>,
+    pub width: Option<u8>,
+    pub downgraded: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AcsJson {
+    pub capability: String,
+    pub control: String,
+}
+
+/// MB/s rounded to 0.001, so JSON compares equal across readers.
+fn round_mbps(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// The JSON view of a platform.
+pub fn to_json(platform: &Platform) -> TopologyJson {
+    let topo = &platform.topology;
+    let mut found = warnings(topo);
+    let functions = topo
+        .functions()
+        .iter()
+        .map(|f| {
+            let ceiling = path_ceiling(topo, f.bdf);
+            FunctionJson {
+                bdf: f.bdf.to_string(),
+                vendor: format!("{:#06x}", f.vendor),
+                device: format!("{:#06x}", f.device),
+                class: format!("{:#08x}", f.class),
+                revision: format!("{:#04x}", f.revision),
+                subsystem_vendor: format!("{:#06x}", f.subsystem_vendor),
+                subsystem_device: format!("{:#06x}", f.subsystem_device),
+                kind: f.kind.name(),
+                name: f.name.clone(),
+                parent: f.parent.map(|p| p.to_string()),
+                buses: f.buses.map(|(secondary, subordinate)| BusesJson {
+                    secondary,
+                    subordinate,
+                }),
+                link: f.link.map(|l| LinkJson {
+                    max_speed_gts: l.max_speed.map(Generation::gt_s),
+                    max_width: l.max_width,
+                    speed_gts: l.speed.map(Generation::gt_s),
+                    width: l.width,
+                    downgraded: marks_downgraded(f),
+                }),
+                mps: f.mps,
+                mps_supported: f.mps_supported,
+                mrrs: f.mrrs,
+                aspm_supported: aspm_name(f.aspm_supported),
+                aspm_enabled: aspm_name(f.aspm_enabled),
+                acs: f.acs.map(|a| AcsJson {
+                    capability: format!("{:#06x}", a.capability),
+                    control: format!("{:#06x}", a.control),
+                }),
+                aer: f.aer,
+                numa_node: f.numa_node,
+                driver: f.driver.clone(),
+                ceiling_mbps: ceiling.map(|c| round_mbps(c.mbps)),
+                ceiling_capable_mbps: ceiling.map(|c| round_mbps(c.capable_mbps)),
+                ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
+                warnings: found.remove(&f.bdf).unwrap_or_default(),
+            }
+        })
+        .collect();
+    TopologyJson {
+        name: platform.name.clone(),
+        description: platform.description.clone(),
+        functions,
+    }
+}
+
+/// lspci's "(downgraded)": the link runs below this function's own capability, marked only at
+/// upstream-facing ends, since a root or downstream port is often more capable than its device.
+pub fn marks_downgraded(f: &Function) -> bool {
+    !matches!(f.kind, Kind::RootPort | Kind::SwitchDownstream)
+        && f.link.is_some_and(|l| l.is_downgraded())
+}
+
+fn link_text(f: &Function, l: &Link) -> String {
+    let speed = |g: Option<Generation>| g.map_or("?".to_string(), |g| format!("{}GT/s", g.gt_s()));
+    let width = |w: Option<u8>| w.map_or("x?".to_string(), |w| format!("x{w}"));
+    format!(
+        "cap {} {}, sta {} {}{}",
+        speed(l.max_speed),
+        width(l.max_width),
+        speed(l.speed),
+        width(l.width),
+        if marks_downgraded(f) {
+            " (downgraded)"
+        } else {
+            ""
+        }
+    )
+}
+
+fn ceiling_text(c: &PathCeiling, own: Bdf) -> String {
+    let by = if c.limiting == own {
+        "own link".to_string()
+    } else {
+        c.limiting.to_string()
+    };
+    format!("ceiling {:.0} MB/s limited by {by}", c.mbps)
+}
+
+/// One function's line in the tree (without the tree drawing).
+fn function_line(topo: &Topology, f: &Function) -> String {
+    let mut line = format!(
+        "{:02x}:{:02x}.{:x} {} [{:04x}:{:04x}]",
+        f.bdf.bus,
+        f.bdf.device,
+        f.bdf.function,
+        f.kind.name(),
+        f.vendor,
+        f.device
+    );
+    if let Some(name) = &f.name {
+        let _ = write!(line, " {name}");
+    }
+    if let Some((sec, sub)) = f.buses {
+        let _ = write!(line, " [bus {sec:02x}-{sub:02x}]");
+    }
+    if let Some(l) = &f.link {
+        let _ = write!(line, " | {}", link_text(f, l));
+    }
+    if let Some(mps) = f.mps {
+        let _ = write!(line, " | MPS {mps}");
+        if let Some(mrrs) = f.mrrs {
+            let _ = write!(line, " MRRS {mrrs}");
+        }
+    }
+    if f.link.is_some() {
+        if let Some(c) = path_ceiling(topo, f.bdf) {
+            let _ = write!(line, " | {}", ceiling_text(&c, f.bdf));
+        }
+    }
+    if let Some(d) = &f.driver {
+        let _ = write!(line, " | driver {d}");
+    }
+    line
+}
+
+/// The tree: one block per root bus, children indented below their bridge, warnings last.
+pub fn to_tree(platform: &Platform) -> String {
+    let topo = &platform.topology;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}", platform.name, platform.description);
+    let mut children: BTreeMap<Bdf, Vec<&Function>> = BTreeMap::new();
+    let mut roots: BTreeMap<(u16, u8), Vec<&Function>> = BTreeMap::new();
+    for f in topo.functions() {
+        match f.parent {
+            Some(p) if topo.get(p).is_some() => children.entry(p).or_default().push(f),
+            _ => roots.entry((f.bdf.domain, f.bdf.bus)).or_default().push(f),
+        }
+    }
+    for ((domain, bus), funcs) in &roots {
+        let numa = funcs.iter().find_map(|f| f.numa_node);
+        let _ = write!(out, "[{domain:04x}:{bus:02x}]");
+        if let Some(n) = numa {
+            let _ = write!(out, " NUMA node {n}");
+        }
+        out.push('\n');
+        draw(topo, &children, funcs, "", &mut out);
+    }
+    let found = warnings(topo);
+    if !found.is_empty() {
+        out.push('\n');
+        for (bdf, msgs) in &found {
+            for m in msgs {
+                let _ = writeln!(out, "warning: {bdf}: {m}");
+            }
+        }
+    }
+    out
+}
+
+fn draw(
+    topo: &Topology,
+    children: &BTreeMap<Bdf, Vec<&Function>>,
+    level: &[&Function],
+    prefix: &str,
+    out: &mut String,
+) {
+    for (i, f) in level.iter().enumerate() {
+        let last = i + 1 == level.len();
+        let _ = writeln!(
+            out,
+            "{prefix}{}{}",
+            if last { "\\-" } else { "+-" },
+            function_line(topo, f)
+        );
+        if let Some(kids) = children.get(&f.bdf) {
+            let deeper = format!("{prefix}{}", if last { "  " } else { "| " });
+            draw(topo, children, kids, &deeper, out);
+        }
+    }
+}
+
+/// Graphviz: one node per function, one edge per parent link labelled with its status.
+pub fn to_dot(platform: &Platform) -> String {
+    let topo = &platform.topology;
+    let found = warnings(topo);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];",
+        escape(&platform.name)
+    );
+    for f in topo.functions() {
+        let mut label = format!(
+            "{}\\n{} [{:04x}:{:04x}]",
+            f.bdf,
+            f.kind.name(),
+            f.vendor,
+            f.device
+        );
+        if let Some(n) = &f.name {
+            let _ = write!(label, "\\n{}", escape(n));
+        }
+        let color = if found.contains_key(&f.bdf) {
+            ", color=red"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "  \"{}\" [label=\"{label}\"{color}];", f.bdf);
+    }
+    for f in topo.functions() {
+        if let Some(p) = f.parent {
+            let label = f.link.map(|l| link_text(f, &l)).unwrap_or_default();
+            let style = if marks_downgraded(f) {
+                ", style=dashed"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "  \"{p}\" -> \"{}\" [label=\"{}\"{style}];",
+                f.bdf,
+                escape(&label)
+            );
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}

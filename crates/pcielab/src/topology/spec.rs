@@ -1,0 +1,755 @@
+//! The platform spec reader: a TOML file (or a built-in preset) describing a PCIe hierarchy
+//! function by function, plus two free-form tables passed through untouched (`[sim]` for the
+//! simulator, `[function.device]` for device models). It validates structure and values and
+//! reports every problem as bad input with `file:line`, the field and what would be valid.
+//! The format is documented with an example in `docs/topology.md`.
+
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use toml::Spanned;
+
+use crate::error::{Error, Result};
+use crate::pcie::config::{has_express, kind_of};
+use crate::pcie::{Bdf, Generation};
+use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
+
+/// A described platform: the hierarchy plus what the simulator needs beyond it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Platform {
+    pub name: String,
+    pub description: String,
+    pub topology: Topology,
+    /// The spec's `[sim]` table, untouched (empty for machines read from sysfs).
+    pub sim: toml::Table,
+}
+
+/// Widths a link can train to (LnkCap/LnkSta encodings the spec defines).
+pub const VALID_WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
+
+/// Payload and read-request sizes DevCap/DevCtl can encode.
+const VALID_SIZES: [u16; 6] = [128, 256, 512, 1024, 2048, 4096];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    sim: toml::Table,
+    #[serde(default, rename = "function")]
+    functions: Vec<Spanned<RawFunction>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFunction {
+    bdf: Spanned<String>,
+    kind: Kind,
+    vendor: u16,
+    device_id: u16,
+    class: Spanned<u32>,
+    #[serde(default)]
+    revision: u8,
+    #[serde(default)]
+    subsystem_vendor: u16,
+    #[serde(default)]
+    subsystem_device: u16,
+    parent: Option<Spanned<String>>,
+    name: Option<String>,
+    link: Option<RawLink>,
+    mps: Option<Spanned<u16>>,
+    mps_supported: Option<Spanned<u16>>,
+    mrrs: Option<Spanned<u16>>,
+    aspm: Option<Spanned<String>>,
+    aspm_supported: Option<Spanned<String>>,
+    acs: Option<RawAcs>,
+    #[serde(default)]
+    aer: bool,
+    numa_node: Option<i32>,
+    driver: Option<String>,
+    #[serde(rename = "device")]
+    params: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    max_speed: Option<Spanned<f64>>,
+    max_width: Option<Spanned<u8>>,
+    speed: Option<Spanned<f64>>,
+    width: Option<Spanned<u8>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAcs {
+    capability: u16,
+    #[serde(default)]
+    control: u16,
+}
+
+/// Turns byte offsets into `file:line` prefixes.
+struct Locator<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Locator<'_> {
+    fn line(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn err(&self, offset: usize, msg: impl std::fmt::Display) -> Error {
+        Error::bad_input(format!("{}:{}: {}", self.file, self.line(offset), msg))
+    }
+}
+
+/// Parses and validates a spec; `file` names it in messages (a path, or `presets/NAME.toml`).
+pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
+    let loc = Locator { file, text };
+    let raw: RawSpec = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        loc.err(offset, e.message().trim_end())
+    })?;
+    let mut functions = Vec::with_capacity(raw.functions.len());
+    let mut starts: HashMap<Bdf, usize> = HashMap::new();
+    let mut parent_spans: HashMap<Bdf, usize> = HashMap::new();
+    for entry in &raw.functions {
+        let (function, parent_at) = convert_function(&loc, entry)?;
+        let at = entry.get_ref().bdf.span().start;
+        if let Some(first) = starts.insert(function.bdf, at) {
+            return Err(loc.err(
+                at,
+                format_args!(
+                    "duplicate bdf {}: already defined at line {}; every function needs its own address",
+                    function.bdf,
+                    loc.line(first)
+                ),
+            ));
+        }
+        if let Some(p) = parent_at {
+            parent_spans.insert(function.bdf, p);
+        }
+        functions.push(function);
+    }
+    check_structure(&loc, &functions, &starts, &parent_spans)?;
+    assign_bus_ranges(&mut functions);
+    Ok(Platform {
+        name: raw.name,
+        description: raw.description,
+        topology: Topology::new(functions),
+        sim: raw.sim,
+    })
+}
+
+/// Converts one `[[function]]`, returning it and the offset of its `parent` value.
+fn convert_function(
+    loc: &Locator,
+    entry: &Spanned<RawFunction>,
+) -> Result<(Function, Option<usize>)> {
+    let raw = entry.get_ref();
+    let bdf: Bdf = raw
+        .bdf
+        .get_ref()
+        .parse()
+        .map_err(|e: Error| loc.err(raw.bdf.span().start, format_args!("bdf: {e}")))?;
+    let ctx = |what: String| format!("function {bdf}: {what}");
+    if *raw.class.get_ref() > 0xff_ffff {
+        return Err(loc.err(
+            raw.class.span().start,
+            ctx(format!(
+                "class = {:#x} is wider than 24 bits; valid: base class, subclass, prog-if as 0xBBSSPP",
+                raw.class.get_ref()
+            )),
+        ));
+    }
+    let mut f = Function::new(
+        bdf,
+        raw.vendor,
+        raw.device_id,
+        *raw.class.get_ref(),
+        raw.kind,
+    );
+    f.revision = raw.revision;
+    f.subsystem_vendor = raw.subsystem_vendor;
+    f.subsystem_device = raw.subsystem_device;
+    f.name = raw.name.clone();
+    f.aer = raw.aer;
+    f.numa_node = raw.numa_node.filter(|&n| n >= 0);
+    f.driver = raw.driver.clone();
+    f.params = raw
+        .params
+        .clone()
+        .map(|t| t.into_iter().collect::<BTreeMap<_, _>>())
+        .unwrap_or_default();
+    let parent_at = match &raw.parent {
+        Some(p) => {
+            f.parent = Some(
+                p.get_ref()
+                    .parse()
+                    .map_err(|e: Error| loc.err(p.span().start, ctx(format!("parent: {e}"))))?,
+            );
+            Some(p.span().start)
+        }
+        None => None,
+    };
+    if let Some(link) = &raw.link {
+        f.link = Some(convert_link(loc, &ctx, link)?);
+    }
+    let size = |field: &str, v: &Option<Spanned<u16>>| -> Result<Option<u16>> {
+        match v {
+            None => Ok(None),
+            Some(s) if VALID_SIZES.contains(s.get_ref()) => Ok(Some(*s.get_ref())),
+            Some(s) => Err(loc.err(
+                s.span().start,
+                ctx(format!(
+                    "{field} = {} is not a size DevCap/DevCtl can encode; valid: {}",
+                    s.get_ref(),
+                    list(&VALID_SIZES)
+                )),
+            )),
+        }
+    };
+    f.mps = size("mps", &raw.mps)?;
+    f.mps_supported = size("mps_supported", &raw.mps_supported)?;
+    f.mrrs = size("mrrs", &raw.mrrs)?;
+    if let (Some(mps), Some(sup), Some(at)) = (f.mps, f.mps_supported, &raw.mps) {
+        if mps > sup {
+            return Err(loc.err(
+                at.span().start,
+                ctx(format!(
+                    "mps = {mps} exceeds mps_supported = {sup}; a function cannot be programmed above its capability"
+                )),
+            ));
+        }
+    }
+    let aspm = |field: &str, v: &Option<Spanned<String>>| -> Result<Option<Aspm>> {
+        v.as_ref()
+            .map(|s| {
+                parse_aspm(s.get_ref()).ok_or_else(|| {
+                    loc.err(
+                        s.span().start,
+                        ctx(format!(
+                            "{field} = \"{}\" is not an ASPM state; valid: \"none\", \"l0s\", \"l1\", \"l0s+l1\"",
+                            s.get_ref()
+                        )),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let enabled = aspm("aspm", &raw.aspm)?.unwrap_or_default();
+    let supported = aspm("aspm_supported", &raw.aspm_supported)?.unwrap_or(enabled);
+    if (enabled.l0s && !supported.l0s) || (enabled.l1 && !supported.l1) {
+        let at = raw.aspm.as_ref().map_or(0, |s| s.span().start);
+        return Err(loc.err(
+            at,
+            ctx(format!(
+                "aspm = \"{}\" enables a state aspm_supported = \"{}\" lacks",
+                aspm_name(enabled),
+                aspm_name(supported)
+            )),
+        ));
+    }
+    f.aspm_enabled = enabled;
+    f.aspm_supported = supported;
+    f.acs = raw.acs.as_ref().map(|a| Acs {
+        capability: a.capability,
+        control: a.control,
+    });
+    complete_express(loc, entry.span().start, raw, &mut f)?;
+    Ok((f, parent_at))
+}
+
+/// Applies what the PCI Express capability implies: ports always have a link, integrated
+/// endpoints and host bridges never do; DevCap/DevCtl always exist with it (Linux's defaults
+/// 128 B MPS and 512 B MRRS where the spec is silent), and nothing of it exists without it.
+fn complete_express(loc: &Locator, at: usize, raw: &RawFunction, f: &mut Function) -> Result<()> {
+    let bdf = f.bdf;
+    let kind = f.kind.name();
+    if f.link.is_some() && matches!(f.kind, Kind::RcEndpoint | Kind::HostBridge) {
+        return Err(loc.err(
+            at,
+            format_args!(
+                "function {bdf}: link: kind {kind} has no link (its link registers are reserved); remove `link`, or use kind = \"endpoint\" under a port"
+            ),
+        ));
+    }
+    if f.link.is_none()
+        && matches!(
+            f.kind,
+            Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream
+        )
+    {
+        f.link = Some(Link::default());
+    }
+    if !has_express(f.kind, f.link.as_ref()) {
+        let read_back = kind_of(None, f.class, u8::from(f.kind.is_bridge()));
+        if read_back != f.kind {
+            return Err(loc.err(
+                raw.class.span().start,
+                format_args!(
+                    "function {bdf}: class = {:#08x} does not fit kind {kind}: without a PCI Express capability (no `link`) the class alone tells the kind, and this one reads as {}; use class 0x0600xx for host_bridge, 0x0604xx for pci_bridge, another class for endpoint, or add `link`",
+                    f.class,
+                    read_back.name()
+                ),
+            ));
+        }
+        let express_only = [
+            ("mps", raw.mps.is_some()),
+            ("mps_supported", raw.mps_supported.is_some()),
+            ("mrrs", raw.mrrs.is_some()),
+            ("aspm", raw.aspm.is_some()),
+            ("aspm_supported", raw.aspm_supported.is_some()),
+            ("acs", raw.acs.is_some()),
+            ("aer", raw.aer),
+        ];
+        if let Some((field, _)) = express_only.iter().find(|(_, set)| *set) {
+            return Err(loc.err(
+                at,
+                format_args!(
+                    "function {bdf}: {field} needs a PCI Express capability, which this {kind} lacks without `link` (it is conventional PCI); add `link = {{...}}` or remove {field}"
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    if f.link.is_none() && (f.aspm_enabled.any() || f.aspm_supported.any()) {
+        return Err(loc.err(
+            at,
+            format_args!("function {bdf}: aspm: kind {kind} has no link, so no ASPM; remove aspm"),
+        ));
+    }
+    f.mps = Some(f.mps.unwrap_or(128));
+    f.mps_supported = Some(f.mps_supported.unwrap_or(f.mps.unwrap_or(128)));
+    f.mrrs = Some(f.mrrs.unwrap_or(512));
+    Ok(())
+}
+
+fn convert_link(loc: &Locator, ctx: &dyn Fn(String) -> String, raw: &RawLink) -> Result<Link> {
+    let speed = |field: &str, v: &Option<Spanned<f64>>| -> Result<Option<Generation>> {
+        v.as_ref()
+            .map(|s| {
+                Generation::from_gt_s(*s.get_ref()).ok_or_else(|| {
+                    let rates: Vec<String> = Generation::ALL
+                        .iter()
+                        .map(|g| g.gt_s().to_string())
+                        .collect();
+                    loc.err(
+                        s.span().start,
+                        ctx(format!(
+                            "link.{field} = {} GT/s is no PCIe generation's rate; valid: {}",
+                            s.get_ref(),
+                            rates.join(", ")
+                        )),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let width = |field: &str, v: &Option<Spanned<u8>>, allow_down: bool| -> Result<Option<u8>> {
+        match v {
+            None => Ok(None),
+            Some(s) if VALID_WIDTHS.contains(s.get_ref()) => Ok(Some(*s.get_ref())),
+            Some(s) if allow_down && *s.get_ref() == 0 => Ok(Some(0)),
+            Some(s) => Err(loc.err(
+                s.span().start,
+                ctx(format!(
+                    "link.{field} = {} is not a PCIe link width; valid: {}{}",
+                    s.get_ref(),
+                    list(&VALID_WIDTHS),
+                    if allow_down { " (or 0: link down)" } else { "" }
+                )),
+            )),
+        }
+    };
+    let pairs = [
+        (
+            "max_speed",
+            "max_width",
+            raw.max_speed.as_ref().map(|s| s.span().start),
+            raw.max_width.as_ref().map(|s| s.span().start),
+        ),
+        (
+            "speed",
+            "width",
+            raw.speed.as_ref().map(|s| s.span().start),
+            raw.width.as_ref().map(|s| s.span().start),
+        ),
+    ];
+    for (a, b, speed_at, width_at) in pairs {
+        if let (Some(pos), None) | (None, Some(pos)) = (speed_at, width_at) {
+            return Err(loc.err(
+                pos,
+                ctx(format!(
+                    "link: give link.{a} and link.{b} together (LnkCap/LnkSta hold both), or neither when unknown"
+                )),
+            ));
+        }
+    }
+    let link = Link {
+        max_speed: speed("max_speed", &raw.max_speed)?,
+        max_width: width("max_width", &raw.max_width, false)?,
+        speed: speed("speed", &raw.speed)?,
+        width: width("width", &raw.width, true)?,
+    };
+    if let (Some(s), Some(m), Some(at)) = (link.speed, link.max_speed, &raw.speed) {
+        if s > m {
+            return Err(loc.err(
+                at.span().start,
+                ctx(format!(
+                    "link.speed = {} GT/s exceeds link.max_speed = {} GT/s; a link cannot train above its capability",
+                    s.gt_s(),
+                    m.gt_s()
+                )),
+            ));
+        }
+    }
+    if let (Some(w), Some(m), Some(at)) = (link.width, link.max_width, &raw.width) {
+        if w > m {
+            return Err(loc.err(
+                at.span().start,
+                ctx(format!(
+                    "link.width = {w} exceeds link.max_width = {m}; a link cannot train wider than its capability"
+                )),
+            ));
+        }
+    }
+    Ok(link)
+}
+
+/// Parses the spec's ASPM spelling.
+pub fn parse_aspm(s: &str) -> Option<Aspm> {
+    match s {
+        "none" => Some(Aspm::default()),
+        "l0s" => Some(Aspm {
+            l0s: true,
+            l1: false,
+        }),
+        "l1" => Some(Aspm {
+            l0s: false,
+            l1: true,
+        }),
+        "l0s+l1" => Some(Aspm {
+            l0s: true,
+            l1: true,
+        }),
+        _ => None,
+    }
+}
+
+/// The spec's spelling of an ASPM state (inverse of [`parse_aspm`]).
+pub fn aspm_name(a: Aspm) -> &'static str {
+    match (a.l0s, a.l1) {
+        (false, false) => "none",
+        (true, false) => "l0s",
+        (false, true) => "l1",
+        (true, true) => "l0s+l1",
+    }
+}
+
+fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Which kinds may sit directly below a parent of kind `parent`.
+fn allowed_under(parent: Kind, child: Kind) -> bool {
+    use Kind::*;
+    match parent {
+        RootPort | SwitchDownstream => matches!(child, SwitchUpstream | Endpoint | PciBridge),
+        SwitchUpstream => child == SwitchDownstream,
+        PciBridge => matches!(child, Endpoint | PciBridge),
+        HostBridge | Endpoint | RcEndpoint => false,
+    }
+}
+
+/// Checks the tree: parents exist and can have children of that kind, kinds that must sit on a
+/// root bus do, switches have downstream ports, and bus numbers nest as bridges require.
+fn check_structure(
+    loc: &Locator,
+    functions: &[Function],
+    starts: &HashMap<Bdf, usize>,
+    parent_spans: &HashMap<Bdf, usize>,
+) -> Result<()> {
+    let by_bdf: HashMap<Bdf, &Function> = functions.iter().map(|f| (f.bdf, f)).collect();
+    let mut child_bus: HashMap<Bdf, (u8, Bdf)> = HashMap::new();
+    for f in functions {
+        let at = parent_spans.get(&f.bdf).copied().unwrap_or(starts[&f.bdf]);
+        let Some(pb) = f.parent else {
+            if matches!(f.kind, Kind::SwitchUpstream | Kind::SwitchDownstream) {
+                return Err(loc.err(
+                    at,
+                    format_args!(
+                        "function {}: a {} needs a parent (a {}); add parent = \"DDDD:BB:DD.F\"",
+                        f.bdf,
+                        f.kind.name(),
+                        if f.kind == Kind::SwitchUpstream {
+                            "root_port or switch_downstream"
+                        } else {
+                            "switch_upstream"
+                        }
+                    ),
+                ));
+            }
+            continue;
+        };
+        let Some(parent) = by_bdf.get(&pb) else {
+            return Err(loc.err(
+                at,
+                format_args!(
+                    "function {}: parent {} is not defined in this file; valid parents are the bdf of a root_port, switch_upstream, switch_downstream or pci_bridge entry",
+                    f.bdf, pb
+                ),
+            ));
+        };
+        if !allowed_under(parent.kind, f.kind) {
+            return Err(loc.err(
+                at,
+                format_args!(
+                    "function {}: a {} cannot sit under {} (kind {}); {}",
+                    f.bdf,
+                    f.kind.name(),
+                    pb,
+                    parent.kind.name(),
+                    match parent.kind {
+                        Kind::RootPort | Kind::SwitchDownstream =>
+                            "below a root or downstream port go switch_upstream, endpoint or pci_bridge",
+                        Kind::SwitchUpstream => "below a switch_upstream go switch_downstream ports",
+                        Kind::PciBridge => "below a pci_bridge go endpoint or pci_bridge",
+                        _ => "only root_port, switch_upstream, switch_downstream and pci_bridge have children",
+                    }
+                ),
+            ));
+        }
+        if pb.domain != f.bdf.domain || f.bdf.bus <= pb.bus {
+            return Err(loc.err(
+                at,
+                format_args!(
+                    "function {}: its bus must be in the parent's domain and above the parent's bus {:02x} (a bridge's secondary bus)",
+                    f.bdf, pb.bus
+                ),
+            ));
+        }
+        match child_bus.get(&pb) {
+            Some(&(bus, sibling)) if bus != f.bdf.bus => {
+                return Err(loc.err(
+                    at,
+                    format_args!(
+                        "function {}: sits on bus {:02x} but its sibling {} under {} is on bus {:02x}; all children of a bridge share its secondary bus",
+                        f.bdf, f.bdf.bus, sibling, pb, bus
+                    ),
+                ));
+            }
+            _ => {
+                child_bus.insert(pb, (f.bdf.bus, f.bdf));
+            }
+        }
+    }
+    for f in functions
+        .iter()
+        .filter(|f| f.kind == Kind::SwitchUpstream && !child_bus.contains_key(&f.bdf))
+    {
+        return Err(loc.err(
+            starts[&f.bdf],
+            format_args!(
+                "function {}: a switch_upstream without switch_downstream ports; add at least one function with kind = \"switch_downstream\" and parent = \"{}\"",
+                f.bdf, f.bdf
+            ),
+        ));
+    }
+    // A bus is either a root bus or one bridge's secondary bus, never both.
+    let mut owner: HashMap<(u16, u8), Option<Bdf>> = HashMap::new();
+    for f in functions {
+        let key = (f.bdf.domain, f.bdf.bus);
+        match owner.get(&key) {
+            Some(&o) if o != f.parent => {
+                let describe = |b: Option<Bdf>| {
+                    b.map_or("a root bus".to_string(), |b| {
+                        format!("the secondary bus of {b}")
+                    })
+                };
+                return Err(loc.err(
+                    starts[&f.bdf],
+                    format_args!(
+                        "function {}: bus {:04x}:{:02x} is already {}, but this function makes it {}; give it a bus number of its own",
+                        f.bdf,
+                        f.bdf.domain,
+                        f.bdf.bus,
+                        describe(o),
+                        describe(f.parent)
+                    ),
+                ));
+            }
+            _ => {
+                owner.insert(key, f.parent);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fills in each bridge's secondary/subordinate bus range from where its descendants sit; a
+/// bridge without children gets the lowest bus number not otherwise in use above its own bus,
+/// as firmware would leave an empty port.
+fn assign_bus_ranges(functions: &mut [Function]) {
+    let index: HashMap<Bdf, usize> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.bdf, i))
+        .collect();
+    let mut ranges: BTreeMap<Bdf, (u8, u8)> = BTreeMap::new();
+    for f in functions.iter() {
+        if let Some(p) = f.parent {
+            let r = ranges.entry(p).or_insert((f.bdf.bus, f.bdf.bus));
+            r.0 = r.0.min(f.bdf.bus);
+        }
+    }
+    let mut used: BTreeSet<(u16, u8)> = functions
+        .iter()
+        .map(|f| (f.bdf.domain, f.bdf.bus))
+        .collect();
+    let bridges: Vec<Bdf> = functions
+        .iter()
+        .filter(|f| f.kind.is_bridge())
+        .map(|f| f.bdf)
+        .collect();
+    for &b in &bridges {
+        if ranges.contains_key(&b) {
+            continue;
+        }
+        let free = (u16::from(b.bus) + 1..=255)
+            .map(|n| n as u8)
+            .find(|&n| !used.contains(&(b.domain, n)));
+        if let Some(n) = free {
+            used.insert((b.domain, n));
+            ranges.insert(b, (n, n));
+        }
+    }
+    // Extend every ancestor's subordinate bus to cover each bus below it.
+    let buses: Vec<(Option<Bdf>, u8)> = functions
+        .iter()
+        .map(|f| (f.parent, f.bdf.bus))
+        .chain(ranges.iter().map(|(b, r)| (Some(*b), r.1)))
+        .collect();
+    for (mut cursor, bus) in buses {
+        let mut hops = 0;
+        while let Some(p) = cursor {
+            if let Some(r) = ranges.get_mut(&p) {
+                r.1 = r.1.max(bus);
+            }
+            cursor = index.get(&p).and_then(|&i| functions[i].parent);
+            hops += 1;
+            if hops > functions.len() {
+                break;
+            }
+        }
+    }
+    for f in functions.iter_mut() {
+        f.buses = ranges.get(&f.bdf).copied();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+[sim]
+mounts = ["/home"]
+
+[[function]]
+bdf = "0000:00:02.0"
+kind = "root_port"
+vendor = 0x1ded
+device_id = 0x8000
+class = 0x060400
+link = { max_speed = 32.0, max_width = 4, speed = 5.0, width = 2 }
+mps = 256
+mps_supported = 512
+
+[[function]]
+bdf = "0000:00:03.0"
+kind = "root_port"
+vendor = 0x1ded
+device_id = 0x8000
+class = 0x060400
+
+[[function]]
+bdf = "0000:04:00.0"
+kind = "endpoint"
+parent = "0000:00:02.0"
+vendor = 0x1b4b
+device_id = 0x9235
+class = 0x010601
+link = { max_speed = 5.0, max_width = 2, speed = 5.0, width = 2 }
+aspm = "l1"
+[function.device]
+model = "ahci"
+"#;
+
+    fn err(text: &str) -> String {
+        let e = parse_spec("t.toml", text).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        e.to_string()
+    }
+
+    #[test]
+    fn good_spec_parses_with_free_form_tables_and_bus_ranges() {
+        let p = parse_spec("t.toml", GOOD).unwrap();
+        assert_eq!(p.name, "t");
+        assert_eq!(p.sim["mounts"].as_array().unwrap().len(), 1);
+        let t = &p.topology;
+        let rp = t.get("00:02.0".parse().unwrap()).unwrap();
+        assert_eq!(rp.buses, Some((4, 4)));
+        assert_eq!(rp.link.unwrap().width, Some(2));
+        // The empty port takes the lowest free bus above its own.
+        let empty = t.get("00:03.0".parse().unwrap()).unwrap();
+        assert_eq!(empty.buses, Some((1, 1)));
+        let sata = t.get("04:00.0".parse().unwrap()).unwrap();
+        assert_eq!(sata.params["model"].as_str(), Some("ahci"));
+        assert_eq!(
+            sata.aspm_enabled,
+            Aspm {
+                l0s: false,
+                l1: true
+            }
+        );
+        assert_eq!(sata.aspm_supported, sata.aspm_enabled);
+    }
+
+    #[test]
+    fn errors_carry_file_line_field_and_valid_values() {
+        let e = err(&GOOD.replace("max_width = 4", "max_width = 3"));
+        assert!(e.starts_with("t.toml:12: "), "{e}");
+        assert!(
+            e.contains("link.max_width = 3") && e.contains("1, 2, 4, 8, 12, 16, 32"),
+            "{e}"
+        );
+
+        let e = err(&GOOD.replace("speed = 5.0", "speed = 6.0"));
+        assert!(e.starts_with("t.toml:12: ") && e.contains("6 GT/s"), "{e}");
+
+        let e = err(&GOOD.replace("mps = 256", "mps = 300"));
+        assert!(
+            e.starts_with("t.toml:13: ") && e.contains("128, 256"),
+            "{e}"
+        );
+
+        let e = err(&GOOD.replace("aspm = \"l1\"", "aspm = \"l2\""));
+        assert!(
+            e.starts_with("t.toml:31: ") && e.contains("\"l0s+l1\""),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,183 @@
+//! The sysfs reader: builds a topology from a directory shaped like `/sys/bus/pci` (the live one,
+//! a snapshot, or an export). Each `devices/<bdf>` entry gives identity and capabilities from its
+//! `config` file; parents come from the device path the entry links to
+//! (`…/pci0000:00/0000:00:02.0/0000:04:00.0`). When `config` is cut short (an unprivileged read
+//! returns 64 bytes) link facts come from the `*_link_speed`/`*_link_width` attributes and the
+//! kind is inferred from the class and the parent's kind.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::pcie::config::{decode, kind_of, Decoded};
+use crate::pcie::{Bdf, Generation};
+use crate::topology::{Function, Kind, Link, Topology};
+
+/// Reads the PCI functions under `pci_dir` (a directory holding `devices/`).
+pub fn read_sysfs(pci_dir: &Path) -> Result<Topology> {
+    let devices = pci_dir.join("devices");
+    let entries = fs::read_dir(&devices).map_err(|e| {
+        Error::bad_input(format!(
+            "{}: {e}; expected a directory shaped like /sys/bus/pci (with devices/<bdf> entries), e.g. one saved by `pcielab snapshot`",
+            devices.display()
+        ))
+    })?;
+    let mut found: Vec<(Bdf, PathBuf)> = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(&devices, e))?;
+        if let Ok(bdf) = entry.file_name().to_string_lossy().parse::<Bdf>() {
+            found.push((bdf, entry.path()));
+        }
+    }
+    // Parents sit on lower bus numbers than their children, so address order reads parents first.
+    found.sort();
+    let mut functions: Vec<Function> = Vec::with_capacity(found.len());
+    let mut inferred: HashSet<Bdf> = HashSet::new();
+    for (bdf, path) in found {
+        let (f, kind_inferred) = read_function(bdf, &path, &functions)?;
+        if kind_inferred {
+            inferred.insert(bdf);
+        }
+        functions.push(f);
+    }
+    demote_bridges_without_ports(&mut functions, &inferred);
+    Ok(Topology::new(functions))
+}
+
+/// Without the PCI Express capability a bridge below a port could be a switch's upstream port or
+/// a PCIe-to-PCI bridge; only a switch has bridges (its downstream ports) below it.
+fn demote_bridges_without_ports(functions: &mut [Function], inferred: &HashSet<Bdf>) {
+    let with_bridge_children: HashSet<Bdf> = functions
+        .iter()
+        .filter(|f| f.kind.is_bridge())
+        .filter_map(|f| f.parent)
+        .collect();
+    for f in functions.iter_mut() {
+        if f.kind == Kind::SwitchUpstream
+            && inferred.contains(&f.bdf)
+            && !with_bridge_children.contains(&f.bdf)
+        {
+            f.kind = Kind::PciBridge;
+        }
+    }
+}
+
+fn read_text(dir: &Path, name: &str) -> Option<String> {
+    fs::read_to_string(dir.join(name))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+fn read_hex(dir: &Path, name: &str) -> Option<u32> {
+    let text = read_text(dir, name)?;
+    u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
+}
+
+/// The bridge above a device, from the directory its sysfs entry resolves into.
+fn parent_of(entry: &Path) -> Option<Bdf> {
+    let target = fs::read_link(entry).ok()?;
+    target.parent()?.file_name()?.to_str()?.parse().ok()
+}
+
+/// A `*_link_speed` attribute: "8.0 GT/s PCIe" → Gen3; "Unknown" → None.
+fn speed_attr(dir: &Path, name: &str) -> Option<Generation> {
+    let text = read_text(dir, name)?;
+    let rate: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Generation::from_gt_s(rate)
+}
+
+/// The link as the kernel's attributes report it, when `config` is too short to decode it.
+fn link_from_attributes(dir: &Path) -> Option<Link> {
+    let max_width: u8 = read_text(dir, "max_link_width")?.parse().ok()?;
+    let speed = speed_attr(dir, "current_link_speed");
+    let width: Option<u8> = read_text(dir, "current_link_width").and_then(|w| w.parse().ok());
+    Some(Link {
+        max_speed: speed_attr(dir, "max_link_speed"),
+        max_width: Some(max_width).filter(|&w| w != 0),
+        speed,
+        width: width.filter(|&w| speed.is_some() || w != 0),
+    })
+}
+
+/// The identity header from `config`, or from the attribute files when `config` is unreadable.
+fn header(bdf: Bdf, dir: &Path, config: &[u8]) -> Result<Decoded> {
+    if let Some(d) = decode(config) {
+        return Ok(d);
+    }
+    let missing = || {
+        Error::runtime(format!(
+            "{}: neither config nor vendor/device/class attributes are readable for {bdf}",
+            dir.display()
+        ))
+    };
+    Ok(Decoded {
+        vendor: read_hex(dir, "vendor").ok_or_else(missing)? as u16,
+        device: read_hex(dir, "device").ok_or_else(missing)? as u16,
+        class: read_hex(dir, "class").ok_or_else(missing)?,
+        revision: read_hex(dir, "revision").unwrap_or(0) as u8,
+        header_type: 0,
+        subsystem_vendor: read_hex(dir, "subsystem_vendor").unwrap_or(0) as u16,
+        subsystem_device: read_hex(dir, "subsystem_device").unwrap_or(0) as u16,
+        buses: None,
+        express: None,
+        acs: None,
+        aer: false,
+        capabilities_read: false,
+    })
+}
+
+/// Infers the kind when the PCI Express capability could not be read: bridges by their place
+/// below the parent, functions on a root bus with link attributes as integrated endpoints.
+fn inferred_kind(d: &Decoded, express: bool, parent: Option<&Function>) -> Kind {
+    let generic = kind_of(None, d.class, d.header_type);
+    match (generic, express, parent.map(|p| p.kind)) {
+        (Kind::PciBridge, true, None) => Kind::RootPort,
+        (Kind::PciBridge, true, Some(Kind::RootPort | Kind::SwitchDownstream)) => {
+            Kind::SwitchUpstream
+        }
+        (Kind::PciBridge, true, Some(Kind::SwitchUpstream)) => Kind::SwitchDownstream,
+        (Kind::Endpoint, true, None) => Kind::RcEndpoint,
+        (kind, _, _) => kind,
+    }
+}
+
+/// Reads one function; the flag says its kind was inferred rather than read from the capability.
+fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function, bool)> {
+    let config = fs::read(dir.join("config")).unwrap_or_default();
+    let d = header(bdf, dir, &config)?;
+    let parent = parent_of(dir);
+    let parent_fn = parent.and_then(|p| earlier.iter().rev().find(|f| f.bdf == p));
+    let mut f = Function::new(bdf, d.vendor, d.device, d.class, Kind::Endpoint);
+    f.revision = d.revision;
+    f.subsystem_vendor = d.subsystem_vendor;
+    f.subsystem_device = d.subsystem_device;
+    f.parent = parent;
+    f.buses = d.buses;
+    f.numa_node = read_text(dir, "numa_node")
+        .and_then(|n| n.parse().ok())
+        .filter(|&n: &i32| n >= 0);
+    f.driver = fs::read_link(dir.join("driver"))
+        .ok()
+        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+    f.name = read_text(dir, "label").filter(|l| !l.is_empty());
+    let inferred = !d.capabilities_read;
+    if d.capabilities_read {
+        f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
+        if let Some(e) = d.express {
+            f.link = e.link;
+            f.mps_supported = Some(e.mps_supported);
+            f.mps = Some(e.mps);
+            f.mrrs = Some(e.mrrs);
+            f.aspm_supported = e.aspm_supported;
+            f.aspm_enabled = e.aspm_enabled;
+            f.acs = d.acs;
+            f.aer = d.aer;
+        }
+    } else {
+        let link = link_from_attributes(dir);
+        f.kind = inferred_kind(&d, link.is_some(), parent_fn);
+        f.link = link.filter(|_| f.kind != Kind::RcEndpoint);
+    }
+    Ok((f, inferred))
+}

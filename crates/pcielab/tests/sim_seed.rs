@@ -1,0 +1,129 @@
+//! The Yitian 710 seed's experiments (§4.1-4.4) run verbatim against the simulated SATA path
+//! of the yitian710 preset (root port 0000:00:02.0): counts against fio's bytes, throughputs against the seed's,
+//! and time-shared estimates against the simulator's true counts.
+
+use pcielab::pmu::session::{CountOptions, CounterBackend, Reading};
+use pcielab::pmu::{resolve, EventSpec};
+use pcielab::sim::fio::DirectionStats;
+use pcielab::sim::workload::{self, Summary};
+use pcielab::sim::{SimBackend, SimMachine, SimRun};
+
+fn yitian710() -> SimMachine {
+    SimMachine::open(&"sim:yitian710".parse().unwrap()).unwrap()
+}
+
+struct Stat {
+    readings: Vec<Reading>,
+    run: SimRun,
+}
+
+fn stat(events: &[&str], fio: &str) -> Stat {
+    let machine = yitian710();
+    let argv: Vec<String> = std::iter::once("fio")
+        .chain(fio.split_whitespace())
+        .map(String::from)
+        .collect();
+    let w = workload::parse(&argv, |p| {
+        Err(pcielab::Error::runtime(p.display().to_string()))
+    })
+    .unwrap();
+    let mut backend = SimBackend::new(&machine, w);
+    let groups: Vec<Vec<_>> = events
+        .iter()
+        .map(|e| vec![resolve(backend.devices(), &e.parse::<EventSpec>().unwrap()).unwrap()])
+        .collect();
+    let counts = backend.count(&groups, &CountOptions::default()).unwrap();
+    Stat {
+        readings: counts.totals,
+        run: backend.run.unwrap(),
+    }
+}
+
+fn group(run: &SimRun) -> (Option<DirectionStats>, Option<DirectionStats>) {
+    match &run.summary {
+        Summary::Fio { groups } => (groups[0].read, groups[0].write),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn mib_s(d: &DirectionStats) -> f64 {
+    d.bw_bytes as f64 / 1048576.0
+}
+
+fn within(value: f64, expected: f64, percent: f64) -> bool {
+    (value - expected).abs() <= expected * percent / 100.0
+}
+
+const RX: &str = "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/";
+const TX: &str = "pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/";
+
+#[test]
+fn seed_4_1_read_2g_per_job() {
+    let s = stat(&[RX], "--filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m --size=2g --numjobs=4  --group_reporting --name=test-read");
+    let (read, write) = group(&s.run);
+    let read = read.unwrap();
+    assert!(write.is_none());
+    assert_eq!(read.io_bytes, 8 << 30);
+    assert_eq!(read.total_ios, 8192);
+    assert!(within(mib_s(&read), 517.0, 5.0), "{} MiB/s", mib_s(&read));
+    let r = s.readings[0];
+    assert_eq!(r.running_ns, r.enabled_ns);
+    let counted = r.value * 16;
+    // Data plus 7 sixteen-byte units of protocol per command (FIS writes, MSI, register reads).
+    assert_eq!(counted, read.io_bytes + 8192 * 7 * 16);
+    assert!(counted > read.io_bytes && within(counted as f64, read.io_bytes as f64, 0.1));
+}
+
+#[test]
+fn seed_4_2_two_hundred_seconds_passes_two_to_the_32() {
+    let s = stat(&[RX], "--filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m --numjobs=4 --time_based=1 --runtime=200 --group_reporting --name=test-read");
+    let read = group(&s.run).0.unwrap();
+    let r = s.readings[0];
+    assert!(r.value > 1 << 32, "{}", r.value);
+    assert!(within((r.value * 16) as f64, read.io_bytes as f64, 0.1));
+    assert!(r.value * 16 > read.io_bytes);
+    assert!(within(mib_s(&read), 517.0, 5.0));
+    assert!(
+        read.runtime_ms >= 200_000 && read.runtime_ms < 201_000,
+        "{}",
+        read.runtime_ms
+    );
+}
+
+#[test]
+fn seed_4_3_write_counts_tx() {
+    let s = stat(&[TX], "--filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=write --bs=1m --numjobs=4 --time_based=1 --runtime=20 --group_reporting --name=test-write");
+    let (read, write) = group(&s.run);
+    assert!(read.is_none());
+    let write = write.unwrap();
+    assert!(within(mib_s(&write), 216.0, 5.0), "{} MiB/s", mib_s(&write));
+    let counted = s.readings[0].value * 16;
+    assert!(counted > write.io_bytes && within(counted as f64, write.io_bytes as f64, 0.1));
+}
+
+#[test]
+fn seed_4_4_readwrite_time_shares_one_counter() {
+    let s = stat(&[RX, TX], "--filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=readwrite --bs=1m --numjobs=4 --time_based=1 --runtime=20 --group_reporting --name=test-rw");
+    let (read, write) = group(&s.run);
+    let (read, write) = (read.unwrap(), write.unwrap());
+    let machine = yitian710();
+    let rp = "00:02.0".parse().unwrap();
+    let def = |e: &str| resolve(&machine.pmus(), &e.parse().unwrap()).unwrap().def;
+    for (reading, event, fio_bytes) in [
+        (s.readings[0], RX, read.io_bytes),
+        (s.readings[1], TX, write.io_bytes),
+    ] {
+        let pct = reading.running_percent();
+        assert!((49.0..51.0).contains(&pct), "{event}: {pct}%");
+        let truth = s.run.dwc_count(rp, def(event), None, s.run.duration_ns) as f64;
+        let estimate = reading.estimate().unwrap();
+        assert!(
+            within(estimate, truth, 1.0),
+            "{event}: {estimate} vs {truth}"
+        );
+        assert!(within(truth * 16.0, fio_bytes as f64, 0.1), "{event}");
+    }
+    // The seed: 161 + 168 MiB/s; the model serves reads and writes one command at a time.
+    let total = mib_s(&read) + mib_s(&write);
+    assert!(within(total, 161.0 + 168.0, 7.0), "{total} MiB/s");
+}
