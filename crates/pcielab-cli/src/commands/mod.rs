@@ -7,6 +7,8 @@ use clap::Subcommand;
 use pcielab::Result;
 
 mod model;
+mod pmu;
+mod stat;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -16,6 +18,10 @@ pub enum Command {
     Topo(topo::Args),
     /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
     Snapshot(snapshot::Args),
+    /// PCIe PMU devices and their events (`pmu list`)
+    Pmu(pmu::Args),
+    /// Count PCIe PMU events while a workload runs, like perf stat
+    Stat(stat::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -23,5 +29,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Model(args) => model::run(args),
         Command::Topo(args) => topo::run(args),
         Command::Snapshot(args) => snapshot::run(args),
+        Command::Pmu(args) => pmu::run(args),
+        Command::Stat(args) => stat::run(args),
     }
 }

@@ -230,6 +230,10 @@ impl SimConfig {
             return Ok(bdf);
         }
         let absolute = self.absolute(path);
+        if absolute.starts_with("/dev/") {
+            // Device nodes are not files on a mounted filesystem.
+            return Err(self.no_device(path, &absolute));
+        }
         let mount = self
             .mounts
             .iter()
@@ -338,6 +342,7 @@ mod tests {
             0x30
         );
         assert_eq!(c.ber, 1e-12);
+        assert!(c.device_for_path("/dev/nvme9n1").is_err());
         let none = SimConfig::default().device_for_path("./x").unwrap_err();
         assert_eq!(none.exit_code(), 2);
         assert!(none.message().contains("/x"), "{none}");
