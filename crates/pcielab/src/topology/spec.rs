@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use toml::Spanned;
 
 use crate::error::{Error, Result};
-use crate::pcie::config::has_express;
+use crate::pcie::config::{has_express, kind_of};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
 
@@ -290,6 +290,17 @@ fn complete_express(loc: &Locator, at: usize, raw: &RawFunction, f: &mut Functio
         f.link = Some(Link::default());
     }
     if !has_express(f.kind, f.link.as_ref()) {
+        let read_back = kind_of(None, f.class, u8::from(f.kind.is_bridge()));
+        if read_back != f.kind {
+            return Err(loc.err(
+                raw.class.span().start,
+                format_args!(
+                    "function {bdf}: class = {:#08x} does not fit kind {kind}: without a PCI Express capability (no `link`) the class alone tells the kind, and this one reads as {}; use class 0x0600xx for host_bridge, 0x0604xx for pci_bridge, another class for endpoint, or add `link`",
+                    f.class,
+                    read_back.name()
+                ),
+            ));
+        }
         let express_only = [
             ("mps", raw.mps.is_some()),
             ("mps_supported", raw.mps_supported.is_some()),
@@ -505,7 +516,7 @@ fn check_structure(
             return Err(loc.err(
                 at,
                 format_args!(
-                    "function {}: a {} cannot sit under {} which is a {}; {}",
+                    "function {}: a {} cannot sit under {} (kind {}); {}",
                     f.bdf,
                     f.kind.name(),
                     pb,

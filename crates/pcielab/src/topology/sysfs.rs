@@ -5,6 +5,7 @@
 //! returns 64 bytes) link facts come from the `*_link_speed`/`*_link_width` attributes and the
 //! kind is inferred from the class and the parent's kind.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -32,11 +33,34 @@ pub fn read_sysfs(pci_dir: &Path) -> Result<Topology> {
     // Parents sit on lower bus numbers than their children, so address order reads parents first.
     found.sort();
     let mut functions: Vec<Function> = Vec::with_capacity(found.len());
+    let mut inferred: HashSet<Bdf> = HashSet::new();
     for (bdf, path) in found {
-        let f = read_function(bdf, &path, &functions)?;
+        let (f, kind_inferred) = read_function(bdf, &path, &functions)?;
+        if kind_inferred {
+            inferred.insert(bdf);
+        }
         functions.push(f);
     }
+    demote_bridges_without_ports(&mut functions, &inferred);
     Ok(Topology::new(functions))
+}
+
+/// Without the PCI Express capability a bridge below a port could be a switch's upstream port or
+/// a PCIe-to-PCI bridge; only a switch has bridges (its downstream ports) below it.
+fn demote_bridges_without_ports(functions: &mut [Function], inferred: &HashSet<Bdf>) {
+    let with_bridge_children: HashSet<Bdf> = functions
+        .iter()
+        .filter(|f| f.kind.is_bridge())
+        .filter_map(|f| f.parent)
+        .collect();
+    for f in functions.iter_mut() {
+        if f.kind == Kind::SwitchUpstream
+            && inferred.contains(&f.bdf)
+            && !with_bridge_children.contains(&f.bdf)
+        {
+            f.kind = Kind::PciBridge;
+        }
+    }
 }
 
 fn read_text(dir: &Path, name: &str) -> Option<String> {
@@ -118,7 +142,8 @@ fn inferred_kind(d: &Decoded, express: bool, parent: Option<&Function>) -> Kind 
     }
 }
 
-fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<Function> {
+/// Reads one function; the flag says its kind was inferred rather than read from the capability.
+fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function, bool)> {
     let config = fs::read(dir.join("config")).unwrap_or_default();
     let d = header(bdf, dir, &config)?;
     let parent = parent_of(dir);
@@ -136,6 +161,7 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<Function>
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
     f.name = read_text(dir, "label").filter(|l| !l.is_empty());
+    let inferred = !d.capabilities_read;
     if d.capabilities_read {
         f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
         if let Some(e) = d.express {
@@ -153,5 +179,5 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<Function>
         f.kind = inferred_kind(&d, link.is_some(), parent_fn);
         f.link = link.filter(|_| f.kind != Kind::RcEndpoint);
     }
-    Ok(f)
+    Ok((f, inferred))
 }

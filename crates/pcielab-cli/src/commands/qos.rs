@@ -1,0 +1,317 @@
+//! `pcielab qos`: show, create, set, assign, delete, apply and monitor resctrl groups on a host
+//! mount or a simulated MPAM/RDT machine. Argument wiring only; the rules live in
+//! `pcielab::qos`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args as ClapArgs, Subcommand};
+use pcielab::machine::MachineSelector;
+use pcielab::qos::apply;
+use pcielab::qos::backend::{self, Op, QosBackend, Target};
+use pcielab::qos::view;
+use pcielab::{Error, Result};
+
+const EXAMPLES: &str = "Examples:
+  pcielab qos show --machine sim:mpam-seed
+  pcielab qos create p1 --machine sim:mpam-seed --state /tmp/qos.json --schemata 'L3:0=7ff0;1=7ff0'
+  pcielab qos set p1 --machine sim:mpam-seed --state /tmp/qos.json --schemata 'MB:0=30'
+  pcielab qos assign p1 --machine sim:mpam-seed --state /tmp/qos.json --tasks 1000 --cpus 0-3
+  pcielab qos apply partitions.yaml --machine sim:mpam-seed --state /tmp/qos.json --dry-run
+  pcielab qos monitor --machine sim:mpam-seed --state /tmp/qos.json -I 1000
+  sudo pcielab qos show --machine host
+Simulated machines keep their state only with --state FILE (created on first use).";
+
+#[derive(ClapArgs)]
+#[command(about = "resctrl: cache and memory-bandwidth partitioning (Intel RDT, Arm MPAM)", after_help = EXAMPLES)]
+pub struct Args {
+    #[command(subcommand)]
+    command: QosCommand,
+}
+
+#[derive(ClapArgs, Clone)]
+struct MachineArgs {
+    /// host, sim:mpam-seed or sim:rdt-xeon8163
+    #[arg(long, default_value = "host")]
+    machine: String,
+    /// Host: the resctrl mount to use instead of /sys/fs/resctrl
+    #[arg(long, value_name = "DIR")]
+    resctrl: Option<PathBuf>,
+    /// Sim: state file carrying the machine between invocations (JSON; created if missing)
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// Sim: mount with CDP (L3CODE/L3DATA) when the state is created
+    #[arg(long)]
+    cdp: bool,
+}
+
+#[derive(Subcommand)]
+enum QosCommand {
+    /// Capabilities (info/) and every group with schemata, tasks, CPUs and monitor groups
+    #[command(after_help = EXAMPLES)]
+    Show {
+        #[command(flatten)]
+        machine: MachineArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a control group (NAME) or a monitor group (NAME/MON), then set it up
+    #[command(after_help = EXAMPLES)]
+    Create {
+        group: String,
+        #[command(flatten)]
+        machine: MachineArgs,
+        /// Schemata lines, e.g. 'L3:0=f;1=f' (repeat or separate lines with '\n')
+        #[arg(long)]
+        schemata: Vec<String>,
+        /// shareable or exclusive
+        #[arg(long)]
+        mode: Option<String>,
+    },
+    /// Change a group's schemata and/or mode
+    #[command(after_help = EXAMPLES)]
+    Set {
+        group: String,
+        #[command(flatten)]
+        machine: MachineArgs,
+        #[arg(long)]
+        schemata: Vec<String>,
+        #[arg(long)]
+        mode: Option<String>,
+    },
+    /// Move tasks (pids) and/or CPUs into a group
+    #[command(after_help = EXAMPLES)]
+    Assign {
+        group: String,
+        #[command(flatten)]
+        machine: MachineArgs,
+        /// Comma-separated pids
+        #[arg(long)]
+        tasks: Option<String>,
+        /// CPU list, e.g. 0-3,8
+        #[arg(long)]
+        cpus: Option<String>,
+    },
+    /// Remove a group (its tasks and CPUs return to the parent)
+    #[command(after_help = EXAMPLES)]
+    Delete {
+        group: String,
+        #[command(flatten)]
+        machine: MachineArgs,
+    },
+    /// Make the machine match a desired-state file (YAML or TOML): plan, check, apply, verify,
+    /// roll back on failure
+    #[command(after_help = EXAMPLES)]
+    Apply {
+        file: PathBuf,
+        #[command(flatten)]
+        machine: MachineArgs,
+        /// Print the plan and check it against the kernel's rules; change nothing
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// L3 occupancy (KiB) and memory bandwidth (MB/s) per group and domain
+    #[command(after_help = EXAMPLES)]
+    Monitor {
+        #[command(flatten)]
+        machine: MachineArgs,
+        /// Interval in milliseconds
+        #[arg(short = 'I', long = "interval", default_value_t = 1000)]
+        interval_ms: u64,
+        /// Number of intervals to print
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn open(m: &MachineArgs) -> Result<Box<dyn QosBackend>> {
+    let machine: MachineSelector = m.machine.parse()?;
+    if matches!(machine, MachineSelector::SimPreset { .. }) && m.state.is_none() {
+        eprintln!("pcielab: note: no --state: this simulated machine starts fresh and is not kept");
+    }
+    backend::open(&Target {
+        machine,
+        resctrl_dir: m.resctrl.clone(),
+        state: m.state.clone(),
+        cdp: m.cdp,
+    })
+}
+
+fn schemata_text(lines: &[String]) -> String {
+    let mut text = lines
+        .iter()
+        .map(|l| l.replace("\\n", "\n"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+/// Check every step against the kernel's rules on a copy of the state, then perform them: a
+/// request that would fail part-way changes nothing.
+fn perform_all(b: &mut dyn QosBackend, ops: &[Op]) -> Result<()> {
+    apply::check(&b.read()?, ops)?;
+    for op in ops {
+        b.perform(op)?;
+        println!("{}", op.describe());
+    }
+    b.save()
+}
+
+fn json(value: serde_json::Result<serde_json::Value>) -> Result<()> {
+    let text = value
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .map_err(|e| Error::runtime(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
+pub fn run(args: Args) -> Result<()> {
+    match args.command {
+        QosCommand::Show {
+            machine,
+            json: as_json,
+        } => {
+            let mut b = open(&machine)?;
+            let v = view::show(&b.name(), &b.read()?);
+            if as_json {
+                json(serde_json::to_value(&v))
+            } else {
+                print!("{}", v.text());
+                Ok(())
+            }
+        }
+        QosCommand::Create {
+            group,
+            machine,
+            schemata,
+            mode,
+        } => {
+            let mut b = open(&machine)?;
+            let mut ops = vec![Op::Mkdir {
+                group: group.clone(),
+            }];
+            if !schemata.is_empty() {
+                ops.push(Op::Schemata {
+                    group: group.clone(),
+                    text: schemata_text(&schemata),
+                });
+            }
+            if let Some(mode) = mode {
+                ops.push(Op::Mode { group, mode });
+            }
+            perform_all(b.as_mut(), &ops)
+        }
+        QosCommand::Set {
+            group,
+            machine,
+            schemata,
+            mode,
+        } => {
+            if schemata.is_empty() && mode.is_none() {
+                return Err(Error::bad_input("qos set: give --schemata and/or --mode"));
+            }
+            let mut b = open(&machine)?;
+            let mut ops = Vec::new();
+            if !schemata.is_empty() {
+                ops.push(Op::Schemata {
+                    group: group.clone(),
+                    text: schemata_text(&schemata),
+                });
+            }
+            if let Some(mode) = mode {
+                ops.push(Op::Mode { group, mode });
+            }
+            perform_all(b.as_mut(), &ops)
+        }
+        QosCommand::Assign {
+            group,
+            machine,
+            tasks,
+            cpus,
+        } => {
+            if tasks.is_none() && cpus.is_none() {
+                return Err(Error::bad_input("qos assign: give --tasks and/or --cpus"));
+            }
+            let mut b = open(&machine)?;
+            let mut ops = Vec::new();
+            if let Some(cpus_list) = cpus {
+                ops.push(Op::Cpus {
+                    group: group.clone(),
+                    cpus_list,
+                });
+            }
+            if let Some(text) = tasks {
+                ops.push(Op::Tasks { group, text });
+            }
+            perform_all(b.as_mut(), &ops)
+        }
+        QosCommand::Delete { group, machine } => {
+            let mut b = open(&machine)?;
+            perform_all(b.as_mut(), &[Op::Rmdir { group }])
+        }
+        QosCommand::Apply {
+            file,
+            machine,
+            dry_run,
+            json: as_json,
+        } => {
+            let mut b = open(&machine)?;
+            let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
+            let info = b.read()?.info;
+            let desired = apply::parse_desired(&text, &file.display().to_string(), &info)?;
+            let report = apply::apply(b.as_mut(), &desired, dry_run)?;
+            if as_json {
+                return json(serde_json::to_value(&report));
+            }
+            for (i, p) in report.plan.iter().enumerate() {
+                println!("{:>3}. {}", i + 1, p.shell);
+            }
+            println!(
+                "{}",
+                match (report.dry_run, report.plan.len()) {
+                    (_, 0) => "nothing to do: the machine already matches".to_string(),
+                    (true, n) => format!(
+                        "dry run: {n} steps checked against the kernel's rules, nothing changed"
+                    ),
+                    (false, n) => format!("applied {n} steps and verified the read-back"),
+                }
+            );
+            Ok(())
+        }
+        QosCommand::Monitor {
+            machine,
+            interval_ms,
+            count,
+            json: as_json,
+        } => {
+            if interval_ms == 0 {
+                return Err(Error::bad_input("-I must be at least 1 ms"));
+            }
+            let mut b = open(&machine)?;
+            let mut all = Vec::new();
+            for _ in 0..count.max(1) {
+                let before = b.mon_data()?;
+                b.wait(Duration::from_millis(interval_ms))?;
+                let after = b.mon_data()?;
+                let rows = view::monitor_rows(&before, &after, interval_ms as f64 / 1000.0);
+                if as_json {
+                    all.push(rows);
+                } else {
+                    print!("{}", view::monitor_text(&rows));
+                }
+            }
+            b.save()?;
+            if as_json {
+                json(serde_json::to_value(&all))?;
+            }
+            Ok(())
+        }
+    }
+}

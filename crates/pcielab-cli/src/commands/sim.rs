@@ -1,0 +1,129 @@
+//! `pcielab sim`: timed experiments on a simulated machine (`sim run SCENARIO.toml`) and the
+//! simulated processes a `--state` machine runs (`sim spawn`, `sim kill`, `sim presets`).
+//! Argument wiring only; the model lives in `pcielab::qos`.
+
+use std::path::PathBuf;
+
+use clap::{Args as ClapArgs, Subcommand};
+use pcielab::machine::MachineSelector;
+use pcielab::qos::backend::QosBackend;
+use pcielab::qos::plot;
+use pcielab::qos::presets::PRESETS;
+use pcielab::qos::scenario::Scenario;
+use pcielab::qos::sim::SimMachine;
+use pcielab::{Error, Result};
+
+const EXAMPLES: &str = "Examples:
+  pcielab sim run scenarios/mb-throttling.toml --svg mb.svg
+  pcielab sim run scenarios/colocation.toml --json
+  pcielab sim spawn --machine sim:mpam-seed --state /tmp/qos.json -- numactl -N 2 -m 2 bw_mem -P 16 128M rd
+  pcielab sim kill 1000 --machine sim:mpam-seed --state /tmp/qos.json
+  pcielab sim presets";
+
+#[derive(ClapArgs)]
+#[command(about = "Experiments and processes on simulated QoS machines", after_help = EXAMPLES)]
+pub struct Args {
+    #[command(subcommand)]
+    command: SimCommand,
+}
+
+#[derive(Subcommand)]
+enum SimCommand {
+    /// Run a scenario file: prints a table (or JSON) and can write an SVG plot
+    #[command(after_help = EXAMPLES)]
+    Run {
+        scenario: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// Write the plot here
+        #[arg(long, value_name = "OUT.svg")]
+        svg: Option<PathBuf>,
+    },
+    /// Start a simulated process (seed-style command line) on a --state machine; prints its pid
+    #[command(after_help = EXAMPLES)]
+    Spawn {
+        #[arg(long)]
+        machine: String,
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// End a simulated process
+    #[command(after_help = EXAMPLES)]
+    Kill {
+        pid: u32,
+        #[arg(long)]
+        machine: String,
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+    },
+    /// List the simulated QoS machines
+    #[command(after_help = EXAMPLES)]
+    Presets,
+}
+
+fn machine(name: &str, state: &std::path::Path) -> Result<SimMachine> {
+    let sel: MachineSelector = name.parse()?;
+    SimMachine::open(&sel, Some(state), false)
+}
+
+pub fn run(args: Args) -> Result<()> {
+    match args.command {
+        SimCommand::Run {
+            scenario,
+            json,
+            svg,
+        } => {
+            let outcome = Scenario::load(&scenario)?.run()?;
+            if let Some(path) = &svg {
+                std::fs::write(path, plot::svg(&outcome)).map_err(|e| Error::io(path, e))?;
+            }
+            if json {
+                let text = serde_json::to_string_pretty(&outcome)
+                    .map_err(|e| Error::runtime(e.to_string()))?;
+                println!("{text}");
+            } else {
+                print!("{}", outcome.table());
+                println!("simulated in {:.2} s", outcome.wall_s);
+                if let Some(path) = svg {
+                    println!("plot: {}", path.display());
+                }
+            }
+            Ok(())
+        }
+        SimCommand::Spawn {
+            machine: m,
+            state,
+            command,
+        } => {
+            let mut sim = machine(&m, &state)?;
+            let pid = sim.spawn(&command.join(" "))?;
+            sim.save()?;
+            println!("{pid}");
+            Ok(())
+        }
+        SimCommand::Kill {
+            pid,
+            machine: m,
+            state,
+        } => {
+            let mut sim = machine(&m, &state)?;
+            sim.kill(pid)?;
+            sim.save()
+        }
+        SimCommand::Presets => {
+            for p in PRESETS {
+                println!(
+                    "sim:{:<14} {}",
+                    p.name,
+                    p.description
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
+            }
+            Ok(())
+        }
+    }
+}

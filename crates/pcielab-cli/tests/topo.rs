@@ -1,0 +1,600 @@
+//! Integration tests of `pcielab topo` and `pcielab snapshot` against the real `lspci`
+//! (pciutils, installed by `.ci/run`): every preset exported as sysfs must render in lspci with
+//! the same functions, tree and links as pcielab's JSON, read back to identical JSON, survive a
+//! 64-byte config read, and every spec error class must name file:line and exit 2.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Output};
+
+const PRESETS: [&str; 4] = ["yitian710", "rk3588-evb", "rk3568-evb", "qemu-seed"];
+
+fn pcielab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pcielab"))
+        .args(args)
+        .output()
+        .expect("run pcielab")
+}
+
+fn ok_stdout(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn topo_json(machine: &str) -> Value {
+    let text = ok_stdout(pcielab(&["topo", "--machine", machine, "--json"]));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn lspci(args: &[&str]) -> String {
+    let out = Command::new("lspci")
+        .args(args)
+        .output()
+        .expect("lspci (pciutils) must be installed; .ci/run installs it");
+    assert!(out.status.success(), "lspci {args:?} failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn lspci_at(dir: &Path, args: &[&str]) -> String {
+    let path = format!("sysfs.path={}", dir.display());
+    let mut all = vec!["-A", "linux-sysfs", "-O", &path];
+    all.extend_from_slice(args);
+    lspci(&all)
+}
+
+fn export(machine: &str, dir: &Path) {
+    ok_stdout(pcielab(&[
+        "topo",
+        "--machine",
+        machine,
+        "--sysfs-export",
+        dir.to_str().unwrap(),
+    ]));
+}
+
+/// bdf -> parent bdf (None on a root bus), as pcielab's JSON says.
+fn json_parents(doc: &Value) -> BTreeMap<String, Option<String>> {
+    doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["bdf"].as_str().unwrap().to_string(),
+                f["parent"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+/// bdf -> parent bdf, reconstructed from the drawing of `lspci -t`: a child's `DD.F` starts
+/// five columns after the `]` closing its bridge's bus range (four after a root bus `[DDDD:BB]`).
+fn lspci_tree_parents(tree: &str) -> BTreeMap<String, Option<String>> {
+    struct Level {
+        column: usize,
+        domain: String,
+        bus: String,
+        parent: Option<String>,
+    }
+    let mut stack: Vec<Level> = Vec::new();
+    let mut parents = BTreeMap::new();
+    for line in tree.lines() {
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'[' {
+                let end = i + line[i..].find(']').expect("closing bracket");
+                let inner = &line[i + 1..end];
+                if let Some((domain, bus)) = inner.split_once(':') {
+                    stack.clear();
+                    stack.push(Level {
+                        column: end + 4,
+                        domain: domain.to_string(),
+                        bus: bus.to_string(),
+                        parent: None,
+                    });
+                }
+                i = end + 1;
+                continue;
+            }
+            let is_token = i + 4 <= b.len()
+                && b[i..i + 2].iter().all(u8::is_ascii_hexdigit)
+                && b[i + 2] == b'.'
+                && b[i + 3].is_ascii_digit();
+            if !is_token {
+                i += 1;
+                continue;
+            }
+            while stack.last().is_some_and(|l| l.column > i) {
+                stack.pop();
+            }
+            let level = stack.last().expect("device below a bus");
+            assert_eq!(level.column, i, "unaligned child in {line:?}");
+            let bdf = format!("{}:{}:{}", level.domain, level.bus, &line[i..i + 4]);
+            parents.insert(bdf.clone(), level.parent.clone());
+            let rest = &line[i + 4..];
+            if let Some(range) = rest.strip_prefix("-[") {
+                let close = range.find(']').unwrap();
+                let secondary = range[..close].split('-').next().unwrap().to_string();
+                let domain = level.domain.clone();
+                stack.push(Level {
+                    column: i + 4 + 2 + close + 5,
+                    domain,
+                    bus: secondary,
+                    parent: Some(bdf),
+                });
+            }
+            i += 4;
+        }
+    }
+    parents
+}
+
+/// bdf -> (LnkCap "Speed S, Width xW", LnkSta "Speed S, Width xW") from `lspci -vvv -D`.
+fn lspci_links(text: &str) -> BTreeMap<String, (String, String)> {
+    let mut out = BTreeMap::new();
+    let mut current = String::new();
+    let mut cap = String::new();
+    for line in text.lines() {
+        if !line.starts_with(char::is_whitespace) && !line.is_empty() {
+            current = line.split_whitespace().next().unwrap().to_string();
+        } else if let Some(rest) = line.trim().strip_prefix("LnkCap:") {
+            let fields: Vec<&str> = rest.split(", ").collect();
+            cap = format!("{}, {}", fields[1].trim(), fields[2].trim());
+        } else if let Some(rest) = line.trim().strip_prefix("LnkSta:") {
+            // lspci compares LnkSta with LnkCap; an unknown capability makes it say "overdriven".
+            let sta = rest
+                .trim()
+                .replace(" (downgraded)", "")
+                .replace(" (overdriven)", "");
+            out.insert(current.clone(), (cap.clone(), sta));
+        }
+    }
+    out
+}
+
+fn speed_text(v: &Value) -> String {
+    match v.as_f64() {
+        None => "unknown".to_string(),
+        Some(s) => format!("{s}GT/s"),
+    }
+}
+
+#[test]
+fn every_preset_renders_in_real_lspci_as_pcielab_describes_it() {
+    for preset in PRESETS {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("sysfs");
+        export(&format!("sim:{preset}"), &dir);
+        let doc = topo_json(&format!("sim:{preset}"));
+        let ours = json_parents(&doc);
+
+        let listed: BTreeSet<String> = lspci_at(&dir, &["-D"])
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            listed,
+            ours.keys().cloned().collect::<BTreeSet<_>>(),
+            "{preset}: BDF set"
+        );
+        let tree = lspci_at(&dir, &["-t"]);
+        assert_eq!(lspci_tree_parents(&tree), ours, "{preset}: tree\n{tree}");
+
+        let links = lspci_links(&lspci_at(&dir, &["-vvv", "-D"]));
+        let mut expected = BTreeMap::new();
+        for f in doc["functions"].as_array().unwrap() {
+            // lspci shows no link for root-complex integrated endpoints (reserved registers).
+            if f["link"].is_null() || f["kind"] == "rc_endpoint" {
+                continue;
+            }
+            let l = &f["link"];
+            let cap = format!(
+                "Speed {}, Width x{}",
+                speed_text(&l["max_speed_gts"]),
+                l["max_width"].as_u64().unwrap_or(0)
+            );
+            let sta = format!(
+                "Speed {}, Width x{}",
+                speed_text(&l["speed_gts"]),
+                l["width"].as_u64().unwrap_or(0)
+            );
+            expected.insert(f["bdf"].as_str().unwrap().to_string(), (cap, sta));
+        }
+        assert!(!expected.is_empty());
+        assert_eq!(links, expected, "{preset}: LnkCap/LnkSta");
+    }
+}
+
+#[test]
+fn lspci_marks_downgraded_where_pcielab_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    export("sim:rk3568-evb", tmp.path());
+    let text = lspci_at(tmp.path(), &["-vvv", "-s", "21:00.0"]);
+    assert!(
+        text.contains("LnkSta:\tSpeed 8GT/s, Width x2 (downgraded)"),
+        "{text}"
+    );
+    let doc = topo_json("sim:rk3568-evb");
+    let nvme = &doc["functions"][1];
+    assert_eq!(nvme["bdf"], "0002:21:00.0");
+    assert_eq!(nvme["link"]["downgraded"], true);
+    // The root port runs at its full capability: no mark from either tool.
+    assert_eq!(doc["functions"][0]["link"]["downgraded"], false);
+}
+
+#[test]
+fn export_then_snapshot_reads_back_identical_json() {
+    for preset in PRESETS {
+        let tmp = tempfile::tempdir().unwrap();
+        export(&format!("sim:{preset}"), tmp.path());
+        let mut from_spec = topo_json(&format!("sim:{preset}"));
+        let mut from_sysfs = topo_json(&format!("snapshot:{}", tmp.path().display()));
+        for doc in [&mut from_spec, &mut from_sysfs] {
+            doc.as_object_mut().unwrap().remove("name");
+            doc.as_object_mut().unwrap().remove("description");
+        }
+        assert_eq!(from_spec, from_sysfs, "{preset}");
+    }
+}
+
+#[test]
+fn truncated_config_falls_back_to_link_attributes() {
+    let tmp = tempfile::tempdir().unwrap();
+    export("sim:yitian710", tmp.path());
+    let mut truncated = 0;
+    for entry in std::fs::read_dir(tmp.path().join("devices")).unwrap() {
+        let config = entry.unwrap().path().join("config");
+        let bytes = std::fs::read(&config).unwrap();
+        std::fs::write(&config, &bytes[..64]).unwrap();
+        truncated += 1;
+    }
+    assert_eq!(truncated, 28);
+    let full = topo_json("sim:yitian710");
+    let short = topo_json(&format!("snapshot:{}", tmp.path().display()));
+    let pick = |doc: &Value| -> Vec<(Value, Value, Value, Value)> {
+        doc["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let mut link = f["link"].clone();
+                if let Some(l) = link.as_object_mut() {
+                    l.remove("downgraded");
+                }
+                (
+                    f["bdf"].clone(),
+                    f["kind"].clone(),
+                    f["parent"].clone(),
+                    link,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(pick(&full), pick(&short));
+    // What only the capability holds is unknown, not invented.
+    assert!(short["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["mps"].is_null() && f["acs"].is_null()));
+}
+
+fn host_bdfs(doc: &Value) -> BTreeSet<String> {
+    doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["bdf"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn lspci_bdfs(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn live_host_lists_the_same_functions_as_lspci() {
+    let ours = host_bdfs(&topo_json("host"));
+    assert_eq!(ours, lspci_bdfs(&lspci(&["-D"])));
+    // As an unprivileged user the kernel returns 64 bytes of config; the fallback must still
+    // find every function. Root can drop to `nobody` to exercise it.
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    if is_root {
+        // `nobody` may not reach the build directory (e.g. under /root): run a copy.
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("pcielab");
+        std::fs::copy(env!("CARGO_BIN_EXE_pcielab"), &bin).unwrap();
+        for p in [tmp.path(), bin.as_path()] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // A parallel test forking while the copy was open for writing makes exec fail with
+        // "Text file busy" for a moment; retry then.
+        let mut attempts = 0;
+        let out = loop {
+            let out = Command::new("setpriv")
+                .args([
+                    "--reuid=nobody",
+                    "--regid=nogroup",
+                    "--clear-groups",
+                    bin.to_str().unwrap(),
+                    "topo",
+                    "--machine",
+                    "host",
+                    "--json",
+                ])
+                .output()
+                .expect("setpriv (util-linux)");
+            attempts += 1;
+            let busy = String::from_utf8_lossy(&out.stderr).contains("Text file busy");
+            if !busy || attempts == 20 {
+                break out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let doc: Value = serde_json::from_str(&ok_stdout(out)).unwrap();
+        assert_eq!(host_bdfs(&doc), ours);
+    }
+}
+
+#[test]
+fn snapshot_of_live_host_renders_identically_in_lspci() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("snap");
+    ok_stdout(pcielab(&["snapshot", dir.to_str().unwrap()]));
+    assert_eq!(lspci_at(&dir, &["-D", "-nn"]), lspci(&["-D", "-nn"]));
+    assert_eq!(lspci_at(&dir, &["-tv"]), lspci(&["-tv"]));
+    let mut live = topo_json("host");
+    let mut saved = topo_json(&format!("snapshot:{}", dir.display()));
+    for doc in [&mut live, &mut saved] {
+        doc.as_object_mut().unwrap().remove("name");
+        doc.as_object_mut().unwrap().remove("description");
+    }
+    assert_eq!(live, saved);
+}
+
+#[test]
+fn snapshot_keeps_nesting_and_drivers_of_a_deep_tree() {
+    // A fake root whose /sys/bus/pci is an export of the QEMU topology (root port, switch, NVMe).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    export("sim:qemu-seed", &root.join("sys/bus/pci"));
+    let snap = tmp.path().join("snap");
+    let out = pcielab(&[
+        "snapshot",
+        snap.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    ok_stdout(out);
+    let target = std::fs::read_link(snap.join("devices/0000:03:00.0")).unwrap();
+    assert_eq!(
+        target,
+        Path::new("../tree/pci0000:00/0000:00:04.0/0000:01:00.0/0000:02:00.0/0000:03:00.0")
+    );
+    let driver = std::fs::read_link(snap.join("devices/0000:03:00.0/driver")).unwrap();
+    assert_eq!(driver.file_name().unwrap(), "nvme");
+    let mut a = topo_json("sim:qemu-seed");
+    let mut b = topo_json(&format!("snapshot:{}", snap.display()));
+    for doc in [&mut a, &mut b] {
+        doc.as_object_mut().unwrap().remove("name");
+        doc.as_object_mut().unwrap().remove("description");
+    }
+    assert_eq!(a, b);
+    // A second snapshot into the same place is refused rather than merged.
+    let again = pcielab(&[
+        "snapshot",
+        snap.to_str().unwrap(),
+        "--root",
+        root.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(2));
+}
+
+const BASE: &str = r#"name = "bad"
+description = "one root port with a switch and an SSD"
+
+[[function]]
+bdf = "0000:00:01.0"
+kind = "root_port"
+vendor = 0x1ded
+device_id = 0x8000
+class = 0x060400
+link = { max_speed = 16.0, max_width = 4, speed = 16.0, width = 4 }
+
+[[function]]
+bdf = "0000:01:00.0"
+kind = "switch_upstream"
+parent = "0000:00:01.0"
+vendor = 0x104c
+device_id = 0x8232
+class = 0x060400
+
+[[function]]
+bdf = "0000:02:00.0"
+kind = "switch_downstream"
+parent = "0000:01:00.0"
+vendor = 0x104c
+device_id = 0x8233
+class = 0x060400
+
+[[function]]
+bdf = "0000:03:00.0"
+kind = "endpoint"
+parent = "0000:02:00.0"
+vendor = 0x144d
+device_id = 0xa808
+class = 0x010802
+link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }
+"#;
+
+/// Runs `topo` on `text` and returns stderr, asserting exit code 2.
+fn spec_error(text: &str) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("bad.toml");
+    std::fs::write(&path, text).unwrap();
+    let out = pcielab(&["topo", "--machine", &format!("sim:{}", path.display())]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    let located = format!("{}:", path.display());
+    assert!(stderr.contains(&located), "{stderr}");
+    stderr.replace(&located, "bad.toml:")
+}
+
+#[test]
+fn base_spec_is_valid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("ok.toml");
+    std::fs::write(&path, BASE).unwrap();
+    let doc = topo_json(&format!("sim:{}", path.display()));
+    assert_eq!(doc["functions"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["functions"][0]["buses"]["subordinate"], 3);
+}
+
+#[test]
+fn spec_unknown_keys_are_rejected_with_their_line() {
+    let e = spec_error(&BASE.replace("class = 0x010802", "class = 0x010802\nmodel = \"nvme\""));
+    assert!(e.contains("bad.toml:35: unknown field `model`"), "{e}");
+    assert!(
+        e.contains("`device_id`") && e.contains("`numa_node`"),
+        "{e}"
+    );
+    let e = spec_error(&BASE.replace("max_width = 4, speed = 8.0", "max_width = 4, sped = 8.0"));
+    assert!(e.contains("bad.toml:35: unknown field `sped`"), "{e}");
+    let e = spec_error(&BASE.replace("description =", "descripton ="));
+    assert!(e.contains("bad.toml:2: unknown field `descripton`"), "{e}");
+}
+
+#[test]
+fn spec_impossible_width_and_speed_are_rejected() {
+    let e = spec_error(&BASE.replace(
+        "max_width = 4, speed = 16.0, width = 4",
+        "max_width = 3, speed = 16.0, width = 2",
+    ));
+    assert!(
+        e.contains("bad.toml:10: function 0000:00:01.0: link.max_width = 3 is not a PCIe link width; valid: 1, 2, 4, 8, 12, 16, 32"),
+        "{e}"
+    );
+    let e = spec_error(&BASE.replace("max_speed = 8.0", "max_speed = 10.0"));
+    assert!(
+        e.contains("bad.toml:35: function 0000:03:00.0: link.max_speed = 10 GT/s is no PCIe generation's rate; valid: 2.5, 5, 8, 16, 32, 64, 128"),
+        "{e}"
+    );
+}
+
+#[test]
+fn spec_duplicate_bdf_is_rejected() {
+    let e = spec_error(&BASE.replace("bdf = \"0000:02:00.0\"", "bdf = \"0000:01:00.0\""));
+    assert!(
+        e.contains("bad.toml:21: duplicate bdf 0000:01:00.0: already defined at line 13"),
+        "{e}"
+    );
+}
+
+#[test]
+fn spec_port_under_an_endpoint_is_rejected() {
+    let extra = "\n[[function]]\nbdf = \"0000:04:00.0\"\nkind = \"switch_upstream\"\nparent = \"0000:03:00.0\"\nvendor = 0x104c\ndevice_id = 0x8232\nclass = 0x060400\n";
+    let e = spec_error(&format!("{BASE}{extra}"));
+    assert!(
+        e.contains("bad.toml:40: function 0000:04:00.0: a switch_upstream cannot sit under 0000:03:00.0 (kind endpoint)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn spec_switch_without_downstream_ports_is_rejected() {
+    // Keep the root port and the upstream port, drop what was below the switch.
+    let text = &BASE[..BASE.find("[[function]]\nbdf = \"0000:02:00.0\"").unwrap()];
+    let e = spec_error(text);
+    assert!(
+        e.contains(
+            "bad.toml:13: function 0000:01:00.0: a switch_upstream without switch_downstream ports"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn spec_unknown_parent_is_rejected() {
+    let e = spec_error(&BASE.replace("parent = \"0000:02:00.0\"", "parent = \"0000:02:05.0\""));
+    assert!(
+        e.contains(
+            "bad.toml:31: function 0000:03:00.0: parent 0000:02:05.0 is not defined in this file"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_preset_names_the_valid_ones() {
+    let out = pcielab(&["topo", "--machine", "sim:yitian"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("yitian710, rk3588-evb, rk3568-evb, qemu-seed"),
+        "{e}"
+    );
+}
+
+#[test]
+fn tree_and_dot_show_links_ceilings_and_warnings() {
+    let tree = ok_stdout(pcielab(&["topo", "--machine", "sim:yitian710"]));
+    assert!(tree.contains(
+        "\\-04:00.0 endpoint [1b4b:9235] Marvell 88SE9235 PCIe 2.0 x2 4-port SATA 6 Gb/s Controller | cap 5GT/s x2, sta 5GT/s x2 | MPS 256 MRRS 512 | ceiling 1000 MB/s limited by own link | driver ahci"
+    ), "{tree}");
+    assert!(!tree.contains("warning:"), "{tree}");
+
+    // A downtrained SSD with mismatched MPS and ASPM on: all three findings.
+    let text = BASE
+        .replace(
+            "speed = 8.0, width = 4 }",
+            "speed = 8.0, width = 1 }\nmps = 128\naspm = \"l1\"\ndriver = \"nvme\"",
+        )
+        .replace(
+            "class = 0x060400\n\n[[function]]\nbdf = \"0000:03",
+            "class = 0x060400\nmps = 256\n\n[[function]]\nbdf = \"0000:03",
+        );
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("warn.toml");
+    std::fs::write(&path, text).unwrap();
+    let machine = format!("sim:{}", path.display());
+    let tree = ok_stdout(pcielab(&["topo", "--machine", &machine]));
+    assert!(tree.contains("warning: 0000:03:00.0: downtrained link 0000:02:00.0 -> 0000:03:00.0: running Gen3 x1 but both ends support Gen3 x4"), "{tree}");
+    assert!(
+        tree.contains("warning: 0000:03:00.0: MPS mismatch: 128 B here, 256 B at 0000:02:00.0"),
+        "{tree}"
+    );
+    assert!(
+        tree.contains("warning: 0000:03:00.0: ASPM enabled on a busy link"),
+        "{tree}"
+    );
+    let doc = topo_json(&machine);
+    let ssd = &doc["functions"][3];
+    assert_eq!(ssd["warnings"].as_array().unwrap().len(), 3);
+    assert!((ssd["ceiling_MBps"].as_f64().unwrap() - 984.615).abs() < 1e-9);
+    assert_eq!(ssd["ceiling_limited_by"], "0000:03:00.0");
+
+    let dot = ok_stdout(pcielab(&["topo", "--machine", &machine, "--dot"]));
+    assert!(dot.starts_with("digraph \"bad\" {"));
+    assert!(dot.contains("\"0000:02:00.0\" -> \"0000:03:00.0\" [label=\"cap 8GT/s x4, sta 8GT/s x1 (downgraded)\", style=dashed];"), "{dot}");
+    assert!(
+        dot.contains(
+            "\"0000:03:00.0\" [label=\"0000:03:00.0\\nendpoint [144d:a808]\", color=red];"
+        ),
+        "{dot}"
+    );
+}

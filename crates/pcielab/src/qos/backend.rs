@@ -1,0 +1,171 @@
+//! One interface over every resctrl backend: read the whole state, perform one kernel operation
+//! (mkdir, rmdir, a write to schemata/tasks/cpus_list/mode), read the monitors, let time pass.
+//! [`Op`] is the operation as data, so `apply` can plan, check a plan against the kernel model
+//! and undo it; [`open`] turns a `--machine` selector into a backend.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::cpuset::CpuSet;
+use super::host::HostResctrl;
+use super::resctrl::{GroupRef, Resctrl};
+use super::schemata::{Errno, Rejection};
+use super::sim::SimMachine;
+use crate::error::{Error, Result};
+use crate::machine::MachineSelector;
+
+/// One change to a resctrl mount, as the kernel sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    Mkdir { group: String },
+    Rmdir { group: String },
+    Schemata { group: String, text: String },
+    Tasks { group: String, text: String },
+    Cpus { group: String, cpus_list: String },
+    Mode { group: String, mode: String },
+}
+
+impl Op {
+    pub fn group(&self) -> &str {
+        match self {
+            Op::Mkdir { group }
+            | Op::Rmdir { group }
+            | Op::Schemata { group, .. }
+            | Op::Tasks { group, .. }
+            | Op::Cpus { group, .. }
+            | Op::Mode { group, .. } => group,
+        }
+    }
+
+    fn group_ref(&self) -> Result<GroupRef> {
+        GroupRef::parse(self.group()).ok_or_else(|| {
+            Error::bad_input(format!(
+                "bad group '{}': expected /, NAME, NAME/MON or mon_groups/MON",
+                self.group()
+            ))
+        })
+    }
+
+    /// The file or directory the operation touches, relative to the mount.
+    pub fn target(&self) -> Result<String> {
+        let dir = self.group_ref()?.path();
+        let join = |f: &str| {
+            if dir.is_empty() {
+                f.to_string()
+            } else {
+                format!("{dir}/{f}")
+            }
+        };
+        Ok(match self {
+            Op::Mkdir { .. } | Op::Rmdir { .. } => dir,
+            Op::Schemata { .. } => join("schemata"),
+            Op::Tasks { .. } => join("tasks"),
+            Op::Cpus { .. } => join("cpus_list"),
+            Op::Mode { .. } => join("mode"),
+        })
+    }
+
+    /// How a person would do it by hand.
+    pub fn describe(&self) -> String {
+        let target = self.target().unwrap_or_default();
+        match self {
+            Op::Mkdir { .. } => format!("mkdir {target}"),
+            Op::Rmdir { .. } => format!("rmdir {target}"),
+            Op::Schemata { text, .. } => {
+                format!("printf '{}' > {target}", text.replace('\n', "\\n"))
+            }
+            Op::Tasks { text, .. } => format!("echo {text} > {target}"),
+            Op::Cpus { cpus_list, .. } => format!("echo {cpus_list} > {target}"),
+            Op::Mode { mode, .. } => format!("echo {mode} > {target}"),
+        }
+    }
+
+    /// Run the operation on the kernel model (the simulated kernel, or a copy of a host's state).
+    pub fn apply_to(&self, rs: &mut Resctrl) -> Result<()> {
+        let group = self.group_ref()?;
+        let outcome = match self {
+            Op::Mkdir { .. } => rs.mkdir(&group),
+            Op::Rmdir { .. } => rs.rmdir(&group),
+            Op::Schemata { text, .. } => rs.write_schemata(&group, text),
+            Op::Tasks { text, .. } => rs.write_tasks(&group, text),
+            Op::Cpus { cpus_list, .. } => match CpuSet::parse_list(cpus_list) {
+                Some(set) => rs.write_cpus(&group, &set),
+                None => Err(Rejection::new(Errno::EINVAL, "Bad CPU list/mask")),
+            },
+            Op::Mode { mode, .. } => rs.write_mode(&group, mode),
+        };
+        outcome.map_err(|rej| refused(self, &rej))
+    }
+}
+
+/// The error for an operation the kernel (or its model) refused, quoting `last_cmd_status`.
+pub fn refused(op: &Op, rej: &Rejection) -> Error {
+    let msg = format!("{}: resctrl refused it: {rej}", op.describe());
+    match rej.errno {
+        Errno::ENOSPC | Errno::EBUSY => Error::runtime(msg),
+        _ => Error::bad_input(msg),
+    }
+}
+
+/// A control or monitor group's monitor readings in one domain. A control group's values
+/// include its monitor groups, as its `mon_data` does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MonReading {
+    pub group: String,
+    pub domain: u32,
+    pub llc_occupancy: Option<u64>,
+    pub mbm_total_bytes: Option<u64>,
+    pub mbm_local_bytes: Option<u64>,
+}
+
+/// A resctrl backend.
+pub trait QosBackend {
+    /// `host` or `sim:NAME`.
+    fn name(&self) -> String;
+    /// The whole state, as a fresh read.
+    fn read(&mut self) -> Result<Resctrl>;
+    /// Perform one operation. Checked against the kernel's rules first on every backend.
+    fn perform(&mut self, op: &Op) -> Result<()>;
+    /// Every group's `mon_data` now.
+    fn mon_data(&mut self) -> Result<Vec<MonReading>>;
+    /// Let `interval` pass (a host sleeps; a simulated machine runs its model).
+    fn wait(&mut self, interval: Duration) -> Result<()>;
+    /// Make changes durable (a simulated machine writes its state file).
+    fn save(&mut self) -> Result<()>;
+}
+
+/// Where a backend is: the `--machine` selector plus the overrides commands accept.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub machine: MachineSelector,
+    /// Host: the resctrl mount (default `<root>/sys/fs/resctrl`).
+    pub resctrl_dir: Option<PathBuf>,
+    /// Sim: the state file that carries the machine between invocations.
+    pub state: Option<PathBuf>,
+    /// Sim: mount with CDP (only when the state file is created).
+    pub cdp: bool,
+}
+
+/// Open the backend a target names.
+pub fn open(target: &Target) -> Result<Box<dyn QosBackend>> {
+    match &target.machine {
+        MachineSelector::Host { root } => {
+            let dir = target
+                .resctrl_dir
+                .clone()
+                .unwrap_or_else(|| root.join("sys/fs/resctrl"));
+            Ok(Box::new(HostResctrl::new(dir)))
+        }
+        MachineSelector::SimPreset { .. } => Ok(Box::new(SimMachine::open(
+            &target.machine,
+            target.state.as_deref(),
+            target.cdp,
+        )?)),
+        other => Err(Error::bad_input(format!(
+            "--machine {other}: qos works on 'host' or 'sim:PRESET' (sim:mpam-seed, sim:rdt-xeon8163)"
+        ))),
+    }
+}

@@ -1,0 +1,98 @@
+//! What `info/` says about a resctrl mount: the allocation resources (L3, L3CODE/L3DATA with
+//! CDP, L2, MB), the monitoring resource (L3_MON) and the domain ids of each. Every backend fills
+//! the same [`Info`]; the schemata rules and the group rules read it.
+
+use serde::{Deserialize, Serialize};
+
+/// A cache allocation resource (`info/L3`, `info/L3CODE`, `info/L3DATA`, `info/L2`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheResource {
+    /// The schemata name: `L3`, `L3CODE`, `L3DATA`, `L2`.
+    pub name: String,
+    pub num_closids: u32,
+    pub cbm_mask: u64,
+    pub min_cbm_bits: u32,
+    pub shareable_bits: u64,
+    /// 1 when masks may have holes (MPAM cache portions, newer Intel parts).
+    pub sparse_masks: bool,
+    /// Cache ids, one per domain.
+    pub domains: Vec<u32>,
+    /// Bytes of one domain's cache, used for the group's `size` file (0 when unknown).
+    pub cache_bytes: u64,
+}
+
+impl CacheResource {
+    /// Number of bits in a capacity bitmask.
+    pub fn cbm_len(&self) -> u32 {
+        64 - self.cbm_mask.leading_zeros()
+    }
+}
+
+/// The memory bandwidth allocation resource (`info/MB`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MbResource {
+    pub num_closids: u32,
+    pub min_bandwidth: u32,
+    pub bandwidth_gran: u32,
+    pub delay_linear: bool,
+    pub thread_throttle_mode: String,
+    pub domains: Vec<u32>,
+}
+
+/// The monitoring resource (`info/L3_MON`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MonResource {
+    pub num_rmids: u32,
+    /// `llc_occupancy`, `mbm_total_bytes`, `mbm_local_bytes` as the hardware provides them.
+    pub mon_features: Vec<String>,
+    /// MPAM: monitor ids are (PARTID, PMG) pairs, so each control group owns only this many of
+    /// the RMIDs (itself plus its monitor groups). `None` on x86, where RMIDs are one global pool.
+    pub rmids_per_closid: Option<u32>,
+}
+
+/// Everything under `info/`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Info {
+    pub caches: Vec<CacheResource>,
+    pub mb: Option<MbResource>,
+    pub mon: Option<MonResource>,
+}
+
+impl Info {
+    pub fn cache(&self, name: &str) -> Option<&CacheResource> {
+        self.caches.iter().find(|c| c.name == name)
+    }
+
+    /// CDP is on when the L3 resource is split into code and data halves.
+    pub fn cdp(&self) -> bool {
+        self.cache("L3CODE").is_some()
+    }
+
+    /// The number of control groups (root included) the kernel will allow: the smallest
+    /// `num_closids` among the enabled allocation resources.
+    pub fn closids_supported(&self) -> u32 {
+        self.caches
+            .iter()
+            .map(|c| c.num_closids)
+            .chain(self.mb.iter().map(|m| m.num_closids))
+            .min()
+            .unwrap_or(1)
+    }
+
+    /// Schemata resource names in the order the kernel prints them.
+    pub fn resource_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.caches.iter().map(|c| c.name.as_str()).collect();
+        if self.mb.is_some() {
+            names.push("MB");
+        }
+        names
+    }
+
+    /// Domain ids of a schemata resource.
+    pub fn domains_of(&self, resource: &str) -> Option<&[u32]> {
+        if resource == "MB" {
+            return self.mb.as_ref().map(|m| m.domains.as_slice());
+        }
+        self.cache(resource).map(|c| c.domains.as_slice())
+    }
+}

@@ -1,0 +1,302 @@
+//! The simulated resctrl machine: the kernel model ([`Resctrl`]) of a preset, its simulated
+//! processes, monitor counters and clock, and the partitioning model ([`Engine`]) that makes the
+//! counters move. Its state (groups, tasks, processes, counters, clock) is saved as JSON in a
+//! state file so that one `pcielab qos …` invocation sees what the previous one did; cache
+//! contents are not saved, so each invocation that runs the model first brings a cold cache to
+//! steady state with zero-length steps (no bytes counted, clock unchanged).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::backend::{MonReading, Op, QosBackend};
+use super::cpuset::CpuSet;
+use super::engine::{Engine, EngineConfig, Step};
+use super::presets::Preset;
+use super::resctrl::Resctrl;
+use super::workload::{self, Workload};
+use crate::error::{Error, Result};
+use crate::machine::MachineSelector;
+
+/// A monitor id's counters in one domain.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MonCounter {
+    pub rmid: u32,
+    pub domain: u32,
+    pub llc_occupancy: u64,
+    pub mbm_total_bytes: u64,
+    pub mbm_local_bytes: u64,
+}
+
+/// Everything a state file holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimState {
+    /// Preset name.
+    pub machine: String,
+    pub resctrl: Resctrl,
+    /// pid → command line of each simulated process.
+    pub processes: BTreeMap<u32, String>,
+    pub next_pid: u32,
+    pub clock_s: f64,
+    pub counters: Vec<MonCounter>,
+}
+
+/// Zero-length steps run before counting when the model starts cold.
+const WARMUP_STEPS: usize = 12;
+
+/// A simulated machine.
+pub struct SimMachine {
+    pub preset: &'static Preset,
+    pub state: SimState,
+    path: Option<PathBuf>,
+    engine: Option<Engine>,
+    config: EngineConfig,
+}
+
+impl SimMachine {
+    /// A freshly booted machine: resctrl mounted (with CDP if asked), only `init` (pid 1) running.
+    pub fn boot(preset: &'static Preset, cdp: bool) -> SimMachine {
+        let resctrl = Resctrl::mount(
+            preset.info(cdp),
+            CpuSet::range(0, preset.nr_cpus() - 1),
+            [1].into(),
+        );
+        SimMachine {
+            preset,
+            state: SimState {
+                machine: preset.name.to_string(),
+                resctrl,
+                processes: BTreeMap::new(),
+                next_pid: 1000,
+                clock_s: 0.0,
+                counters: Vec::new(),
+            },
+            path: None,
+            engine: None,
+            config: EngineConfig::default(),
+        }
+    }
+
+    /// The machine a selector names, continued from `state` when that file exists (and saved
+    /// there by [`QosBackend::save`]).
+    pub fn open(machine: &MachineSelector, state: Option<&Path>, cdp: bool) -> Result<SimMachine> {
+        let preset = Preset::from_selector(machine)?;
+        let mut sim = match state.filter(|p| p.exists()) {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+                let saved: SimState = serde_json::from_str(&text).map_err(|e| {
+                    Error::bad_input(format!(
+                        "{}: not a pcielab sim state file: {e}",
+                        path.display()
+                    ))
+                })?;
+                if saved.machine != preset.name {
+                    return Err(Error::bad_input(format!(
+                        "{}: state of sim:{}, not of {machine}",
+                        path.display(),
+                        saved.machine
+                    )));
+                }
+                let mut sim = SimMachine::boot(preset, cdp);
+                sim.state = saved;
+                sim
+            }
+            None => SimMachine::boot(preset, cdp),
+        };
+        sim.path = state.map(Path::to_path_buf);
+        Ok(sim)
+    }
+
+    pub fn with_config(mut self, config: EngineConfig) -> SimMachine {
+        self.config = config;
+        self.engine = None;
+        self
+    }
+
+    /// Start a simulated process (a command as in the seed); it joins the root group.
+    pub fn spawn(&mut self, command: &str) -> Result<u32> {
+        workload::parse(command, self.preset)?;
+        let pid = self.state.next_pid;
+        self.state.next_pid += 1;
+        self.state.processes.insert(pid, command.to_string());
+        self.state.resctrl.groups[0].tasks.insert(pid);
+        self.engine = None;
+        Ok(pid)
+    }
+
+    /// End a simulated process; it leaves whatever group held it.
+    pub fn kill(&mut self, pid: u32) -> Result<()> {
+        if self.state.processes.remove(&pid).is_none() {
+            return Err(Error::bad_input(format!("no simulated process {pid}")));
+        }
+        for g in self.state.resctrl.groups.iter_mut() {
+            g.tasks.remove(&pid);
+            for m in g.mon_groups.iter_mut() {
+                m.tasks.remove(&pid);
+            }
+        }
+        self.engine = None;
+        Ok(())
+    }
+
+    fn workloads(&self) -> Result<Vec<(u32, Workload)>> {
+        self.state
+            .processes
+            .iter()
+            .map(|(pid, cmd)| Ok((*pid, workload::parse(cmd, self.preset)?)))
+            .collect()
+    }
+
+    /// Run the model for `seconds` in steps of `step_s`; returns every step.
+    pub fn advance(&mut self, seconds: f64, step_s: f64) -> Result<Vec<Step>> {
+        let mut engine = match self.engine.take() {
+            Some(engine) => engine,
+            None => {
+                let mut engine = Engine::new(self.preset, self.config);
+                engine.set_processes(&self.workloads()?);
+                for _ in 0..WARMUP_STEPS {
+                    engine.step(&self.state.resctrl, 0.0);
+                }
+                engine
+            }
+        };
+        let steps = (seconds / step_s).round().max(1.0) as usize;
+        let dt = seconds / steps as f64;
+        let mut out = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            let step = engine.step(&self.state.resctrl, dt);
+            self.account(&step);
+            out.push(step);
+        }
+        self.engine = Some(engine);
+        Ok(out)
+    }
+
+    fn counter(&mut self, rmid: u32, domain: u32) -> &mut MonCounter {
+        let i = match self
+            .state
+            .counters
+            .iter()
+            .position(|c| c.rmid == rmid && c.domain == domain)
+        {
+            Some(i) => i,
+            None => {
+                self.state.counters.push(MonCounter {
+                    rmid,
+                    domain,
+                    ..MonCounter::default()
+                });
+                self.state.counters.len() - 1
+            }
+        };
+        &mut self.state.counters[i]
+    }
+
+    fn account(&mut self, step: &Step) {
+        self.state.clock_s += step.dt_s;
+        for c in self.state.counters.iter_mut() {
+            c.llc_occupancy = 0;
+        }
+        for (&(rmid, dom), &bytes) in &step.occupancy {
+            self.counter(rmid, dom).llc_occupancy = bytes;
+        }
+        let scale = self.preset.mbm_scale;
+        let local = self.preset.mbm_local;
+        for (&(rmid, dom), &(total, loc)) in &step.traffic {
+            let c = self.counter(rmid, dom);
+            c.mbm_total_bytes += (total * scale) as u64;
+            if local {
+                c.mbm_local_bytes += (loc * scale) as u64;
+            }
+        }
+    }
+
+    /// Sum of counters over a set of monitor ids in one domain.
+    fn sum(&self, rmids: &[u32], domain: u32) -> MonCounter {
+        let mut out = MonCounter {
+            domain,
+            ..MonCounter::default()
+        };
+        for c in self
+            .state
+            .counters
+            .iter()
+            .filter(|c| c.domain == domain && rmids.contains(&c.rmid))
+        {
+            out.llc_occupancy += c.llc_occupancy;
+            out.mbm_total_bytes += c.mbm_total_bytes;
+            out.mbm_local_bytes += c.mbm_local_bytes;
+        }
+        out
+    }
+}
+
+impl QosBackend for SimMachine {
+    fn name(&self) -> String {
+        format!("sim:{}", self.preset.name)
+    }
+
+    fn read(&mut self) -> Result<Resctrl> {
+        Ok(self.state.resctrl.clone())
+    }
+
+    fn perform(&mut self, op: &Op) -> Result<()> {
+        op.apply_to(&mut self.state.resctrl)
+    }
+
+    fn mon_data(&mut self) -> Result<Vec<MonReading>> {
+        let rs = &self.state.resctrl;
+        let local = self.preset.mbm_local;
+        let mut out = Vec::new();
+        for g in &rs.groups {
+            let mut groups: Vec<(String, Vec<u32>)> = vec![(
+                if g.name.is_empty() {
+                    "/".into()
+                } else {
+                    g.name.clone()
+                },
+                std::iter::once(g.rmid)
+                    .chain(g.mon_groups.iter().map(|m| m.rmid))
+                    .collect(),
+            )];
+            for m in &g.mon_groups {
+                let name = if g.name.is_empty() {
+                    format!("mon_groups/{}", m.name)
+                } else {
+                    format!("{}/{}", g.name, m.name)
+                };
+                groups.push((name, vec![m.rmid]));
+            }
+            for (name, rmids) in groups {
+                for d in 0..self.preset.nodes {
+                    let c = self.sum(&rmids, d);
+                    out.push(MonReading {
+                        group: name.clone(),
+                        domain: d,
+                        llc_occupancy: Some(c.llc_occupancy),
+                        mbm_total_bytes: Some(c.mbm_total_bytes),
+                        mbm_local_bytes: local.then_some(c.mbm_local_bytes),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn wait(&mut self, interval: Duration) -> Result<()> {
+        let seconds = interval.as_secs_f64();
+        self.advance(seconds, seconds.min(0.5))?;
+        Ok(())
+    }
+
+    fn save(&mut self) -> Result<()> {
+        if let Some(path) = &self.path {
+            let text = serde_json::to_string_pretty(&self.state)
+                .map_err(|e| Error::runtime(format!("serialising sim state: {e}")))?;
+            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,385 @@
+//! Simulated processes: the seed's commands parsed as written (`numactl -C 10 -m 0 ./lat_mem_rd
+//! -N 1 -P 1 145M 512`) into a memory access pattern, a thread count, CPU and memory binding and
+//! the memory-level parallelism each thread sustains. Four programs are known: lmbench `bw_mem`
+//! (streaming reads over a private buffer per process), lmbench `lat_mem_rd` (a dependent
+//! pointer chase over a size with a stride), `stress-ng --cache` (random accesses over a shared
+//! buffer the size of the LLC), and `online-service` (pcielab's stand-in for SPECjbb: random
+//! accesses over a shared working set between bursts of compute, reporting operations/s).
+
+use super::cpuset::CpuSet;
+use super::presets::Preset;
+use crate::error::{Error, Result};
+
+/// The access pattern of one program.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pattern {
+    /// Sequential lines over a private buffer of `bytes` per thread (`bw_mem … rd`).
+    Stream { bytes: u64 },
+    /// Every `stride`-th byte of `bytes`, one dependent load at a time (`lat_mem_rd`).
+    Chase { bytes: u64, stride: u64 },
+    /// Uniform random lines over `bytes` shared by all threads (`stress-ng --cache`).
+    Thrash { bytes: u64 },
+    /// Operations of `accesses_per_op` random lines over a shared `bytes` working set plus
+    /// `compute_ns` of work that touches no memory (`online-service`).
+    Service {
+        bytes: u64,
+        accesses_per_op: f64,
+        compute_ns: f64,
+    },
+}
+
+/// A program as launched: what it runs, on how many threads, where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    pub command: String,
+    pub pattern: Pattern,
+    pub threads: u32,
+    /// CPUs threads are placed on, round-robin.
+    pub cpus: Vec<u32>,
+    /// Memory node (`numactl -m`); `None` is first touch: the node of the thread's CPU.
+    pub mem_node: Option<u32>,
+    /// Misses one thread keeps in flight.
+    pub mlp: f64,
+}
+
+impl Workload {
+    /// The thread → CPU placement.
+    pub fn cpu_of_thread(&self, thread: u32) -> u32 {
+        self.cpus[thread as usize % self.cpus.len()]
+    }
+}
+
+/// Parse a size the way lmbench does: a number with an optional k/K, m/M or g/G suffix (powers
+/// of 1024).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let (digits, mult) = match text.chars().last()? {
+        'k' | 'K' => (&text[..text.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&text[..text.len() - 1], 1 << 20),
+        'g' | 'G' => (&text[..text.len() - 1], 1 << 30),
+        _ => (text, 1),
+    };
+    digits.parse::<u64>().ok().map(|v| v * mult)
+}
+
+fn bad(command: &str, what: impl std::fmt::Display) -> Error {
+    Error::bad_input(format!(
+        "simulated command '{command}': {what} (known programs: numactl [-C CPUS|-N NODES] [-m NODE] \
+         then bw_mem [-P N] SIZE rd, lat_mem_rd [-P N] SIZE STRIDE, stress-ng --cache N \
+         [--aggressive], online-service [--threads N] [--working-set SIZE] [--accesses-per-op K] \
+         [--compute-ns NS])"
+    ))
+}
+
+fn nodes_cpus(preset: &Preset, list: &str, command: &str) -> Result<Vec<u32>> {
+    let nodes =
+        CpuSet::parse_list(list).ok_or_else(|| bad(command, format!("bad node list '{list}'")))?;
+    let mut cpus = Vec::new();
+    for n in nodes.0 {
+        if n >= preset.nodes {
+            return Err(bad(
+                command,
+                format!("node {n} does not exist (0-{})", preset.nodes - 1),
+            ));
+        }
+        cpus.extend(preset.cpus_of_node(n).0);
+    }
+    Ok(cpus)
+}
+
+/// Parse a command line on machine `preset`.
+pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let mut i = 0;
+    let mut cpus: Vec<u32> = (0..preset.nr_cpus()).collect();
+    let mut mem_node = None;
+    let value = |i: usize, flag: &str| -> Result<&str> {
+        words
+            .get(i + 1)
+            .copied()
+            .ok_or_else(|| bad(command, format!("{flag} needs a value")))
+    };
+    if words.first() == Some(&"numactl") {
+        i = 1;
+        while i < words.len() && words[i].starts_with('-') {
+            let (flag, inline) = match words[i].split_once('=') {
+                Some((f, v)) => (f, Some(v)),
+                None => (words[i], None),
+            };
+            let arg = match inline {
+                Some(v) => v,
+                None => {
+                    i += 1;
+                    value(i - 1, flag)?
+                }
+            };
+            match flag {
+                "-C" | "--physcpubind" => {
+                    let set = CpuSet::parse_list(arg)
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| bad(command, format!("bad CPU list '{arg}'")))?;
+                    if let Some(c) = set.0.iter().find(|c| **c >= preset.nr_cpus()) {
+                        return Err(bad(
+                            command,
+                            format!("CPU {c} does not exist (0-{})", preset.nr_cpus() - 1),
+                        ));
+                    }
+                    cpus = set.0.into_iter().collect();
+                }
+                "-N" | "--cpunodebind" => cpus = nodes_cpus(preset, arg, command)?,
+                "-m" | "--membind" => {
+                    let node: u32 = arg
+                        .parse()
+                        .map_err(|_| bad(command, format!("bad memory node '{arg}'")))?;
+                    if node >= preset.nodes {
+                        return Err(bad(
+                            command,
+                            format!("node {node} does not exist (0-{})", preset.nodes - 1),
+                        ));
+                    }
+                    mem_node = Some(node);
+                }
+                other => return Err(bad(command, format!("unknown numactl option '{other}'"))),
+            }
+            i += 1;
+        }
+    }
+    let program = words
+        .get(i)
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .ok_or_else(|| bad(command, "no program"))?;
+    let args = &words[i + 1..];
+    let mut threads = 1u32;
+    let mut positional = Vec::new();
+    let mut flags: Vec<(&str, Option<&str>)> = Vec::new();
+    let mut j = 0;
+    while j < args.len() {
+        let a = args[j];
+        let takes_value = matches!(
+            a,
+            "-P" | "-N"
+                | "-W"
+                | "--cache"
+                | "--threads"
+                | "--working-set"
+                | "--accesses-per-op"
+                | "--compute-ns"
+                | "--timeout"
+                | "--cache-level"
+        );
+        if takes_value {
+            let v = args
+                .get(j + 1)
+                .copied()
+                .ok_or_else(|| bad(command, format!("{a} needs a value")))?;
+            flags.push((a, Some(v)));
+            j += 2;
+        } else if a.starts_with('-') {
+            flags.push((a, None));
+            j += 1;
+        } else {
+            positional.push(a);
+            j += 1;
+        }
+    }
+    let flag = |name: &str| flags.iter().find(|(f, _)| *f == name).and_then(|(_, v)| *v);
+    let number = |name: &str| -> Result<Option<f64>> {
+        flag(name)
+            .map(|v| {
+                v.parse::<f64>()
+                    .map_err(|_| bad(command, format!("{name} '{v}' is not a number")))
+            })
+            .transpose()
+    };
+    let size_arg =
+        |text: &str| parse_size(text).ok_or_else(|| bad(command, format!("bad size '{text}'")));
+    if let Some(p) = number("-P")? {
+        threads = p as u32;
+    }
+    let pattern = match program {
+        "bw_mem" => {
+            let [size, op] = positional[..] else {
+                return Err(bad(command, "bw_mem takes SIZE and an operation"));
+            };
+            if op != "rd" {
+                return Err(bad(
+                    command,
+                    format!("bw_mem operation '{op}' is not simulated (only rd)"),
+                ));
+            }
+            Pattern::Stream {
+                bytes: size_arg(size)?,
+            }
+        }
+        "lat_mem_rd" => {
+            let (size, stride) = match positional[..] {
+                [size] => (size, "128"),
+                [size, stride] => (size, stride),
+                _ => return Err(bad(command, "lat_mem_rd takes SIZE [STRIDE]")),
+            };
+            let stride = size_arg(stride)?.max(1);
+            Pattern::Chase {
+                bytes: size_arg(size)?,
+                stride,
+            }
+        }
+        "stress-ng" => {
+            let workers = number("--cache")?
+                .ok_or_else(|| bad(command, "only the --cache stressor is simulated"))?;
+            threads = workers as u32;
+            Pattern::Thrash {
+                bytes: preset.l3_bytes,
+            }
+        }
+        "online-service" => {
+            if let Some(t) = number("--threads")? {
+                threads = t as u32;
+            }
+            Pattern::Service {
+                bytes: match flag("--working-set") {
+                    Some(s) => size_arg(s)?,
+                    None => 12 << 20,
+                },
+                accesses_per_op: number("--accesses-per-op")?.unwrap_or(200.0),
+                compute_ns: number("--compute-ns")?.unwrap_or(20_000.0),
+            }
+        }
+        other => return Err(bad(command, format!("unknown program '{other}'"))),
+    };
+    if threads == 0 {
+        return Err(bad(command, "thread count must be at least 1"));
+    }
+    let mlp = match pattern {
+        Pattern::Stream { .. } => preset.core_outstanding,
+        Pattern::Chase { .. } => 1.0,
+        Pattern::Thrash { .. } => preset.core_outstanding / 2.0,
+        Pattern::Service { .. } => 2.0,
+    };
+    Ok(Workload {
+        command: command.to_string(),
+        pattern,
+        threads,
+        cpus,
+        mem_node,
+        mlp,
+    })
+}
+
+/// The line addresses one thread generates, with set sampling: a footprint of `bytes` becomes
+/// `bytes / sample` bytes, matching a cache built with `1 / sample` of the sets.
+#[derive(Debug, Clone)]
+pub struct AccessStream {
+    base: u64,
+    lines: u64,
+    step: u64,
+    pos: u64,
+    random: bool,
+    rng: u64,
+}
+
+impl AccessStream {
+    /// `owner` and `thread` keep address spaces apart (private buffers get distinct bases).
+    pub fn new(pattern: &Pattern, owner: u32, thread: u32, sample: u64) -> AccessStream {
+        let (bytes, step, private, random) = match *pattern {
+            Pattern::Stream { bytes } => (bytes, 1, true, false),
+            Pattern::Chase { bytes, stride } => (bytes, (stride / 64).max(1), false, false),
+            Pattern::Thrash { bytes } => (bytes, 1, false, true),
+            Pattern::Service { bytes, .. } => (bytes, 1, false, true),
+        };
+        let lines = (bytes / 64 / step / sample.max(1)).max(1);
+        let space = ((owner as u64) << 40) | if private { (thread as u64) << 32 } else { 0 };
+        AccessStream {
+            base: space,
+            lines,
+            step,
+            pos: 0,
+            random,
+            rng: 0x9e37_79b9_7f4a_7c15 ^ ((owner as u64) << 16 | thread as u64),
+        }
+    }
+
+    #[inline]
+    pub fn next_line(&mut self) -> u64 {
+        let index = if self.random {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            ((self.rng >> 32) * self.lines) >> 32
+        } else {
+            let i = self.pos;
+            self.pos = if self.pos + 1 == self.lines {
+                0
+            } else {
+                self.pos + 1
+            };
+            i
+        };
+        self.base + index * self.step
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qos::presets::MPAM_SEED;
+
+    #[test]
+    fn seed_commands_parse_as_written() {
+        let w = parse(
+            "numactl -C 10 -m 0 ./lat_mem_rd -N 1 -P 1 145M 512",
+            &MPAM_SEED,
+        )
+        .unwrap();
+        assert_eq!(
+            w.pattern,
+            Pattern::Chase {
+                bytes: 145 << 20,
+                stride: 512
+            }
+        );
+        assert_eq!(
+            (w.threads, w.cpus.clone(), w.mem_node),
+            (1, vec![10], Some(0))
+        );
+        let w = parse(
+            "numactl -N 2 -m 2 ./bw_mem -P 16 -N 300 128M rd",
+            &MPAM_SEED,
+        )
+        .unwrap();
+        assert_eq!(w.threads, 16);
+        assert_eq!((w.cpus[0], w.cpus.len()), (48, 24));
+        let w = parse(
+            "numactl -N 2 -m 2 stress-ng --cache 10 --aggressive",
+            &MPAM_SEED,
+        )
+        .unwrap();
+        assert_eq!(
+            (w.threads, w.pattern.clone()),
+            (10, Pattern::Thrash { bytes: 15 << 20 })
+        );
+        let w = parse("numactl -C 0-95 bw_mem -P 96 -N 10 124M rd", &MPAM_SEED).unwrap();
+        assert_eq!((w.cpu_of_thread(95), w.mem_node), (95, None));
+        for bad in [
+            "bw_mem 1M wr",
+            "numactl -C 200 bw_mem 1M rd",
+            "fio x",
+            "numactl -m 9 bw_mem 1M rd",
+        ] {
+            assert_eq!(parse(bad, &MPAM_SEED).unwrap_err().exit_code(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn chase_visits_every_stride_then_wraps() {
+        let mut s = AccessStream::new(
+            &Pattern::Chase {
+                bytes: 4096,
+                stride: 512,
+            },
+            1,
+            0,
+            1,
+        );
+        let lines: Vec<u64> = (0..9).map(|_| s.next_line() - (1 << 40)).collect();
+        assert_eq!(lines, vec![0, 8, 16, 24, 32, 40, 48, 56, 0]);
+    }
+}
