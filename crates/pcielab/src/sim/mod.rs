@@ -470,6 +470,10 @@ impl<'m> RunBuilder<'m> {
         let in_device = outstanding.min(u64::from(block.queue_depth())) as f64;
         let rtt = self.machine.read_rtt_ns(bdf);
         let mut cap = in_device / (latency + service + rtt);
+        if self.machine.config.cpu_io_ns > 0.0 {
+            // Each clone's thread submits and reaps its own I/Os.
+            cap = cap.min(f64::from(job.numjobs) / self.machine.config.cpu_io_ns);
+        }
         let memory_reads_per_io = (1.0 - read_fraction) * job.bs as f64;
         if memory_reads_per_io > 0.0 {
             let concurrency = ReadConcurrency {
