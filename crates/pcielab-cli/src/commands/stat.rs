@@ -16,8 +16,9 @@ use pcielab::{Error, Result};
       -e pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/ -- fio --filename=./test.big -iodepth=64 \\
       -ioengine=libaio --direct=1 --rw=readwrite --bs=1m --numjobs=4 --time_based=1 \\
       --runtime=20 --group_reporting --name=test-rw
-  pcielab stat --machine sim:yitian710 -a -e '{pcie_bdf_200/rx_memory_write/,pcie_bdf_200/tx_ack_dllp/}' \\
-      -I 1000 -- fio --filename=/dev/sda --rw=read --bs=1m --size=1g --name=r
+  pcielab stat --machine sim:yitian710 -a -I 1000 \\
+      -e '{pcie_bdf_200/rx_memory_write/,pcie_bdf_200/tx_ack_dllp/}' \\
+      -- fio --filename=/dev/sda --rw=read --bs=1m --size=1g --name=r
   pcielab stat --machine sim:yitian710 -a -e dwc_rootport_10/L1/ -- sleep 1
   pcielab stat --machine sim:rk3588-evb -a -e pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/ --json -- \\
       fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw=read -ioengine=libaio -bs=1024K \\
