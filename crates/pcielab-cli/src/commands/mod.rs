@@ -1,5 +1,7 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+mod bench;
+mod lab;
 mod model;
 mod pmu;
 mod qos;
@@ -27,6 +29,10 @@ pub enum Command {
     Qos(qos::Args),
     /// Experiments on simulated QoS machines
     Sim(sim::Args),
+    /// Measurements on real devices: p2p copies through p2pmem.
+    Bench(bench::Args),
+    /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
+    Lab(lab::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -38,5 +44,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Stat(args) => stat::run(args),
         Command::Qos(args) => qos::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Lab(args) => lab::run(args),
     }
 }

@@ -2,7 +2,7 @@
 //! embedded in the library so `--machine sim:NAME` works from any directory.
 
 /// Every preset: name and spec text.
-pub const PRESETS: [(&str, &str); 4] = [
+pub const PRESETS: [(&str, &str); 5] = [
     (
         "yitian710",
         include_str!("../../../../presets/yitian710.toml"),
@@ -18,6 +18,10 @@ pub const PRESETS: [(&str, &str); 4] = [
     (
         "qemu-seed",
         include_str!("../../../../presets/qemu-seed.toml"),
+    ),
+    (
+        "qemu-wide",
+        include_str!("../../../../presets/qemu-wide.toml"),
     ),
 ];
 
