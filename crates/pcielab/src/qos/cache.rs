@@ -42,22 +42,22 @@ impl L3Cache {
         let hash = line.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (line >> 29);
         let set = ((hash as u128 * self.sets as u128) >> 64) as usize;
         let base = set * self.ways;
-        let tags = &self.tags[base..base + self.ways];
-        let mut empty_allowed = usize::MAX;
-        for (w, &t) in tags.iter().enumerate() {
-            if t == key {
-                return true;
-            }
-            if t == 0 && empty_allowed == usize::MAX && alloc_mask >> w & 1 == 1 {
-                empty_allowed = w;
-            }
+        let tags = &mut self.tags[base..base + self.ways];
+        if tags.contains(&key) {
+            return true;
         }
         let allowed = alloc_mask & ((1u64 << self.ways) - 1);
         if allowed == 0 {
             return false;
         }
-        let way = if empty_allowed != usize::MAX {
-            empty_allowed
+        // An empty way the group may fill, else a random one of its ways.
+        let mut empty = 0u64;
+        for (w, &t) in tags.iter().enumerate() {
+            empty |= ((t == 0) as u64) << w;
+        }
+        let candidates = empty & allowed;
+        let way = if candidates != 0 {
+            candidates.trailing_zeros() as usize
         } else {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
@@ -69,11 +69,12 @@ impl L3Cache {
             }
             m.trailing_zeros() as usize
         };
+        let old = tags[way];
+        tags[way] = key;
         let slot = base + way;
-        if self.tags[slot] != 0 {
+        if old != 0 {
             self.occupancy[self.owner[slot] as usize] -= 1;
         }
-        self.tags[slot] = key;
         self.owner[slot] = rmid;
         if rmid as usize >= self.occupancy.len() {
             self.occupancy.resize(rmid as usize + 1, 0);
