@@ -218,3 +218,15 @@ fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
     assert!((rnd.iops - 203e3).abs() < 203e3 * 0.02, "{}", rnd.iops);
     assert_eq!(rnd.io_bytes, 4 << 30);
 }
+
+#[test]
+fn every_preset_opens_as_a_simulated_machine() {
+    for name in pcielab::machine::presets::names() {
+        let m = SimMachine::open(&format!("sim:{name}").parse().unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!m.topology.functions().is_empty(), "{name}");
+    }
+    let yitian = SimMachine::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    assert_eq!(yitian.devices.len(), 3); // the SATA SSD and two NIC ports
+    assert_eq!(yitian.config.cwd, "/home/user");
+}
