@@ -243,12 +243,15 @@ fn apply(job: &mut Job, key: &str, value: Option<&str>, origin: &str) -> Result<
     match key {
         "name" => job.name = text.to_string(),
         "filename" => {
-            if text.is_empty() || text.contains(':') && !text.starts_with("/dev/disk/") {
+            // fio separates several files with ':' and reads '\:' as a literal colon. Unescaped
+            // colons are accepted in /dev/disk/by-path names, whose meaning is unambiguous.
+            let unescaped = text.replace("\\:", "");
+            if text.is_empty() || unescaped.contains(':') && !text.starts_with("/dev/disk/") {
                 return Err(bad(
-                    "one path (several ':'-separated files are not supported)",
+                    "one path (several ':'-separated files are not supported; write a literal colon as '\\:')",
                 ));
             }
-            job.filename = Some(text.to_string())
+            job.filename = Some(text.replace("\\:", ":"))
         }
         "rw" => {
             job.rw = Rw::parse(text)
@@ -700,6 +703,20 @@ mod tests {
         );
         let e = parse_job_file("filename=x\n[a]\n", "j.fio").unwrap_err();
         assert!(e.message().contains("j.fio:1"), "{e}");
+    }
+
+    #[test]
+    fn escaped_colons_in_filenames() {
+        let set = parse_job_file(
+            "[r]\nfilename=/dev/disk/by-path/pci-0000\\:03\\:00.0-nvme-1\nrw=read\n",
+            "j.fio",
+        )
+        .unwrap();
+        let name = set.jobs[0].filename.as_deref();
+        assert_eq!(name, Some("/dev/disk/by-path/pci-0000:03:00.0-nvme-1"));
+        assert!(parse_job_file("[r]\nfilename=/a:/b\n", "j.fio").is_err());
+        let literal = parse_job_file("[r]\nfilename=/a\\:b\n", "j.fio").unwrap();
+        assert_eq!(literal.jobs[0].filename.as_deref(), Some("/a:b"));
     }
 
     #[test]
