@@ -48,10 +48,6 @@ impl Rw {
         }
     }
 
-    pub fn is_random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
-    }
-
     /// Percent of I/Os that are reads given `rwmixread`.
     pub fn read_percent(self, rwmixread: u8) -> u8 {
         match self {
