@@ -486,10 +486,12 @@ pub struct DirectionStats {
     pub runtime_ms: u64,
     /// Completed I/Os.
     pub total_ios: u64,
+    /// Mean completion latency (submission to completion), microseconds.
+    pub lat_avg_us: f64,
 }
 
 impl DirectionStats {
-    pub fn new(io_bytes: u64, total_ios: u64, runtime_ns: u64) -> DirectionStats {
+    pub fn new(io_bytes: u64, total_ios: u64, runtime_ns: u64, lat_avg_us: f64) -> DirectionStats {
         let seconds = runtime_ns as f64 / 1e9;
         DirectionStats {
             io_bytes,
@@ -505,6 +507,7 @@ impl DirectionStats {
             },
             runtime_ms: runtime_ns / 1_000_000,
             total_ios,
+            lat_avg_us,
         }
     }
 }
@@ -586,6 +589,12 @@ pub fn render_group(jobs: &[&Job], stats: &GroupStats) -> String {
                 bin_bytes(d.io_bytes as f64),
                 d.runtime_ms
             ));
+            let (unit, value) = if d.lat_avg_us >= 10_000.0 {
+                ("msec", d.lat_avg_us / 1e3)
+            } else {
+                ("usec", d.lat_avg_us)
+            };
+            out.push_str(&format!("     lat ({unit}): avg={value:.2}\n"));
         }
     }
     out.push_str(&format!(
@@ -748,7 +757,12 @@ mod tests {
             groupid: 0,
             name: "test-read".into(),
             jobs: 4,
-            read: Some(DirectionStats::new(8192 << 20, 8192, 15_854_000_000)),
+            read: Some(DirectionStats::new(
+                8192 << 20,
+                8192,
+                15_854_000_000,
+                486_520.0,
+            )),
             write: None,
         };
         let text = render_group(&set.groups()[0], &stats);
@@ -756,6 +770,7 @@ mod tests {
             text.contains("read: IOPS=516, BW=517MiB/s (542MB/s)(8192MiB/15854msec)"),
             "{text}"
         );
+        assert!(text.contains("     lat (msec): avg=486.52\n"), "{text}");
         assert!(text.contains("READ: bw=517MiB/s (542MB/s), 517MiB/s-517MiB/s (542MB/s-542MB/s), io=8192MiB (8590MB), run=15854-15854msec"), "{text}");
     }
 }
