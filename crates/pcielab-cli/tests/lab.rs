@@ -212,6 +212,20 @@ fn bench_p2p_validates_sizes() {
 fn p2p_oracle_agrees_with_the_guest_kernel() {
     let out = pcielab(&["lab", "kernel"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // With CONFIG_PCI_P2PDMA every CMB is published as p2pmem of the spec's size.
+    let out = pcielab(&["lab", "check", "qemu-wide", "--kernel", "p2pdma", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p2pmem: Vec<&serde_json::Value> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["field"] == "p2pmem")
+        .collect();
+    assert_eq!(p2pmem.len(), 3);
+    assert!(p2pmem
+        .iter()
+        .all(|r| r["status"] == "match" && r["guest"] == "64 MiB"));
     for (preset, cpu) in [
         ("qemu-seed", "max"),
         ("qemu-seed", "EPYC"),
