@@ -5,39 +5,41 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pcielab::qos::cache::L3Cache;
 use pcielab::qos::presets::MPAM_SEED;
 use pcielab::qos::scenario::Scenario;
+use pcielab::qos::workload::{AccessStream, Pattern};
 use std::hint::black_box;
 use std::path::Path;
 
+/// Two groups on one 15-way domain, driven by the simulator's own address generators: `bw_mem`
+/// streaming over twice the cache in 7ff0 and `stress-ng` random accesses over the cache size in
+/// 000f, so most accesses miss and exercise victim selection.
 fn cache_accesses(c: &mut Criterion) {
     const N: u64 = 1 << 20;
-    let lines = MPAM_SEED.l3_bytes / 64;
-    let sets = (lines / MPAM_SEED.l3_ways as u64) as usize;
     let mut group = c.benchmark_group("l3_cache");
     group.throughput(Throughput::Elements(N));
-    // A 15-way, 15 MiB domain; two groups (7ff0 and 000f) streaming over twice its size, so
-    // most accesses miss and exercise victim selection.
-    let mut cache = L3Cache::new(sets, MPAM_SEED.l3_ways as usize, 4);
-    let mut next = 0u64;
-    group.bench_function("mixed_stream_random_1M", |b| {
-        b.iter(|| {
-            let mut hits = 0u64;
-            let mut rng = 0x1234_5678_9abc_def1u64;
-            for i in 0..N {
-                let line = if i & 1 == 0 {
-                    next += 1;
-                    next % (2 * lines)
-                } else {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    (1 << 40) + rng % lines
-                };
-                let (mask, rmid) = if i & 1 == 0 { (0x7ff0, 1) } else { (0x000f, 2) };
-                hits += cache.access(black_box(line), mask, rmid) as u64;
-            }
-            black_box(hits)
-        })
-    });
+    // The whole 15 MiB domain (2 MiB of tags), and the 1-in-16 sample scenarios use by default.
+    for (name, sample) in [("full_15MiB", 1u64), ("sampled_1_in_16", 16)] {
+        let lines = MPAM_SEED.l3_bytes / 64 / sample;
+        let sets = (lines / MPAM_SEED.l3_ways as u64) as usize;
+        let mut cache = L3Cache::new(sets, MPAM_SEED.l3_ways as usize, 4);
+        let stream = Pattern::Stream {
+            bytes: 2 * MPAM_SEED.l3_bytes,
+        };
+        let thrash = Pattern::Thrash {
+            bytes: MPAM_SEED.l3_bytes,
+        };
+        let mut a = AccessStream::new(&stream, 1, 0, sample);
+        let mut b = AccessStream::new(&thrash, 2, 0, sample);
+        group.bench_function(name, |bench| {
+            bench.iter(|| {
+                let mut hits = 0u64;
+                for _ in 0..N / 2 {
+                    hits += cache.access(a.next_line(), 0x7ff0, 1) as u64;
+                    hits += cache.access(b.next_line(), 0x000f, 2) as u64;
+                }
+                black_box(hits)
+            })
+        });
+    }
     group.finish();
 }
 

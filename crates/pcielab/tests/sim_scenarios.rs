@@ -218,3 +218,44 @@ fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
     assert!((rnd.iops - 203e3).abs() < 203e3 * 0.02, "{}", rnd.iops);
     assert_eq!(rnd.io_bytes, 4 << 30);
 }
+
+#[test]
+fn every_preset_opens_as_a_simulated_machine() {
+    for name in pcielab::machine::presets::names() {
+        let m = SimMachine::open(&format!("sim:{name}").parse().unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!m.topology.functions().is_empty(), "{name}");
+    }
+    let yitian = SimMachine::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    assert_eq!(yitian.devices.len(), 3); // the SATA SSD and two NIC ports
+    assert_eq!(yitian.config.cwd, "/home/user");
+}
+
+#[test]
+fn the_labs_seed_job_file_runs_on_qemu_seed() {
+    // The QEMU P2PDMA seed's job file as the lab ships it (escaped colons, stonewall groups).
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../pcielab-cli/tests/fixtures/nvme.fio"
+    );
+    let m = SimMachine::open(&"sim:qemu-seed".parse().unwrap()).unwrap();
+    let argv = vec!["fio".to_string(), path.to_string()];
+    let w = workload::parse(&argv, |p| {
+        std::fs::read_to_string(p).map_err(|e| pcielab::Error::runtime(e.to_string()))
+    })
+    .unwrap();
+    let r = m.run(&w).unwrap();
+    let Summary::Fio { groups } = &r.summary else {
+        panic!()
+    };
+    assert_eq!(groups.len(), 4);
+    for (g, name) in groups.iter().zip(["read1", "write1", "read2", "write2"]) {
+        assert_eq!(g.name, name);
+        let d = if name.starts_with("read") {
+            g.read
+        } else {
+            g.write
+        };
+        assert_eq!(d.unwrap().io_bytes, 32 << 20, "{name}");
+    }
+}

@@ -33,14 +33,6 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// Bytes per count, for units that measure data.
-    pub fn bytes_per_count(self) -> Option<u32> {
-        match self {
-            Unit::Bytes(n) => Some(n),
-            _ => None,
-        }
-    }
-
     pub fn label(self) -> String {
         match self {
             Unit::Cycles => "cycles".into(),

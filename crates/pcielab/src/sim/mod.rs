@@ -400,6 +400,7 @@ impl<'m> RunBuilder<'m> {
             };
             let mut flows = Vec::new();
             let mut sizes = Vec::new();
+            let mut in_flight = Vec::new();
             for job in &jobs {
                 let filename = job.filename.as_deref().unwrap_or_default();
                 let bdf = self.machine.config.device_for_path(filename)?;
@@ -414,19 +415,29 @@ impl<'m> RunBuilder<'m> {
                              (it needs a [function.device] table with model = \"ahci\" or \"nvme\")"
                         ))
                     })?;
-                flows.push(self.fio_flow(job, bdf, block, &mut resources)?);
+                let flow = self.fio_flow(job, bdf, block, &mut resources)?;
+                in_flight.push(flow.0.outstanding);
+                flows.push(flow);
                 sizes.push(job.bs);
             }
             let indices = self.run_group(flows, &resources)?;
             let runtime = (self.now - start).round() as u64;
             let (mut read_ios, mut write_ios, mut read_bytes, mut write_bytes) = (0, 0, 0, 0);
-            for (index, bs) in indices.iter().zip(&sizes) {
+            // Little's law per flow: mean latency = I/Os in flight / completion rate.
+            let (mut read_lat, mut write_lat) = (0.0, 0.0);
+            for ((index, bs), outstanding) in indices.iter().zip(&sizes).zip(&in_flight) {
                 let (r, w) = self.stream_ios(*index);
+                let p = &self.progress[*index];
+                let ios = p.total_ios.max(1) as f64;
+                let latency_us = (*outstanding as f64).min(ios) * (p.end() - p.start()) / ios / 1e3;
+                read_lat += latency_us * r as f64;
+                write_lat += latency_us * w as f64;
                 read_ios += r;
                 write_ios += w;
                 read_bytes += r * bs;
                 write_bytes += w * bs;
             }
+            let mean = |sum: f64, n: u64| if n > 0 { sum / n as f64 } else { 0.0 };
             let first = jobs[0];
             let reads = first.rw.read_percent(first.rwmixread) > 0;
             let writes = first.rw.read_percent(first.rwmixread) < 100;
@@ -434,10 +445,12 @@ impl<'m> RunBuilder<'m> {
                 groupid,
                 name: first.name.clone(),
                 jobs: jobs.iter().map(|j| j.numjobs).sum(),
-                read: (reads || read_ios > 0)
-                    .then(|| DirectionStats::new(read_bytes, read_ios, runtime)),
-                write: (writes || write_ios > 0)
-                    .then(|| DirectionStats::new(write_bytes, write_ios, runtime)),
+                read: (reads || read_ios > 0).then(|| {
+                    DirectionStats::new(read_bytes, read_ios, runtime, mean(read_lat, read_ios))
+                }),
+                write: (writes || write_ios > 0).then(|| {
+                    DirectionStats::new(write_bytes, write_ios, runtime, mean(write_lat, write_ios))
+                }),
             });
         }
         Ok(Summary::Fio { groups })
