@@ -1,28 +1,12 @@
 //! QEMU argv generation from a topology built in code: devices, buses, chassis/slot, link caps,
 //! expander bridge + NUMA, and the errors and limits for what QEMU cannot express.
 
+mod common;
+
+use common::{bdf, func, link};
 use pcielab::lab::argv::{plan, MachineOptions};
-use pcielab::pcie::{Bdf, Generation};
-use pcielab::topology::{Function, Kind, Link, Topology};
-
-fn bdf(s: &str) -> Bdf {
-    s.parse().unwrap()
-}
-
-fn func(addr: &str, kind: Kind, ids: (u16, u16), parent: Option<&str>) -> Function {
-    let mut f = Function::new(bdf(addr), ids.0, ids.1, 0, kind);
-    f.parent = parent.map(bdf);
-    f
-}
-
-fn link(max: (Generation, u8), cur: (Generation, u8)) -> Option<Link> {
-    Some(Link {
-        max_speed: Some(max.0),
-        max_width: Some(max.1),
-        speed: Some(cur.0),
-        width: Some(cur.1),
-    })
-}
+use pcielab::pcie::Generation;
+use pcielab::topology::{Kind, Topology};
 
 const RP: (u16, u16) = (0x1b36, 0x000c);
 const NVME: (u16, u16) = (0x1b36, 0x0010);

@@ -2,6 +2,9 @@
 //! in code: the guest's own sysfs must show the functions at the addresses the spec gives, and a
 //! hanging guest or a panicking kernel must fail in the right phase with QEMU cleaned up.
 
+mod common;
+
+use common::func;
 use std::path::Path;
 use std::time::Duration;
 
@@ -9,14 +12,8 @@ use pcielab::lab::argv::MachineOptions;
 use pcielab::lab::guest;
 use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{run, KernelChoice, RunOptions};
-use pcielab::pcie::{Bdf, Generation};
-use pcielab::topology::{Function, Kind, Link, Topology};
-
-fn func(addr: &str, kind: Kind, ids: (u16, u16), parent: Option<&str>) -> Function {
-    let mut f = Function::new(addr.parse().unwrap(), ids.0, ids.1, 0, kind);
-    f.parent = parent.map(|p| p.parse::<Bdf>().unwrap());
-    f
-}
+use pcielab::pcie::Generation;
+use pcielab::topology::{Kind, Link, Topology};
 
 /// A root port (Gen3 x4) with a switch and two NVMe, and an expander bridge on NUMA node 1.
 fn topology() -> Topology {

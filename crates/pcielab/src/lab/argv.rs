@@ -645,12 +645,7 @@ fn link_limits(
     limits
 }
 
-const TRAINED_LINK: Link = Link {
-    max_speed: Some(Generation::Gen1),
-    max_width: Some(1),
-    speed: Some(Generation::Gen1),
-    width: Some(1),
-};
+const TRAINED_LINK: Link = Link::trained((Generation::Gen1, 1), (Generation::Gen1, 1));
 
 /// A port's current link follows its child; a port with a child reports 2.5 GT/s x1.
 fn current_link_limits(topology: &Topology, f: &Function) -> Vec<Limit> {

@@ -271,29 +271,16 @@ pub fn bar_size(resource: &str, index: usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::bdf;
     use crate::pcie::Generation;
     use crate::topology::{Kind, Link};
-
-    fn bdf(s: &str) -> Bdf {
-        s.parse().unwrap()
-    }
 
     #[test]
     fn limits_turn_differences_into_expected_rows() {
         let mut rp = Function::new(bdf("00:02.0"), 0x1b36, 0x000c, 0x060400, Kind::RootPort);
-        rp.link = Some(Link {
-            max_speed: Some(Generation::Gen4),
-            max_width: Some(8),
-            speed: Some(Generation::Gen4),
-            width: Some(8),
-        });
+        rp.link = Some(Link::trained((Generation::Gen4, 8), (Generation::Gen4, 8)));
         let mut guest_rp = rp.clone();
-        guest_rp.link = Some(Link {
-            max_speed: Some(Generation::Gen4),
-            max_width: Some(8),
-            speed: Some(Generation::Gen1),
-            width: Some(1),
-        });
+        guest_rp.link = Some(Link::trained((Generation::Gen4, 8), (Generation::Gen1, 1)));
         let spec = Topology::new(vec![rp]);
         let lpc = Function::new(bdf("00:1f.0"), 0x8086, 0x2918, 0x060100, Kind::RcEndpoint);
         let stray = Function::new(bdf("00:07.0"), 0x8086, 0x10d3, 0x020000, Kind::RcEndpoint);
