@@ -66,6 +66,48 @@ pub struct QemuPlan {
     pub numa_nodes: u32,
 }
 
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: spec {}, QEMU shows {} ({})",
+            self.bdf, self.field, self.spec, self.qemu, self.why
+        )
+    }
+}
+
+impl QemuPlan {
+    /// The command line to paste into a POSIX shell: each option on its own continued line,
+    /// words quoted only where the shell would split or expand them.
+    pub fn shell_command(&self) -> String {
+        let Some((program, args)) = self.argv.split_first() else {
+            return String::new();
+        };
+        let mut line = shell_word(program);
+        for word in args {
+            line.push_str(if word.starts_with('-') {
+                " \\\n  "
+            } else {
+                " "
+            });
+            line.push_str(&shell_word(word));
+        }
+        line
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 const QEMU_CURRENT_LINK: &str = "QEMU 7.2 emulates no link training: every current link \
      reports 2.5 GT/s x1";
 const QEMU_FIXED_ENDPOINT: &str = "QEMU 7.2 endpoints and the x3130 upstream port have a fixed \
@@ -735,4 +777,53 @@ fn nvme_serial(f: &Function) -> String {
 /// QEMU's option syntax doubles commas inside values.
 fn qemu_escape(path: &Path) -> String {
     path.display().to_string().replace(',', ",,")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::bdf;
+
+    fn plan_of(argv: &[&str]) -> QemuPlan {
+        QemuPlan {
+            argv: argv.iter().map(|w| w.to_string()).collect(),
+            disks: Vec::new(),
+            limits: Vec::new(),
+            numa_nodes: 1,
+        }
+    }
+
+    #[test]
+    fn shell_command_puts_options_on_lines_and_quotes_only_what_needs_it() {
+        let plan = plan_of(&[
+            "qemu-system-x86_64",
+            "-machine",
+            "q35,accel=tcg",
+            "-append",
+            "console=ttyS0 it's",
+            "-nographic",
+        ]);
+        assert_eq!(
+            plan.shell_command(),
+            "qemu-system-x86_64 \\\n  -machine q35,accel=tcg \\\n  -append 'console=ttyS0 it'\\''s' \\\n  -nographic"
+        );
+        assert_eq!(plan_of(&[]).shell_command(), "");
+    }
+
+    #[test]
+    fn limit_line_names_function_field_and_reason() {
+        let limit = Limit {
+            bdf: bdf("00:02.0"),
+            field: "link.speed",
+            spec: "16 GT/s".into(),
+            qemu: "2.5 GT/s".into(),
+            why: QEMU_CURRENT_LINK,
+        };
+        assert_eq!(
+            limit.to_string(),
+            format!(
+                "0000:00:02.0 link.speed: spec 16 GT/s, QEMU shows 2.5 GT/s ({QEMU_CURRENT_LINK})"
+            )
+        );
+    }
 }
