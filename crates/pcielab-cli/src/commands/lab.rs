@@ -13,6 +13,7 @@ use pcielab::lab::oracle::{self, P2pReport};
 use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{self, KernelChoice, RunOptions, DEFAULT_SCRIPT};
 use pcielab::lab::{kernel, load_spec};
+use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -184,9 +185,7 @@ fn machine_options(m: &MachineArgs) -> MachineOptions {
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-    println!("{text}");
+    print!("{}", json_text(value)?);
     Ok(())
 }
 

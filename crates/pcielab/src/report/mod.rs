@@ -1,2 +1,32 @@
 //! Rendering shared by commands: number formatting, aligned text tables, perf-compatible output,
 //! plots.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// A `--json` document as printed: pretty JSON ending in a newline.
+pub fn json_text<T: Serialize>(value: &T) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_text_is_pretty_and_ends_in_a_newline() {
+        let doc = serde_json::json!({"ok": true, "pairs": [1, 2]});
+        assert_eq!(
+            json_text(&doc).unwrap(),
+            "{\n  \"ok\": true,\n  \"pairs\": [\n    1,\n    2\n  ]\n}\n"
+        );
+        let bad: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let e = json_text(&bad).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().starts_with("JSON encoding failed: "), "{e}");
+    }
+}
