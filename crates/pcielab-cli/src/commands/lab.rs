@@ -105,6 +105,13 @@ pub struct BootArgs {
     /// Seconds until a guest counts as hung
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What happens to a run's files and how its verdict is printed.
+#[derive(ClapArgs)]
+pub struct OutputArgs {
     /// Keep the run directory (disks, initramfs, console.log)
     #[arg(long)]
     pub keep: bool,
@@ -147,15 +154,8 @@ pub struct P2pArgs {
     /// Seconds until a guest counts as hung
     #[arg(long, default_value_t = 180)]
     pub timeout: u64,
-    /// Keep the run directory
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the guest's results go (default: <cache>/results/<run>)
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print JSON (docs/lab.md)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(ClapArgs)]
@@ -219,8 +219,14 @@ fn progress_printer(quiet: bool) -> impl FnMut(Phase) {
     }
 }
 
-fn run_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
-    if boot.timeout == 0 {
+fn run_options(
+    machine: &MachineArgs,
+    kernel: &KernelChoice,
+    timeout: u64,
+    output: &OutputArgs,
+    script: Option<String>,
+) -> Result<RunOptions> {
+    if timeout == 0 {
         return Err(Error::bad_input(
             "--timeout 0: give the seconds a guest may run, e.g. 120",
         ));
@@ -228,17 +234,27 @@ fn run_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
     let pcielab = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find the pcielab binary: {e}")))?;
     Ok(RunOptions {
-        machine: machine_options(&boot.machine),
-        kernel: boot.kernel.clone(),
+        machine: machine_options(machine),
+        kernel: kernel.clone(),
         script,
         files: Vec::new(),
         pcielab: Some(pcielab),
         with_fio: false,
-        timeout: Duration::from_secs(boot.timeout),
-        keep: boot.keep,
-        results_dir: boot.out.clone(),
+        timeout: Duration::from_secs(timeout),
+        keep: output.keep,
+        results_dir: output.out.clone(),
         cache: guest::cache_dir(),
     })
+}
+
+fn boot_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
+    run_options(
+        &boot.machine,
+        &boot.kernel,
+        boot.timeout,
+        &boot.output,
+        script,
+    )
 }
 
 fn run_run(args: RunArgs) -> Result<()> {
@@ -249,16 +265,16 @@ fn run_run(args: RunArgs) -> Result<()> {
         })?,
         None => DEFAULT_SCRIPT.to_string(),
     };
-    let mut options = run_options(&args.boot, Some(script))?;
+    let mut options = boot_options(&args.boot, Some(script))?;
     if let Some(job) = &args.fio {
         options.add_fio_job(job)?;
     }
     let report = session::run(
         &platform.topology,
         &options,
-        &mut progress_printer(args.boot.json),
+        &mut progress_printer(args.boot.output.json),
     )?;
-    if args.boot.json {
+    if args.boot.output.json {
         json(&report)?;
     } else {
         print_limits(&report.limits);
@@ -276,11 +292,11 @@ fn run_run(args: RunArgs) -> Result<()> {
 
 fn run_check(args: CheckArgs) -> Result<()> {
     let platform = load_spec(&args.boot.machine.spec)?;
-    let options = run_options(&args.boot, None)?;
+    let options = boot_options(&args.boot, None)?;
     let report = session::run(
         &platform.topology,
         &options,
-        &mut progress_printer(args.boot.json),
+        &mut progress_printer(args.boot.output.json),
     )?;
     let guest_view = check::read_guest(&report.results_dir)?;
     let p2pmem = (args.boot.kernel == KernelChoice::P2pdma).then_some(&guest_view.p2pmem);
@@ -292,7 +308,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
         p2pmem,
     );
     let verdict = CheckReport::new(&args.boot.machine.spec, &rows, &report);
-    if args.boot.json {
+    if args.boot.output.json {
         json(&verdict)?;
     } else {
         print!("{}", verdict.to_text());
@@ -314,23 +330,21 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
             args.machine.spec
         )));
     }
-    let boot = BootArgs {
-        machine: args.machine,
-        kernel: args.kernel,
-        timeout: args.timeout,
-        keep: args.keep,
-        out: args.out,
-        json: args.json,
-    };
-    let options = run_options(&boot, Some(oracle::script(&platform.topology, args.size)))?;
+    let options = run_options(
+        &args.machine,
+        &args.kernel,
+        args.timeout,
+        &args.output,
+        Some(oracle::script(&platform.topology, args.size)),
+    )?;
     let report = session::run(
         &platform.topology,
         &options,
-        &mut progress_printer(boot.json),
+        &mut progress_printer(args.output.json),
     )?;
     let (cpu, outcomes) = oracle::evaluate(&platform.topology, &report.results_dir)?;
-    let verdict = P2pReport::new(&boot.machine.spec, cpu, &outcomes, &report);
-    if boot.json {
+    let verdict = P2pReport::new(&args.machine.spec, cpu, &outcomes, &report);
+    if args.output.json {
         json(&verdict)?;
     } else {
         print!("{}", verdict.to_text());
