@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::func;
+use common::{function_at, switch_and_expander};
 use std::path::Path;
 use std::time::Duration;
 
@@ -13,48 +13,19 @@ use pcielab::lab::guest;
 use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{run, KernelChoice, RunOptions};
 use pcielab::pcie::Generation;
-use pcielab::topology::{Kind, Link, Topology};
+use pcielab::topology::{Link, Topology};
 
 /// A root port (Gen3 x4) with a switch and two NVMe, and an expander bridge on NUMA node 1.
 fn topology() -> Topology {
-    let mut rp = func("00:02.0", Kind::RootPort, (0x1b36, 0x000c), None);
-    rp.link = Some(Link {
+    let mut functions = switch_and_expander();
+    function_at(&mut functions, "00:02.0").link = Some(Link {
         max_speed: Some(Generation::Gen3),
         max_width: Some(4),
         speed: None,
         width: None,
     });
-    let mut pxb = func("00:04.0", Kind::HostBridge, (0x1b36, 0x000b), None);
-    pxb.params
-        .insert("bus_nr".into(), toml::Value::Integer(128));
-    pxb.numa_node = Some(1);
-    Topology::new(vec![
-        func("00:00.0", Kind::HostBridge, (0x8086, 0x29c0), None),
-        rp,
-        pxb,
-        func(
-            "01:00.0",
-            Kind::SwitchUpstream,
-            (0x104c, 0x8232),
-            Some("00:02.0"),
-        ),
-        func(
-            "02:00.0",
-            Kind::SwitchDownstream,
-            (0x104c, 0x8233),
-            Some("01:00.0"),
-        ),
-        func(
-            "02:01.0",
-            Kind::SwitchDownstream,
-            (0x104c, 0x8233),
-            Some("01:00.0"),
-        ),
-        func("03:00.0", Kind::Endpoint, (0x1b36, 0x0010), Some("02:00.0")),
-        func("04:00.0", Kind::Endpoint, (0x1b36, 0x0010), Some("02:01.0")),
-        func("80:00.0", Kind::RootPort, (0x1b36, 0x000c), None),
-        func("81:00.0", Kind::Endpoint, (0x1b36, 0x0010), Some("80:00.0")),
-    ])
+    function_at(&mut functions, "00:04.0").numa_node = Some(1);
+    Topology::new(functions)
 }
 
 fn options(script: &str, timeout_s: u64, results: &Path) -> RunOptions {
