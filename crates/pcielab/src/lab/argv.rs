@@ -131,6 +131,9 @@ enum Emulated {
     Nic(&'static str),
 }
 
+/// QEMU's NVMe controller (`-device nvme`).
+pub const QEMU_NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
+
 /// (vendor, device, kind, what QEMU emulates with those ids). Q35's own functions are listed
 /// with their fixed addresses in [`Q35_BUILTINS`].
 const EMULATED: [(u16, u16, Emulated, &str); 6] = [
@@ -143,7 +146,7 @@ const EMULATED: [(u16, u16, Emulated, &str); 6] = [
         "xio3130-downstream",
     ),
     (0x1b36, 0x000b, Emulated::ExpanderBridge, "pxb-pcie"),
-    (0x1b36, 0x0010, Emulated::Nvme, "nvme"),
+    (QEMU_NVME_IDS.0, QEMU_NVME_IDS.1, Emulated::Nvme, "nvme"),
     (0x8086, 0x10d3, Emulated::Nic("e1000e"), "e1000e"),
 ];
 
@@ -154,6 +157,14 @@ const Q35_BUILTINS: [(&str, u16, u16); 4] = [
     ("00:1f.2", 0x8086, 0x2922),
     ("00:1f.3", 0x8086, 0x2930),
 ];
+
+/// Whether `bdf` is one of q35's fixed functions, present in every guest whether a spec lists
+/// it or not.
+pub fn is_q35_builtin(bdf: Bdf) -> bool {
+    Q35_BUILTINS
+        .iter()
+        .any(|(addr, ..)| addr.parse::<Bdf>().ok() == Some(bdf))
+}
 
 /// The emulated devices QEMU offers, for error messages.
 pub fn supported_devices() -> String {
@@ -808,6 +819,16 @@ mod tests {
             "qemu-system-x86_64 \\\n  -machine q35,accel=tcg \\\n  -append 'console=ttyS0 it'\\''s' \\\n  -nographic"
         );
         assert_eq!(plan_of(&[]).shell_command(), "");
+    }
+
+    #[test]
+    fn q35_builtins_are_the_fixed_addresses_only() {
+        for addr in ["00:00.0", "00:1f.0", "00:1f.2", "00:1f.3"] {
+            assert!(is_q35_builtin(bdf(addr)), "{addr}");
+        }
+        for addr in ["00:1f.1", "00:02.0", "01:00.0"] {
+            assert!(!is_q35_builtin(bdf(addr)), "{addr}");
+        }
     }
 
     #[test]

@@ -9,15 +9,12 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use super::argv::{show_opt, show_speed, Limit};
+use super::argv::{is_q35_builtin, show_opt, show_speed, Limit, QEMU_NVME_IDS};
 use super::session::RunReport;
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Function, Topology};
-
-/// q35's fixed functions: present in every guest whether the spec lists them or not.
-const Q35_BUILTIN_ADDRESSES: [&str; 4] = ["00:00.0", "00:1f.0", "00:1f.2", "00:1f.3"];
 
 /// How one field compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,9 +156,7 @@ pub fn compare(
         if spec.get(g.bdf).is_some() {
             continue;
         }
-        let builtin = Q35_BUILTIN_ADDRESSES
-            .iter()
-            .any(|a| a.parse::<Bdf>().ok() == Some(g.bdf));
+        let builtin = is_q35_builtin(g.bdf);
         rows.push(row(
             g.bdf,
             "present",
@@ -284,7 +279,7 @@ pub fn read_guest(results: &Path) -> Result<GuestView> {
     })?;
     let mut cmb_bar = BTreeMap::new();
     for f in topology.functions() {
-        if (f.vendor, f.device) != NVME_IDS {
+        if (f.vendor, f.device) != QEMU_NVME_IDS {
             continue;
         }
         let resource = sysfs
@@ -312,9 +307,6 @@ pub fn read_guest(results: &Path) -> Result<GuestView> {
         p2pmem,
     })
 }
-
-/// QEMU's NVMe controller.
-const NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
 
 /// `resource` file text (one `start end flags` line per BAR) → size of BAR `index` in bytes.
 pub fn bar_size(resource: &str, index: usize) -> Option<u64> {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::fs;
 use std::path::Path;
 
-use super::argv::device_id;
+use super::argv::{device_id, QEMU_NVME_IDS};
 use super::session::RunReport;
 use crate::error::{Error, Result};
 use crate::model::p2p::{self, Cpu, MapType, Verdict};
@@ -19,14 +19,11 @@ use crate::topology::Topology;
 /// errno the block layer returns for a refused peer-to-peer transfer (BLK_STS_TARGET).
 pub const EREMOTEIO: i32 = 121;
 
-/// QEMU's NVMe controller ids.
-const NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
-
 /// NVMe controllers of the spec that have a CMB (and so p2pmem under a P2PDMA kernel).
 pub fn providers(spec: &Topology) -> Vec<Bdf> {
     spec.functions()
         .iter()
-        .filter(|f| (f.vendor, f.device) == NVME_IDS && f.params.contains_key("cmb_size_mb"))
+        .filter(|f| (f.vendor, f.device) == QEMU_NVME_IDS && f.params.contains_key("cmb_size_mb"))
         .map(|f| f.bdf)
         .collect()
 }
