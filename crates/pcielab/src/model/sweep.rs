@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::transfer::{read, write, CompletionSize, LinkParams, Overheads};
 use crate::error::{Error, Result};
 use crate::pcie::link::{kernel_link_mbit, raw_mbps};
+use crate::report::round_to;
 
 /// Sizes `pcielab model` sweeps when none are given: the seed's DMA test sizes and a few between.
 pub const DEFAULT_SIZES: [u64; 8] = [64, 128, 256, 512, 4096, 65536, 1 << 20, 4 << 20];
@@ -93,10 +94,8 @@ impl SizeSweep {
     }
 }
 
-/// Rounds MB/s to 0.01 for reports: finer digits claim more precision than the model has.
-fn round_mbps(mbps: f64) -> f64 {
-    (mbps * 100.0).round() / 100.0
-}
+/// Rates are reported to 0.01 MB/s: finer digits claim more precision than the model has.
+const MBPS_DECIMALS: i32 = 2;
 
 /// Sweeps `sizes` on `link` (validated first). Reads are link-limited: see
 /// [`super::latency`] for the round-trip bound.
@@ -109,8 +108,8 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
             let r = read(size, link);
             SizePoint {
                 size,
-                write_mbps: round_mbps(w.throughput_mbps(link, overheads)),
-                read_mbps: round_mbps(r.throughput_mbps(link, overheads)),
+                write_mbps: round_to(w.throughput_mbps(link, overheads), MBPS_DECIMALS),
+                read_mbps: round_to(r.throughput_mbps(link, overheads), MBPS_DECIMALS),
                 write_tlps: w.mem_writes,
                 read_request_tlps: r.mem_reads,
                 completion_tlps: r.completions,
@@ -123,7 +122,7 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
         mps: link.mps,
         mrrs: link.mrrs,
         rcb: link.rcb,
-        raw_mbps: round_mbps(raw_mbps(link.gen, link.width)),
+        raw_mbps: round_to(raw_mbps(link.gen, link.width), MBPS_DECIMALS),
         points,
     })
 }

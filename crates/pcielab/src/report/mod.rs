@@ -5,6 +5,12 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+/// `value` rounded to `decimals` places, for numbers that reports print or compare.
+pub fn round_to(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (value * scale).round() / scale
+}
+
 /// A `--json` document as printed: pretty JSON ending in a newline.
 pub fn json_text<T: Serialize>(value: &T) -> Result<String> {
     let mut text = serde_json::to_string_pretty(value)
@@ -16,6 +22,14 @@ pub fn json_text<T: Serialize>(value: &T) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_to_keeps_the_given_places() {
+        assert_eq!(round_to(3938.461538, 2), 3938.46);
+        assert_eq!(round_to(3938.4615, 3), 3938.462);
+        assert_eq!(round_to(0.0049, 2), 0.0);
+        assert_eq!(round_to(-1.26, 1), -1.3);
+    }
 
     #[test]
     fn json_text_is_pretty_and_ends_in_a_newline() {
