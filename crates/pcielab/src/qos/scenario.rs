@@ -214,9 +214,8 @@ impl Outcome {
 }
 
 fn format_num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e12 {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
+    // Whole numbers and large values without decimals; small fractions with two.
+    if v.fract() == 0.0 || v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")
