@@ -72,6 +72,12 @@ fn seed_4_1_read_2g_per_job() {
     // Data plus 7 sixteen-byte units of protocol per command (FIS writes, MSI, register reads).
     assert_eq!(counted, read.io_bytes + 8192 * 7 * 16);
     assert!(counted > read.io_bytes && within(counted as f64, read.io_bytes as f64, 0.1));
+    // Little's law: 256 I/Os in flight at 527 IOPS; the seed's fio saw lat avg=486.52 ms.
+    assert!(
+        within(read.lat_avg_us / 1e3, 486.52, 5.0),
+        "{} us",
+        read.lat_avg_us
+    );
 }
 
 #[test]

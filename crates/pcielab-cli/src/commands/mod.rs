@@ -1,9 +1,13 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+mod bench;
+mod lab;
 mod model;
+mod pmu;
 mod qos;
 mod sim;
 mod snapshot;
+mod stat;
 mod topo;
 
 use clap::Subcommand;
@@ -17,10 +21,18 @@ pub enum Command {
     Model(model::Args),
     /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
     Snapshot(snapshot::Args),
+    /// PCIe PMU devices and their events (`pmu list`)
+    Pmu(pmu::Args),
+    /// Count PCIe PMU events while a workload runs, like perf stat
+    Stat(stat::Args),
     /// resctrl: cache and memory-bandwidth partitioning
     Qos(qos::Args),
     /// Experiments on simulated QoS machines
     Sim(sim::Args),
+    /// Measurements on real devices: p2p copies through p2pmem.
+    Bench(bench::Args),
+    /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
+    Lab(lab::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -28,7 +40,11 @@ pub fn run(command: Command) -> Result<()> {
         Command::Topo(args) => topo::run(args),
         Command::Model(args) => model::run(args),
         Command::Snapshot(args) => snapshot::run(args),
+        Command::Pmu(args) => pmu::run(args),
+        Command::Stat(args) => stat::run(args),
         Command::Qos(args) => qos::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Lab(args) => lab::run(args),
     }
 }

@@ -3,6 +3,7 @@
 //! ceilings, and P2P distance rules. No I/O.
 
 pub mod latency;
+pub mod p2p;
 pub mod path;
 pub mod sweep;
 pub mod transfer;

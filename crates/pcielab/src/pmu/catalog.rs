@@ -33,14 +33,6 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// Bytes per count, for units that measure data.
-    pub fn bytes_per_count(self) -> Option<u32> {
-        match self {
-            Unit::Bytes(n) => Some(n),
-            _ => None,
-        }
-    }
-
     pub fn label(self) -> String {
         match self {
             Unit::Cycles => "cycles".into(),
@@ -112,6 +104,19 @@ pub struct EventDef {
 }
 
 impl EventDef {
+    /// The event's encoding as the driver's sysfs `events/` file writes it.
+    pub fn encoding(&self, family: Family) -> String {
+        match family {
+            Family::DwcRootPort => {
+                let kind = self.config >> 16;
+                let lane = if self.group.per_lane() { ",lane=?" } else { "" };
+                format!("eventid={:#x},type={kind:#x}{lane}", self.config & 0xffff)
+            }
+            Family::HisiPcie => format!("event={:#x}", self.config),
+            Family::IntelIio => format!("event=0xff,umask={:#x}", self.config >> 8),
+        }
+    }
+
     /// Whether `query` names this event (either name, ASCII case-insensitively).
     pub fn matches(&self, query: &str) -> bool {
         self.name.eq_ignore_ascii_case(query) || self.seed_name.eq_ignore_ascii_case(query)

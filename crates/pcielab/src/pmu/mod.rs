@@ -166,6 +166,134 @@ impl std::str::FromStr for EventSpec {
     }
 }
 
+/// Splits one `-e` argument as perf does: commas separate events except inside `PMU/…/` and
+/// `{…}`; a `{a,b}` group counts all-or-nothing. Returns the groups (single events are groups of
+/// one).
+pub fn parse_event_list(text: &str) -> Result<Vec<Vec<EventSpec>>> {
+    let mut groups = Vec::new();
+    let mut current = String::new();
+    let mut group: Option<Vec<EventSpec>> = None;
+    let mut in_slashes = false;
+    let finish = |item: &mut String,
+                  group: &mut Option<Vec<EventSpec>>,
+                  groups: &mut Vec<Vec<EventSpec>>|
+     -> Result<()> {
+        let item_text = std::mem::take(item);
+        if item_text.is_empty() {
+            return Ok(());
+        }
+        let spec: EventSpec = item_text.parse()?;
+        match group {
+            Some(g) => g.push(spec),
+            None => groups.push(vec![spec]),
+        }
+        Ok(())
+    };
+    for c in text.chars() {
+        match c {
+            '/' => {
+                current.push(c);
+                in_slashes = current.matches('/').count() % 2 == 1;
+            }
+            ',' if !in_slashes => finish(&mut current, &mut group, &mut groups)?,
+            '{' if !in_slashes && current.is_empty() && group.is_none() => group = Some(Vec::new()),
+            '}' if !in_slashes && group.is_some() => {
+                finish(&mut current, &mut group, &mut groups)?;
+                let g = group.take().unwrap_or_default();
+                if g.is_empty() {
+                    return Err(Error::bad_input(format!(
+                        "malformed event list '{text}': empty group {{}}"
+                    )));
+                }
+                groups.push(g);
+            }
+            _ => current.push(c),
+        }
+    }
+    if group.is_some() {
+        return Err(Error::bad_input(format!(
+            "malformed event list '{text}': '{{' without a matching '}}'"
+        )));
+    }
+    finish(&mut current, &mut group, &mut groups)?;
+    if groups.is_empty() {
+        return Err(Error::bad_input("empty event list: give -e PMU/EVENT/"));
+    }
+    Ok(groups)
+}
+
+/// The PCIe PMUs a live host's kernel registered (`/sys/bus/event_source/devices` under
+/// `root`): DWC root-port PMUs (either naming), HiSilicon and Intel IIO free-running ones.
+pub fn host_pmus(root: &std::path::Path) -> Result<Vec<PmuDevice>> {
+    let dir = root.join("sys/bus/event_source/devices");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&dir, e)),
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut out = Vec::new();
+    for name in names {
+        let hex = |prefix: &str| {
+            name.strip_prefix(prefix)
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+        };
+        let device = if let Some(v) = hex("dwc_rootport_") {
+            let bdf = Bdf::new(
+                (v >> 16) as u16,
+                (v >> 8) as u8,
+                ((v >> 3) & 0x1f) as u8,
+                (v & 7) as u8,
+            );
+            Some(PmuDevice {
+                name: name.clone(),
+                aliases: Vec::new(),
+                family: Family::DwcRootPort,
+                root_port: Some(bdf),
+                lanes: 16,
+            })
+        } else if let Some(v) = hex("pcie_bdf_") {
+            let bdf = Bdf::new(
+                (v >> 24) as u16,
+                (v >> 16) as u8,
+                ((v >> 8) & 0x1f) as u8,
+                (v & 7) as u8,
+            );
+            Some(PmuDevice {
+                name: name.clone(),
+                aliases: Vec::new(),
+                family: Family::DwcRootPort,
+                root_port: Some(bdf),
+                lanes: 16,
+            })
+        } else if name.starts_with("hisi_pcie") {
+            Some(PmuDevice {
+                name: name.clone(),
+                aliases: Vec::new(),
+                family: Family::HisiPcie,
+                root_port: None,
+                lanes: 16,
+            })
+        } else if name.starts_with("uncore_iio_free_running") {
+            Some(PmuDevice {
+                name: name.clone(),
+                aliases: Vec::new(),
+                family: Family::IntelIio,
+                root_port: None,
+                lanes: 16,
+            })
+        } else {
+            None
+        };
+        out.extend(device);
+    }
+    Ok(out)
+}
+
 /// An event resolved against a machine's PMUs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedEvent {
@@ -377,6 +505,40 @@ mod tests {
         assert!(resolve_str("pcie_bdf_200/EBUF_SKP_Add/").is_err());
         assert!(resolve_str("pcie_bdf_200/EBUF_SKP_Add,lane=4/").is_err());
         assert!(resolve_str("pcie_bdf_200/L0,color=1/").is_err());
+    }
+
+    #[test]
+    fn event_lists_split_like_perf() {
+        let g = parse_event_list(
+            "pcie_bdf_200/EBUF_SKP_Add,lane=1/,{pcie_bdf_200/L0/,pcie_bdf_200/tx_ack_dllp/}",
+        )
+        .unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0][0].terms, vec![("lane".to_string(), 1)]);
+        assert_eq!(g[1].len(), 2);
+        assert_eq!(g[1][1].event.as_deref(), Some("tx_ack_dllp"));
+        for bad in ["", "{pcie_bdf_200/L0/", "{}", "pcie_bdf_200/L0"] {
+            assert_eq!(parse_event_list(bad).unwrap_err().exit_code(), 2, "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_pmus_come_from_event_source_names() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("sys/bus/event_source/devices");
+        for n in [
+            "cpu",
+            "dwc_rootport_13018",
+            "pcie_bdf_200",
+            "hisi_pcie0_core1",
+        ] {
+            std::fs::create_dir_all(dir.join(n)).unwrap();
+        }
+        let pmus = host_pmus(root.path()).unwrap();
+        assert_eq!(pmus.len(), 3);
+        assert_eq!(pmus[0].root_port, Some("0001:30:03.0".parse().unwrap()));
+        assert_eq!(pmus[2].root_port, Some("00:02.0".parse().unwrap()));
+        assert_eq!(pmus[1].family, Family::HisiPcie);
     }
 
     #[test]

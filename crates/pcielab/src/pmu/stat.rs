@@ -5,9 +5,10 @@
 
 use serde::Serialize;
 
+use crate::error::Result;
 use crate::pmu::catalog::Unit;
-use crate::pmu::session::{Counts, Reading};
-use crate::pmu::ResolvedEvent;
+use crate::pmu::session::{CountOptions, CounterBackend, Counts, Reading};
+use crate::pmu::{resolve, EventSpec, ResolvedEvent};
 
 /// One event's result, as the JSON output documents it (docs/pmu.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,6 +80,102 @@ pub fn reports(
         .zip(readings)
         .map(|(e, r)| EventReport::new(e, r, ceiling(e)))
         .collect()
+}
+
+/// A finished `stat` run: the events, perf's readings and their reports.
+#[derive(Debug, Clone)]
+pub struct StatOutcome {
+    pub events: Vec<ResolvedEvent>,
+    pub counts: Counts,
+    pub reports: Vec<EventReport>,
+    /// The link ceiling (MB/s) of each PMU device, by device index.
+    pub ceilings: Vec<Option<f64>>,
+}
+
+/// Resolves `groups` against the backend's PMUs, counts them over its workload and reports.
+/// `ceilings` gives each PMU device's link ceiling in MB/s (by device index).
+pub fn count_events(
+    backend: &mut dyn CounterBackend,
+    groups: &[Vec<EventSpec>],
+    options: &CountOptions,
+    ceilings: Vec<Option<f64>>,
+) -> Result<StatOutcome> {
+    let resolved: Vec<Vec<ResolvedEvent>> = groups
+        .iter()
+        .map(|g| {
+            g.iter()
+                .map(|spec| resolve(backend.devices(), spec))
+                .collect()
+        })
+        .collect::<Result<_>>()?;
+    let counts = backend.count(&resolved, options)?;
+    let events: Vec<ResolvedEvent> = resolved.into_iter().flatten().collect();
+    let reports = reports(&events, &counts.totals, |e| {
+        ceilings.get(e.device).copied().flatten()
+    });
+    Ok(StatOutcome {
+        events,
+        counts,
+        reports,
+        ceilings,
+    })
+}
+
+impl StatOutcome {
+    fn ceiling(&self) -> impl Fn(&ResolvedEvent) -> Option<f64> + '_ {
+        |e| self.ceilings.get(e.device).copied().flatten()
+    }
+
+    /// perf's text report (and `-I` lines before it when intervals were asked for).
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        if !self.counts.intervals.is_empty() {
+            out.push_str(&render_intervals(
+                &self.events,
+                &self.counts,
+                self.ceiling(),
+                None,
+            ));
+        }
+        out.push_str(&render_text(&self.reports, self.counts.elapsed_ns));
+        out
+    }
+
+    /// perf's `-x SEP` output (interval lines when intervals were asked for).
+    pub fn render_csv(&self, sep: &str) -> String {
+        if self.counts.intervals.is_empty() {
+            render_csv(&self.reports, sep)
+        } else {
+            render_intervals(&self.events, &self.counts, self.ceiling(), Some(sep))
+        }
+    }
+
+    /// The JSON object documented in docs/pmu.md; `workload` is the workload's own summary.
+    pub fn to_json(&self, workload: serde_json::Value) -> serde_json::Value {
+        let mut doc = serde_json::json!({
+            "events": self.reports,
+            "elapsed_s": self.counts.elapsed_ns as f64 / 1e9,
+            "workload": workload,
+        });
+        if !self.counts.intervals.is_empty() {
+            let mut previous = vec![Reading::default(); self.events.len()];
+            let mut intervals = Vec::new();
+            for (end_ns, readings) in &self.counts.intervals {
+                let deltas: Vec<Reading> = readings
+                    .iter()
+                    .zip(&previous)
+                    .map(|(now, before)| now.since(before))
+                    .collect();
+                intervals.push(serde_json::json!({
+                    "time_s": *end_ns as f64 / 1e9,
+                    "events": reports(&self.events, &deltas, self.ceiling()),
+                }));
+                previous = readings.clone();
+            }
+            doc["intervals"] = serde_json::Value::Array(intervals);
+        }
+        doc
+    }
 }
 
 /// `1234567` -> `1,234,567`.

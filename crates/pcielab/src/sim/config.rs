@@ -143,6 +143,9 @@ pub struct SimConfig {
     pub rc_read_latency_ns: f64,
     /// Extra round-trip latency per switch on the path, ns.
     pub switch_latency_ns: f64,
+    /// Host CPU time one fio thread spends to submit and complete one I/O, ns (0: never the
+    /// limit).
+    pub cpu_io_ns: f64,
     /// Idle time before a link enters L0s / L1 when ASPM enables them, ns.
     pub l0s_idle_ns: f64,
     pub l1_idle_ns: f64,
@@ -159,6 +162,7 @@ impl Default for SimConfig {
             ber: 0.0,
             rc_read_latency_ns: 700.0,
             switch_latency_ns: 150.0,
+            cpu_io_ns: 0.0,
             l0s_idle_ns: 7_000.0,
             l1_idle_ns: 32_000.0,
         }
@@ -174,6 +178,7 @@ const SIM_KEYS: &[&str] = &[
     "ber",
     "rc_read_latency_ns",
     "switch_latency_ns",
+    "cpu_io_ns",
     "l0s_idle_ns",
     "l1_idle_ns",
 ];
@@ -211,6 +216,7 @@ impl SimConfig {
             ber,
             rc_read_latency_ns: t.number("rc_read_latency_ns", d.rc_read_latency_ns, false)?,
             switch_latency_ns: t.number("switch_latency_ns", d.switch_latency_ns, true)?,
+            cpu_io_ns: t.number("cpu_io_ns", d.cpu_io_ns, true)?,
             l0s_idle_ns: t.number("l0s_idle_ns", d.l0s_idle_ns, true)?,
             l1_idle_ns: t.number("l1_idle_ns", d.l1_idle_ns, true)?,
         })
@@ -230,6 +236,10 @@ impl SimConfig {
             return Ok(bdf);
         }
         let absolute = self.absolute(path);
+        if absolute.starts_with("/dev/") {
+            // Device nodes are not files on a mounted filesystem.
+            return Err(self.no_device(path, &absolute));
+        }
         let mount = self
             .mounts
             .iter()
@@ -338,6 +348,7 @@ mod tests {
             0x30
         );
         assert_eq!(c.ber, 1e-12);
+        assert!(c.device_for_path("/dev/nvme9n1").is_err());
         let none = SimConfig::default().device_for_path("./x").unwrap_err();
         assert_eq!(none.exit_code(), 2);
         assert!(none.message().contains("/x"), "{none}");

@@ -161,15 +161,6 @@ impl Device {
         Ok(Some(device))
     }
 
-    pub fn kind_name(&self) -> &'static str {
-        match self {
-            Device::Ahci(_) => "ahci",
-            Device::Nvme(_) => "nvme",
-            Device::Dma(_) => "dma",
-            Device::Nic(_) => "nic",
-        }
-    }
-
     /// A block device's view for fio, or `None` for devices fio cannot target.
     pub fn block(&self) -> Option<&dyn BlockDevice> {
         match self {

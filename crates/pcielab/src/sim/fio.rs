@@ -48,10 +48,6 @@ impl Rw {
         }
     }
 
-    pub fn is_random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
-    }
-
     /// Percent of I/Os that are reads given `rwmixread`.
     pub fn read_percent(self, rwmixread: u8) -> u8 {
         match self {
@@ -243,12 +239,15 @@ fn apply(job: &mut Job, key: &str, value: Option<&str>, origin: &str) -> Result<
     match key {
         "name" => job.name = text.to_string(),
         "filename" => {
-            if text.is_empty() || text.contains(':') && !text.starts_with("/dev/disk/") {
+            // fio separates several files with ':' and reads '\:' as a literal colon. Unescaped
+            // colons are accepted in /dev/disk/by-path names, whose meaning is unambiguous.
+            let unescaped = text.replace("\\:", "");
+            if text.is_empty() || unescaped.contains(':') && !text.starts_with("/dev/disk/") {
                 return Err(bad(
-                    "one path (several ':'-separated files are not supported)",
+                    "one path (several ':'-separated files are not supported; write a literal colon as '\\:')",
                 ));
             }
-            job.filename = Some(text.to_string())
+            job.filename = Some(text.replace("\\:", ":"))
         }
         "rw" => {
             job.rw = Rw::parse(text)
@@ -487,10 +486,12 @@ pub struct DirectionStats {
     pub runtime_ms: u64,
     /// Completed I/Os.
     pub total_ios: u64,
+    /// Mean completion latency (submission to completion), microseconds.
+    pub lat_avg_us: f64,
 }
 
 impl DirectionStats {
-    pub fn new(io_bytes: u64, total_ios: u64, runtime_ns: u64) -> DirectionStats {
+    pub fn new(io_bytes: u64, total_ios: u64, runtime_ns: u64, lat_avg_us: f64) -> DirectionStats {
         let seconds = runtime_ns as f64 / 1e9;
         DirectionStats {
             io_bytes,
@@ -506,6 +507,7 @@ impl DirectionStats {
             },
             runtime_ms: runtime_ns / 1_000_000,
             total_ios,
+            lat_avg_us,
         }
     }
 }
@@ -587,6 +589,12 @@ pub fn render_group(jobs: &[&Job], stats: &GroupStats) -> String {
                 bin_bytes(d.io_bytes as f64),
                 d.runtime_ms
             ));
+            let (unit, value) = if d.lat_avg_us >= 10_000.0 {
+                ("msec", d.lat_avg_us / 1e3)
+            } else {
+                ("usec", d.lat_avg_us)
+            };
+            out.push_str(&format!("     lat ({unit}): avg={value:.2}\n"));
         }
     }
     out.push_str(&format!(
@@ -703,6 +711,20 @@ mod tests {
     }
 
     #[test]
+    fn escaped_colons_in_filenames() {
+        let set = parse_job_file(
+            "[r]\nfilename=/dev/disk/by-path/pci-0000\\:03\\:00.0-nvme-1\nrw=read\n",
+            "j.fio",
+        )
+        .unwrap();
+        let name = set.jobs[0].filename.as_deref();
+        assert_eq!(name, Some("/dev/disk/by-path/pci-0000:03:00.0-nvme-1"));
+        assert!(parse_job_file("[r]\nfilename=/a:/b\n", "j.fio").is_err());
+        let literal = parse_job_file("[r]\nfilename=/a\\:b\n", "j.fio").unwrap();
+        assert_eq!(literal.jobs[0].filename.as_deref(), Some("/a:b"));
+    }
+
+    #[test]
     fn job_files_on_the_command_line() {
         let read = |p: &Path| -> Result<String> {
             assert_eq!(p, Path::new("seq.fio"));
@@ -735,7 +757,12 @@ mod tests {
             groupid: 0,
             name: "test-read".into(),
             jobs: 4,
-            read: Some(DirectionStats::new(8192 << 20, 8192, 15_854_000_000)),
+            read: Some(DirectionStats::new(
+                8192 << 20,
+                8192,
+                15_854_000_000,
+                486_520.0,
+            )),
             write: None,
         };
         let text = render_group(&set.groups()[0], &stats);
@@ -743,6 +770,7 @@ mod tests {
             text.contains("read: IOPS=516, BW=517MiB/s (542MB/s)(8192MiB/15854msec)"),
             "{text}"
         );
+        assert!(text.contains("     lat (msec): avg=486.52\n"), "{text}");
         assert!(text.contains("READ: bw=517MiB/s (542MB/s), 517MiB/s-517MiB/s (542MB/s-542MB/s), io=8192MiB (8590MB), run=15854-15854msec"), "{text}");
     }
 }

@@ -16,8 +16,9 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::machine::MachineSelector;
+use crate::model::latency::ReadConcurrency;
 use crate::model::path::path_ceiling;
-use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
+use crate::model::transfer::{self, CompletionSize, LinkParams, Overheads};
 use crate::pcie::dllp::DLLP_WIRE_BYTES;
 use crate::pcie::tlp::TlpFormat;
 use crate::pcie::{Bdf, Generation};
@@ -36,7 +37,7 @@ use workload::{DmaDirection, DmaRow, DmaTest, Summary, Workload};
 const DEFAULT_MPS: u32 = 128;
 const DEFAULT_MRRS: u32 = 512;
 /// Read requests (tags) a block device keeps outstanding.
-const BLOCK_READ_TAGS: f64 = 32.0;
+const BLOCK_READ_TAGS: u32 = 32;
 
 /// A simulated platform: its topology, its devices and its `[sim]` settings.
 #[derive(Debug, Clone)]
@@ -399,6 +400,7 @@ impl<'m> RunBuilder<'m> {
             };
             let mut flows = Vec::new();
             let mut sizes = Vec::new();
+            let mut in_flight = Vec::new();
             for job in &jobs {
                 let filename = job.filename.as_deref().unwrap_or_default();
                 let bdf = self.machine.config.device_for_path(filename)?;
@@ -413,19 +415,29 @@ impl<'m> RunBuilder<'m> {
                              (it needs a [function.device] table with model = \"ahci\" or \"nvme\")"
                         ))
                     })?;
-                flows.push(self.fio_flow(job, bdf, block, &mut resources)?);
+                let flow = self.fio_flow(job, bdf, block, &mut resources)?;
+                in_flight.push(flow.0.outstanding);
+                flows.push(flow);
                 sizes.push(job.bs);
             }
             let indices = self.run_group(flows, &resources)?;
             let runtime = (self.now - start).round() as u64;
             let (mut read_ios, mut write_ios, mut read_bytes, mut write_bytes) = (0, 0, 0, 0);
-            for (index, bs) in indices.iter().zip(&sizes) {
+            // Little's law per flow: mean latency = I/Os in flight / completion rate.
+            let (mut read_lat, mut write_lat) = (0.0, 0.0);
+            for ((index, bs), outstanding) in indices.iter().zip(&sizes).zip(&in_flight) {
                 let (r, w) = self.stream_ios(*index);
+                let p = &self.progress[*index];
+                let ios = p.total_ios.max(1) as f64;
+                let latency_us = (*outstanding as f64).min(ios) * (p.end() - p.start()) / ios / 1e3;
+                read_lat += latency_us * r as f64;
+                write_lat += latency_us * w as f64;
                 read_ios += r;
                 write_ios += w;
                 read_bytes += r * bs;
                 write_bytes += w * bs;
             }
+            let mean = |sum: f64, n: u64| if n > 0 { sum / n as f64 } else { 0.0 };
             let first = jobs[0];
             let reads = first.rw.read_percent(first.rwmixread) > 0;
             let writes = first.rw.read_percent(first.rwmixread) < 100;
@@ -433,10 +445,12 @@ impl<'m> RunBuilder<'m> {
                 groupid,
                 name: first.name.clone(),
                 jobs: jobs.iter().map(|j| j.numjobs).sum(),
-                read: (reads || read_ios > 0)
-                    .then(|| DirectionStats::new(read_bytes, read_ios, runtime)),
-                write: (writes || write_ios > 0)
-                    .then(|| DirectionStats::new(write_bytes, write_ios, runtime)),
+                read: (reads || read_ios > 0).then(|| {
+                    DirectionStats::new(read_bytes, read_ios, runtime, mean(read_lat, read_ios))
+                }),
+                write: (writes || write_ios > 0).then(|| {
+                    DirectionStats::new(write_bytes, write_ios, runtime, mean(write_lat, write_ios))
+                }),
             });
         }
         Ok(Summary::Fio { groups })
@@ -469,9 +483,19 @@ impl<'m> RunBuilder<'m> {
         let in_device = outstanding.min(u64::from(block.queue_depth())) as f64;
         let rtt = self.machine.read_rtt_ns(bdf);
         let mut cap = in_device / (latency + service + rtt);
+        if self.machine.config.cpu_io_ns > 0.0 {
+            // Each clone's thread submits and reaps its own I/Os.
+            cap = cap.min(f64::from(job.numjobs) / self.machine.config.cpu_io_ns);
+        }
         let memory_reads_per_io = (1.0 - read_fraction) * job.bs as f64;
         if memory_reads_per_io > 0.0 {
-            cap = cap.min(BLOCK_READ_TAGS * f64::from(link.mrrs) / rtt / memory_reads_per_io);
+            let concurrency = ReadConcurrency {
+                tags: BLOCK_READ_TAGS,
+                np_header_credits: None,
+                round_trip_ns: rtt,
+            };
+            // MB/s is bytes per microsecond.
+            cap = cap.min(concurrency.bound_mbps(link.mrrs) / 1e3 / memory_reads_per_io);
         }
         let mut usage = vec![(resources.index((bdf, None), 1.0), service)];
         usage.extend(self.link_usage(&halves, resources, bdf));
@@ -531,29 +555,35 @@ impl<'m> RunBuilder<'m> {
         };
         let link = self.machine.link_params(bdf);
         let rtt = self.machine.read_rtt_ns(bdf);
-        let link_rate = self
-            .machine
-            .path_links(bdf)
-            .iter()
-            .map(|l| self.machine.link_capacity(*l))
-            .fold(f64::INFINITY, f64::min);
         let mut rows = Vec::new();
         for &direction in &test.directions {
             for &size in &test.sizes {
                 let start = self.now;
-                let (runs, data_dir) = match direction {
-                    DmaDirection::Write => (tlp::dma_write(size, &link), Dir::Up),
-                    DmaDirection::Read => (tlp::dma_read(size, &link), Dir::Down),
+                let (runs, traffic) = match direction {
+                    DmaDirection::Write => {
+                        (tlp::dma_write(size, &link), transfer::write(size, &link))
+                    }
+                    DmaDirection::Read => (tlp::dma_read(size, &link), transfer::read(size, &link)),
                 };
                 let bundle = Bundle::new(runs, link);
-                // One transfer at a time: setup, then the data at the slowest of the link, the
-                // engine's bus and (reads) the outstanding requests over the round trip.
-                let mut transfer = (bundle.total.wire_bytes[data_dir as usize] / link_rate)
-                    .max(mb_ns(size, engine.engine_mbps));
-                if direction == DmaDirection::Read {
-                    let window = f64::from(engine.max_read_requests) * f64::from(link.mrrs);
-                    transfer = transfer.max(size as f64 / window * rtt) + rtt;
-                }
+                // One transfer at a time: setup, then the data at the slower of the link and the
+                // engine's bus; reads also wait on their requests' round trips (model::latency).
+                let engine_ns = mb_ns(size, engine.engine_mbps);
+                let transfer_ns = match direction {
+                    DmaDirection::Write => {
+                        traffic.link_time_ns(&link, Overheads::Full).max(engine_ns)
+                    }
+                    DmaDirection::Read => {
+                        let concurrency = ReadConcurrency {
+                            tags: engine.max_read_requests,
+                            np_header_credits: None,
+                            round_trip_ns: rtt,
+                        };
+                        concurrency
+                            .read_time_ns(&traffic, &link, Overheads::Full)
+                            .max(engine_ns + rtt)
+                    }
+                };
                 let mut resources = Resources {
                     keys: Vec::new(),
                     capacity: Vec::new(),
@@ -568,7 +598,7 @@ impl<'m> RunBuilder<'m> {
                     demand: Demand {
                         bytes_per_io: size as f64,
                         usage,
-                        cap: 1.0 / (engine.setup_ns + transfer),
+                        cap: 1.0 / (engine.setup_ns + transfer_ns),
                     },
                     ios: Some(test.transfers),
                     deadline_ns: None,

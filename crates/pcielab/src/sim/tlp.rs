@@ -18,15 +18,6 @@ pub enum Dir {
     Down = 1,
 }
 
-impl Dir {
-    pub fn other(self) -> Dir {
-        match self {
-            Dir::Up => Dir::Down,
-            Dir::Down => Dir::Up,
-        }
-    }
-}
-
 /// The TLP types simulated traffic is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -197,10 +188,6 @@ pub struct Tally {
 impl Tally {
     pub fn count(&self, dir: Dir, kind: Kind) -> u64 {
         self.tlps[dir as usize][kind as usize]
-    }
-
-    pub fn tlps_in(&self, dir: Dir) -> u64 {
-        self.tlps[dir as usize].iter().sum()
     }
 
     fn add_run(&mut self, run: &Run, n: u64, link: &LinkParams) {

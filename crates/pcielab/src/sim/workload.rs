@@ -173,8 +173,12 @@ impl Summary {
                     "{:>10} {:>12} {:>12}\n",
                     "size", "write MB/s", "read MB/s"
                 ));
-                let mut sizes: Vec<u64> = rows.iter().map(|r| r.size).collect();
-                sizes.dedup();
+                let mut sizes: Vec<u64> = Vec::new();
+                for r in rows {
+                    if !sizes.contains(&r.size) {
+                        sizes.push(r.size);
+                    }
+                }
                 for size in sizes {
                     let cell = |d: DmaDirection| {
                         rows.iter()

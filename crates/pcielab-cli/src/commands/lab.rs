@@ -1,0 +1,517 @@
+//! `pcielab lab`: a QEMU machine with a real Linux guest built from a topology spec or preset —
+//! print its QEMU command line, boot it and run a script, check the guest's view against the
+//! spec, or build the P2PDMA guest kernel.
+
+use clap::{Args as ClapArgs, Subcommand};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use pcielab::lab::argv::{self, MachineOptions};
+use pcielab::lab::check::{self, Status};
+use pcielab::lab::guest::{self, GuestFile};
+use pcielab::lab::kernel;
+use pcielab::lab::oracle;
+use pcielab::lab::runner::Phase;
+use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
+use pcielab::machine::MachineSelector;
+use pcielab::model::p2p::Cpu;
+use pcielab::sim::fio::parse_job_file;
+use pcielab::topology::spec::Platform;
+use pcielab::{Error, Result};
+
+#[derive(ClapArgs)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Subcommand)]
+pub enum LabCommand {
+    /// Print the QEMU command line for a spec or preset
+    #[command(after_help = "Examples:
+  pcielab lab argv qemu-seed
+  pcielab lab argv my-board.toml --cpu EPYC --json
+
+What QEMU 7.2 cannot express at all (a vendor id, a Gen5 root port) is an error (exit 2) naming
+each function; what it shows differently (every current link is 2.5 GT/s x1) is listed on stderr.")]
+    Argv(ArgvArgs),
+    /// Boot a guest with the topology, run a script in it, bring the results back
+    #[command(after_help = "Examples:
+  pcielab lab run qemu-wide
+  pcielab lab run qemu-seed --script probe.sh --keep
+  pcielab lab run qemu-seed --fio nvme.fio --timeout 300
+  pcielab lab run qemu-seed --kernel p2pdma --accel kvm --cpu host
+
+The default script saves the guest's /sys/bus/pci (sysfs/) and `pcielab topo --json`
+(topo.json). Every run also returns dmesg.txt, cpuinfo.txt and script.log. Guest parts are cached
+in $PCIELAB_CACHE, $XDG_CACHE_HOME/pcielab or ~/.cache/pcielab.")]
+    Run(RunArgs),
+    /// Boot a guest and compare its PCI hierarchy with the spec (exit 1 on mismatch)
+    #[command(after_help = "Examples:
+  pcielab lab check qemu-seed
+  pcielab lab check qemu-wide --kernel p2pdma --json
+
+Differences QEMU 7.2 cannot avoid are shown as `expected`, with the reason.")]
+    Check(CheckArgs),
+    /// Try P2PDMA between every pair of NVMe in a guest and compare with the model's verdicts
+    #[command(after_help = "Examples:
+  pcielab lab kernel && pcielab lab p2p qemu-seed
+  pcielab lab p2p qemu-wide --cpu EPYC --json
+
+For each ordered pair of NVMe with a CMB, the guest copies SRC -> DST through SRC's p2pmem
+(`pcielab bench p2p --check`). A predicted bus-address or host-bridge path must copy and verify;
+a predicted refusal must fail with EREMOTEIO and the kernel's message. Exit 1 on disagreement.
+The CPU the prediction uses is read from the guest (QEMU 7.2 TCG's `max` is AMD family 0xf, `EPYC`
+is AMD family 0x17, which the kernel exempts from the host-bridge whitelist).")]
+    P2p(P2pArgs),
+    /// Build the P2PDMA guest kernel from Debian's linux-source-6.12 into the cache
+    #[command(after_help = "Examples:
+  pcielab lab kernel
+  pcielab lab kernel --jobs 2
+
+Needs the Debian packages linux-source-6.12, make, gcc, flex, bison, bc and libelf-dev.
+Takes a few minutes; a second call returns at once.")]
+    Kernel(KernelArgs),
+}
+
+#[derive(ClapArgs)]
+pub struct MachineArgs {
+    /// Spec file (FILE.toml) or preset name (qemu-seed, qemu-wide)
+    pub spec: String,
+    /// QEMU accelerator: tcg, or kvm on a machine with working KVM
+    #[arg(long, default_value = "tcg", value_parser = ["tcg", "kvm"])]
+    pub accel: String,
+    /// QEMU CPU model (max, EPYC, host with kvm, ...)
+    #[arg(long, default_value = "max")]
+    pub cpu: String,
+    /// Guest memory in MiB
+    #[arg(long, default_value_t = 1024)]
+    pub memory: u32,
+}
+
+#[derive(ClapArgs)]
+pub struct ArgvArgs {
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Print JSON: argv, disks, limits, numa_nodes (docs/lab.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ClapArgs)]
+pub struct BootArgs {
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Guest kernel: debian (cloud kernel), p2pdma (built by `lab kernel`) or a bzImage path
+    #[arg(long, default_value = "debian")]
+    pub kernel: KernelChoice,
+    /// Seconds until a guest counts as hung
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Keep the run directory (disks, initramfs, console.log)
+    #[arg(long)]
+    pub keep: bool,
+    /// Where the guest's results go (default: <cache>/results/<run>)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print JSON (docs/lab.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ClapArgs)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub boot: BootArgs,
+    /// Guest script (sh) to run instead of the default snapshot; cwd is /results
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// fio job file to run in the guest after the script; JSON output lands in fio.json
+    #[arg(long)]
+    pub fio: Option<PathBuf>,
+}
+
+#[derive(ClapArgs)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub boot: BootArgs,
+}
+
+#[derive(ClapArgs)]
+pub struct P2pArgs {
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Guest kernel; it needs CONFIG_PCI_P2PDMA (p2pdma: built by `lab kernel`)
+    #[arg(long, default_value = "p2pdma")]
+    pub kernel: KernelChoice,
+    /// Bytes copied per pair
+    #[arg(long, default_value_t = 262144)]
+    pub size: u64,
+    /// Seconds until a guest counts as hung
+    #[arg(long, default_value_t = 180)]
+    pub timeout: u64,
+    /// Keep the run directory
+    #[arg(long)]
+    pub keep: bool,
+    /// Where the guest's results go (default: <cache>/results/<run>)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print JSON (docs/lab.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ClapArgs)]
+pub struct KernelArgs {
+    /// Parallel compile jobs (default: available CPUs)
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    match args.command {
+        LabCommand::Argv(a) => run_argv(a),
+        LabCommand::Run(a) => run_run(a),
+        LabCommand::Check(a) => run_check(a),
+        LabCommand::P2p(a) => run_p2p(a),
+        LabCommand::Kernel(a) => run_kernel(a),
+    }
+}
+
+/// A spec file (`.toml` or a path) or a built-in preset.
+fn load_spec(spec: &str) -> Result<Platform> {
+    let selector = if spec.ends_with(".toml") || spec.contains('/') {
+        MachineSelector::SimFile {
+            path: PathBuf::from(spec),
+        }
+    } else {
+        MachineSelector::SimPreset {
+            name: spec.to_string(),
+        }
+    };
+    selector.open().map_err(|e| match e {
+        Error::BadInput(msg) => Error::bad_input(format!("lab phase 'prepare': {msg}")),
+        other => other,
+    })
+}
+
+fn machine_options(m: &MachineArgs) -> MachineOptions {
+    MachineOptions {
+        accel: m.accel.clone(),
+        cpu: m.cpu.clone(),
+        memory_mib: m.memory,
+        ..MachineOptions::default()
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+fn print_limits(limits: &[argv::Limit]) {
+    for l in limits {
+        eprintln!(
+            "note: {} {}: spec {}, QEMU shows {} ({})",
+            l.bdf, l.field, l.spec, l.qemu, l.why
+        );
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn run_argv(args: ArgvArgs) -> Result<()> {
+    let platform = load_spec(&args.machine.spec)?;
+    let plan = argv::plan(&platform.topology, &machine_options(&args.machine))?;
+    if args.json {
+        return json(&plan);
+    }
+    print_limits(&plan.limits);
+    let mut line = shell_word(&plan.argv[0]);
+    for word in &plan.argv[1..] {
+        if word.starts_with('-') {
+            line.push_str(" \\\n  ");
+        } else {
+            line.push(' ');
+        }
+        line.push_str(&shell_word(word));
+    }
+    println!("{line}");
+    Ok(())
+}
+
+fn progress_printer(quiet: bool) -> impl FnMut(Phase) {
+    let started = Instant::now();
+    move |phase| {
+        if !quiet {
+            eprintln!(
+                "[{:6.1}s] {}",
+                started.elapsed().as_secs_f64(),
+                phase.name()
+            );
+        }
+    }
+}
+
+fn run_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
+    if boot.timeout == 0 {
+        return Err(Error::bad_input(
+            "--timeout 0: give the seconds a guest may run, e.g. 120",
+        ));
+    }
+    let pcielab = std::env::current_exe()
+        .map_err(|e| Error::runtime(format!("cannot find the pcielab binary: {e}")))?;
+    Ok(RunOptions {
+        machine: machine_options(&boot.machine),
+        kernel: boot.kernel.clone(),
+        script,
+        files: Vec::new(),
+        pcielab: Some(pcielab),
+        with_fio: false,
+        timeout: Duration::from_secs(boot.timeout),
+        keep: boot.keep,
+        results_dir: boot.out.clone(),
+        cache: guest::cache_dir(),
+    })
+}
+
+fn print_run_report(report: &RunReport) {
+    print_limits(&report.limits);
+    println!("results:        {}", report.results_dir.display());
+    if let Some(dir) = &report.run_dir {
+        println!("run directory:  {}", dir.display());
+    }
+    println!("kernel:         {}", report.kernel.display());
+    println!("script status:  {}", report.script_status);
+    println!(
+        "time:           boot {:.1} s, boot to result {:.1} s, total {:.1} s",
+        report.boot_s, report.boot_to_result_s, report.total_s
+    );
+}
+
+fn run_run(args: RunArgs) -> Result<()> {
+    let platform = load_spec(&args.boot.machine.spec)?;
+    let mut script = match &args.script {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            Error::bad_input(format!("cannot read --script {}: {e}", path.display()))
+        })?,
+        None => DEFAULT_SCRIPT.to_string(),
+    };
+    let mut options = run_options(&args.boot, None)?;
+    if let Some(job) = &args.fio {
+        // The same parser the simulator uses: one job file runs on sim: and in the lab.
+        let text = std::fs::read_to_string(job).map_err(|e| {
+            Error::bad_input(format!("lab phase 'prepare': --fio {}: {e}", job.display()))
+        })?;
+        parse_job_file(&text, &job.display().to_string())
+            .map_err(|e| Error::bad_input(format!("lab phase 'prepare': {}", e.message())))?;
+        options.files.push(GuestFile {
+            host: job.clone(),
+            guest: "/pcielab/job.fio".into(),
+        });
+        options.with_fio = true;
+        script.push_str("\nfio --output-format=json --output=/results/fio.json /pcielab/job.fio\n");
+    }
+    options.script = Some(script);
+    let report = session::run(
+        &platform.topology,
+        &options,
+        &mut progress_printer(args.boot.json),
+    )?;
+    if args.boot.json {
+        json(&report)?;
+    } else {
+        print_run_report(&report);
+    }
+    if report.script_status != 0 {
+        return Err(Error::runtime(format!(
+            "lab phase 'guest-script': the guest script exited with status {}; see {}",
+            report.script_status,
+            report.results_dir.join("script.log").display()
+        )));
+    }
+    Ok(())
+}
+
+/// The `lab check --json` document.
+#[derive(serde::Serialize)]
+struct CheckJson<'a> {
+    spec: &'a str,
+    ok: bool,
+    mismatches: usize,
+    expected: usize,
+    rows: &'a [check::Row],
+    run: &'a RunReport,
+}
+
+fn run_check(args: CheckArgs) -> Result<()> {
+    let platform = load_spec(&args.boot.machine.spec)?;
+    let options = run_options(&args.boot, None)?;
+    let report = session::run(
+        &platform.topology,
+        &options,
+        &mut progress_printer(args.boot.json),
+    )?;
+    let guest_view = check::read_guest(&report.results_dir)?;
+    let p2pmem = (args.boot.kernel == KernelChoice::P2pdma).then_some(&guest_view.p2pmem);
+    let rows = check::compare(
+        &platform.topology,
+        &guest_view.topology,
+        &report.limits,
+        &guest_view.cmb_bar,
+        p2pmem,
+    );
+    let mismatches = rows.iter().filter(|r| r.status == Status::Mismatch).count();
+    let expected = rows.iter().filter(|r| r.status == Status::Expected).count();
+    if args.boot.json {
+        json(&CheckJson {
+            spec: &args.boot.machine.spec,
+            ok: mismatches == 0,
+            mismatches,
+            expected,
+            rows: &rows,
+            run: &report,
+        })?;
+    } else {
+        println!(
+            "{:<14} {:<15} {:<18} {:<18} status",
+            "function", "field", "spec", "guest"
+        );
+        for r in &rows {
+            let status = match r.status {
+                Status::Match => "ok".to_string(),
+                Status::Expected => format!("expected: {}", r.why.as_deref().unwrap_or("")),
+                Status::Mismatch => "MISMATCH".to_string(),
+            };
+            println!(
+                "{:<14} {:<15} {:<18} {:<18} {status}",
+                r.bdf.to_string(),
+                r.field,
+                r.spec,
+                r.guest
+            );
+        }
+        println!(
+            "{} fields compared: {} mismatches, {} expected differences; boot to result {:.1} s",
+            rows.len(),
+            mismatches,
+            expected,
+            report.boot_to_result_s
+        );
+    }
+    if mismatches > 0 {
+        return Err(Error::runtime(format!(
+            "the guest differs from {} in {mismatches} field(s)",
+            args.boot.machine.spec
+        )));
+    }
+    Ok(())
+}
+
+/// The `lab p2p --json` document.
+#[derive(serde::Serialize)]
+struct P2pJson<'a> {
+    spec: &'a str,
+    cpu: Cpu,
+    ok: bool,
+    pairs: &'a [oracle::PairOutcome],
+    run: &'a RunReport,
+}
+
+fn run_p2p(args: P2pArgs) -> Result<()> {
+    let platform = load_spec(&args.machine.spec)?;
+    if oracle::pairs(&platform.topology).is_empty() {
+        return Err(Error::bad_input(format!(
+            "{}: no two NVMe controllers with a CMB ([function.device] cmb_size_mb) to try",
+            args.machine.spec
+        )));
+    }
+    let boot = BootArgs {
+        machine: args.machine,
+        kernel: args.kernel,
+        timeout: args.timeout,
+        keep: args.keep,
+        out: args.out,
+        json: args.json,
+    };
+    let options = run_options(&boot, Some(oracle::script(&platform.topology, args.size)))?;
+    let report = session::run(
+        &platform.topology,
+        &options,
+        &mut progress_printer(boot.json),
+    )?;
+    let (cpu, outcomes) = oracle::evaluate(&platform.topology, &report.results_dir)?;
+    let ok = outcomes.iter().all(|o| o.agrees);
+    if boot.json {
+        json(&P2pJson {
+            spec: &boot.machine.spec,
+            cpu,
+            ok,
+            pairs: &outcomes,
+            run: &report,
+        })?;
+    } else {
+        println!(
+            "guest CPU {cpu}; boot to result {:.1} s",
+            report.boot_to_result_s
+        );
+        for o in &outcomes {
+            let observed = match (o.copied, o.p2p_mbps, o.errno) {
+                (true, Some(rate), _) => format!("copied {rate:.1} MB/s"),
+                (_, _, Some(errno)) => format!(
+                    "failed ({}, errno {errno}){}",
+                    o.failed_step.as_deref().unwrap_or("?"),
+                    if o.kernel_message.is_some() {
+                        ", kernel refused"
+                    } else {
+                        ""
+                    }
+                ),
+                _ => "data mismatch".to_string(),
+            };
+            println!(
+                "{} -> {}  predicted {:<19} (distance {})  observed {:<40} {}",
+                o.predicted.provider,
+                o.predicted.client,
+                o.predicted.map.describe(),
+                o.predicted.distance,
+                observed,
+                if o.agrees { "agree" } else { "DISAGREE" }
+            );
+        }
+    }
+    if !ok {
+        return Err(Error::runtime(format!(
+            "the guest kernel disagreed with the P2PDMA model on {} pair(s); results in {}",
+            outcomes.iter().filter(|o| !o.agrees).count(),
+            report.results_dir.display()
+        )));
+    }
+    Ok(())
+}
+
+fn run_kernel(args: KernelArgs) -> Result<()> {
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let started = Instant::now();
+    let image = kernel::build(&guest::cache_dir(), jobs, &mut |step| {
+        eprintln!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
+    })?;
+    println!("{}", image.display());
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! `pcielab stat`: perf-stat-compatible counting of PCIe PMU events while a workload runs. On
+//! `sim:` machines the workload is simulated (`fio …`, `dmatest …`, `sleep S`); on a live host
+//! it would be a real command counted through perf_event_open, which is not wired yet.
+
+use clap::Args as ClapArgs;
+use pcielab::machine::MachineSelector;
+use pcielab::pmu::parse_event_list;
+use pcielab::pmu::session::CountOptions;
+use pcielab::pmu::stat::count_events;
+use pcielab::sim::{workload, SimBackend, SimMachine};
+use pcielab::{Error, Result};
+
+#[derive(ClapArgs)]
+#[command(after_help = "Examples:
+  pcielab stat --machine sim:yitian710 -a -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ \\
+      -e pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/ -- fio --filename=./test.big -iodepth=64 \\
+      -ioengine=libaio --direct=1 --rw=readwrite --bs=1m --numjobs=4 --time_based=1 \\
+      --runtime=20 --group_reporting --name=test-rw
+  pcielab stat --machine sim:yitian710 -a -I 1000 \\
+      -e '{pcie_bdf_200/rx_memory_write/,pcie_bdf_200/tx_ack_dllp/}' \\
+      -- fio --filename=/dev/sda --rw=read --bs=1m --size=1g --name=r
+  pcielab stat --machine sim:yitian710 -a -e dwc_rootport_10/L1/ -- sleep 1
+  pcielab stat --machine sim:rk3588-evb -a -e pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/ --json -- \\
+      fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw=read -ioengine=libaio -bs=1024K \\
+      -size=10G -numjobs=1 -runtime=180 -group_reporting -name=read_seq_1024k_q32_t1
+
+Events are PMU/EVENT/ (seed or upstream names, any case), PMU/EVENT,lane=N/ for per-lane
+events, or PMU/eventid=0x21,type=0x0/; -e a,b gives two events, -e '{a,b}' a group that counts
+all-or-nothing. Events that need the same counter are time-shared every mux interval and
+scaled (perf's (NN.NN%)). The perf report goes to stderr, the workload's output to stdout;
+--json prints one object to stdout (fields in docs/pmu.md). Workloads are in docs/sim.md.")]
+pub struct Args {
+    /// Where facts come from: host or sim:PRESET / sim:FILE.toml
+    #[arg(long, default_value = "host")]
+    pub machine: String,
+    /// Count system-wide, on all CPUs (required: PCIe PMUs are uncore PMUs)
+    #[arg(short = 'a', long = "all-cpus")]
+    pub all_cpus: bool,
+    /// Event(s) to count: PMU/EVENT/ (repeatable; commas and {groups} as in perf)
+    #[arg(short = 'e', long = "event", value_name = "EVENT", required = true)]
+    pub events: Vec<String>,
+    /// Print counts every MS milliseconds
+    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    pub interval_ms: Option<u64>,
+    /// CSV output with this field separator (perf stat -x)
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    pub separator: Option<String>,
+    /// Print one JSON object (shape in docs/pmu.md) instead of perf's report
+    #[arg(long, conflicts_with = "separator")]
+    pub json: bool,
+    /// Rotation period of time-shared events (the PMU's perf_event_mux_interval_ms)
+    #[arg(long, value_name = "MS", default_value_t = 4)]
+    pub mux_interval_ms: u64,
+    /// sim: inject link bit errors at this rate (LCRC errors, Naks, replays), e.g. 1e-9
+    #[arg(long, value_name = "RATE")]
+    pub ber: Option<f64>,
+    /// The workload, after `--`
+    #[arg(last = true, required = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let mut groups = Vec::new();
+    for e in &args.events {
+        groups.extend(parse_event_list(e)?);
+    }
+    if !args.all_cpus {
+        return Err(Error::bad_input(
+            "PCIe PMUs are uncore PMUs that count system-wide only: add -a",
+        ));
+    }
+    if args.mux_interval_ms == 0 || args.interval_ms == Some(0) {
+        return Err(Error::bad_input(
+            "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
+        ));
+    }
+    let selector: MachineSelector = args.machine.parse()?;
+    match selector {
+        MachineSelector::Host { .. } => {
+            return Err(Error::runtime(
+                "counting on a live host (perf_event_open) is not supported yet; \
+                 use --machine sim:PRESET to count a simulated workload",
+            ))
+        }
+        MachineSelector::Snapshot { .. } => {
+            return Err(Error::bad_input(
+                "a snapshot has no counters to read: use --machine sim:PRESET or host",
+            ))
+        }
+        _ => {}
+    }
+    let mut machine = SimMachine::open(&selector)?;
+    if let Some(ber) = args.ber {
+        if !(0.0..1e-3).contains(&ber) {
+            return Err(Error::bad_input(format!(
+                "--ber {ber}: expected a bit-error rate from 0 to below 1e-3 (e.g. 1e-9)"
+            )));
+        }
+        machine.config.ber = ber;
+    }
+    let read_file = |p: &std::path::Path| {
+        std::fs::read_to_string(p).map_err(|e| {
+            Error::bad_input(format!("fio: cannot read job file {}: {e}", p.display()))
+        })
+    };
+    let work = workload::parse(&args.workload, read_file)?;
+    let ceilings = machine
+        .pmus()
+        .iter()
+        .map(|p| p.root_port.and_then(|rp| machine.port_ceiling_mbps(rp)))
+        .collect();
+    let options = CountOptions {
+        mux_interval_ns: args.mux_interval_ms * 1_000_000,
+        interval_ns: args.interval_ms.map(|ms| ms * 1_000_000),
+    };
+    let mut backend = SimBackend::new(&machine, work.clone());
+    let outcome = count_events(&mut backend, &groups, &options, ceilings)?;
+    let run = backend
+        .run
+        .as_ref()
+        .ok_or_else(|| Error::runtime("the simulation produced no run"))?;
+    if args.json {
+        let summary = serde_json::to_value(&run.summary)
+            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+        let text = serde_json::to_string_pretty(&outcome.to_json(summary))
+            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+        println!("{text}");
+        return Ok(());
+    }
+    print!("{}", run.summary.render(&work));
+    match &args.separator {
+        Some(sep) => eprint!("{}", outcome.render_csv(sep)),
+        None => eprint!("{}", outcome.render_text()),
+    }
+    Ok(())
+}

@@ -1,0 +1,273 @@
+//! `pcielab lab` and `pcielab bench p2p` end to end: argv for a preset, errors for what QEMU
+//! cannot express and for a missing package, `lab check` on both QEMU presets with the real
+//! `lspci -tv` on the returned snapshot, and the seed's fio job run in the guest.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn pcielab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pcielab"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn argv_json_describes_the_wide_preset() {
+    let out = pcielab(&["lab", "argv", "qemu-wide", "--cpu", "EPYC", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["numa_nodes"], 2);
+    let argv: Vec<&str> = doc["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let joined = argv.join(" ");
+    assert!(joined.contains("-cpu EPYC"));
+    assert!(
+        joined.contains("pxb-pcie,id=d0000_00_04_0,bus=pcie.0,addr=04.0,bus_nr=128,numa_node=1")
+    );
+    assert!(joined.contains("x-speed=8,x-width=4"));
+    assert!(joined.contains("e1000e,netdev=net_d0000_05_00_0"));
+    assert_eq!(doc["disks"].as_array().unwrap().len(), 3);
+    assert_eq!(doc["limits"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn inexpressible_and_broken_specs_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("mlx.toml");
+    std::fs::write(
+        &spec,
+        "name = \"mlx\"\n\n[[function]]\nbdf = \"0000:00:02.0\"\nkind = \"rc_endpoint\"\n\
+         vendor = 0x15b3\ndevice_id = 0x1017\nclass = 0x020000\n",
+    )
+    .unwrap();
+    let out = pcielab(&["lab", "argv", spec.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(err.contains("QEMU cannot express this topology"), "{err}");
+    assert!(
+        err.contains("0000:00:02.0: no QEMU device has vendor:device 15b3:1017"),
+        "{err}"
+    );
+
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, "name = \"x\"\n[[function]]\nbdf = \"zz\"\n").unwrap();
+    let out = pcielab(&["lab", "run", broken.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("lab phase 'prepare'") && err.contains("broken.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_qemu_names_the_phase_and_the_package() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pcielab"))
+        .args(["lab", "run", "qemu-seed"])
+        .env("PATH", empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("lab phase 'prepare'"), "{err}");
+    assert!(
+        err.contains("install the Debian package qemu-system-x86"),
+        "{err}"
+    );
+}
+
+fn lspci_tree(sysfs: &Path) -> Vec<String> {
+    let out = Command::new("lspci")
+        .args(["-A", "linux-sysfs", "-O"])
+        .arg(format!("sysfs.path={}", sysfs.display()))
+        .arg("-tv")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // q35's own 00:1f.* functions are in every guest; specs may leave them out. The last child
+    // of a bus is drawn with `\-` and the lines below an earlier sibling carry `|`, so those marks
+    // depend on them too.
+    text(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("-1f."))
+        .map(|l| l.replace("\\-", "+-").replace('|', " "))
+        .collect()
+}
+
+#[test]
+fn check_passes_for_both_qemu_presets_and_lspci_agrees() {
+    for preset in ["qemu-seed", "qemu-wide"] {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let out = pcielab(&[
+            "lab",
+            "check",
+            preset,
+            "--json",
+            "--out",
+            results.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{preset}: {}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["ok"], true);
+        assert_eq!(doc["mismatches"], 0);
+        let rows = doc["rows"].as_array().unwrap();
+        assert!(rows.len() > 60, "{preset}: {} rows", rows.len());
+        // NVMe CMBs were compared, and the q35 built-ins are the only expected differences.
+        assert!(rows
+            .iter()
+            .any(|r| r["field"] == "cmb" && r["status"] == "match"));
+        assert_eq!(doc["expected"], 3);
+        eprintln!(
+            "{preset}: boot to result {:.1} s",
+            doc["run"]["boot_to_result_s"].as_f64().unwrap()
+        );
+
+        let export = dir.path().join("export");
+        let out = pcielab(&[
+            "topo",
+            "--machine",
+            &format!("sim:{preset}"),
+            "--sysfs-export",
+            export.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(
+            lspci_tree(&results.join("sysfs")),
+            lspci_tree(&export),
+            "{preset}"
+        );
+    }
+}
+
+#[test]
+fn seed_fio_job_runs_in_the_guest_with_json_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvme.fio");
+    let out = pcielab(&[
+        "lab",
+        "run",
+        "qemu-seed",
+        "--fio",
+        job.to_str().unwrap(),
+        "--out",
+        results.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["script_status"], 0);
+    let fio: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.join("fio.json")).unwrap()).unwrap();
+    let jobs = fio["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read1", "write1", "read2", "write2"]);
+    for j in jobs {
+        assert_eq!(j["error"], 0);
+        let dir = if j["jobname"].as_str().unwrap().starts_with("read") {
+            "read"
+        } else {
+            "write"
+        };
+        assert_eq!(j[dir]["io_bytes"], 32 << 20, "{}", j["jobname"]);
+    }
+}
+
+#[test]
+fn bench_p2p_validates_sizes() {
+    let out = pcielab(&[
+        "bench",
+        "p2p",
+        "/dev/null",
+        "/dev/null",
+        "--via-p2pmem",
+        "00:03.0",
+        "--size",
+        "3K",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--chunk 65536 / --size 3072"));
+    let out = pcielab(&["bench", "p2p", "a", "b", "--via-p2pmem", "00:20.0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("00:20.0"));
+}
+
+/// The P2PDMA oracle on both presets with an AMD family 0xf (`-cpu max` under TCG) and a Zen
+/// (`-cpu EPYC`) guest: the model's verdict must match the guest kernel for every NVMe pair.
+#[test]
+fn p2p_oracle_agrees_with_the_guest_kernel() {
+    let out = pcielab(&["lab", "kernel"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // With CONFIG_PCI_P2PDMA every CMB is published as p2pmem of the spec's size.
+    let out = pcielab(&["lab", "check", "qemu-wide", "--kernel", "p2pdma", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p2pmem: Vec<&serde_json::Value> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["field"] == "p2pmem")
+        .collect();
+    assert_eq!(p2pmem.len(), 3);
+    assert!(p2pmem
+        .iter()
+        .all(|r| r["status"] == "match" && r["guest"] == "64 MiB"));
+    for (preset, cpu) in [
+        ("qemu-seed", "max"),
+        ("qemu-seed", "EPYC"),
+        ("qemu-wide", "max"),
+        ("qemu-wide", "EPYC"),
+    ] {
+        let out = pcielab(&["lab", "p2p", preset, "--cpu", cpu, "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{preset} {cpu}: {e}: {}", text(&out.stderr)));
+        assert!(
+            out.status.success(),
+            "{preset} {cpu}: {}",
+            text(&out.stdout)
+        );
+        assert_eq!(doc["ok"], true);
+        let zen = cpu == "EPYC";
+        assert_eq!(doc["cpu"]["vendor"], "amd", "{preset} {cpu}");
+        assert_eq!(doc["cpu"]["family"], if zen { 0x17 } else { 0xf });
+        let pairs = doc["pairs"].as_array().unwrap();
+        assert_eq!(pairs.len(), 6, "{preset}: three NVMe with a CMB");
+        for pair in pairs {
+            let p = &pair["predicted"];
+            let same_switch = [p["provider"].as_str(), p["client"].as_str()]
+                .iter()
+                .all(|b| matches!(*b, Some("0000:03:00.0" | "0000:04:00.0")));
+            let expected = match (same_switch, zen) {
+                (true, _) => "bus_address",
+                (false, true) => "through_host_bridge",
+                (false, false) => "not_supported",
+            };
+            assert_eq!(p["map"], expected, "{preset} {cpu}: {pair}");
+            assert_eq!(pair["agrees"], true, "{preset} {cpu}: {pair}");
+            assert_eq!(pair["copied"], expected != "not_supported");
+            if expected == "not_supported" {
+                assert_eq!(pair["errno"], 121);
+                assert!(pair["kernel_message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("do not share an upstream bridge or whitelisted host bridge"));
+            } else {
+                assert!(pair["p2p_MBps"].as_f64().unwrap() > 0.0);
+            }
+        }
+    }
+}

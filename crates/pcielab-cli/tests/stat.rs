@@ -1,0 +1,222 @@
+//! `pcielab stat` and `pcielab pmu list` end to end: the seed's commands on sim:yitian710, the
+//! JSON shape, CSV and interval output, and every class of bad input (exit 2).
+
+use std::process::{Command, Output};
+
+fn pcielab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pcielab"))
+        .args(args)
+        .output()
+        .expect("run pcielab")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const RX: &str = "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/";
+const TX: &str = "pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/";
+const SEED_RW: &str = "fio --filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=readwrite --bs=1m --numjobs=4 --time_based=1 --runtime=20 --group_reporting --name=test-rw";
+
+fn stat(extra: &[&str], workload: &str) -> Output {
+    let mut args = vec!["stat", "--machine", "sim:yitian710", "-a"];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend(workload.split_whitespace());
+    pcielab(&args)
+}
+
+#[test]
+fn seed_readwrite_prints_perf_and_fio_reports() {
+    let out = stat(&["-e", RX, "-e", TX], SEED_RW);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stdout.contains("Run status group 0 (all jobs):"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("READ: bw=") && stdout.contains("WRITE: bw="),
+        "{stdout}"
+    );
+    assert!(stderr.contains("Performance counter stats for 'system wide':"));
+    for event in [RX, TX] {
+        let line = stderr.lines().find(|l| l.contains(event)).unwrap();
+        // Counts with separators, the share of time on the counter, and MB/s.
+        assert!(
+            line.trim_start().chars().next().unwrap().is_ascii_digit(),
+            "{line}"
+        );
+        assert!(line.contains(",") && line.contains("MB/s"), "{line}");
+        assert!(line.contains("(49.") || line.contains("(50."), "{line}");
+    }
+    assert!(stderr.contains("seconds time elapsed"));
+}
+
+#[test]
+fn json_has_the_documented_shape() {
+    let out = stat(&["-e", RX, "--json"], "fio --filename=./test.big --rw=read --bs=1m --size=256m --numjobs=2 -iodepth=8 -ioengine=libaio --direct=1 --name=j");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ev = &doc["events"][0];
+    assert_eq!(ev["pmu"], "pcie_bdf_200");
+    assert_eq!(ev["event"], RX);
+    let raw = ev["raw_count"].as_u64().unwrap();
+    assert_eq!(ev["count"].as_f64().unwrap(), raw as f64);
+    assert_eq!(ev["bytes"].as_f64().unwrap(), raw as f64 * 16.0);
+    assert_eq!(ev["enabled_ns"], ev["running_ns"]);
+    assert!(ev["window_s"].as_f64().unwrap() > 0.0);
+    assert!(ev["bandwidth_MBps"].as_f64().unwrap() > 400.0);
+    let read = &doc["workload"]["groups"][0]["read"];
+    assert_eq!(read["io_bytes"].as_u64().unwrap(), 512 << 20);
+    assert_eq!(doc["workload"]["groups"][0]["name"], "j");
+    assert!(read["bw_bytes"].as_u64().unwrap() > 0 && read["iops"].as_f64().unwrap() > 0.0);
+    assert!(read["runtime_ms"].as_u64().unwrap() > 0);
+    assert!(doc["elapsed_s"].as_f64().unwrap() > 0.5);
+    // 16-byte units: data plus protocol, within 0.1 % of fio's bytes.
+    let fio = read["io_bytes"].as_f64().unwrap();
+    assert!(raw as f64 * 16.0 > fio && raw as f64 * 16.0 < fio * 1.001);
+}
+
+#[test]
+fn upstream_name_reports_bytes_and_csv_and_intervals_work() {
+    let out = stat(
+        &[
+            "-e",
+            "dwc_rootport_10/rx_pcie_tlp_data_payload/",
+            "-x",
+            ",",
+            "-I",
+            "100",
+        ],
+        "fio --filename=/dev/sda --rw=read --bs=1m --size=128m --name=r",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() >= 2, "{stderr}");
+    let fields: Vec<&str> = lines[0].split(',').collect();
+    // time, value, unit, event, run time, percent, metric, metric unit
+    assert_eq!(fields[3], "dwc_rootport_10/rx_pcie_tlp_data_payload/");
+    let value: f64 = fields[1].parse().unwrap();
+    // The upstream driver reports bytes: ~100 ms at ~550 MB/s.
+    assert!(value > 40e6 && value < 60e6, "{value}");
+}
+
+#[test]
+fn idle_link_with_aspm_off_stays_in_l0() {
+    let out = stat(
+        &["-e", "pcie_bdf_200/L0/", "-e", "pcie_bdf_200/L1/", "--json"],
+        "sleep 0.1",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let l0 = doc["events"][0]["count"].as_f64().unwrap();
+    let l1 = doc["events"][1]["count"].as_f64().unwrap();
+    assert!(l0 > 0.0 && l1 == 0.0, "{l0} {l1}");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let cases: [(&[&str], &str, &str); 7] = [
+        (
+            &["-e", "pcie_bdf_20/Rx_PCIe_TLP_Data_Payload/"],
+            SEED_RW,
+            "pcie_bdf_200",
+        ),
+        (
+            &["-e", "pcie_bdf_200/Rx_PCIe_TLP_Data_Paylaod/"],
+            SEED_RW,
+            "Rx_PCIe_TLP_Data_Payload",
+        ),
+        (
+            &["-e", "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload"],
+            SEED_RW,
+            "malformed event",
+        ),
+        (
+            &["-e", RX],
+            "fio --filename=./t --rw=read --bs=1m --size=1g --verify=md5 --name=x",
+            "'verify'",
+        ),
+        (
+            &["-e", RX],
+            "fio --filename=/dev/nvme9n1 --rw=read --bs=1m --size=1g --name=x",
+            "/dev/nvme9n1",
+        ),
+        (
+            &["-e", RX],
+            "fio --filename=/dev/disk/by-path/pci-0000:b1:00.0-x --rw=read --size=1g --name=x",
+            "not a simulated disk",
+        ),
+        (&["-e", RX], "make -j8", "cannot run on a simulated machine"),
+    ];
+    for (extra, workload, needle) in cases {
+        let out = stat(extra, workload);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{extra:?} {workload}: {}",
+            text(&out.stderr)
+        );
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+    }
+    let no_a = pcielab(&[
+        "stat",
+        "--machine",
+        "sim:yitian710",
+        "-e",
+        RX,
+        "--",
+        "sleep",
+        "1",
+    ]);
+    assert_eq!(no_a.status.code(), Some(2));
+    assert!(text(&no_a.stderr).contains("-a"));
+}
+
+#[test]
+fn host_counting_is_a_clear_runtime_error() {
+    let out = pcielab(&[
+        "stat",
+        "--machine",
+        "host",
+        "-a",
+        "-e",
+        RX,
+        "--",
+        "sleep",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("not supported yet"));
+}
+
+#[test]
+fn pmu_list_shows_every_root_port_and_catalog() {
+    let out = pcielab(&["pmu", "list", "--machine", "sim:yitian710", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pmus = doc["pmus"].as_array().unwrap();
+    assert_eq!(pmus.len(), 18);
+    let p200 = pmus.iter().find(|p| p["name"] == "pcie_bdf_200").unwrap();
+    assert_eq!(p200["aliases"][0], "dwc_rootport_10");
+    assert_eq!(p200["root_port"], "0000:00:02.0");
+    let events = p200["events"].as_array().unwrap();
+    assert_eq!(events.len(), 90);
+    let rx = events
+        .iter()
+        .find(|e| e["seed_name"] == "Rx_PCIe_TLP_Data_Payload")
+        .unwrap();
+    assert_eq!(rx["encoding"], "eventid=0x21,type=0x0");
+    assert_eq!(rx["unit"], "16 bytes");
+    assert_eq!(rx["counter_bits"], 64);
+    let text_out = pcielab(&["pmu", "list", "--machine", "sim:yitian710"]);
+    let listing = text(&text_out.stdout);
+    assert!(
+        listing.contains("pcie_bdf_b00000 (also dwc_rootport_b000)"),
+        "{listing}"
+    );
+    assert!(listing.contains("tx_memory_write"));
+}

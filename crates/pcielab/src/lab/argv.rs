@@ -1,0 +1,743 @@
+//! Topology → QEMU 7.2 command line for a q35 machine: root ports (chassis/slot allocation,
+//! `x-speed`/`x-width` from the link capability), x3130/xio3130 switches, NVMe with serial and
+//! CMB, `pxb-pcie` host bridges with their NUMA nodes, NICs. What QEMU cannot express at all
+//! (a vendor id, a Gen5 root port, a device it does not emulate) is an error listing every such
+//! function; what QEMU expresses differently from the spec (every current link trains at
+//! 2.5 GT/s x1) is returned as a [`Limit`], so callers report it instead of hiding it.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::pcie::{Bdf, Generation};
+use crate::topology::{Function, Kind, Link, Topology};
+
+/// Machine-wide choices that are not part of the topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineOptions {
+    /// `tcg` or `kvm`.
+    pub accel: String,
+    /// QEMU `-cpu` model: `max`, `EPYC`, …
+    pub cpu: String,
+    /// Guest memory in MiB, split evenly over the NUMA nodes.
+    pub memory_mib: u32,
+    /// Where NVMe backing files live.
+    pub disk_dir: PathBuf,
+}
+
+impl Default for MachineOptions {
+    fn default() -> Self {
+        MachineOptions {
+            accel: "tcg".into(),
+            cpu: "max".into(),
+            memory_mib: 512,
+            disk_dir: PathBuf::from("."),
+        }
+    }
+}
+
+/// A backing file QEMU needs before it starts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Disk {
+    pub path: PathBuf,
+    pub size_mib: u64,
+}
+
+/// A spec value QEMU 7.2 cannot reproduce, and what the guest will report instead.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limit {
+    pub bdf: Bdf,
+    /// The field as `lab check` names it: `link.speed`, `link.width`, `link.max_speed`, …
+    pub field: &'static str,
+    pub spec: String,
+    pub qemu: String,
+    pub why: &'static str,
+}
+
+/// The QEMU invocation for a topology.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QemuPlan {
+    /// Program and arguments; the runner appends kernel, initrd and console options.
+    pub argv: Vec<String>,
+    pub disks: Vec<Disk>,
+    pub limits: Vec<Limit>,
+    /// NUMA nodes the machine has (1 when the topology names none beyond node 0).
+    pub numa_nodes: u32,
+}
+
+const QEMU_CURRENT_LINK: &str = "QEMU 7.2 emulates no link training: every current link \
+     reports 2.5 GT/s x1";
+const QEMU_FIXED_ENDPOINT: &str = "QEMU 7.2 endpoints and the x3130 upstream port have a fixed \
+     2.5 GT/s x1 link capability";
+const QEMU_DOWNSTREAM_CAP: &str = "QEMU 7.2's xio3130 downstream port reports no link \
+     capability (Unknown speed, width 0)";
+const QEMU_INTEGRATED: &str = "an integrated endpoint on the root bus has no link in QEMU";
+const QEMU_NUMA_MAIN_BUS: &str = "q35's main host bridge has no NUMA affinity (_PXM): its \
+     functions report no node";
+
+/// What QEMU device a spec function becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Emulated {
+    /// Part of q35 itself: no option needed.
+    Builtin,
+    RootPort,
+    SwitchUpstream,
+    SwitchDownstream,
+    ExpanderBridge,
+    Nvme,
+    Nic(&'static str),
+}
+
+/// (vendor, device, kind, what QEMU emulates with those ids). Q35's own functions are listed
+/// with their fixed addresses in [`Q35_BUILTINS`].
+const EMULATED: [(u16, u16, Emulated, &str); 6] = [
+    (0x1b36, 0x000c, Emulated::RootPort, "pcie-root-port"),
+    (0x104c, 0x8232, Emulated::SwitchUpstream, "x3130-upstream"),
+    (
+        0x104c,
+        0x8233,
+        Emulated::SwitchDownstream,
+        "xio3130-downstream",
+    ),
+    (0x1b36, 0x000b, Emulated::ExpanderBridge, "pxb-pcie"),
+    (0x1b36, 0x0010, Emulated::Nvme, "nvme"),
+    (0x8086, 0x10d3, Emulated::Nic("e1000e"), "e1000e"),
+];
+
+/// q35's fixed functions: host bridge, ICH9 LPC, SATA (AHCI) and SMBus.
+const Q35_BUILTINS: [(&str, u16, u16); 4] = [
+    ("00:00.0", 0x8086, 0x29c0),
+    ("00:1f.0", 0x8086, 0x2918),
+    ("00:1f.2", 0x8086, 0x2922),
+    ("00:1f.3", 0x8086, 0x2930),
+];
+
+/// The emulated devices QEMU offers, for error messages.
+pub fn supported_devices() -> String {
+    EMULATED
+        .iter()
+        .map(|(v, d, _, name)| format!("{v:04x}:{d:04x} ({name})"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Builds the QEMU command line for `topology`. Errors (bad input) list every function QEMU
+/// cannot express, each with the reason and what would be valid.
+pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
+    let mut problems = Vec::new();
+    let mut emulated = BTreeMap::new();
+    for f in topology.functions() {
+        match classify(f) {
+            Ok(e) => {
+                emulated.insert(f.bdf, e);
+            }
+            Err(why) => problems.push(format!("{}: {why}", f.bdf)),
+        }
+    }
+    // Expander bridges: each hosts one extra root bus, named by `bus_nr` (its secondary bus).
+    let mut expander_of_bus: BTreeMap<u8, Bdf> = BTreeMap::new();
+    for (&bdf, _) in emulated
+        .iter()
+        .filter(|(_, e)| **e == Emulated::ExpanderBridge)
+    {
+        let f = topology.get(bdf).expect("classified from the topology");
+        match expander_bus(f) {
+            Some(bus) => {
+                expander_of_bus.insert(bus, bdf);
+            }
+            None => problems.push(format!(
+                "{bdf}: a pxb-pcie host bridge needs the root bus it hosts: set \
+                 [function.device] bus_nr = N (1..=254)"
+            )),
+        }
+    }
+
+    let numa_nodes = topology
+        .functions()
+        .iter()
+        .filter_map(|f| f.numa_node)
+        .filter(|n| *n >= 0)
+        .max()
+        .map_or(1, |n| n as u32 + 1);
+
+    let mut argv: Vec<String> = [
+        "qemu-system-x86_64",
+        "-machine",
+        "q35",
+        "-accel",
+        &options.accel,
+        "-cpu",
+        &options.cpu,
+        "-m",
+        &format!("{}M", options.memory_mib),
+        "-smp",
+        "1",
+        "-nodefaults",
+        "-display",
+        "none",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if numa_nodes > 1 {
+        let per_node = options.memory_mib / numa_nodes;
+        for node in 0..numa_nodes {
+            argv.push("-object".into());
+            argv.push(format!("memory-backend-ram,id=mem{node},size={per_node}M"));
+            argv.push("-numa".into());
+            // One vCPU boots fastest under TCG; the other nodes are memory-only, which is
+            // enough for a host bridge's _PXM to name them.
+            let cpus = if node == 0 { ",cpus=0" } else { "" };
+            argv.push(format!("node,nodeid={node},memdev=mem{node}{cpus}"));
+        }
+    }
+
+    let mut disks = Vec::new();
+    let mut limits = Vec::new();
+    let mut slots = SlotAllocator::new(topology, &emulated, &mut problems);
+    for f in topology.functions() {
+        let Some(&kind) = emulated.get(&f.bdf) else {
+            continue;
+        };
+        let bus = match parent_bus(topology, f, kind, &emulated, &expander_of_bus) {
+            Ok(bus) => bus,
+            Err(why) => {
+                problems.push(format!("{}: {why}", f.bdf));
+                continue;
+            }
+        };
+        let on_expander = expander_numa(topology, f, &expander_of_bus);
+        limits.extend(numa_limit(f, on_expander));
+        let mut props = vec![format!("id={}", device_id(f.bdf))];
+        if let Some(bus) = &bus {
+            props.push(format!("bus={bus}"));
+            props.push(format!("addr={:02x}.{:x}", f.bdf.device, f.bdf.function));
+            if f.bdf.function == 0 && has_other_functions(topology, f.bdf) {
+                props.push("multifunction=on".into());
+            }
+        }
+        match kind {
+            Emulated::Builtin => continue,
+            Emulated::RootPort => {
+                let (chassis, slot) = slots.for_port(f);
+                match root_port_caps(f) {
+                    Ok((speed, width)) => props.push(format!(
+                        "chassis={chassis},slot={slot},x-speed={speed},x-width={width}"
+                    )),
+                    Err(why) => problems.push(format!("{}: {why}", f.bdf)),
+                }
+                limits.extend(current_link_limits(topology, f));
+                argv.push("-device".into());
+                argv.push(format!("pcie-root-port,{}", props.join(",")));
+            }
+            Emulated::SwitchUpstream => {
+                limits.extend(fixed_cap_limits(f, QEMU_FIXED_ENDPOINT));
+                limits.extend(current_link_limits(topology, f));
+                argv.push("-device".into());
+                argv.push(format!("x3130-upstream,{}", props.join(",")));
+            }
+            Emulated::SwitchDownstream => {
+                let (chassis, slot) = slots.for_port(f);
+                props.push(format!("chassis={chassis},slot={slot}"));
+                limits.extend(downstream_cap_limits(f));
+                limits.extend(current_link_limits(topology, f));
+                argv.push("-device".into());
+                argv.push(format!("xio3130-downstream,{}", props.join(",")));
+            }
+            Emulated::ExpanderBridge => {
+                let bus_nr = expander_bus(f).unwrap_or(0);
+                props.push(format!("bus_nr={bus_nr}"));
+                let node = f.numa_node.filter(|n| *n >= 0);
+                if let Some(node) = node.or_else(|| first_numa_below(topology, bus_nr)) {
+                    props.push(format!("numa_node={node}"));
+                }
+                argv.push("-device".into());
+                argv.push(format!("pxb-pcie,{}", props.join(",")));
+            }
+            Emulated::Nvme => {
+                limits.extend(endpoint_link_limits(f));
+                let drive = format!("drive_{}", device_id(f.bdf));
+                let path = options.disk_dir.join(format!("{}.img", device_id(f.bdf)));
+                let size_mib = match param_u64(f, "size_mb") {
+                    Ok(size) => size.unwrap_or(64),
+                    Err(why) => {
+                        problems.push(why);
+                        64
+                    }
+                };
+                disks.push(Disk {
+                    path: path.clone(),
+                    size_mib,
+                });
+                argv.push("-drive".into());
+                argv.push(format!(
+                    "file={},if=none,id={drive},format=raw",
+                    qemu_escape(&path)
+                ));
+                props.insert(0, format!("drive={drive}"));
+                props.push(format!("serial={}", nvme_serial(f)));
+                match param_u64(f, "cmb_size_mb") {
+                    Ok(Some(mb)) => props.push(format!("cmb_size_mb={mb}")),
+                    Ok(None) => {}
+                    Err(why) => problems.push(why),
+                }
+                argv.push("-device".into());
+                argv.push(format!("nvme,{}", props.join(",")));
+            }
+            Emulated::Nic(model) => {
+                limits.extend(endpoint_link_limits(f));
+                let netdev = format!("net_{}", device_id(f.bdf));
+                argv.push("-netdev".into());
+                argv.push(format!("user,id={netdev}"));
+                props.insert(0, format!("netdev={netdev}"));
+                argv.push("-device".into());
+                argv.push(format!("{model},{}", props.join(",")));
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::bad_input(format!(
+            "QEMU cannot express this topology:\n  {}",
+            problems.join("\n  ")
+        )));
+    }
+    Ok(QemuPlan {
+        argv,
+        disks,
+        limits,
+        numa_nodes,
+    })
+}
+
+/// PCIe slot identities of root and downstream ports: QEMU refuses two ports with one
+/// (chassis, slot) pair. The spec's `[function.device] chassis`/`slot` are kept; other ports get
+/// chassis 1 and the next free slot.
+struct SlotAllocator {
+    taken: std::collections::BTreeSet<(u8, u16)>,
+    next_slot: u16,
+}
+
+impl SlotAllocator {
+    fn new(
+        topology: &Topology,
+        emulated: &BTreeMap<Bdf, Emulated>,
+        problems: &mut Vec<String>,
+    ) -> SlotAllocator {
+        let mut taken = std::collections::BTreeSet::new();
+        for f in topology.functions() {
+            if !matches!(
+                emulated.get(&f.bdf),
+                Some(Emulated::RootPort | Emulated::SwitchDownstream)
+            ) {
+                continue;
+            }
+            match spec_slot(f) {
+                Ok(Some(pair)) if !taken.insert(pair) => problems.push(format!(
+                    "{}: chassis {} slot {} is already used by another port",
+                    f.bdf, pair.0, pair.1
+                )),
+                Ok(_) => {}
+                Err(why) => problems.push(format!("{}: {why}", f.bdf)),
+            }
+        }
+        SlotAllocator {
+            taken,
+            next_slot: 1,
+        }
+    }
+
+    fn for_port(&mut self, f: &Function) -> (u8, u16) {
+        if let Ok(Some(pair)) = spec_slot(f) {
+            return pair;
+        }
+        while self.taken.contains(&(1, self.next_slot)) {
+            self.next_slot += 1;
+        }
+        self.taken.insert((1, self.next_slot));
+        (1, self.next_slot)
+    }
+}
+
+/// The spec's chassis/slot for a port: both or neither.
+fn spec_slot(f: &Function) -> std::result::Result<Option<(u8, u16)>, String> {
+    let get = |key: &str| f.params.get(key).map(|v| v.as_integer());
+    match (get("chassis"), get("slot")) {
+        (None, None) => Ok(None),
+        (Some(Some(c)), Some(Some(s))) => match (u8::try_from(c), u16::try_from(s)) {
+            (Ok(c), Ok(s)) if s < 8192 => Ok(Some((c, s))),
+            _ => Err(format!(
+                "[function.device] chassis = {c}, slot = {s}: expected chassis 0..=255 and \
+                 slot 0..=8191"
+            )),
+        },
+        _ => Err("[function.device] needs both chassis and slot (integers), or neither".into()),
+    }
+}
+
+/// A QEMU device id from an address: `d0000_03_00_0`.
+pub fn device_id(bdf: Bdf) -> String {
+    format!(
+        "d{:04x}_{:02x}_{:02x}_{:x}",
+        bdf.domain, bdf.bus, bdf.device, bdf.function
+    )
+}
+
+fn classify(f: &Function) -> std::result::Result<Emulated, String> {
+    if let Some((addr, ..)) = Q35_BUILTINS
+        .iter()
+        .find(|(_, v, d)| *v == f.vendor && *d == f.device)
+    {
+        let at: Bdf = addr.parse().expect("valid");
+        return if f.bdf == at {
+            Ok(Emulated::Builtin)
+        } else {
+            Err(format!(
+                "{:04x}:{:04x} is part of q35 and only exists at {at}",
+                f.vendor, f.device
+            ))
+        };
+    }
+    if let Some(model) = f.params.get("model").and_then(|m| m.as_str()) {
+        let found = EMULATED.iter().find(|(.., name)| *name == model);
+        return match found {
+            Some((v, d, e, _)) if (*v, *d) == (f.vendor, f.device) => Ok(*e),
+            Some((v, d, ..)) => Err(format!(
+                "model '{model}' has vendor:device {v:04x}:{d:04x} in QEMU, the spec says \
+                 {:04x}:{:04x}; QEMU cannot change a device's ids",
+                f.vendor, f.device
+            )),
+            None => Err(format!(
+                "model '{model}' is not a device the lab can emulate; valid: {}",
+                supported_devices()
+            )),
+        };
+    }
+    EMULATED
+        .iter()
+        .find(|(v, d, ..)| (*v, *d) == (f.vendor, f.device))
+        .map(|(_, _, e, _)| *e)
+        .ok_or_else(|| {
+            format!(
+                "no QEMU device has vendor:device {:04x}:{:04x} ({}); QEMU cannot set a \
+                 function's ids; valid: {}",
+                f.vendor,
+                f.device,
+                f.kind.name(),
+                supported_devices()
+            )
+        })
+        .and_then(|e| {
+            let expected = match e {
+                Emulated::RootPort => Kind::RootPort,
+                Emulated::SwitchUpstream => Kind::SwitchUpstream,
+                Emulated::SwitchDownstream => Kind::SwitchDownstream,
+                Emulated::ExpanderBridge => Kind::HostBridge,
+                _ if f.parent.is_none() => Kind::RcEndpoint,
+                _ => Kind::Endpoint,
+            };
+            let endpoint_alias = matches!(
+                (expected, f.kind),
+                (Kind::RcEndpoint, Kind::Endpoint) | (Kind::Endpoint, Kind::RcEndpoint)
+            );
+            if f.kind == expected || (endpoint_alias && f.parent.is_none()) {
+                Ok(e)
+            } else {
+                Err(format!(
+                    "{:04x}:{:04x} is a {} in QEMU, the spec says {}",
+                    f.vendor,
+                    f.device,
+                    expected.name(),
+                    f.kind.name()
+                ))
+            }
+        })
+}
+
+/// The QEMU bus a function plugs into (`None` for q35 built-ins), checking that QEMU allows
+/// this parent/child pair.
+fn parent_bus(
+    topology: &Topology,
+    f: &Function,
+    kind: Emulated,
+    emulated: &BTreeMap<Bdf, Emulated>,
+    expander_of_bus: &BTreeMap<u8, Bdf>,
+) -> std::result::Result<Option<String>, String> {
+    if kind == Emulated::Builtin {
+        return Ok(None);
+    }
+    if f.bdf.domain != 0 {
+        return Err("q35 has one PCI segment: the domain must be 0000".into());
+    }
+    let Some(parent) = f.parent else {
+        if f.bdf.bus == 0 {
+            return match kind {
+                Emulated::SwitchUpstream | Emulated::SwitchDownstream => {
+                    Err("a switch port must sit below a root or downstream port".into())
+                }
+                _ => Ok(Some("pcie.0".into())),
+            };
+        }
+        let Some(pxb) = expander_of_bus.get(&f.bdf.bus) else {
+            return Err(format!(
+                "root bus {:02x} has no pxb-pcie host bridge with bus_nr = {}",
+                f.bdf.bus, f.bdf.bus
+            ));
+        };
+        return match kind {
+            Emulated::RootPort => Ok(Some(device_id(*pxb))),
+            _ => Err(format!(
+                "only root ports can sit on a pxb-pcie root bus, not a {}",
+                f.kind.name()
+            )),
+        };
+    };
+    let parent_kind = emulated.get(&parent).copied();
+    let fits = match (parent_kind, kind) {
+        (Some(Emulated::SwitchUpstream), Emulated::SwitchDownstream) => true,
+        (Some(Emulated::SwitchUpstream), _) | (_, Emulated::SwitchDownstream) => false,
+        (Some(Emulated::RootPort | Emulated::SwitchDownstream), k) => {
+            !matches!(k, Emulated::RootPort | Emulated::ExpanderBridge)
+        }
+        _ => false,
+    };
+    if !fits {
+        return Err(format!(
+            "QEMU cannot put a {} below {parent} ({})",
+            f.kind.name(),
+            topology
+                .get(parent)
+                .map_or("missing from the spec", |p| p.kind.name())
+        ));
+    }
+    if parent_kind != Some(Emulated::SwitchUpstream) && f.bdf.device != 0 {
+        return Err(format!(
+            "below a port only device 00 exists (no ARI): {} is device {:02x}",
+            f.bdf, f.bdf.device
+        ));
+    }
+    Ok(Some(device_id(parent)))
+}
+
+fn expander_bus(f: &Function) -> Option<u8> {
+    let from_param = f
+        .params
+        .get("bus_nr")
+        .and_then(|v| v.as_integer())
+        .and_then(|n| u8::try_from(n).ok());
+    from_param
+        .or(f.buses.map(|(secondary, _)| secondary))
+        .filter(|b| (1..=254).contains(b))
+}
+
+/// The NUMA node the guest will report for `f`: its expander bridge's node, if it sits below one.
+fn expander_numa(
+    topology: &Topology,
+    f: &Function,
+    expander_of_bus: &BTreeMap<u8, Bdf>,
+) -> Option<i32> {
+    let top = *topology.path_to_root(f.bdf).last()?;
+    let pxb = topology.get(*expander_of_bus.get(&top.bdf.bus)?)?;
+    pxb.numa_node
+        .filter(|n| *n >= 0)
+        .or_else(|| first_numa_below(topology, top.bdf.bus))
+}
+
+fn first_numa_below(topology: &Topology, root_bus: u8) -> Option<i32> {
+    topology
+        .functions()
+        .iter()
+        .filter(|f| topology.path_to_root(f.bdf).last().map(|t| t.bdf.bus) == Some(root_bus))
+        .find_map(|f| f.numa_node.filter(|n| *n >= 0))
+}
+
+fn numa_limit(f: &Function, guest_node: Option<i32>) -> Option<Limit> {
+    let spec = f.numa_node.filter(|n| *n >= 0);
+    (spec.is_some() && spec != guest_node && guest_node.is_none()).then(|| Limit {
+        bdf: f.bdf,
+        field: "numa_node",
+        spec: show_opt(spec),
+        qemu: "none".into(),
+        why: QEMU_NUMA_MAIN_BUS,
+    })
+}
+
+fn has_other_functions(topology: &Topology, bdf: Bdf) -> bool {
+    topology.functions().iter().any(|g| {
+        g.bdf.domain == bdf.domain
+            && g.bdf.bus == bdf.bus
+            && g.bdf.device == bdf.device
+            && g.bdf.function != 0
+    })
+}
+
+/// `x-speed`/`x-width` values for a root port's link capability (QEMU's defaults when unset).
+fn root_port_caps(f: &Function) -> std::result::Result<(&'static str, u8), String> {
+    let link = f.link.unwrap_or_default();
+    let speed = match link.max_speed.unwrap_or(Generation::Gen4) {
+        Generation::Gen1 => "2_5",
+        Generation::Gen2 => "5",
+        Generation::Gen3 => "8",
+        Generation::Gen4 => "16",
+        g => {
+            return Err(format!(
+                "link.max_speed {g} ({} GT/s): QEMU 7.2 root ports go up to 16 GT/s (Gen4)",
+                g.gt_s()
+            ))
+        }
+    };
+    let width = link.max_width.unwrap_or(32);
+    if ![1, 2, 4, 8, 12, 16, 32].contains(&width) {
+        return Err(format!(
+            "link.max_width {width}: QEMU root ports take 1, 2, 4, 8, 12, 16 or 32"
+        ));
+    }
+    Ok((speed, width))
+}
+
+/// A link speed as limits and `lab check` show it: `8 GT/s`, or `unknown`.
+pub fn show_speed(g: Option<Generation>) -> String {
+    g.map_or("unknown".into(), |g| format!("{} GT/s", g.gt_s()))
+}
+
+/// An optional value as limits and `lab check` show it, `none` when absent.
+pub fn show_opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or("none".into(), |v| v.to_string())
+}
+
+fn link_limits(
+    f: &Function,
+    actual: Link,
+    fields: [&'static str; 2],
+    why: &'static str,
+) -> Vec<Limit> {
+    let spec = f.link.unwrap_or_default();
+    let (speed_field, width_field) = (fields[0], fields[1]);
+    let (spec_speed, spec_width, qemu_speed, qemu_width) = if speed_field == "link.speed" {
+        (spec.speed, spec.width, actual.speed, actual.width)
+    } else {
+        (
+            spec.max_speed,
+            spec.max_width,
+            actual.max_speed,
+            actual.max_width,
+        )
+    };
+    let mut limits = Vec::new();
+    if spec_speed.is_some() && spec_speed != qemu_speed {
+        limits.push(Limit {
+            bdf: f.bdf,
+            field: speed_field,
+            spec: show_speed(spec_speed),
+            qemu: show_speed(qemu_speed),
+            why,
+        });
+    }
+    if spec_width.is_some() && spec_width != qemu_width {
+        limits.push(Limit {
+            bdf: f.bdf,
+            field: width_field,
+            spec: show_opt(spec_width),
+            qemu: show_opt(qemu_width),
+            why,
+        });
+    }
+    limits
+}
+
+const TRAINED_LINK: Link = Link {
+    max_speed: Some(Generation::Gen1),
+    max_width: Some(1),
+    speed: Some(Generation::Gen1),
+    width: Some(1),
+};
+
+/// A port's current link follows its child; a port with a child reports 2.5 GT/s x1.
+fn current_link_limits(topology: &Topology, f: &Function) -> Vec<Limit> {
+    if topology.children(f.bdf).next().is_none() {
+        return Vec::new();
+    }
+    link_limits(
+        f,
+        TRAINED_LINK,
+        ["link.speed", "link.width"],
+        QEMU_CURRENT_LINK,
+    )
+}
+
+fn fixed_cap_limits(f: &Function, why: &'static str) -> Vec<Limit> {
+    link_limits(f, TRAINED_LINK, ["link.max_speed", "link.max_width"], why)
+}
+
+fn downstream_cap_limits(f: &Function) -> Vec<Limit> {
+    let unknown = Link::default();
+    link_limits(
+        f,
+        unknown,
+        ["link.max_speed", "link.max_width"],
+        QEMU_DOWNSTREAM_CAP,
+    )
+}
+
+fn endpoint_link_limits(f: &Function) -> Vec<Limit> {
+    if f.parent.is_none() {
+        let none = Link::default();
+        let mut limits = link_limits(
+            f,
+            none,
+            ["link.max_speed", "link.max_width"],
+            QEMU_INTEGRATED,
+        );
+        limits.extend(link_limits(
+            f,
+            none,
+            ["link.speed", "link.width"],
+            QEMU_INTEGRATED,
+        ));
+        return limits;
+    }
+    let mut limits = fixed_cap_limits(f, QEMU_FIXED_ENDPOINT);
+    limits.extend(link_limits(
+        f,
+        TRAINED_LINK,
+        ["link.speed", "link.width"],
+        QEMU_CURRENT_LINK,
+    ));
+    limits
+}
+
+fn param_u64(f: &Function, key: &str) -> std::result::Result<Option<u64>, String> {
+    match f.params.get(key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "{}: [function.device] {key} = {v}: expected a positive integer (MiB)",
+                    f.bdf
+                )
+            }),
+    }
+}
+
+/// The NVMe serial: the spec's `serial`, else one derived from the address (20 chars max).
+fn nvme_serial(f: &Function) -> String {
+    f.params
+        .get("serial")
+        .and_then(|s| s.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            format!(
+                "pcielab{:02x}{:02x}{:x}",
+                f.bdf.bus, f.bdf.device, f.bdf.function
+            )
+        })
+}
+
+/// QEMU's option syntax doubles commas inside values.
+fn qemu_escape(path: &Path) -> String {
+    path.display().to_string().replace(',', ",,")
+}

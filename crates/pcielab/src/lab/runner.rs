@@ -1,0 +1,299 @@
+//! Boots a QEMU guest and follows it through its phases on the serial console: boot, guest
+//! script, results, shutdown. It enforces the timeout, recognises a kernel panic, unpacks the
+//! results the guest sends back, and always ends the QEMU process it started. Every failure names
+//! the phase and carries the guest's last console lines.
+
+use std::collections::VecDeque;
+use std::fs;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::argv::QemuPlan;
+use super::guest::{
+    decode_base64, find_tool, phase_error, MARK_EXIT, MARK_RESULTS_BEGIN, MARK_RESULTS_END,
+    MARK_SCRIPT,
+};
+use crate::error::{Error, Result};
+
+/// How many console lines a failure report shows.
+const TAIL_LINES: usize = 25;
+
+/// The phases of a lab run, in order, as the progress display names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Prepare,
+    FetchKernel,
+    GuestImage,
+    Boot,
+    GuestScript,
+    Results,
+    Shutdown,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Prepare => "prepare",
+            Phase::FetchKernel => "fetch-kernel",
+            Phase::GuestImage => "guest-image",
+            Phase::Boot => "boot",
+            Phase::GuestScript => "guest-script",
+            Phase::Results => "results",
+            Phase::Shutdown => "shutdown",
+        }
+    }
+}
+
+/// What a finished boot produced.
+#[derive(Debug)]
+pub struct BootOutcome {
+    /// The guest script's exit status.
+    pub script_status: i32,
+    /// QEMU start to the guest's exit marker.
+    pub boot_to_result: Duration,
+    /// QEMU start to the guest's `/init` starting the script.
+    pub boot: Duration,
+    pub console: Vec<String>,
+}
+
+/// Boots `plan` with `kernel` and `initrd`, waits at most `timeout`, and unpacks the guest's
+/// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it.
+pub fn boot(
+    plan: &QemuPlan,
+    kernel: &Path,
+    initrd: &Path,
+    timeout: Duration,
+    results_dir: &Path,
+    progress: &mut dyn FnMut(Phase),
+) -> Result<BootOutcome> {
+    let qemu = find_tool(&plan.argv[0], "qemu-system-x86", Phase::Boot.name())?;
+    let mut command = Command::new(qemu);
+    command
+        .args(&plan.argv[1..])
+        .args(["-serial", "stdio", "-no-reboot", "-kernel"])
+        .arg(kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        // no_timer_check: under TCG on a loaded host the kernel's IO-APIC timer check can miss
+        // ticks and panic ("IO-APIC + timer doesn't work!"); it proves nothing about PCIe.
+        .args([
+            "-append",
+            "console=ttyS0 panic=-1 loglevel=1 no_timer_check",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    progress(Phase::Boot);
+    let started = Instant::now();
+    let child = command
+        .spawn()
+        .map_err(|e| phase_error(Phase::Boot.name(), format!("cannot start QEMU: {e}")))?;
+    let mut guard = QemuGuard(child);
+    let stdout = guard.0.stdout.take().expect("piped");
+    let mut stderr = guard.0.stderr.take().expect("piped");
+    let (lines_tx, lines) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).split(b'\n') {
+            let Ok(line) = line else { break };
+            let text = String::from_utf8_lossy(&line)
+                .trim_end_matches('\r')
+                .to_string();
+            if lines_tx.send(text).is_err() {
+                break;
+            }
+        }
+    });
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+
+    let deadline = started + timeout;
+    let mut console: Vec<String> = Vec::new();
+    let mut tail: VecDeque<String> = VecDeque::new();
+    let mut phase = Phase::Boot;
+    let mut boot_time = None;
+    let mut results_b64: Option<String> = None;
+    let mut collecting = false;
+    let mut panic_line: Option<String> = None;
+    let mut panic_grace = None;
+    let fail = |phase: Phase, what: String, tail: &VecDeque<String>| {
+        let shown: Vec<&str> = tail.iter().map(String::as_str).collect();
+        phase_error(
+            phase.name(),
+            format!(
+                "{what}\n--- last guest console lines ---\n{}",
+                shown.join("\n")
+            ),
+        )
+    };
+    let script_status = loop {
+        let now = Instant::now();
+        if let Some(grace) = panic_grace {
+            if now >= grace {
+                let line = panic_line.clone().unwrap_or_default();
+                return Err(fail(phase, format!("guest kernel panic: {line}"), &tail));
+            }
+        }
+        if now >= deadline {
+            return Err(fail(
+                phase,
+                format!(
+                    "guest did not finish within {} s (timeout); QEMU was stopped",
+                    timeout.as_secs_f64()
+                ),
+                &tail,
+            ));
+        }
+        let wait = panic_grace.unwrap_or(deadline).min(deadline) - now;
+        let line = match lines.recv_timeout(wait) {
+            Ok(line) => line,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = guard.0.wait().ok();
+                let qemu_err = stderr_reader.join().unwrap_or_default();
+                let what = match &panic_line {
+                    Some(line) => format!("guest kernel panic: {line}"),
+                    None => format!(
+                        "QEMU exited ({}) before the guest finished{}",
+                        status.map_or("unknown status".into(), |s| s.to_string()),
+                        if qemu_err.trim().is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", qemu_err.trim())
+                        }
+                    ),
+                };
+                return Err(fail(phase, what, &tail));
+            }
+        };
+        if collecting {
+            if line == MARK_RESULTS_END {
+                collecting = false;
+            } else {
+                results_b64
+                    .get_or_insert_with(String::new)
+                    .push_str(line.trim());
+            }
+            continue;
+        }
+        console.push(line.clone());
+        tail.push_back(line.clone());
+        if tail.len() > TAIL_LINES {
+            tail.pop_front();
+        }
+        if line.contains("Kernel panic - not syncing") && panic_line.is_none() {
+            panic_line = Some(line.clone());
+            // Let the trace that follows reach the console before stopping QEMU.
+            panic_grace = Some(Instant::now() + Duration::from_millis(500));
+        } else if line == MARK_SCRIPT {
+            boot_time = Some(started.elapsed());
+            phase = Phase::GuestScript;
+            progress(phase);
+        } else if line == MARK_RESULTS_BEGIN {
+            phase = Phase::Results;
+            progress(phase);
+            collecting = true;
+        } else if let Some(status) = line.strip_prefix(MARK_EXIT) {
+            break status.trim().parse::<i32>().unwrap_or(-1);
+        }
+    };
+    let boot_to_result = started.elapsed();
+    progress(Phase::Shutdown);
+    guard.finish(Duration::from_secs(5));
+
+    let Some(encoded) = results_b64 else {
+        return Err(fail(
+            Phase::Results,
+            "the guest sent no results".into(),
+            &tail,
+        ));
+    };
+    unpack_results(&encoded, results_dir)?;
+    Ok(BootOutcome {
+        script_status,
+        boot_to_result,
+        boot: boot_time.unwrap_or(boot_to_result),
+        console,
+    })
+}
+
+fn unpack_results(encoded: &str, results_dir: &Path) -> Result<()> {
+    let archive = decode_base64(encoded)?;
+    fs::create_dir_all(results_dir).map_err(|e| Error::io(results_dir, e))?;
+    let tarball = results_dir.join(".results.tar.gz");
+    fs::write(&tarball, archive).map_err(|e| Error::io(&tarball, e))?;
+    let status = Command::new(find_tool("tar", "tar", Phase::Results.name())?)
+        .arg("-xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(results_dir)
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| phase_error(Phase::Results.name(), format!("tar: {e}")))?;
+    let _ = fs::remove_file(&tarball);
+    if !status.status.success() {
+        return Err(phase_error(
+            Phase::Results.name(),
+            format!(
+                "unpacking the guest's results failed: {}",
+                String::from_utf8_lossy(&status.stderr).trim()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Owns the QEMU process: whatever happens, it does not outlive the run.
+struct QemuGuard(Child);
+
+impl QemuGuard {
+    /// Waits up to `grace` for QEMU to power off by itself, then kills it.
+    fn finish(&mut self, grace: Duration) {
+        let until = Instant::now() + grace;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for QemuGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Creates the sparse backing files the plan's drives need.
+pub fn create_disks(plan: &QemuPlan) -> Result<()> {
+    for disk in &plan.disks {
+        let file = fs::File::create(&disk.path).map_err(|e| Error::io(&disk.path, e))?;
+        file.set_len(disk.size_mib << 20)
+            .map_err(|e| Error::io(&disk.path, e))?;
+    }
+    Ok(())
+}
+
+/// A fresh run directory under the cache: `runs/<unix-time>-<pid>`.
+pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let dir = cache
+        .join("runs")
+        .join(format!("{stamp}-{}", std::process::id()));
+    fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    Ok(dir)
+}

@@ -1,0 +1,200 @@
+//! One lab run end to end: plan the machine, fetch the kernel, build the guest image, create the
+//! disks, boot, collect results, clean up. This is what `pcielab lab run` and `lab check` call;
+//! the pieces live in [`super::argv`], [`super::guest`], [`super::kernel`] and [`super::runner`].
+
+use serde::Serialize;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::argv::{plan, Limit, MachineOptions, QemuPlan};
+use super::guest::{self, GuestFile, ImageSpec};
+use super::kernel;
+use super::runner::{self, Phase};
+use crate::error::{Error, Result};
+use crate::topology::Topology;
+
+/// Which guest kernel boots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelChoice {
+    /// Debian's cloud kernel, fetched with apt-get (no P2PDMA).
+    Debian,
+    /// The P2PDMA kernel built by `pcielab lab kernel`.
+    P2pdma,
+    /// Any bzImage.
+    File(PathBuf),
+}
+
+impl std::str::FromStr for KernelChoice {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<KernelChoice> {
+        Ok(match s {
+            "debian" => KernelChoice::Debian,
+            "p2pdma" => KernelChoice::P2pdma,
+            path if path.contains('/') => KernelChoice::File(PathBuf::from(path)),
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "invalid --kernel '{s}': expected 'debian', 'p2pdma' or a path to a bzImage"
+                )))
+            }
+        })
+    }
+}
+
+/// Everything a run needs besides the topology.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub machine: MachineOptions,
+    pub kernel: KernelChoice,
+    /// The guest script (sh); `None` runs the default (sysfs snapshot + `pcielab topo --json`).
+    pub script: Option<String>,
+    /// Extra files for the guest.
+    pub files: Vec<GuestFile>,
+    /// Put this pcielab binary into the guest (the default script needs it).
+    pub pcielab: Option<PathBuf>,
+    /// Put fio into the guest.
+    pub with_fio: bool,
+    pub timeout: Duration,
+    /// Keep the run directory (disks, initramfs, console log) after the run.
+    pub keep: bool,
+    /// Where the guest's results land; default `<cache>/results/<run>`.
+    pub results_dir: Option<PathBuf>,
+    pub cache: PathBuf,
+}
+
+/// What `lab run` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    pub results_dir: PathBuf,
+    /// Kept run directory (with `--keep`), else null.
+    pub run_dir: Option<PathBuf>,
+    pub kernel: PathBuf,
+    pub script_status: i32,
+    /// Seconds from QEMU start to the guest's `/init`.
+    pub boot_s: f64,
+    /// Seconds from QEMU start to the guest's last result.
+    pub boot_to_result_s: f64,
+    /// Seconds for the whole run, fetching and image building included.
+    pub total_s: f64,
+    pub limits: Vec<Limit>,
+    pub qemu_argv: Vec<String>,
+}
+
+/// The default guest script: a copy of the guest's /sys/bus/pci and its topology as JSON.
+/// Also lists each device's p2pmem size (P2PDMA kernels only).
+pub const DEFAULT_SCRIPT: &str = r#"pcielab snapshot /results/sysfs
+pcielab topo --machine host --json > /results/topo.json
+for d in /sys/bus/pci/devices/*; do
+  [ -r "$d/p2pmem/size" ] && echo "${d##*/} $(cat "$d/p2pmem/size")"
+done > /results/p2pmem.txt
+true
+"#;
+
+/// Runs one guest for `topology`. `progress` sees each phase as it starts.
+pub fn run(
+    topology: &Topology,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(Phase),
+) -> Result<RunReport> {
+    let started = Instant::now();
+    progress(Phase::Prepare);
+    let run_dir = runner::new_run_dir(&options.cache)?;
+    let outcome = run_in(topology, options, &run_dir, started, progress);
+    if !options.keep {
+        let _ = fs::remove_dir_all(&run_dir);
+    }
+    let mut report = outcome?;
+    if options.keep {
+        report.run_dir = Some(run_dir);
+    }
+    Ok(report)
+}
+
+fn run_in(
+    topology: &Topology,
+    options: &RunOptions,
+    run_dir: &Path,
+    started: Instant,
+    progress: &mut dyn FnMut(Phase),
+) -> Result<RunReport> {
+    let machine = MachineOptions {
+        disk_dir: run_dir.to_path_buf(),
+        ..options.machine.clone()
+    };
+    let qemu_plan: QemuPlan = plan(topology, &machine)?;
+    guest::find_tool(&qemu_plan.argv[0], "qemu-system-x86", Phase::Prepare.name())?;
+
+    progress(Phase::FetchKernel);
+    let kernel = match &options.kernel {
+        KernelChoice::Debian => guest::debian_kernel(&options.cache)?,
+        KernelChoice::P2pdma => kernel::built_kernel(&options.cache).ok_or_else(|| {
+            guest::phase_error(
+                Phase::FetchKernel.name(),
+                format!(
+                    "no P2PDMA kernel in {}: build it first with `pcielab lab kernel`",
+                    kernel::kernel_dir(&options.cache).display()
+                ),
+            )
+        })?,
+        KernelChoice::File(path) if path.is_file() => path.clone(),
+        KernelChoice::File(path) => {
+            return Err(Error::bad_input(format!(
+                "--kernel {}: no such file",
+                path.display()
+            )))
+        }
+    };
+
+    progress(Phase::GuestImage);
+    let mut binaries = Vec::new();
+    if let Some(pcielab) = &options.pcielab {
+        binaries.push(pcielab.clone());
+    }
+    if options.with_fio {
+        binaries.push(guest::find_tool("fio", "fio", Phase::GuestImage.name())?);
+    }
+    let image = ImageSpec {
+        binaries,
+        files: options.files.clone(),
+        script: options
+            .script
+            .clone()
+            .unwrap_or_else(|| DEFAULT_SCRIPT.to_string()),
+    };
+    let initrd = guest::build_initramfs(run_dir, &image)?;
+    runner::create_disks(&qemu_plan)?;
+
+    let results_dir = match &options.results_dir {
+        Some(dir) => dir.clone(),
+        None => options.cache.join("results").join(
+            run_dir
+                .file_name()
+                .expect("run dirs have a name")
+                .to_owned(),
+        ),
+    };
+    let outcome = runner::boot(
+        &qemu_plan,
+        &kernel,
+        &initrd,
+        options.timeout,
+        &results_dir,
+        progress,
+    )?;
+    if options.keep {
+        let log = run_dir.join("console.log");
+        fs::write(&log, outcome.console.join("\n")).map_err(|e| Error::io(&log, e))?;
+    }
+    Ok(RunReport {
+        results_dir,
+        run_dir: None,
+        kernel,
+        script_status: outcome.script_status,
+        boot_s: outcome.boot.as_secs_f64(),
+        boot_to_result_s: outcome.boot_to_result.as_secs_f64(),
+        total_s: started.elapsed().as_secs_f64(),
+        limits: qemu_plan.limits,
+        qemu_argv: qemu_plan.argv,
+    })
+}

@@ -1,0 +1,618 @@
+//! Peer-to-peer DMA rules as Linux applies them (drivers/pci/p2pdma.c, 6.x): the distance between
+//! a provider (the function whose memory is used, e.g. an NVMe CMB) and a client (the function
+//! that DMAs into it), and the kernel's verdict — bus addresses through a common upstream bridge,
+//! mapped through the host bridge, or refused — with the reason. The CPU vendor/family is an input
+//! because the kernel exempts AMD Zen and later from the host-bridge whitelist. No I/O.
+
+use serde::Serialize;
+
+use crate::pcie::Bdf;
+use crate::topology::{Function, Kind, Topology};
+
+/// ACS control bits that redirect peer-to-peer requests upstream: P2P Request Redirect,
+/// P2P Completion Redirect and P2P Egress Control (PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC).
+pub const ACS_REDIRECT_BITS: u16 = 0x0004 | 0x0008 | 0x0020;
+
+/// The CPU the kernel runs on, as far as P2PDMA cares: x86 vendor and family (`cpu_data(0)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "vendor", rename_all = "snake_case")]
+pub enum Cpu {
+    Intel {
+        family: u32,
+    },
+    Amd {
+        family: u32,
+    },
+    /// Any other vendor or architecture: never exempt.
+    Other,
+}
+
+impl Cpu {
+    /// The kernel's `cpu_supports_p2pdma()`: AMD family 0x17 (Zen) or newer.
+    pub fn exempts_host_bridge(self) -> bool {
+        matches!(self, Cpu::Amd { family } if family >= 0x17)
+    }
+
+    /// Parses `intel`, `amd`, `other`, optionally with a family: `amd:0x19`, `intel:6`. A bare
+    /// `amd` means Zen (0x17), `intel` family 6. QEMU 7.2's `-cpu max` is AMD family 0xf under
+    /// TCG and the host's CPU under KVM; `-cpu EPYC` is AMD family 0x17.
+    pub fn parse(s: &str) -> crate::Result<Cpu> {
+        let bad = || {
+            crate::Error::bad_input(format!(
+                "invalid CPU '{s}': expected intel, amd or other, optionally with a family \
+                 (amd:0x19, intel:6)"
+            ))
+        };
+        let (vendor, family) = match s.split_once(':') {
+            Some((v, f)) => {
+                let f = f.trim();
+                let parsed = match f.strip_prefix("0x") {
+                    Some(hex) => u32::from_str_radix(hex, 16),
+                    None => f.parse(),
+                };
+                (v, Some(parsed.map_err(|_| bad())?))
+            }
+            None => (s, None),
+        };
+        match vendor.to_ascii_lowercase().as_str() {
+            "intel" => Ok(Cpu::Intel {
+                family: family.unwrap_or(6),
+            }),
+            "amd" => Ok(Cpu::Amd {
+                family: family.unwrap_or(0x17),
+            }),
+            "other" if family.is_none() => Ok(Cpu::Other),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl std::fmt::Display for Cpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cpu::Intel { family } => write!(f, "intel:{family:#x}"),
+            Cpu::Amd { family } => write!(f, "amd:{family:#x}"),
+            Cpu::Other => write!(f, "other"),
+        }
+    }
+}
+
+/// How the kernel will map DMA between the two functions (`enum pci_p2pdma_map_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MapType {
+    /// Transactions route through a common upstream bridge with PCI bus addresses.
+    BusAddress,
+    /// Transactions go up to the root complex and back down.
+    ThroughHostBridge,
+    /// The kernel refuses: the I/O fails with EREMOTEIO.
+    NotSupported,
+}
+
+/// One fact that led to the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Reason {
+    /// The two functions meet below a bridge: the closest one.
+    CommonUpstreamBridge { bridge: Bdf },
+    /// The functions are one and the same.
+    SameFunction,
+    /// Their paths only meet at the root complex.
+    NoCommonUpstreamBridge,
+    /// A bridge on the path has ACS redirect enabled, which sends the traffic upstream.
+    AcsRedirect { bridges: Vec<Bdf> },
+    /// AMD family 0x17 or newer: the kernel allows any path through the host bridge.
+    CpuExemption { family: u32 },
+    /// The host bridge (the first function of the root bus) is on the kernel's whitelist.
+    HostBridgeWhitelisted { host_bridge: Bdf },
+    /// The host bridge is not on the whitelist (or only allowed within one host bridge).
+    HostBridgeNotWhitelisted {
+        host_bridge: Option<Bdf>,
+        vendor: Option<u16>,
+        device: Option<u16>,
+    },
+}
+
+/// The kernel's verdict for one provider/client pair.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub provider: Bdf,
+    pub client: Bdf,
+    /// The kernel's distance: hops from each function up to where their paths meet, summed.
+    pub distance: u32,
+    pub map: MapType,
+    pub reasons: Vec<Reason>,
+}
+
+impl Verdict {
+    /// The warning the kernel logs on the client when it refuses (what `dmesg` shows).
+    pub fn kernel_message(&self) -> Option<String> {
+        (self.map == MapType::NotSupported).then(|| {
+            format!(
+                "cannot be used for peer-to-peer DMA as the client and provider ({}) do not share \
+                 an upstream bridge or whitelisted host bridge",
+                self.provider
+            )
+        })
+    }
+}
+
+/// Host bridges the kernel trusts to route peer-to-peer traffic: (vendor, device, only between
+/// functions below this same host bridge). Facts from p2pdma.c's whitelist.
+const HOST_BRIDGE_WHITELIST: [(u16, u16, bool); 10] = [
+    (0x8086, 0x3c00, true), // Xeon E5 / Core i7
+    (0x8086, 0x3c01, true),
+    (0x8086, 0x2f00, true), // Xeon E7 v3 / E5 v3 / Core i7
+    (0x8086, 0x2f01, true),
+    (0x8086, 0x2030, false), // Skylake-E root ports
+    (0x8086, 0x2031, false),
+    (0x8086, 0x2032, false),
+    (0x8086, 0x2033, false),
+    (0x8086, 0x2020, false),
+    (0x8086, 0x09a2, false),
+];
+
+/// The kernel's verdict for `client` doing DMA to memory of `provider`. `None` if either
+/// address is not in the topology.
+pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Option<Verdict> {
+    topology.get(provider)?;
+    topology.get(client)?;
+    let provider_path: Vec<&Function> = topology.path_to_root(provider);
+    let client_path: Vec<&Function> = topology.path_to_root(client);
+
+    let mut reasons = Vec::new();
+    let mut acs_bridges = Vec::new();
+    // Walk up from the provider; at each step look for that function on the client's path. The
+    // kernel checks ACS on every provider-side function it visits, the meeting point included.
+    let mut meeting = None;
+    for (up_a, a) in provider_path.iter().enumerate() {
+        if has_acs_redirect(a) {
+            acs_bridges.push(a.bdf);
+        }
+        if let Some(up_b) = client_path.iter().position(|b| b.bdf == a.bdf) {
+            meeting = Some((up_a, up_b, a.bdf));
+            break;
+        }
+    }
+    let distance = match meeting {
+        Some((up_a, up_b, bridge)) => {
+            acs_bridges.extend(
+                client_path[..up_b]
+                    .iter()
+                    .filter(|b| has_acs_redirect(b))
+                    .map(|b| b.bdf),
+            );
+            reasons.push(if up_a == 0 && up_b == 0 {
+                Reason::SameFunction
+            } else {
+                Reason::CommonUpstreamBridge { bridge }
+            });
+            (up_a + up_b) as u32
+        }
+        None => {
+            reasons.push(Reason::NoCommonUpstreamBridge);
+            (provider_path.len() + client_path.len()) as u32
+        }
+    };
+    let acs_redirects = !acs_bridges.is_empty();
+    if acs_redirects {
+        reasons.push(Reason::AcsRedirect {
+            bridges: acs_bridges,
+        });
+    }
+    let map = if meeting.is_some() && !acs_redirects {
+        MapType::BusAddress
+    } else if let (true, Cpu::Amd { family }) = (cpu.exempts_host_bridge(), cpu) {
+        reasons.push(Reason::CpuExemption { family });
+        MapType::ThroughHostBridge
+    } else {
+        host_bridge_verdict(topology, &provider_path, &client_path, &mut reasons)
+    };
+    Some(Verdict {
+        provider,
+        client,
+        distance,
+        map,
+        reasons,
+    })
+}
+
+/// Verdicts for every ordered pair of distinct endpoints (the provider first), in address order.
+pub fn matrix(topology: &Topology, cpu: Cpu) -> Vec<Verdict> {
+    let endpoints: Vec<Bdf> = topology
+        .functions()
+        .iter()
+        .filter(|f| matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint))
+        .map(|f| f.bdf)
+        .collect();
+    let mut verdicts = Vec::new();
+    for &provider in &endpoints {
+        for &client in &endpoints {
+            if provider != client {
+                verdicts.extend(verdict(topology, provider, client, cpu));
+            }
+        }
+    }
+    verdicts
+}
+
+/// The `pcielab topo --p2p --json` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub cpu: Cpu,
+    pub pairs: Vec<Verdict>,
+}
+
+impl MapType {
+    pub fn describe(self) -> &'static str {
+        match self {
+            MapType::BusAddress => "bus address",
+            MapType::ThroughHostBridge => "through host bridge",
+            MapType::NotSupported => "not supported",
+        }
+    }
+
+    /// One letter for the matrix: B(us address), H(ost bridge), x (refused).
+    fn mark(self) -> char {
+        match self {
+            MapType::BusAddress => 'B',
+            MapType::ThroughHostBridge => 'H',
+            MapType::NotSupported => 'x',
+        }
+    }
+}
+
+impl Reason {
+    pub fn describe(&self) -> String {
+        match self {
+            Reason::CommonUpstreamBridge { bridge } => format!("common upstream bridge {bridge}"),
+            Reason::SameFunction => "same function".into(),
+            Reason::NoCommonUpstreamBridge => "no common upstream bridge".into(),
+            Reason::AcsRedirect { bridges } => format!(
+                "ACS redirect on {}",
+                bridges
+                    .iter()
+                    .map(Bdf::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Reason::CpuExemption { family } => {
+                format!("CPU exemption (AMD family {family:#x} >= 0x17)")
+            }
+            Reason::HostBridgeWhitelisted { host_bridge } => {
+                format!("host bridge {host_bridge} whitelisted")
+            }
+            Reason::HostBridgeNotWhitelisted {
+                host_bridge: Some(bdf),
+                vendor,
+                device,
+            } => format!(
+                "host bridge {bdf} ({:04x}:{:04x}) not whitelisted",
+                vendor.unwrap_or(0),
+                device.unwrap_or(0)
+            ),
+            Reason::HostBridgeNotWhitelisted { .. } => {
+                "no host bridge function at 00.0 or a root port first on the root bus".into()
+            }
+        }
+    }
+}
+
+/// The distance matrix (distance and B/H/x per provider row and client column) and one line per
+/// pair with the verdict and its reasons.
+pub fn to_text(report: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut endpoints: Vec<Bdf> = report.pairs.iter().map(|v| v.provider).collect();
+    endpoints.dedup();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "P2PDMA between endpoints, CPU {} (distance; B bus address, H through host bridge, x not supported)",
+        report.cpu
+    );
+    let _ = write!(out, "{:<14}", "provider\\client");
+    for c in &endpoints {
+        let _ = write!(out, " {:>8}", short(*c));
+    }
+    out.push('\n');
+    for p in &endpoints {
+        let _ = write!(out, "{:<15}", short(*p));
+        for c in &endpoints {
+            let cell = report
+                .pairs
+                .iter()
+                .find(|v| v.provider == *p && v.client == *c)
+                .map_or("-".to_string(), |v| {
+                    format!("{} {}", v.distance, v.map.mark())
+                });
+            let _ = write!(out, " {cell:>8}");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    for v in &report.pairs {
+        let reasons: Vec<String> = v.reasons.iter().map(Reason::describe).collect();
+        let _ = writeln!(
+            out,
+            "{} -> {}  distance {:>2}  {:<19}  {}",
+            v.provider,
+            v.client,
+            v.distance,
+            v.map.describe(),
+            reasons.join("; ")
+        );
+    }
+    out
+}
+
+/// `bb:dd.f`, or the full address outside domain 0.
+fn short(bdf: Bdf) -> String {
+    if bdf.domain == 0 {
+        format!("{:02x}:{:02x}.{:x}", bdf.bus, bdf.device, bdf.function)
+    } else {
+        bdf.to_string()
+    }
+}
+
+fn has_acs_redirect(function: &Function) -> bool {
+    function
+        .acs
+        .is_some_and(|acs| acs.control & ACS_REDIRECT_BITS != 0)
+}
+
+/// The kernel's host-bridge whitelist check for a path that must go through the root complex.
+fn host_bridge_verdict(
+    topology: &Topology,
+    provider_path: &[&Function],
+    client_path: &[&Function],
+    reasons: &mut Vec<Reason>,
+) -> MapType {
+    let root_bus = |path: &[&Function]| {
+        path.last()
+            .map(|top| (top.bdf.domain, top.bdf.bus))
+            .expect("a path starts with the function itself")
+    };
+    let (bus_a, bus_b) = (root_bus(provider_path), root_bus(client_path));
+    let same_host_bridge = bus_a == bus_b;
+    let host_a = host_bridge_function(topology, bus_a);
+    let host_b = host_bridge_function(topology, bus_b);
+    let whitelisted = |host: Option<&Function>| {
+        host.and_then(|h| {
+            HOST_BRIDGE_WHITELIST
+                .iter()
+                .find(|(v, d, _)| *v == h.vendor && *d == h.device)
+        })
+        .is_some_and(|(_, _, only_same)| same_host_bridge || !only_same)
+    };
+    if whitelisted(host_a) && whitelisted(host_b) {
+        reasons.push(Reason::HostBridgeWhitelisted {
+            host_bridge: host_a.expect("whitelisted implies present").bdf,
+        });
+        return MapType::ThroughHostBridge;
+    }
+    let refused = if whitelisted(host_a) { host_b } else { host_a };
+    reasons.push(Reason::HostBridgeNotWhitelisted {
+        host_bridge: refused.map(|h| h.bdf),
+        vendor: refused.map(|h| h.vendor),
+        device: refused.map(|h| h.device),
+    });
+    MapType::NotSupported
+}
+
+/// The function the kernel takes as a root bus's host bridge: the first function on that bus if
+/// it is at devfn 00.0 or is a root port (`pci_host_bridge_dev`).
+fn host_bridge_function(topology: &Topology, (domain, bus): (u16, u8)) -> Option<&Function> {
+    let first = topology
+        .functions()
+        .iter()
+        .find(|f| f.bdf.domain == domain && f.bdf.bus == bus && f.parent.is_none())?;
+    (first.bdf.devfn() == 0 || first.kind == Kind::RootPort).then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::Acs;
+
+    fn bdf(s: &str) -> Bdf {
+        s.parse().unwrap()
+    }
+
+    fn func(addr: &str, kind: Kind, vendor: u16, device: u16, parent: Option<&str>) -> Function {
+        let mut f = Function::new(bdf(addr), vendor, device, 0, kind);
+        f.parent = parent.map(bdf);
+        f
+    }
+
+    /// The seed's machine: q35 host bridge, an integrated NVMe, a root port with a switch and
+    /// two NVMe below it, plus a second root port with one NVMe.
+    fn seed() -> Topology {
+        Topology::new(vec![
+            func("00:00.0", Kind::HostBridge, 0x8086, 0x29c0, None),
+            func("00:03.0", Kind::RcEndpoint, 0x1b36, 0x0010, None),
+            func("00:04.0", Kind::RootPort, 0x1b36, 0x000c, None),
+            func("00:05.0", Kind::RootPort, 0x1b36, 0x000c, None),
+            func(
+                "01:00.0",
+                Kind::SwitchUpstream,
+                0x104c,
+                0x8232,
+                Some("00:04.0"),
+            ),
+            func(
+                "02:00.0",
+                Kind::SwitchDownstream,
+                0x104c,
+                0x8233,
+                Some("01:00.0"),
+            ),
+            func(
+                "02:01.0",
+                Kind::SwitchDownstream,
+                0x104c,
+                0x8233,
+                Some("01:00.0"),
+            ),
+            func("03:00.0", Kind::Endpoint, 0x1b36, 0x0010, Some("02:00.0")),
+            func("04:00.0", Kind::Endpoint, 0x1b36, 0x0010, Some("02:01.0")),
+            func("05:00.0", Kind::Endpoint, 0x1b36, 0x0010, Some("00:05.0")),
+        ])
+    }
+
+    const INTEL: Cpu = Cpu::Intel { family: 6 };
+
+    #[test]
+    fn same_switch_is_bus_address_at_distance_four() {
+        let v = verdict(&seed(), bdf("03:00.0"), bdf("04:00.0"), INTEL).unwrap();
+        assert_eq!(v.map, MapType::BusAddress);
+        assert_eq!(v.distance, 4);
+        assert_eq!(
+            v.reasons,
+            vec![Reason::CommonUpstreamBridge {
+                bridge: bdf("01:00.0")
+            }]
+        );
+        assert_eq!(v.kernel_message(), None);
+    }
+
+    #[test]
+    fn different_root_ports_are_refused_on_q35_with_intel() {
+        let v = verdict(&seed(), bdf("03:00.0"), bdf("05:00.0"), INTEL).unwrap();
+        assert_eq!(v.map, MapType::NotSupported);
+        // provider side: 03:00.0, 02:00.0, 01:00.0, 00:04.0; client side: 05:00.0, 00:05.0
+        assert_eq!(v.distance, 6);
+        assert_eq!(
+            v.reasons,
+            vec![
+                Reason::NoCommonUpstreamBridge,
+                Reason::HostBridgeNotWhitelisted {
+                    host_bridge: Some(bdf("00:00.0")),
+                    vendor: Some(0x8086),
+                    device: Some(0x29c0)
+                }
+            ]
+        );
+        assert!(v
+            .kernel_message()
+            .unwrap()
+            .contains("client and provider (0000:03:00.0) do not share"));
+    }
+
+    #[test]
+    fn zen_cpu_routes_through_the_host_bridge() {
+        let zen = Cpu::Amd { family: 0x17 };
+        let v = verdict(&seed(), bdf("00:03.0"), bdf("04:00.0"), zen).unwrap();
+        assert_eq!(v.map, MapType::ThroughHostBridge);
+        assert_eq!(v.distance, 5);
+        assert!(v.reasons.contains(&Reason::CpuExemption { family: 0x17 }));
+        let older = Cpu::Amd { family: 0x15 };
+        assert_eq!(
+            verdict(&seed(), bdf("00:03.0"), bdf("04:00.0"), older)
+                .unwrap()
+                .map,
+            MapType::NotSupported
+        );
+    }
+
+    #[test]
+    fn acs_redirect_on_a_downstream_port_forces_the_host_bridge() {
+        let mut topo = seed();
+        for f in topo.functions_mut() {
+            if f.bdf == bdf("02:01.0") {
+                f.acs = Some(Acs {
+                    capability: 0x1f,
+                    control: 0x0004,
+                });
+            }
+            if f.bdf == bdf("02:00.0") {
+                // Source validation only: not a redirect bit.
+                f.acs = Some(Acs {
+                    capability: 0x1f,
+                    control: 0x0001,
+                });
+            }
+        }
+        let v = verdict(&topo, bdf("03:00.0"), bdf("04:00.0"), INTEL).unwrap();
+        assert_eq!(v.map, MapType::NotSupported);
+        assert_eq!(v.distance, 4);
+        assert!(v.reasons.contains(&Reason::AcsRedirect {
+            bridges: vec![bdf("02:01.0")]
+        }));
+    }
+
+    #[test]
+    fn whitelisted_host_bridge_respects_same_bridge_flag() {
+        let mut topo = seed();
+        topo.functions_mut()[0].device = 0x3c00; // Xeon E5: only within one host bridge
+        let v = verdict(&topo, bdf("03:00.0"), bdf("05:00.0"), INTEL).unwrap();
+        assert_eq!(v.map, MapType::ThroughHostBridge);
+        assert!(v.reasons.contains(&Reason::HostBridgeWhitelisted {
+            host_bridge: bdf("00:00.0")
+        }));
+        // A second root bus (an expander bridge) whose first function is a root port.
+        let mut functions = topo.functions().to_vec();
+        functions.push(func("80:00.0", Kind::RootPort, 0x1b36, 0x000c, None));
+        functions.push(func(
+            "81:00.0",
+            Kind::Endpoint,
+            0x1b36,
+            0x0010,
+            Some("80:00.0"),
+        ));
+        let topo = Topology::new(functions);
+        let v = verdict(&topo, bdf("03:00.0"), bdf("81:00.0"), INTEL).unwrap();
+        assert_eq!(v.map, MapType::NotSupported);
+        assert!(v.reasons.contains(&Reason::HostBridgeNotWhitelisted {
+            host_bridge: Some(bdf("00:00.0")),
+            vendor: Some(0x8086),
+            device: Some(0x3c00)
+        }));
+    }
+
+    #[test]
+    fn matrix_covers_ordered_endpoint_pairs_symmetrically() {
+        let m = matrix(&seed(), INTEL);
+        assert_eq!(m.len(), 4 * 3);
+        for v in &m {
+            let back = m
+                .iter()
+                .find(|w| w.provider == v.client && w.client == v.provider)
+                .unwrap();
+            assert_eq!((v.distance, v.map), (back.distance, back.map));
+        }
+        let same_fn = verdict(&seed(), bdf("04:00.0"), bdf("04:00.0"), INTEL).unwrap();
+        assert_eq!(same_fn.distance, 0);
+        assert_eq!(same_fn.reasons, vec![Reason::SameFunction]);
+        assert!(verdict(&seed(), bdf("09:00.0"), bdf("04:00.0"), INTEL).is_none());
+    }
+
+    #[test]
+    fn text_report_has_matrix_and_reasons() {
+        let report = Report {
+            cpu: INTEL,
+            pairs: matrix(&seed(), INTEL),
+        };
+        let text = to_text(&report);
+        let row = text.lines().find(|l| l.starts_with("03:00.0")).unwrap();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["03:00.0", "5", "x", "-", "4", "B", "6", "x"]
+        );
+        assert!(text.contains(
+            "0000:03:00.0 -> 0000:05:00.0  distance  6  not supported        no common upstream \
+             bridge; host bridge 0000:00:00.0 (8086:29c0) not whitelisted"
+        ));
+    }
+
+    #[test]
+    fn cpu_strings_parse() {
+        assert_eq!(Cpu::parse("amd").unwrap(), Cpu::Amd { family: 0x17 });
+        assert_eq!(Cpu::parse("AMD:0x19").unwrap(), Cpu::Amd { family: 0x19 });
+        assert_eq!(Cpu::parse("intel:6").unwrap(), Cpu::Intel { family: 6 });
+        assert_eq!(Cpu::parse("other").unwrap(), Cpu::Other);
+        assert_eq!(Cpu::Amd { family: 0x19 }.to_string(), "amd:0x19");
+        let err = Cpu::parse("arm:3").unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message().contains("arm:3"));
+    }
+}

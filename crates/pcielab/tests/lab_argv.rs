@@ -1,0 +1,234 @@
+//! QEMU argv generation from a topology built in code: devices, buses, chassis/slot, link caps,
+//! expander bridge + NUMA, and the errors and limits for what QEMU cannot express.
+
+use pcielab::lab::argv::{plan, MachineOptions};
+use pcielab::pcie::{Bdf, Generation};
+use pcielab::topology::{Function, Kind, Link, Topology};
+
+fn bdf(s: &str) -> Bdf {
+    s.parse().unwrap()
+}
+
+fn func(addr: &str, kind: Kind, ids: (u16, u16), parent: Option<&str>) -> Function {
+    let mut f = Function::new(bdf(addr), ids.0, ids.1, 0, kind);
+    f.parent = parent.map(bdf);
+    f
+}
+
+fn link(max: (Generation, u8), cur: (Generation, u8)) -> Option<Link> {
+    Some(Link {
+        max_speed: Some(max.0),
+        max_width: Some(max.1),
+        speed: Some(cur.0),
+        width: Some(cur.1),
+    })
+}
+
+const RP: (u16, u16) = (0x1b36, 0x000c);
+const NVME: (u16, u16) = (0x1b36, 0x0010);
+
+/// A root port with a switch and two NVMe, and an expander bridge on node 1 with one NVMe.
+fn wide() -> Topology {
+    let g1 = (Generation::Gen1, 1);
+    let mut rp = func("00:02.0", Kind::RootPort, RP, None);
+    rp.link = link((Generation::Gen4, 8), g1);
+    let mut pxb = func("00:04.0", Kind::HostBridge, (0x1b36, 0x000b), None);
+    pxb.params
+        .insert("bus_nr".into(), toml::Value::Integer(128));
+    let mut rp80 = func("80:00.0", Kind::RootPort, RP, None);
+    rp80.link = link((Generation::Gen3, 4), g1);
+    rp80.numa_node = Some(1);
+    let mut nvme = func("81:00.0", Kind::Endpoint, NVME, Some("80:00.0"));
+    nvme.numa_node = Some(1);
+    nvme.params
+        .insert("cmb_size_mb".into(), toml::Value::Integer(64));
+    nvme.params
+        .insert("serial".into(), toml::Value::String("0003".into()));
+    Topology::new(vec![
+        func("00:00.0", Kind::HostBridge, (0x8086, 0x29c0), None),
+        rp,
+        pxb,
+        func(
+            "01:00.0",
+            Kind::SwitchUpstream,
+            (0x104c, 0x8232),
+            Some("00:02.0"),
+        ),
+        func(
+            "02:00.0",
+            Kind::SwitchDownstream,
+            (0x104c, 0x8233),
+            Some("01:00.0"),
+        ),
+        func(
+            "02:01.0",
+            Kind::SwitchDownstream,
+            (0x104c, 0x8233),
+            Some("01:00.0"),
+        ),
+        func("03:00.0", Kind::Endpoint, NVME, Some("02:00.0")),
+        func("04:00.0", Kind::Endpoint, NVME, Some("02:01.0")),
+        rp80,
+        nvme,
+    ])
+}
+
+fn devices(argv: &[String]) -> Vec<&str> {
+    argv.windows(2)
+        .filter(|w| w[0] == "-device")
+        .map(|w| w[1].as_str())
+        .collect()
+}
+
+#[test]
+fn wide_topology_becomes_q35_devices() {
+    let options = MachineOptions {
+        disk_dir: "/tmp/lab".into(),
+        ..MachineOptions::default()
+    };
+    let plan = plan(&wide(), &options).unwrap();
+    assert_eq!(plan.numa_nodes, 2);
+    let devs = devices(&plan.argv);
+    assert_eq!(
+        devs,
+        vec![
+            "pcie-root-port,id=d0000_00_02_0,bus=pcie.0,addr=02.0,chassis=1,slot=1,x-speed=16,x-width=8",
+            "pxb-pcie,id=d0000_00_04_0,bus=pcie.0,addr=04.0,bus_nr=128,numa_node=1",
+            "x3130-upstream,id=d0000_01_00_0,bus=d0000_00_02_0,addr=00.0",
+            "xio3130-downstream,id=d0000_02_00_0,bus=d0000_01_00_0,addr=00.0,chassis=1,slot=2",
+            "xio3130-downstream,id=d0000_02_01_0,bus=d0000_01_00_0,addr=01.0,chassis=1,slot=3",
+            "nvme,drive=drive_d0000_03_00_0,id=d0000_03_00_0,bus=d0000_02_00_0,addr=00.0,serial=pcielab03000",
+            "nvme,drive=drive_d0000_04_00_0,id=d0000_04_00_0,bus=d0000_02_01_0,addr=00.0,serial=pcielab04000",
+            "pcie-root-port,id=d0000_80_00_0,bus=d0000_00_04_0,addr=00.0,chassis=1,slot=4,x-speed=8,x-width=4",
+            "nvme,drive=drive_d0000_81_00_0,id=d0000_81_00_0,bus=d0000_80_00_0,addr=00.0,serial=0003,cmb_size_mb=64",
+        ]
+    );
+    let joined = plan.argv.join(" ");
+    assert!(joined.contains("-numa node,nodeid=1,memdev=mem1 "));
+    assert!(joined.contains("memory-backend-ram,id=mem0,size=256M"));
+    assert!(joined.contains("-drive file=/tmp/lab/d0000_81_00_0.img,if=none"));
+    assert_eq!(plan.disks.len(), 3);
+    assert!(plan.limits.is_empty(), "{:?}", plan.limits);
+}
+
+#[test]
+fn faster_current_links_are_limits_not_changes() {
+    let mut topo = wide();
+    for f in topo.functions_mut() {
+        if f.bdf == bdf("00:02.0") {
+            f.link = link((Generation::Gen4, 8), (Generation::Gen4, 8));
+        }
+        if f.bdf == bdf("03:00.0") {
+            f.link = link((Generation::Gen4, 4), (Generation::Gen4, 4));
+        }
+    }
+    let plan = plan(&topo, &MachineOptions::default()).unwrap();
+    let got: Vec<(String, &str, &str)> = plan
+        .limits
+        .iter()
+        .map(|l| (l.bdf.to_string(), l.field, l.qemu.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("0000:00:02.0".into(), "link.speed", "2.5 GT/s"),
+            ("0000:00:02.0".into(), "link.width", "1"),
+            ("0000:03:00.0".into(), "link.max_speed", "2.5 GT/s"),
+            ("0000:03:00.0".into(), "link.max_width", "1"),
+            ("0000:03:00.0".into(), "link.speed", "2.5 GT/s"),
+            ("0000:03:00.0".into(), "link.width", "1"),
+        ]
+    );
+    // The root port still asks for its capability: the spec is not silently changed.
+    assert!(devices(&plan.argv)[0].contains("x-speed=16,x-width=8"));
+}
+
+#[test]
+fn inexpressible_functions_are_all_named() {
+    let mut topo = wide();
+    let mut functions = topo.functions().to_vec();
+    functions.push(func("00:05.0", Kind::Endpoint, (0x15b3, 0x1017), None));
+    let mut gen5 = func("00:06.0", Kind::RootPort, RP, None);
+    gen5.link = link((Generation::Gen5, 16), (Generation::Gen1, 1));
+    functions.push(gen5);
+    functions.push(func("90:00.0", Kind::RootPort, RP, None));
+    topo = Topology::new(functions);
+    let err = plan(&topo, &MachineOptions::default()).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    let msg = err.message();
+    assert!(
+        msg.contains("0000:00:05.0: no QEMU device has vendor:device 15b3:1017"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("0000:00:06.0: link.max_speed Gen5 (32 GT/s)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("0000:90:00.0: root bus 90 has no pxb-pcie"),
+        "{msg}"
+    );
+    assert!(msg.contains("valid: 1b36:000c (pcie-root-port)"), "{msg}");
+}
+
+#[test]
+fn multifunction_root_ports_and_bad_cmb_size() {
+    let mut functions = wide().functions().to_vec();
+    functions.push(func("00:02.1", Kind::RootPort, RP, None));
+    let plan_ok = plan(
+        &Topology::new(functions.clone()),
+        &MachineOptions::default(),
+    )
+    .unwrap();
+    let devs = devices(&plan_ok.argv);
+    assert!(devs[0].ends_with("multifunction=on,chassis=1,slot=1,x-speed=16,x-width=8"));
+    assert!(devs[1].starts_with("pcie-root-port,id=d0000_00_02_1,bus=pcie.0,addr=02.1,"));
+    for f in functions.iter_mut().filter(|f| f.bdf == bdf("03:00.0")) {
+        f.params
+            .insert("cmb_size_mb".into(), toml::Value::String("big".into()));
+    }
+    let err = plan(&Topology::new(functions), &MachineOptions::default()).unwrap_err();
+    assert!(err.message().contains(
+        "0000:03:00.0: [function.device] cmb_size_mb = \"big\": expected a positive integer"
+    ));
+}
+
+#[test]
+fn spec_chassis_and_slot_are_kept_and_checked() {
+    let mut functions = wide().functions().to_vec();
+    for f in functions.iter_mut() {
+        if f.bdf == bdf("02:00.0") {
+            f.params.insert("chassis".into(), toml::Value::Integer(1));
+            f.params.insert("slot".into(), toml::Value::Integer(1));
+        }
+    }
+    let planned = plan(
+        &Topology::new(functions.clone()),
+        &MachineOptions::default(),
+    )
+    .unwrap();
+    let devs = devices(&planned.argv);
+    // 02:00.0 keeps chassis 1 slot 1; the allocator skips it for the others.
+    assert!(devs[0].contains("chassis=1,slot=2,"), "{}", devs[0]);
+    assert!(devs[3].ends_with("chassis=1,slot=1"), "{}", devs[3]);
+    assert!(devs[4].ends_with("chassis=1,slot=3"), "{}", devs[4]);
+    for f in functions.iter_mut() {
+        if f.bdf == bdf("02:01.0") {
+            f.params.insert("chassis".into(), toml::Value::Integer(1));
+            f.params.insert("slot".into(), toml::Value::Integer(1));
+        }
+        if f.bdf == bdf("80:00.0") {
+            f.params.insert("slot".into(), toml::Value::Integer(4));
+        }
+    }
+    let err = plan(&Topology::new(functions), &MachineOptions::default()).unwrap_err();
+    let msg = err.message();
+    assert!(
+        msg.contains("0000:02:01.0: chassis 1 slot 1 is already used"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("0000:80:00.0: [function.device] needs both chassis and slot"),
+        "{msg}"
+    );
+}
