@@ -166,6 +166,8 @@ pub struct Outcome {
     pub y_label: String,
     pub y2_label: Option<String>,
     pub lines: Vec<Line>,
+    /// Timelines: (time, what changed) for each event.
+    pub markers: Vec<(f64, String)>,
     /// Host wall-clock seconds the simulation took.
     pub wall_s: f64,
 }
@@ -353,6 +355,12 @@ impl Scenario {
             y_label: self.y_label.clone(),
             y2_label: self.y2_label.clone(),
             lines,
+            markers: self
+                .series
+                .iter()
+                .flat_map(|s| s.events.iter())
+                .map(|e| (e.at_s, format!("{}: {}", e.group, e.schemata)))
+                .collect(),
             wall_s: started.elapsed().as_secs_f64(),
         })
     }
