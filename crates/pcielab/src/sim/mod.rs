@@ -31,7 +31,7 @@ use device::{BlockDevice, Device};
 use engine::{Demand, FlowSpec, Progress};
 use fio::{DirectionStats, GroupStats};
 use tlp::{Bundle, Dir, Kind, Tally};
-use workload::{DmaDirection, DmaRow, DmaTest, Summary, Workload};
+use workload::{DmaDirection, DmaRow, DmaTest, NetRow, NetTest, Summary, Workload};
 
 /// Default MPS/MRRS where the topology does not say.
 const DEFAULT_MPS: u32 = 128;
@@ -258,6 +258,7 @@ impl SimMachine {
         let summary = match workload {
             Workload::Fio(set) => builder.fio(set)?,
             Workload::DmaTest(test) => builder.dmatest(test)?,
+            Workload::NetTest(test) => builder.nettest(test)?,
             Workload::Sleep { ns } => {
                 builder.now = *ns as f64;
                 Summary::Sleep {
@@ -269,14 +270,25 @@ impl SimMachine {
     }
 }
 
-/// Resources of one group's flows: device time per device, wire bytes per link direction.
+/// What a flow can be limited by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resource {
+    /// A device's time (one bottleneck for all its I/O).
+    Device(Bdf),
+    /// A full-duplex device's time in one direction (a NIC's receive or transmit side).
+    DeviceWay(Bdf, Dir),
+    /// One direction of the link whose downstream end is this function.
+    Link(Bdf, Dir),
+}
+
+/// Resources of one group's flows and their capacities.
 struct Resources {
-    keys: Vec<(Bdf, Option<Dir>)>,
+    keys: Vec<Resource>,
     capacity: Vec<f64>,
 }
 
 impl Resources {
-    fn index(&mut self, key: (Bdf, Option<Dir>), capacity: f64) -> usize {
+    fn index(&mut self, key: Resource, capacity: f64) -> usize {
         if let Some(i) = self.keys.iter().position(|k| *k == key) {
             return i;
         }
@@ -332,7 +344,7 @@ impl<'m> RunBuilder<'m> {
                                 + (t.acks[d] + t.update_fcs[d]) * f64::from(DLLP_WIRE_BYTES))
                     })
                     .sum();
-                usage.push((resources.index((link, Some(dir)), capacity), bytes));
+                usage.push((resources.index(Resource::Link(link, dir), capacity), bytes));
             }
         }
         usage
@@ -497,7 +509,7 @@ impl<'m> RunBuilder<'m> {
             // MB/s is bytes per microsecond.
             cap = cap.min(concurrency.bound_mbps(link.mrrs) / 1e3 / memory_reads_per_io);
         }
-        let mut usage = vec![(resources.index((bdf, None), 1.0), service)];
+        let mut usage = vec![(resources.index(Resource::Device(bdf), 1.0), service)];
         usage.extend(self.link_usage(&halves, resources, bdf));
         let per_clone = match (job.size, job.time_based) {
             (Some(size), false) => Some(size.div_ceil(job.bs)),
@@ -616,6 +628,94 @@ impl<'m> RunBuilder<'m> {
             }
         }
         Ok(Summary::DmaTest { device: bdf, rows })
+    }
+
+    fn nettest(&mut self, test: &NetTest) -> Result<Summary> {
+        let nics: Vec<(Bdf, &device::Nic)> = self
+            .machine
+            .devices
+            .iter()
+            .filter_map(|(b, d)| match d {
+                Device::Nic(n) => Some((*b, n)),
+                _ => None,
+            })
+            .filter(|(b, _)| test.devices.is_empty() || test.devices.contains(b))
+            .collect();
+        if let Some(missing) = test
+            .devices
+            .iter()
+            .find(|d| !nics.iter().any(|(b, _)| b == *d))
+        {
+            return Err(Error::bad_input(format!(
+                "nettest: {missing} is not a simulated NIC (a [function.device] table with model = \"nic\")"
+            )));
+        }
+        if nics.is_empty() {
+            return Err(Error::bad_input(format!(
+                "nettest: machine '{}' has no simulated NIC",
+                self.machine.name
+            )));
+        }
+        let mut resources = Resources {
+            keys: Vec::new(),
+            capacity: Vec::new(),
+        };
+        let mut flows = Vec::new();
+        let mut labels = Vec::new();
+        for (bdf, nic) in &nics {
+            let link = self.machine.link_params(*bdf);
+            let batch = nic.frames_per_interrupt;
+            for (receive, on) in [(true, test.receive), (false, test.transmit)] {
+                if !on {
+                    continue;
+                }
+                let way = if receive { Dir::Up } else { Dir::Down };
+                let bundle = Bundle::new(nic.batch_tlps(receive, batch, test.frame, &link), link);
+                let halves = vec![Half {
+                    bundle,
+                    fraction: 1.0,
+                    read: receive,
+                }];
+                let mut usage = vec![(
+                    resources.index(Resource::DeviceWay(*bdf, way), 1.0),
+                    nic.batch_ns(batch, test.frame),
+                )];
+                usage.extend(self.link_usage(&halves, &mut resources, *bdf));
+                let in_flight = (nic.ring_entries / batch).max(1);
+                let spec = FlowSpec {
+                    demand: Demand {
+                        bytes_per_io: (batch * test.frame) as f64,
+                        usage,
+                        cap: f64::INFINITY,
+                    },
+                    ios: None,
+                    deadline_ns: Some(test.seconds * 1e9),
+                    outstanding: in_flight,
+                };
+                flows.push((spec, *bdf, halves));
+                labels.push((*bdf, if receive { "rx" } else { "tx" }, batch));
+            }
+        }
+        let indices = self.run_group(flows, &resources)?;
+        let rows = indices
+            .iter()
+            .zip(labels)
+            .map(|(index, (device, direction, batch))| {
+                let p = &self.progress[*index];
+                let frames = p.total_ios * batch;
+                let bytes = frames * test.frame;
+                let ns = p.end() - p.start();
+                NetRow {
+                    device,
+                    direction,
+                    frames,
+                    bytes,
+                    seconds: ns / 1e9,
+                    gbps: bytes as f64 * 8.0 / ns,
+                }
+            })
+            .collect();
+        Ok(Summary::NetTest { rows })
     }
 
     fn finish(self, summary: Summary) -> SimRun {
