@@ -62,7 +62,11 @@ fn inexpressible_and_broken_specs_exit_2() {
     std::fs::write(&broken, "name = \"x\"\n[[function]]\nbdf = \"zz\"\n").unwrap();
     let out = pcielab(&["lab", "run", broken.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("broken.toml"));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("lab phase 'prepare'") && err.contains("broken.toml"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -200,4 +204,70 @@ fn bench_p2p_validates_sizes() {
     let out = pcielab(&["bench", "p2p", "a", "b", "--via-p2pmem", "00:20.0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("00:20.0"));
+}
+
+/// The P2PDMA oracle on both presets with an AMD family 0xf (`-cpu max` under TCG) and a Zen
+/// (`-cpu EPYC`) guest: the model's verdict must match the guest kernel for every NVMe pair.
+#[test]
+fn p2p_oracle_agrees_with_the_guest_kernel() {
+    let out = pcielab(&["lab", "kernel"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // With CONFIG_PCI_P2PDMA every CMB is published as p2pmem of the spec's size.
+    let out = pcielab(&["lab", "check", "qemu-wide", "--kernel", "p2pdma", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p2pmem: Vec<&serde_json::Value> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["field"] == "p2pmem")
+        .collect();
+    assert_eq!(p2pmem.len(), 3);
+    assert!(p2pmem
+        .iter()
+        .all(|r| r["status"] == "match" && r["guest"] == "64 MiB"));
+    for (preset, cpu) in [
+        ("qemu-seed", "max"),
+        ("qemu-seed", "EPYC"),
+        ("qemu-wide", "max"),
+        ("qemu-wide", "EPYC"),
+    ] {
+        let out = pcielab(&["lab", "p2p", preset, "--cpu", cpu, "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{preset} {cpu}: {e}: {}", text(&out.stderr)));
+        assert!(
+            out.status.success(),
+            "{preset} {cpu}: {}",
+            text(&out.stdout)
+        );
+        assert_eq!(doc["ok"], true);
+        let zen = cpu == "EPYC";
+        assert_eq!(doc["cpu"]["vendor"], "amd", "{preset} {cpu}");
+        assert_eq!(doc["cpu"]["family"], if zen { 0x17 } else { 0xf });
+        let pairs = doc["pairs"].as_array().unwrap();
+        assert_eq!(pairs.len(), 6, "{preset}: three NVMe with a CMB");
+        for pair in pairs {
+            let p = &pair["predicted"];
+            let same_switch = [p["provider"].as_str(), p["client"].as_str()]
+                .iter()
+                .all(|b| matches!(*b, Some("0000:03:00.0" | "0000:04:00.0")));
+            let expected = match (same_switch, zen) {
+                (true, _) => "bus_address",
+                (false, true) => "through_host_bridge",
+                (false, false) => "not_supported",
+            };
+            assert_eq!(p["map"], expected, "{preset} {cpu}: {pair}");
+            assert_eq!(pair["agrees"], true, "{preset} {cpu}: {pair}");
+            assert_eq!(pair["copied"], expected != "not_supported");
+            if expected == "not_supported" {
+                assert_eq!(pair["errno"], 121);
+                assert!(pair["kernel_message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("do not share an upstream bridge or whitelisted host bridge"));
+            } else {
+                assert!(pair["p2p_MBps"].as_f64().unwrap() > 0.0);
+            }
+        }
+    }
 }

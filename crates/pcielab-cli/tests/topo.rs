@@ -159,6 +159,25 @@ fn lspci_links(text: &str) -> BTreeMap<String, (String, String)> {
     out
 }
 
+/// bdf -> (DevCtl "MaxPayload N bytes, MaxReadReq N bytes", has AER, has ACS) from `lspci -vvv -D`.
+fn lspci_device_control(text: &str) -> BTreeMap<String, (String, bool, bool)> {
+    let mut out: BTreeMap<String, (String, bool, bool)> = BTreeMap::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if !line.starts_with(char::is_whitespace) && !line.is_empty() {
+            current = line.split_whitespace().next().unwrap().to_string();
+        } else if trimmed.starts_with("MaxPayload") && trimmed.contains("MaxReadReq") {
+            out.entry(current.clone()).or_default().0 = trimmed.to_string();
+        } else if trimmed.ends_with("Advanced Error Reporting") {
+            out.entry(current.clone()).or_default().1 = true;
+        } else if trimmed.ends_with("Access Control Services") {
+            out.entry(current.clone()).or_default().2 = true;
+        }
+    }
+    out
+}
+
 fn speed_text(v: &Value) -> String {
     match v.as_f64() {
         None => "unknown".to_string(),
@@ -209,6 +228,28 @@ fn every_preset_renders_in_real_lspci_as_pcielab_describes_it() {
         }
         assert!(!expected.is_empty());
         assert_eq!(links, expected, "{preset}: LnkCap/LnkSta");
+
+        let control = lspci_device_control(&lspci_at(&dir, &["-vvv", "-D"]));
+        let expected: BTreeMap<String, (String, bool, bool)> = doc["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| !f["mps"].is_null())
+            .map(|f| {
+                (
+                    f["bdf"].as_str().unwrap().to_string(),
+                    (
+                        format!(
+                            "MaxPayload {} bytes, MaxReadReq {} bytes",
+                            f["mps"], f["mrrs"]
+                        ),
+                        f["aer"].as_bool().unwrap(),
+                        !f["acs"].is_null(),
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(control, expected, "{preset}: DevCtl, AER, ACS");
     }
 }
 
@@ -597,4 +638,62 @@ fn tree_and_dot_show_links_ceilings_and_warnings() {
         ),
         "{dot}"
     );
+}
+
+#[test]
+fn yitian710_export_reproduces_the_seeds_lspci_tree() {
+    // The seed's `lspci -tv` excerpt of bus 00 (root-bus order and the drawing to the left of
+    // each line depend on the machine's other buses, so each line is matched from its device on).
+    let seed = [
+        "00.0-[01-02]----00.0-[02]----00.0  ASPEED Technology, Inc. ASPEED Graphics Family",
+        "+-01.0-[03]----00.0  Renesas Technology Corp. uPD720201 USB 3.0 Host Controller",
+        "+-02.0-[04]----00.0  Marvell Technology Group Ltd. 88SE9235 PCIe 2.0 x2 4-port SATA 6 Gb/s Controller",
+        "\\-03.0-[05]--",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    export("sim:yitian710", tmp.path());
+    let tree = lspci_at(tmp.path(), &["-tv"]);
+    for line in seed {
+        assert!(
+            tree.lines().any(|l| l.ends_with(line)),
+            "{line:?} not in\n{tree}"
+        );
+    }
+    assert!(
+        tree.contains(
+            "[0000:b0]---00.0-[b1]--+-00.0  Mellanox Technologies MT27800 Family [ConnectX-5]"
+        ),
+        "{tree}"
+    );
+}
+
+#[test]
+fn plain_copy_without_links_gets_parents_from_bus_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let export_dir = tmp.path().join("export");
+    export("sim:qemu-seed", &export_dir);
+    let copy = tmp.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    let status = Command::new("cp")
+        .args(["-rL"])
+        .arg(export_dir.join("devices"))
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(std::fs::read_link(copy.join("devices/0000:03:00.0")).is_err());
+    let strip = |mut doc: Value| {
+        let o = doc.as_object_mut().unwrap();
+        o.remove("name");
+        o.remove("description");
+        // `cp -L` turns the driver link into a directory: the driver is not part of a plain copy.
+        for f in o["functions"].as_array_mut().unwrap() {
+            f.as_object_mut().unwrap().remove("driver");
+        }
+        doc
+    };
+    let a = strip(topo_json("sim:qemu-seed"));
+    let b = strip(topo_json(&format!("snapshot:{}", copy.display())));
+    assert_eq!(a, b);
+    assert_eq!(b["functions"][5]["parent"], "0000:01:00.0");
 }

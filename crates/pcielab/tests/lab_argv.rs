@@ -192,3 +192,43 @@ fn multifunction_root_ports_and_bad_cmb_size() {
         "0000:03:00.0: [function.device] cmb_size_mb = \"big\": expected a positive integer"
     ));
 }
+
+#[test]
+fn spec_chassis_and_slot_are_kept_and_checked() {
+    let mut functions = wide().functions().to_vec();
+    for f in functions.iter_mut() {
+        if f.bdf == bdf("02:00.0") {
+            f.params.insert("chassis".into(), toml::Value::Integer(1));
+            f.params.insert("slot".into(), toml::Value::Integer(1));
+        }
+    }
+    let planned = plan(
+        &Topology::new(functions.clone()),
+        &MachineOptions::default(),
+    )
+    .unwrap();
+    let devs = devices(&planned.argv);
+    // 02:00.0 keeps chassis 1 slot 1; the allocator skips it for the others.
+    assert!(devs[0].contains("chassis=1,slot=2,"), "{}", devs[0]);
+    assert!(devs[3].ends_with("chassis=1,slot=1"), "{}", devs[3]);
+    assert!(devs[4].ends_with("chassis=1,slot=3"), "{}", devs[4]);
+    for f in functions.iter_mut() {
+        if f.bdf == bdf("02:01.0") {
+            f.params.insert("chassis".into(), toml::Value::Integer(1));
+            f.params.insert("slot".into(), toml::Value::Integer(1));
+        }
+        if f.bdf == bdf("80:00.0") {
+            f.params.insert("slot".into(), toml::Value::Integer(4));
+        }
+    }
+    let err = plan(&Topology::new(functions), &MachineOptions::default()).unwrap_err();
+    let msg = err.message();
+    assert!(
+        msg.contains("0000:02:01.0: chassis 1 slot 1 is already used"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("0000:80:00.0: [function.device] needs both chassis and slot"),
+        "{msg}"
+    );
+}

@@ -153,7 +153,11 @@ fn guest_sysfs_matches_the_topology_and_failures_name_their_phase() {
         msg.starts_with("lab phase 'guest-script': guest did not finish within 25 s"),
         "{msg}"
     );
-    assert!(msg.contains("--- last guest console lines ---"), "{msg}");
+    assert!(msg.contains("--- last guest console lines ---\n"), "{msg}");
+    assert!(
+        msg.ends_with("about to hang"),
+        "the script's output reaches the console: {msg}"
+    );
     assert!(qemu_children().is_empty());
 
     // A kernel panic: reported as such, with the panic line.

@@ -326,3 +326,21 @@ fn format_and_parse_round_trip_padded_and_unpadded() {
         "L3CODE:0=7fff;1=7fff;2=7fff;3=7fff\nL3DATA:0=7fff;1=7fff;2=7fff;3=7fff\n    MB:0=100;1=100;2=100;3=100\n"
     );
 }
+
+proptest::proptest! {
+    /// Any accepted write reads back through format → parse_read unchanged, padded or not.
+    #[test]
+    fn accepted_writes_round_trip(masks in proptest::collection::vec(1u64..0x8000, 4), mbs in proptest::collection::vec(2u64..=100, 4)) {
+        let mut rs = mount(&MPAM_SEED, false);
+        let l3: Vec<String> = masks.iter().enumerate().map(|(d, m)| format!("{d}={m:x}")).collect();
+        let mb: Vec<String> = mbs.iter().enumerate().map(|(d, v)| format!("{d}={v}")).collect();
+        rs.write_schemata(&GroupRef::ctrl("p1"), &format!("L3:{}\nMB:{}\n", l3.join(";"), mb.join(";"))).unwrap();
+        let s = rs.group("p1").unwrap().schemata.clone();
+        for (d, v) in mbs.iter().enumerate() {
+            proptest::prop_assert_eq!(s.get("MB", d as u32), Some(v.div_ceil(2) * 2));
+        }
+        proptest::prop_assert_eq!(Schemata::parse_read(&s.format()).unwrap(), s.clone());
+        let padded = s.format().replace("=", "=000");
+        proptest::prop_assert_eq!(Schemata::parse_read(&padded).unwrap(), s);
+    }
+}

@@ -10,9 +10,12 @@ use pcielab::lab::argv::{self, MachineOptions};
 use pcielab::lab::check::{self, Status};
 use pcielab::lab::guest::{self, GuestFile};
 use pcielab::lab::kernel;
+use pcielab::lab::oracle;
 use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
 use pcielab::machine::MachineSelector;
+use pcielab::model::p2p::Cpu;
+use pcielab::sim::fio::parse_job_file;
 use pcielab::topology::spec::Platform;
 use pcielab::{Error, Result};
 
@@ -50,6 +53,17 @@ in $PCIELAB_CACHE, $XDG_CACHE_HOME/pcielab or ~/.cache/pcielab.")]
 
 Differences QEMU 7.2 cannot avoid are shown as `expected`, with the reason.")]
     Check(CheckArgs),
+    /// Try P2PDMA between every pair of NVMe in a guest and compare with the model's verdicts
+    #[command(after_help = "Examples:
+  pcielab lab kernel && pcielab lab p2p qemu-seed
+  pcielab lab p2p qemu-wide --cpu EPYC --json
+
+For each ordered pair of NVMe with a CMB, the guest copies SRC -> DST through SRC's p2pmem
+(`pcielab bench p2p --check`). A predicted bus-address or host-bridge path must copy and verify;
+a predicted refusal must fail with EREMOTEIO and the kernel's message. Exit 1 on disagreement.
+The CPU the prediction uses is read from the guest (QEMU 7.2 TCG's `max` is AMD family 0xf, `EPYC`
+is AMD family 0x17, which the kernel exempts from the host-bridge whitelist).")]
+    P2p(P2pArgs),
     /// Build the P2PDMA guest kernel from Debian's linux-source-6.12 into the cache
     #[command(after_help = "Examples:
   pcielab lab kernel
@@ -124,6 +138,30 @@ pub struct CheckArgs {
 }
 
 #[derive(ClapArgs)]
+pub struct P2pArgs {
+    #[command(flatten)]
+    pub machine: MachineArgs,
+    /// Guest kernel; it needs CONFIG_PCI_P2PDMA (p2pdma: built by `lab kernel`)
+    #[arg(long, default_value = "p2pdma")]
+    pub kernel: KernelChoice,
+    /// Bytes copied per pair
+    #[arg(long, default_value_t = 262144)]
+    pub size: u64,
+    /// Seconds until a guest counts as hung
+    #[arg(long, default_value_t = 180)]
+    pub timeout: u64,
+    /// Keep the run directory
+    #[arg(long)]
+    pub keep: bool,
+    /// Where the guest's results go (default: <cache>/results/<run>)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print JSON (docs/lab.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ClapArgs)]
 pub struct KernelArgs {
     /// Parallel compile jobs (default: available CPUs)
     #[arg(long)]
@@ -135,6 +173,7 @@ pub fn run(args: Args) -> Result<()> {
         LabCommand::Argv(a) => run_argv(a),
         LabCommand::Run(a) => run_run(a),
         LabCommand::Check(a) => run_check(a),
+        LabCommand::P2p(a) => run_p2p(a),
         LabCommand::Kernel(a) => run_kernel(a),
     }
 }
@@ -150,7 +189,10 @@ fn load_spec(spec: &str) -> Result<Platform> {
             name: spec.to_string(),
         }
     };
-    selector.open()
+    selector.open().map_err(|e| match e {
+        Error::BadInput(msg) => Error::bad_input(format!("lab phase 'prepare': {msg}")),
+        other => other,
+    })
 }
 
 fn machine_options(m: &MachineArgs) -> MachineOptions {
@@ -269,12 +311,12 @@ fn run_run(args: RunArgs) -> Result<()> {
     };
     let mut options = run_options(&args.boot, None)?;
     if let Some(job) = &args.fio {
-        if !job.is_file() {
-            return Err(Error::bad_input(format!(
-                "--fio {}: no such job file",
-                job.display()
-            )));
-        }
+        // The same parser the simulator uses: one job file runs on sim: and in the lab.
+        let text = std::fs::read_to_string(job).map_err(|e| {
+            Error::bad_input(format!("lab phase 'prepare': --fio {}: {e}", job.display()))
+        })?;
+        parse_job_file(&text, &job.display().to_string())
+            .map_err(|e| Error::bad_input(format!("lab phase 'prepare': {}", e.message())))?;
         options.files.push(GuestFile {
             host: job.clone(),
             guest: "/pcielab/job.fio".into(),
@@ -373,6 +415,88 @@ fn run_check(args: CheckArgs) -> Result<()> {
         return Err(Error::runtime(format!(
             "the guest differs from {} in {mismatches} field(s)",
             args.boot.machine.spec
+        )));
+    }
+    Ok(())
+}
+
+/// The `lab p2p --json` document.
+#[derive(serde::Serialize)]
+struct P2pJson<'a> {
+    spec: &'a str,
+    cpu: Cpu,
+    ok: bool,
+    pairs: &'a [oracle::PairOutcome],
+    run: &'a RunReport,
+}
+
+fn run_p2p(args: P2pArgs) -> Result<()> {
+    let platform = load_spec(&args.machine.spec)?;
+    if oracle::pairs(&platform.topology).is_empty() {
+        return Err(Error::bad_input(format!(
+            "{}: no two NVMe controllers with a CMB ([function.device] cmb_size_mb) to try",
+            args.machine.spec
+        )));
+    }
+    let boot = BootArgs {
+        machine: args.machine,
+        kernel: args.kernel,
+        timeout: args.timeout,
+        keep: args.keep,
+        out: args.out,
+        json: args.json,
+    };
+    let options = run_options(&boot, Some(oracle::script(&platform.topology, args.size)))?;
+    let report = session::run(
+        &platform.topology,
+        &options,
+        &mut progress_printer(boot.json),
+    )?;
+    let (cpu, outcomes) = oracle::evaluate(&platform.topology, &report.results_dir)?;
+    let ok = outcomes.iter().all(|o| o.agrees);
+    if boot.json {
+        json(&P2pJson {
+            spec: &boot.machine.spec,
+            cpu,
+            ok,
+            pairs: &outcomes,
+            run: &report,
+        })?;
+    } else {
+        println!(
+            "guest CPU {cpu}; boot to result {:.1} s",
+            report.boot_to_result_s
+        );
+        for o in &outcomes {
+            let observed = match (o.copied, o.p2p_mbps, o.errno) {
+                (true, Some(rate), _) => format!("copied {rate:.1} MB/s"),
+                (_, _, Some(errno)) => format!(
+                    "failed ({}, errno {errno}){}",
+                    o.failed_step.as_deref().unwrap_or("?"),
+                    if o.kernel_message.is_some() {
+                        ", kernel refused"
+                    } else {
+                        ""
+                    }
+                ),
+                _ => "data mismatch".to_string(),
+            };
+            println!(
+                "{} -> {}  predicted {:<19} (distance {})  observed {:<40} {}",
+                o.predicted.provider,
+                o.predicted.client,
+                o.predicted.map.describe(),
+                o.predicted.distance,
+                observed,
+                if o.agrees { "agree" } else { "DISAGREE" }
+            );
+        }
+    }
+    if !ok {
+        return Err(Error::runtime(format!(
+            "the guest kernel disagreed with the P2PDMA model on {} pair(s); results in {}",
+            outcomes.iter().filter(|o| !o.agrees).count(),
+            report.results_dir.display()
         )));
     }
     Ok(())

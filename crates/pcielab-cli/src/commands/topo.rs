@@ -3,6 +3,7 @@
 
 use clap::Args as ClapArgs;
 use pcielab::machine::MachineSelector;
+use pcielab::model::p2p::{self, Cpu};
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::render;
 use pcielab::{Error, Result};
@@ -16,6 +17,7 @@ use std::path::PathBuf;
   pcielab topo --machine sim:yitian710 --sysfs-export /tmp/y && lspci -A linux-sysfs -O sysfs.path=/tmp/y -tv
   pcielab topo --machine host
   pcielab topo --machine snapshot:/tmp/snap --json
+  pcielab topo --machine sim:qemu-wide --p2p --cpu amd:0x17
 
 Presets: yitian710, rk3588-evb, rk3568-evb, qemu-seed. The spec format and the JSON fields are
 documented in docs/topology.md.")]
@@ -33,6 +35,14 @@ pub struct Args {
     /// read it with `lspci -A linux-sysfs -O sysfs.path=DIR -tv` or `--machine snapshot:DIR`
     #[arg(long, value_name = "DIR", conflicts_with = "json")]
     pub sysfs_export: Option<PathBuf>,
+    /// Print the P2PDMA distance matrix and the kernel's verdict per endpoint pair
+    /// (drivers/pci/p2pdma.c rules; JSON shape in docs/lab.md)
+    #[arg(long, conflicts_with_all = ["dot", "sysfs_export"])]
+    pub p2p: bool,
+    /// The CPU for --p2p: intel, amd or other, optionally with a family (amd:0x19);
+    /// QEMU 7.2 TCG `-cpu max` is amd:0xf, `-cpu EPYC` amd:0x17
+    #[arg(long, default_value = "intel", requires = "p2p", value_parser = Cpu::parse)]
+    pub cpu: Cpu,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -46,6 +56,19 @@ pub fn run(args: Args) -> Result<()> {
             dir.display()
         );
         return Ok(());
+    }
+    if args.p2p {
+        let report = p2p::Report {
+            cpu: args.cpu,
+            pairs: p2p::matrix(&platform.topology, args.cpu),
+        };
+        return emit(&if args.json {
+            serde_json::to_string_pretty(&report)
+                .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?
+                + "\n"
+        } else {
+            p2p::to_text(&report)
+        });
     }
     let text = if args.json {
         let mut doc = serde_json::to_string_pretty(&render::to_json(&platform))

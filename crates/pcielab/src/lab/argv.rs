@@ -195,7 +195,7 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
 
     let mut disks = Vec::new();
     let mut limits = Vec::new();
-    let mut slot = 0u32;
+    let mut slots = SlotAllocator::new(topology, &emulated, &mut problems);
     for f in topology.functions() {
         let Some(&kind) = emulated.get(&f.bdf) else {
             continue;
@@ -220,10 +220,10 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
         match kind {
             Emulated::Builtin => continue,
             Emulated::RootPort => {
-                slot += 1;
+                let (chassis, slot) = slots.for_port(f);
                 match root_port_caps(f) {
                     Ok((speed, width)) => props.push(format!(
-                        "chassis=1,slot={slot},x-speed={speed},x-width={width}"
+                        "chassis={chassis},slot={slot},x-speed={speed},x-width={width}"
                     )),
                     Err(why) => problems.push(format!("{}: {why}", f.bdf)),
                 }
@@ -238,8 +238,8 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
                 argv.push(format!("x3130-upstream,{}", props.join(",")));
             }
             Emulated::SwitchDownstream => {
-                slot += 1;
-                props.push(format!("chassis=1,slot={slot}"));
+                let (chassis, slot) = slots.for_port(f);
+                props.push(format!("chassis={chassis},slot={slot}"));
                 limits.extend(downstream_cap_limits(f));
                 limits.extend(current_link_limits(topology, f));
                 argv.push("-device".into());
@@ -308,6 +308,71 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
         limits,
         numa_nodes,
     })
+}
+
+/// PCIe slot identities of root and downstream ports: QEMU refuses two ports with one
+/// (chassis, slot) pair. The spec's `[function.device] chassis`/`slot` are kept; other ports get
+/// chassis 1 and the next free slot.
+struct SlotAllocator {
+    taken: std::collections::BTreeSet<(u8, u16)>,
+    next_slot: u16,
+}
+
+impl SlotAllocator {
+    fn new(
+        topology: &Topology,
+        emulated: &BTreeMap<Bdf, Emulated>,
+        problems: &mut Vec<String>,
+    ) -> SlotAllocator {
+        let mut taken = std::collections::BTreeSet::new();
+        for f in topology.functions() {
+            if !matches!(
+                emulated.get(&f.bdf),
+                Some(Emulated::RootPort | Emulated::SwitchDownstream)
+            ) {
+                continue;
+            }
+            match spec_slot(f) {
+                Ok(Some(pair)) if !taken.insert(pair) => problems.push(format!(
+                    "{}: chassis {} slot {} is already used by another port",
+                    f.bdf, pair.0, pair.1
+                )),
+                Ok(_) => {}
+                Err(why) => problems.push(format!("{}: {why}", f.bdf)),
+            }
+        }
+        SlotAllocator {
+            taken,
+            next_slot: 1,
+        }
+    }
+
+    fn for_port(&mut self, f: &Function) -> (u8, u16) {
+        if let Ok(Some(pair)) = spec_slot(f) {
+            return pair;
+        }
+        while self.taken.contains(&(1, self.next_slot)) {
+            self.next_slot += 1;
+        }
+        self.taken.insert((1, self.next_slot));
+        (1, self.next_slot)
+    }
+}
+
+/// The spec's chassis/slot for a port: both or neither.
+fn spec_slot(f: &Function) -> std::result::Result<Option<(u8, u16)>, String> {
+    let get = |key: &str| f.params.get(key).map(|v| v.as_integer());
+    match (get("chassis"), get("slot")) {
+        (None, None) => Ok(None),
+        (Some(Some(c)), Some(Some(s))) => match (u8::try_from(c), u16::try_from(s)) {
+            (Ok(c), Ok(s)) if s < 8192 => Ok(Some((c, s))),
+            _ => Err(format!(
+                "[function.device] chassis = {c}, slot = {s}: expected chassis 0..=255 and \
+                 slot 0..=8191"
+            )),
+        },
+        _ => Err("[function.device] needs both chassis and slot (integers), or neither".into()),
+    }
 }
 
 /// A QEMU device id from an address: `d0000_03_00_0`.

@@ -260,9 +260,9 @@ for ns in /sys/block/nvme*n*; do
 done
 echo "@@pcielab phase guest-script"
 cd /results
-sh /pcielab/script.sh > /results/script.log 2>&1
-rc=$?
-tail -n 20 /results/script.log
+# The script's output goes to script.log and to the console, so a failure report shows its end.
+{ sh /pcielab/script.sh; echo $? > /tmp/script.status; } 2>&1 | tee /results/script.log
+rc=$(cat /tmp/script.status)
 dmesg > /results/dmesg.txt
 cat /proc/cpuinfo > /results/cpuinfo.txt
 echo "@@pcielab results-begin"

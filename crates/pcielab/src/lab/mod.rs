@@ -5,6 +5,7 @@ pub mod argv;
 pub mod check;
 pub mod guest;
 pub mod kernel;
+pub mod oracle;
 pub mod p2pcopy;
 pub mod runner;
 pub mod session;

@@ -34,3 +34,112 @@ pub fn preset(name: &str) -> Option<&'static str> {
 pub fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|(n, _)| *n).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::MachineSelector;
+    use crate::pcie::Generation;
+    use crate::topology::Kind;
+
+    fn open(name: &str) -> crate::topology::spec::Platform {
+        MachineSelector::SimPreset { name: name.into() }
+            .open()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_preset_parses() {
+        for name in names() {
+            let p = open(name);
+            assert_eq!(p.name, name);
+            assert!(!p.topology.functions().is_empty());
+        }
+    }
+
+    #[test]
+    fn yitian710_holds_the_seeds_root_ports_and_endpoints() {
+        let p = open("yitian710");
+        let t = &p.topology;
+        let ports: Vec<(String, u8)> = t
+            .functions()
+            .iter()
+            .filter(|f| f.kind == Kind::RootPort)
+            .map(|f| (f.bdf.to_string(), f.link.unwrap().max_width.unwrap()))
+            .collect();
+        assert_eq!(ports.len(), 18);
+        // The seed's PMU list, pcie_bdf_<bus<<16 | device<<8 | function>, with its widths.
+        let seed = [
+            0x000000, 0x000100, 0x000200, 0x000300, 0x100000, 0x100100, 0x100200, 0x100300,
+            0x300000, 0x300100, 0x300200, 0x300300, 0x800000, 0x800100, 0x800200, 0x800300,
+            0x980000, 0xb00000,
+        ];
+        for (code, (bdf, width)) in seed.iter().zip(&ports) {
+            let expect = format!(
+                "0000:{:02x}:{:02x}.{:x}",
+                code >> 16,
+                (code >> 8) & 0xff,
+                code & 0xff
+            );
+            assert_eq!(&expect, bdf);
+            assert_eq!(*width, if code >> 16 >= 0x98 { 16 } else { 4 }, "{bdf}");
+            let f = t.get(bdf.parse().unwrap()).unwrap();
+            assert!(f
+                .name
+                .as_ref()
+                .unwrap()
+                .contains(&format!("pcie_bdf_{code:x}")));
+            assert_eq!(f.link.unwrap().max_speed, Some(Generation::Gen5));
+            assert_eq!((f.vendor, f.device), (0x1ded, 0x8000));
+        }
+        let sata = t.get("04:00.0".parse().unwrap()).unwrap();
+        assert_eq!((sata.vendor, sata.device), (0x1b4b, 0x9235));
+        assert_eq!(sata.parent, Some("00:02.0".parse().unwrap()));
+        let l = sata.link.unwrap();
+        assert_eq!((l.speed, l.width), (Some(Generation::Gen2), Some(2)));
+        let vga = t.get("02:00.0".parse().unwrap()).unwrap();
+        assert_eq!(vga.parent, Some("01:00.0".parse().unwrap()));
+        let cx5: Vec<_> = t.children("b0:00.0".parse().unwrap()).collect();
+        assert_eq!(cx5.len(), 2);
+        assert!(cx5.iter().all(|f| (f.vendor, f.device) == (0x15b3, 0x1017)));
+        for (bdf, device) in [
+            ("7c:00.0", 0x8001),
+            ("7c:0a.0", 0x8003),
+            ("fc:00.0", 0x8001),
+            ("fc:0a.0", 0x8003),
+        ] {
+            let f = t.get(bdf.parse().unwrap()).unwrap();
+            assert_eq!((f.kind, f.device), (Kind::RcEndpoint, device), "{bdf}");
+        }
+        for f in t.functions() {
+            let node = if f.bdf.bus < 0x80 { 0 } else { 1 };
+            assert_eq!(f.numa_node, Some(node), "{}", f.bdf);
+        }
+        assert_eq!(t.functions().len(), 28);
+    }
+
+    #[test]
+    fn qemu_seed_matches_the_seeds_guest() {
+        let p = open("qemu-seed");
+        let t = &p.topology;
+        let rp = t.get("00:04.0".parse().unwrap()).unwrap();
+        assert_eq!(rp.buses, Some((1, 4)));
+        let up = t.get("01:00.0".parse().unwrap()).unwrap();
+        assert_eq!((up.kind, up.buses), (Kind::SwitchUpstream, Some((2, 4))));
+        for (nvme, serial) in [
+            ("00:03.0", "0000"),
+            ("03:00.0", "0001"),
+            ("04:00.0", "0002"),
+        ] {
+            let f = t.get(nvme.parse().unwrap()).unwrap();
+            assert_eq!((f.vendor, f.device), (0x1b36, 0x0010));
+            assert_eq!(f.params["model"].as_str(), Some("nvme"));
+            assert_eq!(f.params["serial"].as_str(), Some(serial));
+            assert_eq!(f.params["cmb_size_mb"].as_integer(), Some(2048));
+        }
+        assert_eq!(
+            t.get("00:03.0".parse().unwrap()).unwrap().kind,
+            Kind::RcEndpoint
+        );
+    }
+}

@@ -34,8 +34,8 @@ impl Cpu {
     }
 
     /// Parses `intel`, `amd`, `other`, optionally with a family: `amd:0x19`, `intel:6`. A bare
-    /// `amd` means Zen (0x17), `intel` family 6. QEMU's `-cpu max` on an Intel host reports the
-    /// host vendor; `-cpu EPYC` is AMD family 0x17.
+    /// `amd` means Zen (0x17), `intel` family 6. QEMU 7.2's `-cpu max` is AMD family 0xf under
+    /// TCG and the host's CPU under KVM; `-cpu EPYC` is AMD family 0x17.
     pub fn parse(s: &str) -> crate::Result<Cpu> {
         let bad = || {
             crate::Error::bad_input(format!(
@@ -63,6 +63,16 @@ impl Cpu {
             }),
             "other" if family.is_none() => Ok(Cpu::Other),
             _ => Err(bad()),
+        }
+    }
+}
+
+impl std::fmt::Display for Cpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cpu::Intel { family } => write!(f, "intel:{family:#x}"),
+            Cpu::Amd { family } => write!(f, "amd:{family:#x}"),
+            Cpu::Other => write!(f, "other"),
         }
     }
 }
@@ -224,6 +234,124 @@ pub fn matrix(topology: &Topology, cpu: Cpu) -> Vec<Verdict> {
         }
     }
     verdicts
+}
+
+/// The `pcielab topo --p2p --json` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub cpu: Cpu,
+    pub pairs: Vec<Verdict>,
+}
+
+impl MapType {
+    pub fn describe(self) -> &'static str {
+        match self {
+            MapType::BusAddress => "bus address",
+            MapType::ThroughHostBridge => "through host bridge",
+            MapType::NotSupported => "not supported",
+        }
+    }
+
+    /// One letter for the matrix: B(us address), H(ost bridge), x (refused).
+    fn mark(self) -> char {
+        match self {
+            MapType::BusAddress => 'B',
+            MapType::ThroughHostBridge => 'H',
+            MapType::NotSupported => 'x',
+        }
+    }
+}
+
+impl Reason {
+    pub fn describe(&self) -> String {
+        match self {
+            Reason::CommonUpstreamBridge { bridge } => format!("common upstream bridge {bridge}"),
+            Reason::SameFunction => "same function".into(),
+            Reason::NoCommonUpstreamBridge => "no common upstream bridge".into(),
+            Reason::AcsRedirect { bridges } => format!(
+                "ACS redirect on {}",
+                bridges
+                    .iter()
+                    .map(Bdf::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Reason::CpuExemption { family } => {
+                format!("CPU exemption (AMD family {family:#x} >= 0x17)")
+            }
+            Reason::HostBridgeWhitelisted { host_bridge } => {
+                format!("host bridge {host_bridge} whitelisted")
+            }
+            Reason::HostBridgeNotWhitelisted {
+                host_bridge: Some(bdf),
+                vendor,
+                device,
+            } => format!(
+                "host bridge {bdf} ({:04x}:{:04x}) not whitelisted",
+                vendor.unwrap_or(0),
+                device.unwrap_or(0)
+            ),
+            Reason::HostBridgeNotWhitelisted { .. } => {
+                "no host bridge function at 00.0 or a root port first on the root bus".into()
+            }
+        }
+    }
+}
+
+/// The distance matrix (distance and B/H/x per provider row and client column) and one line per
+/// pair with the verdict and its reasons.
+pub fn to_text(report: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut endpoints: Vec<Bdf> = report.pairs.iter().map(|v| v.provider).collect();
+    endpoints.dedup();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "P2PDMA between endpoints, CPU {} (distance; B bus address, H through host bridge, x not supported)",
+        report.cpu
+    );
+    let _ = write!(out, "{:<14}", "provider\\client");
+    for c in &endpoints {
+        let _ = write!(out, " {:>8}", short(*c));
+    }
+    out.push('\n');
+    for p in &endpoints {
+        let _ = write!(out, "{:<15}", short(*p));
+        for c in &endpoints {
+            let cell = report
+                .pairs
+                .iter()
+                .find(|v| v.provider == *p && v.client == *c)
+                .map_or("-".to_string(), |v| {
+                    format!("{} {}", v.distance, v.map.mark())
+                });
+            let _ = write!(out, " {cell:>8}");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+    for v in &report.pairs {
+        let reasons: Vec<String> = v.reasons.iter().map(Reason::describe).collect();
+        let _ = writeln!(
+            out,
+            "{} -> {}  distance {:>2}  {:<19}  {}",
+            v.provider,
+            v.client,
+            v.distance,
+            v.map.describe(),
+            reasons.join("; ")
+        );
+    }
+    out
+}
+
+/// `bb:dd.f`, or the full address outside domain 0.
+fn short(bdf: Bdf) -> String {
+    if bdf.domain == 0 {
+        format!("{:02x}:{:02x}.{:x}", bdf.bus, bdf.device, bdf.function)
+    } else {
+        bdf.to_string()
+    }
 }
 
 fn has_acs_redirect(function: &Function) -> bool {
@@ -459,11 +587,30 @@ mod tests {
     }
 
     #[test]
+    fn text_report_has_matrix_and_reasons() {
+        let report = Report {
+            cpu: INTEL,
+            pairs: matrix(&seed(), INTEL),
+        };
+        let text = to_text(&report);
+        let row = text.lines().find(|l| l.starts_with("03:00.0")).unwrap();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["03:00.0", "5", "x", "-", "4", "B", "6", "x"]
+        );
+        assert!(text.contains(
+            "0000:03:00.0 -> 0000:05:00.0  distance  6  not supported        no common upstream \
+             bridge; host bridge 0000:00:00.0 (8086:29c0) not whitelisted"
+        ));
+    }
+
+    #[test]
     fn cpu_strings_parse() {
         assert_eq!(Cpu::parse("amd").unwrap(), Cpu::Amd { family: 0x17 });
         assert_eq!(Cpu::parse("AMD:0x19").unwrap(), Cpu::Amd { family: 0x19 });
         assert_eq!(Cpu::parse("intel:6").unwrap(), Cpu::Intel { family: 6 });
         assert_eq!(Cpu::parse("other").unwrap(), Cpu::Other);
+        assert_eq!(Cpu::Amd { family: 0x19 }.to_string(), "amd:0x19");
         let err = Cpu::parse("arm:3").unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.message().contains("arm:3"));

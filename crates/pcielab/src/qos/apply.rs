@@ -240,7 +240,10 @@ pub fn plan(current: &Resctrl, desired: &[DesiredGroup]) -> Vec<Op> {
         for (res, values) in &g.schemata {
             let changed: Vec<String> = values
                 .iter()
-                .filter(|(d, v)| existing.is_none() || base.get(res, **d) != Some(**v))
+                .filter(|(d, v)| {
+                    existing.is_none()
+                        || base.get(res, **d) != Some(read_back(&current.info, res, **v))
+                })
                 .map(|(d, v)| {
                     if res == "MB" {
                         format!("{d}={v}")
@@ -295,6 +298,17 @@ pub fn plan(current: &Resctrl, desired: &[DesiredGroup]) -> Vec<Op> {
         }
     }
     ops
+}
+
+/// What the kernel will show for a value written: MB rounds up to `bandwidth_gran`.
+fn read_back(info: &Info, resource: &str, value: u64) -> u64 {
+    match (&info.mb, resource) {
+        (Some(mb), "MB") => {
+            let gran = mb.bandwidth_gran.max(1) as u64;
+            value.div_ceil(gran) * gran
+        }
+        _ => value,
+    }
 }
 
 /// Run a plan on a copy of the kernel model: the state it would leave, or the first step that

@@ -5,14 +5,21 @@
 //! PARTID+PMG) that allocated it, so occupancy per monitor is an exact count, as CMT/CSU monitors
 //! count. Sets are indexed through a hash, as sliced LLCs do, so strided streams use every set.
 
+/// Tag bits holding the line address + 1; the monitor id sits above them, so one load per way
+/// answers both "is it here" and "whose is it".
+const LINE_BITS: u32 = 48;
+const LINE_MASK: u64 = (1 << LINE_BITS) - 1;
+
+/// Line addresses the cache can hold: below 2^48 - 1.
+pub const MAX_LINE: u64 = LINE_MASK - 1;
+
 /// One L3 domain.
 #[derive(Debug, Clone)]
 pub struct L3Cache {
     sets: usize,
     ways: usize,
-    /// `sets * ways` tags: 0 is an empty way, otherwise the line address + 1.
+    /// `sets * ways` tags: 0 is an empty way, otherwise `rmid << 48 | (line + 1)`.
     tags: Vec<u64>,
-    owner: Vec<u16>,
     occupancy: Vec<u64>,
     rng: u64,
 }
@@ -24,7 +31,6 @@ impl L3Cache {
             sets: sets.max(1),
             ways,
             tags: vec![0; sets.max(1) * ways],
-            owner: vec![0; sets.max(1) * ways],
             occupancy: vec![0; monitors.max(1)],
             rng: 0x2545_f491_4f6c_dd1d,
         }
@@ -34,30 +40,30 @@ impl L3Cache {
         self.sets * self.ways
     }
 
-    /// One access to line `line` by monitor `rmid` allowed to fill the ways in `alloc_mask`;
-    /// returns whether it hit.
+    /// One access to line `line` (at most [`MAX_LINE`]) by monitor `rmid` allowed to fill the
+    /// ways in `alloc_mask`; returns whether it hit.
     #[inline]
     pub fn access(&mut self, line: u64, alloc_mask: u64, rmid: u16) -> bool {
+        debug_assert!(line <= MAX_LINE);
         let key = line.wrapping_add(1);
         let hash = line.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (line >> 29);
         let set = ((hash as u128 * self.sets as u128) >> 64) as usize;
         let base = set * self.ways;
-        let tags = &self.tags[base..base + self.ways];
-        let mut empty_allowed = usize::MAX;
+        let tags = &mut self.tags[base..base + self.ways];
+        let mut empty = 0u64;
         for (w, &t) in tags.iter().enumerate() {
-            if t == key {
+            if t & LINE_MASK == key {
                 return true;
             }
-            if t == 0 && empty_allowed == usize::MAX && alloc_mask >> w & 1 == 1 {
-                empty_allowed = w;
-            }
+            empty |= ((t == 0) as u64) << w;
         }
         let allowed = alloc_mask & ((1u64 << self.ways) - 1);
         if allowed == 0 {
             return false;
         }
-        let way = if empty_allowed != usize::MAX {
-            empty_allowed
+        // An empty way the group may fill, else a random one of its ways.
+        let way = if empty & allowed != 0 {
+            (empty & allowed).trailing_zeros() as usize
         } else {
             self.rng ^= self.rng << 13;
             self.rng ^= self.rng >> 7;
@@ -69,12 +75,11 @@ impl L3Cache {
             }
             m.trailing_zeros() as usize
         };
-        let slot = base + way;
-        if self.tags[slot] != 0 {
-            self.occupancy[self.owner[slot] as usize] -= 1;
+        let old = tags[way];
+        tags[way] = (rmid as u64) << LINE_BITS | key;
+        if old != 0 {
+            self.occupancy[(old >> LINE_BITS) as usize] -= 1;
         }
-        self.tags[slot] = key;
-        self.owner[slot] = rmid;
         if rmid as usize >= self.occupancy.len() {
             self.occupancy.resize(rmid as usize + 1, 0);
         }

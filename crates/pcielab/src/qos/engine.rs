@@ -117,7 +117,8 @@ impl Engine {
         let preset = self.preset;
         self.threads = processes
             .iter()
-            .flat_map(|(pid, w)| {
+            .enumerate()
+            .flat_map(|(index, (pid, w))| {
                 (0..w.threads).map(move |t| {
                     let cpu = w.cpu_of_thread(t);
                     let node = preset.node_of_cpu(cpu);
@@ -135,7 +136,7 @@ impl Engine {
                             } => Some((accesses_per_op, compute_ns)),
                             _ => None,
                         },
-                        stream: AccessStream::new(&w.pattern, *pid, t, sample),
+                        stream: AccessStream::new(&w.pattern, index as u32, t, sample),
                         hit_ratio: None,
                     }
                 })

@@ -198,20 +198,86 @@ pub fn svg(outcome: &Outcome) -> String {
                 s += &format!("<circle cx=\"{cx}\" cy=\"{cy}\" r=\"3\" fill=\"{colour}\"/>\n");
             }
         }
-        let ly = y1 + 16.0 + i as f64 * 18.0;
+    }
+    s += &legend(outcome, &xs, &left, &right, (x0, x1, y0, y1));
+    s += "</svg>\n";
+    s
+}
+
+/// The legend, in whichever corner of the plot area covers the fewest data points.
+fn legend(
+    outcome: &Outcome,
+    xs: &Axis,
+    left: &Axis,
+    right: &Axis,
+    area: (f64, f64, f64, f64),
+) -> String {
+    let (x0, x1, y0, y1) = area;
+    let label_of = |l: &super::scenario::Line| {
+        format!(
+            "{}{}",
+            l.label,
+            if l.right_axis { " (right axis)" } else { "" }
+        )
+    };
+    let width = 60.0
+        + 7.0
+            * outcome
+                .lines
+                .iter()
+                .map(|l| label_of(l).chars().count())
+                .max()
+                .unwrap_or(0) as f64;
+    let height = 10.0 + 18.0 * outcome.lines.len() as f64;
+    let points: Vec<(f64, f64)> = outcome
+        .lines
+        .iter()
+        .flat_map(|l| {
+            let axis = if l.right_axis { right } else { left };
+            l.points
+                .iter()
+                .map(move |(x, y)| (xs.map(*x, x0, x1), axis.map(*y, y0, y1)))
+        })
+        .collect();
+    let corners = [
+        (x0 + 8.0, y1 + 8.0),
+        (x1 - width - 8.0, y1 + 8.0),
+        (x0 + 8.0, y0 - height - 8.0),
+        (x1 - width - 8.0, y0 - height - 8.0),
+    ];
+    let covered = |(lx, ly): (f64, f64)| {
+        points
+            .iter()
+            .filter(|(px, py)| *px >= lx && *px <= lx + width && *py >= ly && *py <= ly + height)
+            .count()
+    };
+    let (lx, ly) = corners
+        .into_iter()
+        .min_by_key(|c| covered(*c))
+        .unwrap_or(corners[0]);
+    let mut s = format!(
+        "<rect x=\"{lx:.1}\" y=\"{ly:.1}\" width=\"{width:.1}\" height=\"{height:.1}\" fill=\"white\" \
+         fill-opacity=\"0.85\" stroke=\"#999\"/>\n"
+    );
+    for (i, line) in outcome.lines.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let dash = if line.right_axis {
+            " stroke-dasharray=\"6 3\""
+        } else {
+            ""
+        };
+        let y = ly + 14.0 + i as f64 * 18.0;
         s += &format!(
-            "<line x1=\"{}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{colour}\" stroke-width=\"3\"{dash}/>\n",
-            x0 + 12.0,
-            x0 + 36.0
+            "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{colour}\" stroke-width=\"3\"{dash}/>\n",
+            lx + 8.0,
+            lx + 32.0
         );
         s += &format!(
-            "<text x=\"{}\" y=\"{}\">{}{}</text>\n",
-            x0 + 42.0,
-            ly + 4.0,
-            escape(&line.label),
-            if line.right_axis { " (right axis)" } else { "" }
+            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+            lx + 38.0,
+            y + 4.0,
+            escape(&label_of(line))
         );
     }
-    s += "</svg>\n";
     s
 }

@@ -30,6 +30,8 @@ pub struct GroupView {
     pub schemata: Vec<String>,
     pub size: Vec<String>,
     pub tasks: Vec<u32>,
+    /// The `cpus` file: hex mask words, most significant first.
+    pub cpus: String,
     pub cpus_list: String,
     pub mon_groups: Vec<MonGroupView>,
 }
@@ -43,6 +45,7 @@ pub struct MonGroupView {
 }
 
 pub fn show(machine: &str, rs: &Resctrl) -> ShowView {
+    let nr_cpus = rs.online_cpus.0.iter().max().map_or(1, |c| c + 1);
     ShowView {
         machine: machine.to_string(),
         info: rs.info.clone(),
@@ -68,6 +71,7 @@ pub fn show(machine: &str, rs: &Resctrl) -> ShowView {
                 schemata: g.schemata.format().lines().map(str::to_string).collect(),
                 size: rs.size_text(g).lines().map(str::to_string).collect(),
                 tasks: g.tasks.iter().copied().collect(),
+                cpus: g.cpus.to_mask(nr_cpus),
                 cpus_list: g.cpus.to_list(),
                 mon_groups: g
                     .mon_groups

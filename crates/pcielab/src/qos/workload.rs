@@ -277,7 +277,9 @@ pub struct AccessStream {
 }
 
 impl AccessStream {
-    /// `owner` and `thread` keep address spaces apart (private buffers get distinct bases).
+    /// `owner` (a process index below 4096) and `thread` (below 256) keep address spaces apart
+    /// (private buffers get distinct bases); each space holds 2^28 lines (16 GiB), within the
+    /// cache model's 48-bit line addresses.
     pub fn new(pattern: &Pattern, owner: u32, thread: u32, sample: u64) -> AccessStream {
         let (bytes, step, private, random) = match *pattern {
             Pattern::Stream { bytes } => (bytes, 1, true, false),
@@ -285,8 +287,9 @@ impl AccessStream {
             Pattern::Thrash { bytes } => (bytes, 1, false, true),
             Pattern::Service { bytes, .. } => (bytes, 1, false, true),
         };
-        let lines = (bytes / 64 / step / sample.max(1)).max(1);
-        let space = ((owner as u64) << 40) | if private { (thread as u64) << 32 } else { 0 };
+        let lines = (bytes / 64 / step / sample.max(1)).clamp(1, (1 << 28) / step);
+        let buffer = if private { thread as u64 & 0xff } else { 0 };
+        let space = ((owner as u64 & 0xfff) << 36) | (buffer << 28);
         AccessStream {
             base: space,
             lines,
@@ -369,6 +372,21 @@ mod tests {
     }
 
     #[test]
+    fn threads_share_a_buffer_but_not_a_sequence() {
+        let pattern = Pattern::Thrash { bytes: 1 << 20 };
+        let mut a = AccessStream::new(&pattern, 3, 0, 1);
+        let mut b = AccessStream::new(&pattern, 3, 1, 1);
+        let (xa, xb): (Vec<u64>, Vec<u64>) =
+            (0..64).map(|_| (a.next_line(), b.next_line())).unzip();
+        assert_ne!(xa, xb);
+        let space = 3u64 << 36;
+        assert!(xa
+            .iter()
+            .chain(&xb)
+            .all(|l| (space..space + (1 << 14)).contains(l)));
+    }
+
+    #[test]
     fn chase_visits_every_stride_then_wraps() {
         let mut s = AccessStream::new(
             &Pattern::Chase {
@@ -379,7 +397,7 @@ mod tests {
             0,
             1,
         );
-        let lines: Vec<u64> = (0..9).map(|_| s.next_line() - (1 << 40)).collect();
+        let lines: Vec<u64> = (0..9).map(|_| s.next_line() - (1 << 36)).collect();
         assert_eq!(lines, vec![0, 8, 16, 24, 32, 40, 48, 56, 0]);
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::pcie::Bdf;
-use crate::topology::{Function, Kind, Link, Topology};
+use crate::topology::{Function, Kind, Topology};
 
 /// Warnings per function (only functions with findings appear), in address order.
 pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
@@ -27,8 +27,9 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
                 }
             }
         }
-        if f.link.is_some() && busy.contains(&f.bdf) {
-            let up_aspm = parent.map_or(false, |p| p.aspm_enabled.any());
+        // A link is judged at its downstream end (a port's LnkCtl governs the same link).
+        if parent.is_some() && f.link.is_some() && busy.contains(&f.bdf) {
+            let up_aspm = parent.is_some_and(|p| p.aspm_enabled.any());
             if f.aspm_enabled.any() || up_aspm {
                 found.push(format!(
                     "ASPM enabled on a busy link (an endpoint below has a driver or device model): exit latency adds to every transfer; enabled at {}",
@@ -57,7 +58,7 @@ fn downtrained(parent: &Function, f: &Function) -> Option<String> {
     if width == 0 {
         return None;
     }
-    let theirs = parent.link.unwrap_or(Link::default());
+    let theirs = parent.link.unwrap_or_default();
     let common_speed = min_known(mine.max_speed, theirs.max_speed);
     let common_width = min_known(mine.max_width, theirs.max_width);
     let slow = common_speed.filter(|&c| speed < c);
@@ -105,7 +106,7 @@ fn busy_functions(topo: &Topology) -> HashSet<Bdf> {
 mod tests {
     use super::*;
     use crate::pcie::Generation::*;
-    use crate::topology::Aspm;
+    use crate::topology::{Aspm, Link};
 
     fn pair() -> (Function, Function) {
         let mut rp = Function::new(
@@ -166,6 +167,7 @@ mod tests {
         ep.driver = Some("nvme".into());
         let busy = warnings(&Topology::new(vec![rp, ep.clone()]));
         assert_eq!(busy[&ep.bdf].len(), 2);
+        assert!(!busy.contains_key(&"00:02.0".parse().unwrap()), "{busy:?}");
         assert!(busy[&ep.bdf][1].ends_with("enabled at 0000:00:02.0"));
     }
 }

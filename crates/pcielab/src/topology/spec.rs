@@ -140,6 +140,7 @@ pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
     }
     check_structure(&loc, &functions, &starts, &parent_spans)?;
     assign_bus_ranges(&mut functions);
+    check_bus_ranges(&loc, &functions, &starts)?;
     Ok(Platform {
         name: raw.name,
         description: raw.description,
@@ -555,9 +556,9 @@ fn check_structure(
             }
         }
     }
-    for f in functions
+    if let Some(f) = functions
         .iter()
-        .filter(|f| f.kind == Kind::SwitchUpstream && !child_bus.contains_key(&f.bdf))
+        .find(|f| f.kind == Kind::SwitchUpstream && !child_bus.contains_key(&f.bdf))
     {
         return Err(loc.err(
             starts[&f.bdf],
@@ -599,64 +600,131 @@ fn check_structure(
 }
 
 /// Fills in each bridge's secondary/subordinate bus range from where its descendants sit; a
-/// bridge without children gets the lowest bus number not otherwise in use above its own bus,
-/// as firmware would leave an empty port.
+/// bridge without children gets the lowest bus number above its own that no function uses and no
+/// other subtree's range covers, as firmware would leave an empty port.
 fn assign_bus_ranges(functions: &mut [Function]) {
     let index: HashMap<Bdf, usize> = functions
         .iter()
         .enumerate()
         .map(|(i, f)| (f.bdf, i))
         .collect();
+    let ancestors = |bdf: Bdf| -> Vec<Bdf> {
+        let mut chain = Vec::new();
+        let mut cursor = index.get(&bdf).and_then(|&i| functions[i].parent);
+        while let Some(p) = cursor {
+            chain.push(p);
+            cursor = index.get(&p).and_then(|&i| functions[i].parent);
+        }
+        chain
+    };
     let mut ranges: BTreeMap<Bdf, (u8, u8)> = BTreeMap::new();
     for f in functions.iter() {
-        if let Some(p) = f.parent {
-            let r = ranges.entry(p).or_insert((f.bdf.bus, f.bdf.bus));
-            r.0 = r.0.min(f.bdf.bus);
+        for (depth, up) in ancestors(f.bdf).into_iter().enumerate() {
+            let r = ranges.entry(up).or_insert((f.bdf.bus, f.bdf.bus));
+            if depth == 0 {
+                r.0 = r.0.min(f.bdf.bus);
+            }
+            r.1 = r.1.max(f.bdf.bus);
         }
     }
     let mut used: BTreeSet<(u16, u8)> = functions
         .iter()
         .map(|f| (f.bdf.domain, f.bdf.bus))
         .collect();
-    let bridges: Vec<Bdf> = functions
+    let empty: Vec<Bdf> = functions
         .iter()
-        .filter(|f| f.kind.is_bridge())
+        .filter(|f| f.kind.is_bridge() && !ranges.contains_key(&f.bdf))
         .map(|f| f.bdf)
         .collect();
-    for &b in &bridges {
-        if ranges.contains_key(&b) {
-            continue;
-        }
+    for b in empty {
+        let above = ancestors(b);
+        let foreign = |n: u8| {
+            ranges.iter().any(|(owner, &(sec, sub))| {
+                owner.domain == b.domain && (sec..=sub).contains(&n) && !above.contains(owner)
+            })
+        };
         let free = (u16::from(b.bus) + 1..=255)
             .map(|n| n as u8)
-            .find(|&n| !used.contains(&(b.domain, n)));
+            .find(|&n| !used.contains(&(b.domain, n)) && !foreign(n));
         if let Some(n) = free {
             used.insert((b.domain, n));
             ranges.insert(b, (n, n));
-        }
-    }
-    // Extend every ancestor's subordinate bus to cover each bus below it.
-    let buses: Vec<(Option<Bdf>, u8)> = functions
-        .iter()
-        .map(|f| (f.parent, f.bdf.bus))
-        .chain(ranges.iter().map(|(b, r)| (Some(*b), r.1)))
-        .collect();
-    for (mut cursor, bus) in buses {
-        let mut hops = 0;
-        while let Some(p) = cursor {
-            if let Some(r) = ranges.get_mut(&p) {
-                r.1 = r.1.max(bus);
-            }
-            cursor = index.get(&p).and_then(|&i| functions[i].parent);
-            hops += 1;
-            if hops > functions.len() {
-                break;
+            for up in above {
+                if let Some(r) = ranges.get_mut(&up) {
+                    r.1 = r.1.max(n);
+                }
             }
         }
     }
     for f in functions.iter_mut() {
         f.buses = ranges.get(&f.bdf).copied();
     }
+}
+
+/// Bus ranges must nest: a bus inside a bridge's [secondary, subordinate] belongs to a function
+/// below that bridge, or lspci and the kernel route it to the wrong subtree. Each function's bus
+/// must be covered by exactly its ancestors' ranges; counting coverage per bus checks that.
+fn check_bus_ranges(
+    loc: &Locator,
+    functions: &[Function],
+    starts: &HashMap<Bdf, usize>,
+) -> Result<()> {
+    let mut cover: HashMap<u16, [i32; 257]> = HashMap::new();
+    for f in functions {
+        if let Some((sec, sub)) = f.buses {
+            let c = cover.entry(f.bdf.domain).or_insert([0; 257]);
+            c[usize::from(sec)] += 1;
+            c[usize::from(sub) + 1] -= 1;
+        }
+    }
+    let covered: HashMap<u16, Vec<i32>> = cover
+        .into_iter()
+        .map(|(d, c)| {
+            let mut sum = 0;
+            (
+                d,
+                c.iter()
+                    .map(|v| {
+                        sum += v;
+                        sum
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let by_bdf: HashMap<Bdf, &Function> = functions.iter().map(|f| (f.bdf, f)).collect();
+    for f in functions {
+        let mut depth = 0;
+        let mut cursor = f.parent;
+        while let Some(p) = cursor {
+            depth += 1;
+            cursor = by_bdf.get(&p).and_then(|pf| pf.parent);
+        }
+        let count = covered
+            .get(&f.bdf.domain)
+            .map_or(0, |c| c[usize::from(f.bdf.bus)]);
+        if count == depth {
+            continue;
+        }
+        let intruder = functions.iter().find(|b| {
+            b.bdf.domain == f.bdf.domain
+                && b.buses
+                    .is_some_and(|(sec, sub)| (sec..=sub).contains(&f.bdf.bus))
+                && !std::iter::successors(f.parent, |p| by_bdf.get(p).and_then(|pf| pf.parent))
+                    .any(|a| a == b.bdf)
+        });
+        if let Some(b) = intruder {
+            let (sec, sub) = b.buses.unwrap_or_default();
+            return Err(loc.err(
+                starts[&f.bdf],
+                format_args!(
+                    "function {}: bus {:02x} lies inside the bus range [{sec:02x}-{sub:02x}] of {}, which is not above it; renumber so each subtree's buses form one block",
+                    f.bdf, f.bdf.bus, b.bdf
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -726,6 +794,100 @@ model = "ahci"
             }
         );
         assert_eq!(sata.aspm_supported, sata.aspm_enabled);
+    }
+
+    #[test]
+    fn interleaved_subtrees_are_rejected() {
+        // Root port 00:03.0's child sits on bus 02, inside 00:02.0's range [01-03].
+        let spec = r#"
+name = "t"
+[[function]]
+bdf = "0000:00:02.0"
+kind = "root_port"
+vendor = 1
+device_id = 2
+class = 0x060400
+[[function]]
+bdf = "0000:01:00.0"
+kind = "pci_bridge"
+parent = "0000:00:02.0"
+vendor = 1
+device_id = 3
+class = 0x060400
+[[function]]
+bdf = "0000:03:00.0"
+kind = "endpoint"
+parent = "0000:01:00.0"
+vendor = 1
+device_id = 4
+class = 0x010802
+[[function]]
+bdf = "0000:00:03.0"
+kind = "root_port"
+vendor = 1
+device_id = 2
+class = 0x060400
+[[function]]
+bdf = "0000:02:00.0"
+kind = "endpoint"
+parent = "0000:00:03.0"
+vendor = 1
+device_id = 5
+class = 0x010802
+"#;
+        let e = err(spec);
+        assert!(
+            e.starts_with("t.toml:30: function 0000:02:00.0: bus 02 lies inside the bus range [01-03] of 0000:00:02.0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn empty_ports_skip_buses_inside_other_subtrees() {
+        // 00:02.0 covers [01-03] with a hole at 02; the empty 00:03.0 must not take bus 02.
+        let spec = r#"
+name = "t"
+[[function]]
+bdf = "0000:00:02.0"
+kind = "root_port"
+vendor = 1
+device_id = 2
+class = 0x060400
+[[function]]
+bdf = "0000:01:00.0"
+kind = "pci_bridge"
+parent = "0000:00:02.0"
+vendor = 1
+device_id = 3
+class = 0x060400
+[[function]]
+bdf = "0000:03:00.0"
+kind = "endpoint"
+parent = "0000:01:00.0"
+vendor = 1
+device_id = 4
+class = 0x010802
+[[function]]
+bdf = "0000:00:03.0"
+kind = "root_port"
+vendor = 1
+device_id = 2
+class = 0x060400
+"#;
+        let p = parse_spec("t.toml", spec).unwrap();
+        let t = &p.topology;
+        assert_eq!(
+            t.get("00:02.0".parse().unwrap()).unwrap().buses,
+            Some((1, 3))
+        );
+        assert_eq!(
+            t.get("01:00.0".parse().unwrap()).unwrap().buses,
+            Some((3, 3))
+        );
+        assert_eq!(
+            t.get("00:03.0".parse().unwrap()).unwrap().buses,
+            Some((4, 4))
+        );
     }
 
     #[test]

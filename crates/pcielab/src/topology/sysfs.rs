@@ -1,7 +1,7 @@
 //! The sysfs reader: builds a topology from a directory shaped like `/sys/bus/pci` (the live one,
 //! a snapshot, or an export). Each `devices/<bdf>` entry gives identity and capabilities from its
 //! `config` file; parents come from the device path the entry links to
-//! (`…/pci0000:00/0000:00:02.0/0000:04:00.0`). When `config` is cut short (an unprivileged read
+//! (`…/pci0000:00/0000:00:02.0/0000:04:00.0`), or from bridge bus numbers in a plain copy. When `config` is cut short (an unprivileged read
 //! returns 64 bytes) link facts come from the `*_link_speed`/`*_link_width` attributes and the
 //! kind is inferred from the class and the parent's kind.
 
@@ -74,10 +74,17 @@ fn read_hex(dir: &Path, name: &str) -> Option<u32> {
     u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
 }
 
-/// The bridge above a device, from the directory its sysfs entry resolves into.
-fn parent_of(entry: &Path) -> Option<Bdf> {
-    let target = fs::read_link(entry).ok()?;
-    target.parent()?.file_name()?.to_str()?.parse().ok()
+/// The bridge above a device. From the device path its sysfs entry links into when it is a link;
+/// for a plain copy (`cp -r`, no links) from bus numbers, as lspci does: the bridge whose
+/// secondary bus is the device's bus.
+fn parent_of(entry: &Path, bdf: Bdf, earlier: &[Function]) -> Option<Bdf> {
+    match fs::read_link(entry) {
+        Ok(target) => target.parent()?.file_name()?.to_str()?.parse().ok(),
+        Err(_) => earlier
+            .iter()
+            .find(|f| f.bdf.domain == bdf.domain && f.buses.is_some_and(|(sec, _)| sec == bdf.bus))
+            .map(|f| f.bdf),
+    }
 }
 
 /// A `*_link_speed` attribute: "8.0 GT/s PCIe" → Gen3; "Unknown" → None.
@@ -146,8 +153,14 @@ fn inferred_kind(d: &Decoded, express: bool, parent: Option<&Function>) -> Kind 
 fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function, bool)> {
     let config = fs::read(dir.join("config")).unwrap_or_default();
     let d = header(bdf, dir, &config)?;
-    let parent = parent_of(dir);
-    let parent_fn = parent.and_then(|p| earlier.iter().rev().find(|f| f.bdf == p));
+    let parent = parent_of(dir, bdf, earlier);
+    // `earlier` is in address order (see `read_sysfs`).
+    let parent_fn = parent.and_then(|p| {
+        earlier
+            .binary_search_by_key(&p, |f| f.bdf)
+            .ok()
+            .map(|i| &earlier[i])
+    });
     let mut f = Function::new(bdf, d.vendor, d.device, d.class, Kind::Endpoint);
     f.revision = d.revision;
     f.subsystem_vendor = d.subsystem_vendor;

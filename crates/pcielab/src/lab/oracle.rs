@@ -1,0 +1,168 @@
+//! The P2PDMA oracle: for every ordered pair of NVMe controllers with a CMB, the guest copies
+//! from the first to the second through the first one's p2pmem (`pcielab bench p2p`), and the
+//! outcome is compared with [`crate::model::p2p`]'s prediction from the spec: a predicted bus
+//! address or host-bridge path must copy and verify, a predicted refusal must fail with
+//! EREMOTEIO and the kernel's own message in dmesg. The CPU is read from the guest's cpuinfo,
+//! since QEMU's `-cpu` model (and the accelerator) decide what the kernel sees.
+
+use serde::Serialize;
+use std::fs;
+use std::path::Path;
+
+use super::argv::device_id;
+use crate::error::{Error, Result};
+use crate::model::p2p::{self, Cpu, MapType, Verdict};
+use crate::pcie::Bdf;
+use crate::topology::Topology;
+
+/// errno the block layer returns for a refused peer-to-peer transfer (BLK_STS_TARGET).
+pub const EREMOTEIO: i32 = 121;
+
+/// QEMU's NVMe controller ids.
+const NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
+
+/// NVMe controllers of the spec that have a CMB (and so p2pmem under a P2PDMA kernel).
+pub fn providers(spec: &Topology) -> Vec<Bdf> {
+    spec.functions()
+        .iter()
+        .filter(|f| (f.vendor, f.device) == NVME_IDS && f.params.contains_key("cmb_size_mb"))
+        .map(|f| f.bdf)
+        .collect()
+}
+
+/// Every ordered pair of distinct controllers: (source and p2pmem provider, destination).
+pub fn pairs(spec: &Topology) -> Vec<(Bdf, Bdf)> {
+    let nvme = providers(spec);
+    let mut out = Vec::new();
+    for &a in &nvme {
+        for &b in &nvme {
+            if a != b {
+                out.push((a, b));
+            }
+        }
+    }
+    out
+}
+
+fn result_name(src: Bdf, dst: Bdf) -> String {
+    format!("p2p-{}-{}.json", device_id(src), device_id(dst))
+}
+
+/// The guest script: one `pcielab bench p2p` per pair, JSON into `/results`.
+pub fn script(spec: &Topology, size: u64) -> String {
+    let mut script = String::from("ls -d /sys/bus/pci/devices/*/p2pmem > p2pmem-devices.txt\n");
+    for (src, dst) in pairs(spec) {
+        script.push_str(&format!(
+            "pcielab bench p2p {src} {dst} --via-p2pmem {src} --size {size} --chunk 65536 \
+             --check --json > {} 2>> bench-errors.txt\n",
+            result_name(src, dst)
+        ));
+    }
+    script.push_str("true\n");
+    script
+}
+
+/// The CPU as the guest kernel sees it, from `/proc/cpuinfo`.
+pub fn cpu_from_cpuinfo(cpuinfo: &str) -> Cpu {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    let family = field("cpu family")
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0);
+    match field("vendor_id").as_deref() {
+        Some("AuthenticAMD") => Cpu::Amd { family },
+        Some("GenuineIntel") => Cpu::Intel { family },
+        _ => Cpu::Other,
+    }
+}
+
+/// What happened for one pair, next to what the model predicted.
+#[derive(Debug, Clone, Serialize)]
+pub struct PairOutcome {
+    pub predicted: Verdict,
+    /// The p2p copy went through and, with --check, the data matched.
+    pub copied: bool,
+    pub errno: Option<i32>,
+    pub failed_step: Option<String>,
+    /// The kernel's refusal message for this pair, as dmesg shows it.
+    pub kernel_message: Option<String>,
+    #[serde(rename = "p2p_MBps")]
+    pub p2p_mbps: Option<f64>,
+    #[serde(rename = "host_memory_MBps")]
+    pub host_memory_mbps: Option<f64>,
+    pub agrees: bool,
+}
+
+/// Reads the guest's results and judges every pair.
+pub fn evaluate(spec: &Topology, results: &Path) -> Result<(Cpu, Vec<PairOutcome>)> {
+    let read = |name: &str| {
+        let path = results.join(name);
+        fs::read_to_string(&path).map_err(|e| {
+            Error::runtime(format!(
+                "lab phase 'results': {}: {e}; see {}",
+                path.display(),
+                results.join("script.log").display()
+            ))
+        })
+    };
+    let cpu = cpu_from_cpuinfo(&read("cpuinfo.txt")?);
+    let dmesg = read("dmesg.txt")?;
+    let mut outcomes = Vec::new();
+    for (src, dst) in pairs(spec) {
+        let predicted = p2p::verdict(spec, src, dst, cpu).expect("pairs come from the spec");
+        let text = read(&result_name(src, dst))?;
+        let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            let said = fs::read_to_string(results.join("bench-errors.txt")).unwrap_or_default();
+            Error::runtime(format!(
+                "lab phase 'results': bench output for {src} -> {dst} is not JSON ({e}); the \
+                 guest said: {}",
+                said.lines().next().unwrap_or("nothing")
+            ))
+        })?;
+        let p2p = &report["p2p"];
+        let copied = p2p["ok"] == true && report["check"] == "match";
+        let errno = p2p["errno"].as_i64().map(|e| e as i32);
+        let refusal = format!(
+            "{dst}: cannot be used for peer-to-peer DMA as the client and provider ({src})"
+        );
+        let kernel_message = dmesg
+            .lines()
+            .find(|l| l.contains(&refusal))
+            .map(|l| l.trim().to_string());
+        let agrees = match predicted.map {
+            MapType::BusAddress | MapType::ThroughHostBridge => copied,
+            MapType::NotSupported => {
+                !copied && errno == Some(EREMOTEIO) && kernel_message.is_some()
+            }
+        };
+        outcomes.push(PairOutcome {
+            predicted,
+            copied,
+            errno,
+            failed_step: p2p["failed_step"].as_str().map(str::to_string),
+            kernel_message,
+            p2p_mbps: p2p["mb_s"].as_f64(),
+            host_memory_mbps: report["host_memory"]["mb_s"].as_f64(),
+            agrees,
+        });
+    }
+    Ok((cpu, outcomes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuinfo_gives_vendor_and_family() {
+        let epyc = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 1\n";
+        assert_eq!(cpu_from_cpuinfo(epyc), Cpu::Amd { family: 0x17 });
+        let intel = "vendor_id\t: GenuineIntel\ncpu family\t: 6\n";
+        assert_eq!(cpu_from_cpuinfo(intel), Cpu::Intel { family: 6 });
+        assert_eq!(cpu_from_cpuinfo("vendor_id : HygonGenuine\n"), Cpu::Other);
+    }
+}
