@@ -150,6 +150,48 @@ fn check_passes_for_both_qemu_presets_and_lspci_agrees() {
     }
 }
 
+/// A spec asking for a trained Gen4 x8 link: QEMU 7.2 cannot train it, so `lab check` shows the
+/// difference as expected, with the reason, and still passes; the argv asks for the capability.
+#[test]
+fn qemu_link_limits_are_expected_differences() {
+    let preset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/qemu-wide.toml");
+    let preset_text = std::fs::read_to_string(preset).unwrap();
+    let wanted = "link = { max_speed = 16.0, max_width = 8, speed = 2.5, width = 1 }";
+    assert!(preset_text.contains(wanted));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("trained.toml");
+    std::fs::write(
+        &spec,
+        preset_text.replace(
+            wanted,
+            "link = { max_speed = 16.0, max_width = 8, speed = 16.0, width = 8 }",
+        ),
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let out = pcielab(&["lab", "argv", spec]);
+    assert!(out.status.success());
+    let notes = text(&out.stderr);
+    assert!(
+        notes.contains("note: 0000:00:02.0 link.speed: spec 16 GT/s, QEMU shows 2.5 GT/s"),
+        "{notes}"
+    );
+    assert!(text(&out.stdout).contains("x-speed=16,x-width=8"));
+
+    let out = pcielab(&["lab", "check", spec, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expected: Vec<(&str, &str)> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "expected" && r["bdf"] == "0000:00:02.0")
+        .map(|r| (r["field"].as_str().unwrap(), r["guest"].as_str().unwrap()))
+        .collect();
+    assert_eq!(expected, [("link.speed", "2.5 GT/s"), ("link.width", "1")]);
+    assert_eq!(doc["expected"], 5);
+}
+
 #[test]
 fn seed_fio_job_runs_in_the_guest_with_json_results() {
     let dir = tempfile::tempdir().unwrap();

@@ -19,7 +19,7 @@ use std::path::PathBuf;
   pcielab topo --machine snapshot:/tmp/snap --json
   pcielab topo --machine sim:qemu-wide --p2p --cpu amd:0x17
 
-Presets: yitian710, rk3588-evb, rk3568-evb, qemu-seed. The spec format and the JSON fields are
+Presets: yitian710, rk3588-evb, rk3568-evb, qemu-seed, qemu-wide. The spec format and the JSON fields are
 documented in docs/topology.md.")]
 pub struct Args {
     /// Where facts come from: host, snapshot:DIR, sim:PRESET or sim:FILE.toml

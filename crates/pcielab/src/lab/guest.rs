@@ -265,6 +265,8 @@ cd /results
 rc=$(cat /tmp/script.status)
 dmesg > /results/dmesg.txt
 cat /proc/cpuinfo > /results/cpuinfo.txt
+# Kernel messages must not interleave with the encoded results.
+dmesg -n 1
 echo "@@pcielab results-begin"
 tar -c -C /results . | gzip -c | base64
 echo "@@pcielab results-end"

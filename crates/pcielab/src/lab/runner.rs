@@ -77,11 +77,13 @@ pub fn boot(
         .arg(kernel)
         .arg("-initrd")
         .arg(initrd)
-        // no_timer_check: under TCG on a loaded host the kernel's IO-APIC timer check can miss
-        // ticks and panic ("IO-APIC + timer doesn't work!"); it proves nothing about PCIe.
+        // loglevel=4: errors and warnings reach the console, so a failed boot shows why; the
+        // guest silences the console before sending results. no_timer_check: under TCG on a
+        // loaded host the IO-APIC timer check can miss ticks and panic ("IO-APIC + timer doesn't
+        // work!"); it proves nothing about PCIe.
         .args([
             "-append",
-            "console=ttyS0 panic=-1 loglevel=1 no_timer_check",
+            "console=ttyS0 panic=-1 loglevel=4 no_timer_check",
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -122,7 +124,10 @@ pub fn boot(
     let mut panic_line: Option<String> = None;
     let mut panic_grace = None;
     let fail = |phase: Phase, what: String, tail: &VecDeque<String>| {
-        let shown: Vec<&str> = tail.iter().map(String::as_str).collect();
+        let mut shown: Vec<&str> = tail.iter().map(String::as_str).collect();
+        if shown.is_empty() {
+            shown.push("(the guest printed nothing yet)");
+        }
         phase_error(
             phase.name(),
             format!(

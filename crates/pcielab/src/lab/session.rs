@@ -167,12 +167,10 @@ fn run_in(
 
     let results_dir = match &options.results_dir {
         Some(dir) => dir.clone(),
-        None => options.cache.join("results").join(
-            run_dir
-                .file_name()
-                .expect("run dirs have a name")
-                .to_owned(),
-        ),
+        None => options
+            .cache
+            .join("results")
+            .join(run_dir.file_name().expect("run dirs have a name")),
     };
     let outcome = runner::boot(
         &qemu_plan,
