@@ -12,7 +12,16 @@ use clap::Parser;
     about = "Observe, model, control and emulate PCIe I/O on Linux",
     long_about = "pcielab answers PCIe performance questions on a live host (--machine host), a saved \
 sysfs snapshot (--machine snapshot:DIR) or a built-in simulated platform (--machine sim:NAME).",
-    after_help = "Examples:\n  pcielab topo --machine sim:yitian710\n  pcielab model --gen 3 --width 4 --sizes 64,4K,1M"
+    after_help = "Examples:\n  \
+pcielab topo --machine sim:yitian710                      the tree, links, ceilings, warnings\n  \
+pcielab model --gen 3 --width 4 --sizes 64,4K,1M          link bandwidth vs transfer size\n  \
+pcielab pmu list --machine sim:yitian710                  PMU devices and their events\n  \
+pcielab stat --machine sim:yitian710 -a -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ -- \\\n      \
+fio --filename=./test.big --rw=read --bs=1m --size=2g --numjobs=4 --name=test-read\n  \
+pcielab qos show --machine sim:mpam-seed                  resctrl groups and capabilities\n  \
+pcielab sim run scenarios/colocation.toml --svg out.svg   an MPAM experiment with a plot\n  \
+pcielab lab check qemu-seed                               boot the topology in QEMU and compare\n\n\
+Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml. Exit codes: 0 ok, 1 runtime failure, 2 bad input."
 )]
 struct Cli {
     #[command(subcommand)]

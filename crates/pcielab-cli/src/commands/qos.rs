@@ -52,12 +52,14 @@ enum QosCommand {
     Show {
         #[command(flatten)]
         machine: MachineArgs,
+        /// JSON output (shape in docs/qos.md)
         #[arg(long)]
         json: bool,
     },
     /// Create a control group (NAME) or a monitor group (NAME/MON), then set it up
     #[command(after_help = EXAMPLES)]
     Create {
+        /// NAME (control group), NAME/MON (monitor group) or mon_groups/MON (under the root)
         group: String,
         #[command(flatten)]
         machine: MachineArgs,
@@ -71,6 +73,7 @@ enum QosCommand {
     /// Change a group's schemata and/or mode
     #[command(after_help = EXAMPLES)]
     Set {
+        /// /, NAME, NAME/MON or mon_groups/MON
         group: String,
         #[command(flatten)]
         machine: MachineArgs,
@@ -82,6 +85,7 @@ enum QosCommand {
     /// Move tasks (pids) and/or CPUs into a group
     #[command(after_help = EXAMPLES)]
     Assign {
+        /// /, NAME, NAME/MON or mon_groups/MON
         group: String,
         #[command(flatten)]
         machine: MachineArgs,
@@ -95,6 +99,7 @@ enum QosCommand {
     /// Remove a group (its tasks and CPUs return to the parent)
     #[command(after_help = EXAMPLES)]
     Delete {
+        /// /, NAME, NAME/MON or mon_groups/MON
         group: String,
         #[command(flatten)]
         machine: MachineArgs,
@@ -103,12 +108,14 @@ enum QosCommand {
     /// roll back on failure
     #[command(after_help = EXAMPLES)]
     Apply {
+        /// Desired-state file: .toml, anything else is read as YAML
         file: PathBuf,
         #[command(flatten)]
         machine: MachineArgs,
         /// Print the plan and check it against the kernel's rules; change nothing
         #[arg(long)]
         dry_run: bool,
+        /// JSON output (shape in docs/qos.md)
         #[arg(long)]
         json: bool,
     },
@@ -123,6 +130,7 @@ enum QosCommand {
         /// Number of intervals to print
         #[arg(long, default_value_t = 1)]
         count: u32,
+        /// JSON output (shape in docs/qos.md)
         #[arg(long)]
         json: bool,
     },

@@ -32,7 +32,9 @@ enum SimCommand {
     /// Run a scenario file: prints a table (or JSON) and can write an SVG plot
     #[command(after_help = EXAMPLES)]
     Run {
+        /// Scenario file (format in docs/qos.md; the seed's experiments are in scenarios/)
         scenario: PathBuf,
+        /// JSON output (shape in docs/qos.md)
         #[arg(long)]
         json: bool,
         /// Write the plot here
@@ -42,19 +44,25 @@ enum SimCommand {
     /// Start a simulated process (seed-style command line) on a --state machine; prints its pid
     #[command(after_help = EXAMPLES)]
     Spawn {
+        /// sim:mpam-seed or sim:rdt-xeon8163
         #[arg(long)]
         machine: String,
+        /// State file of the machine (created if missing)
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
+        /// The command line, e.g. numactl -N 2 -m 2 bw_mem -P 16 128M rd
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
     /// End a simulated process
     #[command(after_help = EXAMPLES)]
     Kill {
+        /// pid printed by sim spawn
         pid: u32,
+        /// sim:mpam-seed or sim:rdt-xeon8163
         #[arg(long)]
         machine: String,
+        /// State file of the machine
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
     },

@@ -199,6 +199,18 @@ pub fn svg(outcome: &Outcome) -> String {
             }
         }
     }
+    for (i, (at, what)) in outcome.markers.iter().enumerate() {
+        let x = xs.map(*at, x0, x1);
+        s += &format!(
+            "<line x1=\"{x:.1}\" y1=\"{y0}\" x2=\"{x:.1}\" y2=\"{y1}\" stroke=\"#555\" stroke-dasharray=\"2 3\"/>\n"
+        );
+        s += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" fill=\"#555\">{}</text>\n",
+            x + 4.0,
+            y1 + 12.0 + 12.0 * i as f64,
+            escape(what)
+        );
+    }
     s += &legend(outcome, &xs, &left, &right, (x0, x1, y0, y1));
     s += "</svg>\n";
     s

@@ -166,6 +166,8 @@ pub struct Outcome {
     pub y_label: String,
     pub y2_label: Option<String>,
     pub lines: Vec<Line>,
+    /// Timelines: (time, what changed) for each event.
+    pub markers: Vec<(f64, String)>,
     /// Host wall-clock seconds the simulation took.
     pub wall_s: f64,
 }
@@ -214,9 +216,8 @@ impl Outcome {
 }
 
 fn format_num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e12 {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
+    // Whole numbers and large values without decimals; small fractions with two.
+    if v.fract() == 0.0 || v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
         format!("{v:.2}")
@@ -354,6 +355,12 @@ impl Scenario {
             y_label: self.y_label.clone(),
             y2_label: self.y2_label.clone(),
             lines,
+            markers: self
+                .series
+                .iter()
+                .flat_map(|s| s.events.iter())
+                .map(|e| (e.at_s, format!("{}: {}", e.group, e.schemata)))
+                .collect(),
             wall_s: started.elapsed().as_secs_f64(),
         })
     }
