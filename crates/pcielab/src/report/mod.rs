@@ -1,5 +1,6 @@
-//! Rendering shared by commands: number formatting, aligned text tables, perf-compatible output,
-//! plots.
+//! Rendering pieces more than one area needs: rounding the numbers a report prints or
+//! compares, and the text of a `--json` document. Area-specific tables and plots stay with their
+//! area.
 
 use serde::Serialize;
 
