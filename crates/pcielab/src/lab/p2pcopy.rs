@@ -118,7 +118,10 @@ pub fn resolve_namespace(root: &Path, arg: &str) -> Result<PathBuf> {
 
 /// Runs the p2p copy and the host-memory copy.
 pub fn run(options: &CopyOptions) -> Result<CopyReport> {
-    if options.chunk == 0 || options.chunk % 4096 != 0 || options.size % options.chunk != 0 {
+    if options.chunk == 0
+        || !options.chunk.is_multiple_of(4096)
+        || !options.size.is_multiple_of(options.chunk)
+    {
         return Err(Error::bad_input(format!(
             "--chunk {} / --size {}: the chunk must be a multiple of 4096 and divide the size",
             options.chunk, options.size

@@ -42,7 +42,7 @@ pub fn path_ceiling(topo: &Topology, bdf: Bdf) -> Option<PathCeiling> {
             continue;
         }
         let mbps = raw_mbps(speed, width);
-        if best.map_or(true, |b| mbps < b.mbps) {
+        if best.is_none_or(|b| mbps < b.mbps) {
             best = Some(PathCeiling {
                 mbps,
                 limiting: at,
