@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::pmu::catalog::Unit;
 use crate::pmu::session::{CountOptions, CounterBackend, Counts, Reading};
 use crate::pmu::{resolve, EventSpec, ResolvedEvent};
+use crate::report::thousands;
 
 /// One event's result, as the JSON output documents it (docs/pmu.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -178,19 +179,6 @@ impl StatOutcome {
     }
 }
 
-/// `1234567` -> `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn count_text(r: &EventReport) -> String {
     match r.count {
         Some(c) => thousands(c.round() as u64),
@@ -297,14 +285,6 @@ mod tests {
     fn event(s: &str) -> ResolvedEvent {
         let devices = vec![PmuDevice::dwc_root_port("00:02.0".parse().unwrap(), 2)];
         resolve(&devices, &s.parse().unwrap()).unwrap()
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(536_910_432), "536,910,432");
-        assert_eq!(thousands(6_777_637_176), "6,777,637,176");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Rendering pieces more than one area needs: rounding the numbers a report prints or
-//! compares, and the text of a `--json` document. Area-specific tables and plots stay with their
-//! area.
+//! compares, counts with thousands separators, and the text of a `--json` document.
+//! Area-specific tables and plots stay with their area.
 
 use serde::Serialize;
 
@@ -10,6 +10,19 @@ use crate::error::{Error, Result};
 pub fn round_to(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (value * scale).round() / scale
+}
+
+/// `1234567` -> `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// A `--json` document as printed: pretty JSON ending in a newline.
@@ -30,6 +43,14 @@ mod tests {
         assert_eq!(round_to(3938.4615, 3), 3938.462);
         assert_eq!(round_to(0.0049, 2), 0.0);
         assert_eq!(round_to(-1.26, 1), -1.3);
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(536_910_432), "536,910,432");
+        assert_eq!(thousands(6_777_637_176), "6,777,637,176");
     }
 
     #[test]
