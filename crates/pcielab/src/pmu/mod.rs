@@ -242,20 +242,14 @@ pub fn host_pmus(root: &std::path::Path) -> Result<Vec<PmuDevice>> {
             name.strip_prefix(prefix)
                 .and_then(|h| u64::from_str_radix(h, 16).ok())
         };
-        let device = if let Some(v) = hex("dwc_rootport_") {
+        let kind = if let Some(v) = hex("dwc_rootport_") {
             let bdf = Bdf::new(
                 (v >> 16) as u16,
                 (v >> 8) as u8,
                 ((v >> 3) & 0x1f) as u8,
                 (v & 7) as u8,
             );
-            Some(PmuDevice {
-                name: name.clone(),
-                aliases: Vec::new(),
-                family: Family::DwcRootPort,
-                root_port: Some(bdf),
-                lanes: 16,
-            })
+            Some((Family::DwcRootPort, Some(bdf)))
         } else if let Some(v) = hex("pcie_bdf_") {
             let bdf = Bdf::new(
                 (v >> 24) as u16,
@@ -263,32 +257,21 @@ pub fn host_pmus(root: &std::path::Path) -> Result<Vec<PmuDevice>> {
                 ((v >> 8) & 0x1f) as u8,
                 (v & 7) as u8,
             );
-            Some(PmuDevice {
-                name: name.clone(),
-                aliases: Vec::new(),
-                family: Family::DwcRootPort,
-                root_port: Some(bdf),
-                lanes: 16,
-            })
+            Some((Family::DwcRootPort, Some(bdf)))
         } else if name.starts_with("hisi_pcie") {
-            Some(PmuDevice {
-                name: name.clone(),
-                aliases: Vec::new(),
-                family: Family::HisiPcie,
-                root_port: None,
-                lanes: 16,
-            })
+            Some((Family::HisiPcie, None))
         } else if name.starts_with("uncore_iio_free_running") {
-            Some(PmuDevice {
-                name: name.clone(),
-                aliases: Vec::new(),
-                family: Family::IntelIio,
-                root_port: None,
-                lanes: 16,
-            })
+            Some((Family::IntelIio, None))
         } else {
             None
         };
+        let device = kind.map(|(family, root_port)| PmuDevice {
+            name: name.clone(),
+            aliases: Vec::new(),
+            family,
+            root_port,
+            lanes: 16,
+        });
         out.extend(device);
     }
     Ok(out)
