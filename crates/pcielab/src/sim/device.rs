@@ -291,6 +291,11 @@ impl Ahci {
     }
 }
 
+/// The per-command latency for the direction, from the microseconds a device spec gives.
+fn latency_ns(read: bool, read_us: f64, write_us: f64) -> f64 {
+    1000.0 * if read { read_us } else { write_us }
+}
+
 fn mb_per_s_to_ns(bytes: u64, mbps: f64) -> f64 {
     bytes as f64 / (mbps * 1e6) * 1e9
 }
@@ -311,12 +316,7 @@ impl BlockDevice for Ahci {
     }
 
     fn latency_ns(&self, read: bool) -> f64 {
-        1000.0
-            * if read {
-                self.read_latency_us
-            } else {
-                self.write_latency_us
-            }
+        latency_ns(read, self.read_latency_us, self.write_latency_us)
     }
 
     fn queue_depth(&self) -> u32 {
@@ -369,12 +369,7 @@ impl BlockDevice for Nvme {
     }
 
     fn latency_ns(&self, read: bool) -> f64 {
-        1000.0
-            * if read {
-                self.read_latency_us
-            } else {
-                self.write_latency_us
-            }
+        latency_ns(read, self.read_latency_us, self.write_latency_us)
     }
 
     fn queue_depth(&self) -> u32 {
@@ -409,8 +404,7 @@ impl BlockDevice for Nvme {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pcie::tlp::TlpFormat;
-    use crate::pcie::Generation;
+    use crate::sim::tlp::tests::gen2 as format;
     use crate::sim::tlp::{Bundle, Dir, Kind};
     use std::collections::BTreeMap;
 
@@ -425,18 +419,6 @@ mod tests {
             write_latency_us: 40.0,
             prd_segment_bytes: 65536,
             capacity_bytes: None,
-        }
-    }
-
-    fn format() -> LinkParams {
-        LinkParams {
-            mps: 128,
-            mrrs: 512,
-            format: TlpFormat {
-                addr64: true,
-                ..TlpFormat::default()
-            },
-            ..LinkParams::new(Generation::Gen2, 2)
         }
     }
 

@@ -267,12 +267,13 @@ impl Bundle {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::pcie::tlp::TlpFormat;
     use crate::pcie::Generation;
 
-    fn gen2() -> LinkParams {
+    /// A Gen2 x2 link with 128-byte MPS, 512-byte MRRS and 64-bit addresses; device tests use it too.
+    pub(crate) fn gen2() -> LinkParams {
         LinkParams {
             mps: 128,
             mrrs: 512,
