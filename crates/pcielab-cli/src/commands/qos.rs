@@ -161,6 +161,21 @@ fn schemata_text(lines: &[String]) -> String {
     text
 }
 
+/// The steps `create` and `set` share: write the schemata lines given, then the mode given.
+fn settings_ops(group: String, schemata: &[String], mode: Option<String>) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if !schemata.is_empty() {
+        ops.push(Op::Schemata {
+            group: group.clone(),
+            text: schemata_text(schemata),
+        });
+    }
+    if let Some(mode) = mode {
+        ops.push(Op::Mode { group, mode });
+    }
+    ops
+}
+
 /// Check every step against the kernel's rules on a copy of the state, then perform them: a
 /// request that would fail part-way changes nothing.
 fn perform_all(b: &mut dyn QosBackend, ops: &[Op]) -> Result<()> {
@@ -205,15 +220,7 @@ pub fn run(args: Args) -> Result<()> {
             let mut ops = vec![Op::Mkdir {
                 group: group.clone(),
             }];
-            if !schemata.is_empty() {
-                ops.push(Op::Schemata {
-                    group: group.clone(),
-                    text: schemata_text(&schemata),
-                });
-            }
-            if let Some(mode) = mode {
-                ops.push(Op::Mode { group, mode });
-            }
+            ops.extend(settings_ops(group, &schemata, mode));
             perform_all(b.as_mut(), &ops)
         }
         QosCommand::Set {
@@ -226,17 +233,7 @@ pub fn run(args: Args) -> Result<()> {
                 return Err(Error::bad_input("qos set: give --schemata and/or --mode"));
             }
             let mut b = open(&machine)?;
-            let mut ops = Vec::new();
-            if !schemata.is_empty() {
-                ops.push(Op::Schemata {
-                    group: group.clone(),
-                    text: schemata_text(&schemata),
-                });
-            }
-            if let Some(mode) = mode {
-                ops.push(Op::Mode { group, mode });
-            }
-            perform_all(b.as_mut(), &ops)
+            perform_all(b.as_mut(), &settings_ops(group, &schemata, mode))
         }
         QosCommand::Assign {
             group,
