@@ -3,10 +3,9 @@
 
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::MachineSelector;
-use pcielab::pmu::{host_pmus, root_port_pmus, PmuDevice};
-use pcielab::sim::SimMachine;
-use pcielab::{Error, Result};
-use serde_json::json;
+use pcielab::pmu::list::{list_json, machine_pmus, render_list};
+use pcielab::report::json_text;
+use pcielab::Result;
 
 #[derive(ClapArgs)]
 pub struct Args {
@@ -45,78 +44,13 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-fn devices(selector: &MachineSelector) -> Result<Vec<PmuDevice>> {
-    match selector {
-        MachineSelector::Host { root } => host_pmus(root),
-        MachineSelector::Snapshot { .. } => Ok(root_port_pmus(&selector.open()?.topology)),
-        _ => Ok(SimMachine::open(selector)?.pmus()),
-    }
-}
-
 fn run_list(args: ListArgs) -> Result<()> {
     let selector: MachineSelector = args.machine.parse()?;
-    let pmus = devices(&selector)?;
+    let pmus = machine_pmus(&selector)?;
     if args.json {
-        let doc = json!({
-            "machine": selector.to_string(),
-            "pmus": pmus.iter().map(|p| json!({
-                "name": p.name,
-                "aliases": p.aliases,
-                "family": p.family,
-                "root_port": p.root_port.map(|b| b.to_string()),
-                "lanes": p.lanes,
-                "events": p.family.events().iter().map(|e| json!({
-                    "name": e.name,
-                    "seed_name": e.seed_name,
-                    "encoding": e.encoding(p.family),
-                    "config": e.config,
-                    "group": e.group.label(),
-                    "unit": e.unit.label(),
-                    "counter_bits": e.group.counter_bits(p.family),
-                    "per_lane": e.group.per_lane(),
-                    "description": e.description,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        println!("{text}");
-        return Ok(());
-    }
-    if pmus.is_empty() {
-        println!("{selector}: no PCIe PMUs");
-        return Ok(());
-    }
-    for p in &pmus {
-        let aliases = if p.aliases.is_empty() {
-            String::new()
-        } else {
-            format!(" (also {})", p.aliases.join(", "))
-        };
-        let port = p
-            .root_port
-            .map_or(String::new(), |b| format!(", root port {b}"));
-        println!(
-            "{}{aliases}: {}{port}, {} lanes",
-            p.name,
-            p.family.name(),
-            p.lanes
-        );
-        println!(
-            "  {:<30} {:<28} {:<32} {:<20} UNIT",
-            "EVENT", "UPSTREAM NAME", "ENCODING", "GROUP"
-        );
-        for e in p.family.events() {
-            println!(
-                "  {:<30} {:<28} {:<32} {:<20} {}",
-                e.seed_name,
-                e.name,
-                e.encoding(p.family),
-                e.group.label(),
-                e.unit.label()
-            );
-        }
-        println!();
+        print!("{}", json_text(&list_json(&selector, &pmus))?);
+    } else {
+        print!("{}", render_list(&selector, &pmus));
     }
     Ok(())
 }

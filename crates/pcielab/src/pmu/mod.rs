@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod counter;
+pub mod list;
 pub mod session;
 pub mod stat;
 

@@ -1,0 +1,130 @@
+//! What `pmu list` reports: the PCIe PMUs of a machine (host, snapshot or simulated), as the
+//! `--json` document of docs/pmu.md and as the text table of each PMU's events.
+
+use serde_json::{json, Value};
+
+use crate::error::Result;
+use crate::machine::MachineSelector;
+use crate::pmu::{host_pmus, root_port_pmus, PmuDevice};
+use crate::sim::SimMachine;
+
+/// The PMUs of the machine `selector` names: the kernel's on a host, one DesignWare PMU per DWC
+/// root port on snapshot and sim machines.
+pub fn machine_pmus(selector: &MachineSelector) -> Result<Vec<PmuDevice>> {
+    match selector {
+        MachineSelector::Host { root } => host_pmus(root),
+        MachineSelector::Snapshot { .. } => Ok(root_port_pmus(&selector.open()?.topology)),
+        _ => Ok(SimMachine::open(selector)?.pmus()),
+    }
+}
+
+/// The `--json` document: the machine and every PMU with its full event catalog.
+pub fn list_json(selector: &MachineSelector, pmus: &[PmuDevice]) -> Value {
+    json!({
+        "machine": selector.to_string(),
+        "pmus": pmus.iter().map(|p| json!({
+            "name": p.name,
+            "aliases": p.aliases,
+            "family": p.family,
+            "root_port": p.root_port.map(|b| b.to_string()),
+            "lanes": p.lanes,
+            "events": p.family.events().iter().map(|e| json!({
+                "name": e.name,
+                "seed_name": e.seed_name,
+                "encoding": e.encoding(p.family),
+                "config": e.config,
+                "group": e.group.label(),
+                "unit": e.unit.label(),
+                "counter_bits": e.group.counter_bits(p.family),
+                "per_lane": e.group.per_lane(),
+                "description": e.description,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The text form: per PMU a heading line, then a table of its events, then a blank line.
+pub fn render_list(selector: &MachineSelector, pmus: &[PmuDevice]) -> String {
+    if pmus.is_empty() {
+        return format!("{selector}: no PCIe PMUs\n");
+    }
+    let mut out = String::new();
+    for p in pmus {
+        let aliases = if p.aliases.is_empty() {
+            String::new()
+        } else {
+            format!(" (also {})", p.aliases.join(", "))
+        };
+        let port = p
+            .root_port
+            .map_or(String::new(), |b| format!(", root port {b}"));
+        out += &format!(
+            "{}{aliases}: {}{port}, {} lanes\n",
+            p.name,
+            p.family.name(),
+            p.lanes
+        );
+        out += &format!(
+            "  {:<30} {:<28} {:<32} {:<20} UNIT\n",
+            "EVENT", "UPSTREAM NAME", "ENCODING", "GROUP"
+        );
+        for e in p.family.events() {
+            out += &format!(
+                "  {:<30} {:<28} {:<32} {:<20} {}\n",
+                e.seed_name,
+                e.name,
+                e.encoding(p.family),
+                e.group.label(),
+                e.unit.label()
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pmu::catalog::Family;
+
+    fn one_port() -> Vec<PmuDevice> {
+        vec![PmuDevice::dwc_root_port("00:02.0".parse().unwrap(), 2)]
+    }
+
+    #[test]
+    fn json_names_the_pmu_its_port_and_every_event() {
+        let selector: MachineSelector = "sim:yitian710".parse().unwrap();
+        let doc = list_json(&selector, &one_port());
+        assert_eq!(doc["machine"], "sim:yitian710");
+        let pmu = &doc["pmus"][0];
+        assert_eq!(pmu["name"], "pcie_bdf_200");
+        assert_eq!(pmu["root_port"], "0000:00:02.0");
+        assert_eq!(pmu["lanes"], 2);
+        let events = pmu["events"].as_array().unwrap();
+        assert_eq!(events.len(), Family::DwcRootPort.events().len());
+        assert!(events
+            .iter()
+            .all(|e| e["counter_bits"].as_u64().unwrap() > 0));
+    }
+
+    #[test]
+    fn text_has_a_heading_and_one_row_per_event() {
+        let selector: MachineSelector = "sim:yitian710".parse().unwrap();
+        let text = render_list(&selector, &one_port());
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].starts_with("pcie_bdf_200 (also dwc_rootport_"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].ends_with(", root port 0000:00:02.0, 2 lanes"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].trim_start().starts_with("EVENT"));
+        assert_eq!(lines.len(), 2 + Family::DwcRootPort.events().len() + 1);
+        assert_eq!(render_list(&selector, &[]), "sim:yitian710: no PCIe PMUs\n");
+    }
+}
