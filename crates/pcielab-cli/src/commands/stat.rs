@@ -7,6 +7,7 @@ use pcielab::machine::MachineSelector;
 use pcielab::pmu::parse_event_list;
 use pcielab::pmu::session::CountOptions;
 use pcielab::pmu::stat::count_events;
+use pcielab::report::json_text;
 use pcielab::sim::{workload, SimBackend, SimMachine};
 use pcielab::{Error, Result};
 
@@ -124,9 +125,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let summary = serde_json::to_value(&run.summary)
             .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        let text = serde_json::to_string_pretty(&outcome.to_json(summary))
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        println!("{text}");
+        print!("{}", json_text(&outcome.to_json(summary))?);
         return Ok(());
     }
     print!("{}", run.summary.render(&work));
