@@ -1,76 +1,28 @@
 //! QEMU argv generation from a topology built in code: devices, buses, chassis/slot, link caps,
 //! expander bridge + NUMA, and the errors and limits for what QEMU cannot express.
 
+mod common;
+
+use common::{bdf, func, function_at, link, switch_and_expander, RP};
 use pcielab::lab::argv::{plan, MachineOptions};
-use pcielab::pcie::{Bdf, Generation};
-use pcielab::topology::{Function, Kind, Link, Topology};
-
-fn bdf(s: &str) -> Bdf {
-    s.parse().unwrap()
-}
-
-fn func(addr: &str, kind: Kind, ids: (u16, u16), parent: Option<&str>) -> Function {
-    let mut f = Function::new(bdf(addr), ids.0, ids.1, 0, kind);
-    f.parent = parent.map(bdf);
-    f
-}
-
-fn link(max: (Generation, u8), cur: (Generation, u8)) -> Option<Link> {
-    Some(Link {
-        max_speed: Some(max.0),
-        max_width: Some(max.1),
-        speed: Some(cur.0),
-        width: Some(cur.1),
-    })
-}
-
-const RP: (u16, u16) = (0x1b36, 0x000c);
-const NVME: (u16, u16) = (0x1b36, 0x0010);
+use pcielab::pcie::Generation;
+use pcielab::topology::{Kind, Topology};
 
 /// A root port with a switch and two NVMe, and an expander bridge on node 1 with one NVMe.
 fn wide() -> Topology {
     let g1 = (Generation::Gen1, 1);
-    let mut rp = func("00:02.0", Kind::RootPort, RP, None);
-    rp.link = link((Generation::Gen4, 8), g1);
-    let mut pxb = func("00:04.0", Kind::HostBridge, (0x1b36, 0x000b), None);
-    pxb.params
-        .insert("bus_nr".into(), toml::Value::Integer(128));
-    let mut rp80 = func("80:00.0", Kind::RootPort, RP, None);
+    let mut functions = switch_and_expander();
+    function_at(&mut functions, "00:02.0").link = link((Generation::Gen4, 8), g1);
+    let rp80 = function_at(&mut functions, "80:00.0");
     rp80.link = link((Generation::Gen3, 4), g1);
     rp80.numa_node = Some(1);
-    let mut nvme = func("81:00.0", Kind::Endpoint, NVME, Some("80:00.0"));
+    let nvme = function_at(&mut functions, "81:00.0");
     nvme.numa_node = Some(1);
     nvme.params
         .insert("cmb_size_mb".into(), toml::Value::Integer(64));
     nvme.params
         .insert("serial".into(), toml::Value::String("0003".into()));
-    Topology::new(vec![
-        func("00:00.0", Kind::HostBridge, (0x8086, 0x29c0), None),
-        rp,
-        pxb,
-        func(
-            "01:00.0",
-            Kind::SwitchUpstream,
-            (0x104c, 0x8232),
-            Some("00:02.0"),
-        ),
-        func(
-            "02:00.0",
-            Kind::SwitchDownstream,
-            (0x104c, 0x8233),
-            Some("01:00.0"),
-        ),
-        func(
-            "02:01.0",
-            Kind::SwitchDownstream,
-            (0x104c, 0x8233),
-            Some("01:00.0"),
-        ),
-        func("03:00.0", Kind::Endpoint, NVME, Some("02:00.0")),
-        func("04:00.0", Kind::Endpoint, NVME, Some("02:01.0")),
-        rp80,
-        nvme,
-    ])
+    Topology::new(functions)
 }
 
 fn devices(argv: &[String]) -> Vec<&str> {

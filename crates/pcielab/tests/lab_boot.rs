@@ -2,6 +2,9 @@
 //! in code: the guest's own sysfs must show the functions at the addresses the spec gives, and a
 //! hanging guest or a panicking kernel must fail in the right phase with QEMU cleaned up.
 
+mod common;
+
+use common::{function_at, switch_and_expander};
 use std::path::Path;
 use std::time::Duration;
 
@@ -9,55 +12,20 @@ use pcielab::lab::argv::MachineOptions;
 use pcielab::lab::guest;
 use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{run, KernelChoice, RunOptions};
-use pcielab::pcie::{Bdf, Generation};
-use pcielab::topology::{Function, Kind, Link, Topology};
-
-fn func(addr: &str, kind: Kind, ids: (u16, u16), parent: Option<&str>) -> Function {
-    let mut f = Function::new(addr.parse().unwrap(), ids.0, ids.1, 0, kind);
-    f.parent = parent.map(|p| p.parse::<Bdf>().unwrap());
-    f
-}
+use pcielab::pcie::Generation;
+use pcielab::topology::{Link, Topology};
 
 /// A root port (Gen3 x4) with a switch and two NVMe, and an expander bridge on NUMA node 1.
 fn topology() -> Topology {
-    let mut rp = func("00:02.0", Kind::RootPort, (0x1b36, 0x000c), None);
-    rp.link = Some(Link {
+    let mut functions = switch_and_expander();
+    function_at(&mut functions, "00:02.0").link = Some(Link {
         max_speed: Some(Generation::Gen3),
         max_width: Some(4),
         speed: None,
         width: None,
     });
-    let mut pxb = func("00:04.0", Kind::HostBridge, (0x1b36, 0x000b), None);
-    pxb.params
-        .insert("bus_nr".into(), toml::Value::Integer(128));
-    pxb.numa_node = Some(1);
-    Topology::new(vec![
-        func("00:00.0", Kind::HostBridge, (0x8086, 0x29c0), None),
-        rp,
-        pxb,
-        func(
-            "01:00.0",
-            Kind::SwitchUpstream,
-            (0x104c, 0x8232),
-            Some("00:02.0"),
-        ),
-        func(
-            "02:00.0",
-            Kind::SwitchDownstream,
-            (0x104c, 0x8233),
-            Some("01:00.0"),
-        ),
-        func(
-            "02:01.0",
-            Kind::SwitchDownstream,
-            (0x104c, 0x8233),
-            Some("01:00.0"),
-        ),
-        func("03:00.0", Kind::Endpoint, (0x1b36, 0x0010), Some("02:00.0")),
-        func("04:00.0", Kind::Endpoint, (0x1b36, 0x0010), Some("02:01.0")),
-        func("80:00.0", Kind::RootPort, (0x1b36, 0x000c), None),
-        func("81:00.0", Kind::Endpoint, (0x1b36, 0x0010), Some("80:00.0")),
-    ])
+    function_at(&mut functions, "00:04.0").numa_node = Some(1);
+    Topology::new(functions)
 }
 
 fn options(script: &str, timeout_s: u64, results: &Path) -> RunOptions {

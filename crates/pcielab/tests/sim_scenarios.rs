@@ -259,3 +259,35 @@ fn the_labs_seed_job_file_runs_on_qemu_seed() {
         assert_eq!(d.unwrap().io_bytes, 32 << 20, "{name}");
     }
 }
+
+#[test]
+fn nettest_runs_both_connectx_ports_at_line_rate() {
+    let m = SimMachine::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    let r = run(&m, "nettest --seconds 0.2 --frame 1518");
+    let Summary::NetTest { rows } = &r.summary else {
+        panic!("{:?}", r.summary)
+    };
+    assert_eq!(rows.len(), 4); // b1:00.0 and b1:00.1, rx and tx
+                               // 25 Gb/s less preamble and inter-frame gap: 1518 of every 1538 bytes.
+    let line = 25.0 * 1518.0 / 1538.0;
+    for row in rows {
+        assert!((row.gbps - line).abs() < line * 0.002, "{row:?}");
+    }
+    // The Gen3 x16 root port carries both ports. Received payload: the frames, a 64-byte
+    // completion entry per frame either way, a 4-byte MSI-X per 64 frames.
+    let rp = "b0:00.0".parse().unwrap();
+    let rx = r.port_tally(rp, r.duration_ns).payload_bytes[0];
+    let frames: u64 = rows.iter().map(|x| x.frames).sum();
+    let frames_in: u64 = rows
+        .iter()
+        .filter(|x| x.direction == "rx")
+        .map(|x| x.bytes)
+        .sum();
+    assert_eq!(rx, frames_in + frames * 64 + frames / 64 * 4);
+    let e = workload::parse(
+        &["nettest".into(), "--device".into(), "04:00.0".into()],
+        |_| unreachable!(),
+    )
+    .unwrap();
+    assert_eq!(m.run(&e).unwrap_err().exit_code(), 2);
+}

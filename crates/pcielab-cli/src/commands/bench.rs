@@ -4,6 +4,7 @@
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::lab::p2pcopy::{self, CopyOptions};
 use pcielab::pcie::Bdf;
+use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -82,35 +83,9 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     };
     let report = p2pcopy::run(&options)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        println!("{text}");
+        print!("{}", json_text(&report)?);
     } else {
-        println!(
-            "p2p copy {} -> {} via p2pmem of {} ({} bytes in {} byte requests)",
-            report.src.display(),
-            report.dst.display(),
-            report.p2pmem,
-            report.size,
-            report.chunk
-        );
-        for (label, r) in [
-            ("p2pmem", &report.p2p),
-            ("host memory", &report.host_memory),
-        ] {
-            match r.mb_s {
-                Some(rate) => println!("  {label:<12} {rate:10.2} MB/s ({:.3} s)", r.seconds),
-                None => println!(
-                    "  {label:<12} failed at {} after {} bytes: {}",
-                    r.failed_step.unwrap_or("?"),
-                    r.bytes,
-                    r.error.as_deref().unwrap_or("?")
-                ),
-            }
-        }
-        if let Some(check) = report.check {
-            println!("  data check   {check}");
-        }
+        print!("{}", report.to_text());
     }
     if !report.p2p.ok {
         return Err(Error::runtime(format!(

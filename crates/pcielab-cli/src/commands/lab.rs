@@ -7,16 +7,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use pcielab::lab::argv::{self, MachineOptions};
-use pcielab::lab::check::{self, Status};
-use pcielab::lab::guest::{self, GuestFile};
-use pcielab::lab::kernel;
-use pcielab::lab::oracle;
+use pcielab::lab::check::{self, CheckReport};
+use pcielab::lab::guest;
+use pcielab::lab::oracle::{self, P2pReport};
 use pcielab::lab::runner::Phase;
-use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
-use pcielab::machine::MachineSelector;
-use pcielab::model::p2p::Cpu;
-use pcielab::sim::fio::parse_job_file;
-use pcielab::topology::spec::Platform;
+use pcielab::lab::session::{self, KernelChoice, RunOptions, DEFAULT_SCRIPT};
+use pcielab::lab::{kernel, load_spec};
+use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -108,6 +105,13 @@ pub struct BootArgs {
     /// Seconds until a guest counts as hung
     #[arg(long, default_value_t = 120)]
     pub timeout: u64,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What happens to a run's files and how its verdict is printed.
+#[derive(ClapArgs)]
+pub struct OutputArgs {
     /// Keep the run directory (disks, initramfs, console.log)
     #[arg(long)]
     pub keep: bool,
@@ -150,15 +154,8 @@ pub struct P2pArgs {
     /// Seconds until a guest counts as hung
     #[arg(long, default_value_t = 180)]
     pub timeout: u64,
-    /// Keep the run directory
-    #[arg(long)]
-    pub keep: bool,
-    /// Where the guest's results go (default: <cache>/results/<run>)
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print JSON (docs/lab.md)
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(ClapArgs)]
@@ -178,23 +175,6 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-/// A spec file (`.toml` or a path) or a built-in preset.
-fn load_spec(spec: &str) -> Result<Platform> {
-    let selector = if spec.ends_with(".toml") || spec.contains('/') {
-        MachineSelector::SimFile {
-            path: PathBuf::from(spec),
-        }
-    } else {
-        MachineSelector::SimPreset {
-            name: spec.to_string(),
-        }
-    };
-    selector.open().map_err(|e| match e {
-        Error::BadInput(msg) => Error::bad_input(format!("lab phase 'prepare': {msg}")),
-        other => other,
-    })
-}
-
 fn machine_options(m: &MachineArgs) -> MachineOptions {
     MachineOptions {
         accel: m.accel.clone(),
@@ -205,30 +185,13 @@ fn machine_options(m: &MachineArgs) -> MachineOptions {
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-    println!("{text}");
+    print!("{}", json_text(value)?);
     Ok(())
 }
 
 fn print_limits(limits: &[argv::Limit]) {
-    for l in limits {
-        eprintln!(
-            "note: {} {}: spec {}, QEMU shows {} ({})",
-            l.bdf, l.field, l.spec, l.qemu, l.why
-        );
-    }
-}
-
-/// Quotes a word for a POSIX shell when it needs it.
-fn shell_word(word: &str) -> String {
-    if word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+@%".contains(c))
-    {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
+    for limit in limits {
+        eprintln!("note: {limit}");
     }
 }
 
@@ -239,16 +202,7 @@ fn run_argv(args: ArgvArgs) -> Result<()> {
         return json(&plan);
     }
     print_limits(&plan.limits);
-    let mut line = shell_word(&plan.argv[0]);
-    for word in &plan.argv[1..] {
-        if word.starts_with('-') {
-            line.push_str(" \\\n  ");
-        } else {
-            line.push(' ');
-        }
-        line.push_str(&shell_word(word));
-    }
-    println!("{line}");
+    println!("{}", plan.shell_command());
     Ok(())
 }
 
@@ -265,8 +219,14 @@ fn progress_printer(quiet: bool) -> impl FnMut(Phase) {
     }
 }
 
-fn run_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
-    if boot.timeout == 0 {
+fn run_options(
+    machine: &MachineArgs,
+    kernel: &KernelChoice,
+    timeout: u64,
+    output: &OutputArgs,
+    script: Option<String>,
+) -> Result<RunOptions> {
+    if timeout == 0 {
         return Err(Error::bad_input(
             "--timeout 0: give the seconds a guest may run, e.g. 120",
         ));
@@ -274,66 +234,51 @@ fn run_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
     let pcielab = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find the pcielab binary: {e}")))?;
     Ok(RunOptions {
-        machine: machine_options(&boot.machine),
-        kernel: boot.kernel.clone(),
+        machine: machine_options(machine),
+        kernel: kernel.clone(),
         script,
         files: Vec::new(),
         pcielab: Some(pcielab),
         with_fio: false,
-        timeout: Duration::from_secs(boot.timeout),
-        keep: boot.keep,
-        results_dir: boot.out.clone(),
+        timeout: Duration::from_secs(timeout),
+        keep: output.keep,
+        results_dir: output.out.clone(),
         cache: guest::cache_dir(),
     })
 }
 
-fn print_run_report(report: &RunReport) {
-    print_limits(&report.limits);
-    println!("results:        {}", report.results_dir.display());
-    if let Some(dir) = &report.run_dir {
-        println!("run directory:  {}", dir.display());
-    }
-    println!("kernel:         {}", report.kernel.display());
-    println!("script status:  {}", report.script_status);
-    println!(
-        "time:           boot {:.1} s, boot to result {:.1} s, total {:.1} s",
-        report.boot_s, report.boot_to_result_s, report.total_s
-    );
+fn boot_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
+    run_options(
+        &boot.machine,
+        &boot.kernel,
+        boot.timeout,
+        &boot.output,
+        script,
+    )
 }
 
 fn run_run(args: RunArgs) -> Result<()> {
     let platform = load_spec(&args.boot.machine.spec)?;
-    let mut script = match &args.script {
+    let script = match &args.script {
         Some(path) => std::fs::read_to_string(path).map_err(|e| {
             Error::bad_input(format!("cannot read --script {}: {e}", path.display()))
         })?,
         None => DEFAULT_SCRIPT.to_string(),
     };
-    let mut options = run_options(&args.boot, None)?;
+    let mut options = boot_options(&args.boot, Some(script))?;
     if let Some(job) = &args.fio {
-        // The same parser the simulator uses: one job file runs on sim: and in the lab.
-        let text = std::fs::read_to_string(job).map_err(|e| {
-            Error::bad_input(format!("lab phase 'prepare': --fio {}: {e}", job.display()))
-        })?;
-        parse_job_file(&text, &job.display().to_string())
-            .map_err(|e| Error::bad_input(format!("lab phase 'prepare': {}", e.message())))?;
-        options.files.push(GuestFile {
-            host: job.clone(),
-            guest: "/pcielab/job.fio".into(),
-        });
-        options.with_fio = true;
-        script.push_str("\nfio --output-format=json --output=/results/fio.json /pcielab/job.fio\n");
+        options.add_fio_job(job)?;
     }
-    options.script = Some(script);
     let report = session::run(
         &platform.topology,
         &options,
-        &mut progress_printer(args.boot.json),
+        &mut progress_printer(args.boot.output.json),
     )?;
-    if args.boot.json {
+    if args.boot.output.json {
         json(&report)?;
     } else {
-        print_run_report(&report);
+        print_limits(&report.limits);
+        print!("{}", report.to_text());
     }
     if report.script_status != 0 {
         return Err(Error::runtime(format!(
@@ -345,24 +290,13 @@ fn run_run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The `lab check --json` document.
-#[derive(serde::Serialize)]
-struct CheckJson<'a> {
-    spec: &'a str,
-    ok: bool,
-    mismatches: usize,
-    expected: usize,
-    rows: &'a [check::Row],
-    run: &'a RunReport,
-}
-
 fn run_check(args: CheckArgs) -> Result<()> {
     let platform = load_spec(&args.boot.machine.spec)?;
-    let options = run_options(&args.boot, None)?;
+    let options = boot_options(&args.boot, None)?;
     let report = session::run(
         &platform.topology,
         &options,
-        &mut progress_printer(args.boot.json),
+        &mut progress_printer(args.boot.output.json),
     )?;
     let guest_view = check::read_guest(&report.results_dir)?;
     let p2pmem = (args.boot.kernel == KernelChoice::P2pdma).then_some(&guest_view.p2pmem);
@@ -373,61 +307,19 @@ fn run_check(args: CheckArgs) -> Result<()> {
         &guest_view.cmb_bar,
         p2pmem,
     );
-    let mismatches = rows.iter().filter(|r| r.status == Status::Mismatch).count();
-    let expected = rows.iter().filter(|r| r.status == Status::Expected).count();
-    if args.boot.json {
-        json(&CheckJson {
-            spec: &args.boot.machine.spec,
-            ok: mismatches == 0,
-            mismatches,
-            expected,
-            rows: &rows,
-            run: &report,
-        })?;
+    let verdict = CheckReport::new(&args.boot.machine.spec, &rows, &report);
+    if args.boot.output.json {
+        json(&verdict)?;
     } else {
-        println!(
-            "{:<14} {:<15} {:<18} {:<18} status",
-            "function", "field", "spec", "guest"
-        );
-        for r in &rows {
-            let status = match r.status {
-                Status::Match => "ok".to_string(),
-                Status::Expected => format!("expected: {}", r.why.as_deref().unwrap_or("")),
-                Status::Mismatch => "MISMATCH".to_string(),
-            };
-            println!(
-                "{:<14} {:<15} {:<18} {:<18} {status}",
-                r.bdf.to_string(),
-                r.field,
-                r.spec,
-                r.guest
-            );
-        }
-        println!(
-            "{} fields compared: {} mismatches, {} expected differences; boot to result {:.1} s",
-            rows.len(),
-            mismatches,
-            expected,
-            report.boot_to_result_s
-        );
+        print!("{}", verdict.to_text());
     }
-    if mismatches > 0 {
+    if !verdict.ok {
         return Err(Error::runtime(format!(
-            "the guest differs from {} in {mismatches} field(s)",
-            args.boot.machine.spec
+            "the guest differs from {} in {} field(s)",
+            args.boot.machine.spec, verdict.mismatches
         )));
     }
     Ok(())
-}
-
-/// The `lab p2p --json` document.
-#[derive(serde::Serialize)]
-struct P2pJson<'a> {
-    spec: &'a str,
-    cpu: Cpu,
-    ok: bool,
-    pairs: &'a [oracle::PairOutcome],
-    run: &'a RunReport,
 }
 
 fn run_p2p(args: P2pArgs) -> Result<()> {
@@ -438,64 +330,29 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
             args.machine.spec
         )));
     }
-    let boot = BootArgs {
-        machine: args.machine,
-        kernel: args.kernel,
-        timeout: args.timeout,
-        keep: args.keep,
-        out: args.out,
-        json: args.json,
-    };
-    let options = run_options(&boot, Some(oracle::script(&platform.topology, args.size)))?;
+    let options = run_options(
+        &args.machine,
+        &args.kernel,
+        args.timeout,
+        &args.output,
+        Some(oracle::script(&platform.topology, args.size)),
+    )?;
     let report = session::run(
         &platform.topology,
         &options,
-        &mut progress_printer(boot.json),
+        &mut progress_printer(args.output.json),
     )?;
     let (cpu, outcomes) = oracle::evaluate(&platform.topology, &report.results_dir)?;
-    let ok = outcomes.iter().all(|o| o.agrees);
-    if boot.json {
-        json(&P2pJson {
-            spec: &boot.machine.spec,
-            cpu,
-            ok,
-            pairs: &outcomes,
-            run: &report,
-        })?;
+    let verdict = P2pReport::new(&args.machine.spec, cpu, &outcomes, &report);
+    if args.output.json {
+        json(&verdict)?;
     } else {
-        println!(
-            "guest CPU {cpu}; boot to result {:.1} s",
-            report.boot_to_result_s
-        );
-        for o in &outcomes {
-            let observed = match (o.copied, o.p2p_mbps, o.errno) {
-                (true, Some(rate), _) => format!("copied {rate:.1} MB/s"),
-                (_, _, Some(errno)) => format!(
-                    "failed ({}, errno {errno}){}",
-                    o.failed_step.as_deref().unwrap_or("?"),
-                    if o.kernel_message.is_some() {
-                        ", kernel refused"
-                    } else {
-                        ""
-                    }
-                ),
-                _ => "data mismatch".to_string(),
-            };
-            println!(
-                "{} -> {}  predicted {:<19} (distance {})  observed {:<40} {}",
-                o.predicted.provider,
-                o.predicted.client,
-                o.predicted.map.describe(),
-                o.predicted.distance,
-                observed,
-                if o.agrees { "agree" } else { "DISAGREE" }
-            );
-        }
+        print!("{}", verdict.to_text());
     }
-    if !ok {
+    if !verdict.ok {
         return Err(Error::runtime(format!(
             "the guest kernel disagreed with the P2PDMA model on {} pair(s); results in {}",
-            outcomes.iter().filter(|o| !o.agrees).count(),
+            verdict.disagreements(),
             report.results_dir.display()
         )));
     }

@@ -3,11 +3,11 @@
 //! `pcielab::model`.
 
 use clap::Args as ClapArgs;
-use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, SizeSweep, DEFAULT_SIZES};
-use pcielab::model::transfer::{CompletionSize, LinkParams, Overheads};
-use pcielab::pcie::link::kernel_link_mbit;
+use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_SIZES};
+use pcielab::model::transfer::{LinkParams, Overheads};
 use pcielab::pcie::tlp::TlpFormat;
 use pcielab::pcie::Generation;
+use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -85,61 +85,9 @@ pub fn run(args: Args) -> Result<()> {
     };
     let report = sweep(&link, &sizes, overheads)?;
     if args.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::runtime(format!("serialising the model report: {e}")))?;
-        println!("{text}");
+        print!("{}", json_text(&report)?);
     } else {
-        print_table(&report, &link, overheads);
+        print!("{}", report.to_text(&link, overheads));
     }
     Ok(())
-}
-
-fn print_table(report: &SizeSweep, link: &LinkParams, overheads: Overheads) {
-    println!(
-        "{} x{} ({} GT/s, {}): {:.2} MB/s per direction after encoding (kernel: {} Mb/s)",
-        link.gen,
-        link.width,
-        link.gen.gt_s(),
-        link.gen.encoding().name(),
-        report.raw_mbps,
-        kernel_link_mbit(link.gen, link.width)
-    );
-    println!(
-        "MPS {} MRRS {} RCB {}, completions {}; {} addresses, {}; {}",
-        link.mps,
-        link.mrrs,
-        link.rcb,
-        match link.completion_size {
-            CompletionSize::Mps => "up to MPS",
-            CompletionSize::Rcb => "one per RCB block",
-        },
-        if link.format.addr64 {
-            "64-bit"
-        } else {
-            "32-bit"
-        },
-        if link.format.ecrc { "ECRC" } else { "no ECRC" },
-        match overheads {
-            Overheads::Full => "DLLP and SKP overhead included",
-            Overheads::Ideal => "ideal: no DLLPs or SKP",
-        }
-    );
-    println!(
-        "{:>10}  {:>11} {:>6}  {:>11} {:>6}  {:>8} {:>8} {:>8}",
-        "size", "write MB/s", "eff%", "read MB/s", "eff%", "MWr", "MRd", "CplD"
-    );
-    let percent = |mbps: f64| mbps / report.raw_mbps * 100.0;
-    for p in &report.points {
-        println!(
-            "{:>10}  {:>11.2} {:>6.1}  {:>11.2} {:>6.1}  {:>8} {:>8} {:>8}",
-            p.size,
-            p.write_mbps,
-            percent(p.write_mbps),
-            p.read_mbps,
-            percent(p.read_mbps),
-            p.write_tlps,
-            p.read_request_tlps,
-            p.completion_tlps
-        );
-    }
 }

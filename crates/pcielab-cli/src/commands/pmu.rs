@@ -103,8 +103,8 @@ fn run_list(args: ListArgs) -> Result<()> {
             p.lanes
         );
         println!(
-            "  {:<30} {:<28} {:<32} {:<20} {}",
-            "EVENT", "UPSTREAM NAME", "ENCODING", "GROUP", "UNIT"
+            "  {:<30} {:<28} {:<32} {:<20} UNIT",
+            "EVENT", "UPSTREAM NAME", "ENCODING", "GROUP"
         );
         for e in p.family.events() {
             println!(

@@ -1,6 +1,6 @@
 //! `pcielab stat`: perf-stat-compatible counting of PCIe PMU events while a workload runs. On
-//! `sim:` machines the workload is simulated (`fio …`, `dmatest …`, `sleep S`); on a live host
-//! it would be a real command counted through perf_event_open, which is not wired yet.
+//! `sim:` machines the workload is simulated (`fio …`, `dmatest …`, `nettest …`, `sleep S`); on
+//! a live host it would be a real command counted through perf_event_open, not wired yet.
 
 use clap::Args as ClapArgs;
 use pcielab::machine::MachineSelector;
@@ -20,6 +20,8 @@ use pcielab::{Error, Result};
       -e '{pcie_bdf_200/rx_memory_write/,pcie_bdf_200/tx_ack_dllp/}' \\
       -- fio --filename=/dev/sda --rw=read --bs=1m --size=1g --name=r
   pcielab stat --machine sim:yitian710 -a -e dwc_rootport_10/L1/ -- sleep 1
+  pcielab stat --machine sim:yitian710 -a -e pcie_bdf_b00000/Rx_PCIe_TLP_Data_Payload/ -- \\
+      nettest --dir rx --seconds 2
   pcielab stat --machine sim:rk3588-evb -a -e pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/ --json -- \\
       fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw=read -ioengine=libaio -bs=1024K \\
       -size=10G -numjobs=1 -runtime=180 -group_reporting -name=read_seq_1024k_q32_t1

@@ -4,6 +4,7 @@
 use clap::Args as ClapArgs;
 use pcielab::machine::MachineSelector;
 use pcielab::model::p2p::{self, Cpu};
+use pcielab::report::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::render;
 use pcielab::{Error, Result};
@@ -63,18 +64,13 @@ pub fn run(args: Args) -> Result<()> {
             pairs: p2p::matrix(&platform.topology, args.cpu),
         };
         return emit(&if args.json {
-            serde_json::to_string_pretty(&report)
-                .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?
-                + "\n"
+            json_text(&report)?
         } else {
             p2p::to_text(&report)
         });
     }
     let text = if args.json {
-        let mut doc = serde_json::to_string_pretty(&render::to_json(&platform))
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        doc.push('\n');
-        doc
+        json_text(&render::to_json(&platform))?
     } else if args.dot {
         render::to_dot(&platform)
     } else {

@@ -66,6 +66,48 @@ pub struct QemuPlan {
     pub numa_nodes: u32,
 }
 
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: spec {}, QEMU shows {} ({})",
+            self.bdf, self.field, self.spec, self.qemu, self.why
+        )
+    }
+}
+
+impl QemuPlan {
+    /// The command line to paste into a POSIX shell: each option on its own continued line,
+    /// words quoted only where the shell would split or expand them.
+    pub fn shell_command(&self) -> String {
+        let Some((program, args)) = self.argv.split_first() else {
+            return String::new();
+        };
+        let mut line = shell_word(program);
+        for word in args {
+            line.push_str(if word.starts_with('-') {
+                " \\\n  "
+            } else {
+                " "
+            });
+            line.push_str(&shell_word(word));
+        }
+        line
+    }
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    if word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_=.,:/+@%".contains(c))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 const QEMU_CURRENT_LINK: &str = "QEMU 7.2 emulates no link training: every current link \
      reports 2.5 GT/s x1";
 const QEMU_FIXED_ENDPOINT: &str = "QEMU 7.2 endpoints and the x3130 upstream port have a fixed \
@@ -89,6 +131,9 @@ enum Emulated {
     Nic(&'static str),
 }
 
+/// QEMU's NVMe controller (`-device nvme`).
+pub const QEMU_NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
+
 /// (vendor, device, kind, what QEMU emulates with those ids). Q35's own functions are listed
 /// with their fixed addresses in [`Q35_BUILTINS`].
 const EMULATED: [(u16, u16, Emulated, &str); 6] = [
@@ -101,7 +146,7 @@ const EMULATED: [(u16, u16, Emulated, &str); 6] = [
         "xio3130-downstream",
     ),
     (0x1b36, 0x000b, Emulated::ExpanderBridge, "pxb-pcie"),
-    (0x1b36, 0x0010, Emulated::Nvme, "nvme"),
+    (QEMU_NVME_IDS.0, QEMU_NVME_IDS.1, Emulated::Nvme, "nvme"),
     (0x8086, 0x10d3, Emulated::Nic("e1000e"), "e1000e"),
 ];
 
@@ -112,6 +157,14 @@ const Q35_BUILTINS: [(&str, u16, u16); 4] = [
     ("00:1f.2", 0x8086, 0x2922),
     ("00:1f.3", 0x8086, 0x2930),
 ];
+
+/// Whether `bdf` is one of q35's fixed functions, present in every guest whether a spec lists
+/// it or not.
+pub fn is_q35_builtin(bdf: Bdf) -> bool {
+    Q35_BUILTINS
+        .iter()
+        .any(|(addr, ..)| addr.parse::<Bdf>().ok() == Some(bdf))
+}
 
 /// The emulated devices QEMU offers, for error messages.
 pub fn supported_devices() -> String {
@@ -645,12 +698,7 @@ fn link_limits(
     limits
 }
 
-const TRAINED_LINK: Link = Link {
-    max_speed: Some(Generation::Gen1),
-    max_width: Some(1),
-    speed: Some(Generation::Gen1),
-    width: Some(1),
-};
+const TRAINED_LINK: Link = Link::trained((Generation::Gen1, 1), (Generation::Gen1, 1));
 
 /// A port's current link follows its child; a port with a child reports 2.5 GT/s x1.
 fn current_link_limits(topology: &Topology, f: &Function) -> Vec<Limit> {
@@ -740,4 +788,63 @@ fn nvme_serial(f: &Function) -> String {
 /// QEMU's option syntax doubles commas inside values.
 fn qemu_escape(path: &Path) -> String {
     path.display().to_string().replace(',', ",,")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::bdf;
+
+    fn plan_of(argv: &[&str]) -> QemuPlan {
+        QemuPlan {
+            argv: argv.iter().map(|w| w.to_string()).collect(),
+            disks: Vec::new(),
+            limits: Vec::new(),
+            numa_nodes: 1,
+        }
+    }
+
+    #[test]
+    fn shell_command_puts_options_on_lines_and_quotes_only_what_needs_it() {
+        let plan = plan_of(&[
+            "qemu-system-x86_64",
+            "-machine",
+            "q35,accel=tcg",
+            "-append",
+            "console=ttyS0 it's",
+            "-nographic",
+        ]);
+        assert_eq!(
+            plan.shell_command(),
+            "qemu-system-x86_64 \\\n  -machine q35,accel=tcg \\\n  -append 'console=ttyS0 it'\\''s' \\\n  -nographic"
+        );
+        assert_eq!(plan_of(&[]).shell_command(), "");
+    }
+
+    #[test]
+    fn q35_builtins_are_the_fixed_addresses_only() {
+        for addr in ["00:00.0", "00:1f.0", "00:1f.2", "00:1f.3"] {
+            assert!(is_q35_builtin(bdf(addr)), "{addr}");
+        }
+        for addr in ["00:1f.1", "00:02.0", "01:00.0"] {
+            assert!(!is_q35_builtin(bdf(addr)), "{addr}");
+        }
+    }
+
+    #[test]
+    fn limit_line_names_function_field_and_reason() {
+        let limit = Limit {
+            bdf: bdf("00:02.0"),
+            field: "link.speed",
+            spec: "16 GT/s".into(),
+            qemu: "2.5 GT/s".into(),
+            why: QEMU_CURRENT_LINK,
+        };
+        assert_eq!(
+            limit.to_string(),
+            format!(
+                "0000:00:02.0 link.speed: spec 16 GT/s, QEMU shows 2.5 GT/s ({QEMU_CURRENT_LINK})"
+            )
+        );
+    }
 }

@@ -9,14 +9,12 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use super::argv::{show_opt, show_speed, Limit};
+use super::argv::{is_q35_builtin, show_opt, show_speed, Limit, QEMU_NVME_IDS};
+use super::session::RunReport;
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Function, Topology};
-
-/// q35's fixed functions: present in every guest whether the spec lists them or not.
-const Q35_BUILTIN_ADDRESSES: [&str; 4] = ["00:00.0", "00:1f.0", "00:1f.2", "00:1f.3"];
 
 /// How one field compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -37,6 +35,63 @@ pub struct Row {
     pub guest: String,
     pub status: Status,
     pub why: Option<String>,
+}
+
+/// The `lab check` verdict (its `--json` document): every compared field with the counts that
+/// decide it, and the run the guest view came from.
+#[derive(Debug, Serialize)]
+pub struct CheckReport<'a> {
+    pub spec: &'a str,
+    pub ok: bool,
+    pub mismatches: usize,
+    pub expected: usize,
+    pub rows: &'a [Row],
+    pub run: &'a RunReport,
+}
+
+impl<'a> CheckReport<'a> {
+    pub fn new(spec: &'a str, rows: &'a [Row], run: &'a RunReport) -> Self {
+        let count = |status| rows.iter().filter(|r| r.status == status).count();
+        let mismatches = count(Status::Mismatch);
+        CheckReport {
+            spec,
+            ok: mismatches == 0,
+            mismatches,
+            expected: count(Status::Expected),
+            rows,
+            run,
+        }
+    }
+
+    /// One aligned line per field (expected differences with their reason), then a summary.
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "{:<14} {:<15} {:<18} {:<18} status\n",
+            "function", "field", "spec", "guest"
+        );
+        for r in self.rows {
+            let status = match r.status {
+                Status::Match => "ok".to_string(),
+                Status::Expected => format!("expected: {}", r.why.as_deref().unwrap_or("")),
+                Status::Mismatch => "MISMATCH".to_string(),
+            };
+            text.push_str(&format!(
+                "{:<14} {:<15} {:<18} {:<18} {status}\n",
+                r.bdf.to_string(),
+                r.field,
+                r.spec,
+                r.guest
+            ));
+        }
+        text.push_str(&format!(
+            "{} fields compared: {} mismatches, {} expected differences; boot to result {:.1} s\n",
+            self.rows.len(),
+            self.mismatches,
+            self.expected,
+            self.run.boot_to_result_s
+        ));
+        text
+    }
 }
 
 /// What the guest said about peer-to-peer memory: address → `p2pmem/size` in bytes.
@@ -101,9 +156,7 @@ pub fn compare(
         if spec.get(g.bdf).is_some() {
             continue;
         }
-        let builtin = Q35_BUILTIN_ADDRESSES
-            .iter()
-            .any(|a| a.parse::<Bdf>().ok() == Some(g.bdf));
+        let builtin = is_q35_builtin(g.bdf);
         rows.push(row(
             g.bdf,
             "present",
@@ -226,7 +279,7 @@ pub fn read_guest(results: &Path) -> Result<GuestView> {
     })?;
     let mut cmb_bar = BTreeMap::new();
     for f in topology.functions() {
-        if (f.vendor, f.device) != NVME_IDS {
+        if (f.vendor, f.device) != QEMU_NVME_IDS {
             continue;
         }
         let resource = sysfs
@@ -255,9 +308,6 @@ pub fn read_guest(results: &Path) -> Result<GuestView> {
     })
 }
 
-/// QEMU's NVMe controller.
-const NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
-
 /// `resource` file text (one `start end flags` line per BAR) → size of BAR `index` in bytes.
 pub fn bar_size(resource: &str, index: usize) -> Option<u64> {
     let line = resource.lines().nth(index)?;
@@ -271,29 +321,16 @@ pub fn bar_size(resource: &str, index: usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::bdf;
     use crate::pcie::Generation;
     use crate::topology::{Kind, Link};
-
-    fn bdf(s: &str) -> Bdf {
-        s.parse().unwrap()
-    }
 
     #[test]
     fn limits_turn_differences_into_expected_rows() {
         let mut rp = Function::new(bdf("00:02.0"), 0x1b36, 0x000c, 0x060400, Kind::RootPort);
-        rp.link = Some(Link {
-            max_speed: Some(Generation::Gen4),
-            max_width: Some(8),
-            speed: Some(Generation::Gen4),
-            width: Some(8),
-        });
+        rp.link = Some(Link::trained((Generation::Gen4, 8), (Generation::Gen4, 8)));
         let mut guest_rp = rp.clone();
-        guest_rp.link = Some(Link {
-            max_speed: Some(Generation::Gen4),
-            max_width: Some(8),
-            speed: Some(Generation::Gen1),
-            width: Some(1),
-        });
+        guest_rp.link = Some(Link::trained((Generation::Gen4, 8), (Generation::Gen1, 1)));
         let spec = Topology::new(vec![rp]);
         let lpc = Function::new(bdf("00:1f.0"), 0x8086, 0x2918, 0x060100, Kind::RcEndpoint);
         let stray = Function::new(bdf("00:07.0"), 0x8086, 0x10d3, 0x020000, Kind::RcEndpoint);
@@ -327,5 +364,66 @@ mod tests {
         assert_eq!(bar_size(resource, 0), Some(0x4000));
         assert_eq!(bar_size(resource, 1), None);
         assert_eq!(bar_size(resource, 2), Some(64 << 20));
+    }
+
+    fn run_report() -> RunReport {
+        RunReport {
+            results_dir: "/tmp/r".into(),
+            run_dir: None,
+            kernel: "/tmp/bzImage".into(),
+            script_status: 0,
+            boot_s: 3.0,
+            boot_to_result_s: 12.34,
+            total_s: 20.0,
+            limits: Vec::new(),
+            qemu_argv: Vec::new(),
+        }
+    }
+
+    fn row(field: &'static str, guest: &str, status: Status, why: Option<&str>) -> Row {
+        Row {
+            bdf: bdf("00:02.0"),
+            field,
+            spec: "16 GT/s".into(),
+            guest: guest.into(),
+            status,
+            why: why.map(String::from),
+        }
+    }
+
+    #[test]
+    fn report_counts_mismatches_and_expected_and_renders_a_table() {
+        let rows = vec![
+            row("link.max_speed", "16 GT/s", Status::Match, None),
+            row(
+                "link.speed",
+                "2.5 GT/s",
+                Status::Expected,
+                Some("no training"),
+            ),
+            row("numa_node", "0", Status::Mismatch, None),
+        ];
+        let run = run_report();
+        let report = CheckReport::new("qemu-seed", &rows, &run);
+        assert!(!report.ok);
+        assert_eq!((report.mismatches, report.expected), (1, 1));
+        let text = report.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5);
+        assert_eq!(
+            lines[2],
+            "0000:00:02.0   link.speed      16 GT/s            2.5 GT/s           expected: no training"
+        );
+        assert!(lines[3].ends_with(" MISMATCH"), "{}", lines[3]);
+        assert_eq!(
+            lines[4],
+            "3 fields compared: 1 mismatches, 1 expected differences; boot to result 12.3 s"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 6);
+        assert_eq!(json["ok"], false);
+        assert_eq!(json["rows"][1]["status"], "expected");
+        assert!(CheckReport::new("s", &rows[..2], &run).ok);
     }
 }

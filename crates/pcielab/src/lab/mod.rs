@@ -9,3 +9,42 @@ pub mod oracle;
 pub mod p2pcopy;
 pub mod runner;
 pub mod session;
+
+use crate::error::{Error, Result};
+use crate::machine::MachineSelector;
+use crate::topology::spec::Platform;
+
+/// Opens the spec a lab command names (a FILE.toml or a preset); bad input is tagged with the
+/// run's first phase, like every other lab error.
+pub fn load_spec(spec: &str) -> Result<Platform> {
+    MachineSelector::spec(spec).open().map_err(|e| match e {
+        Error::BadInput(msg) => Error::bad_input(format!("lab phase 'prepare': {msg}")),
+        other => other,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_is_a_preset_or_a_file_and_errors_name_the_phase() {
+        let seed = load_spec("qemu-seed").unwrap();
+        assert!(!seed.topology.functions().is_empty());
+        let unknown = load_spec("no-such-preset").unwrap_err();
+        assert_eq!(unknown.exit_code(), 2);
+        assert!(
+            unknown
+                .to_string()
+                .starts_with("lab phase 'prepare': unknown preset 'sim:no-such-preset'"),
+            "{unknown}"
+        );
+        let missing = load_spec("/nonexistent/board.toml").unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .starts_with("lab phase 'prepare': cannot read spec file /nonexistent/board.toml"),
+            "{missing}"
+        );
+    }
+}

@@ -9,7 +9,8 @@ use serde::Serialize;
 use std::fs;
 use std::path::Path;
 
-use super::argv::device_id;
+use super::argv::{device_id, QEMU_NVME_IDS};
+use super::session::RunReport;
 use crate::error::{Error, Result};
 use crate::model::p2p::{self, Cpu, MapType, Verdict};
 use crate::pcie::Bdf;
@@ -18,14 +19,11 @@ use crate::topology::Topology;
 /// errno the block layer returns for a refused peer-to-peer transfer (BLK_STS_TARGET).
 pub const EREMOTEIO: i32 = 121;
 
-/// QEMU's NVMe controller ids.
-const NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
-
 /// NVMe controllers of the spec that have a CMB (and so p2pmem under a P2PDMA kernel).
 pub fn providers(spec: &Topology) -> Vec<Bdf> {
     spec.functions()
         .iter()
-        .filter(|f| (f.vendor, f.device) == NVME_IDS && f.params.contains_key("cmb_size_mb"))
+        .filter(|f| (f.vendor, f.device) == QEMU_NVME_IDS && f.params.contains_key("cmb_size_mb"))
         .map(|f| f.bdf)
         .collect()
 }
@@ -97,6 +95,73 @@ pub struct PairOutcome {
     pub agrees: bool,
 }
 
+impl PairOutcome {
+    /// What the guest saw, in a few words: the copy rate, the failing step and errno, or a
+    /// data mismatch.
+    pub fn observed(&self) -> String {
+        match (self.copied, self.p2p_mbps, self.errno) {
+            (true, Some(rate), _) => format!("copied {rate:.1} MB/s"),
+            (_, _, Some(errno)) => format!(
+                "failed ({}, errno {errno}){}",
+                self.failed_step.as_deref().unwrap_or("?"),
+                if self.kernel_message.is_some() {
+                    ", kernel refused"
+                } else {
+                    ""
+                }
+            ),
+            _ => "data mismatch".to_string(),
+        }
+    }
+}
+
+/// The `lab p2p` verdict (its `--json` document): each pair's prediction and outcome, and the run.
+#[derive(Debug, Serialize)]
+pub struct P2pReport<'a> {
+    pub spec: &'a str,
+    pub cpu: Cpu,
+    pub ok: bool,
+    pub pairs: &'a [PairOutcome],
+    pub run: &'a RunReport,
+}
+
+impl<'a> P2pReport<'a> {
+    pub fn new(spec: &'a str, cpu: Cpu, pairs: &'a [PairOutcome], run: &'a RunReport) -> Self {
+        P2pReport {
+            spec,
+            cpu,
+            ok: pairs.iter().all(|o| o.agrees),
+            pairs,
+            run,
+        }
+    }
+
+    /// Pairs where the guest kernel and the model disagree.
+    pub fn disagreements(&self) -> usize {
+        self.pairs.iter().filter(|o| !o.agrees).count()
+    }
+
+    /// The guest CPU line, then one line per pair: prediction, observation, agreement.
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "guest CPU {}; boot to result {:.1} s\n",
+            self.cpu, self.run.boot_to_result_s
+        );
+        for o in self.pairs {
+            text.push_str(&format!(
+                "{} -> {}  predicted {:<19} (distance {})  observed {:<40} {}\n",
+                o.predicted.provider,
+                o.predicted.client,
+                o.predicted.map.describe(),
+                o.predicted.distance,
+                o.observed(),
+                if o.agrees { "agree" } else { "DISAGREE" }
+            ));
+        }
+        text
+    }
+}
+
 /// Reads the guest's results and judges every pair.
 pub fn evaluate(spec: &Topology, results: &Path) -> Result<(Cpu, Vec<PairOutcome>)> {
     let read = |name: &str| {
@@ -164,5 +229,65 @@ mod tests {
         let intel = "vendor_id\t: GenuineIntel\ncpu family\t: 6\n";
         assert_eq!(cpu_from_cpuinfo(intel), Cpu::Intel { family: 6 });
         assert_eq!(cpu_from_cpuinfo("vendor_id : HygonGenuine\n"), Cpu::Other);
+    }
+
+    fn outcome(map: MapType, copied: bool, errno: Option<i32>, agrees: bool) -> PairOutcome {
+        PairOutcome {
+            predicted: Verdict {
+                provider: crate::pcie::bdf("03:00.0"),
+                client: crate::pcie::bdf("04:00.0"),
+                distance: 4,
+                map,
+                reasons: Vec::new(),
+            },
+            copied,
+            errno,
+            failed_step: errno.map(|_| "read".to_string()),
+            kernel_message: errno.map(|_| "refused".to_string()),
+            p2p_mbps: copied.then_some(812.34),
+            host_memory_mbps: None,
+            agrees,
+        }
+    }
+
+    #[test]
+    fn report_lines_show_prediction_observation_and_agreement() {
+        let pairs = vec![
+            outcome(MapType::BusAddress, true, None, true),
+            outcome(MapType::NotSupported, false, Some(EREMOTEIO), true),
+            outcome(MapType::ThroughHostBridge, false, None, false),
+        ];
+        assert_eq!(pairs[0].observed(), "copied 812.3 MB/s");
+        assert_eq!(
+            pairs[1].observed(),
+            "failed (read, errno 121), kernel refused"
+        );
+        assert_eq!(pairs[2].observed(), "data mismatch");
+        let run = RunReport {
+            results_dir: "/tmp/r".into(),
+            run_dir: None,
+            kernel: "/tmp/bzImage".into(),
+            script_status: 0,
+            boot_s: 3.0,
+            boot_to_result_s: 41.06,
+            total_s: 50.0,
+            limits: Vec::new(),
+            qemu_argv: Vec::new(),
+        };
+        let report = P2pReport::new("qemu-seed", Cpu::Amd { family: 0x17 }, &pairs, &run);
+        assert!(!report.ok);
+        assert_eq!(report.disagreements(), 1);
+        let text = report.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(
+            lines[0].ends_with("; boot to result 41.1 s"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].starts_with("0000:03:00.0 -> 0000:04:00.0  predicted bus address"));
+        assert!(lines[1].ends_with(" agree"), "{}", lines[1]);
+        assert!(lines[3].ends_with(" DISAGREE"), "{}", lines[3]);
+        assert!(P2pReport::new("s", Cpu::Other, &pairs[..2], &run).ok);
     }
 }

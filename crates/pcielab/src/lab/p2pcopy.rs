@@ -57,6 +57,36 @@ pub struct CopyReport {
     pub check: Option<&'static str>,
 }
 
+impl CopyReport {
+    /// What was copied, then one line per copy (rate and time, or where it failed) and the
+    /// data check.
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "p2p copy {} -> {} via p2pmem of {} ({} bytes in {} byte requests)\n",
+            self.src.display(),
+            self.dst.display(),
+            self.p2pmem,
+            self.size,
+            self.chunk
+        );
+        for (label, r) in [("p2pmem", &self.p2p), ("host memory", &self.host_memory)] {
+            text.push_str(&match r.mb_s {
+                Some(rate) => format!("  {label:<12} {rate:10.2} MB/s ({:.3} s)\n", r.seconds),
+                None => format!(
+                    "  {label:<12} failed at {} after {} bytes: {}\n",
+                    r.failed_step.unwrap_or("?"),
+                    r.bytes,
+                    r.error.as_deref().unwrap_or("?")
+                ),
+            });
+        }
+        if let Some(check) = self.check {
+            text.push_str(&format!("  data check   {check}\n"));
+        }
+        text
+    }
+}
+
 /// Resolves a block device argument: a path, or a PCI address of an NVMe controller (its first
 /// namespace, found through sysfs as udev's by-path names do).
 pub fn resolve_namespace(root: &Path, arg: &str) -> Result<PathBuf> {
@@ -88,7 +118,10 @@ pub fn resolve_namespace(root: &Path, arg: &str) -> Result<PathBuf> {
 
 /// Runs the p2p copy and the host-memory copy.
 pub fn run(options: &CopyOptions) -> Result<CopyReport> {
-    if options.chunk == 0 || options.chunk % 4096 != 0 || options.size % options.chunk != 0 {
+    if options.chunk == 0
+        || !options.chunk.is_multiple_of(4096)
+        || !options.size.is_multiple_of(options.chunk)
+    {
         return Err(Error::bad_input(format!(
             "--chunk {} / --size {}: the chunk must be a multiple of 4096 and divide the size",
             options.chunk, options.size
@@ -336,6 +369,44 @@ impl Drop for Mapping {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn copy(ok: bool) -> CopyResult {
+        CopyResult {
+            ok,
+            bytes: if ok { 1 << 20 } else { 4096 },
+            seconds: 0.5,
+            mb_s: ok.then_some(2097.152),
+            failed_step: (!ok).then_some("read"),
+            errno: (!ok).then_some(121),
+            error: (!ok).then(|| "Remote I/O error".to_string()),
+        }
+    }
+
+    #[test]
+    fn text_gives_each_copy_its_rate_or_failure() {
+        let report = CopyReport {
+            src: "/dev/nvme0n1".into(),
+            dst: "/dev/nvme1n1".into(),
+            p2pmem: crate::pcie::bdf("03:00.0"),
+            size: 1 << 20,
+            chunk: 65536,
+            p2p: copy(false),
+            host_memory: copy(true),
+            check: None,
+        };
+        assert_eq!(
+            report.to_text(),
+            "p2p copy /dev/nvme0n1 -> /dev/nvme1n1 via p2pmem of 0000:03:00.0 (1048576 bytes in \
+             65536 byte requests)\n  p2pmem       failed at read after 4096 bytes: Remote I/O \
+             error\n  host memory     2097.15 MB/s (0.500 s)\n"
+        );
+        let checked = CopyReport {
+            p2p: copy(true),
+            check: Some("match"),
+            ..report
+        };
+        assert!(checked.to_text().ends_with("\n  data check   match\n"));
+    }
 
     #[test]
     fn pattern_differs_per_chunk_and_repeats() {

@@ -12,6 +12,7 @@ use super::guest::{self, GuestFile, ImageSpec};
 use super::kernel;
 use super::runner::{self, Phase};
 use crate::error::{Error, Result};
+use crate::sim::fio::parse_job_file;
 use crate::topology::Topology;
 
 /// Which guest kernel boots.
@@ -79,6 +80,45 @@ pub struct RunReport {
     pub total_s: f64,
     pub limits: Vec<Limit>,
     pub qemu_argv: Vec<String>,
+}
+
+impl RunOptions {
+    /// Adds an fio job file to the run: checked with the simulator's parser (so one job file
+    /// runs on `sim:` and in the lab), copied into the guest, run after the script with its JSON
+    /// output in `fio.json`.
+    pub fn add_fio_job(&mut self, job: &Path) -> Result<()> {
+        let text = fs::read_to_string(job).map_err(|e| {
+            Error::bad_input(format!("lab phase 'prepare': --fio {}: {e}", job.display()))
+        })?;
+        parse_job_file(&text, &job.display().to_string())
+            .map_err(|e| Error::bad_input(format!("lab phase 'prepare': {}", e.message())))?;
+        self.files.push(GuestFile {
+            host: job.to_path_buf(),
+            guest: "/pcielab/job.fio".into(),
+        });
+        self.with_fio = true;
+        self.script
+            .get_or_insert_with(|| DEFAULT_SCRIPT.to_string())
+            .push_str("\nfio --output-format=json --output=/results/fio.json /pcielab/job.fio\n");
+        Ok(())
+    }
+}
+
+impl RunReport {
+    /// Where the results are, which kernel booted, the script's status and the timings.
+    pub fn to_text(&self) -> String {
+        let mut text = format!("results:        {}\n", self.results_dir.display());
+        if let Some(dir) = &self.run_dir {
+            text.push_str(&format!("run directory:  {}\n", dir.display()));
+        }
+        text.push_str(&format!("kernel:         {}\n", self.kernel.display()));
+        text.push_str(&format!("script status:  {}\n", self.script_status));
+        text.push_str(&format!(
+            "time:           boot {:.1} s, boot to result {:.1} s, total {:.1} s\n",
+            self.boot_s, self.boot_to_result_s, self.total_s
+        ));
+        text
+    }
 }
 
 /// The default guest script: a copy of the guest's /sys/bus/pci and its topology as JSON.
@@ -195,4 +235,84 @@ fn run_in(
         limits: qemu_plan.limits,
         qemu_argv: qemu_plan.argv,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> RunOptions {
+        RunOptions {
+            machine: MachineOptions::default(),
+            kernel: KernelChoice::Debian,
+            script: None,
+            files: Vec::new(),
+            pcielab: None,
+            with_fio: false,
+            timeout: Duration::from_secs(60),
+            keep: false,
+            results_dir: None,
+            cache: "/tmp/cache".into(),
+        }
+    }
+
+    #[test]
+    fn fio_job_is_checked_copied_and_run_after_the_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("seq.fio");
+        fs::write(
+            &job,
+            "[seq]\nfilename=/dev/nvme0n1\nrw=read\nbs=1m\nsize=4m\n",
+        )
+        .unwrap();
+        let mut with_script = RunOptions {
+            script: Some("echo hi\n".into()),
+            ..options()
+        };
+        with_script.add_fio_job(&job).unwrap();
+        assert!(with_script.with_fio);
+        assert_eq!(with_script.files.len(), 1);
+        assert_eq!(with_script.files[0].host, job);
+        assert_eq!(
+            with_script.script.as_deref(),
+            Some(
+                "echo hi\n\nfio --output-format=json --output=/results/fio.json /pcielab/job.fio\n"
+            )
+        );
+        let mut default_script = options();
+        default_script.add_fio_job(&job).unwrap();
+        assert!(default_script
+            .script
+            .unwrap()
+            .starts_with("pcielab snapshot /results/sysfs\n"));
+
+        fs::write(&job, "[seq]\nrw=sideways\n").unwrap();
+        let e = options().add_fio_job(&job).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().starts_with("lab phase 'prepare': "), "{e}");
+        let missing = options()
+            .add_fio_job(&dir.path().join("none.fio"))
+            .unwrap_err();
+        assert!(missing.to_string().contains("--fio "), "{missing}");
+    }
+
+    #[test]
+    fn report_text_lists_results_kernel_status_and_times() {
+        let report = RunReport {
+            results_dir: "/tmp/r".into(),
+            run_dir: Some("/tmp/run".into()),
+            kernel: "/tmp/bzImage".into(),
+            script_status: 3,
+            boot_s: 2.04,
+            boot_to_result_s: 10.0,
+            total_s: 15.55,
+            limits: Vec::new(),
+            qemu_argv: Vec::new(),
+        };
+        assert_eq!(
+            report.to_text(),
+            "results:        /tmp/r\nrun directory:  /tmp/run\nkernel:         /tmp/bzImage\n\
+             script status:  3\ntime:           boot 2.0 s, boot to result 10.0 s, total 15.6 s\n"
+        );
+    }
 }

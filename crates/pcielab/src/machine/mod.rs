@@ -41,15 +41,7 @@ impl FromStr for MachineSelector {
             });
         }
         if let Some(target) = s.strip_prefix("sim:").filter(|t| !t.is_empty()) {
-            return Ok(if target.ends_with(".toml") || target.contains('/') {
-                MachineSelector::SimFile {
-                    path: PathBuf::from(target),
-                }
-            } else {
-                MachineSelector::SimPreset {
-                    name: target.to_string(),
-                }
-            });
+            return Ok(MachineSelector::spec(target));
         }
         Err(Error::bad_input(format!(
             "invalid --machine '{s}': expected 'host', 'snapshot:DIR', 'sim:PRESET' or 'sim:FILE.toml'"
@@ -69,6 +61,20 @@ impl fmt::Display for MachineSelector {
 }
 
 impl MachineSelector {
+    /// A topology spec named the way `sim:` takes it: a `.toml` file or a path is a file, any
+    /// other word a built-in preset.
+    pub fn spec(target: &str) -> MachineSelector {
+        if target.ends_with(".toml") || target.contains('/') {
+            MachineSelector::SimFile {
+                path: PathBuf::from(target),
+            }
+        } else {
+            MachineSelector::SimPreset {
+                name: target.to_string(),
+            }
+        }
+    }
+
     /// Reads the machine's platform: its topology and, for `sim:`, the spec's `[sim]` table.
     pub fn open(&self) -> Result<Platform> {
         match self {

@@ -412,11 +412,8 @@ fn host_bridge_function(topology: &Topology, (domain, bus): (u16, u8)) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::bdf;
     use crate::topology::Acs;
-
-    fn bdf(s: &str) -> Bdf {
-        s.parse().unwrap()
-    }
 
     fn func(addr: &str, kind: Kind, vendor: u16, device: u16, parent: Option<&str>) -> Function {
         let mut f = Function::new(bdf(addr), vendor, device, 0, kind);

@@ -42,7 +42,7 @@ pub fn path_ceiling(topo: &Topology, bdf: Bdf) -> Option<PathCeiling> {
             continue;
         }
         let mbps = raw_mbps(speed, width);
-        if best.map_or(true, |b| mbps < b.mbps) {
+        if best.is_none_or(|b| mbps < b.mbps) {
             best = Some(PathCeiling {
                 mbps,
                 limiting: at,
@@ -60,38 +60,18 @@ pub fn path_ceiling(topo: &Topology, bdf: Bdf) -> Option<PathCeiling> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::bdf;
     use crate::pcie::Generation;
     use crate::topology::{Function, Kind};
-
-    fn link(max: (Generation, u8), cur: (Generation, u8)) -> Option<Link> {
-        Some(Link {
-            max_speed: Some(max.0),
-            max_width: Some(max.1),
-            speed: Some(cur.0),
-            width: Some(cur.1),
-        })
-    }
 
     #[test]
     fn ceiling_names_the_slowest_link() {
         use Generation::*;
-        let mut rp = Function::new(
-            "00:02.0".parse().unwrap(),
-            0x1ded,
-            0x8000,
-            0x060400,
-            Kind::RootPort,
-        );
-        rp.link = link((Gen5, 4), (Gen2, 2));
-        let mut sata = Function::new(
-            "04:00.0".parse().unwrap(),
-            0x1b4b,
-            0x9235,
-            0x010601,
-            Kind::Endpoint,
-        );
+        let mut rp = Function::new(bdf("00:02.0"), 0x1ded, 0x8000, 0x060400, Kind::RootPort);
+        rp.link = Some(Link::trained((Gen5, 4), (Gen2, 2)));
+        let mut sata = Function::new(bdf("04:00.0"), 0x1b4b, 0x9235, 0x010601, Kind::Endpoint);
         sata.parent = Some(rp.bdf);
-        sata.link = link((Gen2, 2), (Gen2, 2));
+        sata.link = Some(Link::trained((Gen2, 2), (Gen2, 2)));
         let topo = Topology::new(vec![rp, sata]);
         let c = path_ceiling(&topo, "04:00.0".parse().unwrap()).unwrap();
         // Both report Gen2 x2; the endpoint's own link is found first and wins the tie.

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::transfer::{read, write, CompletionSize, LinkParams, Overheads};
 use crate::error::{Error, Result};
-use crate::pcie::link::raw_mbps;
+use crate::pcie::link::{kernel_link_mbit, raw_mbps};
+use crate::report::round_to;
 
 /// Sizes `pcielab model` sweeps when none are given: the seed's DMA test sizes and a few between.
 pub const DEFAULT_SIZES: [u64; 8] = [64, 128, 256, 512, 4096, 65536, 1 << 20, 4 << 20];
@@ -38,10 +39,63 @@ pub struct SizeSweep {
     pub points: Vec<SizePoint>,
 }
 
-/// Rounds MB/s to 0.01 for reports: finer digits claim more precision than the model has.
-fn round_mbps(mbps: f64) -> f64 {
-    (mbps * 100.0).round() / 100.0
+impl SizeSweep {
+    /// The link and its settings in two lines, then one aligned row per size: rates with their
+    /// share of the raw bandwidth, and TLP counts.
+    pub fn to_text(&self, link: &LinkParams, overheads: Overheads) -> String {
+        let mut text = format!(
+            "{} x{} ({} GT/s, {}): {:.2} MB/s per direction after encoding (kernel: {} Mb/s)\n",
+            link.gen,
+            link.width,
+            link.gen.gt_s(),
+            link.gen.encoding().name(),
+            self.raw_mbps,
+            kernel_link_mbit(link.gen, link.width)
+        );
+        text.push_str(&format!(
+            "MPS {} MRRS {} RCB {}, completions {}; {} addresses, {}; {}\n",
+            link.mps,
+            link.mrrs,
+            link.rcb,
+            match link.completion_size {
+                CompletionSize::Mps => "up to MPS",
+                CompletionSize::Rcb => "one per RCB block",
+            },
+            if link.format.addr64 {
+                "64-bit"
+            } else {
+                "32-bit"
+            },
+            if link.format.ecrc { "ECRC" } else { "no ECRC" },
+            match overheads {
+                Overheads::Full => "DLLP and SKP overhead included",
+                Overheads::Ideal => "ideal: no DLLPs or SKP",
+            }
+        ));
+        text.push_str(&format!(
+            "{:>10}  {:>11} {:>6}  {:>11} {:>6}  {:>8} {:>8} {:>8}\n",
+            "size", "write MB/s", "eff%", "read MB/s", "eff%", "MWr", "MRd", "CplD"
+        ));
+        let percent = |mbps: f64| mbps / self.raw_mbps * 100.0;
+        for p in &self.points {
+            text.push_str(&format!(
+                "{:>10}  {:>11.2} {:>6.1}  {:>11.2} {:>6.1}  {:>8} {:>8} {:>8}\n",
+                p.size,
+                p.write_mbps,
+                percent(p.write_mbps),
+                p.read_mbps,
+                percent(p.read_mbps),
+                p.write_tlps,
+                p.read_request_tlps,
+                p.completion_tlps
+            ));
+        }
+        text
+    }
 }
+
+/// Rates are reported to 0.01 MB/s: finer digits claim more precision than the model has.
+const MBPS_DECIMALS: i32 = 2;
 
 /// Sweeps `sizes` on `link` (validated first). Reads are link-limited: see
 /// [`super::latency`] for the round-trip bound.
@@ -54,8 +108,8 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
             let r = read(size, link);
             SizePoint {
                 size,
-                write_mbps: round_mbps(w.throughput_mbps(link, overheads)),
-                read_mbps: round_mbps(r.throughput_mbps(link, overheads)),
+                write_mbps: round_to(w.throughput_mbps(link, overheads), MBPS_DECIMALS),
+                read_mbps: round_to(r.throughput_mbps(link, overheads), MBPS_DECIMALS),
                 write_tlps: w.mem_writes,
                 read_request_tlps: r.mem_reads,
                 completion_tlps: r.completions,
@@ -68,7 +122,7 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
         mps: link.mps,
         mrrs: link.mrrs,
         rcb: link.rcb,
-        raw_mbps: round_mbps(raw_mbps(link.gen, link.width)),
+        raw_mbps: round_to(raw_mbps(link.gen, link.width), MBPS_DECIMALS),
         points,
     })
 }
@@ -127,6 +181,28 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{bad}");
             assert!(e.message().starts_with("--sizes"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn text_names_the_settings_and_gives_one_row_per_size() {
+        let link = LinkParams::new(Generation::Gen3, 4);
+        let s = sweep(&link, &[64, 4096], Overheads::Ideal).unwrap();
+        let text = s.to_text(&link, Overheads::Ideal);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 5);
+        assert!(lines[0].contains(": 3938.46 MB/s per direction after encoding"));
+        assert!(
+            lines[1].ends_with("; ideal: no DLLPs or SKP"),
+            "{}",
+            lines[1]
+        );
+        let row: Vec<&str> = lines[4].split_whitespace().collect();
+        let p = &s.points[1];
+        assert_eq!(row[0], "4096");
+        assert_eq!(row[1], format!("{:.2}", p.write_mbps));
+        assert_eq!(row[2], format!("{:.1}", p.write_mbps / 3938.46 * 100.0));
+        assert_eq!(row[5], p.write_tlps.to_string());
+        assert_eq!(lines[3].len(), lines[4].len(), "rows are aligned");
     }
 
     #[test]

@@ -368,6 +368,7 @@ pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::bdf;
     use Generation::*;
 
     fn link(gen: Generation, width: u8, mps: u32) -> LinkParams {
@@ -461,20 +462,9 @@ mod tests {
     #[test]
     fn params_from_a_function_use_its_trained_link_and_settings() {
         use crate::topology::{Kind, Link};
-        let mut nvme = Function::new(
-            "01:00.0".parse().unwrap(),
-            0x144d,
-            0xa808,
-            0x010802,
-            Kind::Endpoint,
-        );
+        let mut nvme = Function::new(bdf("01:00.0"), 0x144d, 0xa808, 0x010802, Kind::Endpoint);
         assert_eq!(LinkParams::for_function(&nvme), None);
-        nvme.link = Some(Link {
-            max_speed: Some(Gen4),
-            max_width: Some(4),
-            speed: Some(Gen3),
-            width: Some(2),
-        });
+        nvme.link = Some(Link::trained((Gen4, 4), (Gen3, 2)));
         let l = LinkParams::for_function(&nvme).unwrap();
         assert_eq!((l.gen, l.width, l.mps, l.mrrs), (Gen3, 2, 128, 512));
         nvme.mps = Some(256);

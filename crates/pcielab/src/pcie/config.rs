@@ -391,24 +391,14 @@ fn encode_extended(b: &mut [u8], f: &Function) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::bdf;
     use crate::pcie::Generation::*;
 
     fn root_port() -> Function {
-        let mut f = Function::new(
-            "00:02.0".parse().unwrap(),
-            0x1ded,
-            0x8000,
-            0x060400,
-            Kind::RootPort,
-        );
+        let mut f = Function::new(bdf("00:02.0"), 0x1ded, 0x8000, 0x060400, Kind::RootPort);
         f.revision = 1;
         f.buses = Some((4, 6));
-        f.link = Some(Link {
-            max_speed: Some(Gen5),
-            max_width: Some(4),
-            speed: Some(Gen2),
-            width: Some(2),
-        });
+        f.link = Some(Link::trained((Gen5, 4), (Gen2, 2)));
         f.mps_supported = Some(512);
         f.mps = Some(256);
         f.mrrs = Some(1024);
@@ -485,13 +475,7 @@ mod tests {
         assert_eq!(short.buses, Some((4, 6)));
         assert!(decode(&full[..32]).is_none());
 
-        let mut vga = Function::new(
-            "02:00.0".parse().unwrap(),
-            0x1a03,
-            0x2000,
-            0x030000,
-            Kind::Endpoint,
-        );
+        let mut vga = Function::new(bdf("02:00.0"), 0x1a03, 0x2000, 0x030000, Kind::Endpoint);
         vga.subsystem_vendor = 0x1a03;
         let b = encode(&vga);
         assert_eq!(b.len(), LEGACY_SIZE);

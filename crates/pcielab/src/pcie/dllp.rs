@@ -9,9 +9,8 @@
 
 use super::Generation;
 
-/// A DLLP's own bytes (type, payload, 16-bit CRC).
-pub const DLLP_BYTES: u32 = 6;
-/// A DLLP on the wire: Gen1/2 add SDP and END symbols, Gen3-5 a 2-byte SDP token; 8 either way.
+/// A DLLP on the wire: its 6 bytes (type, payload, 16-bit CRC) plus framing — Gen1/2 add SDP
+/// and END symbols, Gen3-5 a 2-byte SDP token; 8 either way.
 pub const DLLP_WIRE_BYTES: u32 = 8;
 
 /// The TLPOverhead term of the spec's latency formulas, in symbols (header, digest, framing).

@@ -162,6 +162,13 @@ impl<'de> Deserialize<'de> for Bdf {
     }
 }
 
+/// Parses a BDF written in a test; panics on a typo so the test names it.
+#[cfg(test)]
+pub(crate) fn bdf(text: &str) -> Bdf {
+    text.parse()
+        .unwrap_or_else(|e| panic!("test BDF {text:?}: {e:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,11 +56,19 @@ pub struct DmaEngine {
     pub max_read_requests: u32,
 }
 
-/// A network adapter: parameters are read and validated; no workload drives it yet.
+/// One port of a network adapter (one PCI function per port, as ConnectX-5 has).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Nic {
+    /// Ethernet line rate, Gb/s, each direction.
     pub line_gbps: f64,
-    pub ports: u64,
+    /// Bytes of the completion entry the NIC writes per frame (mlx5 CQE: 64).
+    pub completion_bytes: u64,
+    /// Bytes of a descriptor the NIC fetches per frame.
+    pub descriptor_bytes: u64,
+    /// Frames per interrupt (interrupt moderation) and per doorbell.
+    pub frames_per_interrupt: u64,
+    /// Descriptors per ring: frames in flight.
+    pub ring_entries: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -95,7 +103,14 @@ const NVME_KEYS: &[&str] = &[
     "capacity_gb",
 ];
 const DMA_KEYS: &[&str] = &["model", "setup_ns", "engine_mbps", "max_read_requests"];
-const NIC_KEYS: &[&str] = &["model", "line_gbps", "ports"];
+const NIC_KEYS: &[&str] = &[
+    "model",
+    "line_gbps",
+    "completion_bytes",
+    "descriptor_bytes",
+    "frames_per_interrupt",
+    "ring_entries",
+];
 
 impl Device {
     /// The device a function's `[function.device]` table describes by its `model`, or `None`
@@ -153,7 +168,10 @@ impl Device {
                 t.no_near_misses(NIC_KEYS)?;
                 Device::Nic(Nic {
                     line_gbps: t.number("line_gbps", 25.0, false)?,
-                    ports: t.integer("ports", 1)?,
+                    completion_bytes: t.integer("completion_bytes", 64)?,
+                    descriptor_bytes: t.integer("descriptor_bytes", 16)?,
+                    frames_per_interrupt: t.integer("frames_per_interrupt", 64)?,
+                    ring_entries: t.integer("ring_entries", 1024)?,
                 })
             }
             _ => return Ok(None),
@@ -168,6 +186,41 @@ impl Device {
             Device::Nvme(n) => Some(n),
             _ => None,
         }
+    }
+}
+
+/// Ethernet adds preamble and start delimiter (8 B) and the inter-frame gap (12 B) per frame.
+const ETHERNET_FRAMING: u64 = 20;
+
+impl Nic {
+    /// Time the wire needs for `frames` frames of `frame` bytes, ns.
+    pub fn batch_ns(&self, frames: u64, frame: u64) -> f64 {
+        (frames * (frame + ETHERNET_FRAMING) * 8) as f64 / self.line_gbps
+    }
+
+    /// The TLPs of one interrupt's worth of frames. Receive: the NIC fetches the refilled
+    /// descriptors, writes each frame and its completion entry to memory, raises one MSI-X; the
+    /// driver rings the refill doorbell. Transmit: the driver rings the doorbell, the NIC fetches
+    /// descriptors, reads each frame, writes each completion entry, raises one MSI-X.
+    pub fn batch_tlps(&self, receive: bool, frames: u64, frame: u64, f: &LinkParams) -> Vec<Run> {
+        let mut runs = Vec::new();
+        if !receive {
+            runs.extend(tlp::mmio_write(DWORD, f));
+        }
+        runs.extend(tlp::dma_read(frames * self.descriptor_bytes, f));
+        for _ in 0..frames {
+            if receive {
+                runs.extend(tlp::dma_write(frame, f));
+            } else {
+                runs.extend(tlp::dma_read(frame, f));
+            }
+            runs.extend(tlp::dma_write(self.completion_bytes, f));
+        }
+        runs.extend(tlp::dma_write(DWORD, f)); // MSI-X
+        if receive {
+            runs.extend(tlp::mmio_write(DWORD, f));
+        }
+        runs
     }
 }
 

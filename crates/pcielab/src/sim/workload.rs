@@ -32,16 +32,30 @@ pub struct DmaTest {
     pub transfers: u64,
 }
 
+/// The `nettest` load: every chosen NIC port receives and/or transmits frames at line rate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetTest {
+    /// The NIC functions to load; empty: every NIC of the machine.
+    pub devices: Vec<Bdf>,
+    pub receive: bool,
+    pub transmit: bool,
+    pub seconds: f64,
+    /// Ethernet frame size in bytes (header and FCS included).
+    pub frame: u64,
+}
+
 /// A parsed workload.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Workload {
     Fio(JobSet),
     DmaTest(DmaTest),
+    NetTest(NetTest),
     Sleep { ns: u64 },
 }
 
 const USAGE: &str = "the simulated workload is 'fio OPTIONS…|JOBFILE', \
-'dmatest [--device BDF] [--sizes 64,256,4K,64K,1M,4M] [--dir write,read] [--transfers N]' or 'sleep SECONDS'";
+'dmatest [--device BDF] [--sizes 64,256,4K,64K,1M,4M] [--dir write,read] [--transfers N]', \
+'nettest [--device BDF]… [--dir rx|tx|both] [--seconds S] [--frame BYTES]' or 'sleep SECONDS'";
 
 /// Parses the workload argv; `read_file` reads fio job files.
 pub fn parse(argv: &[String], read_file: impl Fn(&Path) -> Result<String>) -> Result<Workload> {
@@ -51,6 +65,7 @@ pub fn parse(argv: &[String], read_file: impl Fn(&Path) -> Result<String>) -> Re
     match program.as_str() {
         "fio" => Ok(Workload::Fio(fio::parse_command_line(args, read_file)?)),
         "dmatest" => parse_dmatest(args).map(Workload::DmaTest),
+        "nettest" => parse_nettest(args).map(Workload::NetTest),
         "sleep" => {
             let seconds: f64 = args
                 .first()
@@ -69,6 +84,75 @@ pub fn parse(argv: &[String], read_file: impl Fn(&Path) -> Result<String>) -> Re
             "workload '{other}' cannot run on a simulated machine: {USAGE}"
         ))),
     }
+}
+
+/// `--key value` / `--key=value` pairs, in order.
+fn options(tool: &str, args: &[String]) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let (key, value) = match args[i].split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => {
+                i += 1;
+                let v = args.get(i).cloned().ok_or_else(|| {
+                    Error::bad_input(format!("{tool}: option '{}' needs a value", args[i - 1]))
+                })?;
+                (args[i - 1].clone(), v)
+            }
+        };
+        out.push((key, value));
+        i += 1;
+    }
+    Ok(out)
+}
+
+fn parse_nettest(args: &[String]) -> Result<NetTest> {
+    let mut test = NetTest {
+        devices: Vec::new(),
+        receive: true,
+        transmit: true,
+        seconds: 1.0,
+        frame: 1518,
+    };
+    for (key, value) in options("nettest", args)? {
+        let bad = |valid: &str| {
+            Error::bad_input(format!(
+                "nettest: invalid {key} '{value}': expected {valid}"
+            ))
+        };
+        match key.as_str() {
+            "--device" => test.devices.push(value.parse()?),
+            "--dir" => {
+                (test.receive, test.transmit) = match value.as_str() {
+                    "rx" => (true, false),
+                    "tx" => (false, true),
+                    "both" => (true, true),
+                    _ => return Err(bad("rx, tx or both")),
+                }
+            }
+            "--seconds" => {
+                test.seconds = value
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                    .ok_or_else(|| bad("a positive number of seconds"))?
+            }
+            "--frame" => {
+                test.frame = value
+                    .parse()
+                    .ok()
+                    .filter(|f| (64..=9018).contains(f))
+                    .ok_or_else(|| bad("an Ethernet frame size from 64 to 9018 bytes"))?
+            }
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "nettest: unknown option '{key}': valid options are --device, --dir, --seconds, --frame"
+                )))
+            }
+        }
+    }
+    Ok(test)
 }
 
 fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
@@ -147,12 +231,26 @@ pub struct DmaRow {
     pub runtime_ns: u64,
 }
 
+/// One NIC port and direction of a `nettest`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NetRow {
+    pub device: Bdf,
+    /// `rx` (frames into host memory) or `tx`.
+    pub direction: &'static str,
+    pub frames: u64,
+    pub bytes: u64,
+    pub seconds: f64,
+    /// Frame bytes per second × 8 / 10^9.
+    pub gbps: f64,
+}
+
 /// What a workload reports about itself.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Summary {
     Fio { groups: Vec<GroupStats> },
     DmaTest { device: Bdf, rows: Vec<DmaRow> },
+    NetTest { rows: Vec<NetRow> },
     Sleep { seconds: f64 },
 }
 
@@ -190,6 +288,23 @@ impl Summary {
                         human_size(size),
                         cell(DmaDirection::Write),
                         cell(DmaDirection::Read)
+                    ));
+                }
+                out
+            }
+            (Summary::NetTest { rows }, _) => {
+                let mut out = format!(
+                    "{:<14} {:>3} {:>14} {:>16} {:>9}\n",
+                    "device", "dir", "frames", "bytes", "Gb/s"
+                );
+                for r in rows {
+                    out.push_str(&format!(
+                        "{:<14} {:>3} {:>14} {:>16} {:>9.3}\n",
+                        r.device.to_string(),
+                        r.direction,
+                        r.frames,
+                        r.bytes,
+                        r.gbps
                     ));
                 }
                 out
@@ -238,7 +353,22 @@ mod tests {
             parse(&argv("sleep 0.5"), no_files).unwrap(),
             Workload::Sleep { ns: 500_000_000 }
         );
+        match parse(
+            &argv("nettest --device b1:00.0 --dir rx --seconds 0.5 --frame=9018"),
+            no_files,
+        )
+        .unwrap()
+        {
+            Workload::NetTest(t) => {
+                assert_eq!(t.devices.len(), 1);
+                assert!(t.receive && !t.transmit);
+                assert_eq!((t.seconds, t.frame), (0.5, 9018));
+            }
+            other => panic!("{other:?}"),
+        }
         for bad in [
+            "nettest --frame 20",
+            "nettest --dir",
             "",
             "ls -l",
             "sleep",

@@ -105,37 +105,16 @@ fn busy_functions(topo: &Topology) -> HashSet<Bdf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::bdf;
     use crate::pcie::Generation::*;
     use crate::topology::{Aspm, Link};
 
     fn pair() -> (Function, Function) {
-        let mut rp = Function::new(
-            "00:02.0".parse().unwrap(),
-            0x1ded,
-            0x8000,
-            0x060400,
-            Kind::RootPort,
-        );
-        rp.link = Some(Link {
-            max_speed: Some(Gen5),
-            max_width: Some(4),
-            speed: Some(Gen3),
-            width: Some(2),
-        });
-        let mut ep = Function::new(
-            "04:00.0".parse().unwrap(),
-            0x144d,
-            0xa808,
-            0x010802,
-            Kind::Endpoint,
-        );
+        let mut rp = Function::new(bdf("00:02.0"), 0x1ded, 0x8000, 0x060400, Kind::RootPort);
+        rp.link = Some(Link::trained((Gen5, 4), (Gen3, 2)));
+        let mut ep = Function::new(bdf("04:00.0"), 0x144d, 0xa808, 0x010802, Kind::Endpoint);
         ep.parent = Some(rp.bdf);
-        ep.link = Some(Link {
-            max_speed: Some(Gen3),
-            max_width: Some(4),
-            speed: Some(Gen3),
-            width: Some(2),
-        });
+        ep.link = Some(Link::trained((Gen3, 4), (Gen3, 2)));
         (rp, ep)
     }
 

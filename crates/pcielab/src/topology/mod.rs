@@ -60,6 +60,17 @@ pub struct Link {
 }
 
 impl Link {
+    /// A link whose capability (LnkCap) and trained state (LnkSta) are both known, each given as
+    /// (speed, width).
+    pub const fn trained(max: (Generation, u8), current: (Generation, u8)) -> Link {
+        Link {
+            max_speed: Some(max.0),
+            max_width: Some(max.1),
+            speed: Some(current.0),
+            width: Some(current.1),
+        }
+    }
+
     /// The link trained below what it is capable of (lspci's "(downgraded)").
     pub fn is_downgraded(&self) -> bool {
         let slower = matches!((self.speed, self.max_speed), (Some(s), Some(m)) if s < m);
@@ -212,10 +223,7 @@ impl Topology {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bdf(s: &str) -> Bdf {
-        s.parse().unwrap()
-    }
+    use crate::pcie::bdf;
 
     #[test]
     fn navigation_follows_parents() {
@@ -236,12 +244,7 @@ mod tests {
 
     #[test]
     fn downgraded_compares_speed_and_width() {
-        let mut link = Link {
-            max_speed: Some(Generation::Gen5),
-            max_width: Some(4),
-            speed: Some(Generation::Gen5),
-            width: Some(4),
-        };
+        let mut link = Link::trained((Generation::Gen5, 4), (Generation::Gen5, 4));
         assert!(!link.is_downgraded());
         link.width = Some(2);
         assert!(link.is_downgraded());

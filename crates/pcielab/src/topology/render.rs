@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use crate::model::path::{path_ceiling, PathCeiling};
 use crate::pcie::{Bdf, Generation};
+use crate::report::round_to;
 use crate::topology::check::warnings;
 use crate::topology::spec::{aspm_name, Platform};
 use crate::topology::{Function, Kind, Link, Topology};
@@ -73,10 +74,8 @@ pub struct AcsJson {
     pub control: String,
 }
 
-/// MB/s rounded to 0.001, so JSON compares equal across readers.
-fn round_mbps(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
-}
+/// Ceilings are rounded to 0.001 MB/s, so JSON compares equal across readers.
+const MBPS_DECIMALS: i32 = 3;
 
 /// The JSON view of a platform.
 pub fn to_json(platform: &Platform) -> TopologyJson {
@@ -121,8 +120,8 @@ pub fn to_json(platform: &Platform) -> TopologyJson {
                 aer: f.aer,
                 numa_node: f.numa_node,
                 driver: f.driver.clone(),
-                ceiling_mbps: ceiling.map(|c| round_mbps(c.mbps)),
-                ceiling_capable_mbps: ceiling.map(|c| round_mbps(c.capable_mbps)),
+                ceiling_mbps: ceiling.map(|c| round_to(c.mbps, MBPS_DECIMALS)),
+                ceiling_capable_mbps: ceiling.map(|c| round_to(c.capable_mbps, MBPS_DECIMALS)),
                 ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
                 warnings: found.remove(&f.bdf).unwrap_or_default(),
             }

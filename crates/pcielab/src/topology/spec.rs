@@ -796,10 +796,9 @@ model = "ahci"
         assert_eq!(sata.aspm_supported, sata.aspm_enabled);
     }
 
-    #[test]
-    fn interleaved_subtrees_are_rejected() {
-        // Root port 00:03.0's child sits on bus 02, inside 00:02.0's range [01-03].
-        let spec = r#"
+    /// Root port 00:02.0 with a bridge to bus 03 (so it covers [01-03] with bus 02 unused), and an
+    /// empty root port 00:03.0.
+    const TWO_PORTS_ONE_WITH_A_BUS_HOLE: &str = r#"
 name = "t"
 [[function]]
 bdf = "0000:00:02.0"
@@ -827,15 +826,23 @@ kind = "root_port"
 vendor = 1
 device_id = 2
 class = 0x060400
-[[function]]
+"#;
+
+    #[test]
+    fn interleaved_subtrees_are_rejected() {
+        // Root port 00:03.0's child sits on bus 02, inside 00:02.0's range [01-03].
+        let spec = format!(
+            "{TWO_PORTS_ONE_WITH_A_BUS_HOLE}{}",
+            r#"[[function]]
 bdf = "0000:02:00.0"
 kind = "endpoint"
 parent = "0000:00:03.0"
 vendor = 1
 device_id = 5
 class = 0x010802
-"#;
-        let e = err(spec);
+"#
+        );
+        let e = err(&spec);
         assert!(
             e.starts_with("t.toml:30: function 0000:02:00.0: bus 02 lies inside the bus range [01-03] of 0000:00:02.0"),
             "{e}"
@@ -845,36 +852,7 @@ class = 0x010802
     #[test]
     fn empty_ports_skip_buses_inside_other_subtrees() {
         // 00:02.0 covers [01-03] with a hole at 02; the empty 00:03.0 must not take bus 02.
-        let spec = r#"
-name = "t"
-[[function]]
-bdf = "0000:00:02.0"
-kind = "root_port"
-vendor = 1
-device_id = 2
-class = 0x060400
-[[function]]
-bdf = "0000:01:00.0"
-kind = "pci_bridge"
-parent = "0000:00:02.0"
-vendor = 1
-device_id = 3
-class = 0x060400
-[[function]]
-bdf = "0000:03:00.0"
-kind = "endpoint"
-parent = "0000:01:00.0"
-vendor = 1
-device_id = 4
-class = 0x010802
-[[function]]
-bdf = "0000:00:03.0"
-kind = "root_port"
-vendor = 1
-device_id = 2
-class = 0x060400
-"#;
-        let p = parse_spec("t.toml", spec).unwrap();
+        let p = parse_spec("t.toml", TWO_PORTS_ONE_WITH_A_BUS_HOLE).unwrap();
         let t = &p.topology;
         assert_eq!(
             t.get("00:02.0".parse().unwrap()).unwrap().buses,
