@@ -246,10 +246,7 @@ impl Engine {
                     carry[k] -= n as f64;
                     let (mask, rmid) = (alloc[i].2, alloc[i].1 as u16);
                     let t = &mut self.threads[i];
-                    for _ in 0..n {
-                        let line = t.stream.next_line();
-                        hits[i] += cache.access(line, mask, rmid) as u64;
-                    }
+                    hits[i] += cache.access_run(n as usize, || (t.stream.next_line(), mask, rmid));
                     accesses[i] += n;
                 }
             }
