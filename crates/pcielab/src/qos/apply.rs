@@ -391,7 +391,7 @@ pub fn rollback(backend: &mut dyn QosBackend, before: &Resctrl) -> Result<()> {
             let back: Vec<String> = m
                 .tasks
                 .iter()
-                .filter(|t| cur.map_or(true, |c| !c.tasks.contains(t)))
+                .filter(|t| cur.is_none_or(|c| !c.tasks.contains(t)))
                 .map(u32::to_string)
                 .collect();
             if !back.is_empty() {

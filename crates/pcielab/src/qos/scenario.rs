@@ -431,7 +431,7 @@ impl Scenario {
 }
 
 fn in_domains(m: &Metric, d: u32) -> bool {
-    m.domains.as_ref().map_or(true, |ds| ds.contains(&d))
+    m.domains.as_ref().is_none_or(|ds| ds.contains(&d))
 }
 
 fn measure(
