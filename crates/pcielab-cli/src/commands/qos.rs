@@ -10,6 +10,7 @@ use pcielab::machine::MachineSelector;
 use pcielab::qos::apply;
 use pcielab::qos::backend::{self, Op, QosBackend, Target};
 use pcielab::qos::view;
+use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
 const EXAMPLES: &str = "Examples:
@@ -63,12 +64,8 @@ enum QosCommand {
         group: String,
         #[command(flatten)]
         machine: MachineArgs,
-        /// Schemata lines, e.g. 'L3:0=f;1=f' (repeat or separate lines with '\n')
-        #[arg(long)]
-        schemata: Vec<String>,
-        /// shareable or exclusive
-        #[arg(long)]
-        mode: Option<String>,
+        #[command(flatten)]
+        settings: GroupSettings,
     },
     /// Change a group's schemata and/or mode
     #[command(after_help = EXAMPLES)]
@@ -77,10 +74,8 @@ enum QosCommand {
         group: String,
         #[command(flatten)]
         machine: MachineArgs,
-        #[arg(long)]
-        schemata: Vec<String>,
-        #[arg(long)]
-        mode: Option<String>,
+        #[command(flatten)]
+        settings: GroupSettings,
     },
     /// Move tasks (pids) and/or CPUs into a group
     #[command(after_help = EXAMPLES)]
@@ -161,19 +156,36 @@ fn schemata_text(lines: &[String]) -> String {
     text
 }
 
-/// The steps `create` and `set` share: write the schemata lines given, then the mode given.
-fn settings_ops(group: String, schemata: &[String], mode: Option<String>) -> Vec<Op> {
-    let mut ops = Vec::new();
-    if !schemata.is_empty() {
-        ops.push(Op::Schemata {
-            group: group.clone(),
-            text: schemata_text(schemata),
-        });
+/// What `create` and `set` may change on a group.
+#[derive(ClapArgs)]
+struct GroupSettings {
+    /// Schemata lines, e.g. 'L3:0=f;1=f' (repeat or separate lines with '\n')
+    #[arg(long)]
+    schemata: Vec<String>,
+    /// shareable or exclusive
+    #[arg(long)]
+    mode: Option<String>,
+}
+
+impl GroupSettings {
+    fn is_empty(&self) -> bool {
+        self.schemata.is_empty() && self.mode.is_none()
     }
-    if let Some(mode) = mode {
-        ops.push(Op::Mode { group, mode });
+
+    /// The steps: write the schemata lines given, then the mode given.
+    fn ops(self, group: String) -> Vec<Op> {
+        let mut ops = Vec::new();
+        if !self.schemata.is_empty() {
+            ops.push(Op::Schemata {
+                group: group.clone(),
+                text: schemata_text(&self.schemata),
+            });
+        }
+        if let Some(mode) = self.mode {
+            ops.push(Op::Mode { group, mode });
+        }
+        ops
     }
-    ops
 }
 
 /// Check every step against the kernel's rules on a copy of the state, then perform them: a
@@ -187,11 +199,8 @@ fn perform_all(b: &mut dyn QosBackend, ops: &[Op]) -> Result<()> {
     b.save()
 }
 
-fn json(value: serde_json::Result<serde_json::Value>) -> Result<()> {
-    let text = value
-        .and_then(|v| serde_json::to_string_pretty(&v))
-        .map_err(|e| Error::runtime(e.to_string()))?;
-    println!("{text}");
+fn json<T: serde::Serialize>(value: &T) -> Result<()> {
+    print!("{}", json_text(value)?);
     Ok(())
 }
 
@@ -204,7 +213,7 @@ pub fn run(args: Args) -> Result<()> {
             let mut b = open(&machine)?;
             let v = view::show(&b.name(), &b.read()?);
             if as_json {
-                json(serde_json::to_value(&v))
+                json(&v)
             } else {
                 print!("{}", v.text());
                 Ok(())
@@ -213,27 +222,25 @@ pub fn run(args: Args) -> Result<()> {
         QosCommand::Create {
             group,
             machine,
-            schemata,
-            mode,
+            settings,
         } => {
             let mut b = open(&machine)?;
             let mut ops = vec![Op::Mkdir {
                 group: group.clone(),
             }];
-            ops.extend(settings_ops(group, &schemata, mode));
+            ops.extend(settings.ops(group));
             perform_all(b.as_mut(), &ops)
         }
         QosCommand::Set {
             group,
             machine,
-            schemata,
-            mode,
+            settings,
         } => {
-            if schemata.is_empty() && mode.is_none() {
+            if settings.is_empty() {
                 return Err(Error::bad_input("qos set: give --schemata and/or --mode"));
             }
             let mut b = open(&machine)?;
-            perform_all(b.as_mut(), &settings_ops(group, &schemata, mode))
+            perform_all(b.as_mut(), &settings.ops(group))
         }
         QosCommand::Assign {
             group,
@@ -273,7 +280,7 @@ pub fn run(args: Args) -> Result<()> {
             let desired = apply::parse_desired(&text, &file.display().to_string(), &info)?;
             let report = apply::apply(b.as_mut(), &desired, dry_run)?;
             if as_json {
-                return json(serde_json::to_value(&report));
+                return json(&report);
             }
             for (i, p) in report.plan.iter().enumerate() {
                 println!("{:>3}. {}", i + 1, p.shell);
@@ -314,7 +321,7 @@ pub fn run(args: Args) -> Result<()> {
             }
             b.save()?;
             if as_json {
-                json(serde_json::to_value(&all))?;
+                json(&all)?;
             }
             Ok(())
         }
