@@ -5,10 +5,8 @@
 use clap::Args as ClapArgs;
 use pcielab::machine::MachineSelector;
 use pcielab::pmu::parse_event_list;
-use pcielab::pmu::session::CountOptions;
-use pcielab::pmu::stat::count_events;
 use pcielab::report::json_text;
-use pcielab::sim::{workload, SimBackend, SimMachine};
+use pcielab::sim::stat::{self, StatRequest};
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -67,71 +65,31 @@ pub fn run(args: Args) -> Result<()> {
     for e in &args.events {
         groups.extend(parse_event_list(e)?);
     }
-    if !args.all_cpus {
-        return Err(Error::bad_input(
-            "PCIe PMUs are uncore PMUs that count system-wide only: add -a",
-        ));
-    }
-    if args.mux_interval_ms == 0 || args.interval_ms == Some(0) {
-        return Err(Error::bad_input(
-            "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
-        ));
-    }
-    let selector: MachineSelector = args.machine.parse()?;
-    match selector {
-        MachineSelector::Host { .. } => {
-            return Err(Error::runtime(
-                "counting on a live host (perf_event_open) is not supported yet; \
-                 use --machine sim:PRESET to count a simulated workload",
-            ))
-        }
-        MachineSelector::Snapshot { .. } => {
-            return Err(Error::bad_input(
-                "a snapshot has no counters to read: use --machine sim:PRESET or host",
-            ))
-        }
-        _ => {}
-    }
-    let mut machine = SimMachine::open(&selector)?;
-    if let Some(ber) = args.ber {
-        if !(0.0..1e-3).contains(&ber) {
-            return Err(Error::bad_input(format!(
-                "--ber {ber}: expected a bit-error rate from 0 to below 1e-3 (e.g. 1e-9)"
-            )));
-        }
-        machine.config.ber = ber;
-    }
-    let read_file = |p: &std::path::Path| {
+    let machine: MachineSelector = args.machine.parse()?;
+    let request = StatRequest {
+        machine: &machine,
+        groups: &groups,
+        all_cpus: args.all_cpus,
+        mux_interval_ms: args.mux_interval_ms,
+        interval_ms: args.interval_ms,
+        ber: args.ber,
+        workload: &args.workload,
+    };
+    let done = stat::run(&request, |p| {
         std::fs::read_to_string(p).map_err(|e| {
             Error::bad_input(format!("fio: cannot read job file {}: {e}", p.display()))
         })
-    };
-    let work = workload::parse(&args.workload, read_file)?;
-    let ceilings = machine
-        .pmus()
-        .iter()
-        .map(|p| p.root_port.and_then(|rp| machine.port_ceiling_mbps(rp)))
-        .collect();
-    let options = CountOptions {
-        mux_interval_ns: args.mux_interval_ms * 1_000_000,
-        interval_ns: args.interval_ms.map(|ms| ms * 1_000_000),
-    };
-    let mut backend = SimBackend::new(&machine, work.clone());
-    let outcome = count_events(&mut backend, &groups, &options, ceilings)?;
-    let run = backend
-        .run
-        .as_ref()
-        .ok_or_else(|| Error::runtime("the simulation produced no run"))?;
+    })?;
     if args.json {
-        let summary = serde_json::to_value(&run.summary)
+        let summary = serde_json::to_value(&done.run.summary)
             .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        print!("{}", json_text(&outcome.to_json(summary))?);
+        print!("{}", json_text(&done.outcome.to_json(summary))?);
         return Ok(());
     }
-    print!("{}", run.summary.render(&work));
+    print!("{}", done.run.summary.render(&done.workload));
     match &args.separator {
-        Some(sep) => eprint!("{}", outcome.render_csv(sep)),
-        None => eprint!("{}", outcome.render_text()),
+        Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
+        None => eprint!("{}", done.outcome.render_text()),
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ mod counters;
 pub mod device;
 pub mod engine;
 pub mod fio;
+pub mod stat;
 pub mod tlp;
 pub mod workload;
 
