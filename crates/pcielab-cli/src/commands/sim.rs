@@ -11,6 +11,7 @@ use pcielab::qos::plot;
 use pcielab::qos::presets::PRESETS;
 use pcielab::qos::scenario::Scenario;
 use pcielab::qos::sim::SimMachine;
+use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
 const EXAMPLES: &str = "Examples:
@@ -88,9 +89,7 @@ pub fn run(args: Args) -> Result<()> {
                 std::fs::write(path, plot::svg(&outcome)).map_err(|e| Error::io(path, e))?;
             }
             if json {
-                let text = serde_json::to_string_pretty(&outcome)
-                    .map_err(|e| Error::runtime(e.to_string()))?;
-                println!("{text}");
+                print!("{}", json_text(&outcome)?);
             } else {
                 print!("{}", outcome.table());
                 println!("simulated in {:.2} s", outcome.wall_s);

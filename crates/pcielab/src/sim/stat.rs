@@ -49,19 +49,13 @@ pub fn run(request: &StatRequest, read_file: impl Fn(&Path) -> Result<String>) -
             "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
         ));
     }
-    match request.machine {
-        MachineSelector::Host { .. } => {
-            return Err(Error::runtime(
-                "counting on a live host (perf_event_open) is not supported yet; \
-                 use --machine sim:PRESET to count a simulated workload",
-            ))
-        }
-        MachineSelector::Snapshot { .. } => {
-            return Err(Error::bad_input(
-                "a snapshot has no counters to read: use --machine sim:PRESET or host",
-            ))
-        }
-        MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {}
+    // Only the host needs its own answer (a runtime gap, not bad input); SimMachine::open
+    // rejects every other non-simulated machine.
+    if let MachineSelector::Host { .. } = request.machine {
+        return Err(Error::runtime(
+            "counting on a live host (perf_event_open) is not supported yet; \
+             use --machine sim:PRESET to count a simulated workload",
+        ));
     }
     let mut machine = SimMachine::open(request.machine)?;
     if let Some(ber) = request.ber {
