@@ -2,6 +2,7 @@
 //! width, as a table or JSON (shape in docs/model.md). Argument wiring only; the math is
 //! `pcielab::model`.
 
+use super::number_in;
 use clap::Args as ClapArgs;
 use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_SIZES};
 use pcielab::model::transfer::{LinkParams, Overheads};
@@ -21,19 +22,19 @@ SKP ordered sets. MB/s is 10^6 bytes per second. Read rates are link-limited (no
 )]
 pub struct Args {
     /// PCIe generation, 1-7.
-    #[arg(long)]
+    #[arg(long, value_parser = number_in(1..=7u8))]
     gen: u8,
     /// Link width in lanes: 1, 2, 4, 8, 12, 16 or 32.
-    #[arg(long)]
+    #[arg(long, value_parser = number_in(1..=32u8))]
     width: u8,
     /// Max_Payload_Size in bytes (128-4096, power of two).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = number_in(128..=4096u32))]
     mps: u32,
     /// Max_Read_Request_Size in bytes (128-4096, power of two).
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = number_in(128..=4096u32))]
     mrrs: u32,
     /// Read Completion Boundary in bytes (64 or 128).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = number_in(64..=128u32))]
     rcb: u32,
     /// 64-bit addressing: 4 DW request headers instead of 3 DW.
     #[arg(long)]

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::number_in;
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::MachineSelector;
 use pcielab::qos::apply;
@@ -119,11 +120,11 @@ enum QosCommand {
     Monitor {
         #[command(flatten)]
         machine: MachineArgs,
-        /// Interval in milliseconds
-        #[arg(short = 'I', long = "interval", default_value_t = 1000)]
+        /// Interval in milliseconds (1 ms to 1 hour)
+        #[arg(short = 'I', long = "interval", default_value_t = 1000, value_parser = number_in(1..=3_600_000u64))]
         interval_ms: u64,
-        /// Number of intervals to print
-        #[arg(long, default_value_t = 1)]
+        /// Number of intervals to print (1 to 1000000)
+        #[arg(long, default_value_t = 1, value_parser = number_in(1..=1_000_000u32))]
         count: u32,
         /// JSON output (shape in docs/qos.md)
         #[arg(long)]
