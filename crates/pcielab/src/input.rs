@@ -215,14 +215,15 @@ impl ConfinedDir {
         }
     }
 
-    /// Write `bytes` to file `rel` under the root in one write(2), creating it when `create`
-    /// (and truncating it), never through a symlink.
+    /// Write `bytes` to file `rel` under the root in one write(2) (as `echo … >` does: opened
+    /// with O_TRUNC), creating it when `create`, never through a symlink.
     pub fn write(&self, rel: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
         let (parent, name) = self.split(rel).map_err(to_io)?;
         let dir = self.open_dir(&parent, false).map_err(to_io)?;
         let flags = libc::O_WRONLY
             | libc::O_NOFOLLOW
-            | if create { libc::O_CREAT | libc::O_TRUNC } else { 0 };
+            | libc::O_TRUNC
+            | if create { libc::O_CREAT } else { 0 };
         let mut file = openat(&dir, name, flags, 0o644)?;
         // One write, as `echo … >` does: resctrl parses each write on its own.
         let written = std::io::Write::write(&mut file, bytes)?;
