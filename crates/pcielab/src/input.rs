@@ -236,6 +236,26 @@ impl ConfinedDir {
         Ok(())
     }
 
+    /// Make `rel` under the root a symlink to `target` (which is stored, not followed).
+    pub fn symlink(&self, target: &str, rel: &str) -> Result<()> {
+        let (parent, name) = self.split(rel)?;
+        let dir = self.open_dir(&parent, false)?;
+        let (t, c) = (cstring(target)?, cstring(name)?);
+        // SAFETY: dir is an open directory; both strings are NUL-terminated.
+        let rc = unsafe { libc::symlinkat(t.as_ptr(), std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::io(self.root.join(rel), std::io::Error::last_os_error()))
+        }
+    }
+
+    /// [`ConfinedDir::write`] of a new file, as a pcielab error naming the path.
+    pub fn create_file(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        self.write(rel, bytes, true)
+            .map_err(|e| Error::io(self.root.join(rel), e))
+    }
+
     fn split<'a>(&self, rel: &'a str) -> Result<(Vec<&'a str>, &'a str)> {
         let mut parts = self.parts(rel)?;
         let name = parts.pop().expect("split yields at least one part");

@@ -261,9 +261,7 @@ fn boot_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
 fn run_run(args: RunArgs) -> Result<()> {
     let platform = load_spec(&args.boot.machine.spec)?;
     let script = match &args.script {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
-            Error::bad_input(format!("cannot read --script {}: {e}", path.display()))
-        })?,
+        Some(path) => pcielab::input::read_input_file(path, "--script")?,
         None => DEFAULT_SCRIPT.to_string(),
     };
     let mut options = boot_options(&args.boot, Some(script))?;

@@ -76,11 +76,7 @@ pub fn run(args: Args) -> Result<()> {
         ber: args.ber,
         workload: &args.workload,
     };
-    let done = stat::run(&request, |p| {
-        std::fs::read_to_string(p).map_err(|e| {
-            Error::bad_input(format!("fio: cannot read job file {}: {e}", p.display()))
-        })
-    })?;
+    let done = stat::run(&request, |p| pcielab::input::read_input_file(p, "fio job file"))?;
     if args.json {
         let summary = serde_json::to_value(&done.run.summary)
             .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
