@@ -1,6 +1,7 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
 mod bench;
+mod fit;
 mod lab;
 mod model;
 mod pmu;
@@ -19,6 +20,8 @@ pub enum Command {
     Topo(topo::Args),
     /// Link bandwidth and TLP counts versus transfer size.
     Model(model::Args),
+    /// Fit platform parameters beyond the link to measurements (CSV, fio JSON, dmatest table)
+    Fit(fit::Args),
     /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
     Snapshot(snapshot::Args),
     /// PCIe PMU devices and their events (`pmu list`)
@@ -39,6 +42,7 @@ pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Topo(args) => topo::run(args),
         Command::Model(args) => model::run(args),
+        Command::Fit(args) => fit::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Pmu(args) => pmu::run(args),
         Command::Stat(args) => stat::run(args),

@@ -226,9 +226,10 @@ impl SimMachine {
         self.config.rc_read_latency_ns + switches as f64 * self.config.switch_latency_ns
     }
 
-    /// The usable MB/s per direction of the link below root port `rp`.
+    /// The link-achievable payload MB/s per direction of the link below root port `rp`: what
+    /// "% of link" compares against.
     pub fn port_ceiling_mbps(&self, rp: Bdf) -> Option<f64> {
-        path_ceiling(&self.topology, rp).map(|c| c.mbps)
+        path_ceiling(&self.topology, rp).map(|c| c.achievable_mbps)
     }
 
     /// Runs `workload` from time 0 and returns the finished simulation.
