@@ -23,13 +23,13 @@ pub struct LinkArgs {
     #[arg(long, value_parser = number_in(1..=32u8))]
     width: u8,
     /// Max_Payload_Size in bytes (128-4096, power of two).
-    #[arg(long, default_value_t = 256, value_parser = number_in(128..=4096u32))]
+    #[arg(long, default_value_t = 256, value_parser = number_in(0..=u32::MAX))]
     mps: u32,
     /// Max_Read_Request_Size in bytes (128-4096, power of two).
-    #[arg(long, default_value_t = 512, value_parser = number_in(128..=4096u32))]
+    #[arg(long, default_value_t = 512, value_parser = number_in(0..=u32::MAX))]
     mrrs: u32,
     /// Read Completion Boundary in bytes (64 or 128).
-    #[arg(long, default_value_t = 64, value_parser = number_in(64..=128u32))]
+    #[arg(long, default_value_t = 64, value_parser = number_in(0..=u32::MAX))]
     rcb: u32,
     /// 64-bit addressing: 4 DW request headers instead of 3 DW.
     #[arg(long)]
