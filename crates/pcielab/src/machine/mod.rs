@@ -96,12 +96,14 @@ impl MachineSelector {
                 description: format!("live sysfs under {}", root.display()),
                 topology: read_sysfs(&root.join("sys/bus/pci"))?,
                 sim: toml::Table::new(),
+                platform: toml::Table::new(),
             }),
             MachineSelector::Snapshot { dir } => Ok(Platform {
                 name: "snapshot".to_string(),
                 description: format!("sysfs snapshot {}", dir.display()),
                 topology: read_sysfs(dir)?,
                 sim: toml::Table::new(),
+                platform: toml::Table::new(),
             }),
         }
     }

@@ -260,11 +260,13 @@ pub const PARAMS: [ParamSpec; 20] = [
 ];
 
 /// Which way a DMA transfer moves data, from the device's point of view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum DmaDirection {
-    /// The device writes host memory (Memory Writes upstream).
+    /// The device writes host memory (Memory Writes upstream: Rx payload at the root port).
     Write,
-    /// The device reads host memory (Memory Reads upstream, Completions downstream).
+    /// The device reads host memory (Memory Reads upstream, Completions downstream: Tx
+    /// payload at the root port).
     Read,
 }
 

@@ -11,15 +11,7 @@ use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::sim::fio::{self, GroupStats, JobSet};
 
-/// Which way an endpoint DMA transfer moves data relative to host memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DmaDirection {
-    /// The endpoint writes host memory (Memory Writes up: Rx payload at the root port).
-    Write,
-    /// The endpoint reads host memory (Memory Reads up, Completions down: Tx payload).
-    Read,
-}
+pub use crate::model::platform::DmaDirection;
 
 /// The `dmatest` sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -21,6 +21,9 @@ pub struct Platform {
     pub topology: Topology,
     /// The spec's `[sim]` table, untouched (empty for machines read from sysfs).
     pub sim: toml::Table,
+    /// The spec's `[platform]` table (the platform model beyond the link,
+    /// `model::platform`), untouched here; empty when absent.
+    pub platform: toml::Table,
 }
 
 /// Widths a link can train to (LnkCap/LnkSta encodings the spec defines).
@@ -37,6 +40,8 @@ struct RawSpec {
     description: String,
     #[serde(default)]
     sim: toml::Table,
+    #[serde(default)]
+    platform: toml::Table,
     #[serde(default, rename = "function")]
     functions: Vec<Spanned<RawFunction>>,
 }
@@ -146,6 +151,7 @@ pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
         description: raw.description,
         topology: Topology::new(functions),
         sim: raw.sim,
+        platform: raw.platform,
     })
 }
 
