@@ -28,7 +28,16 @@ fn json_has_exactly_the_documented_shape() {
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
-        ["gen", "mps", "mrrs", "points", "raw_MBps", "rcb", "width"]
+        [
+            "achievable_MBps",
+            "gen",
+            "line_rate_MBps",
+            "mps",
+            "mrrs",
+            "points",
+            "rcb",
+            "width"
+        ]
     );
     assert_eq!(v["gen"], 3);
     assert_eq!(v["width"], 4);
@@ -36,7 +45,9 @@ fn json_has_exactly_the_documented_shape() {
         (v["mps"].as_u64(), v["mrrs"].as_u64(), v["rcb"].as_u64()),
         (Some(256), Some(512), Some(64))
     );
-    assert_eq!(v["raw_MBps"], 3938.46);
+    assert_eq!(v["line_rate_MBps"], 3938.46);
+    // 256 B of payload per 276 B TLP, less one SKP block in 376.
+    assert_eq!(v["achievable_MBps"], 3643.35);
     let point = &v["points"][0];
     let mut point_keys: Vec<&str> = point
         .as_object()
@@ -91,7 +102,7 @@ fn table_names_the_link_and_settings() {
 #[test]
 fn invalid_values_exit_2_naming_the_flag_and_valid_set() {
     let cases: [(&[&str], &str, &str); 7] = [
-        (&["--gen", "8", "--width", "4"], "--gen 8", "7"),
+        (&["--gen", "8", "--width", "4"], "--gen <GEN>", "'8' is not a number in 1..=7"),
         (&["--gen", "3", "--width", "3"], "width 3", "12"),
         (
             &["--gen", "3", "--width", "4", "--mps", "100"],

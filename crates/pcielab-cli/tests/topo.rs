@@ -595,7 +595,7 @@ fn unknown_preset_names_the_valid_ones() {
 fn tree_and_dot_show_links_ceilings_and_warnings() {
     let tree = ok_stdout(pcielab(&["topo", "--machine", "sim:yitian710"]));
     assert!(tree.contains(
-        "\\-04:00.0 endpoint [1b4b:9235] Marvell 88SE9235 PCIe 2.0 x2 4-port SATA 6 Gb/s Controller | cap 5GT/s x2, sta 5GT/s x2 | MPS 256 MRRS 512 | ceiling 1000 MB/s limited by own link | driver ahci"
+        "\\-04:00.0 endpoint [1b4b:9235] Marvell 88SE9235 PCIe 2.0 x2 4-port SATA 6 Gb/s Controller | cap 5GT/s x2, sta 5GT/s x2 | MPS 256 MRRS 512 | ceiling line 1000 MB/s, achievable 925 MB/s, limited by own link | driver ahci"
     ), "{tree}");
     assert!(!tree.contains("warning:"), "{tree}");
 
@@ -626,7 +626,7 @@ fn tree_and_dot_show_links_ceilings_and_warnings() {
     let doc = topo_json(&machine);
     let ssd = &doc["functions"][3];
     assert_eq!(ssd["warnings"].as_array().unwrap().len(), 3);
-    assert!((ssd["ceiling_MBps"].as_f64().unwrap() - 984.615).abs() < 1e-9);
+    assert!((ssd["ceiling_line_rate_MBps"].as_f64().unwrap() - 984.615).abs() < 1e-9);
     assert_eq!(ssd["ceiling_limited_by"], "0000:03:00.0");
 
     let dot = ok_stdout(pcielab(&["topo", "--machine", &machine, "--dot"]));

@@ -144,7 +144,7 @@ fn xeon_bandwidth_monitor_is_within_eight_percent() {
 }
 
 #[test]
-fn isolating_the_online_service_raises_its_occupancy_by_thirty_percent() {
+fn isolating_the_online_service_more_than_triples_its_occupancy() {
     let o = run("colocation");
     let mean = |label: &str, from: f64, to: f64| {
         let pts: Vec<f64> = o
@@ -159,10 +159,14 @@ fn isolating_the_online_service_raises_its_occupancy_by_thirty_percent() {
     };
     let shared = mean("online occupancy", 50.0, 200.0);
     let isolated = mean("online occupancy", 300.0, 400.0);
+    // The simulator gives 4.04×: the cache thrasher held most of L3 while shared. The bound
+    // says that (not the seed's loose "more"), and the ceiling is the online group's 11 ways.
     assert!(
-        isolated >= 1.3 * shared,
+        isolated >= 3.5 * shared,
         "online {shared} -> {isolated} KiB"
     );
+    let eleven_ways = 4.0 * 11.0 * MPAM_SEED.l3_bytes as f64 / 15.0 / 1024.0;
+    assert!(isolated <= 1.02 * eleven_ways, "online {isolated} KiB");
     // Offline is held to its 4 ways per domain.
     let offline = mean("offline occupancy", 300.0, 400.0);
     let four_ways = 4.0 * 4.0 * MPAM_SEED.l3_bytes as f64 / 15.0 / 1024.0;

@@ -1,6 +1,7 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
 mod bench;
+mod fit;
 mod lab;
 mod model;
 mod pmu;
@@ -19,6 +20,8 @@ pub enum Command {
     Topo(topo::Args),
     /// Link bandwidth and TLP counts versus transfer size.
     Model(model::Args),
+    /// Fit platform parameters beyond the link to measurements (CSV, fio JSON, dmatest table)
+    Fit(fit::Args),
     /// Save the live host's /sys/bus/pci as plain files for later --machine snapshot:DIR
     Snapshot(snapshot::Args),
     /// PCIe PMU devices and their events (`pmu list`)
@@ -39,6 +42,7 @@ pub fn run(command: Command) -> Result<()> {
     match command {
         Command::Topo(args) => topo::run(args),
         Command::Model(args) => model::run(args),
+        Command::Fit(args) => fit::run(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Pmu(args) => pmu::run(args),
         Command::Stat(args) => stat::run(args),
@@ -46,5 +50,22 @@ pub fn run(command: Command) -> Result<()> {
         Command::Sim(args) => sim::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Lab(args) => lab::run(args),
+    }
+}
+
+/// A clap value parser for a number in `range`: a negative, too large or out-of-range value gets a
+/// message that states the valid range (clap's own says only "number too large").
+pub fn number_in<T>(
+    range: std::ops::RangeInclusive<T>,
+) -> impl Fn(&str) -> std::result::Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static,
+{
+    move |text| {
+        pcielab::input::parse_in_range("value", text, range.clone()).map_err(|e| {
+            e.message()
+                .trim_start_matches("value: ")
+                .to_string()
+        })
     }
 }

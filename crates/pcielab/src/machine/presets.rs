@@ -2,7 +2,7 @@
 //! embedded in the library so `--machine sim:NAME` works from any directory.
 
 /// Every preset: name and spec text.
-pub const PRESETS: [(&str, &str); 5] = [
+pub const PRESETS: [(&str, &str); 8] = [
     (
         "yitian710",
         include_str!("../../../../presets/yitian710.toml"),
@@ -22,6 +22,18 @@ pub const PRESETS: [(&str, &str); 5] = [
     (
         "qemu-wide",
         include_str!("../../../../presets/qemu-wide.toml"),
+    ),
+    (
+        "rk3588-ep",
+        include_str!("../../../../presets/rk3588-ep.toml"),
+    ),
+    (
+        "rk3588-ep-gen2x1",
+        include_str!("../../../../presets/rk3588-ep-gen2x1.toml"),
+    ),
+    (
+        "rk3568-ep",
+        include_str!("../../../../presets/rk3568-ep.toml"),
     ),
 ];
 

@@ -2,8 +2,11 @@
 //! facts — raw rates, TLP/DLLP/SKP overheads, reads and writes versus transfer size, path
 //! ceilings, and P2P distance rules. No I/O.
 
+pub mod fit;
 pub mod latency;
+pub mod measurements;
 pub mod p2p;
 pub mod path;
+pub mod platform;
 pub mod sweep;
 pub mod transfer;

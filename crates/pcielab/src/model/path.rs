@@ -1,6 +1,8 @@
 //! Path ceilings: the slowest link between a function and its root complex, as the kernel's
-//! `pcie_bandwidth_available()` finds it ("… available PCIe bandwidth, limited by …").
+//! `pcie_bandwidth_available()` finds it ("… available PCIe bandwidth, limited by …"), with both
+//! its line rate and the payload rate that link can achieve.
 
+use super::transfer::{achievable_mbps, LinkParams};
 use crate::pcie::link::{kernel_link_mbit, raw_mbps};
 use crate::pcie::Bdf;
 use crate::topology::{Link, Topology};
@@ -8,8 +10,11 @@ use crate::topology::{Link, Topology};
 /// The bandwidth ceiling of a function's path to its root complex.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PathCeiling {
-    /// Usable MB/s per direction after line encoding, at the links' current speed/width.
+    /// Line rate: MB/s per direction after line encoding, at the links' current speed/width.
     pub mbps: f64,
+    /// Link-achievable payload MB/s of the limiting link: MPS-sized writes with TLP, DLLP and
+    /// SKP overheads (`model::transfer::achievable_mbps`, the limiting function's MPS).
+    pub achievable_mbps: f64,
     /// The function whose upstream link sets `mbps` (the nearest one on a tie, as the kernel).
     pub limiting: Bdf,
     /// The kernel's integer view of the same minimum, in Mb/s.
@@ -20,10 +25,10 @@ pub struct PathCeiling {
 
 /// Each function on the path from `bdf` up to the root that has a trained link, with that link.
 /// Both ends of a link report it; counting it at the downstream end only is enough for a minimum.
-fn links_on_path(topo: &Topology, bdf: Bdf) -> Vec<(Bdf, Link)> {
+fn links_on_path(topo: &Topology, bdf: Bdf) -> Vec<(Bdf, Link, Option<LinkParams>)> {
     topo.path_to_root(bdf)
         .into_iter()
-        .filter_map(|f| f.link.map(|l| (f.bdf, l)))
+        .filter_map(|f| f.link.map(|l| (f.bdf, l, LinkParams::for_function(f))))
         .collect()
 }
 
@@ -31,7 +36,7 @@ fn links_on_path(topo: &Topology, bdf: Bdf) -> Vec<(Bdf, Link)> {
 pub fn path_ceiling(topo: &Topology, bdf: Bdf) -> Option<PathCeiling> {
     let mut best: Option<PathCeiling> = None;
     let mut capable = f64::INFINITY;
-    for (at, link) in links_on_path(topo, bdf) {
+    for (at, link, params) in links_on_path(topo, bdf) {
         if let (Some(max_speed), Some(max_width)) = (link.max_speed, link.max_width) {
             capable = capable.min(raw_mbps(max_speed, max_width));
         }
@@ -45,6 +50,7 @@ pub fn path_ceiling(topo: &Topology, bdf: Bdf) -> Option<PathCeiling> {
         if best.is_none_or(|b| mbps < b.mbps) {
             best = Some(PathCeiling {
                 mbps,
+                achievable_mbps: params.map_or(mbps, |p| achievable_mbps(&p)),
                 limiting: at,
                 kernel_mbit: kernel_link_mbit(speed, width),
                 capable_mbps: 0.0,
@@ -79,5 +85,8 @@ mod tests {
         assert!((c.mbps - 1000.0).abs() < 1e-9);
         assert_eq!(c.kernel_mbit, 8000);
         assert!((c.capable_mbps - 1000.0).abs() < 1e-9);
+        // No MPS programmed: the spec's reset value, 128 B, with 12 B header and 8 B framing.
+        let achievable = 1000.0 * 128.0 / 148.0 * 1538.0 / 1542.0;
+        assert!((c.achievable_mbps - achievable).abs() < 1e-6, "{}", c.achievable_mbps);
     }
 }

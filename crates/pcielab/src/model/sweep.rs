@@ -1,11 +1,14 @@
 //! Link bandwidth versus transfer size: the report behind `pcielab model`. For each size it runs
 //! one aligned device write and one aligned device read through [`super::transfer`] and records
-//! link-limited throughput and TLP counts. Also parses the `--sizes` list (K/M/G = 1024-based).
+//! link-limited throughput and TLP counts, and, given a platform model
+//! ([`super::platform`]), the platform's predicted DMA rates beside them. Also parses the
+//! `--sizes` list (K/M/G = 1024-based).
 //! The JSON shape is documented in docs/model.md.
 
 use serde::Serialize;
 
-use super::transfer::{read, write, CompletionSize, LinkParams, Overheads};
+use super::platform::{DmaDirection, PlatformModel};
+use super::transfer::{achievable_mbps, read, write, CompletionSize, LinkParams, Overheads};
 use crate::error::{Error, Result};
 use crate::pcie::link::{kernel_link_mbit, raw_mbps};
 use crate::report::round_to;
@@ -24,6 +27,16 @@ pub struct SizePoint {
     pub write_tlps: u64,
     pub read_request_tlps: u64,
     pub completion_tlps: u64,
+    /// Platform prediction of one-at-a-time device DMA writes (`--platform` only).
+    #[serde(rename = "predicted_write_MBps", skip_serializing_if = "Option::is_none")]
+    pub predicted_write_mbps: Option<f64>,
+    /// Platform prediction of one-at-a-time device DMA reads (`--platform` only).
+    #[serde(rename = "predicted_read_MBps", skip_serializing_if = "Option::is_none")]
+    pub predicted_read_mbps: Option<f64>,
+    /// Issue-to-last-completion time of one read of this size, where the platform's read
+    /// latency was fitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_read_latency_ns: Option<f64>,
 }
 
 /// The whole sweep for one link; serialises to the documented `pcielab model --json` shape.
@@ -34,9 +47,17 @@ pub struct SizeSweep {
     pub mps: u32,
     pub mrrs: u32,
     pub rcb: u32,
-    #[serde(rename = "raw_MBps")]
-    pub raw_mbps: f64,
+    /// Line rate: MB/s per direction after line encoding only.
+    #[serde(rename = "line_rate_MBps")]
+    pub line_rate_mbps: f64,
+    /// Link-achievable payload MB/s: MPS-sized writes with every overhead
+    /// ([`super::transfer::achievable_mbps`]); the "% of link" reference.
+    #[serde(rename = "achievable_MBps")]
+    pub achievable_mbps: f64,
     pub points: Vec<SizePoint>,
+    /// What the platform model was fitted on (`--platform` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform_fitted_on: Option<String>,
 }
 
 impl SizeSweep {
@@ -44,13 +65,15 @@ impl SizeSweep {
     /// share of the raw bandwidth, and TLP counts.
     pub fn to_text(&self, link: &LinkParams, overheads: Overheads) -> String {
         let mut text = format!(
-            "{} x{} ({} GT/s, {}): {:.2} MB/s per direction after encoding (kernel: {} Mb/s)\n",
+            "{} x{} ({} GT/s, {}): line rate {:.2} MB/s per direction after encoding (kernel: {} Mb/s); \
+             link-achievable payload {:.2} MB/s\n",
             link.gen,
             link.width,
             link.gen.gt_s(),
             link.gen.encoding().name(),
-            self.raw_mbps,
-            kernel_link_mbit(link.gen, link.width)
+            self.line_rate_mbps,
+            kernel_link_mbit(link.gen, link.width),
+            self.achievable_mbps
         );
         text.push_str(&format!(
             "MPS {} MRRS {} RCB {}, completions {}; {} addresses, {}; {}\n",
@@ -72,14 +95,21 @@ impl SizeSweep {
                 Overheads::Ideal => "ideal: no DLLPs or SKP",
             }
         ));
+        if let Some(on) = &self.platform_fitted_on {
+            text.push_str(&format!("platform prediction: fitted on {on}\n"));
+        }
         text.push_str(&format!(
-            "{:>10}  {:>11} {:>6}  {:>11} {:>6}  {:>8} {:>8} {:>8}\n",
-            "size", "write MB/s", "eff%", "read MB/s", "eff%", "MWr", "MRd", "CplD"
+            "{:>10}  {:>11} {:>6}  {:>11} {:>6}  {:>8} {:>8} {:>8}",
+            "size", "write MB/s", "%ach", "read MB/s", "%ach", "MWr", "MRd", "CplD"
         ));
-        let percent = |mbps: f64| mbps / self.raw_mbps * 100.0;
+        if self.platform_fitted_on.is_some() {
+            text.push_str(&format!("  {:>11} {:>11}", "pred write", "pred read"));
+        }
+        text.push('\n');
+        let percent = |mbps: f64| mbps / self.achievable_mbps * 100.0;
         for p in &self.points {
             text.push_str(&format!(
-                "{:>10}  {:>11.2} {:>6.1}  {:>11.2} {:>6.1}  {:>8} {:>8} {:>8}\n",
+                "{:>10}  {:>11.2} {:>6.1}  {:>11.2} {:>6.1}  {:>8} {:>8} {:>8}",
                 p.size,
                 p.write_mbps,
                 percent(p.write_mbps),
@@ -89,6 +119,10 @@ impl SizeSweep {
                 p.read_request_tlps,
                 p.completion_tlps
             ));
+            if let (Some(w), Some(r)) = (p.predicted_write_mbps, p.predicted_read_mbps) {
+                text.push_str(&format!("  {w:>11.2} {r:>11.2}"));
+            }
+            text.push('\n');
         }
         text
     }
@@ -113,6 +147,9 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
                 write_tlps: w.mem_writes,
                 read_request_tlps: r.mem_reads,
                 completion_tlps: r.completions,
+                predicted_write_mbps: None,
+                predicted_read_mbps: None,
+                predicted_read_latency_ns: None,
             }
         })
         .collect();
@@ -122,9 +159,32 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
         mps: link.mps,
         mrrs: link.mrrs,
         rcb: link.rcb,
-        raw_mbps: round_to(raw_mbps(link.gen, link.width), MBPS_DECIMALS),
+        line_rate_mbps: round_to(raw_mbps(link.gen, link.width), MBPS_DECIMALS),
+        achievable_mbps: round_to(achievable_mbps(link), MBPS_DECIMALS),
         points,
+        platform_fitted_on: None,
     })
+}
+
+impl SizeSweep {
+    /// Adds the platform model's predictions to every point, beside the link-only figures.
+    /// The read latency is only given where the model's read latency was fitted.
+    pub fn add_platform(&mut self, model: &PlatformModel, link: &LinkParams) {
+        let latency_fitted = model.is_fitted(super::platform::P::ReadLatencyNs);
+        for p in &mut self.points {
+            p.predicted_write_mbps = Some(round_to(
+                model.dma_mbps(DmaDirection::Write, p.size, link),
+                MBPS_DECIMALS,
+            ));
+            p.predicted_read_mbps = Some(round_to(
+                model.dma_mbps(DmaDirection::Read, p.size, link),
+                MBPS_DECIMALS,
+            ));
+            p.predicted_read_latency_ns = latency_fitted
+                .then(|| round_to(model.read_latency_ns(p.size, link), 1));
+        }
+        self.platform_fitted_on = Some(model.fitted_on.clone());
+    }
 }
 
 /// Parses `64,256,4K,1M`: positive byte counts, optional K/M/G suffix (1024-based, either case).
@@ -190,7 +250,8 @@ mod tests {
         let text = s.to_text(&link, Overheads::Ideal);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 5);
-        assert!(lines[0].contains(": 3938.46 MB/s per direction after encoding"));
+        assert!(lines[0].contains(": line rate 3938.46 MB/s per direction after encoding"));
+        assert!(lines[0].ends_with("link-achievable payload 3643.35 MB/s"), "{}", lines[0]);
         assert!(
             lines[1].ends_with("; ideal: no DLLPs or SKP"),
             "{}",
@@ -200,7 +261,7 @@ mod tests {
         let p = &s.points[1];
         assert_eq!(row[0], "4096");
         assert_eq!(row[1], format!("{:.2}", p.write_mbps));
-        assert_eq!(row[2], format!("{:.1}", p.write_mbps / 3938.46 * 100.0));
+        assert_eq!(row[2], format!("{:.1}", p.write_mbps / s.achievable_mbps * 100.0));
         assert_eq!(row[5], p.write_tlps.to_string());
         assert_eq!(lines[3].len(), lines[4].len(), "rows are aligned");
     }
@@ -209,7 +270,7 @@ mod tests {
     fn sweep_reports_counts_and_rounded_rates() {
         let link = LinkParams::new(Generation::Gen3, 4);
         let s = sweep(&link, &[4096, 257], Overheads::Full).unwrap();
-        assert_eq!(s.raw_mbps, 3938.46);
+        assert_eq!(s.line_rate_mbps, 3938.46);
         let p = &s.points[0];
         assert_eq!(
             (p.write_tlps, p.read_request_tlps, p.completion_tlps),
@@ -219,7 +280,8 @@ mod tests {
         assert_eq!(s.points[1].write_tlps, 2);
         let json = serde_json::to_value(&s).unwrap();
         assert_eq!(json["points"][0]["write_MBps"], p.write_mbps);
-        assert_eq!(json["raw_MBps"], 3938.46);
+        assert_eq!(json["line_rate_MBps"], 3938.46);
+        assert!(json["points"][0].get("predicted_write_MBps").is_none());
     }
 
     #[test]

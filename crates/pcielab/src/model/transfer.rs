@@ -124,6 +124,16 @@ impl LinkParams {
     }
 }
 
+/// The link-achievable payload rate, MB/s per direction: a long stream of Max_Payload_Size
+/// writes with every per-TLP, DLLP, SKP (and FLIT) overhead charged. This is what "% of link"
+/// compares against; the line rate (after encoding only) is about 7-10 % higher and cannot be
+/// reached by payload.
+pub fn achievable_mbps(link: &LinkParams) -> f64 {
+    // Enough TLPs that DLLP coalescing reaches its steady state.
+    const STREAM_TLPS: u64 = 4096;
+    write(u64::from(link.mps) * STREAM_TLPS, link).throughput_mbps(link, Overheads::Full)
+}
+
 /// What travels in one direction of the link for one transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Flow {
@@ -376,6 +386,18 @@ mod tests {
             mps,
             ..LinkParams::new(gen, width)
         }
+    }
+
+    #[test]
+    fn achievable_rate_is_mps_payload_over_tlp_bytes_less_skp() {
+        // 256 B payload + 12 B header + 8 B framing; one SKP block in 376 (128b/130b).
+        let expected = 3938.4615 * 256.0 / 276.0 * 375.0 / 376.0;
+        let got = achievable_mbps(&link(Gen3, 4, 256));
+        assert!((got - expected).abs() < 0.01, "{got} vs {expected}");
+        // Gen2 x1, MPS 128: 8b/10b SKP is 4 symbols in 1542.
+        let expected = 500.0 * 128.0 / 148.0 * 1538.0 / 1542.0;
+        let got = achievable_mbps(&link(Gen2, 1, 128));
+        assert!((got - expected).abs() < 0.01, "{got} vs {expected}");
     }
 
     #[test]

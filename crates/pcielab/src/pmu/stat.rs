@@ -82,7 +82,7 @@ pub struct EventReport {
     #[serde(rename = "bandwidth_MBps", skip_serializing_if = "Option::is_none")]
     pub bandwidth_mbps: Option<f64>,
     /// The root port link's usable MB/s per direction after line encoding.
-    #[serde(rename = "link_ceiling_MBps", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "link_achievable_MBps", skip_serializing_if = "Option::is_none")]
     pub link_ceiling_mbps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_percent: Option<f64>,
@@ -266,7 +266,7 @@ fn event_line(r: &EventReport) -> String {
     if let (Some(bytes), Some(bw)) = (r.bytes, r.bandwidth_mbps) {
         line.push_str(&format!(" # {:>10.1} MB {:>8.1} MB/s", bytes / 1e6, bw));
         if let (Some(pct), Some(ceiling)) = (r.link_percent, r.link_ceiling_mbps) {
-            line.push_str(&format!(" {pct:5.1}% of {ceiling:.1} MB/s"));
+            line.push_str(&format!(" {pct:5.1}% of achievable {ceiling:.1} MB/s"));
         }
     }
     if let Some(pct) = r.shared_percent() {

@@ -104,6 +104,20 @@ impl<'a> Table<'a> {
     }
 
     /// Fails on keys outside `known`, listing the valid ones.
+    /// Rejects keys that moved to the spec's `[platform]` table (`(old, new)` pairs), naming
+    /// where each now lives, so an old spec fails loudly instead of silently using defaults.
+    pub fn no_moved_keys(&self, moved: &[(&str, &str)]) -> Result<()> {
+        for (old, new) in moved {
+            if self.map.contains_key(*old) {
+                return Err(Error::bad_input(format!(
+                    "{}: '{old}' moved to the platform model: set {new} (docs/calibration.md)",
+                    self.what
+                )));
+            }
+        }
+        Ok(())
+    }
+
     pub fn only(&self, known: &[&str]) -> Result<()> {
         let unknown: Vec<&str> = self
             .map
@@ -139,13 +153,8 @@ pub struct SimConfig {
     pub aux_clock_mhz: f64,
     /// Bit-error rate injected on every link (LCRC errors, Naks, replays); 0 = none.
     pub ber: f64,
-    /// Root complex memory-read round trip seen by a device at the root port, ns.
-    pub rc_read_latency_ns: f64,
     /// Extra round-trip latency per switch on the path, ns.
     pub switch_latency_ns: f64,
-    /// Host CPU time one fio thread spends to submit and complete one I/O, ns (0: never the
-    /// limit).
-    pub cpu_io_ns: f64,
     /// Idle time before a link enters L0s / L1 when ASPM enables them, ns.
     pub l0s_idle_ns: f64,
     pub l1_idle_ns: f64,
@@ -160,9 +169,7 @@ impl Default for SimConfig {
             pmu_clock_mhz: 500.0,
             aux_clock_mhz: 24.0,
             ber: 0.0,
-            rc_read_latency_ns: 700.0,
             switch_latency_ns: 150.0,
-            cpu_io_ns: 0.0,
             l0s_idle_ns: 7_000.0,
             l1_idle_ns: 32_000.0,
         }
@@ -176,9 +183,7 @@ const SIM_KEYS: &[&str] = &[
     "pmu_clock_mhz",
     "aux_clock_mhz",
     "ber",
-    "rc_read_latency_ns",
     "switch_latency_ns",
-    "cpu_io_ns",
     "l0s_idle_ns",
     "l1_idle_ns",
 ];
@@ -191,6 +196,10 @@ impl SimConfig {
             return Ok(d);
         };
         let t = Table::new("[sim]", map);
+        t.no_moved_keys(&[
+            ("rc_read_latency_ns", "[platform.root_complex] read_latency_ns"),
+            ("cpu_io_ns", "[platform.cpu] read_io_ns and write_io_ns"),
+        ])?;
         t.only(SIM_KEYS)?;
         let block_devices = t
             .string_map("block_devices")?
@@ -214,9 +223,7 @@ impl SimConfig {
             pmu_clock_mhz: t.number("pmu_clock_mhz", d.pmu_clock_mhz, false)?,
             aux_clock_mhz: t.number("aux_clock_mhz", d.aux_clock_mhz, false)?,
             ber,
-            rc_read_latency_ns: t.number("rc_read_latency_ns", d.rc_read_latency_ns, false)?,
             switch_latency_ns: t.number("switch_latency_ns", d.switch_latency_ns, true)?,
-            cpu_io_ns: t.number("cpu_io_ns", d.cpu_io_ns, true)?,
             l0s_idle_ns: t.number("l0s_idle_ns", d.l0s_idle_ns, true)?,
             l1_idle_ns: t.number("l1_idle_ns", d.l1_idle_ns, true)?,
         })

@@ -6,6 +6,7 @@
 //! table fetches, FIS writes; NVMe SQE/PRP-list fetches, CQE posts, doorbells; MSI writes).
 
 use crate::error::Result;
+use crate::model::platform::{PlatformModel, P};
 use crate::model::transfer::LinkParams;
 use crate::sim::config::Table;
 use crate::sim::tlp::{self, Run};
@@ -45,17 +46,6 @@ pub struct Nvme {
     pub capacity_bytes: Option<u64>,
 }
 
-/// An endpoint's DMA engine (the Rockchip "standard EP + dmatest" setup).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DmaEngine {
-    /// Per-transfer descriptor setup and completion polling, ns.
-    pub setup_ns: f64,
-    /// What the engine's local bus can move, MB/s.
-    pub engine_mbps: f64,
-    /// Read requests the engine keeps outstanding.
-    pub max_read_requests: u32,
-}
-
 /// One port of a network adapter (one PCI function per port, as ConnectX-5 has).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Nic {
@@ -75,7 +65,10 @@ pub struct Nic {
 pub enum Device {
     Ahci(Ahci),
     Nvme(Nvme),
-    Dma(DmaEngine),
+    /// An endpoint's DMA engine (the Rockchip "standard EP + dmatest" setup). Its timing is the
+    /// machine's platform model (`[platform.dma]`, `[platform.root_complex]`): one source for
+    /// `pcielab model --platform`, `fit` and the simulator.
+    Dma,
     Nic(Nic),
 }
 
@@ -102,7 +95,7 @@ const NVME_KEYS: &[&str] = &[
     "queue_depth",
     "capacity_gb",
 ];
-const DMA_KEYS: &[&str] = &["model", "setup_ns", "engine_mbps", "max_read_requests"];
+const DMA_KEYS: &[&str] = &["model"];
 const NIC_KEYS: &[&str] = &[
     "model",
     "line_gbps",
@@ -116,7 +109,9 @@ impl Device {
     /// The device a function's `[function.device]` table describes by its `model`, or `None`
     /// for models the simulator does not simulate (the QEMU lab reads the same table, e.g.
     /// `model = "pcie-root-port"`).
-    pub fn from_function(f: &Function) -> Result<Option<Device>> {
+    /// NVMe bandwidth and IOPS default to the platform model's `[platform.drive]`, so a spec
+    /// states them once for both the simulator and `pcielab model --platform`.
+    pub fn from_function(f: &Function, platform: &PlatformModel) -> Result<Option<Device>> {
         if f.params.is_empty() {
             return Ok(None);
         }
@@ -146,10 +141,10 @@ impl Device {
             Some("nvme") => {
                 t.no_near_misses(NVME_KEYS)?;
                 Device::Nvme(Nvme {
-                    read_mbps: t.number("read_mbps", 3500.0, false)?,
-                    write_mbps: t.number("write_mbps", 3000.0, false)?,
-                    read_iops: t.number("read_iops", 500_000.0, false)?,
-                    write_iops: t.number("write_iops", 450_000.0, false)?,
+                    read_mbps: t.number("read_mbps", platform.get(P::DriveReadMbps), false)?,
+                    write_mbps: t.number("write_mbps", platform.get(P::DriveWriteMbps), false)?,
+                    read_iops: t.number("read_iops", platform.get(P::DriveReadIops), false)?,
+                    write_iops: t.number("write_iops", platform.get(P::DriveWriteIops), false)?,
                     read_latency_us: t.number("read_latency_us", 80.0, true)?,
                     write_latency_us: t.number("write_latency_us", 20.0, true)?,
                     queue_depth: t.integer("queue_depth", 1024)? as u32,
@@ -157,12 +152,13 @@ impl Device {
                 })
             }
             Some("dma") => {
+                t.no_moved_keys(&[
+                    ("setup_ns", "[platform.dma] setup_ns"),
+                    ("engine_mbps", "[platform.root_complex] posted_write_MBps and completion_MBps"),
+                    ("max_read_requests", "[platform.dma] max_read_requests"),
+                ])?;
                 t.no_near_misses(DMA_KEYS)?;
-                Device::Dma(DmaEngine {
-                    setup_ns: t.number("setup_ns", 4000.0, true)?,
-                    engine_mbps: t.number("engine_mbps", 4000.0, false)?,
-                    max_read_requests: t.integer("max_read_requests", 8)? as u32,
-                })
+                Device::Dma
             }
             Some("nic") => {
                 t.no_near_misses(NIC_KEYS)?;
@@ -459,21 +455,25 @@ mod tests {
             0x010601,
             crate::topology::Kind::Endpoint,
         );
-        assert_eq!(Device::from_function(&f).unwrap(), None);
+        assert_eq!(Device::from_function(&f, &PlatformModel::default()).unwrap(), None);
         let params: BTreeMap<String, toml::Value> =
             toml::from_str("model = \"ahci\"\nprogram_mbps = 230\nserial = \"x\"\n").unwrap();
         f.params = params;
-        match Device::from_function(&f).unwrap() {
+        match Device::from_function(&f, &PlatformModel::default()).unwrap() {
             Some(Device::Ahci(a)) => assert_eq!(a.program_mbps, 230.0),
             other => panic!("{other:?}"),
         }
         f.params = toml::from_str("model = \"ahci\"\nprogram_mbs = 230\n").unwrap();
-        let e = Device::from_function(&f).unwrap_err();
+        let e = Device::from_function(&f, &PlatformModel::default()).unwrap_err();
         assert!(
             e.message().contains("program_mbs") && e.message().contains("0000:04:00.0"),
             "{e}"
         );
+        // Engine timing moved to the platform model: an old spec fails saying where it went.
+        f.params = toml::from_str("model = \"dma\"\nsetup_ns = 4300\n").unwrap();
+        let e = Device::from_function(&f, &PlatformModel::default()).unwrap_err();
+        assert!(e.message().contains("[platform.dma] setup_ns"), "{e}");
         f.params = toml::from_str("model = \"pcie-root-port\"\nchassis = 1\n").unwrap();
-        assert_eq!(Device::from_function(&f).unwrap(), None);
+        assert_eq!(Device::from_function(&f, &PlatformModel::default()).unwrap(), None);
     }
 }

@@ -21,7 +21,8 @@ use crate::error::{Error, Result};
 use crate::machine::MachineSelector;
 use crate::model::latency::ReadConcurrency;
 use crate::model::path::path_ceiling;
-use crate::model::transfer::{self, CompletionSize, LinkParams, Overheads};
+use crate::model::platform::{PlatformModel, P};
+use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
 use crate::pcie::dllp::DLLP_WIRE_BYTES;
 use crate::pcie::tlp::TlpFormat;
 use crate::pcie::{Bdf, Generation};
@@ -46,6 +47,9 @@ pub struct SimMachine {
     pub name: String,
     pub topology: Topology,
     pub config: SimConfig,
+    /// The platform model beyond the link (`[platform]`): root-complex latency, CPU cost per
+    /// I/O, DMA engine. The same parameters `pcielab model --platform` predicts with.
+    pub platform: PlatformModel,
     pub devices: BTreeMap<Bdf, Device>,
 }
 
@@ -101,20 +105,24 @@ impl SimMachine {
         name: impl Into<String>,
         topology: Topology,
         sim: &toml::Table,
+        platform: &toml::Table,
     ) -> Result<SimMachine> {
+        let name = name.into();
+        let platform = PlatformModel::from_table(&name, platform)?;
         let sim: BTreeMap<String, toml::Value> =
             sim.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let config = SimConfig::from_table(Some(&sim))?;
         let mut devices = BTreeMap::new();
         for f in topology.functions() {
-            if let Some(d) = Device::from_function(f)? {
+            if let Some(d) = Device::from_function(f, &platform)? {
                 devices.insert(f.bdf, d);
             }
         }
         Ok(SimMachine {
-            name: name.into(),
+            name,
             topology,
             config,
+            platform,
             devices,
         })
     }
@@ -124,7 +132,12 @@ impl SimMachine {
         match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
                 let platform = selector.open()?;
-                SimMachine::new(platform.name, platform.topology, &platform.sim)
+                SimMachine::new(
+                    platform.name,
+                    platform.topology,
+                    &platform.sim,
+                    &platform.platform,
+                )
             }
             other => Err(Error::bad_input(format!(
                 "machine '{other}' is not simulated: use sim:PRESET or sim:FILE.toml"
@@ -215,20 +228,34 @@ impl SimMachine {
         }
     }
 
-    /// The memory-read round trip from `device`: root complex latency plus each switch.
-    fn read_rtt_ns(&self, device: Bdf) -> f64 {
+    /// Extra read round trip `device` sees from the switches on its path.
+    fn switch_rtt_ns(&self, device: Bdf) -> f64 {
         let switches = self
             .topology
             .path_to_root(device)
             .iter()
             .filter(|f| f.kind == FnKind::SwitchUpstream)
             .count();
-        self.config.rc_read_latency_ns + switches as f64 * self.config.switch_latency_ns
+        switches as f64 * self.config.switch_latency_ns
     }
 
-    /// The usable MB/s per direction of the link below root port `rp`.
+    /// The memory-read round trip from `device`: the platform's fixed root-complex latency plus
+    /// each switch.
+    fn read_rtt_ns(&self, device: Bdf) -> f64 {
+        self.platform.get(P::ReadLatencyNs) + self.switch_rtt_ns(device)
+    }
+
+    /// The platform model as `device` sees it: switches add to the read latency.
+    fn platform_at(&self, device: Bdf) -> PlatformModel {
+        let mut model = self.platform.clone();
+        model.set(P::ReadLatencyNs, self.read_rtt_ns(device));
+        model
+    }
+
+    /// The link-achievable payload MB/s per direction of the link below root port `rp`: what
+    /// "% of link" compares against.
     pub fn port_ceiling_mbps(&self, rp: Bdf) -> Option<f64> {
-        path_ceiling(&self.topology, rp).map(|c| c.mbps)
+        path_ceiling(&self.topology, rp).map(|c| c.achievable_mbps)
     }
 
     /// Runs `workload` from time 0 and returns the finished simulation.
@@ -474,9 +501,13 @@ impl<'m> RunBuilder<'m> {
         let in_device = outstanding.min(u64::from(block.queue_depth())) as f64;
         let rtt = self.machine.read_rtt_ns(bdf);
         let mut cap = in_device / (latency + service + rtt);
-        if self.machine.config.cpu_io_ns > 0.0 {
+        let platform = &self.machine.platform;
+        let cpu_ns = mixed(&|r| {
+            platform.get(if r { P::CpuReadIoNs } else { P::CpuWriteIoNs })
+        });
+        if cpu_ns > 0.0 {
             // Each clone's thread submits and reaps its own I/Os.
-            cap = cap.min(f64::from(job.numjobs) / self.machine.config.cpu_io_ns);
+            cap = cap.min(f64::from(job.numjobs) / cpu_ns);
         }
         let memory_reads_per_io = (1.0 - read_fraction) * job.bs as f64;
         if memory_reads_per_io > 0.0 {
@@ -525,17 +556,14 @@ impl<'m> RunBuilder<'m> {
     }
 
     fn dmatest(&mut self, test: &DmaTest) -> Result<Summary> {
-        let engines: Vec<(Bdf, &device::DmaEngine)> = self
+        let engines: Vec<Bdf> = self
             .machine
             .devices
             .iter()
-            .filter_map(|(b, d)| match d {
-                Device::Dma(e) => Some((*b, e)),
-                _ => None,
-            })
+            .filter_map(|(b, d)| matches!(d, Device::Dma).then_some(*b))
             .collect();
-        let (bdf, engine) = match test.device {
-            Some(want) => engines.iter().find(|(b, _)| *b == want).copied().ok_or_else(|| {
+        let bdf = match test.device {
+            Some(want) => engines.iter().find(|b| **b == want).copied().ok_or_else(|| {
                 Error::bad_input(format!("dmatest: {want} has no DMA engine (a [function.device] table with model = \"dma\")"))
             })?,
             None => match engines.as_slice() {
@@ -545,36 +573,19 @@ impl<'m> RunBuilder<'m> {
             },
         };
         let link = self.machine.link_params(bdf);
-        let rtt = self.machine.read_rtt_ns(bdf);
+        let platform = self.machine.platform_at(bdf);
         let mut rows = Vec::new();
         for &direction in &test.directions {
             for &size in &test.sizes {
                 let start = self.now;
-                let (runs, traffic) = match direction {
-                    DmaDirection::Write => {
-                        (tlp::dma_write(size, &link), transfer::write(size, &link))
-                    }
-                    DmaDirection::Read => (tlp::dma_read(size, &link), transfer::read(size, &link)),
+                let runs = match direction {
+                    DmaDirection::Write => tlp::dma_write(size, &link),
+                    DmaDirection::Read => tlp::dma_read(size, &link),
                 };
                 let bundle = Bundle::new(runs, link);
-                // One transfer at a time: setup, then the data at the slower of the link and the
-                // engine's bus; reads also wait on their requests' round trips (model::latency).
-                let engine_ns = mb_ns(size, engine.engine_mbps);
-                let transfer_ns = match direction {
-                    DmaDirection::Write => {
-                        traffic.link_time_ns(&link, Overheads::Full).max(engine_ns)
-                    }
-                    DmaDirection::Read => {
-                        let concurrency = ReadConcurrency {
-                            tags: engine.max_read_requests,
-                            np_header_credits: None,
-                            round_trip_ns: rtt,
-                        };
-                        concurrency
-                            .read_time_ns(&traffic, &link, Overheads::Full)
-                            .max(engine_ns + rtt)
-                    }
-                };
+                // One transfer at a time, timed by the platform model (setup, descriptor
+                // traffic, the data against the link, the root complex and read round trips).
+                let transfer_ns = platform.dma_transfer_ns(direction, size, &link);
                 let mut resources = Resources {
                     keys: Vec::new(),
                     capacity: Vec::new(),
@@ -589,7 +600,7 @@ impl<'m> RunBuilder<'m> {
                     demand: Demand {
                         bytes_per_io: size as f64,
                         usage,
-                        cap: 1.0 / (engine.setup_ns + transfer_ns),
+                        cap: 1.0 / transfer_ns,
                     },
                     ios: Some(test.transfers),
                     deadline_ns: None,
@@ -745,8 +756,4 @@ impl<'m> RunBuilder<'m> {
             config: self.machine.config.clone(),
         }
     }
-}
-
-fn mb_ns(bytes: u64, mbps: f64) -> f64 {
-    bytes as f64 / (mbps * 1e6) * 1e9
 }

@@ -45,8 +45,10 @@ pub struct FunctionJson {
     pub aer: bool,
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
-    #[serde(rename = "ceiling_MBps")]
+    #[serde(rename = "ceiling_line_rate_MBps")]
     pub ceiling_mbps: Option<f64>,
+    #[serde(rename = "ceiling_achievable_MBps")]
+    pub ceiling_achievable_mbps: Option<f64>,
     #[serde(rename = "ceiling_capable_MBps")]
     pub ceiling_capable_mbps: Option<f64>,
     pub ceiling_limited_by: Option<String>,
@@ -121,6 +123,8 @@ pub fn to_json(platform: &Platform) -> TopologyJson {
                 numa_node: f.numa_node,
                 driver: f.driver.clone(),
                 ceiling_mbps: ceiling.map(|c| round_to(c.mbps, MBPS_DECIMALS)),
+                ceiling_achievable_mbps: ceiling
+                    .map(|c| round_to(c.achievable_mbps, MBPS_DECIMALS)),
                 ceiling_capable_mbps: ceiling.map(|c| round_to(c.capable_mbps, MBPS_DECIMALS)),
                 ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
                 warnings: found.remove(&f.bdf).unwrap_or_default(),
@@ -164,7 +168,10 @@ fn ceiling_text(c: &PathCeiling, own: Bdf) -> String {
     } else {
         c.limiting.to_string()
     };
-    format!("ceiling {:.0} MB/s limited by {by}", c.mbps)
+    format!(
+        "ceiling line {:.0} MB/s, achievable {:.0} MB/s, limited by {by}",
+        c.mbps, c.achievable_mbps
+    )
 }
 
 /// One function's line in the tree (without the tree drawing).

@@ -1,0 +1,683 @@
+//! Fitting the platform model ([`super::platform`]) to measurements
+//! ([`super::measurements`]): bounded least squares on relative error (log of predicted over
+//! measured, so a 64 B row weighs as much as a 4 MB one), Levenberg-Marquardt with a numeric
+//! Jacobian and projection onto each parameter's bounds; whole-number parameters (read
+//! requests and loads in flight) are enumerated. Only parameters some row depends on are
+//! candidates; one whose Jacobian column is zero ("not limiting in this data") or a combination
+//! of earlier ones ("cannot be separated from …") is reported as not determined and left at its
+//! default. Uncertainties are one standard deviation from the residual variance and
+//! `(JᵀJ)⁻¹`. Fully deterministic: same rows, same link → same parameters.
+
+use serde::Serialize;
+
+use super::measurements::{Measurement, Workload};
+use super::platform::{DmaDirection, MmioOp, PlatformModel, P, PARAMS};
+use super::transfer::LinkParams;
+use crate::error::{Error, Result};
+use crate::report::round_to;
+
+/// What the model predicts for one measurement: MB/s and, where it applies, latency.
+pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) -> (f64, f64) {
+    match *workload {
+        Workload::Dma { direction, size } => (
+            model.dma_mbps(direction, size, link),
+            model.read_latency_ns(size, link),
+        ),
+        Workload::Mmio { op, width } => (model.mmio_mbps(op, width, false, link), f64::NAN),
+        Workload::Queued {
+            device,
+            bs,
+            iodepth,
+            jobs,
+        } => (
+            model.queued_io_mbps(device, bs, iodepth, jobs, link),
+            f64::NAN,
+        ),
+    }
+}
+
+/// One row's measured and predicted figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowResult {
+    /// Line in the input (0 for fio JSON jobs).
+    pub line: usize,
+    pub workload: String,
+    #[serde(rename = "measured_MBps")]
+    pub measured_mbps: f64,
+    #[serde(rename = "predicted_MBps")]
+    pub predicted_mbps: f64,
+    /// (predicted / measured − 1) × 100.
+    pub residual_percent: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured_latency_ns: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_latency_ns: Option<f64>,
+}
+
+/// Compares `model`'s predictions with every measurement.
+pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -> Vec<RowResult> {
+    rows.iter()
+        .map(|m| {
+            let (mbps, latency) = predict(model, &m.workload, link);
+            RowResult {
+                line: m.line,
+                workload: m.workload.label(),
+                measured_mbps: m.mbps,
+                predicted_mbps: round_to(mbps, 2),
+                residual_percent: round_to((mbps / m.mbps - 1.0) * 100.0, 2),
+                measured_latency_ns: m.latency_ns,
+                predicted_latency_ns: m.latency_ns.map(|_| round_to(latency, 1)),
+            }
+        })
+        .collect()
+}
+
+/// How a parameter came out of the fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Fitted,
+    /// Some row depends on it, but the data cannot pin it down; left at its default.
+    NotDetermined,
+}
+
+/// One fitted (or not determined) parameter.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParamResult {
+    pub key: &'static str,
+    pub unit: &'static str,
+    /// `null` when unbounded (the default of rate limits nothing limits).
+    pub value: Option<f64>,
+    /// One standard deviation; `null` when the rows leave no spare degree of freedom or the
+    /// parameter is a whole number.
+    pub uncertainty: Option<f64>,
+    pub status: Status,
+    /// Why it is not determined, or that it sits on a bound.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// The result of `pcielab fit`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FitReport {
+    pub fitted_on: String,
+    pub rows_used: usize,
+    /// Root mean square of the per-row relative residuals, in percent.
+    pub rms_residual_percent: f64,
+    pub params: Vec<ParamResult>,
+    pub rows: Vec<RowResult>,
+    #[serde(skip)]
+    pub model: PlatformModel,
+}
+
+/// Parameters some row depends on, most physically basic first: when two cannot be told apart
+/// the earlier one takes the data.
+fn candidates(rows: &[Measurement]) -> Vec<P> {
+    let mut wanted: Vec<P> = Vec::new();
+    for m in rows {
+        let uses: &[P] = match m.workload {
+            Workload::Dma {
+                direction: DmaDirection::Write,
+                ..
+            } => &[P::DmaSetupNs, P::PostedWriteMbps, P::DmaDescriptorBytes],
+            Workload::Dma {
+                direction: DmaDirection::Read,
+                ..
+            } => &[
+                P::DmaSetupNs,
+                P::ReadLatencyNs,
+                P::ReadLatencyPerByteNs,
+                P::CompletionMbps,
+                P::DmaMaxReadRequests,
+                P::DmaDescriptorBytes,
+            ],
+            Workload::Mmio {
+                op: MmioOp::Store, ..
+            } => &[P::MmioStoreIssueNs],
+            Workload::Mmio { op: MmioOp::Load, .. } => {
+                &[P::MmioLoadLatencyNs, P::MmioLoadsOutstanding]
+            }
+            Workload::Queued {
+                device: DmaDirection::Write,
+                ..
+            } => &[
+                P::CpuReadIoNs,
+                P::DriveReadMbps,
+                P::DriveReadIops,
+                P::PostedWriteMbps,
+            ],
+            Workload::Queued {
+                device: DmaDirection::Read,
+                ..
+            } => &[
+                P::CpuWriteIoNs,
+                P::DriveWriteMbps,
+                P::DriveWriteIops,
+                P::CompletionMbps,
+            ],
+        };
+        for p in uses {
+            if !wanted.contains(p) {
+                wanted.push(*p);
+            }
+        }
+    }
+    let order = [
+        P::CpuReadIoNs,
+        P::CpuWriteIoNs,
+        P::DriveReadIops,
+        P::DriveWriteIops,
+        P::DriveReadMbps,
+        P::DriveWriteMbps,
+        P::DmaSetupNs,
+        P::PostedWriteMbps,
+        P::ReadLatencyNs,
+        P::ReadLatencyPerByteNs,
+        P::CompletionMbps,
+        P::DmaDescriptorBytes,
+        P::MmioStoreIssueNs,
+        P::MmioLoadLatencyNs,
+        P::DmaMaxReadRequests,
+        P::MmioLoadsOutstanding,
+    ];
+    order.into_iter().filter(|p| wanted.contains(p)).collect()
+}
+
+fn spec(p: P) -> &'static super::platform::ParamSpec {
+    &PARAMS[p as usize]
+}
+
+/// Log-ratio residuals of every row (and every measured latency).
+fn residuals(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -> Vec<f64> {
+    let mut r = Vec::with_capacity(rows.len());
+    for m in rows {
+        let (mbps, latency) = predict(model, &m.workload, link);
+        r.push((mbps / m.mbps).ln());
+        if let (Some(measured), false) = (m.latency_ns, latency.is_nan()) {
+            r.push((latency / measured).ln());
+        }
+    }
+    r
+}
+
+fn sum_squares(r: &[f64]) -> f64 {
+    r.iter().map(|v| v * v).sum()
+}
+
+/// A starting value that makes the parameter bind on the data (so its gradient is not zero):
+/// rates at the fastest measured figure that uses them, CPU costs at the cheapest I/O's time.
+fn start_value(p: P, rows: &[Measurement]) -> f64 {
+    let s = spec(p);
+    let max_mbps = rows.iter().map(|m| m.mbps).fold(0.0, f64::max);
+    // The cheapest I/O of the direction the CPU cost belongs to (a read I/O is a device write).
+    let queued_ns = |want: DmaDirection| {
+        rows.iter()
+            .filter_map(|m| match m.workload {
+                Workload::Queued { device, bs, jobs, .. } if device == want => {
+                    Some(bs as f64 * f64::from(jobs) / m.mbps * 1000.0)
+                }
+                _ => None,
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let max_iops = rows
+        .iter()
+        .filter_map(|m| match m.workload {
+            Workload::Queued { bs, .. } => Some(m.mbps * 1e6 / bs as f64),
+            _ => None,
+        })
+        .fold(0.0, f64::max);
+    let value = match p {
+        P::PostedWriteMbps | P::CompletionMbps | P::DriveReadMbps | P::DriveWriteMbps => max_mbps,
+        P::DriveReadIops | P::DriveWriteIops => max_iops,
+        P::CpuReadIoNs => queued_ns(DmaDirection::Write),
+        P::CpuWriteIoNs => queued_ns(DmaDirection::Read),
+        _ => s.default,
+    };
+    if value.is_finite() {
+        value.clamp(s.min, s.max)
+    } else {
+        s.default
+    }
+}
+
+/// Scale that makes each parameter's step sizes comparable.
+fn scale_of(p: P, start: f64) -> f64 {
+    let floor = match spec(p).unit {
+        "ns/B" => 0.05,
+        "B" => 16.0,
+        _ => 1.0,
+    };
+    start.abs().max(floor)
+}
+
+/// Solves `a x = b` (small, dense) by Gaussian elimination with partial pivoting; `None` when
+/// singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        let (upper, lower) = a.split_at_mut(col + 1);
+        let pivot_row = &upper[col];
+        for (offset, row) in lower.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
+            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
+            }
+            b[col + 1 + offset] -= f * b[col];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for row in (0..n).rev() {
+        let s: f64 = (row + 1..n).map(|k| a[row][k] * x[k]).sum();
+        x[row] = (b[row] - s) / a[row][row];
+    }
+    Some(x)
+}
+
+/// The continuous fit for a fixed set of free parameters: Levenberg-Marquardt in scaled
+/// coordinates, projected onto the bounds. Returns the model and its Jacobian (rows × free).
+struct Solver<'a> {
+    rows: &'a [Measurement],
+    link: &'a LinkParams,
+    free: Vec<P>,
+    scale: Vec<f64>,
+}
+
+impl Solver<'_> {
+    fn apply(&self, base: &PlatformModel, x: &[f64]) -> PlatformModel {
+        let mut m = base.clone();
+        for (i, &p) in self.free.iter().enumerate() {
+            let s = spec(p);
+            m.set(p, (x[i] * self.scale[i]).clamp(s.min, s.max));
+        }
+        m
+    }
+
+    fn jacobian(&self, base: &PlatformModel, x: &[f64], r0: &[f64]) -> Vec<Vec<f64>> {
+        let mut columns = Vec::with_capacity(x.len());
+        for i in 0..x.len() {
+            let h = 1e-4 * x[i].abs().max(1e-2);
+            let mut up = x.to_vec();
+            up[i] += h;
+            let mut down = x.to_vec();
+            down[i] -= h;
+            let s = spec(self.free[i]);
+            let lo = s.min / self.scale[i];
+            let hi = s.max / self.scale[i];
+            let (up, down) = (
+                {
+                    up[i] = up[i].min(hi);
+                    up
+                },
+                {
+                    down[i] = down[i].max(lo);
+                    down
+                },
+            );
+            let span = up[i] - down[i];
+            let ru = residuals(&self.apply(base, &up), self.rows, self.link);
+            let rd = if span > 0.0 && down[i] < x[i] {
+                residuals(&self.apply(base, &down), self.rows, self.link)
+            } else {
+                r0.to_vec()
+            };
+            let width = if down[i] < x[i] { span } else { up[i] - x[i] };
+            columns.push(
+                ru.iter()
+                    .zip(&rd)
+                    .map(|(a, b)| if width > 0.0 { (a - b) / width } else { 0.0 })
+                    .collect(),
+            );
+        }
+        columns
+    }
+
+    fn run(&self, base: &PlatformModel, start: Vec<f64>) -> (Vec<f64>, f64) {
+        let mut x = start;
+        let mut r = residuals(&self.apply(base, &x), self.rows, self.link);
+        let mut cost = sum_squares(&r);
+        let mut lambda = 1e-3;
+        for _ in 0..300 {
+            let j = self.jacobian(base, &x, &r);
+            let n = x.len();
+            let mut jtj = vec![vec![0.0; n]; n];
+            let mut jtr = vec![0.0; n];
+            for a in 0..n {
+                for b in 0..n {
+                    jtj[a][b] = j[a].iter().zip(&j[b]).map(|(u, v)| u * v).sum();
+                }
+                jtr[a] = -j[a].iter().zip(&r).map(|(u, v)| u * v).sum::<f64>();
+            }
+            let mut improved = false;
+            while lambda < 1e12 {
+                let mut damped = jtj.clone();
+                for (k, row) in damped.iter_mut().enumerate() {
+                    row[k] += lambda * (jtj[k][k].max(1e-12));
+                }
+                let Some(step) = solve(damped, jtr.clone()) else {
+                    lambda *= 10.0;
+                    continue;
+                };
+                let trial: Vec<f64> = x
+                    .iter()
+                    .zip(&step)
+                    .enumerate()
+                    .map(|(i, (xi, d))| {
+                        let s = spec(self.free[i]);
+                        (xi + d).clamp(s.min / self.scale[i], s.max / self.scale[i])
+                    })
+                    .collect();
+                let tr = residuals(&self.apply(base, &trial), self.rows, self.link);
+                let tc = sum_squares(&tr);
+                if tc < cost {
+                    let gain = cost - tc;
+                    x = trial;
+                    r = tr;
+                    cost = tc;
+                    lambda = (lambda / 10.0).max(1e-12);
+                    improved = gain > 1e-15 * cost.max(1e-30);
+                    break;
+                }
+                lambda *= 10.0;
+            }
+            if !improved {
+                break;
+            }
+        }
+        (x, cost)
+    }
+}
+
+/// Why parameter `i` (of `free`) is not determined by `columns`, if it is not: a zero column,
+/// or one that earlier columns already span.
+fn undetermined(columns: &[Vec<f64>], free: &[P]) -> Option<(usize, String)> {
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    let mut owners: Vec<usize> = Vec::new();
+    for (i, col) in columns.iter().enumerate() {
+        let norm: f64 = col.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if norm < 1e-9 {
+            return Some((i, "not limiting in this data (no row depends on it)".into()));
+        }
+        let mut v = col.clone();
+        let mut overlaps = Vec::new();
+        for (b, &owner) in basis.iter().zip(&owners) {
+            let dot: f64 = v.iter().zip(b).map(|(a, c)| a * c).sum();
+            if dot.abs() > 1e-2 * norm {
+                overlaps.push(owner);
+            }
+            for (vk, bk) in v.iter_mut().zip(b) {
+                *vk -= dot * bk;
+            }
+        }
+        let left: f64 = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if left < 1e-4 * norm {
+            let with: Vec<&str> = overlaps.iter().map(|&o| spec(free[o]).key).collect();
+            return Some((
+                i,
+                format!(
+                    "cannot be determined by this data: its effect cannot be separated from {}",
+                    with.join(", ")
+                ),
+            ));
+        }
+        basis.push(v.iter().map(|x| x / left).collect());
+        owners.push(i);
+    }
+    None
+}
+
+/// One continuous fit with `integers` fixed: drops parameters the data cannot determine (back
+/// to their defaults) until the rest are. Returns the model, its cost, the notes of dropped
+/// parameters and the Jacobian columns of the kept ones.
+type Continuous = (PlatformModel, f64, Vec<(P, String)>, Vec<P>, Vec<Vec<f64>>);
+
+fn fit_continuous(
+    rows: &[Measurement],
+    link: &LinkParams,
+    base: &PlatformModel,
+    continuous: &[P],
+) -> Continuous {
+    let mut free: Vec<P> = continuous.to_vec();
+    let mut dropped: Vec<(P, String)> = Vec::new();
+    loop {
+        let starts: Vec<f64> = free.iter().map(|&p| start_value(p, rows)).collect();
+        let scale: Vec<f64> = free
+            .iter()
+            .zip(&starts)
+            .map(|(&p, &s)| scale_of(p, s))
+            .collect();
+        let solver = Solver {
+            rows,
+            link,
+            free: free.clone(),
+            scale: scale.clone(),
+        };
+        let x0: Vec<f64> = starts.iter().zip(&scale).map(|(s, k)| s / k).collect();
+        let (x, cost) = solver.run(base, x0);
+        let model = solver.apply(base, &x);
+        let r = residuals(&model, rows, link);
+        let columns = solver.jacobian(base, &x, &r);
+        match undetermined(&columns, &free) {
+            Some((i, why)) => {
+                dropped.push((free.remove(i), why));
+            }
+            None => {
+                // Columns back in parameter units for the covariance.
+                let columns = columns
+                    .into_iter()
+                    .zip(&scale)
+                    .map(|(c, k)| c.into_iter().map(|v| v / k).collect())
+                    .collect();
+                return (model, cost, dropped, free, columns);
+            }
+        }
+    }
+}
+
+/// Fits the platform parameters the rows depend on. `fitted_on` says what the rows are (it is
+/// written into the model and the spec fragment).
+pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<FitReport> {
+    link.validate()?;
+    if rows.is_empty() {
+        return Err(Error::bad_input("fit: no measurements"));
+    }
+    let all = candidates(rows);
+    let integers: Vec<P> = all.iter().copied().filter(|&p| spec(p).integer).collect();
+    let continuous: Vec<P> = all.iter().copied().filter(|&p| !spec(p).integer).collect();
+    // Every combination of the whole-number parameters (at most two, small ranges).
+    let ranges: Vec<Vec<f64>> = integers
+        .iter()
+        .map(|&p| {
+            let top = if p == P::DmaMaxReadRequests { 32 } else { 8 };
+            (1..=top).map(f64::from).collect()
+        })
+        .collect();
+    let mut combos: Vec<Vec<f64>> = vec![Vec::new()];
+    for range in &ranges {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                range.iter().map(move |&v| {
+                    let mut c = c.clone();
+                    c.push(v);
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut results: Vec<(Vec<f64>, Continuous)> = Vec::new();
+    for combo in combos {
+        let mut base = PlatformModel::default();
+        for (&p, &v) in integers.iter().zip(&combo) {
+            base.set(p, v);
+        }
+        let result = fit_continuous(rows, link, &base, &continuous);
+        results.push((combo, result));
+    }
+    let best_cost = results
+        .iter()
+        .map(|(_, r)| r.1)
+        .fold(f64::INFINITY, f64::min);
+    let tie = |c: f64| c <= best_cost * (1.0 + 1e-6) + 1e-14;
+    // Among equally good combinations prefer the defaults, then the smallest values.
+    let defaults: Vec<f64> = integers.iter().map(|&p| spec(p).default).collect();
+    let chosen = results
+        .iter()
+        .filter(|(_, r)| tie(r.1))
+        .min_by(|(a, _), (b, _)| {
+            let da = a.iter().zip(&defaults).filter(|(x, d)| x != d).count();
+            let db = b.iter().zip(&defaults).filter(|(x, d)| x != d).count();
+            da.cmp(&db).then(a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
+        })
+        .expect("at least one combination");
+    let (combo, (model, cost, dropped, kept, columns)) = chosen.clone();
+    let residual_count = residuals(&model, rows, link).len();
+    let dof = residual_count as f64 - kept.len() as f64 - integers.len() as f64;
+    let covariance = if dof > 0.0 {
+        let n = kept.len();
+        let jtj: Vec<Vec<f64>> = (0..n)
+            .map(|a| {
+                (0..n)
+                    .map(|b| columns[a].iter().zip(&columns[b]).map(|(u, v)| u * v).sum())
+                    .collect()
+            })
+            .collect();
+        let sigma2 = cost / dof;
+        let mut diag = Vec::with_capacity(n);
+        for k in 0..n {
+            let mut e = vec![0.0; n];
+            e[k] = 1.0;
+            diag.push(solve(jtj.clone(), e).map(|col| (col[k] * sigma2).max(0.0).sqrt()));
+        }
+        diag
+    } else {
+        vec![None; kept.len()]
+    };
+    let mut params = Vec::new();
+    let mut fitted = Vec::new();
+    for &p in &all {
+        let s = spec(p);
+        let value = model.get(p);
+        let shown = value.is_finite().then(|| round_to(value, 4));
+        if let Some(i) = kept.iter().position(|&k| k == p) {
+            let at_bound = value <= s.min || value >= s.max;
+            params.push(ParamResult {
+                key: s.key,
+                unit: s.unit,
+                value: shown,
+                uncertainty: covariance[i].map(|u| round_to(u, 4)),
+                status: Status::Fitted,
+                note: if at_bound {
+                    format!("at its bound ({} to {} {})", s.min, s.max, s.unit)
+                } else if dof <= 0.0 {
+                    "as many parameters as rows: no spare row to estimate uncertainty".into()
+                } else {
+                    String::new()
+                },
+            });
+            fitted.push(s.key.to_string());
+        } else if let Some(i) = integers.iter().position(|&k| k == p) {
+            let rivals = results
+                .iter()
+                .filter(|(c, r)| tie(r.1) && c[i] != combo[i])
+                .count();
+            let status = if rivals == 0 {
+                fitted.push(s.key.to_string());
+                Status::Fitted
+            } else {
+                Status::NotDetermined
+            };
+            params.push(ParamResult {
+                key: s.key,
+                unit: s.unit,
+                value: shown,
+                uncertainty: None,
+                status,
+                note: if rivals == 0 {
+                    "whole number: enumerated, uniquely best".into()
+                } else {
+                    "cannot be determined by this data: other whole numbers fit as well; default kept".into()
+                },
+            });
+        } else {
+            let why = dropped
+                .iter()
+                .find(|(d, _)| *d == p)
+                .map_or_else(String::new, |(_, w)| w.clone());
+            params.push(ParamResult {
+                key: s.key,
+                unit: s.unit,
+                value: shown,
+                uncertainty: None,
+                status: Status::NotDetermined,
+                note: format!("{why}; default kept"),
+            });
+        }
+    }
+    let mut model = model;
+    model.fitted_on = fitted_on.to_string();
+    model.fitted = fitted;
+    let rows_out = compare(&model, rows, link);
+    let rms = (rows_out
+        .iter()
+        .map(|r| r.residual_percent * r.residual_percent)
+        .sum::<f64>()
+        / rows_out.len() as f64)
+        .sqrt();
+    Ok(FitReport {
+        fitted_on: fitted_on.to_string(),
+        rows_used: rows.len(),
+        rms_residual_percent: round_to(rms, 2),
+        params,
+        rows: rows_out,
+        model,
+    })
+}
+
+impl FitReport {
+    /// Parameters with uncertainty and status, then one line per row with its residual.
+    pub fn to_text(&self) -> String {
+        let mut text = format!(
+            "fitted on {}: {} rows, rms residual {:.2} %\n\n",
+            self.fitted_on, self.rows_used, self.rms_residual_percent
+        );
+        text.push_str(&format!("{:<40} {:>14} {:>12}  {}\n", "parameter", "value", "±1σ", "status"));
+        for p in &self.params {
+            let value = p.value.map_or("unbounded".to_string(), |v| format!("{v}"));
+            let sigma = p.uncertainty.map_or("-".to_string(), |u| format!("{u}"));
+            let status = match p.status {
+                Status::Fitted => "fitted",
+                Status::NotDetermined => "NOT DETERMINED",
+            };
+            text.push_str(&format!(
+                "{:<40} {:>14} {:>12}  {status} ({}){}\n",
+                p.key,
+                value,
+                sigma,
+                p.unit,
+                if p.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", p.note)
+                }
+            ));
+        }
+        text.push_str(&format!(
+            "\n{:>5}  {:<28} {:>12} {:>12} {:>9}\n",
+            "line", "measurement", "measured", "predicted", "residual"
+        ));
+        for r in &self.rows {
+            text.push_str(&format!(
+                "{:>5}  {:<28} {:>12.2} {:>12.2} {:>8.2}%\n",
+                r.line, r.workload, r.measured_mbps, r.predicted_mbps, r.residual_percent
+            ));
+        }
+        text
+    }
+}

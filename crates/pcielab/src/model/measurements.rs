@@ -1,0 +1,475 @@
+//! Measurements to fit the platform model on, read from three layouts: a CSV
+//! (`size_bytes,direction,MBps[,latency_ns][,iodepth][,jobs]`), fio's JSON output
+//! (`--output-format=json`), and the Rockchip seed's dmatest table (a size header row, then a
+//! write row and a read row of `12.2MB/s` cells). Every row keeps the line it came from, so fit
+//! residuals and parse errors name it. Bad input names the file, line, column and value.
+
+use serde::Deserialize;
+
+use super::platform::{DmaDirection, MmioOp};
+use crate::error::{Error, Result};
+
+/// What was measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Workload {
+    /// One device DMA transfer at a time (dmatest): `direction` from the device's side.
+    Dma { direction: DmaDirection, size: u64 },
+    /// A CPU thread accessing a BAR with accesses of `width` bytes.
+    Mmio { op: MmioOp, width: u32 },
+    /// fio-style queued I/O of `bs` bytes; `device` is the device's DMA direction (a disk read
+    /// is a device write).
+    Queued {
+        device: DmaDirection,
+        bs: u64,
+        iodepth: u32,
+        jobs: u32,
+    },
+}
+
+impl Workload {
+    /// A short label for reports: `write 4096`, `load 4`, `fio read bs=4096 q32 t1`.
+    pub fn label(&self) -> String {
+        match self {
+            Workload::Dma { direction, size } => format!("{} {size}", direction_name(*direction)),
+            Workload::Mmio { op, width } => format!(
+                "{} {width}",
+                match op {
+                    MmioOp::Store => "store",
+                    MmioOp::Load => "load",
+                }
+            ),
+            Workload::Queued {
+                device,
+                bs,
+                iodepth,
+                jobs,
+            } => format!(
+                "fio {} bs={bs} q{iodepth} t{jobs}",
+                match device {
+                    DmaDirection::Write => "read",
+                    DmaDirection::Read => "write",
+                }
+            ),
+        }
+    }
+}
+
+fn direction_name(d: DmaDirection) -> &'static str {
+    match d {
+        DmaDirection::Write => "write",
+        DmaDirection::Read => "read",
+    }
+}
+
+/// One measured figure and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    pub workload: Workload,
+    /// Payload MB/s (10^6 bytes per second).
+    pub mbps: f64,
+    /// Issue-to-completion time of one transfer, where measured.
+    pub latency_ns: Option<f64>,
+    /// 1-based line in the source (0 for fio JSON jobs, which have no useful line).
+    pub line: usize,
+}
+
+/// The CSV directions and what they mean.
+const DIRECTIONS: &str = "write (device DMA writes host memory), read (device DMA reads it), \
+store / load (CPU MMIO to a BAR; size_bytes = access width), fio_read / fio_write (queued I/O; \
+optional iodepth and jobs columns, default 32 and 1)";
+
+/// Reads measurements from `text`, choosing the layout by content: JSON (fio), a CSV whose
+/// header names `size_bytes`, or the seed's dmatest table.
+pub fn parse_measurements(file: &str, text: &str) -> Result<Vec<Measurement>> {
+    let trimmed = text.trim_start();
+    let rows = if trimmed.starts_with('{') {
+        parse_fio_json(file, text)?
+    } else if trimmed
+        .lines()
+        .next()
+        .is_some_and(|l| l.to_ascii_lowercase().contains("size_bytes"))
+    {
+        parse_csv(file, text)?
+    } else {
+        parse_dmatest_table(file, text)?
+    };
+    if rows.is_empty() {
+        return Err(Error::bad_input(format!("{file}: no measurements in it")));
+    }
+    Ok(rows)
+}
+
+/// The CSV layout: a header naming the columns (any order), one measurement per line.
+pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((_, header)) = lines.next() else {
+        return Err(Error::bad_input(format!("{file}: empty: expected a header line")));
+    };
+    let columns: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
+    let find = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
+    let required = |name: &str| {
+        find(name).ok_or_else(|| {
+            Error::bad_input(format!(
+                "{file}:1: missing column '{name}': the header must name size_bytes, direction \
+                 and MBps (optional latency_ns, iodepth, jobs); found {}",
+                columns.join(",")
+            ))
+        })
+    };
+    let (size_col, dir_col, mbps_col) = (
+        required("size_bytes")?,
+        required("direction")?,
+        required("MBps")?,
+    );
+    let (latency_col, depth_col, jobs_col) = (find("latency_ns"), find("iodepth"), find("jobs"));
+    let mut rows = Vec::new();
+    for (index, line) in lines {
+        let n = index + 1;
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        let cell = |col: usize, name: &str| {
+            cells.get(col).copied().filter(|c| !c.is_empty()).ok_or_else(|| {
+                Error::bad_input(format!("{file}:{n}: column '{name}' is empty or missing"))
+            })
+        };
+        let number = |col: usize, name: &str| -> Result<f64> {
+            let text = cell(col, name)?;
+            text.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "{file}:{n}: column '{name}': '{text}' is not a number"
+                    ))
+                })
+        };
+        let size = number(size_col, "size_bytes")?;
+        if size <= 0.0 || size.fract() != 0.0 {
+            return Err(Error::bad_input(format!(
+                "{file}:{n}: column 'size_bytes': {size} is not a positive whole number of bytes"
+            )));
+        }
+        let mbps = number(mbps_col, "MBps")?;
+        if mbps <= 0.0 {
+            return Err(Error::bad_input(format!(
+                "{file}:{n}: column 'MBps': {mbps} must be positive"
+            )));
+        }
+        let latency_ns = match latency_col.filter(|&c| cells.get(c).is_some_and(|v| !v.is_empty())) {
+            Some(c) => {
+                let v = number(c, "latency_ns")?;
+                if v <= 0.0 {
+                    return Err(Error::bad_input(format!(
+                        "{file}:{n}: column 'latency_ns': {v} must be positive"
+                    )));
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let count = |col: Option<usize>, name: &str, default: u32| -> Result<u32> {
+            match col.filter(|&c| cells.get(c).is_some_and(|v| !v.is_empty())) {
+                None => Ok(default),
+                Some(c) => {
+                    let text = cell(c, name)?;
+                    text.parse::<u32>().ok().filter(|&v| v > 0).ok_or_else(|| {
+                        Error::bad_input(format!(
+                            "{file}:{n}: column '{name}': '{text}' is not a positive whole number"
+                        ))
+                    })
+                }
+            }
+        };
+        let size = size as u64;
+        let direction = cell(dir_col, "direction")?;
+        let workload = match direction.to_ascii_lowercase().as_str() {
+            "write" => Workload::Dma {
+                direction: DmaDirection::Write,
+                size,
+            },
+            "read" => Workload::Dma {
+                direction: DmaDirection::Read,
+                size,
+            },
+            op @ ("store" | "load") => Workload::Mmio {
+                op: if op == "store" {
+                    MmioOp::Store
+                } else {
+                    MmioOp::Load
+                },
+                width: u32::try_from(size).ok().filter(|w| [4, 8, 16, 32, 64].contains(w)).ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "{file}:{n}: column 'size_bytes': {size} is not an MMIO access width (4, 8, 16, 32 or 64)"
+                    ))
+                })?,
+            },
+            io @ ("fio_read" | "fio_write") => Workload::Queued {
+                device: if io == "fio_read" {
+                    DmaDirection::Write
+                } else {
+                    DmaDirection::Read
+                },
+                bs: size,
+                iodepth: count(depth_col, "iodepth", 32)?,
+                jobs: count(jobs_col, "jobs", 1)?,
+            },
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "{file}:{n}: column 'direction': '{direction}' is not known: expected {DIRECTIONS}"
+                )))
+            }
+        };
+        rows.push(Measurement {
+            workload,
+            mbps,
+            latency_ns,
+            line: n,
+        });
+    }
+    Ok(rows)
+}
+
+/// A dmatest size cell: `64B`, `4K`, `64KB`, `1MB` (1024-based).
+fn table_size(cell: &str) -> Option<u64> {
+    let upper = cell.trim().to_ascii_uppercase();
+    let digits = upper.trim_end_matches('B');
+    let (number, unit) = match digits.chars().last()? {
+        'K' => (&digits[..digits.len() - 1], 1 << 10),
+        'M' => (&digits[..digits.len() - 1], 1 << 20),
+        'G' => (&digits[..digits.len() - 1], 1 << 30),
+        _ => (digits, 1),
+    };
+    number.trim().parse::<u64>().ok().filter(|&n| n > 0).map(|n| n * unit)
+}
+
+/// A dmatest rate cell: `12.2MB/s` (any case) or a bare number.
+fn table_rate(cell: &str) -> Option<f64> {
+    let lower = cell.trim().to_ascii_lowercase();
+    lower
+        .trim_end_matches("mb/s")
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// The seed's dmatest layout (tab or run-of-spaces separated): a header whose cells after the
+/// first are sizes, then rows labelled 写/write and 读/read with one rate per size.
+pub fn parse_dmatest_table(file: &str, text: &str) -> Result<Vec<Measurement>> {
+    let split = |line: &str| -> Vec<String> {
+        if line.contains('\t') {
+            line.split('\t').map(|c| c.trim().to_string()).collect()
+        } else {
+            line.split_whitespace().map(str::to_string).collect()
+        }
+    };
+    let mut sizes: Option<Vec<u64>> = None;
+    let mut rows = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let n = index + 1;
+        let cells = split(line);
+        if cells.len() < 2 {
+            continue;
+        }
+        let tail = &cells[1..];
+        let parsed: Vec<Option<u64>> = tail.iter().map(|c| table_size(c)).collect();
+        if parsed.iter().all(Option::is_some) {
+            sizes = Some(parsed.into_iter().flatten().collect());
+            continue;
+        }
+        let label = cells[0].to_ascii_lowercase();
+        let direction = if label.starts_with('写') || label.starts_with("write") {
+            DmaDirection::Write
+        } else if label.starts_with('读') || label.starts_with("read") {
+            DmaDirection::Read
+        } else {
+            continue;
+        };
+        let Some(sizes) = &sizes else {
+            return Err(Error::bad_input(format!(
+                "{file}:{n}: a {} row before any size header (e.g. 'DMA size\t64B\t256B\t4K')",
+                direction_name(direction)
+            )));
+        };
+        if tail.len() != sizes.len() {
+            return Err(Error::bad_input(format!(
+                "{file}:{n}: {} cells for {} sizes in the header",
+                tail.len(),
+                sizes.len()
+            )));
+        }
+        for (column, (cell, &size)) in tail.iter().zip(sizes).enumerate() {
+            let mbps = table_rate(cell).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "{file}:{n}: column {} ({size} B): '{cell}' is not a rate like 12.2MB/s",
+                    column + 2
+                ))
+            })?;
+            rows.push(Measurement {
+                workload: Workload::Dma { direction, size },
+                mbps,
+                latency_ns: None,
+                line: n,
+            });
+        }
+    }
+    if sizes.is_none() {
+        return Err(Error::bad_input(format!(
+            "{file}: not a CSV with a size_bytes header, fio JSON or a dmatest table (a size \
+             header row such as 'DMA size\t64B\t4K\t1MB' then write/read rows)"
+        )));
+    }
+    Ok(rows)
+}
+
+#[derive(Deserialize)]
+struct FioOutput {
+    #[serde(default, rename = "global options")]
+    global: std::collections::BTreeMap<String, serde_json::Value>,
+    jobs: Vec<FioJob>,
+}
+
+#[derive(Deserialize)]
+struct FioJob {
+    jobname: String,
+    #[serde(default, rename = "job options")]
+    options: std::collections::BTreeMap<String, serde_json::Value>,
+    read: FioDirection,
+    write: FioDirection,
+}
+
+#[derive(Deserialize)]
+struct FioDirection {
+    #[serde(default)]
+    bw_bytes: f64,
+}
+
+/// fio's `--output-format=json`: one measurement per job and direction that moved data; block
+/// size, queue depth and job count from the job's options (or the global ones).
+pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
+    let out: FioOutput = serde_json::from_str(text)
+        .map_err(|e| Error::bad_input(format!("{file}: not fio JSON output: {e}")))?;
+    let mut rows = Vec::new();
+    for job in &out.jobs {
+        let option = |key: &str| -> Option<String> {
+            job.options
+                .get(key)
+                .or_else(|| out.global.get(key))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+        };
+        let bs_text = option("bs").or_else(|| option("blocksize")).unwrap_or("4k".into());
+        let bs = crate::sim::fio::parse_size(&bs_text).ok_or_else(|| {
+            Error::bad_input(format!(
+                "{file}: job '{}': bs '{bs_text}' is not a size",
+                job.jobname
+            ))
+        })?;
+        let number = |key: &str, default: u32| -> Result<u32> {
+            match option(key) {
+                None => Ok(default),
+                Some(v) => v.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "{file}: job '{}': {key} '{v}' is not a positive whole number",
+                        job.jobname
+                    ))
+                }),
+            }
+        };
+        let (iodepth, jobs) = (number("iodepth", 1)?, number("numjobs", 1)?);
+        for (device, dir) in [
+            (DmaDirection::Write, &job.read),
+            (DmaDirection::Read, &job.write),
+        ] {
+            if dir.bw_bytes > 0.0 {
+                rows.push(Measurement {
+                    workload: Workload::Queued {
+                        device,
+                        bs,
+                        iodepth,
+                        jobs,
+                    },
+                    mbps: dir.bw_bytes / 1e6,
+                    latency_ns: None,
+                    line: 0,
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_rows_keep_their_lines_and_kinds() {
+        let text = "size_bytes,direction,MBps,latency_ns\n64,write,14.7,\n4096,read,568.7,7200\n4,store,53\n4096,fio_read,794\n";
+        let rows = parse_measurements("m.csv", text).unwrap();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[1].latency_ns, Some(7200.0));
+        assert_eq!(rows[1].line, 3);
+        assert_eq!(
+            rows[3].workload,
+            Workload::Queued {
+                device: DmaDirection::Write,
+                bs: 4096,
+                iodepth: 32,
+                jobs: 1
+            }
+        );
+    }
+
+    #[test]
+    fn bad_csvs_name_line_and_column() {
+        let cases = [
+            ("size_bytes,MBps\n64,1\n", "m.csv:1: missing column 'direction'"),
+            ("size_bytes,direction,MBps\n64,write,fast\n", "m.csv:2: column 'MBps': 'fast' is not a number"),
+            ("size_bytes,direction,MBps\n-64,write,1\n", "m.csv:2: column 'size_bytes': -64 is not a positive"),
+            ("size_bytes,direction,MBps\n64,write,1\n64,sideways,1\n", "m.csv:3: column 'direction': 'sideways' is not known"),
+            ("size_bytes,direction,MBps\n64,write\n", "m.csv:2: column 'MBps' is empty or missing"),
+        ];
+        for (text, want) in cases {
+            let e = parse_measurements("m.csv", text).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.message().starts_with(want), "{}", e.message());
+        }
+    }
+
+    #[test]
+    fn seed_dmatest_table_reads_as_printed() {
+        // Rockchip seed §4.3.1, as the document lays it out.
+        let text = "DMA 大 小\t64B\t256B\t4K\t64KB\t1MB\t4MB\n写\t12.2MB/s\t51.7MB/s\t529.1MB/s\t941.6MB/s\t1418.2MB/s\t1454.3MB/s\n读\t6.0MB/s\t44.3MB/s\t442.3MB/s\t680.5MB/s\t938.9MB/s\t1080.2MB/s\n";
+        let rows = parse_measurements("t.txt", text).unwrap();
+        assert_eq!(rows.len(), 12);
+        assert_eq!(
+            rows[4].workload,
+            Workload::Dma {
+                direction: DmaDirection::Write,
+                size: 1 << 20
+            }
+        );
+        assert_eq!(rows[4].mbps, 1418.2);
+        assert_eq!(rows[11].mbps, 1080.2);
+        let e = parse_measurements("t.txt", "DMA\t64B\t4K\n写\t1MB/s\n").unwrap_err();
+        assert!(e.message().contains("t.txt:2: 1 cells for 2 sizes"), "{}", e.message());
+    }
+
+    #[test]
+    fn fio_json_jobs_become_queued_io() {
+        let text = r#"{"fio version":"fio-3.33","global options":{"iodepth":"32"},
+          "jobs":[{"jobname":"r","job options":{"rw":"randread","bs":"4K"},
+                   "read":{"bw_bytes":794000000},"write":{"bw_bytes":0}}]}"#;
+        let rows = parse_measurements("f.json", text).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].mbps, 794.0);
+        assert_eq!(
+            rows[0].workload,
+            Workload::Queued {
+                device: DmaDirection::Write,
+                bs: 4096,
+                iodepth: 32,
+                jobs: 1
+            }
+        );
+    }
+}

@@ -1,0 +1,600 @@
+//! The platform model: what limits a device or a CPU beyond the link. The link model
+//! ([`super::transfer`]) stays the pure bound underneath; this module composes it with the root
+//! complex and memory side (posted-write acceptance, completion generation, read latency with a
+//! fixed and a per-byte term), an endpoint's DMA engine (per-transfer setup, read requests in
+//! flight, descriptor traffic), the CPU's cost per I/O, MMIO from a CPU (posted stores with an
+//! issue interval, non-posted loads bound by latency, access width, write-combining) and
+//! interrupt delivery (MSI, ELBI). Every parameter has a unit, a default and the source of that
+//! default ([`PARAMS`]); values live in a spec's `[platform]` table (docs/calibration.md) and
+//! are fitted from measurements by [`super::fit`]. Pure functions, no I/O.
+
+use super::transfer::{achievable_mbps, read, write, LinkParams, Overheads};
+use crate::error::{Error, Result};
+
+/// One platform parameter: where it lives in `[platform]`, what it means, and its range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParamSpec {
+    /// `section.key` under `[platform]`.
+    pub key: &'static str,
+    pub unit: &'static str,
+    pub default: f64,
+    /// Bounds the fit respects and the spec reader enforces.
+    pub min: f64,
+    pub max: f64,
+    /// Whole numbers only (counts).
+    pub integer: bool,
+    pub meaning: &'static str,
+    /// Where the default comes from.
+    pub source: &'static str,
+}
+
+/// Index of each parameter in [`PARAMS`] and in [`PlatformModel`]'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum P {
+    PostedWriteMbps,
+    CompletionMbps,
+    ReadLatencyNs,
+    ReadLatencyPerByteNs,
+    DmaSetupNs,
+    DmaMaxReadRequests,
+    DmaDescriptorBytes,
+    CpuReadIoNs,
+    CpuWriteIoNs,
+    DriveReadMbps,
+    DriveWriteMbps,
+    DriveReadIops,
+    DriveWriteIops,
+    MmioStoreIssueNs,
+    MmioLoadLatencyNs,
+    MmioLoadsOutstanding,
+    MmioWriteCombiningBytes,
+    MsiCpuNs,
+    ElbiTriggerNs,
+    ElbiCpuNs,
+}
+
+const UNBOUNDED: f64 = f64::INFINITY;
+
+/// Every parameter, in [`P`] order.
+pub const PARAMS: [ParamSpec; 20] = [
+    ParamSpec {
+        key: "root_complex.posted_write_MBps",
+        unit: "MB/s",
+        default: UNBOUNDED,
+        min: 10.0,
+        max: UNBOUNDED,
+        integer: false,
+        meaning: "payload rate at which the root complex and memory accept a device's posted writes",
+        source: "none: unbounded (the link is the limit) until fitted",
+    },
+    ParamSpec {
+        key: "root_complex.completion_MBps",
+        unit: "MB/s",
+        default: UNBOUNDED,
+        min: 10.0,
+        max: UNBOUNDED,
+        integer: false,
+        meaning: "payload rate at which the root complex generates completions for device reads",
+        source: "none: unbounded (the link is the limit) until fitted",
+    },
+    ParamSpec {
+        key: "root_complex.read_latency_ns",
+        unit: "ns",
+        default: 700.0,
+        min: 0.0,
+        max: 20_000.0,
+        integer: false,
+        meaning: "fixed part of a device read's round trip beyond the link: request arrival to first completion",
+        source: "simulator's earlier rc_read_latency_ns (assumption, typical of Arm SoCs)",
+    },
+    ParamSpec {
+        key: "root_complex.read_latency_per_byte_ns",
+        unit: "ns/B",
+        default: 0.3,
+        min: 0.0,
+        max: 20.0,
+        integer: false,
+        meaning: "extra round-trip time per byte a read request asks for (memory fetch and completion build)",
+        source: "issue 10: published Gen3-Gen5 DMA latencies grow about 0.30 ns per byte",
+    },
+    ParamSpec {
+        key: "dma.setup_ns",
+        unit: "ns",
+        default: 4000.0,
+        min: 0.0,
+        max: 1e7,
+        integer: false,
+        meaning: "endpoint DMA engine: descriptor programming, doorbell and done-polling per transfer",
+        source: "reference/pcie-math.md: Rockchip tables show ~4-5 us per transfer",
+    },
+    ParamSpec {
+        key: "dma.max_read_requests",
+        unit: "requests",
+        default: 8.0,
+        min: 1.0,
+        max: 256.0,
+        integer: true,
+        meaning: "read requests (tags) the device's DMA engine keeps in flight when it reads host memory",
+        source: "simulator's earlier default (assumption)",
+    },
+    ParamSpec {
+        key: "dma.descriptor_bytes",
+        unit: "B",
+        default: 0.0,
+        min: 0.0,
+        max: 1e6,
+        integer: false,
+        meaning: "descriptor and status bytes crossing the link per transfer, at the link-achievable rate",
+        source: "none: 0 (descriptors local to the endpoint) until fitted on two links",
+    },
+    ParamSpec {
+        key: "cpu.read_io_ns",
+        unit: "ns",
+        default: 0.0,
+        min: 0.0,
+        max: 1e8,
+        integer: false,
+        meaning: "CPU time one submitting thread spends per read I/O (submission, completion, block layer)",
+        source: "none: 0 (not limiting) until fitted",
+    },
+    ParamSpec {
+        key: "cpu.write_io_ns",
+        unit: "ns",
+        default: 0.0,
+        min: 0.0,
+        max: 1e8,
+        integer: false,
+        meaning: "CPU time one submitting thread spends per write I/O",
+        source: "none: 0 (not limiting) until fitted",
+    },
+    ParamSpec {
+        key: "drive.read_MBps",
+        unit: "MB/s",
+        default: 3500.0,
+        min: 1.0,
+        max: UNBOUNDED,
+        integer: false,
+        meaning: "the storage device's own sequential read bandwidth (media and controller)",
+        source: "Samsung 980 1TB datasheet: 3500 MB/s sequential read",
+    },
+    ParamSpec {
+        key: "drive.write_MBps",
+        unit: "MB/s",
+        default: 3000.0,
+        min: 1.0,
+        max: UNBOUNDED,
+        integer: false,
+        meaning: "the storage device's own sequential write bandwidth",
+        source: "Samsung 980 1TB datasheet: 3000 MB/s sequential write",
+    },
+    ParamSpec {
+        key: "drive.read_iops",
+        unit: "I/O per s",
+        default: 500_000.0,
+        min: 1.0,
+        max: UNBOUNDED,
+        integer: false,
+        meaning: "the storage device's own 4 KiB random read IOPS limit",
+        source: "Samsung 980 1TB datasheet: 500K random read IOPS",
+    },
+    ParamSpec {
+        key: "drive.write_iops",
+        unit: "I/O per s",
+        default: 480_000.0,
+        min: 1.0,
+        max: UNBOUNDED,
+        integer: false,
+        meaning: "the storage device's own 4 KiB random write IOPS limit",
+        source: "Samsung 980 1TB datasheet: 480K random write IOPS",
+    },
+    ParamSpec {
+        key: "mmio.store_issue_ns",
+        unit: "ns",
+        default: 75.0,
+        min: 0.0,
+        max: 1e6,
+        integer: false,
+        meaning: "interval between posted MMIO stores leaving the CPU for the link (one TLP each)",
+        source: "Rockchip seed 5.3: RK3588 Gen3x4 32-bit stores 53.3 MB/s = 4 B per 75 ns",
+    },
+    ParamSpec {
+        key: "mmio.load_latency_ns",
+        unit: "ns",
+        default: 950.0,
+        min: 0.0,
+        max: 1e6,
+        integer: false,
+        meaning: "round trip of one non-posted MMIO load beyond the link's serialisation",
+        source: "Rockchip seed 5.3: RK3588 Gen3x4 32-bit loads 4.2 MB/s = 4 B per 952 ns",
+    },
+    ParamSpec {
+        key: "mmio.loads_outstanding",
+        unit: "loads",
+        default: 1.0,
+        min: 1.0,
+        max: 64.0,
+        integer: true,
+        meaning: "MMIO loads in flight at once across all threads (the root complex's outbound non-posted slots)",
+        source: "Rockchip seed 5.4.2: more threads raise BAR throughput by under 10 %",
+    },
+    ParamSpec {
+        key: "mmio.write_combining_bytes",
+        unit: "B",
+        default: 64.0,
+        min: 4.0,
+        max: 4096.0,
+        integer: true,
+        meaning: "bytes a write-combining mapping merges into one Memory Write (a cache line)",
+        source: "Arm/x86 write-combining buffers are one 64-byte line",
+    },
+    ParamSpec {
+        key: "interrupts.msi_cpu_ns",
+        unit: "ns",
+        default: 2000.0,
+        min: 0.0,
+        max: 1e7,
+        integer: false,
+        meaning: "host CPU interrupt entry and handler per MSI (the MSI itself is a 4-byte posted write)",
+        source: "Rockchip seed 7.3: one MSI per 2 us on RK3568 and RK3588",
+    },
+    ParamSpec {
+        key: "interrupts.elbi_trigger_ns",
+        unit: "ns",
+        default: 2000.0,
+        min: 0.0,
+        max: 1e7,
+        integer: false,
+        meaning: "interval at which the root complex can write the endpoint's ELBI register (config write)",
+        source: "Rockchip seed 6.4: ELBI register write rate 2 us on RK3588",
+    },
+    ParamSpec {
+        key: "interrupts.elbi_cpu_ns",
+        unit: "ns",
+        default: 6000.0,
+        min: 0.0,
+        max: 1e7,
+        integer: false,
+        meaning: "endpoint CPU interrupt entry and handler per ELBI interrupt",
+        source: "Rockchip seed 6.3: one ELBI per 6 us on RK3568 and RK3588",
+    },
+];
+
+/// Which way a DMA transfer moves data, from the device's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DmaDirection {
+    /// The device writes host memory (Memory Writes upstream: Rx payload at the root port).
+    Write,
+    /// The device reads host memory (Memory Reads upstream, Completions downstream: Tx
+    /// payload at the root port).
+    Read,
+}
+
+/// A CPU access to a BAR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MmioOp {
+    /// Posted stores.
+    Store,
+    /// Non-posted loads.
+    Load,
+}
+
+/// Which interrupt mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IrqKind {
+    /// The endpoint writes the host's MSI address; the host CPU takes the interrupt.
+    Msi,
+    /// The root complex writes the endpoint's ELBI register; the endpoint CPU takes it.
+    Elbi,
+}
+
+/// Parameter values in [`P`] order, and what they were fitted on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlatformModel {
+    pub values: [f64; PARAMS.len()],
+    /// Which measurements the values come from (free text; "defaults" when none).
+    pub fitted_on: String,
+    /// Keys (`section.key`) whose values were fitted rather than defaulted.
+    pub fitted: Vec<String>,
+}
+
+impl Default for PlatformModel {
+    fn default() -> Self {
+        PlatformModel {
+            values: PARAMS.map(|p| p.default),
+            fitted_on: "defaults".into(),
+            fitted: Vec::new(),
+        }
+    }
+}
+
+/// Nanoseconds to move `bytes` at `mbps` (MB/s is bytes per microsecond).
+fn ns_at(bytes: f64, mbps: f64) -> f64 {
+    bytes / mbps * 1000.0
+}
+
+impl PlatformModel {
+    pub fn get(&self, p: P) -> f64 {
+        self.values[p as usize]
+    }
+
+    pub fn set(&mut self, p: P, value: f64) {
+        self.values[p as usize] = value;
+    }
+
+    /// Whether `p`'s value came from a fit.
+    pub fn is_fitted(&self, p: P) -> bool {
+        self.fitted.iter().any(|k| k == PARAMS[p as usize].key)
+    }
+
+    /// Reads the `[platform]` table of a spec (or a fragment holding only it). Every key is
+    /// checked: unknown keys, non-numbers and values outside a parameter's range are bad input
+    /// naming `file`, the key and the valid range.
+    pub fn from_table(file: &str, table: &toml::Table) -> Result<PlatformModel> {
+        let mut model = PlatformModel::default();
+        let sections: Vec<&str> = {
+            let mut s: Vec<&str> = PARAMS
+                .iter()
+                .map(|p| p.key.split('.').next().unwrap_or_default())
+                .collect();
+            s.dedup();
+            s
+        };
+        for (section, value) in table {
+            if section == "fitted" {
+                let keys = value.as_array().ok_or_else(|| {
+                    Error::bad_input(format!("{file}: [platform] fitted must be a list of keys"))
+                })?;
+                for entry in keys {
+                    let key = entry.as_str().filter(|k| PARAMS.iter().any(|p| p.key == *k));
+                    let key = key.ok_or_else(|| {
+                        Error::bad_input(format!(
+                            "{file}: [platform] fitted lists {entry}, which is not a parameter key"
+                        ))
+                    })?;
+                    model.fitted.push(key.to_string());
+                }
+                continue;
+            }
+            if section == "fitted_on" {
+                model.fitted_on = value
+                    .as_str()
+                    .ok_or_else(|| {
+                        Error::bad_input(format!("{file}: [platform] fitted_on must be a string"))
+                    })?
+                    .to_string();
+                continue;
+            }
+            let Some(keys) = value.as_table().filter(|_| sections.contains(&section.as_str()))
+            else {
+                return Err(Error::bad_input(format!(
+                    "{file}: [platform] has no section '{section}': valid are fitted_on, fitted and {}",
+                    sections.join(", ")
+                )));
+            };
+            for (key, value) in keys {
+                let full = format!("{section}.{key}");
+                let Some(i) = PARAMS.iter().position(|p| p.key == full) else {
+                    let valid: Vec<&str> = PARAMS
+                        .iter()
+                        .filter_map(|p| p.key.strip_prefix(&format!("{section}.")))
+                        .collect();
+                    return Err(Error::bad_input(format!(
+                        "{file}: [platform.{section}] has no key '{key}': valid are {}",
+                        valid.join(", ")
+                    )));
+                };
+                let spec = &PARAMS[i];
+                let number = match value {
+                    toml::Value::Float(f) => *f,
+                    toml::Value::Integer(n) => *n as f64,
+                    other => {
+                        return Err(Error::bad_input(format!(
+                            "{file}: [platform] {full} = {other} is not a number ({})",
+                            spec.unit
+                        )))
+                    }
+                };
+                if number.is_nan()
+                    || number < spec.min
+                    || number > spec.max
+                    || (spec.integer && number.fract() != 0.0)
+                {
+                    return Err(Error::bad_input(format!(
+                        "{file}: [platform] {full} = {number} is out of range: expected {} from {} to {} {}",
+                        if spec.integer { "a whole number" } else { "a number" },
+                        spec.min,
+                        spec.max,
+                        spec.unit
+                    )));
+                }
+                model.values[i] = number;
+            }
+        }
+        Ok(model)
+    }
+
+    /// The `[platform]` table as TOML text: every parameter, with its unit and meaning as a
+    /// comment. Unbounded rates are written as `inf` (TOML's infinity).
+    pub fn to_toml(&self) -> String {
+        let mut text = String::from("[platform]\n");
+        text.push_str(&format!("fitted_on = {:?}\n", self.fitted_on));
+        text.push_str(&format!("fitted = {:?}\n", self.fitted));
+        let mut section = "";
+        for (spec, value) in PARAMS.iter().zip(self.values) {
+            let (sec, key) = spec.key.split_once('.').unwrap_or(("", spec.key));
+            if sec != section {
+                text.push_str(&format!("\n[platform.{sec}]\n"));
+                section = sec;
+            }
+            let shown = if value.is_infinite() {
+                "inf".to_string()
+            } else if spec.integer {
+                format!("{}", value.round() as i64)
+            } else {
+                format!("{}", crate::report::round_to(value, 4))
+            };
+            text.push_str(&format!("{key} = {shown}  # {}: {}\n", spec.unit, spec.meaning));
+        }
+        text
+    }
+
+    /// Time of one read of `bytes` (one request, at most MRRS) from issue to last completion:
+    /// the platform's fixed and per-byte latency plus the link's serialisation of the request
+    /// and its completions.
+    fn request_round_trip_ns(&self, bytes: u64, link: &LinkParams) -> f64 {
+        self.get(P::ReadLatencyNs)
+            + self.get(P::ReadLatencyPerByteNs) * bytes as f64
+            + read(bytes, link).link_time_ns(link, Overheads::Full)
+    }
+
+    /// From issuing a device read of `size` bytes to its last completion: requests of MRRS go
+    /// out with at most `max_read_requests` in flight, each slot recycled after a round trip;
+    /// the link and the root complex's completion rate bound the stream.
+    pub fn read_data_ns(&self, size: u64, link: &LinkParams, in_flight: f64) -> f64 {
+        if size == 0 {
+            return 0.0;
+        }
+        let mrrs = u64::from(link.mrrs);
+        let first = size.min(mrrs);
+        let first_rtt = self.request_round_trip_ns(first, link);
+        let requests = size.div_ceil(mrrs);
+        let waves = (requests as f64 / in_flight.max(1.0)).ceil();
+        let latency_bound = waves * first_rtt;
+        let stream_ns = read(size, link)
+            .link_time_ns(link, Overheads::Full)
+            .max(ns_at(size as f64, self.get(P::CompletionMbps)));
+        let stream_bound = stream_ns + first_rtt - read(first, link).link_time_ns(link, Overheads::Full);
+        latency_bound.max(stream_bound)
+    }
+
+    /// Time of one device write of `size` bytes: the link or the root complex's acceptance rate,
+    /// whichever is slower (posted: nothing waits for a reply).
+    pub fn write_data_ns(&self, size: u64, link: &LinkParams) -> f64 {
+        write(size, link)
+            .link_time_ns(link, Overheads::Full)
+            .max(ns_at(size as f64, self.get(P::PostedWriteMbps)))
+    }
+
+    /// One endpoint-DMA transfer, as dmatest times it: setup, the descriptor read, the data.
+    pub fn dma_transfer_ns(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> f64 {
+        // Descriptor and status bytes cross the link once per transfer.
+        let descriptor_ns = ns_at(self.get(P::DmaDescriptorBytes), achievable_mbps(link));
+        let in_flight = self.get(P::DmaMaxReadRequests);
+        let data = match direction {
+            DmaDirection::Write => self.write_data_ns(size, link),
+            DmaDirection::Read => self.read_data_ns(size, link, in_flight),
+        };
+        self.get(P::DmaSetupNs) + descriptor_ns + data
+    }
+
+    /// Payload MB/s of back-to-back DMA transfers of `size` bytes, one at a time.
+    pub fn dma_mbps(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> f64 {
+        size as f64 / self.dma_transfer_ns(direction, size, link) * 1000.0
+    }
+
+    /// Latency of one DMA read of `size` (no setup): what `predicted_read_latency_ns` reports.
+    pub fn read_latency_ns(&self, size: u64, link: &LinkParams) -> f64 {
+        self.read_data_ns(size, link, self.get(P::DmaMaxReadRequests))
+    }
+
+    /// fio-style queued I/O of `bs` bytes: `device` is the device's DMA direction (a disk read is
+    /// a device write), `jobs` threads each keep I/Os queued. Returns MB/s. Bounds: CPU time per
+    /// I/O per thread, the drive's bandwidth and IOPS, the link, and the root complex (posted
+    /// acceptance for device writes; completions and read round trips for device reads).
+    pub fn queued_io_mbps(
+        &self,
+        device: DmaDirection,
+        bs: u64,
+        iodepth: u32,
+        jobs: u32,
+        link: &LinkParams,
+    ) -> f64 {
+        let bytes = bs as f64;
+        let (cpu_ns, drive_mbps, drive_iops) = match device {
+            DmaDirection::Write => (
+                self.get(P::CpuReadIoNs),
+                self.get(P::DriveReadMbps),
+                self.get(P::DriveReadIops),
+            ),
+            DmaDirection::Read => (
+                self.get(P::CpuWriteIoNs),
+                self.get(P::DriveWriteMbps),
+                self.get(P::DriveWriteIops),
+            ),
+        };
+        let mut mbps = drive_mbps.min(drive_iops * bytes / 1e6);
+        if cpu_ns > 0.0 {
+            mbps = mbps.min(f64::from(jobs) * bytes / cpu_ns * 1000.0);
+        }
+        let link_mbps = match device {
+            DmaDirection::Write => bytes / self.write_data_ns(bs, link) * 1000.0,
+            DmaDirection::Read => {
+                // Every queued command's requests share the device's read tags, so the stream
+                // of all of them, not one command, meets the round-trip bound.
+                let queued = u64::from(iodepth.max(1)) * u64::from(jobs.max(1));
+                let stream = bs * queued;
+                let in_flight = self.get(P::DmaMaxReadRequests);
+                stream as f64 / self.read_data_ns(stream, link, in_flight) * 1000.0
+            }
+        };
+        mbps.min(link_mbps)
+    }
+
+    /// MMIO throughput of `threads` CPU threads accessing a BAR with `width`-byte accesses.
+    /// Stores are posted: one Memory Write per access (per `write_combining_bytes` when the
+    /// mapping write-combines), issued at most every `store_issue_ns` through the root
+    /// complex's one outbound path (threads share it, seed 5.4.2). Loads are non-posted: each
+    /// waits `load_latency_ns` plus its link time, with `loads_outstanding` in flight in all.
+    pub fn mmio_mbps(
+        &self,
+        op: MmioOp,
+        width: u32,
+        write_combining: bool,
+        link: &LinkParams,
+    ) -> f64 {
+        match op {
+            MmioOp::Store => {
+                let tlp_bytes = if write_combining {
+                    self.get(P::MmioWriteCombiningBytes).max(f64::from(width))
+                } else {
+                    f64::from(width)
+                };
+                let link_ns = write(tlp_bytes as u64, link).link_time_ns(link, Overheads::Full);
+                tlp_bytes / self.get(P::MmioStoreIssueNs).max(link_ns) * 1000.0
+            }
+            MmioOp::Load => {
+                let link_ns = read(u64::from(width), link).link_time_ns(link, Overheads::Full);
+                let latency = self.get(P::MmioLoadLatencyNs) + link_ns;
+                self.get(P::MmioLoadsOutstanding) * f64::from(width) / latency * 1000.0
+            }
+        }
+    }
+
+    /// Interval between interrupts when one side raises them back to back, in ns (what the
+    /// seed's §6/§7 tests print as "us" per interrupt).
+    pub fn irq_interval_ns(&self, kind: IrqKind, link: &LinkParams) -> f64 {
+        match kind {
+            IrqKind::Msi => {
+                let msi = write(4, link).link_time_ns(link, Overheads::Full);
+                msi + self.get(P::MsiCpuNs)
+            }
+            IrqKind::Elbi => self.get(P::ElbiTriggerNs).max(self.get(P::ElbiCpuNs)),
+        }
+    }
+}
+
+/// Reads `[platform]` from a TOML file's text: a whole spec or a fragment with only that table.
+/// A file without `[platform]` is bad input (it would silently predict with defaults).
+pub fn parse_platform(file: &str, text: &str) -> Result<PlatformModel> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| {
+        Error::bad_input(format!("{file}: not valid TOML: {}", e.message().trim_end()))
+    })?;
+    let platform = table.get("platform").and_then(|v| v.as_table()).ok_or_else(|| {
+        Error::bad_input(format!(
+            "{file}: no [platform] table: write one with `pcielab fit … --out {file}` \
+             (keys in docs/calibration.md)"
+        ))
+    })?;
+    PlatformModel::from_table(file, platform)
+}
