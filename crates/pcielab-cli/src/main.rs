@@ -3,7 +3,7 @@
 
 mod commands;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 #[derive(Parser)]
 #[command(
@@ -28,8 +28,37 @@ struct Cli {
     command: commands::Command,
 }
 
+/// Restore the default SIGPIPE action (Rust starts with it ignored), so that output cut short by a
+/// closed pipe (`pcielab pmu list | head`) ends the process quietly with status 141, as coreutils
+/// do, instead of a panic in the middle of a print.
+fn quiet_on_broken_pipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL at startup, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// Every subcommand accepts values that start with '-' and look like numbers, so `-I -1` reaches
+/// the option's own range check (which states the valid range) instead of clap's "unexpected
+/// argument '-1'".
+fn with_negative_numbers(cmd: clap::Command) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    names
+        .iter()
+        .fold(cmd.allow_negative_numbers(true), |cmd, name| {
+            cmd.mut_subcommand(name, with_negative_numbers)
+        })
+}
+
 fn main() {
-    let cli = match Cli::try_parse() {
+    quiet_on_broken_pipe();
+    let parsed = with_negative_numbers(Cli::command())
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.

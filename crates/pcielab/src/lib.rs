@@ -7,6 +7,7 @@
 //! through a topology, [`lab`] turns a topology into a QEMU guest, and [`report`] renders results.
 
 pub mod error;
+pub mod input;
 pub mod lab;
 pub mod machine;
 pub mod model;

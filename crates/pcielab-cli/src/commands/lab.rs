@@ -2,6 +2,7 @@
 //! print its QEMU command line, boot it and run a script, check the guest's view against the
 //! spec, or build the P2PDMA guest kernel.
 
+use super::number_in;
 use clap::{Args as ClapArgs, Subcommand};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -81,8 +82,8 @@ pub struct MachineArgs {
     /// QEMU CPU model (max, EPYC, host with kvm, ...)
     #[arg(long, default_value = "max")]
     pub cpu: String,
-    /// Guest memory in MiB
-    #[arg(long, default_value_t = 1024)]
+    /// Guest memory in MiB (128 to 1048576)
+    #[arg(long, default_value_t = 1024, value_parser = number_in(128..=1_048_576u32))]
     pub memory: u32,
 }
 
@@ -103,7 +104,7 @@ pub struct BootArgs {
     #[arg(long, default_value = "debian")]
     pub kernel: KernelChoice,
     /// Seconds until a guest counts as hung
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, value_parser = number_in(1..=86_400u64))]
     pub timeout: u64,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -149,10 +150,10 @@ pub struct P2pArgs {
     #[arg(long, default_value = "p2pdma")]
     pub kernel: KernelChoice,
     /// Bytes copied per pair
-    #[arg(long, default_value_t = 262144)]
+    #[arg(long, default_value_t = 262144, value_parser = number_in(1..=(1u64 << 30)))]
     pub size: u64,
     /// Seconds until a guest counts as hung
-    #[arg(long, default_value_t = 180)]
+    #[arg(long, default_value_t = 180, value_parser = number_in(1..=86_400u64))]
     pub timeout: u64,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -160,8 +161,8 @@ pub struct P2pArgs {
 
 #[derive(ClapArgs)]
 pub struct KernelArgs {
-    /// Parallel compile jobs (default: available CPUs)
-    #[arg(long)]
+    /// Parallel compile jobs, 1 to 1024 (default: available CPUs)
+    #[arg(long, value_parser = number_in(1..=1024usize))]
     pub jobs: Option<usize>,
 }
 
@@ -260,9 +261,7 @@ fn boot_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
 fn run_run(args: RunArgs) -> Result<()> {
     let platform = load_spec(&args.boot.machine.spec)?;
     let script = match &args.script {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
-            Error::bad_input(format!("cannot read --script {}: {e}", path.display()))
-        })?,
+        Some(path) => pcielab::input::read_input_file(path, "--script")?,
         None => DEFAULT_SCRIPT.to_string(),
     };
     let mut options = boot_options(&args.boot, Some(script))?;

@@ -52,3 +52,20 @@ pub fn run(command: Command) -> Result<()> {
         Command::Lab(args) => lab::run(args),
     }
 }
+
+/// A clap value parser for a number in `range`: a negative, too large or out-of-range value gets a
+/// message that states the valid range (clap's own says only "number too large").
+pub fn number_in<T>(
+    range: std::ops::RangeInclusive<T>,
+) -> impl Fn(&str) -> std::result::Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static,
+{
+    move |text| {
+        pcielab::input::parse_in_range("value", text, range.clone()).map_err(|e| {
+            e.message()
+                .trim_start_matches("value: ")
+                .to_string()
+        })
+    }
+}

@@ -3,6 +3,7 @@
 //! (shape in docs/model.md). Also the link arguments `fit` shares. Argument wiring only; the
 //! math is `pcielab::model`.
 
+use super::number_in;
 use clap::Args as ClapArgs;
 use pcielab::model::platform::parse_platform;
 use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_SIZES};
@@ -16,19 +17,19 @@ use pcielab::{Error, Result};
 #[derive(ClapArgs)]
 pub struct LinkArgs {
     /// PCIe generation, 1-7.
-    #[arg(long)]
+    #[arg(long, value_parser = number_in(1..=7u8))]
     gen: u8,
     /// Link width in lanes: 1, 2, 4, 8, 12, 16 or 32.
-    #[arg(long)]
+    #[arg(long, value_parser = number_in(1..=32u8))]
     width: u8,
     /// Max_Payload_Size in bytes (128-4096, power of two).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = number_in(0..=u32::MAX))]
     mps: u32,
     /// Max_Read_Request_Size in bytes (128-4096, power of two).
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = number_in(0..=u32::MAX))]
     mrrs: u32,
     /// Read Completion Boundary in bytes (64 or 128).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = number_in(0..=u32::MAX))]
     rcb: u32,
     /// 64-bit addressing: 4 DW request headers instead of 3 DW.
     #[arg(long)]

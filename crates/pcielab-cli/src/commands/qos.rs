@@ -5,9 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::number_in;
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::MachineSelector;
 use pcielab::qos::apply;
+use pcielab::qos::cpuset::{CpuSet, MAX_CPUS};
 use pcielab::qos::backend::{self, Op, QosBackend, Target};
 use pcielab::qos::view;
 use pcielab::report::json_text;
@@ -44,6 +46,10 @@ struct MachineArgs {
     /// Sim: mount with CDP (L3CODE/L3DATA) when the state is created
     #[arg(long)]
     cdp: bool,
+    /// Host: skip pcielab's check of each request against the kernel's rules and let the kernel
+    /// decide (for kernels whose rules differ from the model's); its info/last_cmd_status is quoted
+    #[arg(long)]
+    no_precheck: bool,
 }
 
 #[derive(Subcommand)]
@@ -119,11 +125,11 @@ enum QosCommand {
     Monitor {
         #[command(flatten)]
         machine: MachineArgs,
-        /// Interval in milliseconds
-        #[arg(short = 'I', long = "interval", default_value_t = 1000)]
+        /// Interval in milliseconds (1 ms to 1 hour)
+        #[arg(short = 'I', long = "interval", default_value_t = 1000, value_parser = number_in(1..=3_600_000u64))]
         interval_ms: u64,
-        /// Number of intervals to print
-        #[arg(long, default_value_t = 1)]
+        /// Number of intervals to print (1 to 1000000)
+        #[arg(long, default_value_t = 1, value_parser = number_in(1..=1_000_000u32))]
         count: u32,
         /// JSON output (shape in docs/qos.md)
         #[arg(long)]
@@ -141,6 +147,7 @@ fn open(m: &MachineArgs) -> Result<Box<dyn QosBackend>> {
         resctrl_dir: m.resctrl.clone(),
         state: m.state.clone(),
         cdp: m.cdp,
+        precheck: !m.no_precheck,
     })
 }
 
@@ -190,8 +197,13 @@ impl GroupSettings {
 
 /// Check every step against the kernel's rules on a copy of the state, then perform them: a
 /// request that would fail part-way changes nothing.
-fn perform_all(b: &mut dyn QosBackend, ops: &[Op]) -> Result<()> {
-    apply::check(&b.read()?, ops)?;
+fn perform_all(b: &mut dyn QosBackend, ops: &[Op], precheck: bool) -> Result<()> {
+    if precheck {
+        if let (model, Some(refused)) = apply::check_plan(&b.read()?, ops) {
+            b.record_refusal(&model.last_cmd_status)?;
+            return Err(refused);
+        }
+    }
     for op in ops {
         b.perform(op)?;
         println!("{}", op.describe());
@@ -229,7 +241,7 @@ pub fn run(args: Args) -> Result<()> {
                 group: group.clone(),
             }];
             ops.extend(settings.ops(group));
-            perform_all(b.as_mut(), &ops)
+            perform_all(b.as_mut(), &ops, !machine.no_precheck)
         }
         QosCommand::Set {
             group,
@@ -240,7 +252,7 @@ pub fn run(args: Args) -> Result<()> {
                 return Err(Error::bad_input("qos set: give --schemata and/or --mode"));
             }
             let mut b = open(&machine)?;
-            perform_all(b.as_mut(), &settings.ops(group))
+            perform_all(b.as_mut(), &settings.ops(group), !machine.no_precheck)
         }
         QosCommand::Assign {
             group,
@@ -254,6 +266,12 @@ pub fn run(args: Args) -> Result<()> {
             let mut b = open(&machine)?;
             let mut ops = Vec::new();
             if let Some(cpus_list) = cpus {
+                if CpuSet::parse_list(&cpus_list).is_none() {
+                    return Err(Error::bad_input(format!(
+                        "--cpus '{cpus_list}': expected a CPU list like 0-3,8 with CPUs in 0..={}",
+                        MAX_CPUS - 1
+                    )));
+                }
                 ops.push(Op::Cpus {
                     group: group.clone(),
                     cpus_list,
@@ -262,11 +280,11 @@ pub fn run(args: Args) -> Result<()> {
             if let Some(text) = tasks {
                 ops.push(Op::Tasks { group, text });
             }
-            perform_all(b.as_mut(), &ops)
+            perform_all(b.as_mut(), &ops, !machine.no_precheck)
         }
         QosCommand::Delete { group, machine } => {
             let mut b = open(&machine)?;
-            perform_all(b.as_mut(), &[Op::Rmdir { group }])
+            perform_all(b.as_mut(), &[Op::Rmdir { group }], !machine.no_precheck)
         }
         QosCommand::Apply {
             file,
@@ -275,7 +293,7 @@ pub fn run(args: Args) -> Result<()> {
             json: as_json,
         } => {
             let mut b = open(&machine)?;
-            let text = std::fs::read_to_string(&file).map_err(|e| Error::io(&file, e))?;
+            let text = pcielab::input::read_input_file(&file, "desired-state file")?;
             let info = b.read()?.info;
             let desired = apply::parse_desired(&text, &file.display().to_string(), &info)?;
             let report = apply::apply(b.as_mut(), &desired, dry_run)?;

@@ -2,6 +2,7 @@
 //! `sim:` machines the workload is simulated (`fio …`, `dmatest …`, `nettest …`, `sleep S`); on
 //! a live host it would be a real command counted through perf_event_open, not wired yet.
 
+use super::number_in;
 use clap::Args as ClapArgs;
 use pcielab::machine::MachineSelector;
 use pcielab::pmu::parse_event_list;
@@ -41,7 +42,7 @@ pub struct Args {
     #[arg(short = 'e', long = "event", value_name = "EVENT", required = true)]
     pub events: Vec<String>,
     /// Print counts every MS milliseconds
-    #[arg(short = 'I', long = "interval-print", value_name = "MS")]
+    #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = number_in(1..=3_600_000u64))]
     pub interval_ms: Option<u64>,
     /// CSV output with this field separator (perf stat -x)
     #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
@@ -50,7 +51,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "separator")]
     pub json: bool,
     /// Rotation period of time-shared events (the PMU's perf_event_mux_interval_ms)
-    #[arg(long, value_name = "MS", default_value_t = 4)]
+    #[arg(long, value_name = "MS", default_value_t = 4, value_parser = number_in(1..=60_000u64))]
     pub mux_interval_ms: u64,
     /// sim: inject link bit errors at this rate (LCRC errors, Naks, replays), e.g. 1e-9
     #[arg(long, value_name = "RATE")]
@@ -75,11 +76,7 @@ pub fn run(args: Args) -> Result<()> {
         ber: args.ber,
         workload: &args.workload,
     };
-    let done = stat::run(&request, |p| {
-        std::fs::read_to_string(p).map_err(|e| {
-            Error::bad_input(format!("fio: cannot read job file {}: {e}", p.display()))
-        })
-    })?;
+    let done = stat::run(&request, |p| pcielab::input::read_input_file(p, "fio job file"))?;
     if args.json {
         let summary = serde_json::to_value(&done.run.summary)
             .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;

@@ -45,7 +45,7 @@ mod tests {
         assert!(
             missing
                 .to_string()
-                .starts_with("lab phase 'prepare': cannot read spec file /nonexistent/board.toml"),
+                .starts_with("lab phase 'prepare': spec file /nonexistent/board.toml: No such file"),
             "{missing}"
         );
     }

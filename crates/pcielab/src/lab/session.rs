@@ -87,9 +87,7 @@ impl RunOptions {
     /// runs on `sim:` and in the lab), copied into the guest, run after the script with its JSON
     /// output in `fio.json`.
     pub fn add_fio_job(&mut self, job: &Path) -> Result<()> {
-        let text = fs::read_to_string(job).map_err(|e| {
-            Error::bad_input(format!("lab phase 'prepare': --fio {}: {e}", job.display()))
-        })?;
+        let text = crate::input::read_input_file(job, "lab phase 'prepare': --fio")?;
         parse_job_file(&text, &job.display().to_string())
             .map_err(|e| Error::bad_input(format!("lab phase 'prepare': {}", e.message())))?;
         self.files.push(GuestFile {

@@ -88,9 +88,7 @@ impl MachineSelector {
                 parse_spec(&format!("presets/{name}.toml"), text)
             }
             MachineSelector::SimFile { path } => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    Error::bad_input(format!("cannot read spec file {}: {e}", path.display()))
-                })?;
+                let text = crate::input::read_input_file(path, "spec file")?;
                 parse_spec(&path.display().to_string(), &text)
             }
             MachineSelector::Host { root } => Ok(Platform {

@@ -5,11 +5,12 @@
 //! `lspci -A linux-sysfs -O sysfs.path=DIR`.
 
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use crate::error::{Error, Result};
+use crate::input::{read_capped, ConfinedDir};
 use crate::pcie::Bdf;
-use crate::topology::export::{link_driver, symlink};
+use crate::topology::export::link_driver;
 
 /// Attribute files worth keeping: what lspci and the sysfs reader read, plus the kernel's own
 /// view of links and resources.
@@ -42,18 +43,21 @@ const KEPT_FILES: [&str; 26] = [
     "ari_enabled",
 ];
 
-/// Copies `<root>/sys/bus/pci` into `dir`; returns the number of functions saved.
+/// Copies `<root>/sys/bus/pci` into `dir`; returns the number of functions saved. Writes stay
+/// inside `dir` and never follow a symlink found there.
 pub fn save_snapshot(root: &Path, dir: &Path) -> Result<usize> {
     let devices = root.join("sys/bus/pci/devices");
     let entries = fs::read_dir(&devices).map_err(|e| Error::io(&devices, e))?;
     let out_devices = dir.join("devices");
-    if out_devices.exists() {
+    if out_devices.symlink_metadata().is_ok() {
         return Err(Error::bad_input(format!(
             "{} already exists; save the snapshot into an empty or new directory",
             out_devices.display()
         )));
     }
-    fs::create_dir_all(&out_devices).map_err(|e| Error::io(&out_devices, e))?;
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let out = ConfinedDir::new(dir);
+    out.create_dir_all("devices")?;
     let mut saved = 0;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(&devices, e))?;
@@ -63,10 +67,9 @@ pub fn save_snapshot(root: &Path, dir: &Path) -> Result<usize> {
         }
         let src = entry.path();
         let rel = tree_path(&src, &name);
-        let dst = dir.join(&rel);
-        fs::create_dir_all(&dst).map_err(|e| Error::io(&dst, e))?;
-        copy_device(&src, dir, &rel)?;
-        symlink(&Path::new("..").join(&rel), &out_devices.join(&name))?;
+        out.create_dir_all(&rel)?;
+        copy_device(&src, &out, &rel)?;
+        out.symlink(&format!("../{rel}"), &format!("devices/{name}"))?;
         saved += 1;
     }
     Ok(saved)
@@ -74,11 +77,9 @@ pub fn save_snapshot(root: &Path, dir: &Path) -> Result<usize> {
 
 /// `tree/pciDDDD:BB/…/<bdf>`: the entry's device path from its `pci` host-bridge directory on;
 /// an entry that is no symlink (a copy) keeps just its name under `tree/`.
-fn tree_path(entry: &Path, name: &str) -> PathBuf {
-    let mut rel = PathBuf::from("tree");
+fn tree_path(entry: &Path, name: &str) -> String {
     let Ok(target) = fs::read_link(entry) else {
-        rel.push(name);
-        return rel;
+        return format!("tree/{name}");
     };
     let parts: Vec<&str> = target
         .components()
@@ -91,28 +92,29 @@ fn tree_path(entry: &Path, name: &str) -> PathBuf {
         .iter()
         .rposition(|p| p.starts_with("pci") && p.contains(':'))
         .unwrap_or(parts.len().saturating_sub(1));
-    for p in &parts[start..] {
-        rel.push(p);
-    }
-    rel
+    std::iter::once("tree")
+        .chain(parts[start..].iter().copied())
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
-fn copy_device(src: &Path, dir: &Path, rel: &Path) -> Result<()> {
-    let dst = dir.join(rel);
+/// The most of one attribute copied: sysfs attributes are at most a page, `config` at most the
+/// 4 KiB extended configuration space.
+const ATTRIBUTE_BYTES: u64 = 4096;
+
+fn copy_device(src: &Path, out: &ConfinedDir, rel: &str) -> Result<()> {
     for name in KEPT_FILES {
-        let from = src.join(name);
         // Unreadable or absent attributes (a device without a link, a non-root reader) are
         // simply not part of the snapshot, as they are not part of what the reader saw.
-        if let Ok(bytes) = fs::read(&from) {
-            let to = dst.join(name);
-            fs::write(&to, bytes).map_err(|e| Error::io(&to, e))?;
+        if let Ok(bytes) = read_capped(&src.join(name), ATTRIBUTE_BYTES) {
+            out.create_file(&format!("{rel}/{name}"), &bytes)?;
         }
     }
     if let Some(driver) = fs::read_link(src.join("driver"))
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()))
     {
-        link_driver(dir, rel, &driver)?;
+        link_driver(out, rel, &driver)?;
     }
     Ok(())
 }

@@ -141,6 +141,9 @@ struct Context {
     rotate_necessary: bool,
 }
 
+/// The most `-I` intervals one count keeps (each holds a reading of every event).
+pub const MAX_INTERVALS: u64 = 100_000;
+
 /// Plays the kernel's perf core over `truth` for a workload lasting `duration_ns`.
 pub fn emulate(
     truth: &impl TrueCounts,
@@ -154,6 +157,16 @@ pub fn emulate(
         return Err(Error::bad_input(
             "the mux interval and the print interval must be at least 1 ns",
         ));
+    }
+    if let Some(interval) = options.interval_ns {
+        if duration_ns / interval > MAX_INTERVALS {
+            return Err(Error::bad_input(format!(
+                "-I {} ms over a {} s workload would print {} intervals; at most {MAX_INTERVALS}: raise -I",
+                interval / 1_000_000,
+                duration_ns / 1_000_000_000,
+                duration_ns / interval
+            )));
+        }
     }
     let mut states: Vec<EventState> = groups
         .iter()

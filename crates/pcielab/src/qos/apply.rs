@@ -139,10 +139,19 @@ pub fn parse_desired(text: &str, origin: &str, info: &Info) -> Result<Vec<Desire
                     })?)
                 }
                 "tasks" => {
+                    // The kernel's pids are C ints: 1..=i32::MAX.
+                    let expected = || bad(&field, format!("expected a list of pids, each in 1..={}", i32::MAX));
                     g.tasks = value
                         .as_array()
-                        .and_then(|a| a.iter().map(|p| p.as_u64().map(|p| p as u32)).collect())
-                        .ok_or_else(|| bad(&field, "expected a list of pids".into()))?
+                        .ok_or_else(expected)?
+                        .iter()
+                        .map(|p| {
+                            p.as_u64()
+                                .filter(|p| (1..=i32::MAX as u64).contains(p))
+                                .map(|p| p as u32)
+                                .ok_or_else(|| bad(&field, format!("pid {p} is out of range: expected 1..={}", i32::MAX)))
+                        })
+                        .collect::<Result<_>>()?
                 }
                 "cpus" => {
                     let text = match value {
@@ -186,8 +195,15 @@ fn cache_value(v: &Value, info: &Info, resource: &str) -> std::result::Result<u6
         if !(0.0..=100.0).contains(&pct) {
             return Err(format!("'{text}' must be within 0%..100%"));
         }
-        let ways = ((pct / 100.0 * len as f64).round() as u32).clamp(res.min_cbm_bits.max(1), len);
-        return Ok((1u64 << ways) - 1);
+        let least = res.min_cbm_bits.max(1);
+        if least > len {
+            return Err(format!(
+                "{} needs at least {least} ways (min_cbm_bits) but its cbm_mask {:x} has only {len}",
+                res.name, res.cbm_mask
+            ));
+        }
+        let ways = ((pct / 100.0 * len as f64).round() as u32).clamp(least, len);
+        return Ok(low_bits(ways));
     }
     if let Some((a, b)) = text.split_once('-') {
         let (a, b): (u32, u32) = (
@@ -201,10 +217,15 @@ fn cache_value(v: &Value, info: &Info, resource: &str) -> std::result::Result<u6
         if a > b || b >= len {
             return Err(format!("way range '{text}' must lie within 0-{}", len - 1));
         }
-        return Ok(((1u64 << (b - a + 1)) - 1) << a);
+        return Ok(low_bits(b - a + 1) << a);
     }
     u64::from_str_radix(text.trim_start_matches("0x"), 16)
         .map_err(|_| format!("'{text}' is not a hex mask, a percentage or a way range"))
+}
+
+/// A mask of the `n` lowest bits (all 64 when `n` is 64).
+fn low_bits(n: u32) -> u64 {
+    u64::MAX.checked_shr(64 - n.min(64)).filter(|_| n > 0).unwrap_or(0)
 }
 
 /// An MB value: `50`, `"50"` or `"50%"`.
@@ -314,21 +335,32 @@ fn read_back(info: &Info, resource: &str, value: u64) -> u64 {
 /// Run a plan on a copy of the kernel model: the state it would leave, or the first step that
 /// would fail.
 pub fn check(current: &Resctrl, ops: &[Op]) -> Result<Resctrl> {
+    let (model, refused) = check_plan(current, ops);
+    match refused {
+        Some(e) => Err(e),
+        None => Ok(model),
+    }
+}
+
+/// [`check`], also returning the model as the refusal left it (its `last_cmd_status` says why,
+/// as the kernel's does after a refused write).
+pub fn check_plan(current: &Resctrl, ops: &[Op]) -> (Resctrl, Option<Error>) {
     let mut model = current.clone();
     for (i, op) in ops.iter().enumerate() {
-        op.apply_to(&mut model).map_err(|e| {
+        if let Err(e) = op.apply_to(&mut model) {
             let msg = format!(
                 "plan step {} of {} would fail, nothing was changed: {e}",
                 i + 1,
                 ops.len()
             );
-            match e {
+            let e = match e {
                 Error::Runtime(_) => Error::runtime(msg),
                 Error::BadInput(_) => Error::bad_input(msg),
-            }
-        })?;
+            };
+            return (model, Some(e));
+        }
     }
-    Ok(model)
+    (model, None)
 }
 
 /// Put the backend back to `before`: modes, schemata, tasks and CPUs of the groups that existed,

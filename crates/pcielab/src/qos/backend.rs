@@ -135,6 +135,11 @@ pub trait QosBackend {
     fn wait(&mut self, interval: Duration) -> Result<()>;
     /// Make changes durable (a simulated machine writes its state file).
     fn save(&mut self) -> Result<()>;
+    /// A request was refused before it reached the kernel: a simulated kernel records the
+    /// refusal's `last_cmd_status` as a real one would have (a host's kernel saw nothing).
+    fn record_refusal(&mut self, _last_cmd_status: &str) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Where a backend is: the `--machine` selector plus the overrides commands accept.
@@ -147,6 +152,8 @@ pub struct Target {
     pub state: Option<PathBuf>,
     /// Sim: mount with CDP (only when the state file is created).
     pub cdp: bool,
+    /// Host: check each request against the kernel model before writing (off: the kernel decides).
+    pub precheck: bool,
 }
 
 /// Open the backend a target names.
@@ -157,7 +164,11 @@ pub fn open(target: &Target) -> Result<Box<dyn QosBackend>> {
                 .resctrl_dir
                 .clone()
                 .unwrap_or_else(|| root.join("sys/fs/resctrl"));
-            Ok(Box::new(HostResctrl::new(dir)))
+            Ok(Box::new(
+                HostResctrl::new(dir)
+                    .with_proc(root.join("proc"))
+                    .with_precheck(target.precheck),
+            ))
         }
         MachineSelector::SimPreset { .. } => Ok(Box::new(SimMachine::open(
             &target.machine,

@@ -10,13 +10,16 @@ use std::fmt;
 #[serde(transparent)]
 pub struct CpuSet(pub BTreeSet<u32>);
 
+/// The most CPUs a Linux kernel supports (the largest CONFIG_NR_CPUS): CPU numbers are below it.
+pub const MAX_CPUS: u32 = 8192;
+
 impl CpuSet {
     pub fn range(first: u32, last: u32) -> CpuSet {
         CpuSet((first..=last).collect())
     }
 
     /// Parse a `cpus_list` string (`0-3,8,10-11`). Whitespace around the string is ignored; an
-    /// empty string is the empty set.
+    /// empty string is the empty set. CPUs at or past [`MAX_CPUS`] do not exist: `None`.
     pub fn parse_list(text: &str) -> Option<CpuSet> {
         let mut set = BTreeSet::new();
         for part in text.trim().split(',').filter(|p| !p.is_empty()) {
@@ -27,7 +30,7 @@ impl CpuSet {
                     (c, c)
                 }
             };
-            if lo > hi {
+            if lo > hi || hi >= MAX_CPUS {
                 return None;
             }
             set.extend(lo..=hi);
@@ -39,6 +42,9 @@ impl CpuSet {
     pub fn parse_mask(text: &str) -> Option<CpuSet> {
         let mut set = BTreeSet::new();
         let words: Vec<&str> = text.trim().split(',').collect();
+        if words.len() as u32 > MAX_CPUS / 32 {
+            return None;
+        }
         for (i, word) in words.iter().rev().enumerate() {
             let value = u32::from_str_radix(word, 16).ok()?;
             for bit in 0..32 {

@@ -56,6 +56,50 @@ pub struct Info {
     pub caches: Vec<CacheResource>,
     pub mb: Option<MbResource>,
     pub mon: Option<MonResource>,
+    /// Which kernel's rules apply (state files written before this field read as current rules).
+    #[serde(default)]
+    pub rules: KernelRules,
+}
+
+/// The parts of resctrl's behaviour that changed between kernel versions, detected on a host
+/// from `uname -r` (the release) and what `info/` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelRules {
+    /// The kernel release the rules were detected from (`6.1.0-18-amd64`), empty when assumed.
+    pub release: String,
+    /// Since 6.7 one write to `tasks` may carry a comma-separated list; before, one pid only.
+    pub pid_lists: bool,
+    /// Since 6.12 an unparsable MB value is "Invalid MB value …" (was "Non-decimal digit in MB
+    /// value …") and values beyond u32 are unparsable rather than out of range.
+    pub invalid_mb_message: bool,
+}
+
+impl Default for KernelRules {
+    /// The current upstream rules.
+    fn default() -> Self {
+        KernelRules::for_release("")
+    }
+}
+
+impl KernelRules {
+    /// The rules of a kernel release string; an empty or unreadable one means current upstream.
+    pub fn for_release(release: &str) -> KernelRules {
+        let version = parse_release(release);
+        let since = |major: u32, minor: u32| version.is_none_or(|v| v >= (major, minor));
+        KernelRules {
+            release: release.to_string(),
+            pid_lists: since(6, 7),
+            invalid_mb_message: since(6, 12),
+        }
+    }
+}
+
+/// `6.1.0-18-amd64` → (6, 1).
+fn parse_release(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 impl Info {

@@ -4,9 +4,13 @@
 //! names one, and otherwise a stated assumption chosen to reproduce an effect the seed measured.
 
 use super::cpuset::CpuSet;
-use super::info::{CacheResource, Info, MbResource, MonResource};
+use super::info::{CacheResource, Info, KernelRules, MbResource, MonResource};
 use crate::error::{Error, Result};
 use crate::machine::MachineSelector;
+
+/// The kernel whose resctrl rules the simulated machines follow: pid lists in one `tasks` write
+/// (since 6.7) and the MB messages from before 6.12 ("Non-decimal digit in MB value").
+pub const SIM_KERNEL_RELEASE: &str = "6.11";
 
 /// Physical parameters of one simulated machine.
 #[derive(Debug, Clone, PartialEq)]
@@ -194,6 +198,7 @@ impl Preset {
                 mon_features: features,
                 rmids_per_closid: self.rmids_per_closid,
             }),
+            rules: KernelRules::for_release(SIM_KERNEL_RELEASE),
         }
     }
 }

@@ -52,12 +52,20 @@ impl GroupRef {
         }
     }
 
-    /// Parse `/`, `root`, `p1`, `p1/m1`, `p1/mon_groups/m1`, `mon_groups/m1`.
+    /// Parse `/`, `root`, `p1`, `p1/m1`, `p1/mon_groups/m1`, `mon_groups/m1`. Each name must be
+    /// one directory the kernel could create: not `.` or `..`, not `info` or `mon_data` (resctrl's
+    /// own), no NUL, at most 255 bytes.
     pub fn parse(text: &str) -> Option<GroupRef> {
         let parts: Vec<&str> = text
             .split('/')
             .filter(|p| !p.is_empty() && *p != "mon_groups")
             .collect();
+        let usable = |p: &&str| {
+            crate::input::path_component("group", p).is_ok() && !["info", "mon_data"].contains(p)
+        };
+        if !parts.iter().all(usable) {
+            return None;
+        }
         let root_mon = text.trim_start_matches('/').starts_with("mon_groups/");
         match (root_mon, parts.as_slice()) {
             (_, []) | (false, ["root"]) => Some(GroupRef::root()),
@@ -467,18 +475,26 @@ impl Resctrl {
                 }
             }
             let existing = rs.all_tasks();
-            for token in text.trim_end_matches('\n').split(',') {
+            let body = text.trim_end_matches('\n');
+            if !rs.info.rules.pid_lists && body.contains(',') {
+                // Before 6.7 the whole write is one kstrtoint: a list does not parse.
+                return Err(Rejection::silent(
+                    Errno::EINVAL,
+                    format!("kernel {} takes one pid per write to tasks", rs.info.rules.release),
+                ));
+            }
+            for token in body.split(',') {
                 let token = token.trim();
-                let pid: i64 = token.parse().map_err(|_| {
+                // kstrtoint: a pid is a C int.
+                let pid: i32 = token.parse().map_err(|_| {
                     Rejection::new(
                         Errno::EINVAL,
                         format!("Task list parsing error pid {token}"),
                     )
                 })?;
-                if pid < 0 {
-                    return Err(Rejection::new(Errno::EINVAL, format!("Invalid pid {pid}")));
-                }
-                let pid = pid as u32;
+                let pid = u32::try_from(pid).map_err(|_| {
+                    Rejection::new(Errno::EINVAL, format!("Invalid pid {pid}"))
+                })?;
                 if !existing.contains(&pid) {
                     return Err(Rejection::new(Errno::ESRCH, format!("No task {pid}"))
                         .then(format!("Error while processing task {pid}")));

@@ -4,6 +4,8 @@
 //! changes at given times. Every change goes through the kernel model, so a scenario that asks
 //! for something the kernel would refuse fails with the kernel's message.
 
+use super::sim::MAX_STEPS;
+use crate::input::{duration_s, in_range, read_input_file};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -234,7 +236,7 @@ impl Scenario {
     }
 
     pub fn load(path: &std::path::Path) -> Result<Scenario> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = read_input_file(path, "scenario")?;
         Scenario::parse(&text, &path.display().to_string())
     }
 
@@ -244,13 +246,32 @@ impl Scenario {
         if self.series.is_empty() {
             return Err(Error::bad_input(format!("{origin}: no [[series]]")));
         }
+        let field = |name: &str| format!("{origin}: {name}");
+        duration_s(&field("measure_s"), self.measure_s, true)?;
+        duration_s(&field("step_s"), self.step_s, true)?;
+        duration_s(&field("duration_s"), self.duration_s, false)?;
         if self.x == XFrom::Time && self.duration_s <= 0.0 {
             return Err(Error::bad_input(format!(
                 "{origin}: x = \"time\" needs duration_s > 0"
             )));
         }
-        if self.step_s <= 0.0 {
-            return Err(Error::bad_input(format!("{origin}: step_s must be > 0")));
+        for (name, span) in [("measure_s", self.measure_s), ("duration_s", self.duration_s)] {
+            if span / self.step_s > MAX_STEPS as f64 {
+                return Err(Error::bad_input(format!(
+                    "{origin}: {name} / step_s = {span} / {} is more than {MAX_STEPS} model steps: raise step_s",
+                    self.step_s
+                )));
+            }
+        }
+        if let Some(sample) = self.sample {
+            in_range(&field("sample"), sample, 1..=4096)?;
+        }
+        if let Some(turnover) = self.turnover {
+            if !(turnover.is_finite() && (0.01..=100.0).contains(&turnover)) {
+                return Err(Error::bad_input(format!(
+                    "{origin}: turnover: {turnover} is out of range: expected 0.01..=100"
+                )));
+            }
         }
         for (i, s) in self.series.iter().enumerate() {
             if self.x != XFrom::Time && s.values.is_empty() {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::info::{CacheResource, Info, MbResource};
+use super::info::{CacheResource, Info, KernelRules, MbResource};
 
 /// Errno values resctrl returns, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,15 +232,21 @@ pub fn validate_cbm(text: &str, res: &CacheResource) -> Result<u64, Rejection> {
 
 /// Validate one MB percentage like the kernel's `bw_validate`: range check, then round up to
 /// a multiple of `bandwidth_gran`.
-pub fn validate_mb(text: &str, mb: &MbResource) -> Result<u64, Rejection> {
-    let bw = kstrtoul(text, 10)
-        .filter(|v| *v <= u32::MAX as u64)
-        .ok_or_else(|| {
+pub fn validate_mb(text: &str, mb: &MbResource, rules: &KernelRules) -> Result<u64, Rejection> {
+    let parsed = kstrtoul(text, 10);
+    let bw = if rules.invalid_mb_message {
+        // kstrtou32 since 6.12: anything past u32 does not parse.
+        parsed
+            .filter(|v| *v <= u32::MAX as u64)
+            .ok_or_else(|| Rejection::new(Errno::EINVAL, format!("Invalid MB value {text}")))?
+    } else {
+        parsed.ok_or_else(|| {
             Rejection::new(
                 Errno::EINVAL,
                 format!("Non-decimal digit in MB value {text}"),
             )
-        })?;
+        })?
+    };
     if bw < mb.min_bandwidth as u64 || bw > 100 {
         return Err(Rejection::new(
             Errno::EINVAL,
@@ -335,7 +341,7 @@ pub fn parse_write(
                     }
                     cbm
                 }
-                (None, Some(mb)) => validate_mb(value, mb)?,
+                (None, Some(mb)) => validate_mb(value, mb, &info.rules)?,
                 (None, None) => {
                     return Err(Rejection::new(
                         Errno::EINVAL,

@@ -15,11 +15,15 @@ use super::backend::{MonReading, Op, QosBackend};
 use super::cpuset::CpuSet;
 use super::engine::{Engine, EngineConfig, Step};
 use super::presets::Preset;
-use super::resctrl::Resctrl;
+use super::resctrl::{GroupRef, Resctrl};
+use super::schemata;
 use super::workload::{self, Workload};
 use crate::error::{Error, Result};
 use crate::machine::MachineSelector;
 
+
+/// The most model steps one run of the simulated machine takes (each costs cache accesses).
+pub const MAX_STEPS: usize = 100_000;
 /// A monitor id's counters in one domain.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MonCounter {
@@ -42,6 +46,69 @@ pub struct SimState {
     pub clock_s: f64,
     pub counters: Vec<MonCounter>,
 }
+
+impl SimState {
+    /// A state file is input: check that it describes a machine the preset could be in (its
+    /// `info/` is the preset's, the root group comes first, names, ids, pids, CPUs and schemata
+    /// are ones the kernel model could have produced) before anything indexes into it.
+    fn check(&self, preset: &Preset) -> std::result::Result<(), String> {
+        let rs = &self.resctrl;
+        if rs.info != preset.info(false) && rs.info != preset.info(true) {
+            return Err(format!("resctrl.info is not what sim:{} shows", preset.name));
+        }
+        let root = rs.groups.first().ok_or("resctrl.groups is empty: the root group must come first")?;
+        if !root.name.is_empty() || root.closid != 0 {
+            return Err("resctrl.groups[0] must be the root group (name \"\", closid 0)".into());
+        }
+        let closids = rs.info.closids_supported();
+        let rmids = rs.info.mon.as_ref().map_or(1, |m| m.num_rmids.max(1));
+        let online = CpuSet::range(0, preset.nr_cpus() - 1);
+        let mut names = std::collections::BTreeSet::new();
+        for (i, g) in rs.groups.iter().enumerate() {
+            let at = format!("resctrl.groups[{i}]");
+            if i > 0 && GroupRef::parse(&g.name) != Some(GroupRef::ctrl(&g.name)) {
+                return Err(format!("{at}.name '{}' is not a group name resctrl accepts", g.name.escape_debug()));
+            }
+            if !names.insert(&g.name) {
+                return Err(format!("{at}.name '{}' appears twice", g.name));
+            }
+            if g.closid >= closids || g.rmid >= rmids {
+                return Err(format!("{at}: closid {} / rmid {} out of range: expected below {closids} / {rmids}", g.closid, g.rmid));
+            }
+            schemata::parse_write(&g.schemata.format(), &rs.info, &|_, _, _| None)
+                .map_err(|rej| format!("{at}.schemata: {rej}"))?;
+            let mut mon_names = std::collections::BTreeSet::new();
+            for m in &g.mon_groups {
+                if crate::input::path_component("monitor group", &m.name).is_err() || !mon_names.insert(&m.name) || m.rmid >= rmids {
+                    return Err(format!("{at}.mon_groups: '{}' (rmid {}) is not a valid, unique monitor group below rmid {rmids}", m.name.escape_debug(), m.rmid));
+                }
+            }
+            let cpus = g.mon_groups.iter().flat_map(|m| &m.cpus.0).chain(&g.cpus.0);
+            let tasks = g.mon_groups.iter().flat_map(|m| &m.tasks).chain(&g.tasks);
+            if let Some(cpu) = cpus.into_iter().find(|c| !online.0.contains(c)) {
+                return Err(format!("{at}: CPU {cpu} is not one of sim:{}'s CPUs {}", preset.name, online.to_list()));
+            }
+            if let Some(pid) = tasks.into_iter().find(|p| **p != 1 && !self.processes.contains_key(p)) {
+                return Err(format!("{at}: task {pid} is not a simulated process"));
+            }
+        }
+        let last = self.processes.keys().next_back().copied().unwrap_or(1);
+        if !(self.next_pid > last && self.next_pid <= MAX_PID) {
+            return Err(format!("next_pid {} must lie above every pid ({last}) and at most {MAX_PID}", self.next_pid));
+        }
+        if !(self.clock_s.is_finite() && self.clock_s >= 0.0) {
+            return Err(format!("clock_s {} is not a time", self.clock_s));
+        }
+        let domains = rs.info.mon.as_ref().map_or(0, |_| preset.nodes as usize);
+        if self.counters.len() > rmids as usize * domains.max(1) {
+            return Err(format!("{} counters for {rmids} monitor ids", self.counters.len()));
+        }
+        Ok(())
+    }
+}
+
+/// The kernel's default pid_max ceiling (PID_MAX_LIMIT on 64-bit): simulated pids stay below it.
+pub const MAX_PID: u32 = 4_194_304;
 
 /// Zero-length steps run before counting when the model starts cold.
 const WARMUP_STEPS: usize = 12;
@@ -85,13 +152,18 @@ impl SimMachine {
         let preset = Preset::from_selector(machine)?;
         let mut sim = match state.filter(|p| p.exists()) {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+                let text = crate::input::read_input_file(path, "state file")?;
                 let saved: SimState = serde_json::from_str(&text).map_err(|e| {
                     Error::bad_input(format!(
                         "{}: not a pcielab sim state file: {e}",
                         path.display()
                     ))
                 })?;
+                if saved.machine == preset.name {
+                    saved.check(preset).map_err(|why| {
+                        Error::bad_input(format!("state file {}: {why}", path.display()))
+                    })?;
+                }
                 if saved.machine != preset.name {
                     return Err(Error::bad_input(format!(
                         "{}: state of sim:{}, not of {machine}",
@@ -119,6 +191,11 @@ impl SimMachine {
     pub fn spawn(&mut self, command: &str) -> Result<u32> {
         workload::parse(command, self.preset)?;
         let pid = self.state.next_pid;
+        if pid >= MAX_PID {
+            return Err(Error::runtime(format!(
+                "out of simulated pids: every pid below {MAX_PID} has been used on this machine"
+            )));
+        }
         self.state.next_pid += 1;
         self.state.processes.insert(pid, command.to_string());
         self.state.resctrl.groups[0].tasks.insert(pid);
@@ -149,7 +226,7 @@ impl SimMachine {
             .collect()
     }
 
-    /// Run the model for `seconds` in steps of `step_s`; returns every step.
+    /// Run the model for `seconds` in steps of `step_s` (at most [`MAX_STEPS`]); returns every step.
     pub fn advance(&mut self, seconds: f64, step_s: f64) -> Result<Vec<Step>> {
         let mut engine = match self.engine.take() {
             Some(engine) => engine,
@@ -162,7 +239,13 @@ impl SimMachine {
                 engine
             }
         };
-        let steps = (seconds / step_s).round().max(1.0) as usize;
+        let steps = (seconds / step_s).round().max(1.0);
+        if !(seconds.is_finite() && step_s > 0.0 && steps <= MAX_STEPS as f64) {
+            return Err(Error::bad_input(format!(
+                "simulating {seconds} s in steps of {step_s} s: expected finite times and at most {MAX_STEPS} steps"
+            )));
+        }
+        let steps = steps as usize;
         let dt = seconds / steps as f64;
         let mut out = Vec::with_capacity(steps);
         for _ in 0..steps {
@@ -289,6 +372,11 @@ impl QosBackend for SimMachine {
         let seconds = interval.as_secs_f64();
         self.advance(seconds, seconds.min(0.5))?;
         Ok(())
+    }
+
+    fn record_refusal(&mut self, last_cmd_status: &str) -> Result<()> {
+        self.state.resctrl.last_cmd_status = last_cmd_status.to_string();
+        self.save()
     }
 
     fn save(&mut self) -> Result<()> {

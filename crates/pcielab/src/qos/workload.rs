@@ -6,6 +6,7 @@
 //! buffer the size of the LLC), and `online-service` (pcielab's stand-in for SPECjbb: random
 //! accesses over a shared working set between bursts of compute, reporting operations/s).
 
+use crate::input::{in_range, parse_in_range};
 use super::cpuset::CpuSet;
 use super::presets::Preset;
 use crate::error::{Error, Result};
@@ -49,6 +50,12 @@ impl Workload {
     }
 }
 
+/// The most threads one simulated program may start.
+pub const MAX_THREADS: u32 = 65_536;
+
+/// The largest buffer or working set a simulated program may use (1 TiB).
+pub const MAX_FOOTPRINT: u64 = 1 << 40;
+
 /// Parse a size the way lmbench does: a number with an optional k/K, m/M or g/G suffix (powers
 /// of 1024).
 pub fn parse_size(text: &str) -> Option<u64> {
@@ -58,7 +65,11 @@ pub fn parse_size(text: &str) -> Option<u64> {
         'g' | 'G' => (&text[..text.len() - 1], 1 << 30),
         _ => (text, 1),
     };
-    digits.parse::<u64>().ok().map(|v| v * mult)
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|v| v.checked_mul(mult))
+        .filter(|v| *v <= MAX_FOOTPRINT)
 }
 
 fn bad(command: &str, what: impl std::fmt::Display) -> Error {
@@ -182,6 +193,13 @@ pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
         }
     }
     let flag = |name: &str| flags.iter().find(|(f, _)| *f == name).and_then(|(_, v)| *v);
+    let count = |name: &str| -> Result<Option<u32>> {
+        flag(name)
+            .map(|v| {
+                parse_in_range(&format!("simulated command '{command}': {name}"), v, 1..=MAX_THREADS)
+            })
+            .transpose()
+    };
     let number = |name: &str| -> Result<Option<f64>> {
         flag(name)
             .map(|v| {
@@ -192,8 +210,8 @@ pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
     };
     let size_arg =
         |text: &str| parse_size(text).ok_or_else(|| bad(command, format!("bad size '{text}'")));
-    if let Some(p) = number("-P")? {
-        threads = p as u32;
+    if let Some(p) = count("-P")? {
+        threads = p;
     }
     let pattern = match program {
         "bw_mem" => {
@@ -223,24 +241,31 @@ pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
             }
         }
         "stress-ng" => {
-            let workers = number("--cache")?
+            threads = count("--cache")?
                 .ok_or_else(|| bad(command, "only the --cache stressor is simulated"))?;
-            threads = workers as u32;
             Pattern::Thrash {
                 bytes: preset.l3_bytes,
             }
         }
         "online-service" => {
-            if let Some(t) = number("--threads")? {
-                threads = t as u32;
+            if let Some(t) = count("--threads")? {
+                threads = t;
             }
             Pattern::Service {
                 bytes: match flag("--working-set") {
                     Some(s) => size_arg(s)?,
                     None => 12 << 20,
                 },
-                accesses_per_op: number("--accesses-per-op")?.unwrap_or(200.0),
-                compute_ns: number("--compute-ns")?.unwrap_or(20_000.0),
+                accesses_per_op: in_range(
+                    &format!("simulated command '{command}': --accesses-per-op"),
+                    number("--accesses-per-op")?.unwrap_or(200.0),
+                    1.0..=1e6,
+                )?,
+                compute_ns: in_range(
+                    &format!("simulated command '{command}': --compute-ns"),
+                    number("--compute-ns")?.unwrap_or(20_000.0),
+                    0.0..=1e9,
+                )?,
             }
         }
         other => return Err(bad(command, format!("unknown program '{other}'"))),

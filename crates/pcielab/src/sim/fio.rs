@@ -293,8 +293,8 @@ fn apply(job: &mut Job, key: &str, value: Option<&str>, origin: &str) -> Result<
         "runtime" => {
             job.runtime_ns = Some(
                 parse_time_ns(text)
-                    .filter(|t| *t > 0)
-                    .ok_or_else(|| bad("a time such as 20, 180s or 500ms"))?,
+                    .filter(|t| *t > 0 && *t as f64 <= crate::input::MAX_DURATION_S * 1e9)
+                    .ok_or_else(|| bad("a time such as 20, 180s or 500ms, at most one week"))?,
             )
         }
         "group_reporting" => {

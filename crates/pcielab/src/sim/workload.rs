@@ -62,12 +62,13 @@ pub fn parse(argv: &[String], read_file: impl Fn(&Path) -> Result<String>) -> Re
             let seconds: f64 = args
                 .first()
                 .and_then(|s| s.parse().ok())
-                .filter(|s: &f64| s.is_finite() && *s > 0.0 && args.len() == 1)
+                .filter(|_| args.len() == 1)
                 .ok_or_else(|| {
                     Error::bad_input(format!(
                         "sleep: expected one positive number of seconds, got {args:?}"
                     ))
                 })?;
+            let seconds = crate::input::duration_s("sleep", seconds, true)?;
             Ok(Workload::Sleep {
                 ns: (seconds * 1e9) as u64,
             })

@@ -61,7 +61,7 @@ struct RawFunction {
     #[serde(default)]
     subsystem_device: u16,
     parent: Option<Spanned<String>>,
-    name: Option<String>,
+    name: Option<Spanned<String>>,
     link: Option<RawLink>,
     mps: Option<Spanned<u16>>,
     mps_supported: Option<Spanned<u16>>,
@@ -72,7 +72,7 @@ struct RawFunction {
     #[serde(default)]
     aer: bool,
     numa_node: Option<i32>,
-    driver: Option<String>,
+    driver: Option<Spanned<String>>,
     #[serde(rename = "device")]
     params: Option<toml::Table>,
 }
@@ -186,10 +186,25 @@ fn convert_function(
     f.revision = raw.revision;
     f.subsystem_vendor = raw.subsystem_vendor;
     f.subsystem_device = raw.subsystem_device;
-    f.name = raw.name.clone();
+    if let Some(name) = &raw.name {
+        if name.get_ref().chars().any(char::is_control) || name.get_ref().len() > 256 {
+            return Err(loc.err(
+                name.span().start,
+                ctx(format!(
+                    "name = {:?}: expected up to 256 printable characters (no escapes, tabs or newlines)",
+                    name.get_ref()
+                )),
+            ));
+        }
+    }
+    f.name = raw.name.as_ref().map(|n| n.get_ref().clone());
     f.aer = raw.aer;
     f.numa_node = raw.numa_node.filter(|&n| n >= 0);
-    f.driver = raw.driver.clone();
+    if let Some(driver) = &raw.driver {
+        crate::input::path_component("driver", driver.get_ref())
+            .map_err(|e| loc.err(driver.span().start, ctx(e.message().to_string())))?;
+    }
+    f.driver = raw.driver.as_ref().map(|d| d.get_ref().clone());
     f.params = raw
         .params
         .clone()

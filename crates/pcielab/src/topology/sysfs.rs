@@ -10,6 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::input::read_capped;
 use crate::pcie::config::{decode, kind_of, Decoded};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::{Function, Kind, Link, Topology};
@@ -63,10 +64,15 @@ fn demote_bridges_without_ports(functions: &mut [Function], inferred: &HashSet<B
     }
 }
 
+/// The most of a sysfs attribute read: the kernel fills at most one page.
+const ATTRIBUTE_BYTES: u64 = 4096;
+
+/// The most of `config` read, as lspci does: the whole extended configuration space.
+const CONFIG_BYTES: u64 = 4096;
+
 fn read_text(dir: &Path, name: &str) -> Option<String> {
-    fs::read_to_string(dir.join(name))
-        .ok()
-        .map(|s| s.trim().to_string())
+    let bytes = read_capped(&dir.join(name), ATTRIBUTE_BYTES).ok()?;
+    Some(String::from_utf8_lossy(&bytes).trim().to_string())
 }
 
 fn read_hex(dir: &Path, name: &str) -> Option<u32> {
@@ -74,17 +80,42 @@ fn read_hex(dir: &Path, name: &str) -> Option<u32> {
     u32::from_str_radix(text.trim_start_matches("0x"), 16).ok()
 }
 
+/// A 16-bit attribute (vendor, device ids): a larger value is not one.
+fn read_hex16(dir: &Path, name: &str) -> Option<u16> {
+    read_hex(dir, name).and_then(|v| u16::try_from(v).ok())
+}
+
+/// A label as text that cannot move the cursor or recolour a terminal: control characters
+/// (escapes, newlines) are shown escaped.
+fn printable(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// The bridge above a device. From the device path its sysfs entry links into when it is a link;
 /// for a plain copy (`cp -r`, no links) from bus numbers, as lspci does: the bridge whose
-/// secondary bus is the device's bus.
+/// secondary bus is the device's bus. A parent must be a function read before this one (parents
+/// sit on lower buses): a link naming the function itself or a later one is not believed, so
+/// the function still shows (as lspci shows it) and no parent cycle can form.
 fn parent_of(entry: &Path, bdf: Bdf, earlier: &[Function]) -> Option<Bdf> {
-    match fs::read_link(entry) {
-        Ok(target) => target.parent()?.file_name()?.to_str()?.parse().ok(),
-        Err(_) => earlier
+    let linked = fs::read_link(entry)
+        .ok()
+        .and_then(|target| target.parent()?.file_name()?.to_str()?.parse::<Bdf>().ok())
+        .filter(|p| *p != bdf && earlier.iter().any(|f| f.bdf == *p));
+    linked.or_else(|| {
+        earlier
             .iter()
             .find(|f| f.bdf.domain == bdf.domain && f.buses.is_some_and(|(sec, _)| sec == bdf.bus))
-            .map(|f| f.bdf),
-    }
+            .map(|f| f.bdf)
+    })
 }
 
 /// A `*_link_speed` attribute: "8.0 GT/s PCIe" → Gen3; "Unknown" → None.
@@ -119,13 +150,15 @@ fn header(bdf: Bdf, dir: &Path, config: &[u8]) -> Result<Decoded> {
         ))
     };
     Ok(Decoded {
-        vendor: read_hex(dir, "vendor").ok_or_else(missing)? as u16,
-        device: read_hex(dir, "device").ok_or_else(missing)? as u16,
+        vendor: read_hex16(dir, "vendor").ok_or_else(missing)?,
+        device: read_hex16(dir, "device").ok_or_else(missing)?,
         class: read_hex(dir, "class").ok_or_else(missing)?,
-        revision: read_hex(dir, "revision").unwrap_or(0) as u8,
+        revision: read_hex(dir, "revision")
+            .and_then(|r| u8::try_from(r).ok())
+            .unwrap_or(0),
         header_type: 0,
-        subsystem_vendor: read_hex(dir, "subsystem_vendor").unwrap_or(0) as u16,
-        subsystem_device: read_hex(dir, "subsystem_device").unwrap_or(0) as u16,
+        subsystem_vendor: read_hex16(dir, "subsystem_vendor").unwrap_or(0),
+        subsystem_device: read_hex16(dir, "subsystem_device").unwrap_or(0),
         buses: None,
         express: None,
         acs: None,
@@ -151,7 +184,7 @@ fn inferred_kind(d: &Decoded, express: bool, parent: Option<&Function>) -> Kind 
 
 /// Reads one function; the flag says its kind was inferred rather than read from the capability.
 fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function, bool)> {
-    let config = fs::read(dir.join("config")).unwrap_or_default();
+    let config = read_capped(&dir.join("config"), CONFIG_BYTES).unwrap_or_default();
     let d = header(bdf, dir, &config)?;
     let parent = parent_of(dir, bdf, earlier);
     // `earlier` is in address order (see `read_sysfs`).
@@ -173,7 +206,9 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     f.driver = fs::read_link(dir.join("driver"))
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
-    f.name = read_text(dir, "label").filter(|l| !l.is_empty());
+    f.name = read_text(dir, "label")
+        .filter(|l| !l.is_empty())
+        .map(|l| printable(&l));
     let inferred = !d.capabilities_read;
     if d.capabilities_read {
         f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);

@@ -1,0 +1,298 @@
+//! Hostile and real-machine input, end to end (issue 11): every finding runs the real binary in a
+//! temporary directory with its address space capped at 1 GiB and a hang deadline, and must end
+//! with exit code 0, 1 or 2 (141 for a closed pipe) and the message the finding calls for.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A hang fails the test: far above the < 2 s every case takes on an idle machine, so a loaded
+/// CI machine does not fail it, while an input that never ends still does.
+const HANG: Duration = Duration::from_secs(20);
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pcielab"));
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; it only caps the child's address space.
+    unsafe {
+        cmd.pre_exec(|| {
+            let cap = libc::rlimit {
+                rlim_cur: 1 << 30,
+                rlim_max: 1 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &cap);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > HANG {
+            child.kill().unwrap();
+            panic!("pcielab {args:?} hung for {HANG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let code = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        128 + status.signal().unwrap_or(0)
+    });
+    Run {
+        code,
+        stdout,
+        stderr,
+    }
+}
+
+/// Run and demand exit code `code` with `needle` in stderr.
+fn expect(dir: &Path, args: &[&str], code: i32, needle: &str) -> Run {
+    let r = run_in(dir, args);
+    assert_eq!(r.code, code, "pcielab {args:?}\nstderr: {}", r.stderr);
+    assert!(
+        r.stderr.contains(needle),
+        "pcielab {args:?}: stderr lacks {needle:?}:\n{}",
+        r.stderr
+    );
+    r
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pcielab"))
+        .args(["pmu", "list", "--machine", "sim:yitian710"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close the pipe, as `| head -c1` does.
+    let mut out = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    out.read_exact(&mut byte).unwrap();
+    drop(out);
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        status.code() == Some(0) || status.signal() == Some(libc::SIGPIPE),
+        "{status:?}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn numbers_out_of_range_state_the_range() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    expect(d, &["model", "--gen", "99999999999999999999", "--width", "4"], 2, "1..=7");
+    expect(d, &["model", "--gen", "-1", "--width", "4"], 2, "'-1' is not a number in 1..=7");
+    expect(d, &["qos", "monitor", "--machine", "sim:mpam-seed", "-I", "18446744073709551615"], 2, "1..=3600000");
+    expect(d, &["lab", "argv", "--memory", "0", "qemu-seed"], 2, "128..=1048576");
+    expect(d, &["qos", "assign", "/", "--cpus", "0-4294967295", "--machine", "sim:mpam-seed"], 2, "0..=8191");
+    expect(d, &["stat", "--machine", "sim:yitian710", "-a", "-e", "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/", "--", "sleep", "1e300"], 2, "one week");
+    expect(d, &["stat", "--machine", "sim:yitian710", "-a", "-I", "1", "-e", "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/", "--", "sleep", "600000"], 2, "intervals");
+}
+
+fn scenario(dir: &Path, extra: &str) -> String {
+    let path = dir.join("s.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"s\"\ntitle = \"t\"\nmachine = \"sim:mpam-seed\"\nx = \"ways\"\nx_label = \"w\"\ny_label = \"y\"\n{extra}\n\
+             [[series]]\nvalues = [\"f\"]\ngroups = [{{ name = \"g\" }}]\n\
+             jobs = [{{ name = \"j\", group = \"g\", command = \"bw_mem 1M rd\" }}]\n\
+             metrics = [{{ label = \"m\", kind = \"occupancy\", group = \"g\" }}]\n"
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn scenario_durations_are_finite_and_capped() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    for (extra, needle) in [
+        ("measure_s = 1e300", "measure_s"),
+        ("step_s = 1e-300", "step_s"),
+        ("measure_s = -5.0", "measure_s"),
+        ("duration_s = inf", "duration_s"),
+        ("measure_s = nan", "measure_s"),
+    ] {
+        let s = scenario(d, extra);
+        expect(d, &["sim", "run", &s], 2, needle);
+    }
+    expect(d, &["sim", "run", "missing.toml"], 2, "missing.toml");
+    expect(d, &["sim", "run", "."], 2, "is a directory");
+}
+
+#[test]
+fn hostile_state_files_are_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let st = d.join("st.json");
+    let st = st.to_str().unwrap();
+    let m = ["--machine", "sim:mpam-seed", "--state", st];
+    let with = |args: &[&'static str]| -> Vec<String> {
+        args.iter().map(|a| a.to_string()).chain(m.iter().map(|a| a.to_string())).collect()
+    };
+    let run_with = |args: &[&'static str], code: i32, needle: &str| {
+        let owned = with(args);
+        let refs: Vec<&str> = owned.iter().map(String::as_str).collect();
+        expect(d, &refs, code, needle)
+    };
+    run_with(&["qos", "create", "p1"], 0, "");
+    let good = std::fs::read_to_string(st).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["resctrl"]["groups"] = serde_json::json!([]);
+    std::fs::write(st, v.to_string()).unwrap();
+    run_with(&["qos", "show"], 2, "groups is empty");
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["next_pid"] = serde_json::json!(4294967295u32);
+    std::fs::write(st, v.to_string()).unwrap();
+    run_with(&["qos", "show"], 2, "next_pid");
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["resctrl"]["info"]["caches"][0]["cbm_mask"] = serde_json::json!(0);
+    std::fs::write(st, v.to_string()).unwrap();
+    run_with(&["qos", "show"], 2, "info");
+    std::fs::create_dir(d.join("dir.json")).unwrap();
+    expect(d, &["qos", "show", "--machine", "sim:mpam-seed", "--state", "dir.json"], 2, "is a directory");
+}
+
+#[test]
+fn desired_state_files_are_validated_where_they_enter() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let m = ["--machine", "sim:mpam-seed", "--dry-run"];
+    std::fs::write(d.join("pids.yaml"), "groups:\n  g:\n    tasks: [4294967297]\n").unwrap();
+    expect(d, &[&["qos", "apply", "pids.yaml"], &m[..]].concat(), 2, "4294967297 is out of range");
+    expect(d, &[&["qos", "apply", "missing.yaml"], &m[..]].concat(), 2, "missing.yaml");
+    expect(d, &[&["qos", "apply", "."], &m[..]].concat(), 2, "is a directory");
+    std::fs::write(d.join("deep.yaml"), "[".repeat(100_000)).unwrap();
+    let started = Instant::now();
+    expect(d, &[&["qos", "apply", "deep.yaml"], &m[..]].concat(), 2, "deep.yaml");
+    assert!(started.elapsed() < HANG);
+}
+
+#[test]
+fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("resctrl");
+    for (path, text) in [
+        ("info/L3/num_closids", "4\n"),
+        ("info/L3/cbm_mask", "1\n"),
+        ("info/L3/min_cbm_bits", "5\n"),
+        ("info/last_cmd_status", "ok\n"),
+        ("schemata", "L3:0=1\n"),
+        ("tasks", "1\n"),
+        ("cpus_list", "0\n"),
+    ] {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    std::fs::write(d.path().join("plan.yaml"), "groups:\n  g:\n    l3: \"50%\"\n").unwrap();
+    expect(
+        d.path(),
+        &["qos", "apply", "plan.yaml", "--resctrl", "resctrl", "--dry-run"],
+        2,
+        "min_cbm_bits",
+    );
+}
+
+#[test]
+fn a_spec_cannot_write_outside_the_export_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let spec = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/qemu-seed.toml"),
+    )
+    .unwrap();
+    for driver in ["../../../../x", "/tmp/pcielab-abs", "..", "a/b"] {
+        let evil = spec.replacen("[[function]]", &format!("[[function]]\ndriver = \"{driver}\""), 2);
+        let evil = evil.replacen(&format!("[[function]]\ndriver = \"{driver}\""), "[[function]]", 1);
+        std::fs::write(d.join("evil.toml"), evil).unwrap();
+        expect(d, &["topo", "--machine", "sim:evil.toml", "--sysfs-export", "out"], 2, "driver");
+        assert!(!d.join("out").exists() || !d.join("x").exists());
+    }
+    assert!(!Path::new("/tmp/pcielab-abs").exists());
+    // A planted link inside an existing export directory is not followed.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.join("planted")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), d.join("planted/tree")).unwrap();
+    let r = run_in(d, &["topo", "--machine", "sim:qemu-seed", "--sysfs-export", "planted"]);
+    assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
+
+/// A minimal sysfs tree with one function whose files are given.
+fn snapshot(dir: &Path, files: &[(&str, &[u8])]) {
+    let f = dir.join("snap/devices/0000:00:00.0");
+    std::fs::create_dir_all(&f).unwrap();
+    for (name, bytes) in files {
+        std::fs::write(f.join(name), bytes).unwrap();
+    }
+}
+
+#[test]
+fn endless_config_files_and_escapes_in_labels_are_harmless() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    snapshot(
+        d,
+        &[
+            ("vendor", b"0x8086\n"),
+            ("device", b"0x1237\n"),
+            ("class", b"0x060000\n"),
+            ("label", b"\x1b[31mRED\x1b[0m\nFAKE 00:00.1 line\n"),
+        ],
+    );
+    std::os::unix::fs::symlink("/dev/zero", d.join("snap/devices/0000:00:00.0/config")).unwrap();
+    let r = expect(d, &["topo", "--machine", "snapshot:snap"], 0, "");
+    assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
+    let r = expect(d, &["topo", "--machine", "snapshot:snap", "--dot"], 0, "");
+    assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
+    std::fs::remove_file(d.join("snap/devices/0000:00:00.0/config")).unwrap();
+    std::os::unix::fs::symlink("/dev/urandom", d.join("snap/devices/0000:00:00.0/config")).unwrap();
+    let r = run_in(d, &["topo", "--machine", "snapshot:snap"]);
+    assert!([0, 1, 2].contains(&r.code), "{}", r.stderr);
+}
+
+#[test]
+fn bad_qos_group_names_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    for name in ["..", ".", "p1/..", "info"] {
+        expect(d, &["qos", "create", name, "--machine", "sim:mpam-seed"], 2, "bad group");
+    }
+}
+
+#[test]
+fn a_refusal_is_kept_in_the_simulated_last_cmd_status() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let m = ["--machine", "sim:mpam-seed", "--state", "st.json"];
+    assert_eq!(run_in(d, &[&["qos", "create", "p1"], &m[..]].concat()).code, 0);
+    expect(d, &[&["qos", "set", "p1", "--schemata", "L3:0=8000"], &m[..]].concat(), 2, "Mask out of range");
+    let r = expect(d, &[&["qos", "show", "--json"], &m[..]].concat(), 0, "");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["last_cmd_status"], "Mask out of range", "{}", r.stdout);
+}

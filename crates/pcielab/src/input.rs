@@ -1,0 +1,367 @@
+//! Bounds on what users hand pcielab, applied where the input enters: numbers checked against a
+//! range that the message states, durations that must be finite and capped, file reads capped at
+//! what the format needs (a missing or unreadable input file is bad input, exit 2), path parts
+//! that must be one plain component, and writes that stay under the directory the user named
+//! without following symlinks planted inside it.
+
+use std::fmt::Display;
+use std::fs::File;
+use std::io::Read;
+use std::ops::RangeInclusive;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
+pub const MAX_INPUT_FILE: u64 = 4 << 20;
+
+/// The longest duration any command runs or simulates, in seconds (one week).
+pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
+
+/// `value` when it lies in `range`; otherwise bad input naming `what`, the value and the range.
+pub fn in_range<T: PartialOrd + Display + Copy>(
+    what: &str,
+    value: T,
+    range: RangeInclusive<T>,
+) -> Result<T> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::bad_input(format!(
+            "{what}: {value} is out of range: expected {}..={}",
+            range.start(),
+            range.end()
+        )))
+    }
+}
+
+/// Parse `text` as a number in `range`. The message for anything else (a negative number, one
+/// too large for the type, not a number) states the valid range.
+pub fn parse_in_range<T>(what: &str, text: &str, range: RangeInclusive<T>) -> Result<T>
+where
+    T: FromStr + PartialOrd + Display + Copy,
+{
+    let out_of_range = || {
+        Error::bad_input(format!(
+            "{what}: '{text}' is not a number in {}..={}",
+            range.start(),
+            range.end()
+        ))
+    };
+    let value: T = text.trim().parse().map_err(|_| out_of_range())?;
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(out_of_range())
+    }
+}
+
+/// A duration in seconds that is finite, not negative (or, with `positive`, above zero) and at
+/// most [`MAX_DURATION_S`].
+pub fn duration_s(what: &str, value: f64, positive: bool) -> Result<f64> {
+    let low_ok = if positive { value > 0.0 } else { value >= 0.0 };
+    if value.is_finite() && low_ok && value <= MAX_DURATION_S {
+        Ok(value)
+    } else {
+        Err(Error::bad_input(format!(
+            "{what}: {value} s is not a duration pcielab runs: expected a finite number of seconds {} 0 and at most {MAX_DURATION_S} (one week)",
+            if positive { ">" } else { ">=" }
+        )))
+    }
+}
+
+/// A user's 64-bit number as u32 without truncation.
+pub fn to_u32(what: &str, value: u64) -> Result<u32> {
+    u32::try_from(value).map_err(|_| {
+        Error::bad_input(format!(
+            "{what}: {value} is out of range: expected 0..={}",
+            u32::MAX
+        ))
+    })
+}
+
+/// Read at most `cap` bytes of `path` (a config space, a sysfs attribute). A link to an endless
+/// file such as /dev/zero or /dev/urandom ends after `cap` bytes, as lspci's 4 KiB read does.
+pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    let file = File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Read a text file the user named as input (`what`: "plan", "scenario", …). Missing, unreadable,
+/// a directory, larger than [`MAX_INPUT_FILE`] or not UTF-8 are all bad input (exit 2).
+pub fn read_input_file(path: &Path, what: &str) -> Result<String> {
+    let bad = |why: String| Error::bad_input(format!("{what} {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(bad("is a directory, expected a file".into()));
+    }
+    let bytes = read_capped(path, MAX_INPUT_FILE + 1).map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > MAX_INPUT_FILE {
+        return Err(bad(format!(
+            "larger than {} MiB, the most pcielab reads as input",
+            MAX_INPUT_FILE >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| bad("not UTF-8 text".into()))
+}
+
+/// `value` when it is usable as one path component: not empty, not `.` or `..`, no `/` or NUL,
+/// at most 255 bytes. Otherwise bad input naming `what`.
+pub fn path_component<'a>(what: &str, value: &'a str) -> Result<&'a str> {
+    let why = if value.is_empty() {
+        Some("is empty")
+    } else if value == "." || value == ".." {
+        Some("is '.' or '..'")
+    } else if value.contains('/') {
+        Some("contains '/'")
+    } else if value.contains('\0') {
+        Some("contains a NUL byte")
+    } else if value.len() > 255 {
+        Some("is longer than 255 bytes")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(Error::bad_input(format!(
+            "{what} '{}' {why}: expected one plain file name",
+            value.escape_debug()
+        ))),
+        None => Ok(value),
+    }
+}
+
+/// A directory tree under `root` that writes cannot leave: every part of a relative path is
+/// checked with [`path_component`], and every directory on the way is opened with `O_NOFOLLOW`,
+/// so a symlink planted inside the tree fails the write instead of redirecting it.
+#[derive(Debug, Clone)]
+pub struct ConfinedDir {
+    root: PathBuf,
+}
+
+impl ConfinedDir {
+    pub fn new(root: impl Into<PathBuf>) -> ConfinedDir {
+        ConfinedDir { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn parts<'a>(&self, rel: &'a str) -> Result<Vec<&'a str>> {
+        rel.split('/')
+            .map(|p| path_component(&format!("path '{rel}' under {}", self.root.display()), p))
+            .collect()
+    }
+
+    /// Open the directory `parts` names under the root, refusing symlinks at every step.
+    fn open_dir(&self, parts: &[&str], create: bool) -> Result<File> {
+        let mut dir = open_nofollow_dir(&self.root)?;
+        let mut at = self.root.clone();
+        for part in parts {
+            at.push(part);
+            if create {
+                let c = cstring(part)?;
+                // SAFETY: dir is an open directory descriptor and c a NUL-terminated name.
+                let rc = unsafe { libc::mkdirat(std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr(), 0o755) };
+                if rc != 0 {
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(Error::io(&at, e));
+                    }
+                }
+            }
+            dir = openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_RDONLY, 0)
+                .map_err(|e| refused_link(&at, e))?;
+        }
+        Ok(dir)
+    }
+
+    /// Create the directory `rel` (and its parents) under the root.
+    pub fn create_dir_all(&self, rel: &str) -> Result<()> {
+        let parts = self.parts(rel)?;
+        self.open_dir(&parts, true).map(drop)
+    }
+
+    /// Create directory `rel` under the root, failing like mkdir(2) when it exists.
+    pub fn create_dir(&self, rel: &str) -> std::io::Result<()> {
+        let (parent, name) = self.split(rel).map_err(to_io)?;
+        let dir = self.open_dir(&parent, false).map_err(to_io)?;
+        let c = cstring(name).map_err(to_io)?;
+        // SAFETY: as in open_dir.
+        let rc = unsafe { libc::mkdirat(std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr(), 0o755) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// Remove directory `rel` under the root, like rmdir(2).
+    pub fn remove_dir(&self, rel: &str) -> std::io::Result<()> {
+        let (parent, name) = self.split(rel).map_err(to_io)?;
+        let dir = self.open_dir(&parent, false).map_err(to_io)?;
+        let c = cstring(name).map_err(to_io)?;
+        // SAFETY: as in open_dir.
+        let rc = unsafe {
+            libc::unlinkat(std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr(), libc::AT_REMOVEDIR)
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// Write `bytes` to file `rel` under the root in one write(2) (as `echo … >` does: opened
+    /// with O_TRUNC), creating it when `create`, never through a symlink.
+    pub fn write(&self, rel: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
+        let (parent, name) = self.split(rel).map_err(to_io)?;
+        let dir = self.open_dir(&parent, false).map_err(to_io)?;
+        let flags = libc::O_WRONLY
+            | libc::O_NOFOLLOW
+            | libc::O_TRUNC
+            | if create { libc::O_CREAT } else { 0 };
+        let mut file = openat(&dir, name, flags, 0o644)?;
+        // One write, as `echo … >` does: resctrl parses each write on its own.
+        let written = std::io::Write::write(&mut file, bytes)?;
+        if written != bytes.len() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WriteZero,
+                format!("short write: {written} of {} bytes", bytes.len()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Make `rel` under the root a symlink to `target` (which is stored, not followed).
+    pub fn symlink(&self, target: &str, rel: &str) -> Result<()> {
+        let (parent, name) = self.split(rel)?;
+        let dir = self.open_dir(&parent, false)?;
+        let (t, c) = (cstring(target)?, cstring(name)?);
+        // SAFETY: dir is an open directory; both strings are NUL-terminated.
+        let rc = unsafe { libc::symlinkat(t.as_ptr(), std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::io(self.root.join(rel), std::io::Error::last_os_error()))
+        }
+    }
+
+    /// [`ConfinedDir::write`] of a new file, as a pcielab error naming the path.
+    pub fn create_file(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        self.write(rel, bytes, true)
+            .map_err(|e| Error::io(self.root.join(rel), e))
+    }
+
+    fn split<'a>(&self, rel: &'a str) -> Result<(Vec<&'a str>, &'a str)> {
+        let mut parts = self.parts(rel)?;
+        let name = parts.pop().expect("split yields at least one part");
+        Ok((parts, name))
+    }
+}
+
+fn to_io(e: Error) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, e.message().to_string())
+}
+
+fn refused_link(at: &Path, e: std::io::Error) -> Error {
+    if e.raw_os_error() == Some(libc::ELOOP) || e.raw_os_error() == Some(libc::ENOTDIR) {
+        Error::bad_input(format!(
+            "{}: is a symlink or not a directory; pcielab does not follow links inside the tree it writes",
+            at.display()
+        ))
+    } else {
+        Error::io(at, e)
+    }
+}
+
+fn cstring(part: &str) -> Result<std::ffi::CString> {
+    std::ffi::CString::new(part)
+        .map_err(|_| Error::bad_input(format!("'{}' contains a NUL byte", part.escape_debug())))
+}
+
+fn open_nofollow_dir(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(path)
+        .map_err(|e| Error::io(path, e))
+}
+
+fn openat(dir: &File, name: &str, flags: i32, mode: libc::mode_t) -> std::io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let c = cstring(name).map_err(to_io)?;
+    // SAFETY: dir is an open directory, c is NUL-terminated; on success we own the new fd.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if fd < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        // SAFETY: fd was just returned by openat and is owned by nothing else.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_named_in_messages() {
+        assert_eq!(in_range("--gen", 3u8, 1..=7).unwrap(), 3);
+        let e = parse_in_range::<u8>("--gen", "99999999999999999999", 1..=7).unwrap_err();
+        assert!(e.to_string().contains("1..=7"), "{e}");
+        let e = parse_in_range::<u64>("-I", "-1", 1..=3_600_000).unwrap_err();
+        assert!(e.to_string().contains("'-1' is not a number in 1..=3600000"), "{e}");
+        assert_eq!(to_u32("tasks", 4294967297).unwrap_err().exit_code(), 2);
+    }
+
+    #[test]
+    fn durations_are_finite_and_capped() {
+        for bad in [f64::INFINITY, f64::NAN, 1e300, -5.0] {
+            assert!(duration_s("measure_s", bad, false).is_err(), "{bad}");
+        }
+        assert!(duration_s("step_s", 0.0, true).is_err());
+        assert_eq!(duration_s("measure_s", 2.5, true).unwrap(), 2.5);
+    }
+
+    #[test]
+    fn endless_files_are_read_to_the_cap() {
+        assert_eq!(read_capped(Path::new("/dev/zero"), 4096).unwrap().len(), 4096);
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_input_file(dir.path(), "plan").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let e = read_input_file(&dir.path().join("missing"), "plan").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn components_reject_traversal() {
+        for bad in ["", ".", "..", "a/b", "../../x", "/abs", "a\0b"] {
+            assert!(path_component("driver", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(path_component("driver", "nvme").unwrap(), "nvme");
+    }
+
+    #[test]
+    fn confined_writes_refuse_planted_symlinks() {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("g")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("f"), dir.path().join("f")).unwrap();
+        let tree = ConfinedDir::new(dir.path());
+        assert!(tree.write("g/schemata", b"x", true).is_err());
+        assert!(tree.write("f", b"x", true).is_err());
+        assert!(tree.write("../escape", b"x", true).is_err());
+        assert!(tree.create_dir_all("g/sub").is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+        tree.create_dir_all("a/b").unwrap();
+        tree.write("a/b/c", b"hello", true).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a/b/c")).unwrap(), b"hello");
+        tree.create_dir("a/d").unwrap();
+        assert!(tree.create_dir("a/d").is_err());
+        tree.remove_dir("a/d").unwrap();
+    }
+}
