@@ -11,7 +11,10 @@ fn pcielab(args: &[&str]) -> Output {
 }
 
 fn fixture(name: &str) -> String {
-    format!("{}/../../fixtures/rockchip/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/../../fixtures/rockchip/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 #[test]
@@ -19,9 +22,23 @@ fn fit_writes_a_platform_that_model_predicts_with() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("rk3588.toml");
     let table = fixture("rk3588-gen3x4-dmatest.txt");
-    let args = ["fit", &table, "--gen", "3", "--width", "4", "--json", "--out", out.to_str().unwrap()];
+    let args = [
+        "fit",
+        &table,
+        "--gen",
+        "3",
+        "--width",
+        "4",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ];
     let run = pcielab(&args);
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(report["rows"].as_array().unwrap().len(), 12);
     let setup = report["params"]
@@ -36,16 +53,31 @@ fn fit_writes_a_platform_that_model_predicts_with() {
     assert_eq!(pcielab(&args).stdout, run.stdout);
 
     let model = pcielab(&[
-        "model", "--gen", "3", "--width", "4", "--sizes", "4M", "--json", "--platform",
+        "model",
+        "--gen",
+        "3",
+        "--width",
+        "4",
+        "--sizes",
+        "4M",
+        "--json",
+        "--platform",
         out.to_str().unwrap(),
     ]);
-    assert!(model.status.success(), "{}", String::from_utf8_lossy(&model.stderr));
+    assert!(
+        model.status.success(),
+        "{}",
+        String::from_utf8_lossy(&model.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&model.stdout).unwrap();
     let point = &v["points"][0];
     // Link-only figures keep their names; the platform's sit beside them.
     assert!(point["write_MBps"].as_f64().unwrap() > 3600.0);
     let predicted = point["predicted_write_MBps"].as_f64().unwrap();
-    assert!((predicted / 3066.1 - 1.0).abs() < 0.05, "4 MB write {predicted} vs seed 3066.1");
+    assert!(
+        (predicted / 3066.1 - 1.0).abs() < 0.05,
+        "4 MB write {predicted} vs seed 3066.1"
+    );
     assert!(point["predicted_read_latency_ns"].as_f64().is_some());
 }
 
@@ -54,9 +86,18 @@ fn bad_csvs_exit_2_naming_row_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         ("size_bytes,MBps\n64,1\n", "missing column 'direction'"),
-        ("size_bytes,direction,MBps\n64,write,1\n128,write,x1\n", ":3: column 'MBps': 'x1' is not a number"),
-        ("size_bytes,direction,MBps\n-5,write,1\n", ":2: column 'size_bytes': -5"),
-        ("size_bytes,direction,MBps\n64,up,1\n", ":2: column 'direction': 'up' is not known"),
+        (
+            "size_bytes,direction,MBps\n64,write,1\n128,write,x1\n",
+            ":3: column 'MBps': 'x1' is not a number",
+        ),
+        (
+            "size_bytes,direction,MBps\n-5,write,1\n",
+            ":2: column 'size_bytes': -5",
+        ),
+        (
+            "size_bytes,direction,MBps\n64,up,1\n",
+            ":2: column 'direction': 'up' is not known",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let file = dir.path().join(format!("bad{i}.csv"));
@@ -66,6 +107,14 @@ fn bad_csvs_exit_2_naming_row_and_column() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(want), "{stderr}");
     }
-    let out = pcielab(&["model", "--gen", "3", "--width", "4", "--platform", &fixture("rk3588-gen3x4-dmatest.txt")]);
+    let out = pcielab(&[
+        "model",
+        "--gen",
+        "3",
+        "--width",
+        "4",
+        "--platform",
+        &fixture("rk3588-gen3x4-dmatest.txt"),
+    ]);
     assert_eq!(out.status.code(), Some(2));
 }

@@ -9,7 +9,10 @@ use pcielab::model::transfer::LinkParams;
 use pcielab::pcie::Generation::{self, Gen2, Gen3};
 
 fn fixture(name: &str) -> Vec<Measurement> {
-    let path = format!("{}/../../fixtures/rockchip/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../../fixtures/rockchip/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     parse_measurements(name, &std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -45,9 +48,18 @@ fn within(rows: &[RowResult], percent: f64) {
 #[test]
 fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_at_1mb_and_above() {
     // Fitted on §4.3.2 only; §4.3.3 is the same controller trained to Gen2 x1.
-    let fitted = fit(&fixture("rk3588-gen3x4-dmatest.txt"), &link(Gen3, 4, 256), "§4.3.2").unwrap();
+    let fitted = fit(
+        &fixture("rk3588-gen3x4-dmatest.txt"),
+        &link(Gen3, 4, 256),
+        "§4.3.2",
+    )
+    .unwrap();
     let gen2x1 = link(Gen2, 1, 256);
-    let rows = compare(&fitted.model, &fixture("rk3588-gen2x1-dmatest.txt"), &gen2x1);
+    let rows = compare(
+        &fitted.model,
+        &fixture("rk3588-gen2x1-dmatest.txt"),
+        &gen2x1,
+    );
     let (large, small): (Vec<RowResult>, Vec<RowResult>) = rows
         .into_iter()
         .partition(|r| r.workload.ends_with("1048576") || r.workload.ends_with("4194304"));
@@ -68,7 +80,11 @@ fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_at_1mb_and_above() {
         .find(|p| p.key == "dma.descriptor_bytes")
         .unwrap();
     assert_eq!(descriptor.status, Status::NotDetermined);
-    assert!(descriptor.note.contains("dma.setup_ns"), "{}", descriptor.note);
+    assert!(
+        descriptor.note.contains("dma.setup_ns"),
+        "{}",
+        descriptor.note
+    );
 }
 
 /// Fits every other size of a table and predicts the sizes left out.
@@ -83,17 +99,29 @@ fn leave_sizes_out(table: &str, on: &LinkParams) -> Vec<RowResult> {
     let fitted = fit(&train, on, "every other size").unwrap();
     compare(&fitted.model, &test, on)
         .into_iter()
-        .filter(|r| r.workload.split(' ').nth(1).unwrap().parse::<u64>().unwrap() >= 256)
+        .filter(|r| {
+            r.workload
+                .split(' ')
+                .nth(1)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+                >= 256
+        })
         .collect()
 }
 
 #[test]
 fn leaving_sizes_out_predicts_them_within_five_percent_where_the_shape_holds() {
     // Gen2 x1 (both directions) and the Gen3 x4 reads: every held-out size ≥ 256 B within 5 %.
-    within(&leave_sizes_out("rk3588-gen2x1-dmatest.txt", &link(Gen2, 1, 256)), 5.0);
+    within(
+        &leave_sizes_out("rk3588-gen2x1-dmatest.txt", &link(Gen2, 1, 256)),
+        5.0,
+    );
     let gen3x4 = leave_sizes_out("rk3588-gen3x4-dmatest.txt", &link(Gen3, 4, 256));
-    let (writes, reads): (Vec<RowResult>, Vec<RowResult>) =
-        gen3x4.into_iter().partition(|r| r.workload.starts_with("write"));
+    let (writes, reads): (Vec<RowResult>, Vec<RowResult>) = gen3x4
+        .into_iter()
+        .partition(|r| r.workload.starts_with("write"));
     within(&reads, 5.0);
     // Gen3 x4 writes miss the 5 % target: measured per-byte cost falls with size (0.52 ns/B
     // from 256 B to 4 KB, 0.32 ns/B past 64 KB), which setup + bytes/rate cannot follow.
@@ -104,11 +132,27 @@ fn leaving_sizes_out_predicts_them_within_five_percent_where_the_shape_holds() {
 fn bar_model_fitted_on_32_bit_accesses_predicts_simd_128_bit() {
     let gen3x4 = link(Gen3, 4, 256);
     // §5.4.1 row 1: user-space 32-bit store 53 MB/s, load 4 MB/s.
-    let fitted = fit(&fixture("bar-rk3588-gen3x4-32bit.csv"), &gen3x4, "§5.4.1 32-bit").unwrap();
+    let fitted = fit(
+        &fixture("bar-rk3588-gen3x4-32bit.csv"),
+        &gen3x4,
+        "§5.4.1 32-bit",
+    )
+    .unwrap();
     // Row 2: SIMD 128-bit, 203 and 16 MB/s.
-    within(&compare(&fitted.model, &fixture("bar-rk3588-gen3x4-simd128.csv"), &gen3x4), 10.0);
+    within(
+        &compare(
+            &fitted.model,
+            &fixture("bar-rk3588-gen3x4-simd128.csv"),
+            &gen3x4,
+        ),
+        10.0,
+    );
     // One thread's loads cannot tell latency from loads in flight.
-    let outstanding = fitted.params.iter().find(|p| p.key == "mmio.loads_outstanding").unwrap();
+    let outstanding = fitted
+        .params
+        .iter()
+        .find(|p| p.key == "mmio.loads_outstanding")
+        .unwrap();
     assert_eq!(outstanding.status, Status::NotDetermined);
 }
 
@@ -124,7 +168,11 @@ fn nvme_fit_on_rk3528_predicts_the_other_samsung_980_gen2x1_boards() {
         within(&rest, 15.0);
         // RND4K write: 76k IOPS on RK3528 against 63k on RK3562 and RK3576: the CPU cost per
         // write I/O is the SoC's own (cores, clocks, f2fs), so it does not carry over.
-        assert!(random_writes[0].residual_percent > 15.0, "{:?}", random_writes[0]);
+        assert!(
+            random_writes[0].residual_percent > 15.0,
+            "{:?}",
+            random_writes[0]
+        );
     }
 }
 

@@ -204,7 +204,11 @@ fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
     assert!((mb_s / drive - 1.0).abs() < 0.01, "{mb_s} vs {drive}");
     let rnd = stats(&run(&m, &cmd("randread", "4K", "4G")));
     let cpu_bound = 1e9 / p.get(P::CpuReadIoNs);
-    assert!((rnd.iops / cpu_bound - 1.0).abs() < 0.01, "{} vs {cpu_bound}", rnd.iops);
+    assert!(
+        (rnd.iops / cpu_bound - 1.0).abs() < 0.01,
+        "{} vs {cpu_bound}",
+        rnd.iops
+    );
     assert_eq!(rnd.io_bytes, 4 << 30);
 }
 

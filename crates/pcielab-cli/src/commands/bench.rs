@@ -1,10 +1,16 @@
 //! `pcielab bench`: measurements that need real devices. `bench p2p` copies between two NVMe
-//! namespaces through a device's p2pmem (peer-to-peer DMA) and through host memory.
+//! namespaces through a device's p2pmem (peer-to-peer DMA) and through host memory; `bench mmio`
+//! measures CPU loads and stores to a BAR (predicted by the platform model on `sim:`); `bench
+//! irq` predicts back-to-back interrupt delivery on `sim:`. Argument wiring only.
 
 use clap::{Args as ClapArgs, Subcommand};
+use pcielab::lab::mmio::{self, MmioOptions, Operation};
 use pcielab::lab::p2pcopy::{self, CopyOptions};
+use pcielab::machine::MachineSelector;
+use pcielab::model::platform::IrqKind;
 use pcielab::pcie::Bdf;
 use pcielab::report::json_text;
+use pcielab::sim::SimMachine;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -24,6 +30,83 @@ SRC and DST are block devices or NVMe controller addresses (their first namespac
 DST is overwritten. A transfer the kernel refuses fails with EREMOTEIO (\"Remote I/O error\"):
 that is reported with the failing step, and the command exits 1. JSON fields: docs/lab.md.")]
     P2p(P2pArgs),
+    /// CPU load/store throughput to a BAR (the Rockchip guide's §5), or its prediction on sim:
+    #[command(after_help = "Examples:
+  pcielab bench mmio 0000:01:00.0 --bar 2 --op store --width 16 --seconds 2
+  pcielab bench mmio 0000:01:00.0 --bar 2 --op load --json      # reads back the store pattern
+  pcielab bench mmio 0000:01:00.0 --bar 0 --op load --force     # a BAR a driver owns
+  pcielab bench mmio 0000:01:00.0 --bar 0 --machine sim:rk3588-ep --width 4
+
+Maps /sys/bus/pci/devices/BDF/resourceN (resourceN_wc with --wc) as root; refuses I/O-port BARs and
+BARs of a function bound to a driver unless --force. Stores write a pattern from each word's offset;
+loads report how many words differ from it, so --op store then --op load is a read-back check.
+--op memcpy reports memcpy into the BAR and out of it. On sim: the platform model ([platform.mmio],
+docs/calibration.md) predicts the rates; nothing is mapped. JSON fields: docs/calibration.md.")]
+    Mmio(MmioArgs),
+    /// Back-to-back interrupt delivery (the Rockchip guide's §6 ELBI, §7 MSI), predicted on sim:
+    #[command(after_help = "Examples:
+  pcielab bench irq --machine sim:rk3588-ep --kind msi
+  pcielab bench irq --machine sim:rk3588-ep --kind elbi --json
+
+The interval is the slower of the trigger (an MSI is a 4-byte posted write; ELBI a config write by
+the root complex) and the receiving CPU's interrupt entry and handler ([platform.interrupts]).
+Measuring it needs the seed's endpoint-mode drivers, which a host does not have: only sim: works.")]
+    Irq(IrqArgs),
+}
+
+#[derive(ClapArgs)]
+pub struct MmioArgs {
+    /// The PCI function, e.g. 0000:01:00.0
+    pub bdf: Bdf,
+    /// Which BAR (0-5)
+    #[arg(long)]
+    pub bar: u8,
+    /// Bytes per CPU access: 4, 8, 16 or 64
+    #[arg(long, default_value_t = 4)]
+    pub width: u32,
+    /// store, load or memcpy
+    #[arg(long, default_value = "store")]
+    pub op: String,
+    /// Threads, each on its own slice of the region
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// How long each pass runs
+    #[arg(long, default_value_t = 1.0)]
+    pub seconds: f64,
+    /// Where the region starts in the BAR (a multiple of 4096; K/M/G suffixes)
+    #[arg(long, default_value = "0", value_parser = parse_offset)]
+    pub offset: u64,
+    /// Bytes of the BAR used from --offset (K/M suffixes)
+    #[arg(long, default_value = "64K", value_parser = parse_size)]
+    pub bytes: u64,
+    /// Map resourceN_wc (write-combining; prefetchable BARs)
+    #[arg(long)]
+    pub wc: bool,
+    /// Access a BAR even though a driver owns the function
+    #[arg(long)]
+    pub force: bool,
+    /// host (default) or sim:PRESET / sim:FILE.toml for a prediction
+    #[arg(long, default_value = "host")]
+    pub machine: String,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(ClapArgs)]
+pub struct IrqArgs {
+    /// msi or elbi
+    #[arg(long, default_value = "msi")]
+    pub kind: String,
+    /// A simulated machine: sim:PRESET or sim:FILE.toml
+    #[arg(long)]
+    pub machine: String,
+    /// The endpoint whose link carries the interrupt [default: the first endpoint with a link]
+    #[arg(long)]
+    pub device: Option<Bdf>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(ClapArgs)]
@@ -49,6 +132,15 @@ pub struct P2pArgs {
     pub json: bool,
 }
 
+/// Like `parse_size`, but 0 is a valid offset.
+fn parse_offset(s: &str) -> std::result::Result<u64, String> {
+    if s == "0" {
+        Ok(0)
+    } else {
+        parse_size(s)
+    }
+}
+
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let (digits, shift) = match s.chars().last() {
         Some('K' | 'k') => (&s[..s.len() - 1], 10),
@@ -67,7 +159,76 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
 pub fn run(args: Args) -> Result<()> {
     match args.bench {
         Bench::P2p(p2p) => run_p2p(p2p),
+        Bench::Mmio(args) => run_mmio(args),
+        Bench::Irq(args) => run_irq(args),
     }
+}
+
+fn run_mmio(args: MmioArgs) -> Result<()> {
+    let options = MmioOptions {
+        bdf: args.bdf,
+        bar: args.bar,
+        width: args.width,
+        op: Operation::parse(&args.op)?,
+        threads: args.threads,
+        seconds: args.seconds,
+        offset: args.offset,
+        bytes: args.bytes,
+        write_combining: args.wc,
+        force: args.force,
+        root: std::path::PathBuf::from("/"),
+    };
+    let report = match args.machine.parse::<MachineSelector>()? {
+        MachineSelector::Host { root } => mmio::measure(&MmioOptions { root, ..options })?,
+        selector => {
+            let machine = SimMachine::open(&selector)?;
+            machine.topology.get(args.bdf).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "{}: no such function on {}",
+                    args.bdf, machine.name
+                ))
+            })?;
+            mmio::predict(&options, &machine.platform, &machine.link_params(args.bdf))?
+        }
+    };
+    if args.json {
+        print!("{}", json_text(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(())
+}
+
+fn run_irq(args: IrqArgs) -> Result<()> {
+    let kind = IrqKind::parse(&args.kind)?;
+    let machine = SimMachine::open(&args.machine.parse()?)?;
+    let device = match args.device {
+        Some(bdf) => bdf,
+        None => machine
+            .topology
+            .functions()
+            .iter()
+            .find(|f| f.kind == pcielab::topology::Kind::Endpoint && f.link.is_some())
+            .map(|f| f.bdf)
+            .ok_or_else(|| {
+                Error::bad_input(format!("{}: no endpoint with a link", machine.name))
+            })?,
+    };
+    let prediction = machine
+        .platform
+        .irq_prediction(kind, &machine.link_params(device));
+    if args.json {
+        print!("{}", json_text(&prediction)?);
+    } else {
+        println!(
+            "{:?} on {device}: one interrupt every {:.2} us ({:.0} per second), predicted from [platform.interrupts] ({})",
+            kind,
+            prediction.interval_ns / 1000.0,
+            prediction.per_second,
+            prediction.source
+        );
+    }
+    Ok(())
 }
 
 fn run_p2p(args: P2pArgs) -> Result<()> {

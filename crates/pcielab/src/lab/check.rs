@@ -308,13 +308,19 @@ pub fn read_guest(results: &Path) -> Result<GuestView> {
     })
 }
 
-/// `resource` file text (one `start end flags` line per BAR) → size of BAR `index` in bytes.
-pub fn bar_size(resource: &str, index: usize) -> Option<u64> {
+/// `resource` file text (one `start end flags` line per BAR) → BAR `index`'s start, end and
+/// IORESOURCE flags.
+pub fn bar_resource(resource: &str, index: usize) -> Option<(u64, u64, u64)> {
     let line = resource.lines().nth(index)?;
     let mut parts = line
         .split_whitespace()
         .map(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).ok());
-    let (start, end) = (parts.next()??, parts.next()??);
+    Some((parts.next()??, parts.next()??, parts.next()??))
+}
+
+/// `resource` file text → size of BAR `index` in bytes (`None` when unassigned).
+pub fn bar_size(resource: &str, index: usize) -> Option<u64> {
+    let (start, end, _) = bar_resource(resource, index)?;
     (end > start).then(|| end - start + 1)
 }
 

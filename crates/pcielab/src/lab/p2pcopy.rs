@@ -302,28 +302,34 @@ impl Drop for Device {
     }
 }
 
-/// A page-aligned buffer: p2pmem (shared mmap of `p2pmem/allocate`) or anonymous host memory.
-struct Mapping {
+/// A page-aligned buffer: a shared mapping of a file (p2pmem's `allocate`, a BAR's
+/// `resourceN`) or anonymous host memory.
+pub(crate) struct Mapping {
     ptr: *mut libc::c_void,
     len: usize,
 }
 
 impl Mapping {
     fn p2pmem(allocate: &Path, len: u64) -> Result<Mapping> {
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(allocate)
-            .map_err(|e| {
-                Error::runtime(format!(
-                    "{}: {e} (the device has no published p2pmem: no CMB/BAR registered, or \
-                     a kernel without CONFIG_PCI_P2PDMA)",
-                    allocate.display()
-                ))
-            })?;
+        Mapping::shared(allocate, 0, len).map_err(|e| {
+            Error::runtime(format!(
+                "{}: {e} (the device has no published p2pmem: no CMB/BAR registered, or \
+                 a kernel without CONFIG_PCI_P2PDMA)",
+                allocate.display()
+            ))
+        })
+    }
+
+    /// `len` bytes of `path` from `offset` (page-aligned) mapped shared, readable and writable.
+    pub(crate) fn shared(path: &Path, offset: u64, len: u64) -> std::io::Result<Mapping> {
+        let file = fs::OpenOptions::new().read(true).write(true).open(path)?;
         use std::os::fd::AsRawFd;
-        Mapping::map(file.as_raw_fd(), len, libc::MAP_SHARED)
-            .map_err(|e| Error::runtime(format!("mmap {} ({len} bytes): {e}", allocate.display())))
+        Mapping::map_at(file.as_raw_fd(), offset, len, libc::MAP_SHARED)
+    }
+
+    /// The first byte of the mapping.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr as *mut u8
     }
 
     fn anonymous(len: u64) -> Result<Mapping> {
@@ -332,7 +338,13 @@ impl Mapping {
     }
 
     fn map(fd: i32, len: u64, flags: i32) -> std::io::Result<Mapping> {
+        Mapping::map_at(fd, 0, len, flags)
+    }
+
+    fn map_at(fd: i32, offset: u64, len: u64, flags: i32) -> std::io::Result<Mapping> {
         let len = len as usize;
+        let offset = libc::off_t::try_from(offset)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
         // SAFETY: a fresh mapping; the kernel picks the address. A p2pmem mapping stays valid
         // after its file is closed.
         let ptr = unsafe {
@@ -342,7 +354,7 @@ impl Mapping {
                 libc::PROT_READ | libc::PROT_WRITE,
                 flags,
                 fd,
-                0,
+                offset,
             )
         };
         if ptr == libc::MAP_FAILED {

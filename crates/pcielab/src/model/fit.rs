@@ -134,9 +134,9 @@ fn candidates(rows: &[Measurement]) -> Vec<P> {
             Workload::Mmio {
                 op: MmioOp::Store, ..
             } => &[P::MmioStoreIssueNs],
-            Workload::Mmio { op: MmioOp::Load, .. } => {
-                &[P::MmioLoadLatencyNs, P::MmioLoadsOutstanding]
-            }
+            Workload::Mmio {
+                op: MmioOp::Load, ..
+            } => &[P::MmioLoadLatencyNs, P::MmioLoadsOutstanding],
             Workload::Queued {
                 device: DmaDirection::Write,
                 ..
@@ -213,9 +213,9 @@ fn start_value(p: P, rows: &[Measurement]) -> f64 {
     let queued_ns = |want: DmaDirection| {
         rows.iter()
             .filter_map(|m| match m.workload {
-                Workload::Queued { device, bs, jobs, .. } if device == want => {
-                    Some(bs as f64 * f64::from(jobs) / m.mbps * 1000.0)
-                }
+                Workload::Queued {
+                    device, bs, jobs, ..
+                } if device == want => Some(bs as f64 * f64::from(jobs) / m.mbps * 1000.0),
                 _ => None,
             })
             .fold(f64::INFINITY, f64::min)
@@ -533,7 +533,8 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
         .min_by(|(a, _), (b, _)| {
             let da = a.iter().zip(&defaults).filter(|(x, d)| x != d).count();
             let db = b.iter().zip(&defaults).filter(|(x, d)| x != d).count();
-            da.cmp(&db).then(a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
+            da.cmp(&db)
+                .then(a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
         })
         .expect("at least one combination");
     let (combo, (model, cost, dropped, kept, columns)) = chosen.clone();
@@ -647,7 +648,10 @@ impl FitReport {
             "fitted on {}: {} rows, rms residual {:.2} %\n\n",
             self.fitted_on, self.rows_used, self.rms_residual_percent
         );
-        text.push_str(&format!("{:<40} {:>14} {:>12}  {}\n", "parameter", "value", "±1σ", "status"));
+        text.push_str(&format!(
+            "{:<40} {:>14} {:>12}  {}\n",
+            "parameter", "value", "±1σ", "status"
+        ));
         for p in &self.params {
             let value = p.value.map_or("unbounded".to_string(), |v| format!("{v}"));
             let sigma = p.uncertainty.map_or("-".to_string(), |u| format!("{u}"));

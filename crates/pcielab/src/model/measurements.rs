@@ -101,9 +101,14 @@ pub fn parse_measurements(file: &str, text: &str) -> Result<Vec<Measurement>> {
 
 /// The CSV layout: a header naming the columns (any order), one measurement per line.
 pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let Some((_, header)) = lines.next() else {
-        return Err(Error::bad_input(format!("{file}: empty: expected a header line")));
+        return Err(Error::bad_input(format!(
+            "{file}: empty: expected a header line"
+        )));
     };
     let columns: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
     let find = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
@@ -127,9 +132,13 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
         let n = index + 1;
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
         let cell = |col: usize, name: &str| {
-            cells.get(col).copied().filter(|c| !c.is_empty()).ok_or_else(|| {
-                Error::bad_input(format!("{file}:{n}: column '{name}' is empty or missing"))
-            })
+            cells
+                .get(col)
+                .copied()
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| {
+                    Error::bad_input(format!("{file}:{n}: column '{name}' is empty or missing"))
+                })
         };
         let number = |col: usize, name: &str| -> Result<f64> {
             let text = cell(col, name)?;
@@ -154,7 +163,8 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
                 "{file}:{n}: column 'MBps': {mbps} must be positive"
             )));
         }
-        let latency_ns = match latency_col.filter(|&c| cells.get(c).is_some_and(|v| !v.is_empty())) {
+        let latency_ns = match latency_col.filter(|&c| cells.get(c).is_some_and(|v| !v.is_empty()))
+        {
             Some(c) => {
                 let v = number(c, "latency_ns")?;
                 if v <= 0.0 {
@@ -238,7 +248,12 @@ fn table_size(cell: &str) -> Option<u64> {
         'G' => (&digits[..digits.len() - 1], 1 << 30),
         _ => (digits, 1),
     };
-    number.trim().parse::<u64>().ok().filter(|&n| n > 0).map(|n| n * unit)
+    number
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|&n| n > 0)
+        .map(|n| n * unit)
 }
 
 /// A dmatest rate cell: `12.2MB/s` (any case) or a bare number.
@@ -356,7 +371,9 @@ pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
                 .or_else(|| out.global.get(key))
                 .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
         };
-        let bs_text = option("bs").or_else(|| option("blocksize")).unwrap_or("4k".into());
+        let bs_text = option("bs")
+            .or_else(|| option("blocksize"))
+            .unwrap_or("4k".into());
         let bs = crate::sim::fio::parse_size(&bs_text).ok_or_else(|| {
             Error::bad_input(format!(
                 "{file}: job '{}': bs '{bs_text}' is not a size",
@@ -422,11 +439,26 @@ mod tests {
     #[test]
     fn bad_csvs_name_line_and_column() {
         let cases = [
-            ("size_bytes,MBps\n64,1\n", "m.csv:1: missing column 'direction'"),
-            ("size_bytes,direction,MBps\n64,write,fast\n", "m.csv:2: column 'MBps': 'fast' is not a number"),
-            ("size_bytes,direction,MBps\n-64,write,1\n", "m.csv:2: column 'size_bytes': -64 is not a positive"),
-            ("size_bytes,direction,MBps\n64,write,1\n64,sideways,1\n", "m.csv:3: column 'direction': 'sideways' is not known"),
-            ("size_bytes,direction,MBps\n64,write\n", "m.csv:2: column 'MBps' is empty or missing"),
+            (
+                "size_bytes,MBps\n64,1\n",
+                "m.csv:1: missing column 'direction'",
+            ),
+            (
+                "size_bytes,direction,MBps\n64,write,fast\n",
+                "m.csv:2: column 'MBps': 'fast' is not a number",
+            ),
+            (
+                "size_bytes,direction,MBps\n-64,write,1\n",
+                "m.csv:2: column 'size_bytes': -64 is not a positive",
+            ),
+            (
+                "size_bytes,direction,MBps\n64,write,1\n64,sideways,1\n",
+                "m.csv:3: column 'direction': 'sideways' is not known",
+            ),
+            (
+                "size_bytes,direction,MBps\n64,write\n",
+                "m.csv:2: column 'MBps' is empty or missing",
+            ),
         ];
         for (text, want) in cases {
             let e = parse_measurements("m.csv", text).unwrap_err();
@@ -451,7 +483,11 @@ mod tests {
         assert_eq!(rows[4].mbps, 1418.2);
         assert_eq!(rows[11].mbps, 1080.2);
         let e = parse_measurements("t.txt", "DMA\t64B\t4K\n写\t1MB/s\n").unwrap_err();
-        assert!(e.message().contains("t.txt:2: 1 cells for 2 sizes"), "{}", e.message());
+        assert!(
+            e.message().contains("t.txt:2: 1 cells for 2 sizes"),
+            "{}",
+            e.message()
+        );
     }
 
     #[test]

@@ -87,6 +87,10 @@ mod tests {
         assert!((c.capable_mbps - 1000.0).abs() < 1e-9);
         // No MPS programmed: the spec's reset value, 128 B, with 12 B header and 8 B framing.
         let achievable = 1000.0 * 128.0 / 148.0 * 1538.0 / 1542.0;
-        assert!((c.achievable_mbps - achievable).abs() < 1e-6, "{}", c.achievable_mbps);
+        assert!(
+            (c.achievable_mbps - achievable).abs() < 1e-6,
+            "{}",
+            c.achievable_mbps
+        );
     }
 }

@@ -280,7 +280,8 @@ pub enum MmioOp {
 }
 
 /// Which interrupt mechanism.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum IrqKind {
     /// The endpoint writes the host's MSI address; the host CPU takes the interrupt.
     Msi,
@@ -346,7 +347,9 @@ impl PlatformModel {
                     Error::bad_input(format!("{file}: [platform] fitted must be a list of keys"))
                 })?;
                 for entry in keys {
-                    let key = entry.as_str().filter(|k| PARAMS.iter().any(|p| p.key == *k));
+                    let key = entry
+                        .as_str()
+                        .filter(|k| PARAMS.iter().any(|p| p.key == *k));
                     let key = key.ok_or_else(|| {
                         Error::bad_input(format!(
                             "{file}: [platform] fitted lists {entry}, which is not a parameter key"
@@ -365,7 +368,9 @@ impl PlatformModel {
                     .to_string();
                 continue;
             }
-            let Some(keys) = value.as_table().filter(|_| sections.contains(&section.as_str()))
+            let Some(keys) = value
+                .as_table()
+                .filter(|_| sections.contains(&section.as_str()))
             else {
                 return Err(Error::bad_input(format!(
                     "{file}: [platform] has no section '{section}': valid are fitted_on, fitted and {}",
@@ -434,7 +439,10 @@ impl PlatformModel {
             } else {
                 format!("{}", crate::report::round_to(value, 4))
             };
-            text.push_str(&format!("{key} = {shown}  # {}: {}\n", spec.unit, spec.meaning));
+            text.push_str(&format!(
+                "{key} = {shown}  # {}: {}\n",
+                spec.unit, spec.meaning
+            ));
         }
         text
     }
@@ -464,7 +472,8 @@ impl PlatformModel {
         let stream_ns = read(size, link)
             .link_time_ns(link, Overheads::Full)
             .max(ns_at(size as f64, self.get(P::CompletionMbps)));
-        let stream_bound = stream_ns + first_rtt - read(first, link).link_time_ns(link, Overheads::Full);
+        let stream_bound =
+            stream_ns + first_rtt - read(first, link).link_time_ns(link, Overheads::Full);
         latency_bound.max(stream_bound)
     }
 
@@ -584,17 +593,131 @@ impl PlatformModel {
     }
 }
 
+impl IrqKind {
+    pub fn parse(name: &str) -> Result<IrqKind> {
+        match name {
+            "msi" => Ok(IrqKind::Msi),
+            "elbi" => Ok(IrqKind::Elbi),
+            _ => Err(Error::bad_input(format!(
+                "--kind {name}: expected msi or elbi"
+            ))),
+        }
+    }
+}
+
+/// Back-to-back interrupt delivery as the seed's §6/§7 tests report it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IrqPrediction {
+    pub kind: IrqKind,
+    /// Time between interrupts when raised back to back (the seed prints it in µs).
+    pub interval_ns: f64,
+    pub per_second: f64,
+    /// Where the CPU-side parameter comes from: a fit, or its default's source.
+    pub source: String,
+}
+
+impl PlatformModel {
+    /// [`PlatformModel::irq_interval_ns`] as a report.
+    pub fn irq_prediction(&self, kind: IrqKind, link: &LinkParams) -> IrqPrediction {
+        let interval_ns = self.irq_interval_ns(kind, link);
+        let cpu = match kind {
+            IrqKind::Msi => P::MsiCpuNs,
+            IrqKind::Elbi => P::ElbiCpuNs,
+        };
+        IrqPrediction {
+            kind,
+            interval_ns: crate::report::round_to(interval_ns, 1),
+            per_second: crate::report::round_to(1e9 / interval_ns, 0),
+            source: if self.is_fitted(cpu) {
+                format!("fitted on {}", self.fitted_on)
+            } else {
+                format!("default: {}", PARAMS[cpu as usize].source)
+            },
+        }
+    }
+}
+
 /// Reads `[platform]` from a TOML file's text: a whole spec or a fragment with only that table.
 /// A file without `[platform]` is bad input (it would silently predict with defaults).
 pub fn parse_platform(file: &str, text: &str) -> Result<PlatformModel> {
     let table: toml::Table = toml::from_str(text).map_err(|e| {
-        Error::bad_input(format!("{file}: not valid TOML: {}", e.message().trim_end()))
-    })?;
-    let platform = table.get("platform").and_then(|v| v.as_table()).ok_or_else(|| {
         Error::bad_input(format!(
-            "{file}: no [platform] table: write one with `pcielab fit … --out {file}` \
-             (keys in docs/calibration.md)"
+            "{file}: not valid TOML: {}",
+            e.message().trim_end()
         ))
     })?;
+    let platform = table
+        .get("platform")
+        .and_then(|v| v.as_table())
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "{file}: no [platform] table: write one with `pcielab fit … --out {file}` \
+             (keys in docs/calibration.md)"
+            ))
+        })?;
     PlatformModel::from_table(file, platform)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::Generation;
+
+    #[test]
+    fn toml_round_trips_and_bad_values_name_the_key() {
+        let mut m = PlatformModel::default();
+        m.set(P::DmaSetupNs, 4374.5);
+        m.set(P::DmaMaxReadRequests, 2.0);
+        m.fitted = vec!["dma.setup_ns".into()];
+        m.fitted_on = "a table".into();
+        let back = parse_platform("p.toml", &m.to_toml()).unwrap();
+        assert_eq!(back, m);
+        assert!(back.is_fitted(P::DmaSetupNs));
+        let e = parse_platform("p.toml", "[platform.dma]\nsetup_ns = -1\n").unwrap_err();
+        assert!(
+            e.message()
+                .contains("p.toml: [platform] dma.setup_ns = -1 is out of range"),
+            "{e}"
+        );
+        let e = parse_platform("p.toml", "[platform.dma]\nsetup = 1\n").unwrap_err();
+        assert!(
+            e.message().contains("has no key 'setup'") && e.message().contains("setup_ns"),
+            "{e}"
+        );
+        let e = parse_platform("p.toml", "[platform.dma]\nmax_read_requests = 2.5\n").unwrap_err();
+        assert!(e.message().contains("a whole number"), "{e}");
+        assert!(parse_platform("p.toml", "[sim]\n")
+            .unwrap_err()
+            .message()
+            .contains("no [platform]"));
+    }
+
+    #[test]
+    fn mmio_stores_pay_an_issue_interval_and_loads_a_round_trip() {
+        let m = PlatformModel::default();
+        let link = LinkParams::new(Generation::Gen3, 4);
+        // 4 B per 75 ns issue interval; 16 B per interval: width scales stores.
+        let s4 = m.mmio_mbps(MmioOp::Store, 4, false, &link);
+        assert!((s4 - 4.0 / 75.0 * 1000.0).abs() < 1e-9, "{s4}");
+        assert!((m.mmio_mbps(MmioOp::Store, 16, false, &link) / s4 - 4.0).abs() < 1e-9);
+        // Write-combining merges 4-byte stores into 64-byte writes.
+        assert!((m.mmio_mbps(MmioOp::Store, 4, true, &link) / s4 - 16.0).abs() < 1e-9);
+        // Loads: one in flight, latency plus the request's and completion's link time.
+        let l4 = m.mmio_mbps(MmioOp::Load, 4, false, &link);
+        assert!(
+            l4 < 4.0 / 950.0 * 1000.0 && l4 > 4.0 / 1000.0 * 1000.0,
+            "{l4}"
+        );
+    }
+
+    #[test]
+    fn interrupts_follow_the_slower_of_trigger_and_handler() {
+        let m = PlatformModel::default();
+        let link = LinkParams::new(Generation::Gen3, 4);
+        // ELBI: the endpoint's 6 µs handler, not the 2 µs register write, sets the pace (§6.3).
+        assert_eq!(m.irq_interval_ns(IrqKind::Elbi, &link), 6000.0);
+        // MSI: the 2 µs CPU cost plus a 4-byte posted write's few nanoseconds on the link.
+        let msi = m.irq_interval_ns(IrqKind::Msi, &link);
+        assert!(msi > 2000.0 && msi < 2010.0, "{msi}");
+    }
 }

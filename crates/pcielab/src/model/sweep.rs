@@ -28,10 +28,16 @@ pub struct SizePoint {
     pub read_request_tlps: u64,
     pub completion_tlps: u64,
     /// Platform prediction of one-at-a-time device DMA writes (`--platform` only).
-    #[serde(rename = "predicted_write_MBps", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "predicted_write_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub predicted_write_mbps: Option<f64>,
     /// Platform prediction of one-at-a-time device DMA reads (`--platform` only).
-    #[serde(rename = "predicted_read_MBps", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "predicted_read_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub predicted_read_mbps: Option<f64>,
     /// Issue-to-last-completion time of one read of this size, where the platform's read
     /// latency was fitted.
@@ -180,8 +186,8 @@ impl SizeSweep {
                 model.dma_mbps(DmaDirection::Read, p.size, link),
                 MBPS_DECIMALS,
             ));
-            p.predicted_read_latency_ns = latency_fitted
-                .then(|| round_to(model.read_latency_ns(p.size, link), 1));
+            p.predicted_read_latency_ns =
+                latency_fitted.then(|| round_to(model.read_latency_ns(p.size, link), 1));
         }
         self.platform_fitted_on = Some(model.fitted_on.clone());
     }
@@ -251,7 +257,11 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 5);
         assert!(lines[0].contains(": line rate 3938.46 MB/s per direction after encoding"));
-        assert!(lines[0].ends_with("link-achievable payload 3643.35 MB/s"), "{}", lines[0]);
+        assert!(
+            lines[0].ends_with("link-achievable payload 3643.35 MB/s"),
+            "{}",
+            lines[0]
+        );
         assert!(
             lines[1].ends_with("; ideal: no DLLPs or SKP"),
             "{}",
@@ -261,7 +271,10 @@ mod tests {
         let p = &s.points[1];
         assert_eq!(row[0], "4096");
         assert_eq!(row[1], format!("{:.2}", p.write_mbps));
-        assert_eq!(row[2], format!("{:.1}", p.write_mbps / s.achievable_mbps * 100.0));
+        assert_eq!(
+            row[2],
+            format!("{:.1}", p.write_mbps / s.achievable_mbps * 100.0)
+        );
         assert_eq!(row[5], p.write_tlps.to_string());
         assert_eq!(lines[3].len(), lines[4].len(), "rows are aligned");
     }

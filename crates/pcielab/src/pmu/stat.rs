@@ -30,8 +30,11 @@ pub struct EventReport {
     pub window_s: f64,
     #[serde(rename = "bandwidth_MBps", skip_serializing_if = "Option::is_none")]
     pub bandwidth_mbps: Option<f64>,
-    /// The root port link's usable MB/s per direction after line encoding.
-    #[serde(rename = "link_achievable_MBps", skip_serializing_if = "Option::is_none")]
+    /// The root port link's link-achievable payload MB/s per direction (`model::transfer::achievable_mbps`).
+    #[serde(
+        rename = "link_achievable_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub link_ceiling_mbps: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_percent: Option<f64>,

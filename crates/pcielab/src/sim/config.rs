@@ -197,7 +197,10 @@ impl SimConfig {
         };
         let t = Table::new("[sim]", map);
         t.no_moved_keys(&[
-            ("rc_read_latency_ns", "[platform.root_complex] read_latency_ns"),
+            (
+                "rc_read_latency_ns",
+                "[platform.root_complex] read_latency_ns",
+            ),
             ("cpu_io_ns", "[platform.cpu] read_io_ns and write_io_ns"),
         ])?;
         t.only(SIM_KEYS)?;

@@ -154,7 +154,10 @@ impl Device {
             Some("dma") => {
                 t.no_moved_keys(&[
                     ("setup_ns", "[platform.dma] setup_ns"),
-                    ("engine_mbps", "[platform.root_complex] posted_write_MBps and completion_MBps"),
+                    (
+                        "engine_mbps",
+                        "[platform.root_complex] posted_write_MBps and completion_MBps",
+                    ),
                     ("max_read_requests", "[platform.dma] max_read_requests"),
                 ])?;
                 t.no_near_misses(DMA_KEYS)?;
@@ -455,7 +458,10 @@ mod tests {
             0x010601,
             crate::topology::Kind::Endpoint,
         );
-        assert_eq!(Device::from_function(&f, &PlatformModel::default()).unwrap(), None);
+        assert_eq!(
+            Device::from_function(&f, &PlatformModel::default()).unwrap(),
+            None
+        );
         let params: BTreeMap<String, toml::Value> =
             toml::from_str("model = \"ahci\"\nprogram_mbps = 230\nserial = \"x\"\n").unwrap();
         f.params = params;
@@ -474,6 +480,9 @@ mod tests {
         let e = Device::from_function(&f, &PlatformModel::default()).unwrap_err();
         assert!(e.message().contains("[platform.dma] setup_ns"), "{e}");
         f.params = toml::from_str("model = \"pcie-root-port\"\nchassis = 1\n").unwrap();
-        assert_eq!(Device::from_function(&f, &PlatformModel::default()).unwrap(), None);
+        assert_eq!(
+            Device::from_function(&f, &PlatformModel::default()).unwrap(),
+            None
+        );
     }
 }

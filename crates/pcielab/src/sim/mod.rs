@@ -502,9 +502,7 @@ impl<'m> RunBuilder<'m> {
         let rtt = self.machine.read_rtt_ns(bdf);
         let mut cap = in_device / (latency + service + rtt);
         let platform = &self.machine.platform;
-        let cpu_ns = mixed(&|r| {
-            platform.get(if r { P::CpuReadIoNs } else { P::CpuWriteIoNs })
-        });
+        let cpu_ns = mixed(&|r| platform.get(if r { P::CpuReadIoNs } else { P::CpuWriteIoNs }));
         if cpu_ns > 0.0 {
             // Each clone's thread submits and reaps its own I/Os.
             cap = cap.min(f64::from(job.numjobs) / cpu_ns);
