@@ -170,7 +170,7 @@ impl HostListing {
                 "mux_interval_ms": p.mux_interval_ms,
                 "root_ports": placement.as_ref().map(|pl| pl.root_ports.iter().map(|b| b.to_string()).collect::<Vec<_>>()),
                 "lanes": placement.as_ref().and_then(|pl| pl.lanes),
-                "link_ceiling_MBps": placement.as_ref().and_then(|pl| pl.ceiling_mbps),
+                "link_achievable_MBps": placement.as_ref().and_then(|pl| pl.ceiling_mbps),
                 "formats": p.formats.iter().map(|f| (f.name.clone(), Value::from(format_text(f)))).collect::<serde_json::Map<_, _>>(),
                 "events": p.events.iter().map(|e| json!({
                     "name": e.name,
