@@ -43,40 +43,13 @@ pub struct PlannedOp {
     pub shell: String,
 }
 
-fn yaml_to_json(v: serde_yaml::Value) -> Value {
-    match v {
-        serde_yaml::Value::Null => Value::Null,
-        serde_yaml::Value::Bool(b) => Value::Bool(b),
-        serde_yaml::Value::Number(n) => serde_json::to_value(n).unwrap_or(Value::Null),
-        serde_yaml::Value::String(s) => Value::String(s),
-        serde_yaml::Value::Sequence(s) => Value::Array(s.into_iter().map(yaml_to_json).collect()),
-        serde_yaml::Value::Mapping(m) => Value::Object(
-            m.into_iter()
-                .map(|(k, v)| {
-                    let key = match k {
-                        serde_yaml::Value::String(s) => s,
-                        other => serde_yaml::to_string(&other)
-                            .unwrap_or_default()
-                            .trim()
-                            .to_string(),
-                    };
-                    (key, yaml_to_json(v))
-                })
-                .collect(),
-        ),
-        serde_yaml::Value::Tagged(t) => yaml_to_json(t.value),
-    }
-}
-
 /// Parse a desired-state file's text (`.toml`, else YAML) against the machine's `info`.
 pub fn parse_desired(text: &str, origin: &str, info: &Info) -> Result<Vec<DesiredGroup>> {
     let root: Value = if origin.ends_with(".toml") {
         toml::from_str(text)
             .map_err(|e| Error::bad_input(format!("{origin}: {}", e.to_string().trim())))?
     } else {
-        let y: serde_yaml::Value =
-            serde_yaml::from_str(text).map_err(|e| Error::bad_input(format!("{origin}: {e}")))?;
-        yaml_to_json(y)
+        crate::input::yaml::parse(text, origin)?
     };
     let bad = |field: &str, msg: String| Error::bad_input(format!("{origin}: {field}: {msg}"));
     let groups = root

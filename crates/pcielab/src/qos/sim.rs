@@ -48,6 +48,23 @@ pub struct SimState {
 }
 
 impl SimState {
+    /// Read a state file's text (`origin` names it) for `preset`, checked before use.
+    pub fn parse(text: &str, origin: &str, preset: &Preset) -> Result<SimState> {
+        let saved: SimState = serde_json::from_str(text).map_err(|e| {
+            Error::bad_input(format!("{origin}: not a pcielab sim state file: {e}"))
+        })?;
+        if saved.machine != preset.name {
+            return Err(Error::bad_input(format!(
+                "{origin}: state of sim:{}, not of sim:{}",
+                saved.machine, preset.name
+            )));
+        }
+        saved
+            .check(preset)
+            .map_err(|why| Error::bad_input(format!("state file {origin}: {why}")))?;
+        Ok(saved)
+    }
+
     /// A state file is input: check that it describes a machine the preset could be in (its
     /// `info/` is the preset's, the root group comes first, names, ids, pids, CPUs and schemata
     /// are ones the kernel model could have produced) before anything indexes into it.
@@ -153,24 +170,7 @@ impl SimMachine {
         let mut sim = match state.filter(|p| p.exists()) {
             Some(path) => {
                 let text = crate::input::read_input_file(path, "state file")?;
-                let saved: SimState = serde_json::from_str(&text).map_err(|e| {
-                    Error::bad_input(format!(
-                        "{}: not a pcielab sim state file: {e}",
-                        path.display()
-                    ))
-                })?;
-                if saved.machine == preset.name {
-                    saved.check(preset).map_err(|why| {
-                        Error::bad_input(format!("state file {}: {why}", path.display()))
-                    })?;
-                }
-                if saved.machine != preset.name {
-                    return Err(Error::bad_input(format!(
-                        "{}: state of sim:{}, not of {machine}",
-                        path.display(),
-                        saved.machine
-                    )));
-                }
+                let saved = SimState::parse(&text, &path.display().to_string(), preset)?;
                 let mut sim = SimMachine::boot(preset, cdp);
                 sim.state = saved;
                 sim

@@ -2,7 +2,7 @@
 //! range that the message states, durations that must be finite and capped, file reads capped at
 //! what the format needs (a missing or unreadable input file is bad input, exit 2), path parts
 //! that must be one plain component, and writes that stay under the directory the user named
-//! without following symlinks planted inside it.
+//! without following symlinks planted inside it, and YAML with bounded depth ([`yaml`]).
 
 use std::fmt::Display;
 use std::fs::File;
@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
+
+pub mod yaml;
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
 pub const MAX_INPUT_FILE: u64 = 4 << 20;

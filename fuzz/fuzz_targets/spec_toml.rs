@@ -1,0 +1,5 @@
+//! cargo-fuzz target `spec_toml`: the body is `pcielab_fuzz::spec_toml` (fuzz/src/targets.rs).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| pcielab_fuzz::spec_toml(data));

@@ -1,0 +1,202 @@
+//! The body of every fuzz target: one function per parser that takes the fuzzer's bytes, parses
+//! them as a user's file or argument would be, and drives what the command does next with the
+//! result (render, plan, check). Shared by the cargo-fuzz targets (`fuzz_targets/*.rs`) and by
+//! the stable regression test that replays every input that ever crashed
+//! (`crates/pcielab/tests/fuzz_regressions.rs`), so both run exactly the same code.
+
+use pcielab::machine::MachineSelector;
+use pcielab::pcie::config::decode;
+use pcielab::qos::apply::{check, parse_desired, plan};
+use pcielab::qos::backend::QosBackend;
+use pcielab::qos::cpuset::CpuSet;
+use pcielab::qos::host::HostResctrl;
+use pcielab::qos::info::KernelRules;
+use pcielab::qos::presets::{MPAM_SEED, RDT_XEON8163};
+use pcielab::qos::resctrl::{GroupRef, Resctrl};
+use pcielab::qos::scenario::Scenario;
+use pcielab::qos::schemata::{parse_write, Schemata};
+use pcielab::qos::sim::{SimMachine, SimState};
+use pcielab::qos::view;
+use pcielab::qos::workload;
+use pcielab::sim::fio::{parse_command_line, parse_job_file};
+use pcielab::topology::render::{to_dot, to_json, to_tree};
+use pcielab::topology::spec::parse_spec;
+
+/// Every target by name, as the regression test finds them under `fuzz/regressions/<name>/`.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("spec_toml", spec_toml),
+    ("config_space", config_space),
+    ("event_list", event_list),
+    ("fio_cmdline", fio_cmdline),
+    ("fio_jobfile", fio_jobfile),
+    ("schemata", schemata),
+    ("resctrl_tree", resctrl_tree),
+    ("qos_plan_yaml", qos_plan_yaml),
+    ("qos_plan_toml", qos_plan_toml),
+    ("scenario", scenario),
+    ("state_file", state_file),
+    ("qos_workload", qos_workload),
+];
+
+fn text(data: &[u8]) -> Option<&str> {
+    std::str::from_utf8(data).ok()
+}
+
+/// A spec TOML (what `topo`, `stat` and `lab` read): parse, render every way, plan the QEMU
+/// machine, compute path ceilings and P2P verdicts.
+pub fn spec_toml(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let Ok(platform) = parse_spec("fuzz.toml", text) else {
+        return;
+    };
+    let _ = to_tree(&platform);
+    let _ = to_dot(&platform);
+    let _ = to_json(&platform);
+    let _ = pcielab::topology::check::warnings(&platform.topology);
+    let _ = pcielab::lab::argv::plan(&platform.topology, &Default::default());
+    let _ = pcielab::model::p2p::matrix(&platform.topology, pcielab::model::p2p::Cpu::Other);
+    for f in platform.topology.functions() {
+        let _ = pcielab::model::path::path_ceiling(&platform.topology, f.bdf);
+    }
+}
+
+/// A function's `config` file as sysfs gives it (any length).
+pub fn config_space(data: &[u8]) {
+    let _ = decode(data);
+}
+
+/// A perf event list (`-e`), resolved against a simulated machine's PMUs.
+pub fn event_list(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let Ok(groups) = pcielab::pmu::parse_event_list(text) else {
+        return;
+    };
+    let selector: MachineSelector = "sim:yitian710".parse().expect("preset");
+    let Ok(pmus) = pcielab::pmu::list::machine_pmus(&selector) else {
+        return;
+    };
+    for spec in groups.iter().flatten() {
+        let _ = pcielab::pmu::resolve(&pmus, spec);
+    }
+}
+
+/// An fio command line, one argument per line.
+pub fn fio_cmdline(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let args: Vec<&str> = text.split('\n').collect();
+    let _ = parse_command_line(&args, |_| {
+        Err(pcielab::Error::bad_input("no job files while fuzzing"))
+    });
+}
+
+/// An fio job file.
+pub fn fio_jobfile(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let _ = parse_job_file(text, "fuzz.fio");
+}
+
+/// A schemata write (and the same text as a kernel's read), on both simulated machines.
+pub fn schemata(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    for preset in [&MPAM_SEED, &RDT_XEON8163] {
+        for cdp in [false, true] {
+            let info = preset.info(cdp);
+            let _ = parse_write(text, &info, &|_, _, _| None);
+            let mut rs = Resctrl::mount(info, CpuSet::range(0, 3), [1].into());
+            let _ = rs.mkdir(&GroupRef::ctrl("p1"));
+            let _ = rs.write_schemata(&GroupRef::ctrl("p1"), text);
+            let _ = rs.write_tasks(&GroupRef::ctrl("p1"), text);
+            let _ = rs.write_mode(&GroupRef::ctrl("p1"), text);
+        }
+    }
+    let _ = Schemata::parse_read(text);
+    let _ = CpuSet::parse_list(text);
+    let _ = CpuSet::parse_mask(text);
+    let _ = GroupRef::parse(text);
+    let _ = KernelRules::for_release(text);
+}
+
+/// A resctrl mount as files: the input's NUL-separated fields fill `info/` files, schemata,
+/// tasks, CPUs and a monitor file, then the host backend reads it and its monitors.
+pub fn resctrl_tree(data: &[u8]) {
+    const FILES: [&str; 12] = [
+        "info/L3/num_closids",
+        "info/L3/cbm_mask",
+        "info/L3/min_cbm_bits",
+        "info/L3/sparse_masks",
+        "info/MB/num_closids",
+        "info/MB/min_bandwidth",
+        "info/MB/bandwidth_gran",
+        "info/L3_MON/num_rmids",
+        "schemata",
+        "tasks",
+        "cpus_list",
+        "mon_data/mon_L3_00",
+    ];
+    let Ok(dir) = tempfile::tempdir() else { return };
+    for (path, field) in FILES.iter().zip(data.split(|b| *b == 0)) {
+        let path = dir.path().join(path);
+        let _ = std::fs::create_dir_all(path.parent().expect("under the tree"));
+        let _ = std::fs::write(path, field);
+    }
+    let mut host = HostResctrl::new(dir.path().to_path_buf()).with_proc(dir.path().join("proc"));
+    if let Ok(rs) = host.read() {
+        let _ = view::show("fuzz", &rs).text();
+    }
+    let _ = host.mon_data();
+}
+
+fn plan_on(text: &str, origin: &str) {
+    for preset in [&MPAM_SEED, &RDT_XEON8163] {
+        let mut machine = SimMachine::boot(preset, false);
+        let Ok(current) = machine.read() else { return };
+        if let Ok(desired) = parse_desired(text, origin, &current.info) {
+            let ops = plan(&current, &desired);
+            let _ = check(&current, &ops);
+        }
+    }
+}
+
+/// A `qos apply` desired-state file in YAML.
+pub fn qos_plan_yaml(data: &[u8]) {
+    if let Some(text) = text(data) {
+        plan_on(text, "plan.yaml");
+    }
+}
+
+/// A `qos apply` desired-state file in TOML.
+pub fn qos_plan_toml(data: &[u8]) {
+    if let Some(text) = text(data) {
+        plan_on(text, "plan.toml");
+    }
+}
+
+/// A `sim run` scenario file (parsed and checked, not run).
+pub fn scenario(data: &[u8]) {
+    if let Some(text) = text(data) {
+        let _ = Scenario::parse(text, "fuzz.toml");
+    }
+}
+
+/// A simulated machine's `--state` file, then what `qos show` and `qos monitor` do with it.
+pub fn state_file(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    for preset in [&MPAM_SEED, &RDT_XEON8163] {
+        if let Ok(state) = SimState::parse(text, "fuzz.json", preset) {
+            let mut machine = SimMachine::boot(preset, false);
+            machine.state = state;
+            if let Ok(rs) = machine.read() {
+                let _ = view::show("fuzz", &rs).text();
+            }
+            let _ = machine.mon_data();
+            let _ = machine.spawn("bw_mem 1M rd");
+        }
+    }
+}
+
+/// A simulated program's command line (`sim spawn`, scenario jobs).
+pub fn qos_workload(data: &[u8]) {
+    if let Some(text) = text(data) {
+        let _ = workload::parse(text, &MPAM_SEED);
+    }
+}
