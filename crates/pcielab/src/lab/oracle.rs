@@ -270,6 +270,8 @@ mod tests {
             run_dir: None,
             kernel: "/tmp/bzImage".into(),
             script_status: 0,
+            oom_kill: None,
+            memory_mib: 1024,
             boot_s: 3.0,
             boot_to_result_s: 41.06,
             total_s: 50.0,
