@@ -1,10 +1,13 @@
 //! `pcielab stat`: perf-stat-compatible counting of PCIe PMU events while a workload runs. On
 //! `sim:` machines the workload is simulated (`fio …`, `dmatest …`, `nettest …`, `sleep S`); on
-//! a live host it would be a real command counted through perf_event_open, not wired yet.
+//! the live host (`--machine host`) it is a real command counted through perf_event_open.
 
 use super::number_in;
 use clap::Args as ClapArgs;
+use std::path::Path;
+
 use pcielab::machine::MachineSelector;
+use pcielab::pmu::host::{self, HostStatRequest};
 use pcielab::pmu::parse_event_list;
 use pcielab::report::json_text;
 use pcielab::sim::stat::{self, StatRequest};
@@ -12,6 +15,9 @@ use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
 #[command(after_help = "Examples:
+  pcielab stat -a -e dwc_rootport_10/rx_pcie_tlp_data_payload/ -- fio --rw=read ...   (live host)
+  pcielab stat -a -e '{msr/tsc/,cpu-clock}' -e syscalls:sys_enter_getpid -I 1000 -- sleep 5
+  pcielab stat -a -e hisi_pcie0_core0/rx_mwr_flux,port=0x1/ --dry-run
   pcielab stat --machine sim:yitian710 -a -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ \\
       -e pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/ -- fio --filename=./test.big -iodepth=64 \\
       -ioengine=libaio --direct=1 --rw=readwrite --bs=1m --numjobs=4 --time_based=1 \\
@@ -28,7 +34,12 @@ use pcielab::{Error, Result};
 
 Events are PMU/EVENT/ (seed or upstream names, any case), PMU/EVENT,lane=N/ for per-lane
 events, or PMU/eventid=0x21,type=0x0/; -e a,b gives two events, -e '{a,b}' a group that counts
-all-or-nothing. Events that need the same counter are time-shared every mux interval and
+all-or-nothing. On a host every PMU under /sys/bus/event_source/devices works as with perf
+(PMU/config=0x..,config1=0x../, format terms, cpu-clock, context-switches, SUBSYS:TRACEPOINT);
+--dry-run prints each event's perf_event_attr (type, config, config1, config2) without opening
+it, the workload's exit status is pcielab's (127 when it does not exist), and Ctrl-C stops the
+workload and still prints the counts. Permissions: root, CAP_PERFMON, or
+kernel.perf_event_paranoid <= 0 (docs/pmu.md, \"On a real server\"). Events that need the same counter are time-shared every mux interval and
 scaled (perf's (NN.NN%)). The perf report goes to stderr, the workload's output to stdout;
 --json prints one object to stdout (fields in docs/pmu.md). Workloads are in docs/sim.md.")]
 pub struct Args {
@@ -56,17 +67,33 @@ pub struct Args {
     /// sim: inject link bit errors at this rate (LCRC errors, Naks, replays), e.g. 1e-9
     #[arg(long, value_name = "RATE")]
     pub ber: Option<f64>,
-    /// The workload, after `--`
-    #[arg(last = true, required = true, value_name = "WORKLOAD")]
+    /// Host: print each event's perf_event_attr fields and exit without opening anything
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The workload, best after `--` (everything from its first word on is the workload's)
+    #[arg(trailing_var_arg = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let machine: MachineSelector = args.machine.parse()?;
+    if let MachineSelector::Host { root } = &machine {
+        return run_host(&args, root);
+    }
+    if args.dry_run {
+        return Err(Error::bad_input(
+            "--dry-run shows the perf_event_attr of host events: use it with --machine host",
+        ));
+    }
+    if args.workload.is_empty() {
+        return Err(Error::bad_input(
+            "no workload: give the simulated job after `--` (e.g. -- sleep 1, -- fio ...)",
+        ));
+    }
     let mut groups = Vec::new();
     for e in &args.events {
         groups.extend(parse_event_list(e)?);
     }
-    let machine: MachineSelector = args.machine.parse()?;
     let request = StatRequest {
         machine: &machine,
         groups: &groups,
@@ -87,6 +114,46 @@ pub fn run(args: Args) -> Result<()> {
     match &args.separator {
         Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
         None => eprint!("{}", done.outcome.render_text()),
+    }
+    Ok(())
+}
+
+fn run_host(args: &Args, root: &Path) -> Result<()> {
+    let encoded = host::encode_events(root, &args.events)?;
+    if args.dry_run {
+        print!("{}", host::dry_run(&encoded));
+        return Ok(());
+    }
+    if let Some(why) = host::missing_workload(&args.workload) {
+        eprintln!("pcielab: {why}");
+        std::process::exit(127);
+    }
+    let request = HostStatRequest {
+        root,
+        all_cpus: args.all_cpus,
+        interval_ms: args.interval_ms,
+        workload: &args.workload,
+    };
+    let done = host::run(&request, &encoded)?;
+    if args.json {
+        let workload = serde_json::json!({
+            "argv": args.workload,
+            "exit_code": done.exit_code,
+            "interrupted": done.interrupted,
+            "notes": done.notes,
+        });
+        print!("{}", json_text(&done.outcome.to_json(workload))?);
+    } else {
+        for note in &done.notes {
+            eprintln!("pcielab: {note}");
+        }
+        match &args.separator {
+            Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
+            None => eprint!("{}", done.outcome.render_text()),
+        }
+    }
+    if done.exit_code != 0 {
+        std::process::exit(done.exit_code);
     }
     Ok(())
 }

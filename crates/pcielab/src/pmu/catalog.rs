@@ -74,6 +74,21 @@ impl Group {
         }
     }
 
+    /// Why an event of this group may never get a counter (said with `<not counted>`).
+    pub fn sharing_rule(self) -> String {
+        match self {
+            Group::TimeBased(_) => "the root port has one time-based counter: two time-based \
+                events in one group can never count together (give them as separate -e events \
+                to time-share it)"
+                .into(),
+            Group::Lane(_) => "one event counter per event: the same event twice (even on \
+                two lanes) in one group never fits"
+                .into(),
+            Group::General => "the group needs more counters than the PMU's 8".into(),
+            Group::FreeRunning => "free-running counter not read".into(),
+        }
+    }
+
     /// Per-lane counters need a `lane=N` term; the others count all lanes together.
     pub fn per_lane(self) -> bool {
         matches!(self, Group::Lane(0 | 4))

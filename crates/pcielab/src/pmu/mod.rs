@@ -6,9 +6,13 @@
 
 pub mod catalog;
 pub mod counter;
+pub mod event;
+pub mod host;
 pub mod list;
+pub mod perf;
 pub mod session;
 pub mod stat;
+pub mod sysfs;
 
 use serde::Serialize;
 
@@ -171,56 +175,10 @@ impl std::str::FromStr for EventSpec {
 /// `{…}`; a `{a,b}` group counts all-or-nothing. Returns the groups (single events are groups of
 /// one).
 pub fn parse_event_list(text: &str) -> Result<Vec<Vec<EventSpec>>> {
-    let mut groups = Vec::new();
-    let mut current = String::new();
-    let mut group: Option<Vec<EventSpec>> = None;
-    let mut in_slashes = false;
-    let finish = |item: &mut String,
-                  group: &mut Option<Vec<EventSpec>>,
-                  groups: &mut Vec<Vec<EventSpec>>|
-     -> Result<()> {
-        let item_text = std::mem::take(item);
-        if item_text.is_empty() {
-            return Ok(());
-        }
-        let spec: EventSpec = item_text.parse()?;
-        match group {
-            Some(g) => g.push(spec),
-            None => groups.push(vec![spec]),
-        }
-        Ok(())
-    };
-    for c in text.chars() {
-        match c {
-            '/' => {
-                current.push(c);
-                in_slashes = current.matches('/').count() % 2 == 1;
-            }
-            ',' if !in_slashes => finish(&mut current, &mut group, &mut groups)?,
-            '{' if !in_slashes && current.is_empty() && group.is_none() => group = Some(Vec::new()),
-            '}' if !in_slashes && group.is_some() => {
-                finish(&mut current, &mut group, &mut groups)?;
-                let g = group.take().unwrap_or_default();
-                if g.is_empty() {
-                    return Err(Error::bad_input(format!(
-                        "malformed event list '{text}': empty group {{}}"
-                    )));
-                }
-                groups.push(g);
-            }
-            _ => current.push(c),
-        }
-    }
-    if group.is_some() {
-        return Err(Error::bad_input(format!(
-            "malformed event list '{text}': '{{' without a matching '}}'"
-        )));
-    }
-    finish(&mut current, &mut group, &mut groups)?;
-    if groups.is_empty() {
-        return Err(Error::bad_input("empty event list: give -e PMU/EVENT/"));
-    }
-    Ok(groups)
+    event::split_event_list(text)?
+        .iter()
+        .map(|group| group.iter().map(|item| item.parse()).collect())
+        .collect()
 }
 
 /// The PCIe PMUs a live host's kernel registered (`/sys/bus/event_source/devices` under

@@ -11,6 +11,46 @@ use crate::pmu::session::{CountOptions, CounterBackend, Counts, Reading};
 use crate::pmu::{resolve, EventSpec, ResolvedEvent};
 use crate::report::thousands;
 
+/// What a report needs to know about one event, whichever machine counted it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventLabel {
+    pub pmu: String,
+    /// The event as the user wrote it.
+    pub display: String,
+    /// The unit of the scaled value (`msec`, `MiB`, `bytes`, …; empty for plain counts).
+    pub unit: String,
+    /// What the count is multiplied by before printing (the PMU's `.scale`).
+    pub scale: f64,
+    /// Bytes one (unscaled) count stands for, for data-payload events.
+    pub bytes_per_count: Option<f64>,
+    /// The root port link's usable MB/s per direction, for the "% of link" annotation.
+    pub link_ceiling_mbps: Option<f64>,
+    /// Why the event could not be opened at all (perf's `<not supported>`).
+    pub not_supported: Option<String>,
+    /// Why an event may never get a counter (told with `<not counted>`).
+    pub not_counted_reason: String,
+}
+
+impl EventLabel {
+    /// The label of a simulated (catalog) event.
+    pub fn simulated(event: &ResolvedEvent, link_ceiling_mbps: Option<f64>) -> EventLabel {
+        let bytes_per_count = match event.unit() {
+            Unit::Bytes(n) => Some(f64::from(n)),
+            _ => None,
+        };
+        EventLabel {
+            pmu: event.pmu_name.clone(),
+            display: event.display.clone(),
+            unit: event.unit().label(),
+            scale: 1.0,
+            bytes_per_count,
+            link_ceiling_mbps: link_ceiling_mbps.filter(|_| bytes_per_count.is_some()),
+            not_supported: None,
+            not_counted_reason: event.def.group.sharing_rule(),
+        }
+    }
+}
+
 /// One event's result, as the JSON output documents it (docs/pmu.md).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventReport {
@@ -18,9 +58,20 @@ pub struct EventReport {
     pub event: String,
     /// What perf reports before scaling (in the event's unit).
     pub raw_count: u64,
-    /// The estimate raw × enabled / running; `null` when the event never ran.
-    pub count: Option<f64>,
+    /// The estimate raw × enabled / running, rounded to a whole count as perf prints it;
+    /// `null` when the event never ran or could not be opened.
+    pub count: Option<u64>,
+    /// `count` × the PMU's `.scale`, in `unit` (present when the scale is not 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaled: Option<f64>,
     pub unit: String,
+    /// Percent of the enabled time the event was on a counter.
+    pub running_percent: f64,
+    /// `counted`, `not_counted` (never got a counter) or `not_supported` (could not open).
+    pub status: &'static str,
+    /// Why, when `status` is not `counted`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// `count` in bytes, for events measured in bytes or 16-byte units.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<f64>,
@@ -41,59 +92,61 @@ pub struct EventReport {
 }
 
 impl EventReport {
-    pub fn new(event: &ResolvedEvent, reading: &Reading, link_ceiling_mbps: Option<f64>) -> Self {
-        let count = reading.estimate();
-        let window_s = reading.enabled_ns as f64 / 1e9;
-        let bytes = match (event.unit(), count) {
-            (Unit::Bytes(n), Some(c)) => Some(c * f64::from(n)),
-            _ => None,
+    pub fn new(label: &EventLabel, reading: &Reading) -> Self {
+        let estimate = reading.estimate().filter(|_| label.not_supported.is_none());
+        let (status, reason) = match (&label.not_supported, estimate) {
+            (Some(why), _) => ("not_supported", Some(why.clone())),
+            (None, None) => ("not_counted", Some(label.not_counted_reason.clone())),
+            (None, Some(_)) => ("counted", None),
         };
+        let window_s = reading.enabled_ns as f64 / 1e9;
+        let bytes = label.bytes_per_count.zip(estimate).map(|(n, c)| c * n);
         let bandwidth_mbps = bytes.filter(|_| window_s > 0.0).map(|b| b / window_s / 1e6);
         EventReport {
-            pmu: event.pmu_name.clone(),
-            event: event.display.clone(),
+            pmu: label.pmu.clone(),
+            event: label.display.clone(),
             raw_count: reading.value,
-            count,
-            unit: event.unit().label(),
+            count: estimate.map(|c| c.round() as u64),
+            scaled: estimate
+                .filter(|_| label.scale != 1.0)
+                .map(|c| c * label.scale),
+            unit: label.unit.clone(),
+            running_percent: reading.running_percent(),
+            status,
+            reason,
             bytes,
             enabled_ns: reading.enabled_ns,
             running_ns: reading.running_ns,
             window_s,
             bandwidth_mbps,
-            link_ceiling_mbps: link_ceiling_mbps.filter(|_| bytes.is_some()),
+            link_ceiling_mbps: label.link_ceiling_mbps.filter(|_| bytes.is_some()),
             link_percent: bandwidth_mbps
-                .zip(link_ceiling_mbps)
+                .zip(label.link_ceiling_mbps)
                 .map(|(bw, ceiling)| 100.0 * bw / ceiling),
         }
     }
 
-    fn running_percent(&self) -> Option<f64> {
-        (self.running_ns < self.enabled_ns && self.enabled_ns > 0)
-            .then(|| 100.0 * self.running_ns as f64 / self.enabled_ns as f64)
+    fn shared_percent(&self) -> Option<f64> {
+        (self.running_ns < self.enabled_ns && self.enabled_ns > 0 && self.count.is_some())
+            .then_some(self.running_percent)
     }
 }
 
 /// Reports for every event of a run.
-pub fn reports(
-    events: &[ResolvedEvent],
-    readings: &[Reading],
-    ceiling: impl Fn(&ResolvedEvent) -> Option<f64>,
-) -> Vec<EventReport> {
-    events
+pub fn reports(labels: &[EventLabel], readings: &[Reading]) -> Vec<EventReport> {
+    labels
         .iter()
         .zip(readings)
-        .map(|(e, r)| EventReport::new(e, r, ceiling(e)))
+        .map(|(e, r)| EventReport::new(e, r))
         .collect()
 }
 
 /// A finished `stat` run: the events, perf's readings and their reports.
 #[derive(Debug, Clone)]
 pub struct StatOutcome {
-    pub events: Vec<ResolvedEvent>,
+    pub events: Vec<EventLabel>,
     pub counts: Counts,
     pub reports: Vec<EventReport>,
-    /// The link ceiling (MB/s) of each PMU device, by device index.
-    pub ceilings: Vec<Option<f64>>,
 }
 
 /// Resolves `groups` against the backend's PMUs, counts them over its workload and reports.
@@ -113,33 +166,29 @@ pub fn count_events(
         })
         .collect::<Result<_>>()?;
     let counts = backend.count(&resolved, options)?;
-    let events: Vec<ResolvedEvent> = resolved.into_iter().flatten().collect();
-    let reports = reports(&events, &counts.totals, |e| {
-        ceilings.get(e.device).copied().flatten()
-    });
-    Ok(StatOutcome {
-        events,
-        counts,
-        reports,
-        ceilings,
-    })
+    let events: Vec<EventLabel> = resolved
+        .iter()
+        .flatten()
+        .map(|e| EventLabel::simulated(e, ceilings.get(e.device).copied().flatten()))
+        .collect();
+    Ok(StatOutcome::new(events, counts))
 }
 
 impl StatOutcome {
-    fn ceiling(&self) -> impl Fn(&ResolvedEvent) -> Option<f64> + '_ {
-        |e| self.ceilings.get(e.device).copied().flatten()
+    pub fn new(events: Vec<EventLabel>, counts: Counts) -> StatOutcome {
+        let reports = reports(&events, &counts.totals);
+        StatOutcome {
+            events,
+            counts,
+            reports,
+        }
     }
 
     /// perf's text report (and `-I` lines before it when intervals were asked for).
     pub fn render_text(&self) -> String {
         let mut out = String::new();
         if !self.counts.intervals.is_empty() {
-            out.push_str(&render_intervals(
-                &self.events,
-                &self.counts,
-                self.ceiling(),
-                None,
-            ));
+            out.push_str(&render_intervals(&self.events, &self.counts, None));
         }
         out.push_str(&render_text(&self.reports, self.counts.elapsed_ns));
         out
@@ -150,7 +199,7 @@ impl StatOutcome {
         if self.counts.intervals.is_empty() {
             render_csv(&self.reports, sep)
         } else {
-            render_intervals(&self.events, &self.counts, self.ceiling(), Some(sep))
+            render_intervals(&self.events, &self.counts, Some(sep))
         }
     }
 
@@ -162,53 +211,85 @@ impl StatOutcome {
             "workload": workload,
         });
         if !self.counts.intervals.is_empty() {
-            let mut previous = vec![Reading::default(); self.events.len()];
-            let mut intervals = Vec::new();
-            for (end_ns, readings) in &self.counts.intervals {
-                let deltas: Vec<Reading> = readings
-                    .iter()
-                    .zip(&previous)
-                    .map(|(now, before)| now.since(before))
-                    .collect();
-                intervals.push(serde_json::json!({
-                    "time_s": *end_ns as f64 / 1e9,
-                    "events": reports(&self.events, &deltas, self.ceiling()),
-                }));
-                previous = readings.clone();
-            }
+            let intervals: Vec<serde_json::Value> = interval_deltas(&self.counts)
+                .map(|(end_ns, deltas)| {
+                    serde_json::json!({
+                        "time_s": end_ns as f64 / 1e9,
+                        "events": reports(&self.events, &deltas),
+                    })
+                })
+                .collect();
             doc["intervals"] = serde_json::Value::Array(intervals);
         }
         doc
     }
 }
 
-fn count_text(r: &EventReport) -> String {
-    match r.count {
-        Some(c) => thousands(c.round() as u64),
-        None => "<not counted>".into(),
+/// Each `-I` interval's end time and its change from the previous interval.
+fn interval_deltas(counts: &Counts) -> impl Iterator<Item = (u64, Vec<Reading>)> + '_ {
+    let width = counts.totals.len();
+    let mut previous = vec![Reading::default(); width];
+    counts.intervals.iter().map(move |(end_ns, readings)| {
+        let deltas = readings
+            .iter()
+            .zip(&previous)
+            .map(|(now, before)| now.since(before))
+            .collect();
+        previous.clone_from(readings);
+        (*end_ns, deltas)
+    })
+}
+
+/// The value perf prints: the scaled value with two decimals, or the whole count.
+fn value_text(r: &EventReport, grouped: bool) -> String {
+    match (r.status, r.scaled, r.count) {
+        ("not_supported", _, _) => "<not supported>".into(),
+        (_, Some(scaled), _) => {
+            let hundredths = (scaled * 100.0).round() as u64;
+            let whole = if grouped {
+                thousands(hundredths / 100)
+            } else {
+                (hundredths / 100).to_string()
+            };
+            format!("{whole}.{:02}", hundredths % 100)
+        }
+        (_, None, Some(c)) if grouped => thousands(c),
+        (_, None, Some(c)) => c.to_string(),
+        (_, None, None) => "<not counted>".into(),
     }
 }
 
 fn event_line(r: &EventReport) -> String {
-    let mut line = format!("{:>18}      {:<60}", count_text(r), r.event);
+    let unit = if r.scaled.is_some() {
+        r.unit.as_str()
+    } else {
+        ""
+    };
+    let mut line = format!("{:>18} {unit:<4} {:<60}", value_text(r, true), r.event);
     if let (Some(bytes), Some(bw)) = (r.bytes, r.bandwidth_mbps) {
         line.push_str(&format!(" # {:>10.1} MB {:>8.1} MB/s", bytes / 1e6, bw));
         if let (Some(pct), Some(ceiling)) = (r.link_percent, r.link_ceiling_mbps) {
             line.push_str(&format!(" {pct:5.1}% of achievable {ceiling:.1} MB/s"));
         }
     }
-    if let Some(pct) = r.running_percent() {
+    if let Some(pct) = r.shared_percent() {
         line.push_str(&format!("  ({pct:.2}%)"));
     }
     line.trim_end().to_string()
 }
 
-/// The text report perf stat prints at the end of a run.
+/// The text report perf stat prints at the end of a run; `<not counted>` events get their
+/// reason underneath.
 pub fn render_text(reports: &[EventReport], elapsed_ns: u64) -> String {
     let mut out = String::from("\n Performance counter stats for 'system wide':\n\n");
     for r in reports {
         out.push_str(&event_line(r));
         out.push('\n');
+    }
+    for r in reports.iter().filter(|r| r.status != "counted") {
+        if let Some(why) = &r.reason {
+            out.push_str(&format!("  {} {}: {why}\n", value_text(r, true), r.event));
+        }
     }
     out.push_str(&format!(
         "\n{:>18.9} seconds time elapsed\n\n",
@@ -219,25 +300,21 @@ pub fn render_text(reports: &[EventReport], elapsed_ns: u64) -> String {
 
 /// One `-x SEP` line: value, unit, event, run time (ns), percent running, metric, metric unit.
 fn csv_line(r: &EventReport, sep: &str) -> String {
-    let value = match r.count {
-        Some(c) => format!("{}", c.round() as u64),
-        None => "<not counted>".into(),
-    };
-    let pct = if r.enabled_ns == 0 {
-        0.0
-    } else {
-        100.0 * r.running_ns as f64 / r.enabled_ns as f64
-    };
     let (metric, metric_unit) = match r.bandwidth_mbps {
         Some(bw) => (format!("{bw:.2}"), "MB/s"),
         None => (String::new(), ""),
     };
+    let unit = if r.scaled.is_some() {
+        r.unit.as_str()
+    } else {
+        ""
+    };
     [
-        value,
-        String::new(),
+        value_text(r, false),
+        unit.to_string(),
         r.event.clone(),
         r.running_ns.to_string(),
-        format!("{pct:.2}"),
+        format!("{:.2}", r.running_percent),
         metric,
         metric_unit.to_string(),
     ]
@@ -251,31 +328,19 @@ pub fn render_csv(reports: &[EventReport], sep: &str) -> String {
 
 /// `perf stat -I` lines: each interval's change, scaled by the interval's own enabled/running
 /// times, prefixed by the interval's end time in seconds. With `sep`, CSV lines.
-pub fn render_intervals(
-    events: &[ResolvedEvent],
-    counts: &Counts,
-    ceiling: impl Fn(&ResolvedEvent) -> Option<f64>,
-    sep: Option<&str>,
-) -> String {
+pub fn render_intervals(events: &[EventLabel], counts: &Counts, sep: Option<&str>) -> String {
     let mut out = String::new();
     if sep.is_none() {
         out.push_str("#           time             counts unit events\n");
     }
-    let mut previous = vec![Reading::default(); events.len()];
-    for (end_ns, readings) in &counts.intervals {
-        let deltas: Vec<Reading> = readings
-            .iter()
-            .zip(&previous)
-            .map(|(now, before)| now.since(before))
-            .collect();
-        let time = *end_ns as f64 / 1e9;
-        for r in reports(events, &deltas, &ceiling) {
+    for (end_ns, deltas) in interval_deltas(counts) {
+        let time = end_ns as f64 / 1e9;
+        for r in reports(events, &deltas) {
             match sep {
                 Some(sep) => out.push_str(&format!("{time:.9}{sep}{}\n", csv_line(&r, sep))),
                 None => out.push_str(&format!("{time:>16.9} {}\n", event_line(&r))),
             }
         }
-        previous = readings.clone();
     }
     out
 }
@@ -285,25 +350,26 @@ mod tests {
     use super::*;
     use crate::pmu::{resolve, PmuDevice};
 
-    fn event(s: &str) -> ResolvedEvent {
+    fn event(s: &str, ceiling: Option<f64>) -> EventLabel {
         let devices = vec![PmuDevice::dwc_root_port("00:02.0".parse().unwrap(), 2)];
-        resolve(&devices, &s.parse().unwrap()).unwrap()
+        EventLabel::simulated(&resolve(&devices, &s.parse().unwrap()).unwrap(), ceiling)
     }
 
     #[test]
     fn time_shared_payload_event_prints_like_perf() {
-        let e = event("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/");
+        let e = event("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/", Some(1000.0));
         let reading = Reading {
             value: 105_000_000,
             enabled_ns: 20_000_000_000,
             running_ns: 10_000_000_000,
         };
-        let r = EventReport::new(&e, &reading, Some(1000.0));
-        assert_eq!(r.count, Some(210_000_000.0));
+        let r = EventReport::new(&e, &reading);
+        assert_eq!(r.count, Some(210_000_000));
+        assert_eq!(r.running_percent, 50.0);
         assert_eq!(r.bytes, Some(3_360_000_000.0));
         assert!((r.bandwidth_mbps.unwrap() - 168.0).abs() < 1e-9);
         assert!((r.link_percent.unwrap() - 16.8).abs() < 1e-9);
-        let text = render_text(&[r.clone()], 20_693_146_778);
+        let text = render_text(std::slice::from_ref(&r), 20_693_146_778);
         assert!(text.contains("       210,000,000      pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/"));
         assert!(text.contains("(50.00%)"), "{text}");
         assert!(
@@ -319,7 +385,7 @@ mod tests {
 
     #[test]
     fn never_running_is_not_counted() {
-        let e = event("pcie_bdf_200/L1/");
+        let e = event("pcie_bdf_200/L1/", None);
         let r = EventReport::new(
             &e,
             &Reading {
@@ -327,10 +393,45 @@ mod tests {
                 enabled_ns: 5,
                 running_ns: 0,
             },
-            None,
         );
-        assert_eq!(r.count, None);
-        assert!(render_text(&[r.clone()], 5).contains("<not counted>"));
+        assert_eq!((r.count, r.status), (None, "not_counted"));
+        let text = render_text(std::slice::from_ref(&r), 5);
+        assert!(text.contains("<not counted>"), "{text}");
+        assert!(text.contains("one time-based counter"), "{text}");
         assert!(render_csv(&[r], ";").starts_with("<not counted>;;pcie_bdf_200/L1/;0;0.00"));
+    }
+
+    #[test]
+    fn scaled_events_print_two_decimals_and_their_unit() {
+        let label = EventLabel {
+            pmu: "software".into(),
+            display: "cpu-clock".into(),
+            unit: "msec".into(),
+            scale: 1e-6,
+            bytes_per_count: None,
+            link_ceiling_mbps: None,
+            not_supported: None,
+            not_counted_reason: String::new(),
+        };
+        let reading = Reading {
+            value: 2_002_514_321,
+            enabled_ns: 1_001_000_000,
+            running_ns: 1_001_000_000,
+        };
+        let r = EventReport::new(&label, &reading);
+        assert!(
+            render_text(std::slice::from_ref(&r), 1).contains("          2,002.51 msec cpu-clock")
+        );
+        assert_eq!(
+            render_csv(&[r], ","),
+            "2002.51,msec,cpu-clock,1001000000,100.00,,\n"
+        );
+        let gone = EventLabel {
+            not_supported: Some("the kernel refused it".into()),
+            ..label
+        };
+        let r = EventReport::new(&gone, &Reading::default());
+        assert_eq!(r.status, "not_supported");
+        assert!(render_text(&[r], 1).contains("<not supported>"));
     }
 }

@@ -1,0 +1,299 @@
+//! One `pcielab stat` run on a live host, the library side of the command: discover the PMUs
+//! (sysfs), encode the `-e` lists (perf's grammar), print the attrs for `--dry-run`, place each
+//! PCIe PMU at its root ports in the live topology (lanes, link ceiling for MB/s and % of
+//! link), plan reads that carry narrow counters' wraps, open and count around the workload
+//! (perf_event_open), and return the outcome ready for the perf-style or JSON report.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::model::path::path_ceiling;
+use crate::pcie::link::raw_mbps;
+use crate::pcie::{Bdf, Generation};
+use crate::pmu::event::{EventAttr, EventContext};
+use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
+use crate::pmu::stat::{EventLabel, StatOutcome};
+use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
+use crate::topology::{Kind, Topology};
+
+/// What the user asked `stat --machine host` to do.
+pub struct HostStatRequest<'a> {
+    /// The filesystem root (`/` on a real host).
+    pub root: &'a Path,
+    pub all_cpus: bool,
+    pub interval_ms: Option<u64>,
+    /// The workload's argv, after `--`.
+    pub workload: &'a [String],
+}
+
+/// The events of a request, encoded against the host's PMUs.
+pub struct EncodedEvents {
+    pub pmus: Vec<SysfsPmu>,
+    pub groups: Vec<Vec<EventAttr>>,
+}
+
+/// Discovers the PMUs under `root` and encodes every `-e` argument.
+pub fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
+    let pmus = discover(root)?;
+    let context = EventContext { pmus: &pmus, root };
+    let mut groups = Vec::new();
+    for text in events {
+        groups.extend(context.encode_list(text)?);
+    }
+    Ok(EncodedEvents { pmus, groups })
+}
+
+/// A PCIe PMU placed in the live topology.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortPlacement {
+    pub root_ports: Vec<Bdf>,
+    /// The first root port's link: capable width and speed.
+    pub lanes: Option<u8>,
+    pub max_speed: Option<Generation>,
+    /// That port's path ceiling, MB/s per direction.
+    pub ceiling_mbps: Option<f64>,
+}
+
+/// The root ports a PMU's place names in `topo`: an older kernel's `dwc_rootport_<hex>`
+/// without the domain matches the root port with that bus and devfn in any domain.
+pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
+    let root_ports = topo.functions().iter().filter(|f| f.kind == Kind::RootPort);
+    let ports: Vec<Bdf> = match *place {
+        PciePlace::RootPort {
+            bdf,
+            domain_in_name: true,
+        } => vec![bdf],
+        PciePlace::RootPort {
+            bdf,
+            domain_in_name: false,
+        } => {
+            let found: Vec<Bdf> = root_ports
+                .filter(|f| f.bdf.bus == bdf.bus && f.bdf.devfn() == bdf.devfn())
+                .map(|f| f.bdf)
+                .collect();
+            if found.is_empty() {
+                vec![bdf]
+            } else {
+                found
+            }
+        }
+        PciePlace::RootBus { domain, bus } => root_ports
+            .filter(|f| f.bdf.domain == domain && f.bdf.bus == bus)
+            .map(|f| f.bdf)
+            .collect(),
+        PciePlace::Socket(socket) => root_ports
+            .filter(|f| f.numa_node == i32::try_from(socket).ok())
+            .map(|f| f.bdf)
+            .collect(),
+    };
+    let link = ports
+        .first()
+        .and_then(|b| topo.get(*b))
+        .and_then(|f| f.link);
+    PortPlacement {
+        lanes: link.and_then(|l| l.max_width.or(l.width)),
+        max_speed: link.and_then(|l| l.max_speed.or(l.speed)),
+        ceiling_mbps: match place {
+            PciePlace::RootPort { .. } => ports
+                .first()
+                .and_then(|b| path_ceiling(topo, *b))
+                .map(|c| c.mbps),
+            _ => None,
+        },
+        root_ports: ports,
+    }
+}
+
+/// The worst case a narrow counter on a port can count per second: one event per smallest
+/// packet (an 8-byte DLLP with framing) at the link's raw rate; Gen5 x16 when the link is
+/// unknown.
+pub fn worst_case_events_per_s(placement: Option<&PortPlacement>) -> f64 {
+    let gen = placement
+        .and_then(|p| p.max_speed)
+        .unwrap_or(Generation::Gen5);
+    let lanes = placement.and_then(|p| p.lanes).unwrap_or(16);
+    raw_mbps(gen, lanes) * 1e6 / 8.0
+}
+
+/// How often to read a `bits`-wide counter counting at most `rate` per second: twice per
+/// wrap, never more often than every 10 ms.
+pub fn wrap_read_period(bits: u32, rate: f64) -> Duration {
+    let wrap_s = 2f64.powi(bits as i32) / rate.max(1.0);
+    Duration::from_secs_f64((wrap_s / 2.0).max(0.010))
+}
+
+/// The perf-style `--dry-run` listing: one line per event with the attr fields.
+pub fn dry_run(encoded: &EncodedEvents) -> String {
+    let mut out = String::new();
+    for (g, group) in encoded.groups.iter().enumerate() {
+        for (i, attr) in group.iter().enumerate() {
+            let role = match (group.len(), i) {
+                (1, _) => String::new(),
+                (_, 0) => format!(" group={g} leader"),
+                _ => format!(" group={g}"),
+            };
+            out.push_str(&crate::pmu::event::dry_run_line(attr));
+            out.push_str(&role);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A finished host run.
+pub struct HostStat {
+    pub outcome: StatOutcome,
+    pub exit_code: i32,
+    pub interrupted: bool,
+    /// Lines to tell the user before the report (wrap carrying, placement gaps).
+    pub notes: Vec<String>,
+}
+
+/// Why a workload cannot run: `None` when its program exists.
+pub fn missing_workload(workload: &[String]) -> Option<String> {
+    let program = workload.first()?;
+    find_program(program).is_none().then(|| {
+        format!("workload '{program}' not found (not a file, and not in PATH); exit status 127")
+    })
+}
+
+/// Runs `request` on the live host, counting `encoded` (from [`encode_events`]).
+pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostStat> {
+    if !request.all_cpus {
+        return Err(Error::bad_input(
+            "pcielab counts system-wide on a host (PCIe PMUs are uncore PMUs): add -a",
+        ));
+    }
+    if request.interval_ms == Some(0) {
+        return Err(Error::bad_input(
+            "-I takes a whole number of milliseconds >= 1",
+        ));
+    }
+    if request.workload.is_empty() {
+        return Err(Error::bad_input(
+            "no workload: give the command to count after `--` (e.g. -- sleep 1)",
+        ));
+    }
+    let topology = crate::topology::sysfs::read_sysfs(&request.root.join("sys/bus/pci")).ok();
+    let mut notes = Vec::new();
+    let mut wrap_period: Option<Duration> = None;
+    let labels: Vec<EventLabel> = encoded
+        .groups
+        .iter()
+        .flatten()
+        .map(|attr| {
+            let pmu = encoded.pmus.iter().find(|p| p.name == attr.pmu);
+            let placement = pmu
+                .and_then(|p| p.place.as_ref())
+                .zip(topology.as_ref())
+                .map(|(place, topo)| place_in(place, topo));
+            if let Some(bits) = attr.counter_bits {
+                let rate = worst_case_events_per_s(placement.as_ref());
+                let period = wrap_read_period(bits, rate);
+                wrap_period = Some(wrap_period.map_or(period, |p| p.min(period)));
+                notes.push(format!(
+                    "{}: {bits}-bit counter the driver does not extend; reading it every {} ms \
+                     to carry its wraps (worst case {:.2e} events/s on this link: a wrap every \
+                     {:.2} s)",
+                    attr.text,
+                    period.as_millis(),
+                    rate,
+                    2f64.powi(bits as i32) / rate
+                ));
+            }
+            host_label(attr, placement.as_ref())
+        })
+        .collect();
+    let online = online_cpus(request.root)?;
+    let counters = open_counters(request.root, &encoded.groups, &online)?;
+    let plan = ReadPlan {
+        interval: request.interval_ms.map(Duration::from_millis),
+        wrap_period,
+    };
+    let run = run_workload(counters, request.workload, &plan)?;
+    let labels: Vec<EventLabel> = labels
+        .into_iter()
+        .zip(run.not_supported)
+        .map(|(label, why)| EventLabel {
+            not_supported: why,
+            ..label
+        })
+        .collect();
+    Ok(HostStat {
+        outcome: StatOutcome::new(labels, run.counts),
+        exit_code: run.exit_code,
+        interrupted: run.interrupted,
+        notes,
+    })
+}
+
+fn host_label(attr: &EventAttr, placement: Option<&PortPlacement>) -> EventLabel {
+    let bytes_per_count = attr.payload_bytes.map(f64::from);
+    EventLabel {
+        pmu: attr.pmu.clone(),
+        display: attr.text.clone(),
+        unit: if attr.unit.is_empty() && bytes_per_count == Some(1.0) {
+            "bytes".into()
+        } else {
+            attr.unit.clone()
+        },
+        scale: attr.scale,
+        bytes_per_count,
+        link_ceiling_mbps: placement
+            .and_then(|p| p.ceiling_mbps)
+            .filter(|_| bytes_per_count.is_some()),
+        not_supported: None,
+        not_counted_reason: "the kernel never scheduled it on a counter (all counters busy, \
+            or the group needs more counters than the PMU has)"
+            .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{Function, Link};
+
+    #[test]
+    fn domainless_dwc_names_find_their_port_in_any_domain() {
+        let mut rp = Function::new(
+            "0001:30:03.0".parse().unwrap(),
+            0x1ded,
+            0x8000,
+            0x060400,
+            Kind::RootPort,
+        );
+        rp.link = Some(Link {
+            max_speed: Some(Generation::Gen4),
+            max_width: Some(8),
+            speed: Some(Generation::Gen4),
+            width: Some(8),
+        });
+        rp.numa_node = Some(1);
+        let topo = Topology::new(vec![rp]);
+        let place = PciePlace::RootPort {
+            bdf: "30:03.0".parse().unwrap(),
+            domain_in_name: false,
+        };
+        let p = place_in(&place, &topo);
+        assert_eq!(p.root_ports, vec!["0001:30:03.0".parse().unwrap()]);
+        assert_eq!(p.lanes, Some(8));
+        let socket = place_in(&PciePlace::Socket(1), &topo);
+        assert_eq!(socket.root_ports.len(), 1);
+        let bus = place_in(
+            &PciePlace::RootBus {
+                domain: 0,
+                bus: 0x30,
+            },
+            &topo,
+        );
+        assert!(bus.root_ports.is_empty());
+        // Gen4 x8 raw: 16 GT/s × 8 lanes / 8 bits ≈ 15.75 GB/s of 128b/130b symbols; one
+        // 8-byte DLLP each: ~2e9 events/s, a 32-bit counter wraps in ~2.2 s.
+        let rate = worst_case_events_per_s(Some(&p));
+        assert!((1.9e9..2.1e9).contains(&rate), "{rate}");
+        let period = wrap_read_period(32, rate);
+        assert!((1.0..1.2).contains(&period.as_secs_f64()), "{period:?}");
+    }
+}

@@ -1,0 +1,525 @@
+//! Counting on a live host through `perf_event_open`, the way `perf stat -a` does it: each
+//! encoded event is opened system-wide on its PMU's `cpumask` CPUs (every online CPU for core,
+//! software and tracepoint events, summed as perf sums them), groups share a leader and read
+//! with `GROUP | ID`, every read carries `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`. The counters
+//! are enabled around a real workload (spawned after enabling, waited for, then disabled; Ctrl-C
+//! reaches the workload and the counts still come back), read every `-I` interval and, for
+//! narrow counters the driver does not extend, often enough to carry their wrap.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::pmu::event::EventAttr;
+use crate::pmu::session::{Counts, Reading};
+use crate::pmu::sysfs::perf_event_paranoid;
+
+const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+const FORMAT_ID: u64 = 1 << 2;
+const FORMAT_GROUP: u64 = 1 << 3;
+const FLAG_DISABLED: u64 = 1 << 0;
+const FLAG_INHERIT: u64 = 1 << 1;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+const IOC_ENABLE: libc::c_ulong = 0x2400;
+const IOC_DISABLE: libc::c_ulong = 0x2401;
+const IOC_FLAG_GROUP: libc::c_ulong = 1;
+/// `PERF_ATTR_SIZE_VER7` (through `sig_data`) and `VER8` (with `config3`).
+const ATTR_SIZE_VER7: u32 = 128;
+const ATTR_SIZE_VER8: u32 = 136;
+
+/// The kernel's `struct perf_event_attr` through `config3`.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    type_: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+    config2: u64,
+    branch_sample_type: u64,
+    sample_regs_user: u64,
+    sample_stack_user: u32,
+    clockid: i32,
+    sample_regs_intr: u64,
+    aux_watermark: u32,
+    sample_max_stack: u16,
+    reserved_2: u16,
+    aux_sample_size: u32,
+    reserved_3: u32,
+    sig_data: u64,
+    config3: u64,
+}
+
+fn perf_event_open(attr: &PerfEventAttr, cpu: u32, group_fd: i32) -> std::io::Result<OwnedFd> {
+    // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel only reads it.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr as *const PerfEventAttr,
+            -1 as libc::pid_t,
+            cpu as libc::c_int,
+            group_fd as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the syscall returned a new file descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn ioctl(fd: &OwnedFd, request: libc::c_ulong) -> Result<()> {
+    // SAFETY: a perf event fd and one of its argument-less ioctls.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), request as _, IOC_FLAG_GROUP) } < 0 {
+        return Err(Error::runtime(format!(
+            "perf event ioctl {request:#x} failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+fn read_words(fd: &OwnedFd, words: &mut [u64]) -> Result<()> {
+    let bytes = std::mem::size_of_val(words);
+    // SAFETY: reading at most `bytes` into the buffer `words` owns.
+    let n = unsafe { libc::read(fd.as_raw_fd(), words.as_mut_ptr().cast(), bytes) };
+    if n < 0 || n as usize != bytes {
+        return Err(Error::runtime(format!(
+            "reading a perf counter returned {n} of {bytes} bytes: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+/// perf's own message for a refused open: what perf_event_paranoid allows and the capability
+/// that lifts it.
+pub fn permission_message(root: &Path, event: &str, err: &std::io::Error) -> String {
+    let paranoid = perf_event_paranoid(root).map_or("unknown".to_string(), |p| p.to_string());
+    format!(
+        "opening '{event}' failed: {err}. Access to performance monitoring is limited: \
+         /proc/sys/kernel/perf_event_paranoid is {paranoid} (system-wide counting needs <= 0, \
+         or -1 for tracepoints/raw events), and this process lacks CAP_PERFMON (or \
+         CAP_SYS_ADMIN). Run as root, grant CAP_PERFMON (setcap cap_perfmon+ep on the binary), \
+         or lower it: sysctl kernel.perf_event_paranoid=0"
+    )
+}
+
+/// Carries a narrow counter's wraps: each read adds the change modulo `2^bits`, which is right
+/// as long as the counter wrapped at most once between reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrapCarry {
+    bits: u32,
+    last_raw: u64,
+    total: u64,
+}
+
+impl WrapCarry {
+    pub fn new(bits: u32) -> WrapCarry {
+        WrapCarry {
+            bits,
+            last_raw: 0,
+            total: 0,
+        }
+    }
+
+    /// Folds in a new raw reading and returns the carried total.
+    pub fn update(&mut self, raw: u64) -> u64 {
+        let mask = if self.bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.bits) - 1
+        };
+        self.total += raw.wrapping_sub(self.last_raw) & mask;
+        self.last_raw = raw;
+        self.total
+    }
+}
+
+/// One group opened on one CPU.
+struct GroupOnCpu {
+    leader: OwnedFd,
+    /// Held open for the run: closing a member would take it out of the group.
+    _members: Vec<OwnedFd>,
+}
+
+/// One event group opened on all its CPUs, or the reason it could not be.
+struct OpenGroup {
+    /// Index of the group's first event in the flattened event list.
+    first: usize,
+    len: usize,
+    cpus: Vec<GroupOnCpu>,
+    carries: Vec<Vec<Option<WrapCarry>>>,
+    not_supported: Option<String>,
+}
+
+/// Counters opened for a list of groups.
+pub struct OpenCounters {
+    groups: Vec<OpenGroup>,
+    events: usize,
+}
+
+/// What one `stat` run on the host returns.
+pub struct HostRun {
+    pub counts: Counts,
+    /// Per event (flattened): why it could not be opened (perf's `<not supported>`).
+    pub not_supported: Vec<Option<String>>,
+    /// The workload's exit status as a shell reports it (128 + signal when killed).
+    pub exit_code: i32,
+    /// Whether Ctrl-C ended the run.
+    pub interrupted: bool,
+}
+
+fn attr_for(event: &EventAttr, leader: bool, grouped: bool) -> PerfEventAttr {
+    let mut attr = PerfEventAttr {
+        type_: event.type_id,
+        size: if event.config[3] != 0 {
+            ATTR_SIZE_VER8
+        } else {
+            ATTR_SIZE_VER7
+        },
+        config: event.config[0],
+        config1: event.config[1],
+        config2: event.config[2],
+        config3: event.config[3],
+        read_format: FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
+        flags: FLAG_INHERIT,
+        ..PerfEventAttr::default()
+    };
+    if grouped {
+        attr.read_format |= FORMAT_GROUP | FORMAT_ID;
+    }
+    if leader {
+        attr.flags |= FLAG_DISABLED;
+    }
+    attr
+}
+
+/// Opens every group on its CPUs (`online` for events without a cpumask). Events the kernel
+/// does not support come back as `<not supported>` with the reason; a refused permission, a
+/// PMU that vanished since discovery, or any other failure is an error naming the event.
+pub fn open_counters(
+    root: &Path,
+    groups: &[Vec<EventAttr>],
+    online: &[u32],
+) -> Result<OpenCounters> {
+    let mut opened = Vec::new();
+    let mut first = 0;
+    for group in groups {
+        let leader = &group[0];
+        let cpus = if leader.cpus.is_empty() {
+            online
+        } else {
+            &leader.cpus
+        };
+        let grouped = group.len() > 1;
+        let mut open = OpenGroup {
+            first,
+            len: group.len(),
+            cpus: Vec::new(),
+            carries: group
+                .iter()
+                .map(|e| {
+                    cpus.iter()
+                        .map(|_| e.counter_bits.map(WrapCarry::new))
+                        .collect()
+                })
+                .collect(),
+            not_supported: None,
+        };
+        'cpus: for &cpu in cpus {
+            let mut fds: Vec<OwnedFd> = Vec::new();
+            for (i, event) in group.iter().enumerate() {
+                let attr = attr_for(event, i == 0, grouped);
+                let group_fd = fds.first().map_or(-1, |f| f.as_raw_fd());
+                match perf_event_open(&attr, cpu, group_fd) {
+                    Ok(fd) => fds.push(fd),
+                    Err(err) => {
+                        open.not_supported = Some(open_failure(root, event, cpu, &err)?);
+                        open.cpus.clear();
+                        break 'cpus;
+                    }
+                }
+            }
+            let leader = fds.remove(0);
+            open.cpus.push(GroupOnCpu {
+                leader,
+                _members: fds,
+            });
+        }
+        first += group.len();
+        opened.push(open);
+    }
+    Ok(OpenCounters {
+        groups: opened,
+        events: first,
+    })
+}
+
+/// Decides whether a failed open is perf's `<not supported>` (returned) or an error.
+fn open_failure(root: &Path, event: &EventAttr, cpu: u32, err: &std::io::Error) -> Result<String> {
+    let code = err.raw_os_error().unwrap_or(0);
+    if code == libc::EACCES || code == libc::EPERM {
+        return Err(Error::runtime(permission_message(root, &event.text, err)));
+    }
+    if let Some(dir) = &event.pmu_dir {
+        if !dir.join("type").exists() {
+            return Err(Error::runtime(format!(
+                "opening '{}' failed: the PMU {} is gone ({} no longer exists: its driver was \
+                 unbound or the device removed after discovery); run `pcielab pmu list --machine \
+                 host` to see the PMUs there are now",
+                event.text,
+                event.pmu,
+                dir.display()
+            )));
+        }
+    }
+    let why = match code {
+        libc::ENOENT | libc::EOPNOTSUPP | libc::EINVAL => format!(
+            "the kernel refused type {} config {:#x} on CPU {cpu} ({err}): the PMU does not \
+             support this event or these terms",
+            event.type_id, event.config[0]
+        ),
+        libc::ENOSPC | libc::EBUSY => format!(
+            "no free counter on CPU {cpu} ({err}): another user holds it, or the group needs \
+             more counters than the PMU has"
+        ),
+        libc::ENODEV => format!("CPU {cpu} is offline or the PMU has no counter there ({err})"),
+        _ => {
+            return Err(Error::runtime(format!(
+                "opening '{}' on CPU {cpu} failed: {err}",
+                event.text
+            )))
+        }
+    };
+    Ok(why)
+}
+
+impl OpenCounters {
+    fn for_each_leader(&self, request: libc::c_ulong) -> Result<()> {
+        for group in &self.groups {
+            for on_cpu in &group.cpus {
+                ioctl(&on_cpu.leader, request)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every event, summed over its CPUs, wraps carried.
+    fn read(&mut self) -> Result<Vec<Reading>> {
+        let mut out = vec![Reading::default(); self.events];
+        for group in &mut self.groups {
+            for (c, on_cpu) in group.cpus.iter().enumerate() {
+                let values = read_group(on_cpu, group.len)?;
+                for (i, (value, enabled, running)) in values.into_iter().enumerate() {
+                    let value = match &mut group.carries[i][c] {
+                        Some(carry) => carry.update(value),
+                        None => value,
+                    };
+                    let r = &mut out[group.first + i];
+                    r.value += value;
+                    r.enabled_ns += enabled;
+                    r.running_ns += running;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn not_supported(&self) -> Vec<Option<String>> {
+        let mut out = vec![None; self.events];
+        for group in &self.groups {
+            for slot in &mut out[group.first..group.first + group.len] {
+                slot.clone_from(&group.not_supported);
+            }
+        }
+        out
+    }
+}
+
+/// `(value, enabled, running)` of each event of a group on one CPU.
+fn read_group(on_cpu: &GroupOnCpu, len: usize) -> Result<Vec<(u64, u64, u64)>> {
+    if len == 1 {
+        let mut words = [0u64; 3];
+        read_words(&on_cpu.leader, &mut words)?;
+        return Ok(vec![(words[0], words[1], words[2])]);
+    }
+    // GROUP | ID: nr, enabled, running, then (value, id) per event in group order.
+    let mut words = vec![0u64; 3 + 2 * len];
+    read_words(&on_cpu.leader, &mut words)?;
+    Ok((0..len)
+        .map(|i| (words[3 + 2 * i], words[1], words[2]))
+        .collect())
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// The workload's program as `execvp` would find it, or `None` when it does not exist.
+pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        let path = std::path::PathBuf::from(program);
+        return path.is_file().then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// How often to read so that no narrow counter wraps twice between reads.
+pub struct ReadPlan {
+    pub interval: Option<Duration>,
+    /// Read at least this often to carry narrow counters' wraps.
+    pub wrap_period: Option<Duration>,
+}
+
+/// Enables `counters`, runs `argv` to its end (or Ctrl-C), reads every interval and at the
+/// end, and returns the counts with the workload's exit status.
+pub fn run_workload(
+    mut counters: OpenCounters,
+    argv: &[String],
+    plan: &ReadPlan,
+) -> Result<HostRun> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Error::bad_input("no workload: give one after `--` (e.g. -- sleep 1)"))?;
+    INTERRUPTED.store(false, Ordering::SeqCst);
+    // SAFETY: installing an async-signal-safe handler that only stores an atomic; the
+    // workload gets SIGINT from the terminal itself (exec resets handled signals to default).
+    let previous = unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        )
+    };
+    let start = Instant::now();
+    counters.for_each_leader(IOC_ENABLE)?;
+    let spawned = Command::new(program).args(args).spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            counters.for_each_leader(IOC_DISABLE)?;
+            // SAFETY: restoring the handler saved above.
+            unsafe { libc::signal(libc::SIGINT, previous) };
+            return Err(Error::runtime(format!(
+                "workload '{program}' failed to start: {e}"
+            )));
+        }
+    };
+    let (sender, receiver) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let status = child.wait();
+        let _ = sender.send(());
+        status
+    });
+    let mut counts = Counts::default();
+    let tick = match (plan.interval, plan.wrap_period) {
+        (Some(i), Some(w)) => Some(i.min(w)),
+        (i, w) => i.or(w),
+    };
+    let mut next_print = plan.interval.map(|i| start + i);
+    loop {
+        let done = match tick {
+            None => {
+                // Nothing to read before the end: block until the workload exits.
+                let _ = receiver.recv();
+                true
+            }
+            Some(tick) => {
+                let now = Instant::now();
+                let deadline = next_print.map_or(now + tick, |p| p.min(now + tick));
+                let wait = deadline.saturating_duration_since(now);
+                !matches!(
+                    receiver.recv_timeout(wait),
+                    Err(mpsc::RecvTimeoutError::Timeout)
+                )
+            }
+        };
+        if done {
+            break;
+        }
+        let readings = counters.read()?;
+        if let (Some(print), Some(interval)) = (next_print, plan.interval) {
+            if Instant::now() >= print {
+                counts
+                    .intervals
+                    .push((start.elapsed().as_nanos() as u64, readings));
+                next_print = Some(print + interval);
+            }
+        }
+    }
+    counters.for_each_leader(IOC_DISABLE)?;
+    counts.elapsed_ns = start.elapsed().as_nanos() as u64;
+    // SAFETY: restoring the handler saved above.
+    unsafe { libc::signal(libc::SIGINT, previous) };
+    let status = waiter
+        .join()
+        .map_err(|_| Error::runtime("the workload waiter thread panicked"))?
+        .map_err(|e| Error::runtime(format!("waiting for workload '{program}': {e}")))?;
+    counts.totals = counters.read()?;
+    if plan.interval.is_some() {
+        counts
+            .intervals
+            .push((counts.elapsed_ns, counts.totals.clone()));
+    }
+    use std::os::unix::process::ExitStatusExt;
+    let exit_code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    Ok(HostRun {
+        not_supported: counters.not_supported(),
+        counts,
+        exit_code,
+        interrupted: INTERRUPTED.load(Ordering::SeqCst),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attr_layout_matches_the_kernel() {
+        assert_eq!(
+            std::mem::size_of::<PerfEventAttr>(),
+            ATTR_SIZE_VER8 as usize
+        );
+    }
+
+    #[test]
+    fn wraps_are_carried_between_reads() {
+        let mut c = WrapCarry::new(32);
+        assert_eq!(c.update(4_000_000_000), 4_000_000_000);
+        // Wrapped once: 4.0e9 -> 2^32 + 100.
+        assert_eq!(c.update(100), (1u64 << 32) + 100);
+        assert_eq!(c.update(100), (1u64 << 32) + 100);
+        // A driver that already extends (64-bit monotonic values) gives the same totals.
+        let mut wide = WrapCarry::new(32);
+        wide.update(4_000_000_000);
+        assert_eq!(wide.update((1u64 << 32) + 100), (1u64 << 32) + 100);
+    }
+
+    #[test]
+    fn missing_programs_are_not_found() {
+        assert!(find_program("sh").is_some());
+        assert!(find_program("/nonexistent/pcielab-workload").is_none());
+        assert!(find_program("pcielab-no-such-program-xyz").is_none());
+    }
+}
