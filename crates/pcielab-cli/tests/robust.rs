@@ -296,3 +296,24 @@ fn a_refusal_is_kept_in_the_simulated_last_cmd_status() {
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["last_cmd_status"], "Mask out of range", "{}", r.stdout);
 }
+
+#[test]
+fn p2p_verdicts_without_readable_acs_say_unknown() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    expect(d, &["topo", "--machine", "sim:qemu-wide", "--sysfs-export", "full"], 0, "");
+    let full = expect(d, &["topo", "--machine", "snapshot:full", "--p2p"], 0, "");
+    assert!(!full.stdout.contains("needs root"), "{}", full.stdout);
+    // What an unprivileged reader gets: the first 64 bytes of every config file.
+    for entry in std::fs::read_dir(d.join("full/devices")).unwrap() {
+        let config = entry.unwrap().path().join("config");
+        let bytes = std::fs::read(&config).unwrap();
+        std::fs::write(&config, &bytes[..64]).unwrap();
+    }
+    let short = expect(d, &["topo", "--machine", "snapshot:full", "--p2p"], 0, "");
+    assert!(short.stdout.contains("unknown: needs root to read ACS of"), "{}", short.stdout);
+    let bus_address =
+        |text: &str| text.lines().filter(|l| l.contains(" -> ") && l.contains("bus address")).count();
+    assert!(bus_address(&full.stdout) > 0, "{}", full.stdout);
+    assert_eq!(bus_address(&short.stdout), 0, "{}", short.stdout);
+}
