@@ -317,3 +317,44 @@ fn p2p_verdicts_without_readable_acs_say_unknown() {
     assert!(bus_address(&full.stdout) > 0, "{}", full.stdout);
     assert_eq!(bus_address(&short.stdout), 0, "{}", short.stdout);
 }
+
+/// `lspci -mm` fields: "class" "vendor" "device".
+fn lspci_names(dir: &Path) -> Vec<(String, String)> {
+    let out = Command::new("lspci")
+        .args(["-A", "linux-sysfs", "-O"])
+        .arg(format!("sysfs.path={}", dir.display()))
+        .args(["-mm", "-D"])
+        .output()
+        .expect("lspci (pciutils) is installed (.ci/run)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let (bdf, rest) = l.split_once(' ').unwrap();
+            let fields: Vec<&str> = rest.split('"').collect();
+            (bdf.to_string(), format!("{} {}", fields[3], fields[5]))
+        })
+        .collect()
+}
+
+#[test]
+fn device_names_in_topo_are_the_ones_lspci_shows() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    expect(d, &["topo", "--machine", "sim:qemu-wide", "--sysfs-export", "ex"], 0, "");
+    // Without labels the names can only come from pci.ids, as lspci's do.
+    for entry in std::fs::read_dir(d.join("ex/devices")).unwrap() {
+        let _ = std::fs::remove_file(entry.unwrap().path().join("label"));
+    }
+    let expected = lspci_names(&d.join("ex"));
+    assert!(expected.len() >= 8, "{expected:?}");
+    let r = expect(d, &["topo", "--machine", "snapshot:ex", "--json"], 0, "");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let functions = v["functions"].as_array().unwrap();
+    for (bdf, name) in &expected {
+        let f = functions
+            .iter()
+            .find(|f| f["bdf"] == bdf.as_str())
+            .unwrap_or_else(|| panic!("{bdf} missing"));
+        assert_eq!(f["name"], name.as_str(), "{bdf}");
+    }
+}
