@@ -36,6 +36,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("scenario", scenario),
     ("state_file", state_file),
     ("qos_workload", qos_workload),
+    ("perf_event", perf_event),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -199,4 +200,37 @@ pub fn qos_workload(data: &[u8]) {
     if let Some(text) = text(data) {
         let _ = workload::parse(text, &MPAM_SEED);
     }
+}
+
+/// The repository root, from the fuzz crate or from `crates/pcielab` (the regression test).
+fn repo_root() -> std::path::PathBuf {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    [here.join(".."), here.join("../..")]
+        .into_iter()
+        .find(|p| p.join("fixtures/pmu").is_dir())
+        .expect("fixtures/pmu in the repository")
+}
+
+/// A perf event string (`-e` on a host) against the PMUs in fixtures/pmu, plus the sysfs
+/// format and alias files a PMU directory holds, written by the input.
+pub fn perf_event(data: &[u8]) {
+    use pcielab::pmu::event::EventContext;
+    use pcielab::pmu::sysfs::{parse_alias_terms, parse_cpu_list, read_pmu, FormatField, SysfsPmu};
+    static PMUS: std::sync::OnceLock<Vec<SysfsPmu>> = std::sync::OnceLock::new();
+    let Some(text) = text(data) else { return };
+    let pmus = PMUS.get_or_init(|| {
+        let dir = repo_root().join("fixtures/pmu");
+        let mut found: Vec<SysfsPmu> = std::fs::read_dir(&dir)
+            .expect("fixtures/pmu")
+            .filter_map(|e| read_pmu(&e.ok()?.path()).ok())
+            .collect();
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        found
+    });
+    let root = std::path::Path::new("/nonexistent-root");
+    let context = EventContext { pmus, root };
+    let _ = context.encode_list(text);
+    let _ = FormatField::parse("fuzz", text);
+    let _ = parse_alias_terms(std::path::Path::new("events/fuzz"), text);
+    let _ = parse_cpu_list(text);
 }

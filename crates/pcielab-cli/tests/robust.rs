@@ -474,3 +474,65 @@ fn a_refusal_is_kept_in_the_simulated_last_cmd_status() {
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["last_cmd_status"], "Mask out of range", "{}", r.stdout);
 }
+
+#[test]
+fn p2p_verdicts_without_readable_acs_say_unknown() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    expect(d, &["topo", "--machine", "sim:qemu-wide", "--sysfs-export", "full"], 0, "");
+    let full = expect(d, &["topo", "--machine", "snapshot:full", "--p2p"], 0, "");
+    assert!(!full.stdout.contains("needs root"), "{}", full.stdout);
+    // What an unprivileged reader gets: the first 64 bytes of every config file.
+    for entry in std::fs::read_dir(d.join("full/devices")).unwrap() {
+        let config = entry.unwrap().path().join("config");
+        let bytes = std::fs::read(&config).unwrap();
+        std::fs::write(&config, &bytes[..64]).unwrap();
+    }
+    let short = expect(d, &["topo", "--machine", "snapshot:full", "--p2p"], 0, "");
+    assert!(short.stdout.contains("unknown: needs root to read ACS of"), "{}", short.stdout);
+    let bus_address =
+        |text: &str| text.lines().filter(|l| l.contains(" -> ") && l.contains("bus address")).count();
+    assert!(bus_address(&full.stdout) > 0, "{}", full.stdout);
+    assert_eq!(bus_address(&short.stdout), 0, "{}", short.stdout);
+}
+
+/// `lspci -mm` fields: "class" "vendor" "device".
+fn lspci_names(dir: &Path) -> Vec<(String, String)> {
+    let out = Command::new("lspci")
+        .args(["-A", "linux-sysfs", "-O"])
+        .arg(format!("sysfs.path={}", dir.display()))
+        .args(["-mm", "-D"])
+        .output()
+        .expect("lspci (pciutils) is installed (.ci/run)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let (bdf, rest) = l.split_once(' ').unwrap();
+            let fields: Vec<&str> = rest.split('"').collect();
+            (bdf.to_string(), format!("{} {}", fields[3], fields[5]))
+        })
+        .collect()
+}
+
+#[test]
+fn device_names_in_topo_are_the_ones_lspci_shows() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    expect(d, &["topo", "--machine", "sim:qemu-wide", "--sysfs-export", "ex"], 0, "");
+    // Without labels the names can only come from pci.ids, as lspci's do.
+    for entry in std::fs::read_dir(d.join("ex/devices")).unwrap() {
+        let _ = std::fs::remove_file(entry.unwrap().path().join("label"));
+    }
+    let expected = lspci_names(&d.join("ex"));
+    assert!(expected.len() >= 8, "{expected:?}");
+    let r = expect(d, &["topo", "--machine", "snapshot:ex", "--json"], 0, "");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let functions = v["functions"].as_array().unwrap();
+    for (bdf, name) in &expected {
+        let f = functions
+            .iter()
+            .find(|f| f["bdf"] == bdf.as_str())
+            .unwrap_or_else(|| panic!("{bdf} missing"));
+        assert_eq!(f["name"], name.as_str(), "{bdf}");
+    }
+}

@@ -85,6 +85,13 @@ pub struct MachineArgs {
     /// Guest memory in MiB (128 to 1048576)
     #[arg(long, default_value_t = 1024, value_parser = number_in(128..=1_048_576u32))]
     pub memory: u32,
+    /// Virtual CPUs (1 to 64)
+    #[arg(long, default_value_t = 1, value_parser = number_in(1..=64u32))]
+    pub smp: u32,
+    /// Extra QEMU arguments after `--`, appended to the command line as given
+    /// (e.g. `-- -device virtio-rng-pci`)
+    #[arg(last = true, value_name = "QEMU_ARG")]
+    pub qemu_args: Vec<String>,
 }
 
 #[derive(ClapArgs)]
@@ -181,6 +188,8 @@ fn machine_options(m: &MachineArgs) -> MachineOptions {
         accel: m.accel.clone(),
         cpu: m.cpu.clone(),
         memory_mib: m.memory,
+        smp: m.smp,
+        extra_args: m.qemu_args.clone(),
         ..MachineOptions::default()
     }
 }
@@ -279,14 +288,10 @@ fn run_run(args: RunArgs) -> Result<()> {
         print_limits(&report.limits);
         print!("{}", report.to_text());
     }
-    if report.script_status != 0 {
-        return Err(Error::runtime(format!(
-            "lab phase 'guest-script': the guest script exited with status {}; see {}",
-            report.script_status,
-            report.results_dir.join("script.log").display()
-        )));
+    match report.script_failure() {
+        Some(why) => Err(Error::runtime(why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn run_check(args: CheckArgs) -> Result<()> {

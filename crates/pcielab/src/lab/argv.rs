@@ -24,6 +24,10 @@ pub struct MachineOptions {
     pub memory_mib: u32,
     /// Where NVMe backing files live.
     pub disk_dir: PathBuf,
+    /// Virtual CPUs (`-smp`), all on NUMA node 0.
+    pub smp: u32,
+    /// Further QEMU arguments, appended as given after everything pcielab builds.
+    pub extra_args: Vec<String>,
 }
 
 impl Default for MachineOptions {
@@ -33,6 +37,8 @@ impl Default for MachineOptions {
             cpu: "max".into(),
             memory_mib: 512,
             disk_dir: PathBuf::from("."),
+            smp: 1,
+            extra_args: Vec::new(),
         }
     }
 }
@@ -129,6 +135,8 @@ enum Emulated {
     ExpanderBridge,
     Nvme,
     Nic(&'static str),
+    /// A device with no backend to attach (`-device NAME` alone), e.g. the `VGA` display.
+    Plain(&'static str),
 }
 
 /// QEMU's NVMe controller (`-device nvme`).
@@ -136,7 +144,7 @@ pub const QEMU_NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
 
 /// (vendor, device, kind, what QEMU emulates with those ids). Q35's own functions are listed
 /// with their fixed addresses in [`Q35_BUILTINS`].
-const EMULATED: [(u16, u16, Emulated, &str); 6] = [
+const EMULATED: [(u16, u16, Emulated, &str); 8] = [
     (0x1b36, 0x000c, Emulated::RootPort, "pcie-root-port"),
     (0x104c, 0x8232, Emulated::SwitchUpstream, "x3130-upstream"),
     (
@@ -148,6 +156,8 @@ const EMULATED: [(u16, u16, Emulated, &str); 6] = [
     (0x1b36, 0x000b, Emulated::ExpanderBridge, "pxb-pcie"),
     (QEMU_NVME_IDS.0, QEMU_NVME_IDS.1, Emulated::Nvme, "nvme"),
     (0x8086, 0x10d3, Emulated::Nic("e1000e"), "e1000e"),
+    (0x8086, 0x100e, Emulated::Nic("e1000"), "e1000"),
+    (0x1234, 0x1111, Emulated::Plain("VGA"), "VGA"),
 ];
 
 /// q35's fixed functions: host bridge, ICH9 LPC, SATA (AHCI) and SMBus.
@@ -225,7 +235,7 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
         "-m",
         &format!("{}M", options.memory_mib),
         "-smp",
-        "1",
+        &options.smp.to_string(),
         "-nodefaults",
         "-display",
         "none",
@@ -241,7 +251,11 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
             argv.push("-numa".into());
             // One vCPU boots fastest under TCG; the other nodes are memory-only, which is
             // enough for a host bridge's _PXM to name them.
-            let cpus = if node == 0 { ",cpus=0" } else { "" };
+            let cpus = match (node, options.smp) {
+                (0, 1) => ",cpus=0".to_string(),
+                (0, n) => format!(",cpus=0-{}", n - 1),
+                _ => String::new(),
+            };
             argv.push(format!("node,nodeid={node},memdev=mem{node}{cpus}"));
         }
     }
@@ -347,8 +361,14 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
                 argv.push("-device".into());
                 argv.push(format!("{model},{}", props.join(",")));
             }
+            Emulated::Plain(model) => {
+                limits.extend(endpoint_link_limits(f));
+                argv.push("-device".into());
+                argv.push(format!("{model},{}", props.join(",")));
+            }
         }
     }
+    argv.extend(options.extra_args.iter().cloned());
     if !problems.is_empty() {
         return Err(Error::bad_input(format!(
             "QEMU cannot express this topology:\n  {}",

@@ -378,6 +378,8 @@ mod tests {
             run_dir: None,
             kernel: "/tmp/bzImage".into(),
             script_status: 0,
+            oom_kill: None,
+            memory_mib: 1024,
             boot_s: 3.0,
             boot_to_result_s: 12.34,
             total_s: 20.0,

@@ -72,6 +72,10 @@ pub struct RunReport {
     pub run_dir: Option<PathBuf>,
     pub kernel: PathBuf,
     pub script_status: i32,
+    /// The guest kernel's OOM-killer line when it killed a process of the script, else null.
+    pub oom_kill: Option<String>,
+    /// Guest memory in MiB (`--memory`).
+    pub memory_mib: u32,
     /// Seconds from QEMU start to the guest's `/init`.
     pub boot_s: f64,
     /// Seconds from QEMU start to the guest's last result.
@@ -102,7 +106,40 @@ impl RunOptions {
     }
 }
 
+/// The guest kernel's report of an OOM kill ("Out of memory: Killed process 212 (fio) …").
+pub fn oom_kill_line(dmesg: &str) -> Option<&str> {
+    dmesg
+        .lines()
+        .find(|l| l.contains("Out of memory: Killed process") || l.contains("Memory cgroup out of memory: Killed process"))
+        .map(str::trim)
+}
+
 impl RunReport {
+    /// Why the guest script failed, when it did: its status, and for a command the guest
+    /// kernel's OOM killer ended, the guest memory and the option that raises it.
+    pub fn script_failure(&self) -> Option<String> {
+        if self.script_status == 0 {
+            return None;
+        }
+        let log = self.results_dir.join("script.log");
+        Some(match &self.oom_kill {
+            Some(line) => format!(
+                "lab phase 'guest-script': the guest script exited with status {}: the guest \
+                 kernel's OOM killer ended a command ({line}); the guest has {} MiB of memory: \
+                 raise it with --memory MIB (e.g. --memory {}); see {}",
+                self.script_status,
+                self.memory_mib,
+                self.memory_mib.saturating_mul(2),
+                log.display()
+            ),
+            None => format!(
+                "lab phase 'guest-script': the guest script exited with status {}; see {}",
+                self.script_status,
+                log.display()
+            ),
+        })
+    }
+
     /// Where the results are, which kernel booted, the script's status and the timings.
     pub fn to_text(&self) -> String {
         let mut text = format!("results:        {}\n", self.results_dir.display());
@@ -222,11 +259,16 @@ fn run_in(
         let log = run_dir.join("console.log");
         fs::write(&log, outcome.console.join("\n")).map_err(|e| Error::io(&log, e))?;
     }
+    let oom_kill = crate::input::read_capped(&results_dir.join("dmesg.txt"), 1 << 20)
+        .ok()
+        .and_then(|d| oom_kill_line(&String::from_utf8_lossy(&d)).map(str::to_string));
     Ok(RunReport {
         results_dir,
         run_dir: None,
         kernel,
         script_status: outcome.script_status,
+        oom_kill,
+        memory_mib: machine.memory_mib,
         boot_s: outcome.boot.as_secs_f64(),
         boot_to_result_s: outcome.boot_to_result.as_secs_f64(),
         total_s: started.elapsed().as_secs_f64(),
@@ -295,12 +337,38 @@ mod tests {
     }
 
     #[test]
+    fn an_oom_killed_command_names_the_guest_memory_and_the_option() {
+        let dmesg = "[   12.5] fio invoked oom-killer: gfp_mask=0x140cca\n\
+                     [   12.6] Out of memory: Killed process 212 (fio) total-vm:1100000kB, anon-rss:950000kB\n";
+        let line = oom_kill_line(dmesg).unwrap();
+        assert!(line.contains("Killed process 212 (fio)"), "{line}");
+        assert_eq!(oom_kill_line("[ 1.0] all fine\n"), None);
+        let report = RunReport {
+            results_dir: PathBuf::from("/r"),
+            run_dir: None,
+            kernel: PathBuf::from("/k"),
+            script_status: 137,
+            oom_kill: Some(line.to_string()),
+            memory_mib: 1024,
+            boot_s: 1.0,
+            boot_to_result_s: 2.0,
+            total_s: 3.0,
+            limits: Vec::new(),
+            qemu_argv: Vec::new(),
+        };
+        let msg = report.script_failure().unwrap();
+        assert!(msg.contains("1024 MiB") && msg.contains("--memory") && msg.contains("(fio)"), "{msg}");
+    }
+
+    #[test]
     fn report_text_lists_results_kernel_status_and_times() {
         let report = RunReport {
             results_dir: "/tmp/r".into(),
             run_dir: Some("/tmp/run".into()),
             kernel: "/tmp/bzImage".into(),
             script_status: 3,
+            oom_kill: None,
+            memory_mib: 1024,
             boot_s: 2.04,
             boot_to_result_s: 10.0,
             total_s: 15.55,

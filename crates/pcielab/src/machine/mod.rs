@@ -12,6 +12,7 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 use crate::topology::spec::{parse_spec, Platform};
 use crate::topology::sysfs::read_sysfs;
+use crate::topology::Topology;
 
 /// The user's choice of machine, parsed from `--machine`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,19 +95,27 @@ impl MachineSelector {
             MachineSelector::Host { root } => Ok(Platform {
                 name: "host".to_string(),
                 description: format!("live sysfs under {}", root.display()),
-                topology: read_sysfs(&root.join("sys/bus/pci"))?,
+                topology: named(read_sysfs(&root.join("sys/bus/pci"))?),
                 sim: toml::Table::new(),
                 platform: toml::Table::new(),
             }),
             MachineSelector::Snapshot { dir } => Ok(Platform {
                 name: "snapshot".to_string(),
                 description: format!("sysfs snapshot {}", dir.display()),
-                topology: read_sysfs(dir)?,
+                topology: named(read_sysfs(dir)?),
                 sim: toml::Table::new(),
                 platform: toml::Table::new(),
             }),
         }
     }
+}
+
+/// Functions read from sysfs get lspci's vendor/device names from the installed pci.ids.
+fn named(mut topology: Topology) -> Topology {
+    if let Some(db) = crate::topology::pciids::default_db() {
+        crate::topology::pciids::name_functions(&mut topology, &db);
+    }
+    topology
 }
 
 #[cfg(test)]

@@ -87,6 +87,9 @@ pub enum MapType {
     ThroughHostBridge,
     /// The kernel refuses: the I/O fails with EREMOTEIO.
     NotSupported,
+    /// The verdict depends on facts that could not be read (ACS of a function on the path
+    /// without root): the reasons say which.
+    Unknown,
 }
 
 /// One fact that led to the verdict.
@@ -101,6 +104,9 @@ pub enum Reason {
     NoCommonUpstreamBridge,
     /// A bridge on the path has ACS redirect enabled, which sends the traffic upstream.
     AcsRedirect { bridges: Vec<Bdf> },
+    /// ACS of these functions on the path could not be read (it needs root): with redirect on,
+    /// the traffic would go upstream instead.
+    AcsUnreadable { functions: Vec<Bdf> },
     /// AMD family 0x17 or newer: the kernel allows any path through the host bridge.
     CpuExemption { family: u32 },
     /// The host bridge (the first function of the root bus) is on the kernel's whitelist.
@@ -164,10 +170,14 @@ pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Opt
     let mut acs_bridges = Vec::new();
     // Walk up from the provider; at each step look for that function on the client's path. The
     // kernel checks ACS on every provider-side function it visits, the meeting point included.
+    let mut unreadable = Vec::new();
     let mut meeting = None;
     for (up_a, a) in provider_path.iter().enumerate() {
         if has_acs_redirect(a) {
             acs_bridges.push(a.bdf);
+        }
+        if a.acs_unreadable {
+            unreadable.push(a.bdf);
         }
         if let Some(up_b) = client_path.iter().position(|b| b.bdf == a.bdf) {
             meeting = Some((up_a, up_b, a.bdf));
@@ -180,6 +190,12 @@ pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Opt
                 client_path[..up_b]
                     .iter()
                     .filter(|b| has_acs_redirect(b))
+                    .map(|b| b.bdf),
+            );
+            unreadable.extend(
+                client_path[..up_b]
+                    .iter()
+                    .filter(|b| b.acs_unreadable)
                     .map(|b| b.bdf),
             );
             reasons.push(if up_a == 0 && up_b == 0 {
@@ -200,7 +216,13 @@ pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Opt
             bridges: acs_bridges,
         });
     }
-    let map = if meeting.is_some() && !acs_redirects {
+    let map = if meeting.is_some() && !acs_redirects && !unreadable.is_empty() {
+        // Bus addresses only if none of them redirects; that cannot be told without root.
+        reasons.push(Reason::AcsUnreadable {
+            functions: unreadable,
+        });
+        MapType::Unknown
+    } else if meeting.is_some() && !acs_redirects {
         MapType::BusAddress
     } else if let (true, Cpu::Amd { family }) = (cpu.exempts_host_bridge(), cpu) {
         reasons.push(Reason::CpuExemption { family });
@@ -249,6 +271,7 @@ impl MapType {
             MapType::BusAddress => "bus address",
             MapType::ThroughHostBridge => "through host bridge",
             MapType::NotSupported => "not supported",
+            MapType::Unknown => "unknown",
         }
     }
 
@@ -258,6 +281,7 @@ impl MapType {
             MapType::BusAddress => 'B',
             MapType::ThroughHostBridge => 'H',
             MapType::NotSupported => 'x',
+            MapType::Unknown => '?',
         }
     }
 }
@@ -271,6 +295,14 @@ impl Reason {
             Reason::AcsRedirect { bridges } => format!(
                 "ACS redirect on {}",
                 bridges
+                    .iter()
+                    .map(Bdf::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Reason::AcsUnreadable { functions } => format!(
+                "unknown: needs root to read ACS of {}",
+                functions
                     .iter()
                     .map(Bdf::to_string)
                     .collect::<Vec<_>>()
@@ -307,7 +339,7 @@ pub fn to_text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "P2PDMA between endpoints, CPU {} (distance; B bus address, H through host bridge, x not supported)",
+        "P2PDMA between endpoints, CPU {} (distance; B bus address, H through host bridge, x not supported, ? unknown)",
         report.cpu
     );
     let _ = write!(out, "{:<14}", "provider\\client");

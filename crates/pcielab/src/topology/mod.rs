@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod export;
+pub mod pciids;
 pub mod render;
 pub mod spec;
 pub mod sysfs;
@@ -125,6 +126,9 @@ pub struct Function {
     pub aspm_supported: Aspm,
     pub aspm_enabled: Aspm,
     pub acs: Option<Acs>,
+    /// The ACS capability could not be looked for: the extended configuration space was not
+    /// readable (an unprivileged sysfs read returns 64 bytes). `acs` is then unknown, not absent.
+    pub acs_unreadable: bool,
     /// The function has the Advanced Error Reporting extended capability.
     pub aer: bool,
     pub numa_node: Option<i32>,
@@ -157,6 +161,7 @@ impl Function {
             aspm_supported: Aspm::default(),
             aspm_enabled: Aspm::default(),
             acs: None,
+            acs_unreadable: false,
             aer: false,
             numa_node: None,
             driver: None,

@@ -67,6 +67,9 @@ fn demote_bridges_without_ports(functions: &mut [Function], inferred: &HashSet<B
 /// The most of a sysfs attribute read: the kernel fills at most one page.
 const ATTRIBUTE_BYTES: u64 = 4096;
 
+/// Where the extended configuration space (and the ACS capability) starts.
+const EXTENDED_CONFIG_START: usize = 0x100;
+
 /// The most of `config` read, as lspci does: the whole extended configuration space.
 const CONFIG_BYTES: u64 = 4096;
 
@@ -210,6 +213,10 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
         .filter(|l| !l.is_empty())
         .map(|l| printable(&l));
     let inferred = !d.capabilities_read;
+    // ACS lives in the extended space (from 0x100); a PCI Express function read shorter than
+    // that may have it, and nothing says whether it does.
+    f.acs_unreadable = config.len() <= EXTENDED_CONFIG_START
+        && (d.express.is_some() || !d.capabilities_read);
     if d.capabilities_read {
         f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
         if let Some(e) = d.express {

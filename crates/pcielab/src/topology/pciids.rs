@@ -1,0 +1,130 @@
+//! Vendor and device names from the PCI ID database (`pci.ids`, shipped by the pciutils and
+//! hwdata packages), as lspci prints them: "Intel Corporation 82G33/G31/P35/P31 Express DRAM
+//! Controller", "Red Hat, Inc. QEMU PCIe Root port", and "Device 1234" for a device the database
+//! does not know. The parser is bounded: it reads at most [`MAX_DB_BYTES`], skips lines over
+//! [`MAX_LINE`] bytes, stops at the class section, and keeps only the ids asked for.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::input::read_capped;
+use crate::topology::Topology;
+
+/// Where distributions put the database (pciutils, then hwdata).
+pub const DB_PATHS: [&str; 3] = [
+    "/usr/share/misc/pci.ids",
+    "/usr/share/hwdata/pci.ids",
+    "/usr/share/pci.ids",
+];
+
+/// The most of the database read (the 2023 file is 1.4 MB).
+pub const MAX_DB_BYTES: u64 = 16 << 20;
+
+/// Lines longer than this are not database entries and are skipped.
+pub const MAX_LINE: usize = 512;
+
+/// The installed database, if any.
+pub fn default_db() -> Option<PathBuf> {
+    DB_PATHS.iter().map(PathBuf::from).find(|p| p.is_file())
+}
+
+/// Names for the (vendor, device) pairs in `wanted`, from the database text.
+pub fn lookup(db: &str, wanted: &BTreeSet<(u16, u16)>) -> BTreeMap<(u16, u16), String> {
+    let vendors: BTreeSet<u16> = wanted.iter().map(|(v, _)| *v).collect();
+    let mut vendor_names: BTreeMap<u16, &str> = BTreeMap::new();
+    let mut device_names: BTreeMap<(u16, u16), &str> = BTreeMap::new();
+    let mut current: Option<u16> = None;
+    for line in db.lines() {
+        if line.len() > MAX_LINE || line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with("C ") {
+            break; // the class section follows the vendors
+        }
+        if let Some(rest) = line.strip_prefix('\t') {
+            if rest.starts_with('\t') {
+                continue; // a subsystem
+            }
+            if let (Some(v), Some((id, name))) = (current, id_and_name(rest)) {
+                if wanted.contains(&(v, id)) {
+                    device_names.insert((v, id), name);
+                }
+            }
+        } else {
+            current = id_and_name(line).and_then(|(id, name)| {
+                vendors.contains(&id).then(|| {
+                    vendor_names.insert(id, name);
+                    id
+                })
+            });
+        }
+    }
+    wanted
+        .iter()
+        .filter_map(|&(v, d)| {
+            let vendor = vendor_names.get(&v)?;
+            let name = match device_names.get(&(v, d)) {
+                Some(device) => format!("{vendor} {device}"),
+                None => format!("{vendor} Device {d:04x}"),
+            };
+            Some(((v, d), name))
+        })
+        .collect()
+}
+
+/// `8086  Intel Corporation` → (0x8086, "Intel Corporation").
+fn id_and_name(text: &str) -> Option<(u16, &str)> {
+    let (id, name) = text.split_once("  ")?;
+    if id.len() != 4 {
+        return None;
+    }
+    Some((u16::from_str_radix(id, 16).ok()?, name.trim()))
+}
+
+/// Give every unnamed function of `topology` its database name (read from `db`, capped).
+pub fn name_functions(topology: &mut Topology, db: &Path) {
+    let Ok(bytes) = read_capped(db, MAX_DB_BYTES) else {
+        return;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let wanted: BTreeSet<(u16, u16)> = topology
+        .functions()
+        .iter()
+        .filter(|f| f.name.is_none())
+        .map(|f| (f.vendor, f.device))
+        .collect();
+    let names = lookup(&text, &wanted);
+    for f in topology.functions_mut() {
+        if f.name.is_none() {
+            f.name = names.get(&(f.vendor, f.device)).cloned();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DB: &str = "# comment\n8086  Intel Corporation\n\t29c0  82G33/G31/P35/P31 Express DRAM Controller\n\t\t1af4 1100  QEMU Virtual Machine\n1b36  Red Hat, Inc.\n\t000c  QEMU PCIe Root port\nC 06  Bridge\n\t00  Host bridge\n";
+
+    #[test]
+    fn names_read_like_lspci_and_unknown_devices_show_their_id() {
+        let wanted: BTreeSet<(u16, u16)> =
+            [(0x8086, 0x29c0), (0x1b36, 0x000c), (0x1b36, 0x1234), (0xabcd, 1)].into();
+        let names = lookup(DB, &wanted);
+        assert_eq!(
+            names[&(0x8086, 0x29c0)],
+            "Intel Corporation 82G33/G31/P35/P31 Express DRAM Controller"
+        );
+        assert_eq!(names[&(0x1b36, 0x000c)], "Red Hat, Inc. QEMU PCIe Root port");
+        assert_eq!(names[&(0x1b36, 0x1234)], "Red Hat, Inc. Device 1234");
+        assert!(!names.contains_key(&(0xabcd, 1)));
+    }
+
+    #[test]
+    fn hostile_databases_are_bounded() {
+        let long = format!("8086  {}\n\t29c0  x\n", "A".repeat(10_000));
+        assert!(lookup(&long, &[(0x8086, 0x29c0)].into()).is_empty());
+        assert!(lookup("\0\t\t\n\tzzzz  q\nC 00\n", &[(0, 0)].into()).is_empty());
+    }
+}
