@@ -201,23 +201,28 @@ fn qemu_link_limits_are_expected_differences() {
     assert_eq!(doc["expected"], 5);
 }
 
-#[test]
-fn seed_fio_job_runs_in_the_guest_with_json_results() {
-    let dir = tempfile::tempdir().unwrap();
-    let results = dir.path().join("results");
-    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvme.fio");
+/// Boots qemu-seed with `--fio FILE` or `--script FILE`, results into `results`; the run report.
+fn run_qemu_seed(option: &str, file: &Path, results: &Path) -> serde_json::Value {
     let out = pcielab(&[
         "lab",
         "run",
         "qemu-seed",
-        "--fio",
-        job.to_str().unwrap(),
+        option,
+        file.to_str().unwrap(),
         "--out",
         results.to_str().unwrap(),
         "--json",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn seed_fio_job_runs_in_the_guest_with_json_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvme.fio");
+    let report = run_qemu_seed("--fio", &job, &results);
     assert_eq!(report["script_status"], 0);
     let fio: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(results.join("fio.json")).unwrap()).unwrap();
@@ -349,17 +354,7 @@ pcielab bench mmio $BDF --bar 2 --offset 1G --op memcpy --width 64 --seconds 0.2
 "#,
     )
     .unwrap();
-    let out = pcielab(&[
-        "lab",
-        "run",
-        "qemu-seed",
-        "--script",
-        script.to_str().unwrap(),
-        "--out",
-        results.to_str().unwrap(),
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    run_qemu_seed("--script", &script, &results);
     let log = std::fs::read_to_string(results.join("script.log")).unwrap_or_default();
     let read = |name: &str| -> serde_json::Value {
         let body = std::fs::read_to_string(results.join(name))

@@ -2,7 +2,7 @@
 //! embedded in the library so `--machine sim:NAME` works from any directory.
 
 /// Every preset: name and spec text.
-pub const PRESETS: [(&str, &str); 8] = [
+pub const PRESETS: [(&str, &str); 9] = [
     (
         "yitian710",
         include_str!("../../../../presets/yitian710.toml"),
@@ -34,6 +34,10 @@ pub const PRESETS: [(&str, &str); 8] = [
     (
         "rk3568-ep",
         include_str!("../../../../presets/rk3568-ep.toml"),
+    ),
+    (
+        "rk3528-evb",
+        include_str!("../../../../presets/rk3528-evb.toml"),
     ),
 ];
 
