@@ -22,8 +22,11 @@ use pcielab::sim::fio::{parse_command_line, parse_job_file};
 use pcielab::topology::render::{to_dot, to_json, to_tree};
 use pcielab::topology::spec::parse_spec;
 
+/// A target's body: the fuzzer's bytes in, nothing out (a panic is the failure).
+pub type Body = fn(&[u8]);
+
 /// Every target by name, as the regression test finds them under `fuzz/regressions/<name>/`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Body)] = &[
     ("spec_toml", spec_toml),
     ("config_space", config_space),
     ("event_list", event_list),

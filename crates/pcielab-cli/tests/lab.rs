@@ -154,6 +154,15 @@ fn check_passes_for_both_qemu_presets_and_lspci_agrees() {
 /// difference as expected, with the reason, and still passes; the argv asks for the capability.
 #[test]
 fn qemu_link_limits_are_expected_differences() {
+    let qemu = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        pcielab::lab::argv::parse_qemu_version(&text(&qemu.stdout)),
+        Some(pcielab::lab::argv::QEMU_VERSION),
+        "the expected differences below hold for QEMU 7.2"
+    );
     let preset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/qemu-wide.toml");
     let preset_text = std::fs::read_to_string(preset).unwrap();
     let wanted = "link = { max_speed = 16.0, max_width = 8, speed = 2.5, width = 1 }";

@@ -24,12 +24,18 @@ fn inputs(kind: &str, target: &str) -> Vec<std::path::PathBuf> {
 fn every_recorded_crash_and_seed_replays_without_a_panic() {
     let mut replayed = 0;
     for (name, body) in targets::TARGETS {
-        for path in inputs("regressions", name).into_iter().chain(inputs("seeds", name)) {
+        for path in inputs("regressions", name)
+            .into_iter()
+            .chain(inputs("seeds", name))
+        {
             let data = std::fs::read(&path).unwrap();
             let outcome = std::panic::catch_unwind(|| body(&data));
             assert!(outcome.is_ok(), "{name}: {} panics", path.display());
             replayed += 1;
         }
     }
-    assert!(replayed >= targets::TARGETS.len(), "only {replayed} inputs found");
+    assert!(
+        replayed >= targets::TARGETS.len(),
+        "only {replayed} inputs found"
+    );
 }

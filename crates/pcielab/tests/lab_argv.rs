@@ -208,6 +208,10 @@ fn vga_and_e1000_map_to_qemu_devices_and_smp_and_extra_arguments_pass_through() 
         .output()
         .expect("qemu-system-x86 is installed (.ci/run)");
     let text = String::from_utf8_lossy(&help.stdout);
+    assert_eq!(
+        pcielab::lab::argv::parse_qemu_version("QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)"),
+        Some((7, 2))
+    );
     assert!(text.contains("name \"VGA\""), "{text}");
     assert!(text.contains("name \"e1000\""), "{text}");
 }

@@ -114,6 +114,23 @@ fn shell_word(word: &str) -> String {
     }
 }
 
+/// The QEMU release whose behaviour the limits below (and the lab tests' expected values) were
+/// read from: Debian 12's qemu-system-x86 7.2.
+pub const QEMU_VERSION: (u32, u32) = (7, 2);
+
+/// The (major, minor) version `qemu --version` reports ("QEMU emulator version 7.2.22 (…)").
+pub fn installed_qemu_version(qemu: &Path) -> Option<(u32, u32)> {
+    let out = std::process::Command::new(qemu).arg("--version").output().ok()?;
+    parse_qemu_version(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The version in `qemu --version` text.
+pub fn parse_qemu_version(text: &str) -> Option<(u32, u32)> {
+    let rest = text.split("version ").nth(1)?;
+    let mut parts = rest.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
 const QEMU_CURRENT_LINK: &str = "QEMU 7.2 emulates no link training: every current link \
      reports 2.5 GT/s x1";
 const QEMU_FIXED_ENDPOINT: &str = "QEMU 7.2 endpoints and the x3130 upstream port have a fixed \

@@ -1,5 +1,10 @@
 //! Boots a QEMU guest and follows it through its phases on the serial console: boot, guest
-//! script, results, shutdown. It enforces the timeout, recognises a kernel panic, unpacks the
+//! script, results, shutdown. Its timeout follows progress, not the wall clock: every console
+//! line and phase is progress; while booting (a quiet kernel prints little) the guest fails only
+//! after QEMU itself has used `timeout` seconds of CPU since the last line, so a boot slowed by a
+//! loaded machine is not cut short; in the later phases `timeout` seconds without a line end
+//! it (a hung script uses no CPU). A guest that prints forever is stopped at
+//! [`RUN_CAP_FACTOR`] × `timeout`. It recognises a kernel panic, unpacks the
 //! results the guest sends back, and always ends the QEMU process it started. Every failure names
 //! the phase and carries the guest's last console lines.
 
@@ -17,6 +22,9 @@ use super::guest::{
     MARK_SCRIPT,
 };
 use crate::error::{Error, Result};
+
+/// A run ends at this many timeouts after QEMU started even while the guest keeps printing.
+pub const RUN_CAP_FACTOR: u32 = 10;
 
 /// How many console lines a failure report shows.
 const TAIL_LINES: usize = 25;
@@ -59,7 +67,8 @@ pub struct BootOutcome {
     pub console: Vec<String>,
 }
 
-/// Boots `plan` with `kernel` and `initrd`, waits at most `timeout`, and unpacks the guest's
+/// Boots `plan` with `kernel` and `initrd`, waits while the guest makes progress (at most
+/// `timeout` without a console line, [`RUN_CAP_FACTOR`] × `timeout` in all), and unpacks the guest's
 /// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it.
 pub fn boot(
     plan: &QemuPlan,
@@ -114,7 +123,9 @@ pub fn boot(
         text
     });
 
-    let deadline = started + timeout;
+    let cap = started + timeout * RUN_CAP_FACTOR;
+    let mut last_progress = started;
+    let mut cpu_at_progress = Duration::ZERO;
     let mut console: Vec<String> = Vec::new();
     let mut tail: VecDeque<String> = VecDeque::new();
     let mut phase = Phase::Boot;
@@ -144,17 +155,33 @@ pub fn boot(
                 return Err(fail(phase, format!("guest kernel panic: {line}"), &tail));
             }
         }
+        let idle = now - last_progress;
+        // Booting: idle only counts as far as QEMU got CPU time to boot with.
+        let stalled = match phase {
+            Phase::Boot => {
+                idle >= timeout
+                    && qemu_cpu_time(guard.0.id()).is_none_or(|cpu| cpu - cpu_at_progress >= timeout)
+            }
+            _ => idle >= timeout,
+        };
+        let deadline = if stalled { now } else { cap.min(now + POLL) };
         if now >= deadline {
-            return Err(fail(
-                phase,
+            let what = if deadline == cap {
                 format!(
-                    "guest did not finish within {} s (timeout); QEMU was stopped",
+                    "guest did not finish within {} s ({RUN_CAP_FACTOR} x the {} s timeout) although it kept printing; QEMU was stopped",
+                    (timeout * RUN_CAP_FACTOR).as_secs_f64(),
                     timeout.as_secs_f64()
-                ),
-                &tail,
-            ));
+                )
+            } else {
+                format!(
+                    "guest made no progress for {} s (timeout; no console output in phase '{}', QEMU busy or idle); QEMU was stopped",
+                    timeout.as_secs_f64(),
+                    phase.name()
+                )
+            };
+            return Err(fail(phase, what, &tail));
         }
-        let wait = panic_grace.unwrap_or(deadline).min(deadline) - now;
+        let wait = panic_grace.unwrap_or(deadline).min(deadline).max(now) - now;
         let line = match lines.recv_timeout(wait) {
             Ok(line) => line,
             Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -176,6 +203,8 @@ pub fn boot(
                 return Err(fail(phase, what, &tail));
             }
         };
+        last_progress = Instant::now();
+        cpu_at_progress = qemu_cpu_time(guard.0.id()).unwrap_or_default();
         if collecting {
             if line == MARK_RESULTS_END {
                 collecting = false;
@@ -254,6 +283,21 @@ fn unpack_results(encoded: &str, results_dir: &Path) -> Result<()> {
 }
 
 /// Owns the QEMU process: whatever happens, it does not outlive the run.
+/// How often a quiet guest's progress is looked at.
+const POLL: Duration = Duration::from_millis(500);
+
+/// CPU time (user + system, all threads) process `pid` has used, from `/proc/PID/stat`.
+fn qemu_cpu_time(pid: u32) -> Option<Duration> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
 struct QemuGuard(Child);
 
 impl QemuGuard {
@@ -301,4 +345,24 @@ pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
         .join(format!("{stamp}-{}", std::process::id()));
     fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_from_proc_and_grows_with_work() {
+        let pid = std::process::id();
+        let before = qemu_cpu_time(pid).unwrap();
+        let started = Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < Duration::from_millis(300) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let after = qemu_cpu_time(pid).unwrap();
+        assert!(after > before, "{before:?} -> {after:?}");
+        assert!(qemu_cpu_time(u32::MAX).is_none());
+    }
 }

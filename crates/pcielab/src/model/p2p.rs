@@ -286,28 +286,21 @@ impl MapType {
     }
 }
 
+/// `0000:01:00.0, 0000:02:00.0`.
+fn bdf_list(bdfs: &[Bdf]) -> String {
+    bdfs.iter().map(Bdf::to_string).collect::<Vec<_>>().join(", ")
+}
+
 impl Reason {
     pub fn describe(&self) -> String {
         match self {
             Reason::CommonUpstreamBridge { bridge } => format!("common upstream bridge {bridge}"),
             Reason::SameFunction => "same function".into(),
             Reason::NoCommonUpstreamBridge => "no common upstream bridge".into(),
-            Reason::AcsRedirect { bridges } => format!(
-                "ACS redirect on {}",
-                bridges
-                    .iter()
-                    .map(Bdf::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Reason::AcsUnreadable { functions } => format!(
-                "unknown: needs root to read ACS of {}",
-                functions
-                    .iter()
-                    .map(Bdf::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Reason::AcsRedirect { bridges } => format!("ACS redirect on {}", bdf_list(bridges)),
+            Reason::AcsUnreadable { functions } => {
+                format!("unknown: needs root to read ACS of {}", bdf_list(functions))
+            }
             Reason::CpuExemption { family } => {
                 format!("CPU exemption (AMD family {family:#x} >= 0x17)")
             }
