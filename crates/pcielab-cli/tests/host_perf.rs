@@ -450,3 +450,54 @@ fn pmu_list_places_the_fixture_pcie_pmus() {
         "{listing}"
     );
 }
+
+#[test]
+fn intervals_add_up_to_the_total_and_ctrl_c_still_prints() {
+    let devices = devices_dir();
+    let args = [
+        "stat",
+        "-a",
+        "--json",
+        "-I",
+        "200",
+        "-e",
+        "dwc_rootport_3018/one_cycle/",
+        "--",
+        "sleep",
+        "1",
+    ];
+    let out = in_namespace(devices.path(), BIN, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let intervals = doc["intervals"].as_array().unwrap();
+    assert!((5..=7).contains(&intervals.len()), "{doc}");
+    let sum: u64 = intervals
+        .iter()
+        .map(|i| i["events"][0]["raw_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, doc["events"][0]["raw_count"].as_u64().unwrap());
+
+    // Ctrl-C reaches the whole foreground process group: the workload dies, pcielab prints.
+    use std::os::unix::process::CommandExt;
+    let child = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount --bind \"$0\" /sys/bus/event_source/devices && exec \"$@\"",
+        ])
+        .arg(devices.path())
+        .args([BIN, "stat", "-a", "-e", "cs", "--", "sleep", "30"])
+        .process_group(0)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling the process group this test created.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "128 + SIGINT: {stderr}");
+    let (count, elapsed) = perf_count(&stderr, "cs");
+    assert!(count > 0.0 && (1.0..10.0).contains(&elapsed), "{stderr}");
+}
