@@ -49,12 +49,12 @@ pub fn run(request: &StatRequest, read_file: impl Fn(&Path) -> Result<String>) -
             "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
         ));
     }
-    // Only the host needs its own answer (a runtime gap, not bad input); SimMachine::open
-    // rejects every other non-simulated machine.
+    // The live host counts through pmu::host (perf_event_open); reaching here with it is a
+    // caller's mistake, not the user's. SimMachine::open rejects every other machine.
     if let MachineSelector::Host { .. } = request.machine {
         return Err(Error::runtime(
-            "counting on a live host (perf_event_open) is not supported yet; \
-             use --machine sim:PRESET to count a simulated workload",
+            "sim::stat counts simulated machines; the live host counts through \
+             pmu::host::run (pcielab stat --machine host)",
         ));
     }
     let mut machine = SimMachine::open(request.machine)?;
