@@ -286,8 +286,10 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
         doc["events"][1]["scaled"].as_f64().unwrap() / doc["elapsed_s"].as_f64().unwrap();
     let (clock, elapsed) = perf_count(&stderr, "cpu-clock");
     let theirs_clock = clock / elapsed;
+    // Its noise is the scheduling delay around the workload's start and end, a few ms of
+    // each second on a busy machine.
     assert!(
-        (ours_clock / theirs_clock - 1.0).abs() < 0.03,
+        (ours_clock / theirs_clock - 1.0).abs() < 0.05,
         "cpu-clock ms/s: pcielab {ours_clock:.1}, perf {theirs_clock:.1}"
     );
 }
@@ -409,4 +411,42 @@ fn unprivileged_users_get_perfs_permission_advice() {
             "perf could count as nobody, pcielab not: {stderr}"
         );
     }
+}
+
+#[test]
+fn pmu_list_places_the_fixture_pcie_pmus() {
+    let devices = devices_dir();
+    let out = in_namespace(devices.path(), BIN, &["pmu", "list", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["pcie_pmus"], 7, "{doc}");
+    let pmu = |name: &str| {
+        doc["pmus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {doc}"))
+            .clone()
+    };
+    assert_eq!(pmu("dwc_rootport_13018")["root_ports"][0], "0001:30:03.0");
+    assert_eq!(pmu("pcie_bdf_200")["root_ports"][0], "0000:00:02.0");
+    assert_eq!(pmu("hisi_pcie0_core1")["driver"], "hisi_pcie");
+    assert_eq!(pmu("uncore_iio_2")["formats"]["umask"], "config:8-15,32-35");
+    let bw = &pmu("uncore_iio_free_running_2")["events"][0];
+    assert_eq!(
+        (bw["name"].as_str(), bw["unit"].as_str()),
+        (Some("bw_in_port0"), Some("MiB"))
+    );
+    assert_eq!(pmu("msr")["driver"], serde_json::Value::Null);
+    let one = in_namespace(
+        devices.path(),
+        BIN,
+        &["pmu", "list", "--pmu", "dwc_rootport_3018"],
+    );
+    let listing = text(&one.stdout);
+    assert!(
+        listing.contains("tx_ack_dllp") && listing.contains("lane=?"),
+        "{listing}"
+    );
 }

@@ -102,7 +102,11 @@ fn table_names_the_link_and_settings() {
 #[test]
 fn invalid_values_exit_2_naming_the_flag_and_valid_set() {
     let cases: [(&[&str], &str, &str); 7] = [
-        (&["--gen", "8", "--width", "4"], "--gen <GEN>", "'8' is not a number in 1..=7"),
+        (
+            &["--gen", "8", "--width", "4"],
+            "--gen <GEN>",
+            "'8' is not a number in 1..=7",
+        ),
         (&["--gen", "3", "--width", "3"], "width 3", "12"),
         (
             &["--gen", "3", "--width", "4", "--mps", "100"],

@@ -49,8 +49,18 @@ fn run_in(dir: &Path, args: &[&str]) -> Run {
         std::thread::sleep(Duration::from_millis(10));
     };
     let (mut stdout, mut stderr) = (String::new(), String::new());
-    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     let code = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
         128 + status.signal().unwrap_or(0)
@@ -89,7 +99,12 @@ fn a_closed_pipe_ends_quietly() {
     drop(out);
     let status = child.wait().unwrap();
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     use std::os::unix::process::ExitStatusExt;
     assert!(
         status.code() == Some(0) || status.signal() == Some(libc::SIGPIPE),
@@ -102,13 +117,85 @@ fn a_closed_pipe_ends_quietly() {
 fn numbers_out_of_range_state_the_range() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
-    expect(d, &["model", "--gen", "99999999999999999999", "--width", "4"], 2, "1..=7");
-    expect(d, &["model", "--gen", "-1", "--width", "4"], 2, "'-1' is not a number in 1..=7");
-    expect(d, &["qos", "monitor", "--machine", "sim:mpam-seed", "-I", "18446744073709551615"], 2, "1..=3600000");
-    expect(d, &["lab", "argv", "--memory", "0", "qemu-seed"], 2, "128..=1048576");
-    expect(d, &["qos", "assign", "/", "--cpus", "0-4294967295", "--machine", "sim:mpam-seed"], 2, "0..=8191");
-    expect(d, &["stat", "--machine", "sim:yitian710", "-a", "-e", "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/", "--", "sleep", "1e300"], 2, "one week");
-    expect(d, &["stat", "--machine", "sim:yitian710", "-a", "-I", "1", "-e", "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/", "--", "sleep", "600000"], 2, "intervals");
+    expect(
+        d,
+        &["model", "--gen", "99999999999999999999", "--width", "4"],
+        2,
+        "1..=7",
+    );
+    expect(
+        d,
+        &["model", "--gen", "-1", "--width", "4"],
+        2,
+        "'-1' is not a number in 1..=7",
+    );
+    expect(
+        d,
+        &[
+            "qos",
+            "monitor",
+            "--machine",
+            "sim:mpam-seed",
+            "-I",
+            "18446744073709551615",
+        ],
+        2,
+        "1..=3600000",
+    );
+    expect(
+        d,
+        &["lab", "argv", "--memory", "0", "qemu-seed"],
+        2,
+        "128..=1048576",
+    );
+    expect(
+        d,
+        &[
+            "qos",
+            "assign",
+            "/",
+            "--cpus",
+            "0-4294967295",
+            "--machine",
+            "sim:mpam-seed",
+        ],
+        2,
+        "0..=8191",
+    );
+    expect(
+        d,
+        &[
+            "stat",
+            "--machine",
+            "sim:yitian710",
+            "-a",
+            "-e",
+            "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+            "--",
+            "sleep",
+            "1e300",
+        ],
+        2,
+        "one week",
+    );
+    expect(
+        d,
+        &[
+            "stat",
+            "--machine",
+            "sim:yitian710",
+            "-a",
+            "-I",
+            "1",
+            "-e",
+            "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+            "--",
+            "sleep",
+            "600000",
+        ],
+        2,
+        "intervals",
+    );
 }
 
 fn scenario(dir: &Path, extra: &str) -> String {
@@ -152,7 +239,10 @@ fn hostile_state_files_are_bad_input() {
     let st = st.to_str().unwrap();
     let m = ["--machine", "sim:mpam-seed", "--state", st];
     let with = |args: &[&'static str]| -> Vec<String> {
-        args.iter().map(|a| a.to_string()).chain(m.iter().map(|a| a.to_string())).collect()
+        args.iter()
+            .map(|a| a.to_string())
+            .chain(m.iter().map(|a| a.to_string()))
+            .collect()
     };
     let run_with = |args: &[&'static str], code: i32, needle: &str| {
         let owned = with(args);
@@ -174,7 +264,19 @@ fn hostile_state_files_are_bad_input() {
     std::fs::write(st, v.to_string()).unwrap();
     run_with(&["qos", "show"], 2, "info");
     std::fs::create_dir(d.join("dir.json")).unwrap();
-    expect(d, &["qos", "show", "--machine", "sim:mpam-seed", "--state", "dir.json"], 2, "is a directory");
+    expect(
+        d,
+        &[
+            "qos",
+            "show",
+            "--machine",
+            "sim:mpam-seed",
+            "--state",
+            "dir.json",
+        ],
+        2,
+        "is a directory",
+    );
 }
 
 #[test]
@@ -182,13 +284,37 @@ fn desired_state_files_are_validated_where_they_enter() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
     let m = ["--machine", "sim:mpam-seed", "--dry-run"];
-    std::fs::write(d.join("pids.yaml"), "groups:\n  g:\n    tasks: [4294967297]\n").unwrap();
-    expect(d, &[&["qos", "apply", "pids.yaml"], &m[..]].concat(), 2, "4294967297 is out of range");
-    expect(d, &[&["qos", "apply", "missing.yaml"], &m[..]].concat(), 2, "missing.yaml");
-    expect(d, &[&["qos", "apply", "."], &m[..]].concat(), 2, "is a directory");
+    std::fs::write(
+        d.join("pids.yaml"),
+        "groups:\n  g:\n    tasks: [4294967297]\n",
+    )
+    .unwrap();
+    expect(
+        d,
+        &[&["qos", "apply", "pids.yaml"], &m[..]].concat(),
+        2,
+        "4294967297 is out of range",
+    );
+    expect(
+        d,
+        &[&["qos", "apply", "missing.yaml"], &m[..]].concat(),
+        2,
+        "missing.yaml",
+    );
+    expect(
+        d,
+        &[&["qos", "apply", "."], &m[..]].concat(),
+        2,
+        "is a directory",
+    );
     std::fs::write(d.join("deep.yaml"), "[".repeat(100_000)).unwrap();
     let started = Instant::now();
-    expect(d, &[&["qos", "apply", "deep.yaml"], &m[..]].concat(), 2, "deep.yaml");
+    expect(
+        d,
+        &[&["qos", "apply", "deep.yaml"], &m[..]].concat(),
+        2,
+        "deep.yaml",
+    );
     assert!(started.elapsed() < HANG);
 }
 
@@ -209,10 +335,21 @@ fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
-    std::fs::write(d.path().join("plan.yaml"), "groups:\n  g:\n    l3: \"50%\"\n").unwrap();
+    std::fs::write(
+        d.path().join("plan.yaml"),
+        "groups:\n  g:\n    l3: \"50%\"\n",
+    )
+    .unwrap();
     expect(
         d.path(),
-        &["qos", "apply", "plan.yaml", "--resctrl", "resctrl", "--dry-run"],
+        &[
+            "qos",
+            "apply",
+            "plan.yaml",
+            "--resctrl",
+            "resctrl",
+            "--dry-run",
+        ],
         2,
         "min_cbm_bits",
     );
@@ -227,10 +364,29 @@ fn a_spec_cannot_write_outside_the_export_directory() {
     )
     .unwrap();
     for driver in ["../../../../x", "/tmp/pcielab-abs", "..", "a/b"] {
-        let evil = spec.replacen("[[function]]", &format!("[[function]]\ndriver = \"{driver}\""), 2);
-        let evil = evil.replacen(&format!("[[function]]\ndriver = \"{driver}\""), "[[function]]", 1);
+        let evil = spec.replacen(
+            "[[function]]",
+            &format!("[[function]]\ndriver = \"{driver}\""),
+            2,
+        );
+        let evil = evil.replacen(
+            &format!("[[function]]\ndriver = \"{driver}\""),
+            "[[function]]",
+            1,
+        );
         std::fs::write(d.join("evil.toml"), evil).unwrap();
-        expect(d, &["topo", "--machine", "sim:evil.toml", "--sysfs-export", "out"], 2, "driver");
+        expect(
+            d,
+            &[
+                "topo",
+                "--machine",
+                "sim:evil.toml",
+                "--sysfs-export",
+                "out",
+            ],
+            2,
+            "driver",
+        );
         assert!(!d.join("out").exists() || !d.join("x").exists());
     }
     assert!(!Path::new("/tmp/pcielab-abs").exists());
@@ -238,7 +394,16 @@ fn a_spec_cannot_write_outside_the_export_directory() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir(d.join("planted")).unwrap();
     std::os::unix::fs::symlink(outside.path(), d.join("planted/tree")).unwrap();
-    let r = run_in(d, &["topo", "--machine", "sim:qemu-seed", "--sysfs-export", "planted"]);
+    let r = run_in(
+        d,
+        &[
+            "topo",
+            "--machine",
+            "sim:qemu-seed",
+            "--sysfs-export",
+            "planted",
+        ],
+    );
     assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }
@@ -281,7 +446,12 @@ fn bad_qos_group_names_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
     for name in ["..", ".", "p1/..", "info"] {
-        expect(d, &["qos", "create", name, "--machine", "sim:mpam-seed"], 2, "bad group");
+        expect(
+            d,
+            &["qos", "create", name, "--machine", "sim:mpam-seed"],
+            2,
+            "bad group",
+        );
     }
 }
 
@@ -290,8 +460,16 @@ fn a_refusal_is_kept_in_the_simulated_last_cmd_status() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
     let m = ["--machine", "sim:mpam-seed", "--state", "st.json"];
-    assert_eq!(run_in(d, &[&["qos", "create", "p1"], &m[..]].concat()).code, 0);
-    expect(d, &[&["qos", "set", "p1", "--schemata", "L3:0=8000"], &m[..]].concat(), 2, "Mask out of range");
+    assert_eq!(
+        run_in(d, &[&["qos", "create", "p1"], &m[..]].concat()).code,
+        0
+    );
+    expect(
+        d,
+        &[&["qos", "set", "p1", "--schemata", "L3:0=8000"], &m[..]].concat(),
+        2,
+        "Mask out of range",
+    );
     let r = expect(d, &[&["qos", "show", "--json"], &m[..]].concat(), 0, "");
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(v["last_cmd_status"], "Mask out of range", "{}", r.stdout);

@@ -41,7 +41,10 @@ fn every_recorded_crash_and_seed_replays_without_a_panic() {
     cap_address_space();
     let mut replayed = 0;
     for (name, body) in targets::TARGETS {
-        for path in inputs("regressions", name).into_iter().chain(inputs("seeds", name)) {
+        for path in inputs("regressions", name)
+            .into_iter()
+            .chain(inputs("seeds", name))
+        {
             let data = std::fs::read(&path).unwrap();
             let started = std::time::Instant::now();
             let outcome = std::panic::catch_unwind(|| body(&data));
@@ -50,5 +53,8 @@ fn every_recorded_crash_and_seed_replays_without_a_panic() {
             replayed += 1;
         }
     }
-    assert!(replayed >= targets::TARGETS.len(), "only {replayed} inputs found");
+    assert!(
+        replayed >= targets::TARGETS.len(),
+        "only {replayed} inputs found"
+    );
 }

@@ -185,7 +185,10 @@ fn a_vendor_mpam_tree_reads_plain_mon_files_and_moves_every_thread_one_per_write
         .with_release("6.12.0-vendor");
     let rs = host.read().unwrap();
     let l3 = rs.info.cache("L3").unwrap();
-    assert!(!l3.sparse_masks, "no sparse_masks file: contiguous masks only");
+    assert!(
+        !l3.sparse_masks,
+        "no sparse_masks file: contiguous masks only"
+    );
     assert_eq!(l3.shareable_bits, 0);
     assert!(rs.info.mb.as_ref().unwrap().delay_linear);
     assert!(rs.info.mon.as_ref().unwrap().mon_features.is_empty());
@@ -208,7 +211,10 @@ fn a_vendor_mpam_tree_reads_plain_mon_files_and_moves_every_thread_one_per_write
             text: "MB:1=abc\n".into(),
         })
         .unwrap_err();
-    assert!(err.to_string().contains("\"Invalid MB value abc\""), "{err}");
+    assert!(
+        err.to_string().contains("\"Invalid MB value abc\""),
+        "{err}"
+    );
     assert_eq!(
         journal(&host),
         vec![
@@ -254,7 +260,11 @@ fn a_pre_6_7_kernel_gets_one_pid_per_write_and_its_own_messages() {
             text: "MB:0=abc\n".into(),
         })
         .unwrap_err();
-    assert!(err.to_string().contains("\"Non-decimal digit in MB value abc\""), "{err}");
+    assert!(
+        err.to_string()
+            .contains("\"Non-decimal digit in MB value abc\""),
+        "{err}"
+    );
     let err = host
         .perform(&Op::Schemata {
             group: "g".into(),
@@ -264,7 +274,10 @@ fn a_pre_6_7_kernel_gets_one_pid_per_write_and_its_own_messages() {
     assert!(err.to_string().contains("non-consecutive"), "{err}");
     assert_eq!(
         journal(&host),
-        vec![w("write", "g/tasks", "700\n"), w("write", "g/tasks", "800\n")]
+        vec![
+            w("write", "g/tasks", "700\n"),
+            w("write", "g/tasks", "800\n")
+        ]
     );
 }
 
@@ -275,7 +288,10 @@ fn an_unmounted_resctrl_says_how_to_mount_it_and_writes_nothing() {
         let mut host = HostResctrl::new(dir.path().to_path_buf()).with_precheck(precheck);
         let err = host.perform(&Op::Mkdir { group: "p1".into() }).unwrap_err();
         assert_eq!(err.exit_code(), 1);
-        assert!(err.to_string().contains("mount -t resctrl resctrl"), "{err}");
+        assert!(
+            err.to_string().contains("mount -t resctrl resctrl"),
+            "{err}"
+        );
         assert!(journal(&host).is_empty());
     }
     assert!(!dir.path().join("p1").exists());
@@ -291,18 +307,30 @@ fn without_the_precheck_the_kernel_decides_and_its_status_is_quoted() {
         text: "L3:1=1ffff\n".into(),
     })
     .unwrap();
-    assert_eq!(journal(&host), vec![w("write", "p1/schemata", "L3:1=1ffff\n")]);
-    std::fs::write(dir.path().join("info/last_cmd_status"), "Mask out of range\n").unwrap();
+    assert_eq!(
+        journal(&host),
+        vec![w("write", "p1/schemata", "L3:1=1ffff\n")]
+    );
+    std::fs::write(
+        dir.path().join("info/last_cmd_status"),
+        "Mask out of range\n",
+    )
+    .unwrap();
     let err = host.perform(&Op::Mkdir { group: "p1".into() }).unwrap_err();
     assert!(
-        err.to_string().contains("info/last_cmd_status: \"Mask out of range\""),
+        err.to_string()
+            .contains("info/last_cmd_status: \"Mask out of range\""),
         "{err}"
     );
 }
 
 #[test]
 fn symlinked_groups_are_neither_read_nor_written_through() {
-    let outside = tree(&[("schemata", "L3:1=ffff\n"), ("tasks", ""), ("cpus_list", "\n")]);
+    let outside = tree(&[
+        ("schemata", "L3:1=ffff\n"),
+        ("tasks", ""),
+        ("cpus_list", "\n"),
+    ]);
     let dir = vendor_mpam();
     std::os::unix::fs::symlink(outside.path(), dir.path().join("evil")).unwrap();
     let mut host = HostResctrl::new(dir.path().to_path_buf()).with_precheck(false);
@@ -319,6 +347,9 @@ fn symlinked_groups_are_neither_read_nor_written_through() {
         "L3:1=ffff\n"
     );
     for bad in ["..", ".", "p1/..", "info", "../x"] {
-        assert!(host.perform(&Op::Mkdir { group: bad.into() }).is_err(), "{bad}");
+        assert!(
+            host.perform(&Op::Mkdir { group: bad.into() }).is_err(),
+            "{bad}"
+        );
     }
 }

@@ -16,7 +16,7 @@ use super::model::LinkArgs;
     about = "Fit platform parameters (root complex, DMA engine, CPU, MMIO) to measurements",
     long_about = "Fits the platform model beyond the link to measured rates by bounded least \
 squares on relative error. Input: a CSV with a header naming size_bytes,direction,MBps (optional \
-latency_ns, iodepth, jobs; direction write = the device writes host memory, read = it reads it, \
+latency_ns, iodepth, jobs, and gen + width for rows measured on another link; direction write = the device writes host memory, read = it reads it, \
 store/load = CPU MMIO of size_bytes-wide accesses, fio_read/fio_write = queued I/O), fio's \
 --output-format=json, or a dmatest table as the Rockchip guide prints it. Prints every parameter \
 the data touches with its 1-sigma uncertainty, or says it cannot be determined by this data (it \
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<()> {
     let link = args.link.params()?;
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| Error::bad_input(format!("{}: cannot read: {e}", args.file)))?;
-    let rows = parse_measurements(&args.file, &text)?;
+    let rows = parse_measurements(&args.file, &text, &link)?;
     let label = args.label.clone().unwrap_or_else(|| {
         format!(
             "{} (Gen{} x{}, MPS {}, MRRS {})",

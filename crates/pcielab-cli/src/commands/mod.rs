@@ -62,10 +62,7 @@ where
     T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static,
 {
     move |text| {
-        pcielab::input::parse_in_range("value", text, range.clone()).map_err(|e| {
-            e.message()
-                .trim_start_matches("value: ")
-                .to_string()
-        })
+        pcielab::input::parse_in_range("value", text, range.clone())
+            .map_err(|e| e.message().trim_start_matches("value: ").to_string())
     }
 }

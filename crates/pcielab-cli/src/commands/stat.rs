@@ -103,7 +103,9 @@ pub fn run(args: Args) -> Result<()> {
         ber: args.ber,
         workload: &args.workload,
     };
-    let done = stat::run(&request, |p| pcielab::input::read_input_file(p, "fio job file"))?;
+    let done = stat::run(&request, |p| {
+        pcielab::input::read_input_file(p, "fio job file")
+    })?;
     if args.json {
         let summary = serde_json::to_value(&done.run.summary)
             .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;

@@ -167,7 +167,9 @@ impl ConfinedDir {
             if create {
                 let c = cstring(part)?;
                 // SAFETY: dir is an open directory descriptor and c a NUL-terminated name.
-                let rc = unsafe { libc::mkdirat(std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr(), 0o755) };
+                let rc = unsafe {
+                    libc::mkdirat(std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr(), 0o755)
+                };
                 if rc != 0 {
                     let e = std::io::Error::last_os_error();
                     if e.kind() != std::io::ErrorKind::AlreadyExists {
@@ -175,8 +177,13 @@ impl ConfinedDir {
                     }
                 }
             }
-            dir = openat(&dir, part, libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_RDONLY, 0)
-                .map_err(|e| refused_link(&at, e))?;
+            dir = openat(
+                &dir,
+                part,
+                libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_RDONLY,
+                0,
+            )
+            .map_err(|e| refused_link(&at, e))?;
         }
         Ok(dir)
     }
@@ -208,7 +215,11 @@ impl ConfinedDir {
         let c = cstring(name).map_err(to_io)?;
         // SAFETY: as in open_dir.
         let rc = unsafe {
-            libc::unlinkat(std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr(), libc::AT_REMOVEDIR)
+            libc::unlinkat(
+                std::os::fd::AsRawFd::as_raw_fd(&dir),
+                c.as_ptr(),
+                libc::AT_REMOVEDIR,
+            )
         };
         if rc == 0 {
             Ok(())
@@ -244,11 +255,20 @@ impl ConfinedDir {
         let dir = self.open_dir(&parent, false)?;
         let (t, c) = (cstring(target)?, cstring(name)?);
         // SAFETY: dir is an open directory; both strings are NUL-terminated.
-        let rc = unsafe { libc::symlinkat(t.as_ptr(), std::os::fd::AsRawFd::as_raw_fd(&dir), c.as_ptr()) };
+        let rc = unsafe {
+            libc::symlinkat(
+                t.as_ptr(),
+                std::os::fd::AsRawFd::as_raw_fd(&dir),
+                c.as_ptr(),
+            )
+        };
         if rc == 0 {
             Ok(())
         } else {
-            Err(Error::io(self.root.join(rel), std::io::Error::last_os_error()))
+            Err(Error::io(
+                self.root.join(rel),
+                std::io::Error::last_os_error(),
+            ))
         }
     }
 
@@ -316,7 +336,11 @@ mod tests {
         let e = parse_in_range::<u8>("--gen", "99999999999999999999", 1..=7).unwrap_err();
         assert!(e.to_string().contains("1..=7"), "{e}");
         let e = parse_in_range::<u64>("-I", "-1", 1..=3_600_000).unwrap_err();
-        assert!(e.to_string().contains("'-1' is not a number in 1..=3600000"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("'-1' is not a number in 1..=3600000"),
+            "{e}"
+        );
         assert_eq!(to_u32("tasks", 4294967297).unwrap_err().exit_code(), 2);
     }
 
@@ -331,7 +355,10 @@ mod tests {
 
     #[test]
     fn endless_files_are_read_to_the_cap() {
-        assert_eq!(read_capped(Path::new("/dev/zero"), 4096).unwrap().len(), 4096);
+        assert_eq!(
+            read_capped(Path::new("/dev/zero"), 4096).unwrap().len(),
+            4096
+        );
         let dir = tempfile::tempdir().unwrap();
         let e = read_input_file(dir.path(), "plan").unwrap_err();
         assert_eq!(e.exit_code(), 2);

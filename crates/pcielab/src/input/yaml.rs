@@ -39,7 +39,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Value> {
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => continue,
             Event::DocumentStart(_) => {
                 if done.is_some() {
-                    return Err(bad(Some(span), "more than one YAML document; give one".into()));
+                    return Err(bad(
+                        Some(span),
+                        "more than one YAML document; give one".into(),
+                    ));
                 }
                 continue;
             }
@@ -166,7 +169,10 @@ mod tests {
             v,
             serde_json::json!({"groups": {"g": {"l3": "60%", "mb": 80, "tasks": [1, 16], "x": null, "ok": true, "f": 1.5}}})
         );
-        assert_eq!(parse("k: '80'", "p").unwrap(), serde_json::json!({"k": "80"}));
+        assert_eq!(
+            parse("k: '80'", "p").unwrap(),
+            serde_json::json!({"k": "80"})
+        );
         assert_eq!(parse("0: a", "p").unwrap(), serde_json::json!({"0": "a"}));
     }
 
@@ -177,7 +183,8 @@ mod tests {
         let e = parse(&deep, "deep.yaml").unwrap_err();
         // saphyr's scanner has its own limit (256 flow levels) and may stop there first.
         assert!(
-            e.to_string().contains("nested deeper than 64") || e.to_string().contains("recursion limit"),
+            e.to_string().contains("nested deeper than 64")
+                || e.to_string().contains("recursion limit"),
             "{e}"
         );
         let nested = format!("{}1{}", "[".repeat(65), "]".repeat(65));

@@ -43,9 +43,9 @@ mod tests {
         );
         let missing = load_spec("/nonexistent/board.toml").unwrap_err();
         assert!(
-            missing
-                .to_string()
-                .starts_with("lab phase 'prepare': spec file /nonexistent/board.toml: No such file"),
+            missing.to_string().starts_with(
+                "lab phase 'prepare': spec file /nonexistent/board.toml: No such file"
+            ),
             "{missing}"
         );
     }

@@ -54,14 +54,18 @@ pub struct RowResult {
     pub predicted_latency_ns: Option<f64>,
 }
 
-/// Compares `model`'s predictions with every measurement.
+/// Compares `model`'s predictions with every measurement (each on its own link if it names one,
+/// else on `link`).
 pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -> Vec<RowResult> {
     rows.iter()
         .map(|m| {
-            let (mbps, latency) = predict(model, &m.workload, link);
+            let (mbps, latency) = predict(model, &m.workload, &m.link.unwrap_or(*link));
             RowResult {
                 line: m.line,
-                workload: m.workload.label(),
+                workload: match m.link {
+                    Some(own) => format!("{} on {} x{}", m.workload.label(), own.gen, own.width),
+                    None => m.workload.label(),
+                },
                 measured_mbps: m.mbps,
                 predicted_mbps: round_to(mbps, 2),
                 residual_percent: round_to((mbps / m.mbps - 1.0) * 100.0, 2),
@@ -191,7 +195,7 @@ fn spec(p: P) -> &'static super::platform::ParamSpec {
 fn residuals(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -> Vec<f64> {
     let mut r = Vec::with_capacity(rows.len());
     for m in rows {
-        let (mbps, latency) = predict(model, &m.workload, link);
+        let (mbps, latency) = predict(model, &m.workload, &m.link.unwrap_or(*link));
         r.push((mbps / m.mbps).ln());
         if let (Some(measured), false) = (m.latency_ns, latency.is_nan()) {
             r.push((latency / measured).ln());

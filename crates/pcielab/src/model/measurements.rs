@@ -1,5 +1,5 @@
 //! Measurements to fit the platform model on, read from three layouts: a CSV
-//! (`size_bytes,direction,MBps[,latency_ns][,iodepth][,jobs]`), fio's JSON output
+//! (`size_bytes,direction,MBps[,latency_ns][,iodepth][,jobs][,gen,width]`), fio's JSON output
 //! (`--output-format=json`), and the Rockchip seed's dmatest table (a size header row, then a
 //! write row and a read row of `12.2MB/s` cells). Every row keeps the line it came from, so fit
 //! residuals and parse errors name it. Bad input names the file, line, column and value.
@@ -7,7 +7,9 @@
 use serde::Deserialize;
 
 use super::platform::{DmaDirection, MmioOp};
+use super::transfer::LinkParams;
 use crate::error::{Error, Result};
+use crate::pcie::Generation;
 
 /// What was measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,6 +73,10 @@ pub struct Measurement {
     pub latency_ns: Option<f64>,
     /// 1-based line in the source (0 for fio JSON jobs, which have no useful line).
     pub line: usize,
+    /// The link this row was measured on, where the row says (CSV `gen` and `width` columns);
+    /// `None`: the link given to the fit. Rows on different links let a fit separate per-transfer
+    /// costs that scale with the link from fixed ones.
+    pub link: Option<LinkParams>,
 }
 
 /// The CSV directions and what they mean.
@@ -80,7 +86,7 @@ optional iodepth and jobs columns, default 32 and 1)";
 
 /// Reads measurements from `text`, choosing the layout by content: JSON (fio), a CSV whose
 /// header names `size_bytes`, or the seed's dmatest table.
-pub fn parse_measurements(file: &str, text: &str) -> Result<Vec<Measurement>> {
+pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measurement>> {
     let trimmed = text.trim_start();
     let rows = if trimmed.starts_with('{') {
         parse_fio_json(file, text)?
@@ -89,7 +95,7 @@ pub fn parse_measurements(file: &str, text: &str) -> Result<Vec<Measurement>> {
         .next()
         .is_some_and(|l| l.to_ascii_lowercase().contains("size_bytes"))
     {
-        parse_csv(file, text)?
+        parse_csv(file, text, base)?
     } else {
         parse_dmatest_table(file, text)?
     };
@@ -100,7 +106,8 @@ pub fn parse_measurements(file: &str, text: &str) -> Result<Vec<Measurement>> {
 }
 
 /// The CSV layout: a header naming the columns (any order), one measurement per line.
-pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
+/// `base` gives the settings (MPS, MRRS, …) of rows that name their own generation and width.
+pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measurement>> {
     let mut lines = text
         .lines()
         .enumerate()
@@ -116,7 +123,7 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
         find(name).ok_or_else(|| {
             Error::bad_input(format!(
                 "{file}:1: missing column '{name}': the header must name size_bytes, direction \
-                 and MBps (optional latency_ns, iodepth, jobs); found {}",
+                 and MBps (optional latency_ns, iodepth, jobs, gen + width); found {}",
                 columns.join(",")
             ))
         })
@@ -127,6 +134,7 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
         required("MBps")?,
     );
     let (latency_col, depth_col, jobs_col) = (find("latency_ns"), find("iodepth"), find("jobs"));
+    let (gen_col, width_col) = (find("gen"), find("width"));
     let mut rows = Vec::new();
     for (index, line) in lines {
         let n = index + 1;
@@ -228,11 +236,42 @@ pub fn parse_csv(file: &str, text: &str) -> Result<Vec<Measurement>> {
                 )))
             }
         };
+        let link = match (gen_col, width_col) {
+            (None, None) => None,
+            (Some(g), Some(w)) => {
+                let gen_text = cell(g, "gen")?;
+                let gen = gen_text
+                    .parse::<u8>()
+                    .ok()
+                    .and_then(Generation::from_number)
+                    .ok_or_else(|| {
+                        Error::bad_input(format!(
+                            "{file}:{n}: column 'gen': '{gen_text}' is not a PCIe generation (1-7)"
+                        ))
+                    })?;
+                let width = count(Some(w), "width", 1)?;
+                let row_link = LinkParams {
+                    gen,
+                    width: u8::try_from(width).unwrap_or(0),
+                    ..*base
+                };
+                row_link
+                    .validate()
+                    .map_err(|e| Error::bad_input(format!("{file}:{n}: column 'width': {e}")))?;
+                Some(row_link)
+            }
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "{file}:1: columns 'gen' and 'width' come together (the link a row was measured on)"
+                )))
+            }
+        };
         rows.push(Measurement {
             workload,
             mbps,
             latency_ns,
             line: n,
+            link,
         });
     }
     Ok(rows)
@@ -324,6 +363,7 @@ pub fn parse_dmatest_table(file: &str, text: &str) -> Result<Vec<Measurement>> {
                 mbps,
                 latency_ns: None,
                 line: n,
+                link: None,
             });
         }
     }
@@ -407,6 +447,7 @@ pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
                     mbps: dir.bw_bytes / 1e6,
                     latency_ns: None,
                     line: 0,
+                    link: None,
                 });
             }
         }
@@ -418,10 +459,25 @@ pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
 mod tests {
     use super::*;
 
+    fn base() -> LinkParams {
+        LinkParams::new(Generation::Gen3, 4)
+    }
+
+    #[test]
+    fn rows_may_name_their_own_link() {
+        let text = "size_bytes,direction,MBps,gen,width\n64,write,14.7,3,4\n64,write,3.8,2,1\n";
+        let rows = parse_measurements("m.csv", text, &base()).unwrap();
+        assert_eq!(rows[1].link.map(|l| (l.gen, l.width)), Some((Generation::Gen2, 1)));
+        let e = parse_measurements("m.csv", "size_bytes,direction,MBps,gen,width\n64,write,1,3,3\n", &base()).unwrap_err();
+        assert!(e.message().starts_with("m.csv:2: column 'width'"), "{e}");
+        let e = parse_measurements("m.csv", "size_bytes,direction,MBps,gen\n64,write,1,3\n", &base()).unwrap_err();
+        assert!(e.message().contains("'gen' and 'width' come together"), "{e}");
+    }
+
     #[test]
     fn csv_rows_keep_their_lines_and_kinds() {
         let text = "size_bytes,direction,MBps,latency_ns\n64,write,14.7,\n4096,read,568.7,7200\n4,store,53\n4096,fio_read,794\n";
-        let rows = parse_measurements("m.csv", text).unwrap();
+        let rows = parse_measurements("m.csv", text, &base()).unwrap();
         assert_eq!(rows.len(), 4);
         assert_eq!(rows[1].latency_ns, Some(7200.0));
         assert_eq!(rows[1].line, 3);
@@ -461,7 +517,7 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let e = parse_measurements("m.csv", text).unwrap_err();
+            let e = parse_measurements("m.csv", text, &base()).unwrap_err();
             assert_eq!(e.exit_code(), 2);
             assert!(e.message().starts_with(want), "{}", e.message());
         }
@@ -471,7 +527,7 @@ mod tests {
     fn seed_dmatest_table_reads_as_printed() {
         // Rockchip seed §4.3.1, as the document lays it out.
         let text = "DMA 大 小\t64B\t256B\t4K\t64KB\t1MB\t4MB\n写\t12.2MB/s\t51.7MB/s\t529.1MB/s\t941.6MB/s\t1418.2MB/s\t1454.3MB/s\n读\t6.0MB/s\t44.3MB/s\t442.3MB/s\t680.5MB/s\t938.9MB/s\t1080.2MB/s\n";
-        let rows = parse_measurements("t.txt", text).unwrap();
+        let rows = parse_measurements("t.txt", text, &base()).unwrap();
         assert_eq!(rows.len(), 12);
         assert_eq!(
             rows[4].workload,
@@ -482,7 +538,7 @@ mod tests {
         );
         assert_eq!(rows[4].mbps, 1418.2);
         assert_eq!(rows[11].mbps, 1080.2);
-        let e = parse_measurements("t.txt", "DMA\t64B\t4K\n写\t1MB/s\n").unwrap_err();
+        let e = parse_measurements("t.txt", "DMA\t64B\t4K\n写\t1MB/s\n", &base()).unwrap_err();
         assert!(
             e.message().contains("t.txt:2: 1 cells for 2 sizes"),
             "{}",
@@ -495,7 +551,7 @@ mod tests {
         let text = r#"{"fio version":"fio-3.33","global options":{"iodepth":"32"},
           "jobs":[{"jobname":"r","job options":{"rw":"randread","bs":"4K"},
                    "read":{"bw_bytes":794000000},"write":{"bw_bytes":0}}]}"#;
-        let rows = parse_measurements("f.json", text).unwrap();
+        let rows = parse_measurements("f.json", text, &base()).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].mbps, 794.0);
         assert_eq!(

@@ -51,7 +51,7 @@ pub struct PortPlacement {
     /// The first root port's link: capable width and speed.
     pub lanes: Option<u8>,
     pub max_speed: Option<Generation>,
-    /// That port's path ceiling, MB/s per direction.
+    /// That port's link-achievable payload MB/s per direction (the "% of link" base).
     pub ceiling_mbps: Option<f64>,
 }
 
@@ -98,7 +98,7 @@ pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
             PciePlace::RootPort { .. } => ports
                 .first()
                 .and_then(|b| path_ceiling(topo, *b))
-                .map(|c| c.mbps),
+                .map(|c| c.achievable_mbps),
             _ => None,
         },
         root_ports: ports,
@@ -175,7 +175,20 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
             "no workload: give the command to count after `--` (e.g. -- sleep 1)",
         ));
     }
-    let topology = crate::topology::sysfs::read_sysfs(&request.root.join("sys/bus/pci")).ok();
+    // The PCI tree is read only when a PCIe PMU needs placing (it costs more than counting).
+    let placed = |name: &str| {
+        encoded
+            .pmus
+            .iter()
+            .any(|p| p.name == name && p.place.is_some())
+    };
+    let topology = encoded
+        .groups
+        .iter()
+        .flatten()
+        .any(|a| placed(&a.pmu))
+        .then(|| crate::topology::sysfs::read_sysfs(&request.root.join("sys/bus/pci")).ok())
+        .flatten();
     let mut notes = Vec::new();
     let mut wrap_period: Option<Duration> = None;
     let labels: Vec<EventLabel> = encoded

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod counter;
 pub mod event;
 pub mod host;
+pub mod hostlist;
 pub mod list;
 pub mod perf;
 pub mod session;
@@ -179,61 +180,6 @@ pub fn parse_event_list(text: &str) -> Result<Vec<Vec<EventSpec>>> {
         .iter()
         .map(|group| group.iter().map(|item| item.parse()).collect())
         .collect()
-}
-
-/// The PCIe PMUs a live host's kernel registered (`/sys/bus/event_source/devices` under
-/// `root`): DWC root-port PMUs (either naming), HiSilicon and Intel IIO free-running ones.
-pub fn host_pmus(root: &std::path::Path) -> Result<Vec<PmuDevice>> {
-    let dir = root.join("sys/bus/event_source/devices");
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(&dir, e)),
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    let mut out = Vec::new();
-    for name in names {
-        let hex = |prefix: &str| {
-            name.strip_prefix(prefix)
-                .and_then(|h| u64::from_str_radix(h, 16).ok())
-        };
-        let kind = if let Some(v) = hex("dwc_rootport_") {
-            let bdf = Bdf::new(
-                (v >> 16) as u16,
-                (v >> 8) as u8,
-                ((v >> 3) & 0x1f) as u8,
-                (v & 7) as u8,
-            );
-            Some((Family::DwcRootPort, Some(bdf)))
-        } else if let Some(v) = hex("pcie_bdf_") {
-            let bdf = Bdf::new(
-                (v >> 24) as u16,
-                (v >> 16) as u8,
-                ((v >> 8) & 0x1f) as u8,
-                (v & 7) as u8,
-            );
-            Some((Family::DwcRootPort, Some(bdf)))
-        } else if name.starts_with("hisi_pcie") {
-            Some((Family::HisiPcie, None))
-        } else if name.starts_with("uncore_iio_free_running") {
-            Some((Family::IntelIio, None))
-        } else {
-            None
-        };
-        let device = kind.map(|(family, root_port)| PmuDevice {
-            name: name.clone(),
-            aliases: Vec::new(),
-            family,
-            root_port,
-            lanes: 16,
-        });
-        out.extend(device);
-    }
-    Ok(out)
 }
 
 /// An event resolved against a machine's PMUs.
@@ -462,25 +408,6 @@ mod tests {
         for bad in ["", "{pcie_bdf_200/L0/", "{}", "pcie_bdf_200/L0"] {
             assert_eq!(parse_event_list(bad).unwrap_err().exit_code(), 2, "{bad}");
         }
-    }
-
-    #[test]
-    fn host_pmus_come_from_event_source_names() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("sys/bus/event_source/devices");
-        for n in [
-            "cpu",
-            "dwc_rootport_13018",
-            "pcie_bdf_200",
-            "hisi_pcie0_core1",
-        ] {
-            std::fs::create_dir_all(dir.join(n)).unwrap();
-        }
-        let pmus = host_pmus(root.path()).unwrap();
-        assert_eq!(pmus.len(), 3);
-        assert_eq!(pmus[0].root_port, Some("0001:30:03.0".parse().unwrap()));
-        assert_eq!(pmus[2].root_port, Some("00:02.0".parse().unwrap()));
-        assert_eq!(pmus[1].family, Family::HisiPcie);
     }
 
     #[test]

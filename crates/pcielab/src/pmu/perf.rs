@@ -517,6 +517,30 @@ mod tests {
     }
 
     #[test]
+    fn a_pmu_removed_after_discovery_is_a_runtime_error_naming_it() {
+        use crate::pmu::event::EventContext;
+        use crate::pmu::sysfs::{discover, EVENT_SOURCE_DIR};
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(EVENT_SOURCE_DIR).join("dwc_rootport_10");
+        std::fs::create_dir_all(dir.join("format")).unwrap();
+        std::fs::write(dir.join("type"), "4000000\n").unwrap();
+        std::fs::write(dir.join("cpumask"), "0\n").unwrap();
+        std::fs::write(dir.join("format/eventid"), "config:0-15\n").unwrap();
+        let pmus = discover(root.path()).unwrap();
+        let context = EventContext {
+            pmus: &pmus,
+            root: root.path(),
+        };
+        let groups = context
+            .encode_list("dwc_rootport_10/eventid=0x21/")
+            .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let err = open_counters(root.path(), &groups, &[0]).err().unwrap();
+        assert_eq!(err.exit_code(), 1);
+        assert!(err.message().contains("dwc_rootport_10 is gone"), "{err}");
+    }
+
+    #[test]
     fn missing_programs_are_not_found() {
         assert!(find_program("sh").is_some());
         assert!(find_program("/nonexistent/pcielab-workload").is_none());

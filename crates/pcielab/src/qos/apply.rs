@@ -198,7 +198,10 @@ fn cache_value(v: &Value, info: &Info, resource: &str) -> std::result::Result<u6
 
 /// A mask of the `n` lowest bits (all 64 when `n` is 64).
 fn low_bits(n: u32) -> u64 {
-    u64::MAX.checked_shr(64 - n.min(64)).filter(|_| n > 0).unwrap_or(0)
+    u64::MAX
+        .checked_shr(64 - n.min(64))
+        .filter(|_| n > 0)
+        .unwrap_or(0)
 }
 
 /// An MB value: `50`, `"50"` or `"50%"`.

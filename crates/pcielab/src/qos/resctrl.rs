@@ -480,7 +480,10 @@ impl Resctrl {
                 // Before 6.7 the whole write is one kstrtoint: a list does not parse.
                 return Err(Rejection::silent(
                     Errno::EINVAL,
-                    format!("kernel {} takes one pid per write to tasks", rs.info.rules.release),
+                    format!(
+                        "kernel {} takes one pid per write to tasks",
+                        rs.info.rules.release
+                    ),
                 ));
             }
             for token in body.split(',') {
@@ -492,9 +495,8 @@ impl Resctrl {
                         format!("Task list parsing error pid {token}"),
                     )
                 })?;
-                let pid = u32::try_from(pid).map_err(|_| {
-                    Rejection::new(Errno::EINVAL, format!("Invalid pid {pid}"))
-                })?;
+                let pid = u32::try_from(pid)
+                    .map_err(|_| Rejection::new(Errno::EINVAL, format!("Invalid pid {pid}")))?;
                 if !existing.contains(&pid) {
                     return Err(Rejection::new(Errno::ESRCH, format!("No task {pid}"))
                         .then(format!("Error while processing task {pid}")));

@@ -255,7 +255,10 @@ impl Scenario {
                 "{origin}: x = \"time\" needs duration_s > 0"
             )));
         }
-        for (name, span) in [("measure_s", self.measure_s), ("duration_s", self.duration_s)] {
+        for (name, span) in [
+            ("measure_s", self.measure_s),
+            ("duration_s", self.duration_s),
+        ] {
             if span / self.step_s > MAX_STEPS as f64 {
                 return Err(Error::bad_input(format!(
                     "{origin}: {name} / step_s = {span} / {} is more than {MAX_STEPS} model steps: raise step_s",

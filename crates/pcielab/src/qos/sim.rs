@@ -21,7 +21,6 @@ use super::workload::{self, Workload};
 use crate::error::{Error, Result};
 use crate::machine::MachineSelector;
 
-
 /// The most model steps one run of the simulated machine takes (each costs cache accesses).
 pub const MAX_STEPS: usize = 100_000;
 /// A monitor id's counters in one domain.
@@ -71,9 +70,15 @@ impl SimState {
     fn check(&self, preset: &Preset) -> std::result::Result<(), String> {
         let rs = &self.resctrl;
         if rs.info != preset.info(false) && rs.info != preset.info(true) {
-            return Err(format!("resctrl.info is not what sim:{} shows", preset.name));
+            return Err(format!(
+                "resctrl.info is not what sim:{} shows",
+                preset.name
+            ));
         }
-        let root = rs.groups.first().ok_or("resctrl.groups is empty: the root group must come first")?;
+        let root = rs
+            .groups
+            .first()
+            .ok_or("resctrl.groups is empty: the root group must come first")?;
         if !root.name.is_empty() || root.closid != 0 {
             return Err("resctrl.groups[0] must be the root group (name \"\", closid 0)".into());
         }
@@ -84,41 +89,63 @@ impl SimState {
         for (i, g) in rs.groups.iter().enumerate() {
             let at = format!("resctrl.groups[{i}]");
             if i > 0 && GroupRef::parse(&g.name) != Some(GroupRef::ctrl(&g.name)) {
-                return Err(format!("{at}.name '{}' is not a group name resctrl accepts", g.name.escape_debug()));
+                return Err(format!(
+                    "{at}.name '{}' is not a group name resctrl accepts",
+                    g.name.escape_debug()
+                ));
             }
             if !names.insert(&g.name) {
                 return Err(format!("{at}.name '{}' appears twice", g.name));
             }
             if g.closid >= closids || g.rmid >= rmids {
-                return Err(format!("{at}: closid {} / rmid {} out of range: expected below {closids} / {rmids}", g.closid, g.rmid));
+                return Err(format!(
+                    "{at}: closid {} / rmid {} out of range: expected below {closids} / {rmids}",
+                    g.closid, g.rmid
+                ));
             }
             schemata::parse_write(&g.schemata.format(), &rs.info, &|_, _, _| None)
                 .map_err(|rej| format!("{at}.schemata: {rej}"))?;
             let mut mon_names = std::collections::BTreeSet::new();
             for m in &g.mon_groups {
-                if crate::input::path_component("monitor group", &m.name).is_err() || !mon_names.insert(&m.name) || m.rmid >= rmids {
+                if crate::input::path_component("monitor group", &m.name).is_err()
+                    || !mon_names.insert(&m.name)
+                    || m.rmid >= rmids
+                {
                     return Err(format!("{at}.mon_groups: '{}' (rmid {}) is not a valid, unique monitor group below rmid {rmids}", m.name.escape_debug(), m.rmid));
                 }
             }
             let cpus = g.mon_groups.iter().flat_map(|m| &m.cpus.0).chain(&g.cpus.0);
             let tasks = g.mon_groups.iter().flat_map(|m| &m.tasks).chain(&g.tasks);
             if let Some(cpu) = cpus.into_iter().find(|c| !online.0.contains(c)) {
-                return Err(format!("{at}: CPU {cpu} is not one of sim:{}'s CPUs {}", preset.name, online.to_list()));
+                return Err(format!(
+                    "{at}: CPU {cpu} is not one of sim:{}'s CPUs {}",
+                    preset.name,
+                    online.to_list()
+                ));
             }
-            if let Some(pid) = tasks.into_iter().find(|p| **p != 1 && !self.processes.contains_key(p)) {
+            if let Some(pid) = tasks
+                .into_iter()
+                .find(|p| **p != 1 && !self.processes.contains_key(p))
+            {
                 return Err(format!("{at}: task {pid} is not a simulated process"));
             }
         }
         let last = self.processes.keys().next_back().copied().unwrap_or(1);
         if !(self.next_pid > last && self.next_pid <= MAX_PID) {
-            return Err(format!("next_pid {} must lie above every pid ({last}) and at most {MAX_PID}", self.next_pid));
+            return Err(format!(
+                "next_pid {} must lie above every pid ({last}) and at most {MAX_PID}",
+                self.next_pid
+            ));
         }
         if !(self.clock_s.is_finite() && self.clock_s >= 0.0) {
             return Err(format!("clock_s {} is not a time", self.clock_s));
         }
         let domains = rs.info.mon.as_ref().map_or(0, |_| preset.nodes as usize);
         if self.counters.len() > rmids as usize * domains.max(1) {
-            return Err(format!("{} counters for {rmids} monitor ids", self.counters.len()));
+            return Err(format!(
+                "{} counters for {rmids} monitor ids",
+                self.counters.len()
+            ));
         }
         Ok(())
     }

@@ -6,10 +6,10 @@
 //! buffer the size of the LLC), and `online-service` (pcielab's stand-in for SPECjbb: random
 //! accesses over a shared working set between bursts of compute, reporting operations/s).
 
-use crate::input::{in_range, parse_in_range};
 use super::cpuset::CpuSet;
 use super::presets::Preset;
 use crate::error::{Error, Result};
+use crate::input::{in_range, parse_in_range};
 
 /// The access pattern of one program.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,7 +196,11 @@ pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
     let count = |name: &str| -> Result<Option<u32>> {
         flag(name)
             .map(|v| {
-                parse_in_range(&format!("simulated command '{command}': {name}"), v, 1..=MAX_THREADS)
+                parse_in_range(
+                    &format!("simulated command '{command}': {name}"),
+                    v,
+                    1..=MAX_THREADS,
+                )
             })
             .transpose()
     };

@@ -73,7 +73,8 @@ pub fn speed_text(g: Option<Generation>) -> String {
 }
 
 fn write_attributes(f: &Function, out: &ConfinedDir, rel: &str) -> Result<()> {
-    let write_file = |name: &str, content: &[u8]| out.create_file(&format!("{rel}/{name}"), content);
+    let write_file =
+        |name: &str, content: &[u8]| out.create_file(&format!("{rel}/{name}"), content);
     write_file("config", &encode(f))?;
     let text = [
         ("vendor", format!("{:#06x}", f.vendor)),
@@ -112,10 +113,7 @@ fn write_attributes(f: &Function, out: &ConfinedDir, rel: &str) -> Result<()> {
         }
     }
     if let Some((secondary, subordinate)) = f.buses {
-        write_file(
-            "secondary_bus_number",
-            format!("{secondary}\n").as_bytes(),
-        )?;
+        write_file("secondary_bus_number", format!("{secondary}\n").as_bytes())?;
         write_file(
             "subordinate_bus_number",
             format!("{subordinate}\n").as_bytes(),

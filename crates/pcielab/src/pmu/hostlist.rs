@@ -1,0 +1,326 @@
+//! What `pmu list --machine host` reports: every PMU the kernel registered, PCIe PMUs first
+//! with the root ports they count (and those ports' lanes, speed and link ceiling), each PMU's
+//! type, cpumask, format fields and event aliases; and, when the host has no PCIe PMU, where
+//! pcielab looked and which driver, kernel option, kernel version and CPUs would provide one,
+//! with the current `perf_event_paranoid`.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::pmu::catalog::{nearest, Family};
+use crate::pmu::host::{place_in, PortPlacement};
+use crate::pmu::sysfs::{discover, perf_event_paranoid, PcieDriver, SysfsPmu, EVENT_SOURCE_DIR};
+use crate::pmu::PmuDevice;
+use crate::topology::sysfs::read_sysfs;
+
+/// The PCIe PMU drivers pcielab knows: name pattern, driver, kernel option, first kernel,
+/// and the CPUs whose root complexes have the hardware.
+pub const PROVIDERS: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "dwc_rootport_<hex>",
+        "dwc_pcie_pmu",
+        "CONFIG_DWC_PCIE_PMU",
+        "6.8 (older kernels name it without the PCI domain)",
+        "Alibaba Yitian 710; root ports with the DesignWare RAS DES capability (Qualcomm, Ampere on newer kernels)",
+    ),
+    (
+        "pcie_bdf_<hex>",
+        "Alibaba's downstream Yitian driver (Anolis / Alibaba Cloud Linux kernels)",
+        "vendor kernel option",
+        "vendor kernels",
+        "Alibaba Yitian 710",
+    ),
+    (
+        "hisi_pcie<sicl>_core<n>",
+        "hisi_pcie_pmu",
+        "CONFIG_HISI_PCIE_PMU",
+        "5.19",
+        "HiSilicon Kunpeng (Hip09 and later)",
+    ),
+    (
+        "uncore_iio_free_running_<n>",
+        "intel_uncore",
+        "CONFIG_PERF_EVENTS_INTEL_UNCORE",
+        "4.18 for Skylake-SP; Ice Lake-SP, Sapphire Rapids and later on newer kernels",
+        "Intel Xeon Scalable (bare metal: most hypervisors hide uncore PMUs)",
+    ),
+    (
+        "nvidia_pcie_pmu_<socket>",
+        "arm_cspmu_module + nvidia_cspmu",
+        "CONFIG_NVIDIA_CORESIGHT_PMU_ARCH_SYSTEM_PMU",
+        "6.2",
+        "NVIDIA Grace (Grace CPU and Grace Hopper superchips)",
+    ),
+];
+
+/// The host's PMUs with each PCIe PMU's placement.
+pub struct HostListing {
+    pub dir: std::path::PathBuf,
+    pub paranoid: Option<i32>,
+    pub pmus: Vec<(SysfsPmu, Option<PortPlacement>)>,
+}
+
+/// Discovers the PMUs under `root`, keeps the one named `only` when given (bad input naming
+/// the nearest when there is none), and places PCIe PMUs in the live topology.
+pub fn host_listing(root: &Path, only: Option<&str>) -> Result<HostListing> {
+    let mut pmus = discover(root)?;
+    if let Some(name) = only {
+        if !pmus.iter().any(|p| p.name == name) {
+            let near = nearest(name, pmus.iter().map(|p| p.name.as_str()));
+            return Err(Error::bad_input(format!(
+                "--pmu {name}: no such PMU under {}; nearest: {}",
+                root.join(EVENT_SOURCE_DIR).display(),
+                near.join(", ")
+            )));
+        }
+        pmus.retain(|p| p.name == name);
+    }
+    let topology = read_sysfs(&root.join("sys/bus/pci")).ok();
+    let mut placed: Vec<(SysfsPmu, Option<PortPlacement>)> = pmus
+        .into_iter()
+        .map(|p| {
+            let placement = p
+                .place
+                .as_ref()
+                .zip(topology.as_ref())
+                .map(|(place, topo)| place_in(place, topo));
+            (p, placement)
+        })
+        .collect();
+    placed.sort_by_key(|(p, _)| (p.driver.is_none(), p.name.clone()));
+    Ok(HostListing {
+        dir: root.join(EVENT_SOURCE_DIR),
+        paranoid: perf_event_paranoid(root),
+        pmus: placed,
+    })
+}
+
+/// The host's PCIe PMUs as catalog devices (the families pcielab has catalogs for), placed at
+/// their first root port.
+pub fn host_pcie_devices(root: &Path) -> Result<Vec<PmuDevice>> {
+    let listing = host_listing(root, None)?;
+    Ok(listing
+        .pmus
+        .into_iter()
+        .filter_map(|(p, placement)| {
+            let family = match p.driver? {
+                PcieDriver::DwcUpstream | PcieDriver::DwcSeed => Family::DwcRootPort,
+                PcieDriver::HisiPcie => Family::HisiPcie,
+                PcieDriver::IntelIio => Family::IntelIio,
+                PcieDriver::NvidiaPcie => return None,
+            };
+            Some(PmuDevice {
+                name: p.name,
+                aliases: Vec::new(),
+                family,
+                root_port: placement
+                    .as_ref()
+                    .and_then(|pl| pl.root_ports.first().copied()),
+                lanes: placement.and_then(|pl| pl.lanes).unwrap_or(1),
+            })
+        })
+        .collect())
+}
+
+fn encoding(terms: &[crate::pmu::sysfs::AliasTerm]) -> String {
+    terms
+        .iter()
+        .map(|t| match t.value {
+            Some(v) => format!("{}={v:#x}", t.name),
+            None => format!("{}=?", t.name),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn format_text(f: &crate::pmu::sysfs::FormatField) -> String {
+    let ranges: Vec<String> = f
+        .ranges
+        .iter()
+        .map(|(lo, hi)| {
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo}-{hi}")
+            }
+        })
+        .collect();
+    format!("{}:{}", f.word.name(), ranges.join(","))
+}
+
+impl HostListing {
+    fn pcie_count(&self) -> usize {
+        self.pmus.iter().filter(|(p, _)| p.driver.is_some()).count()
+    }
+
+    /// The `--json` document (docs/pmu.md).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "machine": "host",
+            "event_source_dir": self.dir.display().to_string(),
+            "perf_event_paranoid": self.paranoid,
+            "pcie_pmus": self.pcie_count(),
+            "pmus": self.pmus.iter().map(|(p, placement)| json!({
+                "name": p.name,
+                "type": p.type_id,
+                "driver": p.driver,
+                "cpumask": p.cpus,
+                "mux_interval_ms": p.mux_interval_ms,
+                "root_ports": placement.as_ref().map(|pl| pl.root_ports.iter().map(|b| b.to_string()).collect::<Vec<_>>()),
+                "lanes": placement.as_ref().and_then(|pl| pl.lanes),
+                "link_achievable_MBps": placement.as_ref().and_then(|pl| pl.ceiling_mbps),
+                "formats": p.formats.iter().map(|f| (f.name.clone(), Value::from(format_text(f)))).collect::<serde_json::Map<_, _>>(),
+                "events": p.events.iter().map(|e| json!({
+                    "name": e.name,
+                    "encoding": encoding(&e.terms),
+                    "scale": e.scale,
+                    "unit": e.unit,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "providers": if self.pcie_count() == 0 { providers_json() } else { Value::Null },
+        })
+    }
+
+    /// The text form; `detail` lists every format field and event (with `--pmu`).
+    pub fn render(&self, detail: bool) -> String {
+        let mut out = String::new();
+        for (p, placement) in self
+            .pmus
+            .iter()
+            .filter(|(p, _)| p.driver.is_some() || detail)
+        {
+            out += &pmu_line(p, placement.as_ref());
+            if detail {
+                for f in &p.formats {
+                    out += &format!("    format {:<16} {}\n", f.name, format_text(f));
+                }
+                for e in &p.events {
+                    let mut line = format!("    event  {:<32} {}", e.name, encoding(&e.terms));
+                    if let Some(scale) = e.scale {
+                        line += &format!("  scale {scale}");
+                    }
+                    if let Some(unit) = &e.unit {
+                        line += &format!("  unit {unit}");
+                    }
+                    out += &line;
+                    out.push('\n');
+                }
+            }
+        }
+        if self.pcie_count() == 0 && !detail {
+            out += &format!(
+                "host: no PCIe PMUs under {} (looked for dwc_rootport_*, pcie_bdf_*, \
+                 hisi_pcie*_core*, uncore_iio_free_running_*, nvidia_pcie_pmu_*).\n\
+                 What would provide one:\n",
+                self.dir.display()
+            );
+            for (name, driver, option, kernel, cpus) in PROVIDERS {
+                out += &format!("  {name}: driver {driver}, {option}, Linux {kernel}; on {cpus}\n");
+            }
+        }
+        let others: Vec<&str> = self
+            .pmus
+            .iter()
+            .filter(|(p, _)| p.driver.is_none())
+            .map(|(p, _)| p.name.as_str())
+            .collect();
+        if !detail && !others.is_empty() {
+            out += &format!(
+                "Other PMUs here (count them with -e PMU/EVENT/; details with --pmu NAME): {}\n",
+                others.join(", ")
+            );
+        }
+        out += &match self.paranoid {
+            Some(p) => format!(
+                "perf_event_paranoid is {p}: system-wide counting needs root, CAP_PERFMON, or \
+                 a value <= 0\n"
+            ),
+            None => "perf_event_paranoid: unreadable (no /proc/sys/kernel/perf_event_paranoid)\n"
+                .to_string(),
+        };
+        out
+    }
+}
+
+fn pmu_line(p: &SysfsPmu, placement: Option<&PortPlacement>) -> String {
+    let mut line = format!("{} (type {})", p.name, p.type_id);
+    if let Some(driver) = p.driver {
+        line += &format!(
+            ": {}",
+            serde_json::to_value(driver)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        );
+    }
+    match placement {
+        Some(pl) if !pl.root_ports.is_empty() => {
+            let ports: Vec<String> = pl.root_ports.iter().map(|b| b.to_string()).collect();
+            line += &format!(", root port {}", ports.join(" "));
+            if let Some(lanes) = pl.lanes {
+                line += &format!(", {lanes} lanes");
+            }
+        }
+        Some(_) => line += ", no matching root port in /sys/bus/pci",
+        None => {}
+    }
+    if !p.cpus.is_empty() {
+        let cpus: Vec<String> = p.cpus.iter().map(|c| c.to_string()).collect();
+        line += &format!(", cpumask {}", cpus.join(","));
+    }
+    line + &format!(", {} events\n", p.events.len())
+}
+
+fn providers_json() -> Value {
+    Value::Array(
+        PROVIDERS
+            .iter()
+            .map(|(name, driver, option, kernel, cpus)| {
+                json!({"pmu": name, "driver": driver, "kernel_option": option, "kernel": kernel, "cpus": cpus})
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn without_pcie_pmus_it_says_where_it_looked_and_what_would_help() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(EVENT_SOURCE_DIR).join("msr");
+        fs::create_dir_all(dir.join("events")).unwrap();
+        fs::write(dir.join("type"), "9\n").unwrap();
+        fs::write(dir.join("events/tsc"), "event=0x00\n").unwrap();
+        fs::create_dir_all(root.path().join("proc/sys/kernel")).unwrap();
+        fs::write(
+            root.path().join("proc/sys/kernel/perf_event_paranoid"),
+            "2\n",
+        )
+        .unwrap();
+        let listing = host_listing(root.path(), None).unwrap();
+        let text = listing.render(false);
+        assert!(text.contains("no PCIe PMUs under"), "{text}");
+        assert!(text.contains("CONFIG_DWC_PCIE_PMU, Linux 6.8"), "{text}");
+        assert!(
+            text.contains("Other PMUs here") && text.contains("msr"),
+            "{text}"
+        );
+        assert!(text.contains("perf_event_paranoid is 2"), "{text}");
+        let doc = listing.to_json();
+        assert_eq!(doc["pcie_pmus"], 0);
+        assert_eq!(doc["providers"].as_array().unwrap().len(), PROVIDERS.len());
+        let one = host_listing(root.path(), Some("msr")).unwrap().render(true);
+        assert!(
+            one.contains("event  tsc") && one.contains("event=0x0"),
+            "{one}"
+        );
+        let e = host_listing(root.path(), Some("mrs")).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message().contains("nearest: msr"), "{e}");
+    }
+}
