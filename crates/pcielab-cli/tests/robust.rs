@@ -479,7 +479,18 @@ fn a_refusal_is_kept_in_the_simulated_last_cmd_status() {
 fn p2p_verdicts_without_readable_acs_say_unknown() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
-    expect(d, &["topo", "--machine", "sim:qemu-wide", "--sysfs-export", "full"], 0, "");
+    expect(
+        d,
+        &[
+            "topo",
+            "--machine",
+            "sim:qemu-wide",
+            "--sysfs-export",
+            "full",
+        ],
+        0,
+        "",
+    );
     let full = expect(d, &["topo", "--machine", "snapshot:full", "--p2p"], 0, "");
     assert!(!full.stdout.contains("needs root"), "{}", full.stdout);
     // What an unprivileged reader gets: the first 64 bytes of every config file.
@@ -489,9 +500,16 @@ fn p2p_verdicts_without_readable_acs_say_unknown() {
         std::fs::write(&config, &bytes[..64]).unwrap();
     }
     let short = expect(d, &["topo", "--machine", "snapshot:full", "--p2p"], 0, "");
-    assert!(short.stdout.contains("unknown: needs root to read ACS of"), "{}", short.stdout);
-    let bus_address =
-        |text: &str| text.lines().filter(|l| l.contains(" -> ") && l.contains("bus address")).count();
+    assert!(
+        short.stdout.contains("unknown: needs root to read ACS of"),
+        "{}",
+        short.stdout
+    );
+    let bus_address = |text: &str| {
+        text.lines()
+            .filter(|l| l.contains(" -> ") && l.contains("bus address"))
+            .count()
+    };
     assert!(bus_address(&full.stdout) > 0, "{}", full.stdout);
     assert_eq!(bus_address(&short.stdout), 0, "{}", short.stdout);
 }
@@ -518,7 +536,12 @@ fn lspci_names(dir: &Path) -> Vec<(String, String)> {
 fn device_names_in_topo_are_the_ones_lspci_shows() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
-    expect(d, &["topo", "--machine", "sim:qemu-wide", "--sysfs-export", "ex"], 0, "");
+    expect(
+        d,
+        &["topo", "--machine", "sim:qemu-wide", "--sysfs-export", "ex"],
+        0,
+        "",
+    );
     // Without labels the names can only come from pci.ids, as lspci's do.
     for entry in std::fs::read_dir(d.join("ex/devices")).unwrap() {
         let _ = std::fs::remove_file(entry.unwrap().path().join("label"));

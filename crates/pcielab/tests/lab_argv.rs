@@ -189,7 +189,12 @@ fn spec_chassis_and_slot_are_kept_and_checked() {
 fn vga_and_e1000_map_to_qemu_devices_and_smp_and_extra_arguments_pass_through() {
     let mut functions = vec![func("00:02.0", Kind::RootPort, RP, None)];
     functions.push(func("00:03.0", Kind::RcEndpoint, (0x1234, 0x1111), None));
-    functions.push(func("01:00.0", Kind::Endpoint, (0x8086, 0x100e), Some("00:02.0")));
+    functions.push(func(
+        "01:00.0",
+        Kind::Endpoint,
+        (0x8086, 0x100e),
+        Some("00:02.0"),
+    ));
     let options = MachineOptions {
         smp: 4,
         extra_args: vec!["-device".into(), "virtio-rng-pci".into()],
@@ -198,10 +203,16 @@ fn vga_and_e1000_map_to_qemu_devices_and_smp_and_extra_arguments_pass_through() 
     let plan = plan(&Topology::new(functions), &options).unwrap();
     let devices = devices(&plan.argv);
     assert!(devices.iter().any(|d| d.starts_with("VGA,")), "{devices:?}");
-    assert!(devices.iter().any(|d| d.starts_with("e1000,")), "{devices:?}");
+    assert!(
+        devices.iter().any(|d| d.starts_with("e1000,")),
+        "{devices:?}"
+    );
     let smp = plan.argv.iter().position(|a| a == "-smp").unwrap();
     assert_eq!(plan.argv[smp + 1], "4");
-    assert_eq!(&plan.argv[plan.argv.len() - 2..], ["-device", "virtio-rng-pci"]);
+    assert_eq!(
+        &plan.argv[plan.argv.len() - 2..],
+        ["-device", "virtio-rng-pci"]
+    );
     // The installed QEMU has both devices under these names (`-device help` lists them).
     let help = std::process::Command::new("qemu-system-x86_64")
         .args(["-device", "help"])
@@ -209,7 +220,9 @@ fn vga_and_e1000_map_to_qemu_devices_and_smp_and_extra_arguments_pass_through() 
         .expect("qemu-system-x86 is installed (.ci/run)");
     let text = String::from_utf8_lossy(&help.stdout);
     assert_eq!(
-        pcielab::lab::argv::parse_qemu_version("QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)"),
+        pcielab::lab::argv::parse_qemu_version(
+            "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)"
+        ),
         Some((7, 2))
     );
     assert!(text.contains("name \"VGA\""), "{text}");

@@ -141,12 +141,20 @@ fn seed_pmu_counts_are_predicted_not_fitted() {
     // (FIS writes, MSI, register reads: 7 units per command) — the seed's count implies 4.8.
     let s = stat(&[RX], "--filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m --size=2g --numjobs=4  --group_reporting --name=test-read");
     let seed_4_1 = 536_910_432.0;
-    assert!(within(s.readings[0].value as f64, seed_4_1, 0.01), "{}", s.readings[0].value);
+    assert!(
+        within(s.readings[0].value as f64, seed_4_1, 0.01),
+        "{}",
+        s.readings[0].value
+    );
     // §4.2 and §4.3 are time-based, so their counts follow the simulated throughput: §4.2's rests
     // on the SATA link model (with its assumed 1 µs FIS turnaround, docs/sim.md), §4.3's on
     // program_mbps, which was fitted on this very run's fio rate (216 MiB/s): only §4.2 is a
     // prediction, and it is 2.3 % high because the read throughput is (527 against 517 MiB/s).
     let s = stat(&[RX], "--filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m --numjobs=4 --time_based=1 --runtime=200 --group_reporting --name=test-read");
     let seed_4_2 = 6_777_637_176.0;
-    assert!(within(s.readings[0].value as f64, seed_4_2, 3.0), "{}", s.readings[0].value);
+    assert!(
+        within(s.readings[0].value as f64, seed_4_2, 3.0),
+        "{}",
+        s.readings[0].value
+    );
 }

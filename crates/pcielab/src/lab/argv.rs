@@ -120,7 +120,10 @@ pub const QEMU_VERSION: (u32, u32) = (7, 2);
 
 /// The (major, minor) version `qemu --version` reports ("QEMU emulator version 7.2.22 (…)").
 pub fn installed_qemu_version(qemu: &Path) -> Option<(u32, u32)> {
-    let out = std::process::Command::new(qemu).arg("--version").output().ok()?;
+    let out = std::process::Command::new(qemu)
+        .arg("--version")
+        .output()
+        .ok()?;
     parse_qemu_version(&String::from_utf8_lossy(&out.stdout))
 }
 

@@ -160,7 +160,8 @@ pub fn boot(
         let stalled = match phase {
             Phase::Boot => {
                 idle >= timeout
-                    && qemu_cpu_time(guard.0.id()).is_none_or(|cpu| cpu - cpu_at_progress >= timeout)
+                    && qemu_cpu_time(guard.0.id())
+                        .is_none_or(|cpu| cpu - cpu_at_progress >= timeout)
             }
             _ => idle >= timeout,
         };

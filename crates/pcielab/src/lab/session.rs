@@ -110,7 +110,10 @@ impl RunOptions {
 pub fn oom_kill_line(dmesg: &str) -> Option<&str> {
     dmesg
         .lines()
-        .find(|l| l.contains("Out of memory: Killed process") || l.contains("Memory cgroup out of memory: Killed process"))
+        .find(|l| {
+            l.contains("Out of memory: Killed process")
+                || l.contains("Memory cgroup out of memory: Killed process")
+        })
         .map(str::trim)
 }
 
@@ -357,7 +360,10 @@ mod tests {
             qemu_argv: Vec::new(),
         };
         let msg = report.script_failure().unwrap();
-        assert!(msg.contains("1024 MiB") && msg.contains("--memory") && msg.contains("(fio)"), "{msg}");
+        assert!(
+            msg.contains("1024 MiB") && msg.contains("--memory") && msg.contains("(fio)"),
+            "{msg}"
+        );
     }
 
     #[test]

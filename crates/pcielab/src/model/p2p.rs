@@ -288,7 +288,10 @@ impl MapType {
 
 /// `0000:01:00.0, 0000:02:00.0`.
 fn bdf_list(bdfs: &[Bdf]) -> String {
-    bdfs.iter().map(Bdf::to_string).collect::<Vec<_>>().join(", ")
+    bdfs.iter()
+        .map(Bdf::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Reason {

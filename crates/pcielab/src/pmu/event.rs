@@ -332,18 +332,8 @@ impl EventContext<'_> {
             if field.pack(*value, &mut words).is_none() {
                 return Err(Error::bad_input(format!(
                     "value {value:#x} of '{key}' in '{text}' is too big for its format field \
-                     {}:{}: the maximum is {} ({:#x})",
-                    field.word.name(),
-                    field
-                        .ranges
-                        .iter()
-                        .map(|(lo, hi)| if lo == hi {
-                            lo.to_string()
-                        } else {
-                            format!("{lo}-{hi}")
-                        })
-                        .collect::<Vec<_>>()
-                        .join(","),
+                     {}: the maximum is {} ({:#x})",
+                    field.layout(),
                     field.max_value(),
                     field.max_value()
                 )));

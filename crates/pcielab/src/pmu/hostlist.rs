@@ -135,21 +135,6 @@ fn encoding(terms: &[crate::pmu::sysfs::AliasTerm]) -> String {
         .join(",")
 }
 
-fn format_text(f: &crate::pmu::sysfs::FormatField) -> String {
-    let ranges: Vec<String> = f
-        .ranges
-        .iter()
-        .map(|(lo, hi)| {
-            if lo == hi {
-                lo.to_string()
-            } else {
-                format!("{lo}-{hi}")
-            }
-        })
-        .collect();
-    format!("{}:{}", f.word.name(), ranges.join(","))
-}
-
 impl HostListing {
     fn pcie_count(&self) -> usize {
         self.pmus.iter().filter(|(p, _)| p.driver.is_some()).count()
@@ -171,7 +156,7 @@ impl HostListing {
                 "root_ports": placement.as_ref().map(|pl| pl.root_ports.iter().map(|b| b.to_string()).collect::<Vec<_>>()),
                 "lanes": placement.as_ref().and_then(|pl| pl.lanes),
                 "link_achievable_MBps": placement.as_ref().and_then(|pl| pl.ceiling_mbps),
-                "formats": p.formats.iter().map(|f| (f.name.clone(), Value::from(format_text(f)))).collect::<serde_json::Map<_, _>>(),
+                "formats": p.formats.iter().map(|f| (f.name.clone(), Value::from(f.layout()))).collect::<serde_json::Map<_, _>>(),
                 "events": p.events.iter().map(|e| json!({
                     "name": e.name,
                     "encoding": encoding(&e.terms),
@@ -194,7 +179,7 @@ impl HostListing {
             out += &pmu_line(p, placement.as_ref());
             if detail {
                 for f in &p.formats {
-                    out += &format!("    format {:<16} {}\n", f.name, format_text(f));
+                    out += &format!("    format {:<16} {}\n", f.name, f.layout());
                 }
                 for e in &p.events {
                     let mut line = format!("    event  {:<32} {}", e.name, encoding(&e.terms));

@@ -87,6 +87,22 @@ impl FormatField {
         })
     }
 
+    /// The layout as the `format/` file writes it: `config:0-7,32-35`.
+    pub fn layout(&self) -> String {
+        let ranges: Vec<String> = self
+            .ranges
+            .iter()
+            .map(|(lo, hi)| {
+                if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{lo}-{hi}")
+                }
+            })
+            .collect();
+        format!("{}:{}", self.word.name(), ranges.join(","))
+    }
+
     /// How many value bits the field holds.
     pub fn width(&self) -> u32 {
         self.ranges

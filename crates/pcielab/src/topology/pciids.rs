@@ -109,14 +109,22 @@ mod tests {
 
     #[test]
     fn names_read_like_lspci_and_unknown_devices_show_their_id() {
-        let wanted: BTreeSet<(u16, u16)> =
-            [(0x8086, 0x29c0), (0x1b36, 0x000c), (0x1b36, 0x1234), (0xabcd, 1)].into();
+        let wanted: BTreeSet<(u16, u16)> = [
+            (0x8086, 0x29c0),
+            (0x1b36, 0x000c),
+            (0x1b36, 0x1234),
+            (0xabcd, 1),
+        ]
+        .into();
         let names = lookup(DB, &wanted);
         assert_eq!(
             names[&(0x8086, 0x29c0)],
             "Intel Corporation 82G33/G31/P35/P31 Express DRAM Controller"
         );
-        assert_eq!(names[&(0x1b36, 0x000c)], "Red Hat, Inc. QEMU PCIe Root port");
+        assert_eq!(
+            names[&(0x1b36, 0x000c)],
+            "Red Hat, Inc. QEMU PCIe Root port"
+        );
         assert_eq!(names[&(0x1b36, 0x1234)], "Red Hat, Inc. Device 1234");
         assert!(!names.contains_key(&(0xabcd, 1)));
     }

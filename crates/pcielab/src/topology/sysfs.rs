@@ -215,8 +215,8 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     let inferred = !d.capabilities_read;
     // ACS lives in the extended space (from 0x100); a PCI Express function read shorter than
     // that may have it, and nothing says whether it does.
-    f.acs_unreadable = config.len() <= EXTENDED_CONFIG_START
-        && (d.express.is_some() || !d.capabilities_read);
+    f.acs_unreadable =
+        config.len() <= EXTENDED_CONFIG_START && (d.express.is_some() || !d.capabilities_read);
     if d.capabilities_read {
         f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
         if let Some(e) = d.express {
