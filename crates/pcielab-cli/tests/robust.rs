@@ -559,3 +559,37 @@ fn device_names_in_topo_are_the_ones_lspci_shows() {
         assert_eq!(f["name"], name.as_str(), "{bdf}");
     }
 }
+
+#[test]
+fn simulated_program_counts_are_bounded() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let m = ["--machine", "sim:mpam-seed", "--state", "st.json", "--"];
+    for (program, needle) in [
+        (&["bw_mem", "-P", "4000000000", "1M", "rd"][..], "1..=65536"),
+        (&["bw_mem", "-P", "-1", "1M", "rd"][..], "1..=65536"),
+        (&["bw_mem", "99999999999999G", "rd"][..], "bad size"),
+        (&["online-service", "--accesses-per-op", "inf"][..], "--accesses-per-op"),
+    ] {
+        expect(d, &[&["sim", "spawn"], &m[..], program].concat(), 2, needle);
+    }
+}
+
+#[test]
+fn a_function_whose_parent_link_names_itself_still_shows() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let dir = d.join("snap/tree/pci0000:00/0000:00:01.0/0000:00:01.0");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in [("vendor", "0x8086\n"), ("device", "0x1237\n"), ("class", "0x020000\n")] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    std::fs::create_dir_all(d.join("snap/devices")).unwrap();
+    std::os::unix::fs::symlink(
+        "../tree/pci0000:00/0000:00:01.0/0000:00:01.0",
+        d.join("snap/devices/0000:00:01.0"),
+    )
+    .unwrap();
+    let r = expect(d, &["topo", "--machine", "snapshot:snap"], 0, "");
+    assert!(r.stdout.contains("00:01.0"), "{}", r.stdout);
+}

@@ -267,26 +267,15 @@ impl SysfsPmu {
 
 /// Parses a CPU list as the kernel prints one: `0`, `0-3,8,10-11`.
 pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = match part.split_once('-') {
-            Some((lo, hi)) => (lo.parse::<u32>().ok()?, hi.parse::<u32>().ok()?),
-            None => {
-                let cpu: u32 = part.parse().ok()?;
-                (cpu, cpu)
-            }
-        };
-        if lo > hi {
-            return None;
-        }
-        cpus.extend(lo..=hi);
-    }
-    Some(cpus)
+    // One CPU-list grammar in the tree, bounded at the kernel's largest NR_CPUS (a cpumask of
+    // "0-4294967295" would otherwise be four billion entries).
+    crate::qos::cpuset::CpuSet::parse_list(text).map(|set| set.0.into_iter().collect())
 }
 
 fn read_optional(path: &Path) -> Result<Option<String>> {
-    match fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
+    // A sysfs attribute is at most one page; never read an endless file past that.
+    match crate::input::read_capped(path, 4096) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, e)),
     }

@@ -524,3 +524,15 @@ fn verify(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn low_bits_covers_a_whole_64_bit_mask() {
+        assert_eq!(low_bits(0), 0);
+        assert_eq!(low_bits(4), 0xf);
+        assert_eq!(low_bits(64), u64::MAX);
+    }
+}
