@@ -54,6 +54,8 @@ pub fn run(args: Args) -> Result<()> {
             link.mrrs
         )
     });
+    // A debug build takes seconds (every whole-number candidate is a full fit): say what runs.
+    eprintln!("fitting {} rows from {}…", rows.len(), args.file);
     let report = fit(&rows, &link, &label)?;
     if let Some(out) = &args.out {
         std::fs::write(out, report.model.to_toml())
