@@ -202,7 +202,11 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
     }
     rows.extend(gen2x1);
     let fitted = fit(&rows, &link(Gen3, 4, 256), "§4.3.2 + §4.3.3").unwrap();
-    let descriptor = fitted.params.iter().find(|p| p.key == "dma.descriptor_bytes").unwrap();
+    let descriptor = fitted
+        .params
+        .iter()
+        .find(|p| p.key == "dma.descriptor_bytes")
+        .unwrap();
     assert_eq!(descriptor.status, Status::Fitted, "{}", descriptor.note);
     let (value, sigma) = (descriptor.value.unwrap(), descriptor.uncertainty.unwrap());
     assert!(value > 0.0 && sigma < 0.1 * value, "{value} ± {sigma}");

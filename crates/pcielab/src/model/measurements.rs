@@ -467,11 +467,27 @@ mod tests {
     fn rows_may_name_their_own_link() {
         let text = "size_bytes,direction,MBps,gen,width\n64,write,14.7,3,4\n64,write,3.8,2,1\n";
         let rows = parse_measurements("m.csv", text, &base()).unwrap();
-        assert_eq!(rows[1].link.map(|l| (l.gen, l.width)), Some((Generation::Gen2, 1)));
-        let e = parse_measurements("m.csv", "size_bytes,direction,MBps,gen,width\n64,write,1,3,3\n", &base()).unwrap_err();
+        assert_eq!(
+            rows[1].link.map(|l| (l.gen, l.width)),
+            Some((Generation::Gen2, 1))
+        );
+        let e = parse_measurements(
+            "m.csv",
+            "size_bytes,direction,MBps,gen,width\n64,write,1,3,3\n",
+            &base(),
+        )
+        .unwrap_err();
         assert!(e.message().starts_with("m.csv:2: column 'width'"), "{e}");
-        let e = parse_measurements("m.csv", "size_bytes,direction,MBps,gen\n64,write,1,3\n", &base()).unwrap_err();
-        assert!(e.message().contains("'gen' and 'width' come together"), "{e}");
+        let e = parse_measurements(
+            "m.csv",
+            "size_bytes,direction,MBps,gen\n64,write,1,3\n",
+            &base(),
+        )
+        .unwrap_err();
+        assert!(
+            e.message().contains("'gen' and 'width' come together"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::pmu::catalog::nearest;
+use crate::pmu::catalog::{nearest, Family, Group};
 use crate::pmu::sysfs::{parse_number, tracepoint_id, PcieDriver, SysfsPmu};
 
 /// `perf_event_attr.type` of perf's fixed PMUs.
@@ -133,6 +133,9 @@ pub struct EventAttr {
     pub payload_bytes: Option<u32>,
     /// Hardware counter width when the driver does not extend it (DWC lane events: 32).
     pub counter_bits: Option<u32>,
+    /// On a DesignWare PMU: the catalog group whose counter the event needs (the port's one
+    /// time-based counter, or an event-counter group).
+    pub dwc_group: Option<Group>,
 }
 
 /// Where event strings are resolved: the PMUs discovered and the root for tracefs.
@@ -237,6 +240,7 @@ impl EventContext<'_> {
             pmu_dir: dir,
             payload_bytes: None,
             counter_bits: None,
+            dwc_group: None,
         }
     }
 
@@ -339,6 +343,7 @@ impl EventContext<'_> {
                 )));
             }
         }
+        let dwc_group = dwc_group(pmu, &words);
         let event_name = alias.map(|a| a.name.as_str());
         let payload_bytes = pmu
             .driver
@@ -354,25 +359,30 @@ impl EventContext<'_> {
             cpus: pmu.cpus.clone(),
             pmu_dir: Some(pmu.dir.clone()),
             payload_bytes,
-            counter_bits: dwc_lane_counter_bits(pmu, &words),
+            counter_bits: dwc_group
+                .filter(|g| matches!(g, Group::Lane(_)))
+                .map(|g| g.counter_bits(Family::DwcRootPort)),
+            dwc_group,
         })
     }
 }
 
-/// DWC lane (type 1) events are read from 32-bit registers the driver does not extend.
-fn dwc_lane_counter_bits(pmu: &SysfsPmu, words: &[u64; 4]) -> Option<u32> {
-    let dwc = matches!(
+/// The DWC counter group an event's `type` and `eventid` fields select: type 0 is the port's
+/// time-based counter, type 1 an event counter of group `eventid >> 8`.
+fn dwc_group(pmu: &SysfsPmu, words: &[u64; 4]) -> Option<Group> {
+    if !matches!(
         pmu.driver,
         Some(PcieDriver::DwcUpstream | PcieDriver::DwcSeed)
-    );
-    let kind = pmu.format("type").map(|f| {
-        let mut probe = [0u64; 4];
-        // The field's value: unpack by packing all-ones and masking.
-        f.pack(f.max_value(), &mut probe);
-        let mask = probe[f.word.index()];
-        (words[f.word.index()] & mask) >> mask.trailing_zeros()
-    });
-    (dwc && kind == Some(1)).then_some(32)
+    ) {
+        return None;
+    }
+    let kind = pmu.format("type")?.unpack(words);
+    let eventid = pmu.format("eventid")?.unpack(words);
+    match kind {
+        0 => Some(Group::TimeBased(u8::from(eventid >= 0x20))),
+        1 => Some(Group::Lane((eventid >> 8) as u8)),
+        _ => None,
+    }
 }
 
 fn same_context(a: &EventAttr, b: &EventAttr) -> bool {
@@ -480,6 +490,9 @@ mod tests {
         let ack = encode(root.path(), "dwc_rootport_10/tx_ack_dllp,lane=3/").unwrap();
         assert_eq!(ack.config[0], 0x600 | (1 << 16) | (3 << 20));
         assert_eq!(ack.counter_bits, Some(32));
+        assert_eq!(ack.dwc_group, Some(Group::Lane(6)));
+        assert_eq!(rx.dwc_group, Some(Group::TimeBased(1)));
+        assert_eq!(rx.counter_bits, None);
         let raw = encode(root.path(), "dwc_rootport_10/eventid=0x21,type=0x0/").unwrap();
         assert_eq!(raw.config, rx.config);
         let words = encode(root.path(), "dwc_rootport_10/config=0x5,config1=0x7/").unwrap();

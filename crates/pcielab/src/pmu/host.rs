@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::model::path::path_ceiling;
 use crate::pcie::link::raw_mbps;
 use crate::pcie::{Bdf, Generation};
+use crate::pmu::catalog::Group;
 use crate::pmu::event::{EventAttr, EventContext};
 use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
 use crate::pmu::stat::{EventLabel, StatOutcome};
@@ -194,8 +195,8 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
     let labels: Vec<EventLabel> = encoded
         .groups
         .iter()
-        .flatten()
-        .map(|attr| {
+        .flat_map(|group| group.iter().map(move |attr| (attr, never_fits(group))))
+        .map(|(attr, conflict)| {
             let pmu = encoded.pmus.iter().find(|p| p.name == attr.pmu);
             let placement = pmu
                 .and_then(|p| p.place.as_ref())
@@ -215,7 +216,7 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
                     2f64.powi(bits as i32) / rate
                 ));
             }
-            host_label(attr, placement.as_ref())
+            host_label(attr, placement.as_ref(), conflict)
         })
         .collect();
     let online = online_cpus(request.root)?;
@@ -241,7 +242,21 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
     })
 }
 
-fn host_label(attr: &EventAttr, placement: Option<&PortPlacement>) -> EventLabel {
+/// Why a group can never be on the counters at once, when the catalog's rules say so: two
+/// events needing a DesignWare port's one time-based counter.
+fn never_fits(group: &[EventAttr]) -> Option<String> {
+    let time_based = group
+        .iter()
+        .filter(|a| matches!(a.dwc_group, Some(Group::TimeBased(_))))
+        .count();
+    (time_based > 1).then(|| Group::TimeBased(0).sharing_rule())
+}
+
+fn host_label(
+    attr: &EventAttr,
+    placement: Option<&PortPlacement>,
+    conflict: Option<String>,
+) -> EventLabel {
     let bytes_per_count = attr.payload_bytes.map(f64::from);
     EventLabel {
         pmu: attr.pmu.clone(),
@@ -257,9 +272,11 @@ fn host_label(attr: &EventAttr, placement: Option<&PortPlacement>) -> EventLabel
             .and_then(|p| p.ceiling_mbps)
             .filter(|_| bytes_per_count.is_some()),
         not_supported: None,
-        not_counted_reason: "the kernel never scheduled it on a counter (all counters busy, \
-            or the group needs more counters than the PMU has)"
-            .into(),
+        not_counted_reason: conflict.unwrap_or_else(|| {
+            "the kernel never scheduled it on a counter (all counters busy, or the group needs \
+             more counters than the PMU has)"
+                .into()
+        }),
     }
 }
 
@@ -267,6 +284,38 @@ fn host_label(attr: &EventAttr, placement: Option<&PortPlacement>) -> EventLabel
 mod tests {
     use super::*;
     use crate::topology::{Function, Link};
+
+    #[test]
+    fn two_time_based_dwc_events_in_a_group_say_why_they_never_count() {
+        use crate::pmu::sysfs::{discover, EVENT_SOURCE_DIR};
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(EVENT_SOURCE_DIR).join("dwc_rootport_10");
+        std::fs::create_dir_all(dir.join("format")).unwrap();
+        std::fs::write(dir.join("type"), "12\n").unwrap();
+        for (name, layout) in [
+            ("eventid", "config:0-15"),
+            ("type", "config:16-19"),
+            ("lane", "config:20-27"),
+        ] {
+            std::fs::write(dir.join("format").join(name), layout).unwrap();
+        }
+        let pmus = discover(root.path()).unwrap();
+        let context = EventContext {
+            pmus: &pmus,
+            root: root.path(),
+        };
+        let both = context
+            .encode_list("{dwc_rootport_10/eventid=0x20/,dwc_rootport_10/eventid=0x21/}")
+            .unwrap();
+        let why = never_fits(&both[0]).unwrap();
+        assert!(why.contains("one time-based counter"), "{why}");
+        let mixed = context
+            .encode_list(
+                "{dwc_rootport_10/eventid=0x21/,dwc_rootport_10/eventid=0x600,type=1,lane=0/}",
+            )
+            .unwrap();
+        assert_eq!(never_fits(&mixed[0]), None);
+    }
 
     #[test]
     fn domainless_dwc_names_find_their_port_in_any_domain() {

@@ -103,6 +103,24 @@ impl FormatField {
         format!("{}:{}", self.word.name(), ranges.join(","))
     }
 
+    /// The field's value in `words` (the inverse of [`FormatField::pack`]).
+    pub fn unpack(&self, words: &[u64; 4]) -> u64 {
+        let word = words[self.word.index()];
+        let mut value = 0u64;
+        let mut shift = 0u32;
+        for &(lo, hi) in &self.ranges {
+            let width = u32::from(hi - lo) + 1;
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            value |= ((word >> lo) & mask).checked_shl(shift).unwrap_or(0);
+            shift += width;
+        }
+        value
+    }
+
     /// How many value bits the field holds.
     pub fn width(&self) -> u32 {
         self.ranges
@@ -532,6 +550,7 @@ mod tests {
         let mut words = [0; 4];
         f.pack(0xabc, &mut words).unwrap();
         assert_eq!(words[0], 0xbc | (0xa << 32));
+        assert_eq!(f.unpack(&words), 0xabc);
         assert!(f.pack(0x1000, &mut words).is_none());
         let one = FormatField::parse("thr_mode", "config1:4").unwrap();
         assert_eq!((one.word, one.width()), (ConfigWord::Config1, 1));
