@@ -194,6 +194,7 @@ const EVENTS: &[&str] = &[
     // The machine's real PMUs.
     "msr/tsc/",
     "msr/event=0x0/",
+    "tsc",
     "cpu-clock",
     "task-clock",
     "context-switches",

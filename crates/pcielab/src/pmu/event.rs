@@ -211,6 +211,27 @@ impl EventContext<'_> {
         {
             return Ok(self.fixed(text, "cpu", PERF_TYPE_RAW, raw));
         }
+        // A bare alias name counts on the PMU that has it, as perf finds `tsc` on msr.
+        let owners: Vec<&SysfsPmu> = self
+            .pmus
+            .iter()
+            .filter(|p| p.event(text).is_some())
+            .collect();
+        match owners.as_slice() {
+            [pmu] => {
+                let mut attr = self.encode_pmu_event(text, &pmu.name, text)?;
+                attr.text = text.to_string();
+                return Ok(attr);
+            }
+            [_, _, ..] => {
+                let names: Vec<&str> = owners.iter().map(|p| p.name.as_str()).collect();
+                return Err(Error::bad_input(format!(
+                    "event '{text}' is on several PMUs ({}): write PMU/{text}/ for the one to count",
+                    names.join(", ")
+                )));
+            }
+            [] => {}
+        }
         let known = SYMBOLS.iter().flat_map(|(n, _, _)| n.iter().copied());
         let workload_hint = if crate::pmu::perf::find_program(text).is_some() {
             format!(
@@ -503,6 +524,9 @@ mod tests {
         assert_eq!((cs.type_id, cs.config[0]), (1, 3));
         assert_eq!(encode(root.path(), "cpu-clock").unwrap().unit, "msec");
         assert_eq!(encode(root.path(), "r1a8").unwrap().config[0], 0x1a8);
+        let bare = encode(root.path(), "rx_pcie_tlp_data_payload").unwrap();
+        assert_eq!((bare.pmu.as_str(), bare.config), ("dwc_rootport_10", rx.config));
+        assert_eq!(bare.text, "rx_pcie_tlp_data_payload");
     }
 
     #[test]
