@@ -34,14 +34,16 @@ use pcielab::{Error, Result};
 
 Events are PMU/EVENT/ (seed or upstream names, any case), PMU/EVENT,lane=N/ for per-lane
 events, or PMU/eventid=0x21,type=0x0/; -e a,b gives two events, -e '{a,b}' a group that counts
-all-or-nothing. On a host every PMU under /sys/bus/event_source/devices works as with perf
-(PMU/config=0x..,config1=0x../, format terms, cpu-clock, context-switches, SUBSYS:TRACEPOINT);
---dry-run prints each event's perf_event_attr (type, config, config1, config2) without opening
-it, the workload's exit status is pcielab's (127 when it does not exist), and Ctrl-C stops the
-workload and still prints the counts. Permissions: root, CAP_PERFMON, or
-kernel.perf_event_paranoid <= 0 (docs/pmu.md, \"On a real server\"). Events that need the same counter are time-shared every mux interval and
+all-or-nothing. Events that need the same counter are time-shared every mux interval and
 scaled (perf's (NN.NN%)). The perf report goes to stderr, the workload's output to stdout;
---json prints one object to stdout (fields in docs/pmu.md). Workloads are in docs/sim.md.")]
+--json prints one object to stdout (fields in docs/pmu.md).
+
+On a host every PMU under /sys/bus/event_source/devices works as with perf (format terms,
+PMU/config=0x..,config1=0x../, cpu-clock, context-switches, SUBSYS:TRACEPOINT); --dry-run
+prints each event's perf_event_attr (type, config, config1, config2) without opening it; the
+workload's exit status is pcielab's (127 when it does not exist); Ctrl-C stops the workload
+and still prints the counts. Permissions: root, CAP_PERFMON, or kernel.perf_event_paranoid
+<= 0 (docs/pmu.md, \"On a real server\"). Simulated workloads are in docs/sim.md.")]
 pub struct Args {
     /// Where facts come from: host or sim:PRESET / sim:FILE.toml
     #[arg(long, default_value = "host")]
