@@ -407,6 +407,34 @@ fn bad_events_and_workloads_exit_like_perf_users_expect() {
     assert!(stderr.contains("/nonexistent/workload"), "{stderr}");
     let (code, _) = pcielab_in(d, &["stat", "-a", "-e", "cs", "--", "sh", "-c", "exit 7"]);
     assert_eq!(code, 7, "the workload's exit status is passed through");
+    // Fixture types the kernel refuses: <not supported> with the reason; narrow DWC lane
+    // counters say how their wraps are handled (carried, or a warning with the risk).
+    let (code, stderr) = pcielab_in(
+        d,
+        &[
+            "stat",
+            "-a",
+            "-e",
+            "dwc_rootport_13018/tx_ack_dllp,lane=0/",
+            "-e",
+            "pcie_bdf_200/EBUF_SKP_Add,lane=1/",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("<not supported>") && stderr.contains("type 901"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("32-bit counter") && stderr.contains("to carry its wraps"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("warning: pcie_bdf_200/EBUF_SKP_Add,lane=1/: 4-bit"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -569,7 +569,10 @@ fn simulated_program_counts_are_bounded() {
         (&["bw_mem", "-P", "4000000000", "1M", "rd"][..], "1..=65536"),
         (&["bw_mem", "-P", "-1", "1M", "rd"][..], "1..=65536"),
         (&["bw_mem", "99999999999999G", "rd"][..], "bad size"),
-        (&["online-service", "--accesses-per-op", "inf"][..], "--accesses-per-op"),
+        (
+            &["online-service", "--accesses-per-op", "inf"][..],
+            "--accesses-per-op",
+        ),
     ] {
         expect(d, &[&["sim", "spawn"], &m[..], program].concat(), 2, needle);
     }
@@ -581,7 +584,11 @@ fn a_function_whose_parent_link_names_itself_still_shows() {
     let d = d.path();
     let dir = d.join("snap/tree/pci0000:00/0000:00:01.0/0000:00:01.0");
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in [("vendor", "0x8086\n"), ("device", "0x1237\n"), ("class", "0x020000\n")] {
+    for (name, text) in [
+        ("vendor", "0x8086\n"),
+        ("device", "0x1237\n"),
+        ("class", "0x020000\n"),
+    ] {
         std::fs::write(dir.join(name), text).unwrap();
     }
     std::fs::create_dir_all(d.join("snap/devices")).unwrap();

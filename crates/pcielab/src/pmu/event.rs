@@ -525,7 +525,10 @@ mod tests {
         assert_eq!(encode(root.path(), "cpu-clock").unwrap().unit, "msec");
         assert_eq!(encode(root.path(), "r1a8").unwrap().config[0], 0x1a8);
         let bare = encode(root.path(), "rx_pcie_tlp_data_payload").unwrap();
-        assert_eq!((bare.pmu.as_str(), bare.config), ("dwc_rootport_10", rx.config));
+        assert_eq!(
+            (bare.pmu.as_str(), bare.config),
+            ("dwc_rootport_10", rx.config)
+        );
         assert_eq!(bare.text, "rx_pcie_tlp_data_payload");
     }
 

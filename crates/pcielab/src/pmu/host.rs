@@ -117,11 +117,35 @@ pub fn worst_case_events_per_s(placement: Option<&PortPlacement>) -> f64 {
     raw_mbps(gen, lanes) * 1e6 / 8.0
 }
 
-/// How often to read a `bits`-wide counter counting at most `rate` per second: twice per
-/// wrap, never more often than every 10 ms.
-pub fn wrap_read_period(bits: u32, rate: f64) -> Duration {
+/// The shortest read period pcielab keeps up (reading more often would cost more than perf).
+const MIN_READ_PERIOD_S: f64 = 0.010;
+
+/// How often to read a `bits`-wide counter counting at most `rate` per second (twice per wrap,
+/// never more often than every 10 ms), and what to tell the user: that the wraps are carried,
+/// or, when even 10 ms is too slow for the worst case, a warning with the risk.
+pub fn wrap_plan(event: &str, bits: u32, rate: f64) -> (Duration, String) {
     let wrap_s = 2f64.powi(bits as i32) / rate.max(1.0);
-    Duration::from_secs_f64((wrap_s / 2.0).max(0.010))
+    let period_s = (wrap_s / 2.0).max(MIN_READ_PERIOD_S);
+    let note = if wrap_s / 2.0 >= MIN_READ_PERIOD_S {
+        format!(
+            "{event}: {bits}-bit counter the driver does not extend; reading it every {:.0} ms \
+             to carry its wraps (worst case {rate:.2e} events/s on this link: a wrap every \
+             {wrap_s:.2} s)",
+            period_s * 1e3
+        )
+    } else {
+        format!(
+            "warning: {event}: {bits}-bit counter the driver does not extend; read every {:.0} \
+             ms, its wraps are carried only while it counts fewer than {:.0} events/s; at this \
+             link's worst case ({rate:.2e}/s) it could wrap {:.2e} times between reads, so a \
+             busy counter's total can be short by a multiple of {}",
+            period_s * 1e3,
+            2f64.powi(bits as i32) / period_s,
+            rate * period_s / 2f64.powi(bits as i32),
+            1u64 << bits
+        )
+    };
+    (Duration::from_secs_f64(period_s), note)
 }
 
 /// The perf-style `--dry-run` listing: one line per event with the attr fields.
@@ -204,17 +228,9 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
                 .map(|(place, topo)| place_in(place, topo));
             if let Some(bits) = attr.counter_bits {
                 let rate = worst_case_events_per_s(placement.as_ref());
-                let period = wrap_read_period(bits, rate);
+                let (period, note) = wrap_plan(&attr.text, bits, rate);
                 wrap_period = Some(wrap_period.map_or(period, |p| p.min(period)));
-                notes.push(format!(
-                    "{}: {bits}-bit counter the driver does not extend; reading it every {} ms \
-                     to carry its wraps (worst case {:.2e} events/s on this link: a wrap every \
-                     {:.2} s)",
-                    attr.text,
-                    period.as_millis(),
-                    rate,
-                    2f64.powi(bits as i32) / rate
-                ));
+                notes.push(note);
             }
             host_label(attr, placement.as_ref(), conflict)
         })
@@ -355,7 +371,15 @@ mod tests {
         // 8-byte DLLP each: ~2e9 events/s, a 32-bit counter wraps in ~2.2 s.
         let rate = worst_case_events_per_s(Some(&p));
         assert!((1.9e9..2.1e9).contains(&rate), "{rate}");
-        let period = wrap_read_period(32, rate);
+        let (period, note) = wrap_plan("x", 32, rate);
         assert!((1.0..1.2).contains(&period.as_secs_f64()), "{period:?}");
+        assert!(note.contains("to carry its wraps"), "{note}");
+        // The seed's 4-bit per-lane error counters cannot be carried at line rate: warn.
+        let (period, note) = wrap_plan("pcie_bdf_200/EBUF_SKP_Add,lane=0/", 4, rate);
+        assert_eq!(period, Duration::from_millis(10));
+        assert!(
+            note.starts_with("warning:") && note.contains("fewer than 1600 events/s"),
+            "{note}"
+        );
     }
 }
