@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::pmu::event::EventAttr;
 use crate::pmu::session::{Counts, Reading};
-use crate::pmu::sysfs::perf_event_paranoid;
+use crate::pmu::sysfs::{low_bits_mask, perf_event_paranoid};
 
 const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
@@ -137,12 +137,7 @@ impl WrapCarry {
 
     /// Folds in a new raw reading and returns the carried total.
     pub fn update(&mut self, raw: u64) -> u64 {
-        let mask = if self.bits >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.bits) - 1
-        };
-        self.total += raw.wrapping_sub(self.last_raw) & mask;
+        self.total += raw.wrapping_sub(self.last_raw) & low_bits_mask(self.bits);
         self.last_raw = raw;
         self.total
     }

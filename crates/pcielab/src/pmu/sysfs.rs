@@ -45,6 +45,15 @@ impl ConfigWord {
     }
 }
 
+/// A mask of the low `width` bits (all 64 from 64 on).
+pub fn low_bits_mask(width: u32) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
 /// One `format/NAME` file: `config1:0-3` or `config:0-7,32-35` (low bits of the value go to the
 /// first range).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,11 +119,7 @@ impl FormatField {
         let mut shift = 0u32;
         for &(lo, hi) in &self.ranges {
             let width = u32::from(hi - lo) + 1;
-            let mask = if width == 64 {
-                u64::MAX
-            } else {
-                (1u64 << width) - 1
-            };
+            let mask = low_bits_mask(width);
             value |= ((word >> lo) & mask).checked_shl(shift).unwrap_or(0);
             shift += width;
         }
@@ -131,10 +136,7 @@ impl FormatField {
 
     /// The largest value the field holds.
     pub fn max_value(&self) -> u64 {
-        match self.width() {
-            64.. => u64::MAX,
-            w => (1u64 << w) - 1,
-        }
+        low_bits_mask(self.width())
     }
 
     /// Writes `value` into its bits of `words` (clearing what was there), or `None` when the
@@ -147,11 +149,7 @@ impl FormatField {
         let mut rest = value;
         for &(lo, hi) in &self.ranges {
             let width = u32::from(hi - lo) + 1;
-            let mask = if width == 64 {
-                u64::MAX
-            } else {
-                (1u64 << width) - 1
-            };
+            let mask = low_bits_mask(width);
             *word = (*word & !(mask << lo)) | ((rest & mask) << lo);
             rest = rest.checked_shr(width).unwrap_or(0);
         }
