@@ -15,7 +15,7 @@ use pcielab::qos::presets::{MPAM_SEED, RDT_XEON8163};
 use pcielab::qos::resctrl::{GroupRef, Resctrl};
 use pcielab::qos::scenario::Scenario;
 use pcielab::qos::schemata::{parse_write, Schemata};
-use pcielab::qos::sim::{SimMachine, SimState};
+use pcielab::qos::sim::{SimState, SimulatedResctrl};
 use pcielab::qos::view;
 use pcielab::qos::workload;
 use pcielab::sim::fio::{parse_command_line, parse_job_file};
@@ -152,7 +152,7 @@ pub fn resctrl_tree(data: &[u8]) {
 
 fn plan_on(text: &str, origin: &str) {
     for preset in [&MPAM_SEED, &RDT_XEON8163] {
-        let mut machine = SimMachine::boot(preset, false);
+        let mut machine = SimulatedResctrl::boot(preset, false);
         let Ok(current) = machine.read() else { return };
         if let Ok(desired) = parse_desired(text, origin, &current.info) {
             let ops = plan(&current, &desired);
@@ -187,7 +187,7 @@ pub fn state_file(data: &[u8]) {
     let Some(text) = text(data) else { return };
     for preset in [&MPAM_SEED, &RDT_XEON8163] {
         if let Ok(state) = SimState::parse(text, "fuzz.json", preset) {
-            let mut machine = SimMachine::boot(preset, false);
+            let mut machine = SimulatedResctrl::boot(preset, false);
             machine.state = state;
             if let Ok(rs) = machine.read() {
                 let _ = view::show("fuzz", &rs).text();

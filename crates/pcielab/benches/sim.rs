@@ -5,12 +5,12 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use pcielab::pmu::session::{CountOptions, CounterBackend};
 use pcielab::pmu::{resolve, EventSpec};
-use pcielab::sim::{workload, SimBackend, SimMachine};
+use pcielab::sim::{workload, SimBackend, SimulatedPcie};
 
 const SEED_4_2: &str = "fio --filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m --numjobs=4 --time_based=1 --runtime=200 --group_reporting --name=test-read";
 
 fn seed_4_2(c: &mut Criterion) {
-    let machine = SimMachine::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    let machine = SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap();
     let argv: Vec<String> = SEED_4_2.split_whitespace().map(String::from).collect();
     let w = workload::parse(&argv, |p| {
         Err(pcielab::Error::runtime(p.display().to_string()))

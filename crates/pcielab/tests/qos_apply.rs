@@ -9,12 +9,12 @@ use pcielab::qos::backend::{MonReading, Op, QosBackend};
 use pcielab::qos::presets::MPAM_SEED;
 use pcielab::qos::resctrl::Resctrl;
 use pcielab::qos::schemata::{Errno, Rejection};
-use pcielab::qos::sim::SimMachine;
+use pcielab::qos::sim::SimulatedResctrl;
 use pcielab::Result;
 
 /// A simulated machine whose kernel refuses the `fail_at`-th mkdir with ENOSPC.
 struct Flaky {
-    sim: SimMachine,
+    sim: SimulatedResctrl,
     mkdirs: usize,
     fail_at: usize,
 }
@@ -66,8 +66,8 @@ groups:
 ";
 
 /// A machine with history: an existing group holding a task, CPUs and its own schemata.
-fn machine() -> SimMachine {
-    let mut sim = SimMachine::boot(&MPAM_SEED, false);
+fn machine() -> SimulatedResctrl {
+    let mut sim = SimulatedResctrl::boot(&MPAM_SEED, false);
     let a = sim.spawn("bw_mem 64M rd").unwrap();
     let b = sim.spawn("bw_mem 64M rd").unwrap();
     assert_eq!((a, b), (1000, 1001));

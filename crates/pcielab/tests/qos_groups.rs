@@ -7,7 +7,7 @@ use pcielab::qos::backend::{Op, QosBackend};
 use pcielab::qos::presets::{MPAM_SEED, RDT_XEON8163};
 use pcielab::qos::resctrl::GroupRef;
 use pcielab::qos::schemata::Errno;
-use pcielab::qos::sim::SimMachine;
+use pcielab::qos::sim::SimulatedResctrl;
 
 fn g(name: &str) -> GroupRef {
     GroupRef::parse(name).unwrap()
@@ -16,7 +16,7 @@ fn g(name: &str) -> GroupRef {
 #[test]
 fn closids_run_out_at_num_closids_with_enospc() {
     // MPAM seed: 16 PARTIDs, the root holds one.
-    let mut sim = SimMachine::boot(&MPAM_SEED, false);
+    let mut sim = SimulatedResctrl::boot(&MPAM_SEED, false);
     let rs = &mut sim.state.resctrl;
     for i in 1..16 {
         rs.mkdir(&g(&format!("p{i}"))).unwrap();
@@ -28,14 +28,14 @@ fn closids_run_out_at_num_closids_with_enospc() {
     );
     assert_eq!(rs.last_cmd_status, "Out of CLOSIDs");
     // Xeon: MBA has 8 CLOSes, which caps every group.
-    let mut rdt = SimMachine::boot(&RDT_XEON8163, false);
+    let mut rdt = SimulatedResctrl::boot(&RDT_XEON8163, false);
     let rs = &mut rdt.state.resctrl;
     for i in 1..8 {
         rs.mkdir(&g(&format!("p{i}"))).unwrap();
     }
     assert_eq!(rs.mkdir(&g("p8")).unwrap_err().status, "Out of CLOSIDs");
     // With CDP the L3 CLOSIDs halve: 8 on MPAM.
-    let mut cdp = SimMachine::boot(&MPAM_SEED, true);
+    let mut cdp = SimulatedResctrl::boot(&MPAM_SEED, true);
     let rs = &mut cdp.state.resctrl;
     for i in 1..8 {
         rs.mkdir(&g(&format!("p{i}"))).unwrap();
@@ -49,7 +49,7 @@ fn closids_run_out_at_num_closids_with_enospc() {
 
 #[test]
 fn mpam_has_two_monitors_per_partid_and_x86_a_global_pool() {
-    let mut sim = SimMachine::boot(&MPAM_SEED, false);
+    let mut sim = SimulatedResctrl::boot(&MPAM_SEED, false);
     let rs = &mut sim.state.resctrl;
     rs.mkdir(&g("p1")).unwrap();
     rs.mkdir(&g("p1/m1")).unwrap();
@@ -60,7 +60,7 @@ fn mpam_has_two_monitors_per_partid_and_x86_a_global_pool() {
     );
     // The failed mkdir left nothing behind.
     assert_eq!(rs.group("p1").unwrap().mon_groups.len(), 1);
-    let mut rdt = SimMachine::boot(&RDT_XEON8163, false);
+    let mut rdt = SimulatedResctrl::boot(&RDT_XEON8163, false);
     let rs = &mut rdt.state.resctrl;
     rs.mkdir(&g("p1")).unwrap();
     for i in 0..174 {
@@ -98,7 +98,7 @@ fn new_groups_get_shareable_and_unused_bits_or_no_space() {
 
 #[test]
 fn tasks_and_cpus_follow_the_kernels_membership_rules() {
-    let mut sim = SimMachine::boot(&MPAM_SEED, false);
+    let mut sim = SimulatedResctrl::boot(&MPAM_SEED, false);
     let a = sim.spawn("bw_mem 64M rd").unwrap();
     let b = sim.spawn("bw_mem 64M rd").unwrap();
     let rs = &mut sim.state.resctrl;
@@ -169,7 +169,7 @@ impl ParseCpus for str {
 
 #[test]
 fn a_control_groups_mon_data_includes_its_monitor_groups() {
-    let mut sim = SimMachine::boot(&MPAM_SEED, false);
+    let mut sim = SimulatedResctrl::boot(&MPAM_SEED, false);
     let a = sim.spawn("numactl -N 1 -m 1 bw_mem -P 4 512M rd").unwrap();
     let b = sim.spawn("numactl -N 1 -m 1 bw_mem -P 4 512M rd").unwrap();
     for op in [
@@ -224,7 +224,7 @@ fn state_file_carries_the_machine_between_invocations() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.json");
     let sel: MachineSelector = "sim:mpam-seed".parse().unwrap();
-    let mut sim = SimMachine::open(&sel, Some(&path), false).unwrap();
+    let mut sim = SimulatedResctrl::open(&sel, Some(&path), false).unwrap();
     sim.perform(&Op::Mkdir { group: "p1".into() }).unwrap();
     sim.perform(&Op::Schemata {
         group: "p1".into(),
@@ -232,7 +232,7 @@ fn state_file_carries_the_machine_between_invocations() {
     })
     .unwrap();
     sim.save().unwrap();
-    let mut again = SimMachine::open(&sel, Some(&path), false).unwrap();
+    let mut again = SimulatedResctrl::open(&sel, Some(&path), false).unwrap();
     assert_eq!(
         again
             .read()
@@ -244,7 +244,9 @@ fn state_file_carries_the_machine_between_invocations() {
         Some(8)
     );
     let other: MachineSelector = "sim:rdt-xeon8163".parse().unwrap();
-    let err = SimMachine::open(&other, Some(&path), false).err().unwrap();
+    let err = SimulatedResctrl::open(&other, Some(&path), false)
+        .err()
+        .unwrap();
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("state of sim:mpam-seed"), "{err}");
 }

@@ -6,7 +6,7 @@ use pcielab::pcie::Bdf;
 use pcielab::pmu::catalog::{EventDef, Family};
 use pcielab::sim::fio::DirectionStats;
 use pcielab::sim::workload::{self, Summary};
-use pcielab::sim::{SimMachine, SimRun};
+use pcielab::sim::{SimRun, SimulatedPcie};
 use proptest::prelude::*;
 
 fn ev(name: &str) -> &'static EventDef {
@@ -37,7 +37,7 @@ fn counters(run: &SimRun, rp: Bdf, t: u64) -> Vec<u64> {
     .collect()
 }
 
-fn simulate(machine: &SimMachine, fio: &str) -> SimRun {
+fn simulate(machine: &SimulatedPcie, fio: &str) -> SimRun {
     let argv: Vec<String> = fio.split_whitespace().map(String::from).collect();
     let w = workload::parse(&argv, |p| {
         Err(pcielab::Error::runtime(p.display().to_string()))
@@ -70,7 +70,7 @@ proptest! {
         ber_exp in prop::option::of(7i32..12),
         points in prop::collection::vec(0.0f64..1.2, 6),
     ) {
-        let mut machine = SimMachine::open(&format!("sim:{preset}").parse().unwrap()).unwrap();
+        let mut machine = SimulatedPcie::open(&format!("sim:{preset}").parse().unwrap()).unwrap();
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = match preset {
             "yitian710" => "./test.big",

@@ -6,10 +6,10 @@ use pcielab::pmu::session::{CountOptions, CounterBackend, Reading};
 use pcielab::pmu::{resolve, EventSpec};
 use pcielab::sim::fio::DirectionStats;
 use pcielab::sim::workload::{self, Summary};
-use pcielab::sim::{SimBackend, SimMachine, SimRun};
+use pcielab::sim::{SimBackend, SimRun, SimulatedPcie};
 
-fn yitian710() -> SimMachine {
-    SimMachine::open(&"sim:yitian710".parse().unwrap()).unwrap()
+fn yitian710() -> SimulatedPcie {
+    SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap()
 }
 
 struct Stat {

@@ -10,7 +10,7 @@ use pcielab::machine::MachineSelector;
 use pcielab::model::platform::IrqKind;
 use pcielab::pcie::Bdf;
 use pcielab::report::json_text;
-use pcielab::sim::SimMachine;
+use pcielab::sim::SimulatedPcie;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -181,7 +181,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
     let report = match args.machine.parse::<MachineSelector>()? {
         MachineSelector::Host { root } => mmio::measure(&MmioOptions { root, ..options })?,
         selector => {
-            let machine = SimMachine::open(&selector)?;
+            let machine = SimulatedPcie::open(&selector)?;
             machine.topology.get(args.bdf).ok_or_else(|| {
                 Error::bad_input(format!(
                     "{}: no such function on {}",
@@ -201,7 +201,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
 
 fn run_irq(args: IrqArgs) -> Result<()> {
     let kind = IrqKind::parse(&args.kind)?;
-    let machine = SimMachine::open(&args.machine.parse()?)?;
+    let machine = SimulatedPcie::open(&args.machine.parse()?)?;
     let device = match args.device {
         Some(bdf) => bdf,
         None => machine

@@ -10,7 +10,7 @@ use pcielab::qos::backend::QosBackend;
 use pcielab::qos::plot;
 use pcielab::qos::presets::PRESETS;
 use pcielab::qos::scenario::Scenario;
-use pcielab::qos::sim::SimMachine;
+use pcielab::qos::sim::SimulatedResctrl;
 use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
@@ -72,9 +72,9 @@ enum SimCommand {
     Presets,
 }
 
-fn machine(name: &str, state: &std::path::Path) -> Result<SimMachine> {
+fn machine(name: &str, state: &std::path::Path) -> Result<SimulatedResctrl> {
     let sel: MachineSelector = name.parse()?;
-    SimMachine::open(&sel, Some(state), false)
+    SimulatedResctrl::open(&sel, Some(state), false)
 }
 
 pub fn run(args: Args) -> Result<()> {

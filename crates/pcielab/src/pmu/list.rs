@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::machine::MachineSelector;
 use crate::pmu::hostlist::host_pcie_devices;
 use crate::pmu::{root_port_pmus, PmuDevice};
-use crate::sim::SimMachine;
+use crate::sim::SimulatedPcie;
 
 /// The PMUs of the machine `selector` names: the kernel's on a host, one DesignWare PMU per DWC
 /// root port on snapshot and sim machines.
@@ -15,7 +15,7 @@ pub fn machine_pmus(selector: &MachineSelector) -> Result<Vec<PmuDevice>> {
     match selector {
         MachineSelector::Host { root } => host_pcie_devices(root),
         MachineSelector::Snapshot { .. } => Ok(root_port_pmus(&selector.open()?.topology)),
-        _ => Ok(SimMachine::open(selector)?.pmus()),
+        _ => Ok(SimulatedPcie::open(selector)?.pmus()),
     }
 }
 

@@ -12,7 +12,7 @@ use super::cpuset::CpuSet;
 use super::host::HostResctrl;
 use super::resctrl::{GroupRef, Resctrl};
 use super::schemata::{Errno, Rejection};
-use super::sim::SimMachine;
+use super::sim::SimulatedResctrl;
 use crate::error::{Error, Result};
 use crate::machine::MachineSelector;
 
@@ -170,7 +170,7 @@ pub fn open(target: &Target) -> Result<Box<dyn QosBackend>> {
                     .with_precheck(target.precheck),
             ))
         }
-        MachineSelector::SimPreset { .. } => Ok(Box::new(SimMachine::open(
+        MachineSelector::SimPreset { .. } => Ok(Box::new(SimulatedResctrl::open(
             &target.machine,
             target.state.as_deref(),
             target.cdp,

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::backend::{MonReading, Op, QosBackend};
 use super::engine::{EngineConfig, Step};
 use super::presets::Preset;
-use super::sim::SimMachine;
+use super::sim::SimulatedResctrl;
 use crate::error::{Error, Result};
 use crate::machine::MachineSelector;
 
@@ -340,7 +340,8 @@ impl Scenario {
                 });
             }
             for value in &values {
-                let mut sim = SimMachine::open(&selector, None, false)?.with_config(self.config());
+                let mut sim =
+                    SimulatedResctrl::open(&selector, None, false)?.with_config(self.config());
                 let pids = self.setup(&mut sim, series, value)?;
                 if self.x == XFrom::Time {
                     self.timeline(&mut sim, series, value, &pids, &mut lines[first_line..])?;
@@ -391,7 +392,7 @@ impl Scenario {
 
     fn setup(
         &self,
-        sim: &mut SimMachine,
+        sim: &mut SimulatedResctrl,
         series: &Series,
         value: &str,
     ) -> Result<Vec<(String, u32)>> {
@@ -422,7 +423,7 @@ impl Scenario {
 
     fn timeline(
         &self,
-        sim: &mut SimMachine,
+        sim: &mut SimulatedResctrl,
         series: &Series,
         value: &str,
         pids: &[(String, u32)],
@@ -459,7 +460,7 @@ fn in_domains(m: &Metric, d: u32) -> bool {
 }
 
 fn measure(
-    sim: &SimMachine,
+    sim: &SimulatedResctrl,
     m: &Metric,
     pids: &[(String, u32)],
     steps: &[Step],

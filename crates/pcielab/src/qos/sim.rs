@@ -157,8 +157,8 @@ pub const MAX_PID: u32 = 4_194_304;
 /// Zero-length steps run before counting when the model starts cold.
 const WARMUP_STEPS: usize = 12;
 
-/// A simulated machine.
-pub struct SimMachine {
+/// A simulated resctrl machine (MPAM/RDT): its processes, groups and cache/bandwidth engine; the PCIe traffic side is `sim::SimulatedPcie`.
+pub struct SimulatedResctrl {
     pub preset: &'static Preset,
     pub state: SimState,
     path: Option<PathBuf>,
@@ -166,15 +166,15 @@ pub struct SimMachine {
     config: EngineConfig,
 }
 
-impl SimMachine {
+impl SimulatedResctrl {
     /// A freshly booted machine: resctrl mounted (with CDP if asked), only `init` (pid 1) running.
-    pub fn boot(preset: &'static Preset, cdp: bool) -> SimMachine {
+    pub fn boot(preset: &'static Preset, cdp: bool) -> SimulatedResctrl {
         let resctrl = Resctrl::mount(
             preset.info(cdp),
             CpuSet::range(0, preset.nr_cpus() - 1),
             [1].into(),
         );
-        SimMachine {
+        SimulatedResctrl {
             preset,
             state: SimState {
                 machine: preset.name.to_string(),
@@ -192,23 +192,27 @@ impl SimMachine {
 
     /// The machine a selector names, continued from `state` when that file exists (and saved
     /// there by [`QosBackend::save`]).
-    pub fn open(machine: &MachineSelector, state: Option<&Path>, cdp: bool) -> Result<SimMachine> {
+    pub fn open(
+        machine: &MachineSelector,
+        state: Option<&Path>,
+        cdp: bool,
+    ) -> Result<SimulatedResctrl> {
         let preset = Preset::from_selector(machine)?;
         let mut sim = match state.filter(|p| p.exists()) {
             Some(path) => {
                 let text = crate::input::read_input_file(path, "state file")?;
                 let saved = SimState::parse(&text, &path.display().to_string(), preset)?;
-                let mut sim = SimMachine::boot(preset, cdp);
+                let mut sim = SimulatedResctrl::boot(preset, cdp);
                 sim.state = saved;
                 sim
             }
-            None => SimMachine::boot(preset, cdp),
+            None => SimulatedResctrl::boot(preset, cdp),
         };
         sim.path = state.map(Path::to_path_buf);
         Ok(sim)
     }
 
-    pub fn with_config(mut self, config: EngineConfig) -> SimMachine {
+    pub fn with_config(mut self, config: EngineConfig) -> SimulatedResctrl {
         self.config = config;
         self.engine = None;
         self
@@ -343,7 +347,7 @@ impl SimMachine {
     }
 }
 
-impl QosBackend for SimMachine {
+impl QosBackend for SimulatedResctrl {
     fn name(&self) -> String {
         format!("sim:{}", self.preset.name)
     }

@@ -12,7 +12,7 @@ use crate::pmu::{PmuDevice, ResolvedEvent};
 
 use super::tlp::{Dir, Kind, Tally};
 use super::workload::Workload;
-use super::{SimMachine, SimRun};
+use super::{SimRun, SimulatedPcie};
 
 /// Time spent and transitions made in link power states up to some time.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -215,7 +215,7 @@ impl SimRun {
 /// The simulator as a counter backend: runs the workload, then plays perf's multiplexing over
 /// the simulated counters.
 pub struct SimBackend<'m> {
-    pub machine: &'m SimMachine,
+    pub machine: &'m SimulatedPcie,
     pub workload: Workload,
     pmus: Vec<PmuDevice>,
     /// The finished run, after [`CounterBackend::count`].
@@ -223,7 +223,7 @@ pub struct SimBackend<'m> {
 }
 
 impl<'m> SimBackend<'m> {
-    pub fn new(machine: &'m SimMachine, workload: Workload) -> SimBackend<'m> {
+    pub fn new(machine: &'m SimulatedPcie, workload: Workload) -> SimBackend<'m> {
         SimBackend {
             pmus: machine.pmus(),
             machine,

@@ -41,9 +41,9 @@ const DEFAULT_MRRS: u32 = 512;
 /// Read requests (tags) a block device keeps outstanding.
 const BLOCK_READ_TAGS: u32 = 32;
 
-/// A simulated platform: its topology, its devices and its `[sim]` settings.
+/// A simulated PCIe platform: its topology, its devices and its `[sim]` settings (resctrl is `qos::sim::SimulatedResctrl`).
 #[derive(Debug, Clone)]
-pub struct SimMachine {
+pub struct SimulatedPcie {
     pub name: String,
     pub topology: Topology,
     pub config: SimConfig,
@@ -98,7 +98,7 @@ pub struct SimRun {
     config: SimConfig,
 }
 
-impl SimMachine {
+impl SimulatedPcie {
     /// Builds the machine; device parameters come from each function's `params`, platform
     /// settings from the spec's `[sim]` table.
     pub fn new(
@@ -106,7 +106,7 @@ impl SimMachine {
         topology: Topology,
         sim: &toml::Table,
         platform: &toml::Table,
-    ) -> Result<SimMachine> {
+    ) -> Result<SimulatedPcie> {
         let name = name.into();
         let platform = PlatformModel::from_table(&name, platform)?;
         let sim: BTreeMap<String, toml::Value> =
@@ -118,7 +118,7 @@ impl SimMachine {
                 devices.insert(f.bdf, d);
             }
         }
-        Ok(SimMachine {
+        Ok(SimulatedPcie {
             name,
             topology,
             config,
@@ -128,11 +128,11 @@ impl SimMachine {
     }
 
     /// The simulated machine a `sim:` selector names (a preset or a spec file).
-    pub fn open(selector: &MachineSelector) -> Result<SimMachine> {
+    pub fn open(selector: &MachineSelector) -> Result<SimulatedPcie> {
         match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
                 let platform = selector.open()?;
-                SimMachine::new(
+                SimulatedPcie::new(
                     platform.name,
                     platform.topology,
                     &platform.sim,
@@ -312,14 +312,14 @@ struct Half {
 }
 
 struct RunBuilder<'m> {
-    machine: &'m SimMachine,
+    machine: &'m SimulatedPcie,
     now: f64,
     progress: Vec<Progress>,
     streams: Vec<Stream>,
 }
 
 impl<'m> RunBuilder<'m> {
-    fn new(machine: &'m SimMachine) -> Self {
+    fn new(machine: &'m SimulatedPcie) -> Self {
         RunBuilder {
             machine,
             now: 0.0,

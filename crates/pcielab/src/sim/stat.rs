@@ -12,7 +12,7 @@ use crate::pmu::stat::{count_events, StatOutcome};
 use crate::pmu::EventSpec;
 
 use super::workload::{self, Workload};
-use super::{SimBackend, SimMachine, SimRun};
+use super::{SimBackend, SimRun, SimulatedPcie};
 
 /// What the user asked `stat` to do.
 pub struct StatRequest<'a> {
@@ -50,14 +50,14 @@ pub fn run(request: &StatRequest, read_file: impl Fn(&Path) -> Result<String>) -
         ));
     }
     // The live host counts through pmu::host (perf_event_open); reaching here with it is a
-    // caller's mistake, not the user's. SimMachine::open rejects every other machine.
+    // caller's mistake, not the user's. SimulatedPcie::open rejects every other machine.
     if let MachineSelector::Host { .. } = request.machine {
         return Err(Error::runtime(
             "sim::stat counts simulated machines; the live host counts through \
              pmu::host::run (pcielab stat --machine host)",
         ));
     }
-    let mut machine = SimMachine::open(request.machine)?;
+    let mut machine = SimulatedPcie::open(request.machine)?;
     if let Some(ber) = request.ber {
         if !(0.0..1e-3).contains(&ber) {
             return Err(Error::bad_input(format!(
