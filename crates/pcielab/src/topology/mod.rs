@@ -5,6 +5,7 @@
 
 pub mod check;
 pub mod export;
+pub mod health;
 pub mod pciids;
 pub mod render;
 pub mod spec;

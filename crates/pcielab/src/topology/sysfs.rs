@@ -73,7 +73,7 @@ const EXTENDED_CONFIG_START: usize = 0x100;
 /// The most of `config` read, as lspci does: the whole extended configuration space.
 const CONFIG_BYTES: u64 = 4096;
 
-fn read_text(dir: &Path, name: &str) -> Option<String> {
+pub(crate) fn read_text(dir: &Path, name: &str) -> Option<String> {
     let bytes = read_capped(&dir.join(name), ATTRIBUTE_BYTES).ok()?;
     Some(String::from_utf8_lossy(&bytes).trim().to_string())
 }

@@ -1,0 +1,155 @@
+//! Link health of one PCI function read from sysfs under a chosen root directory (`/` on a live
+//! host or guest, a fixture tree in tests): the kernel's AER counters (per-device correctable,
+//! non-fatal and fatal totals, and a root port's totals of messages it received) and the link's
+//! current speed and width against what both ends are capable of, from which a downgrade or a
+//! link that is down follows. It reads only; nothing here changes a device.
+
+use std::path::{Path, PathBuf};
+
+use super::sysfs::read_text;
+use crate::pcie::Bdf;
+
+/// The kernel's AER counters of one function; `None` where the kernel exposes no such file
+/// (no AER capability, or not a root port for the `rootport_*` totals).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AerCounts {
+    pub correctable: Option<u64>,
+    pub nonfatal: Option<u64>,
+    pub fatal: Option<u64>,
+    pub rootport_correctable: Option<u64>,
+    pub rootport_nonfatal: Option<u64>,
+    pub rootport_fatal: Option<u64>,
+}
+
+/// The link as the function's sysfs attributes describe it now and at best.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LinkHealth {
+    pub current_gts: Option<f64>,
+    pub capable_gts: Option<f64>,
+    pub current_width: Option<u32>,
+    pub capable_width: Option<u32>,
+    pub aer: AerCounts,
+}
+
+impl LinkHealth {
+    /// The link is trained but slower or narrower than both ends could run.
+    pub fn downgraded(&self) -> bool {
+        if self.down() {
+            return false;
+        }
+        let slower = matches!((self.current_gts, self.capable_gts), (Some(c), Some(m)) if c < m);
+        let narrower =
+            matches!((self.current_width, self.capable_width), (Some(c), Some(m)) if c < m);
+        slower || narrower
+    }
+
+    /// A function that has link attributes but reports no trained width or an unknown speed.
+    pub fn down(&self) -> bool {
+        self.capable_width.is_some() && matches!(self.current_width, None | Some(0))
+            || self.capable_gts.is_some() && self.current_gts.is_none()
+    }
+}
+
+/// The sysfs directory of `bdf` below `root` (`root`/sys/bus/pci/devices/BDF).
+pub fn function_dir(root: &Path, bdf: Bdf) -> PathBuf {
+    root.join("sys/bus/pci/devices").join(bdf.to_string())
+}
+
+/// Reads the link health of `bdf` below `root`; every missing or unparsable attribute is `None`.
+pub fn read_link_health(root: &Path, bdf: Bdf) -> LinkHealth {
+    let dir = function_dir(root, bdf);
+    LinkHealth {
+        current_gts: read_text(&dir, "current_link_speed").and_then(|t| parse_gts(&t)),
+        capable_gts: read_text(&dir, "max_link_speed").and_then(|t| parse_gts(&t)),
+        current_width: read_text(&dir, "current_link_width").and_then(|t| t.parse().ok()),
+        capable_width: read_text(&dir, "max_link_width").and_then(|t| t.parse().ok()),
+        aer: AerCounts {
+            correctable: read_text(&dir, "aer_dev_correctable").and_then(|t| aer_total(&t)),
+            nonfatal: read_text(&dir, "aer_dev_nonfatal").and_then(|t| aer_total(&t)),
+            fatal: read_text(&dir, "aer_dev_fatal").and_then(|t| aer_total(&t)),
+            rootport_correctable: read_text(&dir, "aer_rootport_total_err_cor")
+                .and_then(|t| t.parse().ok()),
+            rootport_nonfatal: read_text(&dir, "aer_rootport_total_err_nonfatal")
+                .and_then(|t| t.parse().ok()),
+            rootport_fatal: read_text(&dir, "aer_rootport_total_err_fatal")
+                .and_then(|t| t.parse().ok()),
+        },
+    }
+}
+
+/// "8.0 GT/s PCIe" → 8.0; "Unknown" (link down) → None.
+fn parse_gts(text: &str) -> Option<f64> {
+    let value: f64 = text.split_whitespace().next()?.parse().ok()?;
+    (value > 0.0).then_some(value)
+}
+
+/// The `TOTAL_ERR_*` line of an `aer_dev_*` file ("RxErr 0\n…\nTOTAL_ERR_COR 2").
+fn aer_total(text: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        let name = words.next()?;
+        name.starts_with("TOTAL_ERR_").then(|| words.next()?.parse().ok())?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(files: &[(&str, &str)]) -> (tempfile::TempDir, Bdf) {
+        let root = tempfile::tempdir().unwrap();
+        let bdf: Bdf = "0000:00:02.0".parse().unwrap();
+        let dir = function_dir(root.path(), bdf);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        (root, bdf)
+    }
+
+    #[test]
+    fn a_root_port_with_errors_on_a_narrowed_link() {
+        let (root, bdf) = fixture(&[
+            ("current_link_speed", "16.0 GT/s PCIe\n"),
+            ("max_link_speed", "16.0 GT/s PCIe\n"),
+            ("current_link_width", "4\n"),
+            ("max_link_width", "16\n"),
+            ("aer_dev_correctable", "RxErr 2\nBadTLP 1\nBadDLLP 0\nTOTAL_ERR_COR 3\n"),
+            ("aer_dev_fatal", "Undefined 0\nTOTAL_ERR_FATAL 0\n"),
+            ("aer_rootport_total_err_cor", "5\n"),
+        ]);
+        let health = read_link_health(root.path(), bdf);
+        assert_eq!(health.aer.correctable, Some(3));
+        assert_eq!(health.aer.fatal, Some(0));
+        assert_eq!(health.aer.nonfatal, None);
+        assert_eq!(health.aer.rootport_correctable, Some(5));
+        assert!(health.downgraded());
+        assert!(!health.down());
+    }
+
+    #[test]
+    fn an_untrained_link_is_down_not_downgraded() {
+        let (root, bdf) = fixture(&[
+            ("current_link_speed", "Unknown\n"),
+            ("max_link_speed", "8.0 GT/s PCIe\n"),
+            ("current_link_width", "0\n"),
+            ("max_link_width", "8\n"),
+        ]);
+        let health = read_link_health(root.path(), bdf);
+        assert!(health.down());
+        assert!(!health.downgraded());
+    }
+
+    #[test]
+    fn a_full_link_is_healthy() {
+        let (root, bdf) = fixture(&[
+            ("current_link_speed", "8.0 GT/s PCIe\n"),
+            ("max_link_speed", "8.0 GT/s PCIe\n"),
+            ("current_link_width", "8\n"),
+            ("max_link_width", "8\n"),
+        ]);
+        let health = read_link_health(root.path(), bdf);
+        assert!(!health.down() && !health.downgraded());
+        assert_eq!(health.current_gts, Some(8.0));
+    }
+}
