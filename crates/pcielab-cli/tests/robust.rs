@@ -218,8 +218,11 @@ fn scenario_durations_are_finite_and_capped() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
     for (extra, needle) in [
-        ("measure_s = 1e300", "measure_s"),
-        ("step_s = 1e-300", "step_s"),
+        ("measure_s = 1e300", "measure_s: 1e300 s is not a duration"),
+        (
+            "step_s = 1e-300",
+            "measure_s / step_s = 2 / 1e-300 is more than",
+        ),
         ("measure_s = -5.0", "measure_s"),
         ("duration_s = inf", "duration_s"),
         ("measure_s = nan", "measure_s"),
@@ -263,6 +266,22 @@ fn hostile_state_files_are_bad_input() {
     v["resctrl"]["info"]["caches"][0]["cbm_mask"] = serde_json::json!(0);
     std::fs::write(st, v.to_string()).unwrap();
     run_with(&["qos", "show"], 2, "info");
+    // Only a path with nothing at it starts a fresh machine; a looping link is unreadable.
+    std::os::unix::fs::symlink("loop-b.json", d.join("loop-a.json")).unwrap();
+    std::os::unix::fs::symlink("loop-a.json", d.join("loop-b.json")).unwrap();
+    expect(
+        d,
+        &[
+            "qos",
+            "show",
+            "--machine",
+            "sim:mpam-seed",
+            "--state",
+            "loop-a.json",
+        ],
+        2,
+        "state file loop-a.json",
+    );
     std::fs::create_dir(d.join("dir.json")).unwrap();
     expect(
         d,
@@ -318,23 +337,28 @@ fn desired_state_files_are_validated_where_they_enter() {
     assert!(started.elapsed() < HANG);
 }
 
-#[test]
-fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
-    let d = tempfile::tempdir().unwrap();
-    let root = d.path().join("resctrl");
+/// A resctrl mount with one L3 resource (`cbm_mask`, `min_cbm_bits`) at `dir/resctrl`.
+fn resctrl_tree(dir: &Path, cbm_mask: &str, min_cbm_bits: &str) {
+    let root = dir.join("resctrl");
     for (path, text) in [
-        ("info/L3/num_closids", "4\n"),
-        ("info/L3/cbm_mask", "1\n"),
-        ("info/L3/min_cbm_bits", "5\n"),
-        ("info/last_cmd_status", "ok\n"),
-        ("schemata", "L3:0=1\n"),
-        ("tasks", "1\n"),
-        ("cpus_list", "0\n"),
+        ("info/L3/num_closids", "4\n".to_string()),
+        ("info/L3/cbm_mask", format!("{cbm_mask}\n")),
+        ("info/L3/min_cbm_bits", format!("{min_cbm_bits}\n")),
+        ("info/last_cmd_status", "ok\n".to_string()),
+        ("schemata", format!("L3:0={cbm_mask}\n")),
+        ("tasks", "1\n".to_string()),
+        ("cpus_list", "0\n".to_string()),
     ] {
         let p = root.join(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
+}
+
+#[test]
+fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
+    let d = tempfile::tempdir().unwrap();
+    resctrl_tree(d.path(), "1", "5");
     std::fs::write(
         d.path().join("plan.yaml"),
         "groups:\n  g:\n    l3: \"50%\"\n",
@@ -353,6 +377,41 @@ fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
         2,
         "min_cbm_bits",
     );
+}
+
+#[test]
+fn a_64_way_cache_mask_is_planned_to_its_top_bit() {
+    let d = tempfile::tempdir().unwrap();
+    resctrl_tree(d.path(), "ffffffffffffffff", "1");
+    for (ways, mask) in [
+        ("100%", "ffffffffffffffff"),
+        ("0-63", "ffffffffffffffff"),
+        ("32-63", "ffffffff00000000"),
+    ] {
+        std::fs::write(
+            d.path().join("plan.yaml"),
+            format!("groups:\n  g:\n    l3: \"{ways}\"\n"),
+        )
+        .unwrap();
+        let r = expect(
+            d.path(),
+            &[
+                "qos",
+                "apply",
+                "plan.yaml",
+                "--resctrl",
+                "resctrl",
+                "--dry-run",
+            ],
+            0,
+            "",
+        );
+        assert!(
+            r.stdout.contains(&format!("L3:0={mask}")),
+            "{ways}: {}",
+            r.stdout
+        );
+    }
 }
 
 #[test]
@@ -406,6 +465,39 @@ fn a_spec_cannot_write_outside_the_export_directory() {
     );
     assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_planted_link_in_a_snapshot_directory_is_not_followed() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    // A host's /sys/bus/pci to save: an export of a preset with bound drivers.
+    expect(
+        d,
+        &[
+            "topo",
+            "--machine",
+            "sim:qemu-seed",
+            "--sysfs-export",
+            "root/sys/bus/pci",
+        ],
+        0,
+        "",
+    );
+    for planted in ["tree", "drivers"] {
+        let outside = tempfile::tempdir().unwrap();
+        let snap = d.join(format!("snap-{planted}"));
+        std::fs::create_dir(&snap).unwrap();
+        std::os::unix::fs::symlink(outside.path(), snap.join(planted)).unwrap();
+        let r = run_in(d, &["snapshot", snap.to_str().unwrap(), "--root", "root"]);
+        assert!(r.code == 1 || r.code == 2, "{planted}: {}", r.stderr);
+        assert!(r.stderr.contains(planted), "{planted}: {}", r.stderr);
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "{planted}"
+        );
+    }
 }
 
 /// A minimal sysfs tree with one function whose files are given.

@@ -5,7 +5,7 @@
 //! for something the kernel would refuse fails with the kernel's message.
 
 use super::sim::MAX_STEPS;
-use crate::input::{duration_s, in_range, read_input_file};
+use crate::input::{duration_s, in_range, read_input_file, readable_f64};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -262,7 +262,7 @@ impl Scenario {
             if span / self.step_s > MAX_STEPS as f64 {
                 return Err(Error::bad_input(format!(
                     "{origin}: {name} / step_s = {span} / {} is more than {MAX_STEPS} model steps: raise step_s",
-                    self.step_s
+                    readable_f64(self.step_s)
                 )));
             }
         }

@@ -191,14 +191,17 @@ impl SimulatedResctrl {
     }
 
     /// The machine a selector names, continued from `state` when that file exists (and saved
-    /// there by [`QosBackend::save`]).
+    /// there by [`QosBackend::save`]). Only a path with nothing at it starts a fresh machine: a
+    /// dangling or looping link, or a path that cannot be looked at, is bad input like any
+    /// unreadable state file.
     pub fn open(
         machine: &MachineSelector,
         state: Option<&Path>,
         cdp: bool,
     ) -> Result<SimulatedResctrl> {
         let preset = Preset::from_selector(machine)?;
-        let mut sim = match state.filter(|p| p.exists()) {
+        let nothing_there = |p: &Path| matches!(p.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        let mut sim = match state.filter(|p| !nothing_there(p)) {
             Some(path) => {
                 let text = crate::input::read_input_file(path, "state file")?;
                 let saved = SimState::parse(&text, &path.display().to_string(), preset)?;
