@@ -235,6 +235,20 @@ fn scenario_durations_are_finite_and_capped() {
 }
 
 #[test]
+fn error_messages_quoting_a_file_are_cut_and_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    std::fs::write(d.join("long.toml"), format!("a={}\n", "[".repeat(100_000))).unwrap();
+    let r = expect(d, &["sim", "run", "long.toml"], 2, "long.toml");
+    assert!(r.stderr.len() < 4096, "{} bytes of stderr", r.stderr.len());
+    assert!(r.stderr.contains("more characters)"), "{}", r.stderr);
+    std::fs::write(d.join("esc.toml"), "\"\x1b[2J\x1b[31m\" = 1\n").unwrap();
+    let r = expect(d, &["sim", "run", "esc.toml"], 2, "esc.toml");
+    assert!(!r.stderr.contains('\x1b'), "{:?}", r.stderr);
+    assert!(r.stderr.contains("\\u{1b}[2J"), "{}", r.stderr);
+}
+
+#[test]
 fn hostile_state_files_are_bad_input() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
