@@ -514,6 +514,31 @@ fn a_planted_link_in_a_snapshot_directory_is_not_followed() {
     }
 }
 
+#[test]
+fn numa_nodes_are_bounded_where_the_spec_enters() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let spec = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/qemu-seed.toml"),
+    )
+    .unwrap();
+    for node in ["2000000000", "-5", "1024"] {
+        let evil = spec.replacen(
+            "[[function]]",
+            &format!("[[function]]\nnuma_node = {node}"),
+            1,
+        );
+        std::fs::write(d.join("numa.toml"), evil).unwrap();
+        // `lab argv` built one QEMU memory backend per node up to the largest: 2e9 of them.
+        expect(
+            d,
+            &["lab", "argv", "numa.toml"],
+            2,
+            &format!("numa_node = {node}: expected -1 (none) or a node in 0..=1023"),
+        );
+    }
+}
+
 /// A minimal sysfs tree with one function whose files are given.
 fn snapshot(dir: &Path, files: &[(&str, &[u8])]) {
     let f = dir.join("snap/devices/0000:00:00.0");

@@ -205,7 +205,7 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     f.buses = d.buses;
     f.numa_node = read_text(dir, "numa_node")
         .and_then(|n| n.parse().ok())
-        .filter(|&n: &i32| n >= 0);
+        .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
     f.driver = fs::read_link(dir.join("driver"))
         .ok()
         .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
