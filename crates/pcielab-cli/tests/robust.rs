@@ -198,6 +198,81 @@ fn numbers_out_of_range_state_the_range() {
     );
 }
 
+/// The longest workload `stat` takes (a week) is simulated without stepping through it: without
+/// time-shared counters in a few steps, with them up to a bounded number of rotations.
+#[test]
+fn a_week_long_simulated_workload_is_counted_or_refused_quickly() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let one = [
+        "stat",
+        "--machine",
+        "sim:yitian710",
+        "-a",
+        "-e",
+        "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+        "--",
+    ];
+    for workload in [
+        &["sleep", "604800"][..],
+        &[
+            "fio",
+            "--name=a",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=1g",
+            "--filename=x",
+            "--runtime=604800",
+            "--time_based",
+        ][..],
+    ] {
+        let started = Instant::now();
+        let r = expect(d, &[&one[..], workload].concat(), 0, " 604800.000");
+        assert!(started.elapsed() < HANG, "{}", r.stderr);
+    }
+    // Two time-based events on one DWC PMU share its counter, rotated every 4 ms.
+    let shared = [
+        "stat",
+        "--machine",
+        "sim:yitian710",
+        "-a",
+        "-e",
+        "dwc_rootport_0/One_Cycle/",
+        "-e",
+        "dwc_rootport_0/L0/",
+        "--",
+    ];
+    expect(
+        d,
+        &[&shared[..], &["sleep", "604800"]].concat(),
+        2,
+        "151200000 rotations; at most 1000000: raise --mux-interval-ms to 605 or more",
+    );
+    expect(
+        d,
+        &[
+            &shared[..3],
+            &["--mux-interval-ms", "6048"],
+            &shared[3..],
+            &["sleep", "604800"],
+        ]
+        .concat(),
+        0,
+        "(50.00%)",
+    );
+    // A job file of more jobs than fio runs.
+    let jobs: String = (0..4097)
+        .map(|i| format!("[j{i}]\nrw=read\nfilename=x\n"))
+        .collect();
+    std::fs::write(d.join("many.fio"), jobs).unwrap();
+    expect(
+        d,
+        &[&one[..], &["fio", "many.fio"]].concat(),
+        2,
+        "4097 jobs with 4097 clones in all (numjobs summed); fio runs at most 4096",
+    );
+}
+
 fn scenario(dir: &Path, extra: &str) -> String {
     let path = dir.join("s.toml");
     std::fs::write(
