@@ -142,6 +142,39 @@ fn numbers_out_of_range_state_the_range() {
         2,
         "1..=3600000",
     );
+    // Each -I is in range, but all of them together are a simulated run of 7.2e9 model steps
+    // (and on a host 114 years).
+    expect(
+        d,
+        &[
+            "qos",
+            "monitor",
+            "--machine",
+            "sim:mpam-seed",
+            "-I",
+            "3600000",
+            "--count",
+            "1000000",
+        ],
+        2,
+        "7200000000 model steps of at most 0.5 s; a simulated machine runs at most 100000",
+    );
+    resctrl_tree(d, "ff", "1");
+    expect(
+        d,
+        &[
+            "qos",
+            "monitor",
+            "--resctrl",
+            "resctrl",
+            "-I",
+            "3600000",
+            "--count",
+            "1000",
+        ],
+        2,
+        "1000 intervals of 3600000 ms: 3600000 s is not a duration pcielab runs",
+    );
     expect(
         d,
         &["lab", "argv", "--memory", "0", "qemu-seed"],
