@@ -338,6 +338,18 @@ fn scenario_durations_are_finite_and_capped() {
         let s = scenario(d, extra);
         expect(d, &["sim", "run", &s], 2, needle);
     }
+    // Each value's run is short, but 30,000 of them are 120,000 model steps.
+    let many = std::fs::read_to_string(scenario(d, "")).unwrap().replace(
+        "values = [\"f\"]",
+        &format!("values = [{}]", vec!["\"f\""; 30_000].join(", ")),
+    );
+    std::fs::write(d.join("many.toml"), many).unwrap();
+    expect(
+        d,
+        &["sim", "run", "many.toml"],
+        2,
+        "30000 series values of 4 model steps each are 120000 steps; at most 100000 in all",
+    );
     expect(d, &["sim", "run", "missing.toml"], 2, "missing.toml");
     expect(d, &["sim", "run", "."], 2, "is a directory");
 }

@@ -308,6 +308,20 @@ impl Scenario {
                 }
             }
         }
+        // Every series value is a run of its own; together they are one run's worth of steps.
+        let per_run = if self.x == XFrom::Time {
+            self.duration_s
+        } else {
+            self.measure_s
+        } / self.step_s;
+        let runs: usize = self.series.iter().map(|s| s.values.len().max(1)).sum();
+        let total = runs as f64 * per_run.round().max(1.0);
+        if total > MAX_STEPS as f64 {
+            return Err(Error::bad_input(format!(
+                "{origin}: {runs} series values of {} model steps each are {total} steps; at most {MAX_STEPS} in all: fewer values or a larger step_s",
+                per_run.round().max(1.0)
+            )));
+        }
         Ok(())
     }
 
