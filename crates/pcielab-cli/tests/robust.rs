@@ -681,15 +681,56 @@ fn endless_config_files_and_escapes_in_labels_are_harmless() {
             ("label", b"\x1b[31mRED\x1b[0m\nFAKE 00:00.1 line\n"),
         ],
     );
+    // A driver link whose name holds an escape sequence.
+    std::os::unix::fs::symlink(
+        "../../drivers/e\x1b[2Jvil",
+        d.join("snap/devices/0000:00:00.0/driver"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink("/dev/zero", d.join("snap/devices/0000:00:00.0/config")).unwrap();
     let r = expect(d, &["topo", "--machine", "snapshot:snap"], 0, "");
     assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
+    assert!(r.stdout.contains("driver e\\u{1b}[2Jvil"), "{}", r.stdout);
     let r = expect(d, &["topo", "--machine", "snapshot:snap", "--dot"], 0, "");
     assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
     std::fs::remove_file(d.join("snap/devices/0000:00:00.0/config")).unwrap();
     std::os::unix::fs::symlink("/dev/urandom", d.join("snap/devices/0000:00:00.0/config")).unwrap();
     let r = run_in(d, &["topo", "--machine", "snapshot:snap"]);
     assert!([0, 1, 2].contains(&r.code), "{}", r.stderr);
+}
+
+/// The kernel takes any byte but a newline in a group name: one made by someone else is shown
+/// escaped by `qos show` and `qos monitor`.
+#[test]
+fn resctrl_group_names_with_escapes_are_shown_not_obeyed() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    resctrl_tree(d, "ff", "1");
+    let group = d.join("resctrl/g\x1b[2J");
+    std::fs::create_dir_all(group.join("mon_data/mon_L3_00")).unwrap();
+    for (file, text) in [
+        ("schemata", "L3:0=ff\n"),
+        ("tasks", ""),
+        ("cpus_list", "\n"),
+        ("mon_data/mon_L3_00/llc_occupancy", "4096\n"),
+    ] {
+        std::fs::write(group.join(file), text).unwrap();
+    }
+    let r = expect(d, &["qos", "show", "--resctrl", "resctrl"], 0, "");
+    assert!(!r.stdout.contains('\x1b'), "{:?}", r.stdout);
+    assert!(
+        r.stdout.contains("group g\\u{1b}[2J (closid 1"),
+        "{}",
+        r.stdout
+    );
+    let r = expect(
+        d,
+        &["qos", "monitor", "--resctrl", "resctrl", "-I", "1"],
+        0,
+        "",
+    );
+    assert!(!r.stdout.contains('\x1b'), "{:?}", r.stdout);
+    assert!(r.stdout.contains("g\\u{1b}[2J"), "{}", r.stdout);
 }
 
 #[test]

@@ -17,6 +17,25 @@ pub fn round_to(value: f64, decimals: i32) -> f64 {
 /// of a file with one 100 KB line would otherwise flood it.
 pub const MAX_MESSAGE_LINE: usize = 400;
 
+/// `text` (a label, a name read from a file) as a terminal shows it and does not obey it:
+/// every control character (escape sequences, newlines) escaped.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        push_shown(&mut out, c, false);
+    }
+    out
+}
+
+/// Append `c`, escaped when it is a control character (but a tab with `keep_tabs`).
+fn push_shown(out: &mut String, c: char, keep_tabs: bool) {
+    if c.is_control() && !(keep_tabs && c == '\t') {
+        out.extend(c.escape_default());
+    } else {
+        out.push(c);
+    }
+}
+
 /// `message` as it may reach a terminal: control characters other than newline and tab escaped
 /// (an escape sequence quoted from a user's file is shown, not obeyed) and every line cut at
 /// [`MAX_MESSAGE_LINE`] characters, saying how many more there were.
@@ -28,11 +47,7 @@ pub fn terminal_text(message: &str) -> String {
             let mut shown = 0;
             let mut chars = line.chars();
             for c in chars.by_ref() {
-                if c.is_control() && c != '\t' {
-                    out.extend(c.escape_default());
-                } else {
-                    out.push(c);
-                }
+                push_shown(&mut out, c, true);
                 shown += 1;
                 if shown == MAX_MESSAGE_LINE {
                     break;
@@ -72,6 +87,12 @@ pub fn json_text<T: Serialize>(value: &T) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_escapes_every_control_character() {
+        assert_eq!(printable("p1\x1b[2J\nx\ty"), "p1\\u{1b}[2J\\nx\\ty");
+        assert_eq!(printable("Slot 1 (ü)"), "Slot 1 (ü)");
+    }
 
     #[test]
     fn terminal_text_escapes_controls_and_cuts_long_lines() {
