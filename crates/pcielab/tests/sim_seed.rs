@@ -2,6 +2,7 @@
 //! of the yitian710 preset (root port 0000:00:02.0): counts against fio's bytes, throughputs against the seed's,
 //! and time-shared estimates against the simulator's true counts.
 
+use pcielab::machine::Machine;
 use pcielab::pmu::session::{CountOptions, CounterBackend, Reading};
 use pcielab::pmu::{resolve, EventSpec};
 use pcielab::sim::fio::DirectionStats;
@@ -9,7 +10,9 @@ use pcielab::sim::workload::{self, Summary};
 use pcielab::sim::{SimBackend, SimRun, SimulatedPcie};
 
 fn yitian710() -> SimulatedPcie {
-    SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap()
+    Machine::open(&"sim:yitian710".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap()
 }
 
 struct Stat {
