@@ -100,7 +100,9 @@ impl MachineSelector {
         }
     }
 
-    /// Reads the machine's platform: its topology and, for `sim:`, the spec's `[sim]` table.
+    /// Reads the platform the selector names: its topology and, for `sim:`, the spec's
+    /// `[sim]` and `[platform]` tables (a lab spec is read this way). Commands open a
+    /// [`Machine`] instead, which also answers counters and resctrl.
     pub fn open(&self) -> Result<Platform> {
         match self {
             MachineSelector::SimPreset { name } => {
@@ -362,6 +364,7 @@ mod tests {
         // The Yitian preset's root ports are all DesignWare (Alibaba): one PMU each.
         assert_eq!(pmus.len(), root_ports);
         assert!(pmus.iter().any(|p| p.name == "pcie_bdf_200"));
+        assert_eq!(yitian.counters().unwrap().pcie_pmus().unwrap(), pmus);
         let err = yitian.qos(&QosOptions::default()).err().unwrap();
         assert_eq!(err.exit_code(), 2);
         assert!(err.message().contains("sim:mpam-seed"), "{err}");
@@ -427,6 +430,20 @@ mod tests {
         })
         .unwrap();
         assert!(host.platform().is_err());
+        // Its counters are the PMUs under the root's event_source: a DWC root-port PMU there
+        // is a PCIe PMU with the DesignWare catalog (unplaced: this root has no PCI tree).
+        let pmu_dir = root
+            .path()
+            .join(crate::pmu::sysfs::EVENT_SOURCE_DIR)
+            .join("dwc_rootport_10");
+        std::fs::create_dir_all(pmu_dir.join("format")).unwrap();
+        std::fs::write(pmu_dir.join("type"), "12\n").unwrap();
+        std::fs::write(pmu_dir.join("format/eventid"), "config:0-15\n").unwrap();
+        let pmus = host.counters().unwrap().pcie_pmus().unwrap();
+        assert_eq!(pmus.len(), 1);
+        assert_eq!(pmus[0].name, "dwc_rootport_10");
+        assert_eq!(pmus[0].family, crate::pmu::catalog::Family::DwcRootPort);
+        assert_eq!(pmus[0].root_port, None);
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/resctrl");
         let mut qos = host
             .qos(&QosOptions {

@@ -83,6 +83,9 @@ impl PmuListing {
 
 /// A machine's performance counters.
 pub trait Counters {
+    /// The machine's PCIe PMUs that pcielab has an event catalog for, each placed at its
+    /// (first) root port: what `top` and the exporter count.
+    fn pcie_pmus(&self) -> Result<Vec<PmuDevice>>;
     /// The machine's PMUs; only the one named `only` (any of its names) when given, bad input
     /// naming the nearest when there is none.
     fn list(&self, only: Option<&str>) -> Result<PmuListing>;
@@ -118,6 +121,10 @@ impl CatalogPmus {
 }
 
 impl Counters for CatalogPmus {
+    fn pcie_pmus(&self) -> Result<Vec<PmuDevice>> {
+        Ok(self.pmus.clone())
+    }
+
     fn list(&self, only: Option<&str>) -> Result<PmuListing> {
         Ok(PmuListing::Catalog(only_pmu(self.pmus.clone(), only)?))
     }

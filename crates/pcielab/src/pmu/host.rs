@@ -14,10 +14,11 @@ use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::Group;
 use crate::pmu::counters::{Counters, PmuListing, StatDone, StatEnd, StatRequest};
 use crate::pmu::event::{EventAttr, EventContext};
-use crate::pmu::hostlist::host_listing;
+use crate::pmu::hostlist::{host_listing, host_pcie_devices};
 use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
 use crate::pmu::stat::{EventLabel, StatOutcome};
 use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
+use crate::pmu::PmuDevice;
 use crate::topology::{Kind, Topology};
 
 /// What the user asked `stat --machine host` to do.
@@ -268,6 +269,10 @@ pub struct HostCounters {
 }
 
 impl Counters for HostCounters {
+    fn pcie_pmus(&self) -> Result<Vec<PmuDevice>> {
+        host_pcie_devices(&self.root)
+    }
+
     fn list(&self, only: Option<&str>) -> Result<PmuListing> {
         Ok(PmuListing::Host(host_listing(&self.root, only)?))
     }

@@ -9,9 +9,9 @@ use crate::pmu::counters::{
     dry_run_is_for_hosts, Counters, PmuListing, StatDone, StatEnd, StatRequest,
 };
 use crate::pmu::list::only_pmu;
-use crate::pmu::parse_event_list;
 use crate::pmu::session::CountOptions;
 use crate::pmu::stat::{count_events, StatOutcome};
+use crate::pmu::{parse_event_list, PmuDevice};
 
 use super::workload::{self, Workload};
 use super::{SimBackend, SimRun, SimulatedPcie};
@@ -80,6 +80,10 @@ impl SimulatedPcie {
 
 /// The simulator's PMUs are the counters of a `sim:` machine.
 impl Counters for SimulatedPcie {
+    fn pcie_pmus(&self) -> Result<Vec<PmuDevice>> {
+        Ok(self.pmus())
+    }
+
     fn list(&self, only: Option<&str>) -> Result<PmuListing> {
         Ok(PmuListing::Catalog(only_pmu(self.pmus(), only)?))
     }
