@@ -63,6 +63,8 @@ struct Stream {
     ios: u64,
     /// A disk read (data DMA-written to memory) rather than a write.
     read: bool,
+    /// The function whose I/O this is.
+    device: Bdf,
     root_port: Option<Bdf>,
 }
 
@@ -386,6 +388,7 @@ impl<'m> RunBuilder<'m> {
                         ios,
                         bundle: half.bundle,
                         read: half.read,
+                        device,
                         root_port: self.machine.root_port(device),
                     });
                 }
