@@ -49,6 +49,7 @@
 //! On a host or snapshot the counters are read when called, whatever the stamp.
 
 pub mod derived;
+pub mod exporter;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
