@@ -41,8 +41,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let link = args.link.params()?;
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| Error::bad_input(format!("{}: cannot read: {e}", args.file)))?;
+    let text = pcielab::input::read_input_file(std::path::Path::new(&args.file), "measurements")?;
     let rows = parse_measurements(&args.file, &text, &link)?;
     let label = args.label.clone().unwrap_or_else(|| {
         format!(
