@@ -186,3 +186,42 @@ fn fio_json_from_the_real_fio_fits_with_clones_summed() {
         );
     }
 }
+
+#[test]
+fn platform_fitted_on_one_table_predicts_another_without_fitting() {
+    // presets/rk3588-ep.toml is fitted on §4.3.2 (Gen3 x4); §4.3.3 is the same boards at Gen2 x1.
+    let preset = format!(
+        "{}/../../presets/rk3588-ep.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let table = fixture("rk3588-gen2x1-dmatest.txt");
+    let base = ["fit", &table, "--gen", "2", "--width", "1", "--addr64"];
+    let run = pcielab(&[&base[..], &["--platform", &preset, "--json"]].concat());
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(report["platform_fitted_on"]
+        .as_str()
+        .unwrap()
+        .contains("4.3.2"));
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 12);
+    for row in rows {
+        let (workload, error) = (
+            row["workload"].as_str().unwrap(),
+            row["residual_percent"].as_f64().unwrap(),
+        );
+        if workload.ends_with(" 4194304") || workload.ends_with(" 1048576") {
+            assert!(error.abs() <= 10.0, "{row}");
+        } else {
+            // The per-transfer cost the Gen3 x4 table cannot show grows on the narrow link.
+            assert!(error > 20.0, "{row}");
+        }
+    }
+    // Nothing is fitted, so there is nothing to write.
+    let out = pcielab(&[&base[..], &["--platform", &preset, "--out", "x.toml"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+}
