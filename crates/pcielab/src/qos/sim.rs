@@ -19,7 +19,6 @@ use super::resctrl::{GroupRef, Resctrl};
 use super::schemata;
 use super::workload::{self, Workload};
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
 
 /// The most model steps one run of the simulated machine takes (each costs cache accesses).
 pub const MAX_STEPS: usize = 100_000;
@@ -193,16 +192,15 @@ impl SimulatedResctrl {
         }
     }
 
-    /// The machine a selector names, continued from `state` when that file exists (and saved
-    /// there by [`QosBackend::save`]). Only a path with nothing at it starts a fresh machine: a
-    /// dangling or looping link, or a path that cannot be looked at, is bad input like any
-    /// unreadable state file.
+    /// The `preset` machine, continued from `state` when that file exists (and saved there by
+    /// [`QosBackend::save`]). Only a path with nothing at it starts a fresh machine: a dangling
+    /// or looping link, or a path that cannot be looked at, is bad input like any unreadable
+    /// state file.
     pub fn open(
-        machine: &MachineSelector,
+        preset: &'static Preset,
         state: Option<&Path>,
         cdp: bool,
     ) -> Result<SimulatedResctrl> {
-        let preset = Preset::from_selector(machine)?;
         let nothing_there = |p: &Path| matches!(p.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
         let mut sim = match state.filter(|p| !nothing_there(p)) {
             Some(path) => {
