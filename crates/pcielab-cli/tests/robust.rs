@@ -229,6 +229,24 @@ fn numbers_out_of_range_state_the_range() {
         2,
         "intervals",
     );
+    expect(
+        d,
+        &[
+            "stat",
+            "--machine",
+            "sim:yitian710",
+            "-a",
+            "-I",
+            "1",
+            "-e",
+            "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+            "--",
+            "sleep",
+            "1e300",
+        ],
+        2,
+        "sleep: 1e300 s is not a duration pcielab runs",
+    );
 }
 
 /// The longest workload `stat` takes (a week) is simulated without stepping through it: without
@@ -352,6 +370,8 @@ fn scenario_durations_are_finite_and_capped() {
     );
     expect(d, &["sim", "run", "missing.toml"], 2, "missing.toml");
     expect(d, &["sim", "run", "."], 2, "is a directory");
+    std::os::unix::fs::symlink("loop.toml", d.join("loop.toml")).unwrap();
+    expect(d, &["sim", "run", "loop.toml"], 2, "scenario loop.toml");
 }
 
 #[test]
@@ -459,6 +479,14 @@ fn desired_state_files_are_validated_where_they_enter() {
         &[&["qos", "apply", "."], &m[..]].concat(),
         2,
         "is a directory",
+    );
+    // Unreadable (a link to itself: ELOOP, as root reads past any permission bits).
+    std::os::unix::fs::symlink("loop.yaml", d.join("loop.yaml")).unwrap();
+    expect(
+        d,
+        &[&["qos", "apply", "loop.yaml"], &m[..]].concat(),
+        2,
+        "desired-state file loop.yaml",
     );
     std::fs::write(d.join("deep.yaml"), "[".repeat(100_000)).unwrap();
     let started = Instant::now();
