@@ -29,6 +29,40 @@ pub const RUN_CAP_FACTOR: u32 = 10;
 /// How many console lines a failure report shows.
 const TAIL_LINES: usize = 25;
 
+/// The longest console line taken whole; a guest printing without newlines arrives in pieces.
+const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// The most console text a run keeps (for `console.log`); the failure tail is kept apart.
+const MAX_CONSOLE_BYTES: usize = 16 << 20;
+
+/// The most base64 text of `/results` a guest may send back.
+const MAX_RESULTS_BASE64: usize = 512 << 20;
+
+/// Hands each line of `reader` (without its `\n` or `\r\n`, at most [`MAX_LINE_BYTES`]) to
+/// `line` until the stream ends or `line` returns false.
+fn console_lines(mut reader: impl BufRead, mut line: impl FnMut(String) -> bool) {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match (&mut reader)
+            .take(MAX_LINE_BYTES as u64)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        let text = String::from_utf8_lossy(&buf)
+            .trim_end_matches('\r')
+            .to_string();
+        if !line(text) {
+            break;
+        }
+    }
+}
+
 /// The phases of a lab run, in order, as the progress display names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -107,15 +141,7 @@ pub fn boot(
     let mut stderr = guard.0.stderr.take().expect("piped");
     let (lines_tx, lines) = mpsc::channel::<String>();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).split(b'\n') {
-            let Ok(line) = line else { break };
-            let text = String::from_utf8_lossy(&line)
-                .trim_end_matches('\r')
-                .to_string();
-            if lines_tx.send(text).is_err() {
-                break;
-            }
-        }
+        console_lines(BufReader::new(stdout), |line| lines_tx.send(line).is_ok());
     });
     let stderr_reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -131,6 +157,7 @@ pub fn boot(
     let mut phase = Phase::Boot;
     let mut boot_time = None;
     let mut results_b64: Option<String> = None;
+    let (mut console_bytes, mut console_cut) = (0usize, false);
     let mut collecting = false;
     let mut panic_line: Option<String> = None;
     let mut panic_grace = None;
@@ -206,13 +233,31 @@ pub fn boot(
             if line == MARK_RESULTS_END {
                 collecting = false;
             } else {
-                results_b64
-                    .get_or_insert_with(String::new)
-                    .push_str(line.trim());
+                let encoded = results_b64.get_or_insert_with(String::new);
+                if encoded.len() + line.len() > MAX_RESULTS_BASE64 {
+                    return Err(fail(
+                        phase,
+                        format!(
+                            "the guest's results are over {} MiB of base64; keep /results smaller",
+                            MAX_RESULTS_BASE64 >> 20
+                        ),
+                        &tail,
+                    ));
+                }
+                encoded.push_str(line.trim());
             }
             continue;
         }
-        console.push(line.clone());
+        if console_bytes + line.len() <= MAX_CONSOLE_BYTES {
+            console_bytes += line.len() + 1;
+            console.push(line.clone());
+        } else if !console_cut {
+            console_cut = true;
+            console.push(format!(
+                "[pcielab: console cut here: more than {} MiB]",
+                MAX_CONSOLE_BYTES >> 20
+            ));
+        }
         tail.push_back(line.clone());
         if tail.len() > TAIL_LINES {
             tail.pop_front();
@@ -363,6 +408,26 @@ pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn console_lines_are_split_at_newlines_and_cut_at_the_line_cap() {
+        let long = "x".repeat(MAX_LINE_BYTES * 2 + 5);
+        let text = format!("boot\r\nscript\n{long}\nend");
+        let mut lines = Vec::new();
+        console_lines(std::io::Cursor::new(text), |l| {
+            lines.push(l);
+            true
+        });
+        let lengths: Vec<usize> = lines.iter().map(String::len).collect();
+        assert_eq!(lengths, [4, 6, MAX_LINE_BYTES, MAX_LINE_BYTES, 5, 3]);
+        assert_eq!((lines[0].as_str(), lines[5].as_str()), ("boot", "end"));
+        let mut first = Vec::new();
+        console_lines(std::io::Cursor::new("a\nb\n"), |l| {
+            first.push(l);
+            false
+        });
+        assert_eq!(first, ["a"]);
+    }
 
     #[test]
     fn a_boot_stalls_on_qemu_cpu_time_and_later_phases_on_silence() {
