@@ -612,21 +612,28 @@ fn a_spec_cannot_write_outside_the_export_directory() {
     }
     assert!(!Path::new("/tmp/pcielab-abs").exists());
     // A planted link inside an existing export directory is not followed.
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::create_dir(d.join("planted")).unwrap();
-    std::os::unix::fs::symlink(outside.path(), d.join("planted/tree")).unwrap();
-    let r = run_in(
-        d,
-        &[
-            "topo",
-            "--machine",
-            "sim:qemu-seed",
-            "--sysfs-export",
-            "planted",
-        ],
-    );
-    assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
-    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    for planted in ["tree", "drivers"] {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = d.join(format!("planted-{planted}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.join(planted)).unwrap();
+        let r = run_in(
+            d,
+            &[
+                "topo",
+                "--machine",
+                "sim:qemu-seed",
+                "--sysfs-export",
+                dir.to_str().unwrap(),
+            ],
+        );
+        assert!(r.code == 1 || r.code == 2, "{planted}: {}", r.stderr);
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "{planted}"
+        );
+    }
 }
 
 #[test]
