@@ -250,3 +250,30 @@ fn numa_nodes_beyond_qemu_are_named_not_generated() {
         "{err}"
     );
 }
+
+/// A serial is a QEMU property value: a comma in it is doubled (it would start another
+/// property, e.g. `romfile=`), and one that the NVMe SN field cannot hold is a named problem.
+#[test]
+fn nvme_serials_cannot_add_qemu_properties() {
+    let with_serial = |serial: &str| {
+        let mut functions = switch_and_expander();
+        function_at(&mut functions, "81:00.0")
+            .params
+            .insert("serial".into(), toml::Value::String(serial.into()));
+        plan(&Topology::new(functions), &MachineOptions::default())
+    };
+    let ok = with_serial("a,romfile=/etc/x").unwrap();
+    let nvme = devices(&ok.argv)
+        .into_iter()
+        .find(|d| d.contains("serial=a,,romfile"))
+        .unwrap_or_else(|| panic!("{:?}", ok.argv));
+    assert!(!nvme.contains("serial=a,romfile"), "{nvme}");
+    for bad in ["", "123456789012345678901", "tab\there", "é"] {
+        let err = with_serial(bad).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("expected 1 to 20 printable ASCII characters"),
+            "{bad:?}: {err}"
+        );
+    }
+}

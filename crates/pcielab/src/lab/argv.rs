@@ -371,7 +371,10 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
                     qemu_escape(&path)
                 ));
                 props.insert(0, format!("drive={drive}"));
-                props.push(format!("serial={}", nvme_serial(f)));
+                match nvme_serial(f) {
+                    Ok(serial) => props.push(format!("serial={}", serial.replace(',', ",,"))),
+                    Err(why) => problems.push(why),
+                }
                 match param_u64(f, "cmb_size_mb") {
                     Ok(Some(mb)) => props.push(format!("cmb_size_mb={mb}")),
                     Ok(None) => {}
@@ -819,18 +822,24 @@ fn param_u64(f: &Function, key: &str) -> std::result::Result<Option<u64>, String
     }
 }
 
-/// The NVMe serial: the spec's `serial`, else one derived from the address (20 chars max).
-fn nvme_serial(f: &Function) -> String {
-    f.params
-        .get("serial")
-        .and_then(|s| s.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            format!(
-                "pcielab{:02x}{:02x}{:x}",
-                f.bdf.bus, f.bdf.device, f.bdf.function
-            )
-        })
+/// The NVMe serial: the spec's `serial` (the SN field: at most 20 printable ASCII characters),
+/// else one derived from the address.
+fn nvme_serial(f: &Function) -> std::result::Result<String, String> {
+    let Some(serial) = f.params.get("serial") else {
+        return Ok(format!(
+            "pcielab{:02x}{:02x}{:x}",
+            f.bdf.bus, f.bdf.device, f.bdf.function
+        ));
+    };
+    match serial.as_str() {
+        Some(s) if (1..=20).contains(&s.len()) && s.bytes().all(|b| (0x20..0x7f).contains(&b)) => {
+            Ok(s.to_string())
+        }
+        _ => Err(format!(
+            "{}: [device] serial = {serial}: expected 1 to 20 printable ASCII characters (the NVMe serial number field)",
+            f.bdf
+        )),
+    }
 }
 
 /// QEMU's option syntax doubles commas inside values.
