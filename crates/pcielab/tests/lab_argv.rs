@@ -141,7 +141,7 @@ fn multifunction_root_ports_and_bad_cmb_size() {
     }
     let err = plan(&Topology::new(functions), &MachineOptions::default()).unwrap_err();
     assert!(err.message().contains(
-        "0000:03:00.0: [function.device] cmb_size_mb = \"big\": expected a positive integer"
+        "0000:03:00.0: [function.device] cmb_size_mb = \"big\": expected an integer in 1..=65536 (MiB)"
     ));
 }
 
@@ -274,6 +274,27 @@ fn nvme_serials_cannot_add_qemu_properties() {
             err.to_string()
                 .contains("expected 1 to 20 printable ASCII characters"),
             "{bad:?}: {err}"
+        );
+    }
+}
+
+/// Sizes in MiB become bytes (`size_mb << 20` for the disk image): bounded before that can wrap.
+#[test]
+fn nvme_sizes_are_bounded() {
+    for (key, value, max) in [
+        ("size_mb", i64::MAX, "1048576"),
+        ("cmb_size_mb", 65537, "65536"),
+    ] {
+        let mut functions = switch_and_expander();
+        function_at(&mut functions, "81:00.0")
+            .params
+            .insert(key.into(), toml::Value::Integer(value));
+        let err = plan(&Topology::new(functions), &MachineOptions::default()).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "{key} = {value}: expected an integer in 1..={max} (MiB)"
+            )),
+            "{err}"
         );
     }
 }
