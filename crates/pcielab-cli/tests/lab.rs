@@ -243,6 +243,38 @@ fn seed_fio_job_runs_in_the_guest_with_json_results() {
     }
 }
 
+/// A guest command the guest kernel's OOM killer ends (a shell holding 200 MB in a 128-MiB
+/// guest) fails with the kernel's own line, the guest memory and the option that raises it.
+#[test]
+fn an_oom_killed_guest_command_names_the_memory_and_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("oom.sh");
+    std::fs::write(
+        &script,
+        "x=$(head -c 200000000 /dev/zero | tr '\\0' a)\necho ${#x}\n",
+    )
+    .unwrap();
+    let out = pcielab(&[
+        "lab",
+        "run",
+        "qemu-seed",
+        "--memory",
+        "128",
+        "--script",
+        script.to_str().unwrap(),
+        "--out",
+        dir.path().join("results").to_str().unwrap(),
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("exited with status 137: the guest kernel's OOM killer ended a command")
+            && stderr.contains("Out of memory: Killed process")
+            && stderr.contains("the guest has 128 MiB of memory: raise it with --memory MIB"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn bench_p2p_validates_sizes() {
     let out = pcielab(&[

@@ -14,8 +14,9 @@ pub fn round_to(value: f64, decimals: i32) -> f64 {
 }
 
 /// The longest line of a message printed to a terminal; a parser that quotes the offending line
-/// of a file with one 100 KB line would otherwise flood it.
-pub const MAX_MESSAGE_LINE: usize = 400;
+/// of a file with one 100 KB line would otherwise flood it. Far longer than any line pcielab
+/// writes itself (paths and kernel lines included).
+pub const MAX_MESSAGE_LINE: usize = 2000;
 
 /// `text` (a label, a name read from a file) as a terminal shows it and does not obey it:
 /// every control character (escape sequences, newlines) escaped.
