@@ -6,12 +6,10 @@ use super::number_in;
 use clap::Args as ClapArgs;
 use std::path::Path;
 
-use pcielab::machine::MachineSelector;
-use pcielab::pmu::host::{self, HostStatRequest};
-use pcielab::pmu::parse_event_list;
+use pcielab::machine::Machine;
+use pcielab::pmu::counters::{StatEnd, StatRequest};
 use pcielab::report::json_text;
-use pcielab::sim::stat::{self, StatRequest};
-use pcielab::{Error, Result};
+use pcielab::Result;
 
 #[derive(ClapArgs)]
 #[command(after_help = "Examples:
@@ -78,76 +76,33 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine: MachineSelector = args.machine.parse()?;
-    if let MachineSelector::Host { root } = &machine {
-        return run_host(&args, root);
-    }
+    let machine = Machine::open(&args.machine.parse()?)?;
+    let counters = machine.counters()?;
     if args.dry_run {
-        return Err(Error::bad_input(
-            "--dry-run shows the perf_event_attr of host events: use it with --machine host",
-        ));
+        print!("{}", counters.dry_run(&args.events)?);
+        return Ok(());
     }
-    if args.workload.is_empty() {
-        return Err(Error::bad_input(
-            "no workload: give the simulated job after `--` (e.g. -- sleep 1, -- fio ...)",
-        ));
-    }
-    let mut groups = Vec::new();
-    for e in &args.events {
-        groups.extend(parse_event_list(e)?);
-    }
+    let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
     let request = StatRequest {
-        machine: &machine,
-        groups: &groups,
+        events: &args.events,
         all_cpus: args.all_cpus,
         mux_interval_ms: args.mux_interval_ms,
         interval_ms: args.interval_ms,
         ber: args.ber,
         workload: &args.workload,
+        read_file: &read_file,
     };
-    let done = stat::run(&request, |p| {
-        pcielab::input::read_input_file(p, "fio job file")
-    })?;
-    if args.json {
-        let summary = serde_json::to_value(&done.run.summary)
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        print!("{}", json_text(&done.outcome.to_json(summary))?);
-        return Ok(());
-    }
-    print!("{}", done.run.summary.render(&done.workload));
-    match &args.separator {
-        Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
-        None => eprint!("{}", done.outcome.render_text()),
-    }
-    Ok(())
-}
-
-fn run_host(args: &Args, root: &Path) -> Result<()> {
-    let encoded = host::encode_events(root, &args.events)?;
-    if args.dry_run {
-        print!("{}", host::dry_run(&encoded));
-        return Ok(());
-    }
-    if let Some(why) = host::missing_workload(&args.workload) {
-        eprintln!("pcielab: {why}");
-        std::process::exit(127);
-    }
-    let request = HostStatRequest {
-        root,
-        all_cpus: args.all_cpus,
-        interval_ms: args.interval_ms,
-        workload: &args.workload,
+    let done = match counters.stat(&request)? {
+        StatEnd::Counted(done) => done,
+        StatEnd::WorkloadNotFound(why) => {
+            eprintln!("pcielab: {why}");
+            std::process::exit(127);
+        }
     };
-    let done = host::run(&request, &encoded)?;
     if args.json {
-        let workload = serde_json::json!({
-            "argv": args.workload,
-            "exit_code": done.exit_code,
-            "interrupted": done.interrupted,
-            "notes": done.notes,
-        });
-        print!("{}", json_text(&done.outcome.to_json(workload))?);
+        print!("{}", json_text(&done.outcome.to_json(done.workload_json))?);
     } else {
+        print!("{}", done.workload_report);
         for note in &done.notes {
             eprintln!("pcielab: {note}");
         }

@@ -2,7 +2,7 @@
 //! export it as a sysfs-shaped tree that the real `lspci` reads.
 
 use clap::Args as ClapArgs;
-use pcielab::machine::MachineSelector;
+use pcielab::machine::Machine;
 use pcielab::model::p2p::{self, Cpu};
 use pcielab::report::json_text;
 use pcielab::topology::export::export_sysfs;
@@ -47,8 +47,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let selector: MachineSelector = args.machine.parse()?;
-    let platform = selector.open()?;
+    let machine = Machine::open(&args.machine.parse()?)?;
+    let platform = machine.platform()?;
     if let Some(dir) = &args.sysfs_export {
         export_sysfs(&platform.topology, dir)?;
         eprintln!(
@@ -70,11 +70,11 @@ pub fn run(args: Args) -> Result<()> {
         });
     }
     let text = if args.json {
-        json_text(&render::to_json(&platform))?
+        json_text(&render::to_json(platform))?
     } else if args.dot {
-        render::to_dot(&platform)
+        render::to_dot(platform)
     } else {
-        render::to_tree(&platform)
+        render::to_tree(platform)
     };
     emit(&text)
 }

@@ -18,7 +18,6 @@ pub use counters::{Errors, Residency, SimBackend};
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
 use crate::model::latency::ReadConcurrency;
 use crate::model::path::path_ceiling;
 use crate::model::platform::{PlatformModel, P};
@@ -129,24 +128,7 @@ impl SimulatedPcie {
         })
     }
 
-    /// The simulated machine a `sim:` selector names (a preset or a spec file).
-    pub fn open(selector: &MachineSelector) -> Result<SimulatedPcie> {
-        match selector {
-            MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
-                let platform = selector.open()?;
-                SimulatedPcie::new(
-                    platform.name,
-                    platform.topology,
-                    &platform.sim,
-                    &platform.platform,
-                )
-            }
-            other => Err(Error::bad_input(format!(
-                "machine '{other}' is not simulated: use sim:PRESET or sim:FILE.toml"
-            ))),
-        }
-    }
-
+    /// One DesignWare PMU per DWC root port, as the seed's kernel registers them.
     pub fn pmus(&self) -> Vec<PmuDevice> {
         root_port_pmus(&self.topology)
     }
