@@ -277,7 +277,7 @@ impl Observer {
     ) -> Result<Observer> {
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
-                let machine = SimulatedPcie::open(selector)?;
+                let machine = crate::machine::Machine::open(selector)?.simulated_pcie()?;
                 let run = if workload.is_empty() {
                     None
                 } else {
