@@ -235,7 +235,7 @@ pub const PARAMS: [ParamSpec; 20] = [
         max: 1e7,
         integer: false,
         meaning: "host CPU interrupt entry and handler per MSI (the MSI itself is a 4-byte posted write)",
-        source: "Rockchip seed 7.3: one MSI per 2 us on RK3568 and RK3588",
+        source: "Rockchip seed 7.3, RK3588 row: one MSI per 2 us",
     },
     ParamSpec {
         key: "interrupts.elbi_trigger_ns",
@@ -255,7 +255,7 @@ pub const PARAMS: [ParamSpec; 20] = [
         max: 1e7,
         integer: false,
         meaning: "endpoint CPU interrupt entry and handler per ELBI interrupt",
-        source: "Rockchip seed 6.3: one ELBI per 6 us on RK3568 and RK3588",
+        source: "Rockchip seed 6.3, RK3588 row: one ELBI per 6 us",
     },
 ];
 
@@ -594,6 +594,14 @@ impl PlatformModel {
 }
 
 impl IrqKind {
+    /// The mechanism's name as the seed writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IrqKind::Msi => "MSI",
+            IrqKind::Elbi => "ELBI",
+        }
+    }
+
     pub fn parse(name: &str) -> Result<IrqKind> {
         match name {
             "msi" => Ok(IrqKind::Msi),
