@@ -50,6 +50,7 @@
 
 pub mod derived;
 pub mod exporter;
+pub mod top;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
