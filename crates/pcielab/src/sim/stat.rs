@@ -39,7 +39,7 @@ impl SimulatedPcie {
         }
         let mut groups = Vec::new();
         for e in request.events {
-            groups.extend(parse_event_list(e)?);
+            groups.extend(parse_event_list(e).map_err(|err| workload_hint(err, e))?);
         }
         if !request.all_cpus {
             return Err(Error::bad_input(
@@ -118,6 +118,21 @@ impl SimulatedPcie {
             notes.push(note);
         }
         (period, notes)
+    }
+}
+
+/// A bad `-e` list that names a simulated workload program was most likely meant as the
+/// workload: say to put it after `--`, as the host does for a program on PATH.
+fn workload_hint(err: Error, events: &str) -> Error {
+    match events
+        .split(',')
+        .find(|word| workload::PROGRAMS.contains(word))
+    {
+        Some(program) => Error::bad_input(format!(
+            "{err}. '{program}' is a simulated workload: write it after `--` (pcielab stat \
+             --machine sim:… -a -e EVENT -- {program} ...)"
+        )),
+        None => err,
     }
 }
 
