@@ -105,7 +105,15 @@ fn seed_4_3_write_counts_tx() {
     let (read, write) = group(&s.run);
     assert!(read.is_none());
     let write = write.unwrap();
-    assert!(within(mib_s(&write), 216.0, 5.0), "{} MiB/s", mib_s(&write));
+    // Not a prediction: yitian710's program_mbps = 230 (MB/s) was chosen from this run's 216
+    // MiB/s, so the rate only echoes that parameter (230 MB/s = 219.3 MiB/s). What is checked:
+    // the write is program-bound, and Tx counts the written bytes.
+    let program_mib_s = 230e6 / f64::from(1 << 20);
+    assert!(
+        within(mib_s(&write), program_mib_s, 1.0),
+        "{} MiB/s",
+        mib_s(&write)
+    );
     let counted = s.readings[0].value * 16;
     assert!(counted > write.io_bytes && within(counted as f64, write.io_bytes as f64, 0.1));
 }

@@ -62,6 +62,8 @@ struct Stream {
     ios: u64,
     /// A disk read (data DMA-written to memory) rather than a write.
     read: bool,
+    /// The function whose I/O this is.
+    device: Bdf,
     root_port: Option<Bdf>,
 }
 
@@ -368,6 +370,7 @@ impl<'m> RunBuilder<'m> {
                         ios,
                         bundle: half.bundle,
                         read: half.read,
+                        device,
                         root_port: self.machine.root_port(device),
                     });
                 }
