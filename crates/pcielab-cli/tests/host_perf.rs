@@ -236,6 +236,13 @@ fn dry_run_encodes_every_event_as_perf_does() {
         filters[0] += usize::from(perf[2] != 0);
         filters[1] += usize::from(perf[3] != 0);
     }
+    eprintln!(
+        "dry-run vs perf -vv: {} event strings, {} mismatches ({} with config1, {} with config2)",
+        EVENTS.len(),
+        mismatches.len(),
+        filters[0],
+        filters[1]
+    );
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
     // The comparison reached perf's config1/config2 lines, not only type and config.
     assert!(filters[0] >= 4 && filters[1] >= 4, "{filters:?}");
@@ -309,6 +316,14 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
             .unwrap_or_else(|| panic!("no {event} in perf -x output:\n{csv}"))
     };
     let perf_per_window = field(event, 0) / (field(event, 3) / 1e9);
+    let percent = |ours: f64, theirs: f64| 100.0 * (ours / theirs - 1.0);
+    eprintln!(
+        "TSC through dwc_rootport_3018: per second of counting pcielab {per_window:.0}, perf \
+         {perf_per_window:.0} ({:+.3} %); per elapsed second pcielab {per_elapsed:.0}, perf \
+         {perf_per_elapsed:.0} ({:+.3} %)",
+        percent(per_window, perf_per_window),
+        percent(per_elapsed, perf_per_elapsed)
+    );
     assert!(
         (per_window / perf_per_window - 1.0).abs() < 0.01,
         "TSC per second of counting: pcielab {per_window:.0}, perf {perf_per_window:.0}"
@@ -318,6 +333,11 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
     let ours_clock =
         clock["scaled"].as_f64().unwrap() / (clock["running_ns"].as_f64().unwrap() / 1e9);
     let theirs_clock = field("cpu-clock", 0) / (field("cpu-clock", 3) / 1e9);
+    eprintln!(
+        "cpu-clock msec per second of counting: pcielab {ours_clock:.2}, perf {theirs_clock:.2} \
+         ({:+.3} %)",
+        percent(ours_clock, theirs_clock)
+    );
     assert!(
         (ours_clock / theirs_clock - 1.0).abs() < 0.02,
         "cpu-clock msec per second: pcielab {ours_clock:.1}, perf {theirs_clock:.1}"
@@ -345,6 +365,7 @@ fn tracepoint_counts_exactly_what_perf_counts() {
         .and_then(|l| l.split(',').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no count from perf:\n{stderr}"));
+    eprintln!("{event} over 1000 umask calls: pcielab {ours}, perf {theirs}");
     assert!(ours >= 1000, "{doc}");
     assert_eq!(ours, theirs, "pcielab {ours}, perf {theirs}");
 }
