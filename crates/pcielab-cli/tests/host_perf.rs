@@ -297,14 +297,6 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
         perf_per_elapsed > 1e8,
         "the TSC ticks faster than 100 MHz: {stderr}"
     );
-    // perf's "seconds time elapsed" leaves out a few ms of its own counting window (it enables
-    // before starting the clock), so per elapsed second its rate reads up to ~1 % high on a
-    // busy machine; per second of the counter's own window (perf -x's run time) both are the
-    // TSC frequency.
-    assert!(
-        (per_elapsed / perf_per_elapsed - 1.0).abs() < 0.02,
-        "TSC per elapsed second: pcielab {per_elapsed:.0}, perf {perf_per_elapsed:.0}"
-    );
     let mut csv_args = vec!["stat", "-a", "-x,"];
     csv_args.extend(&perf_args[2..]);
     let csv = text(&in_namespace(devices.path(), "perf", &csv_args).stderr);
@@ -316,17 +308,28 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
             .unwrap_or_else(|| panic!("no {event} in perf -x output:\n{csv}"))
     };
     let perf_per_window = field(event, 0) / (field(event, 3) / 1e9);
+    // Per second of the counter's own window (perf -x's run time) both read the TSC frequency.
+    // perf's "seconds time elapsed" is not that window: on a loaded 2-CPU VM its rate per
+    // elapsed second was seen from -6 % to +1 % off its rate per counting second, while
+    // pcielab's elapsed is its counting window. So pcielab's count per its own elapsed second
+    // is held to perf's rate per counting second, within 1 %.
     let percent = |ours: f64, theirs: f64| 100.0 * (ours / theirs - 1.0);
     eprintln!(
         "TSC through dwc_rootport_3018: per second of counting pcielab {per_window:.0}, perf \
-         {perf_per_window:.0} ({:+.3} %); per elapsed second pcielab {per_elapsed:.0}, perf \
-         {perf_per_elapsed:.0} ({:+.3} %)",
+         {perf_per_window:.0} ({:+.3} %); per elapsed second pcielab {per_elapsed:.0} ({:+.3} \
+         %), perf {perf_per_elapsed:.0} ({:+.3} %)",
         percent(per_window, perf_per_window),
-        percent(per_elapsed, perf_per_elapsed)
+        percent(per_elapsed, perf_per_window),
+        percent(perf_per_elapsed, perf_per_window)
     );
     assert!(
         (per_window / perf_per_window - 1.0).abs() < 0.01,
         "TSC per second of counting: pcielab {per_window:.0}, perf {perf_per_window:.0}"
+    );
+    assert!(
+        (per_elapsed / perf_per_window - 1.0).abs() < 0.01,
+        "TSC per elapsed second: pcielab {per_elapsed:.0}, perf per counting second \
+         {perf_per_window:.0}"
     );
     // cpu-clock: msec counted per second of counting, summed over every CPU.
     let clock = &doc["events"][1];
