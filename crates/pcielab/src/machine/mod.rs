@@ -296,6 +296,13 @@ impl Machine {
     }
 }
 
+/// The machine as `--machine` names it (`host`, `snapshot:DIR`, `sim:NAME`).
+impl fmt::Display for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.selector.fmt(f)
+    }
+}
+
 /// `"sim:yitian710".parse::<Machine>()`: parses a `--machine` value and opens it.
 impl FromStr for Machine {
     type Err = Error;

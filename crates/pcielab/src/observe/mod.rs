@@ -269,16 +269,17 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Opens `selector`'s machine. `workload` (the argv after `--`) is allowed on `sim:` only,
-    /// where it starts playing now; `read_file` reads fio job files.
+    /// Observes `machine`. `workload` (the argv after `--`) is allowed on `sim:` only, where it
+    /// starts playing now; `read_file` reads fio job files.
     pub fn open(
-        selector: &MachineSelector,
+        machine: &Machine,
         workload: &[String],
         read_file: impl Fn(&Path) -> Result<String>,
     ) -> Result<Observer> {
+        let selector = machine.selector();
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
-                let machine = Machine::open(selector)?.simulated_pcie()?;
+                let machine = machine.simulated_pcie()?;
                 let run = if workload.is_empty() {
                     None
                 } else {
@@ -300,7 +301,7 @@ impl Observer {
                          it yourself while pcielab observes"
                     )));
                 }
-                let topology = selector.open()?.topology;
+                let topology = machine.topology()?.clone();
                 let host = matches!(selector, MachineSelector::Host { .. });
                 let pci_dir = if host {
                     root.join("sys/bus/pci")
@@ -618,7 +619,7 @@ mod tests {
 
     #[test]
     fn a_simulated_read_plays_at_the_rate_fio_reports() {
-        let machine: MachineSelector = "sim:yitian710".parse().unwrap();
+        let machine: Machine = "sim:yitian710".parse().unwrap();
         let job = argv(&[
             "fio",
             "--filename=/dev/sda",
@@ -678,13 +679,13 @@ mod tests {
 
     #[test]
     fn workloads_play_on_sim_only() {
-        let host = MachineSelector::Host { root: "/".into() };
+        let host = Machine::open(&MachineSelector::Host { root: "/".into() }).unwrap();
         let err = Observer::open(&host, &argv(&["sleep", "1"]), no_files)
             .err()
             .unwrap();
         assert_eq!(err.exit_code(), 2);
         assert!(err.message().contains("sim:"), "{err}");
-        let sim: MachineSelector = "sim:yitian710".parse().unwrap();
+        let sim: Machine = "sim:yitian710".parse().unwrap();
         let err = Observer::open(&sim, &argv(&["dd", "if=/dev/zero"]), no_files)
             .err()
             .unwrap();
@@ -782,9 +783,10 @@ mod tests {
         }
 
         fn observer(&self) -> Observer {
-            let host = MachineSelector::Host {
+            let host = Machine::open(&MachineSelector::Host {
                 root: self.root.path().to_path_buf(),
-            };
+            })
+            .unwrap();
             Observer::open(&host, &[], no_files).unwrap()
         }
     }
@@ -844,9 +846,10 @@ mod tests {
     #[test]
     fn a_snapshot_has_link_facts_and_no_traffic() {
         let fx = Fixture::new();
-        let snapshot = MachineSelector::Snapshot {
+        let snapshot = Machine::open(&MachineSelector::Snapshot {
             dir: fx.root.path().join("sys/bus/pci"),
-        };
+        })
+        .unwrap();
         let mut observer = Observer::open(&snapshot, &[], no_files).unwrap();
         let s = observer.sample_at(0).unwrap();
         let rp = s.get(bdf("00:04.0")).unwrap();
