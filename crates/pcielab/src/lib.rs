@@ -12,6 +12,7 @@ pub mod lab;
 pub mod machine;
 pub mod model;
 pub mod pcie;
+pub mod plot;
 pub mod pmu;
 pub mod qos;
 pub mod report;

@@ -6,6 +6,8 @@
 use clap::Args as ClapArgs;
 use pcielab::model::fit::fit;
 use pcielab::model::measurements::parse_measurements;
+use pcielab::plot;
+use pcielab::plot::document::{Document, Kind};
 use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
@@ -21,7 +23,7 @@ store/load = CPU MMIO of size_bytes-wide accesses, fio_read/fio_write = queued I
 --output-format=json, or a dmatest table as the Rockchip guide prints it. Prints every parameter \
 the data touches with its 1-sigma uncertainty, or says it cannot be determined by this data (it \
 then keeps its default), and the residual of every row. Same input, same result.",
-    after_help = "Examples:\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4\n  pcielab fit dma.csv --gen 2 --width 1 --out rk3588-gen2x1.toml\n  pcielab fit fio.json --gen 3 --width 4 --json\n  pcielab model --gen 2 --width 1 --platform rk3588-gen2x1.toml\n\nParameters and the [platform] table: docs/calibration.md."
+    after_help = "Examples:\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4 --svg fit.svg\n  pcielab fit dma.csv --gen 2 --width 1 --out rk3588-gen2x1.toml\n  pcielab fit fio.json --gen 3 --width 4 --json\n  pcielab model --gen 2 --width 1 --platform rk3588-gen2x1.toml\n\nParameters and the [platform] table: docs/calibration.md."
 )]
 pub struct Args {
     /// Measurements: CSV, fio JSON or a dmatest table.
@@ -37,6 +39,9 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Also draw measured vs fitted MB/s and the residuals as an SVG here.
+    #[arg(long, value_name = "OUT.svg")]
+    svg: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -60,6 +65,13 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.out {
         std::fs::write(out, report.model.to_toml())
             .map_err(|e| Error::runtime(format!("{out}: cannot write: {e}")))?;
+    }
+    if let Some(path) = &args.svg {
+        let value = serde_json::to_value(&report)
+            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+        if let Document::Fit(doc) = Document::of_kind(&args.file, Kind::Fit, value)? {
+            plot::write_output(path, &plot::fit::svg(&doc)?)?;
+        }
     }
     if args.json {
         print!("{}", json_text(&report)?);

@@ -7,6 +7,8 @@ use clap::Args as ClapArgs;
 use std::path::Path;
 
 use pcielab::machine::MachineSelector;
+use pcielab::plot;
+use pcielab::plot::document::{Document, Kind};
 use pcielab::pmu::host::{self, HostStatRequest};
 use pcielab::pmu::parse_event_list;
 use pcielab::report::json_text;
@@ -25,6 +27,9 @@ use pcielab::{Error, Result};
   pcielab stat --machine sim:yitian710 -a -I 1000 \\
       -e '{pcie_bdf_200/rx_memory_write/,pcie_bdf_200/tx_ack_dllp/}' \\
       -- fio --filename=/dev/sda --rw=read --bs=1m --size=1g --name=r
+  pcielab stat --machine sim:yitian710 -a -I 500 --svg sata.svg \\
+      -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ -e pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/ \\
+      -- fio --filename=/dev/sda --rw=readwrite --bs=1m --size=2g --name=rw
   pcielab stat --machine sim:yitian710 -a -e dwc_rootport_10/L1/ -- sleep 1
   pcielab stat --machine sim:yitian710 -a -e pcie_bdf_b00000/Rx_PCIe_TLP_Data_Payload/ -- \\
       nettest --dir rx --seconds 2
@@ -72,6 +77,9 @@ pub struct Args {
     /// Host: print each event's perf_event_attr fields and exit without opening anything
     #[arg(long)]
     pub dry_run: bool,
+    /// Also draw each event per interval over time as an SVG here (needs -I)
+    #[arg(long, value_name = "OUT.svg", requires = "interval_ms")]
+    pub svg: Option<std::path::PathBuf>,
     /// The workload, best after `--` (everything from its first word on is the workload's)
     #[arg(trailing_var_arg = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -108,16 +116,29 @@ pub fn run(args: Args) -> Result<()> {
     let done = stat::run(&request, |p| {
         pcielab::input::read_input_file(p, "fio job file")
     })?;
+    let summary = serde_json::to_value(&done.run.summary)
+        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+    let doc = done.outcome.to_json(summary);
+    draw(&args, &doc)?;
     if args.json {
-        let summary = serde_json::to_value(&done.run.summary)
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        print!("{}", json_text(&done.outcome.to_json(summary))?);
+        print!("{}", json_text(&doc)?);
         return Ok(());
     }
     print!("{}", done.run.summary.render(&done.workload));
     match &args.separator {
         Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
         None => eprint!("{}", done.outcome.render_text()),
+    }
+    Ok(())
+}
+
+/// `--svg`: the run's JSON document drawn over time.
+fn draw(args: &Args, doc: &serde_json::Value) -> Result<()> {
+    let Some(path) = &args.svg else {
+        return Ok(());
+    };
+    if let Document::Stat(stat) = Document::of_kind("this run", Kind::Stat, doc.clone())? {
+        plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
     }
     Ok(())
 }
@@ -139,14 +160,16 @@ fn run_host(args: &Args, root: &Path) -> Result<()> {
         workload: &args.workload,
     };
     let done = host::run(&request, &encoded)?;
+    let workload = serde_json::json!({
+        "argv": args.workload,
+        "exit_code": done.exit_code,
+        "interrupted": done.interrupted,
+        "notes": done.notes,
+    });
+    let doc = done.outcome.to_json(workload);
+    draw(args, &doc)?;
     if args.json {
-        let workload = serde_json::json!({
-            "argv": args.workload,
-            "exit_code": done.exit_code,
-            "interrupted": done.interrupted,
-            "notes": done.notes,
-        });
-        print!("{}", json_text(&done.outcome.to_json(workload))?);
+        print!("{}", json_text(&doc)?);
     } else {
         for note in &done.notes {
             eprintln!("pcielab: {note}");
