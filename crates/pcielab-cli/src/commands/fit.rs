@@ -7,7 +7,7 @@ use clap::Args as ClapArgs;
 use pcielab::model::fit::fit;
 use pcielab::model::measurements::parse_measurements;
 use pcielab::plot;
-use pcielab::plot::document::{Document, Kind};
+use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
@@ -67,11 +67,8 @@ pub fn run(args: Args) -> Result<()> {
             .map_err(|e| Error::runtime(format!("{out}: cannot write: {e}")))?;
     }
     if let Some(path) = &args.svg {
-        let value = serde_json::to_value(&report)
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        if let Document::Fit(doc) = Document::of_kind(&args.file, Kind::Fit, value)? {
-            plot::write_output(path, &plot::fit::svg(&doc)?)?;
-        }
+        let doc = view_of(Kind::Fit, &report)?;
+        plot::write_output(path, &plot::fit::svg(&doc)?)?;
     }
     if args.json {
         print!("{}", json_text(&report)?);

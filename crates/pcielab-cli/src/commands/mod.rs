@@ -6,6 +6,7 @@ mod lab;
 mod model;
 mod pmu;
 mod qos;
+mod report;
 mod sim;
 mod snapshot;
 mod stat;
@@ -36,6 +37,8 @@ pub enum Command {
     Bench(bench::Args),
     /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
     Lab(lab::Args),
+    /// One self-contained HTML page: topology, PMUs and given results, each with its plot
+    Report(report::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -50,6 +53,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Sim(args) => sim::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Report(args) => report::run(args),
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use pcielab::machine::MachineSelector;
 use pcielab::plot;
-use pcielab::plot::document::{Document, Kind};
+use pcielab::plot::document::{view_of, Kind};
 use pcielab::pmu::host::{self, HostStatRequest};
 use pcielab::pmu::parse_event_list;
 use pcielab::report::json_text;
@@ -137,10 +137,8 @@ fn draw(args: &Args, doc: &serde_json::Value) -> Result<()> {
     let Some(path) = &args.svg else {
         return Ok(());
     };
-    if let Document::Stat(stat) = Document::of_kind("this run", Kind::Stat, doc.clone())? {
-        plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
-    }
-    Ok(())
+    let stat = view_of(Kind::Stat, doc)?;
+    plot::write_output(path, &plot::stat::svg(&stat, "this run")?)
 }
 
 fn run_host(args: &Args, root: &Path) -> Result<()> {

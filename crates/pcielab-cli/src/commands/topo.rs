@@ -5,7 +5,7 @@ use clap::Args as ClapArgs;
 use pcielab::machine::MachineSelector;
 use pcielab::model::p2p::{self, Cpu};
 use pcielab::plot;
-use pcielab::plot::document::{Document, Kind};
+use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::render;
@@ -71,9 +71,8 @@ pub fn run(args: Args) -> Result<()> {
             pairs: p2p::matrix(&platform.topology, args.cpu),
         };
         if let Some(path) = &args.svg {
-            if let Document::P2p(doc) = document(&args.machine, Kind::P2p, &report)? {
-                plot::write_output(path, &plot::topology::p2p_svg(&doc)?)?;
-            }
+            let doc = view_of(Kind::P2p, &report)?;
+            plot::write_output(path, &plot::topology::p2p_svg(&doc)?)?;
         }
         return emit(&if args.json {
             json_text(&report)?
@@ -83,9 +82,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     let topology = render::to_json(&platform);
     if let Some(path) = &args.svg {
-        if let Document::Topology(doc) = document(&args.machine, Kind::Topology, &topology)? {
-            plot::write_output(path, &plot::topology::svg(&doc)?)?;
-        }
+        let doc = view_of(Kind::Topology, &topology)?;
+        plot::write_output(path, &plot::topology::svg(&doc)?)?;
     }
     let text = if args.json {
         json_text(&topology)?
@@ -95,13 +93,6 @@ pub fn run(args: Args) -> Result<()> {
         render::to_tree(&platform)
     };
     emit(&text)
-}
-
-/// The `--json` document of this run, read back as the plots read any result file.
-fn document(origin: &str, kind: Kind, value: &impl serde::Serialize) -> Result<Document> {
-    let value = serde_json::to_value(value)
-        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-    Document::of_kind(origin, kind, value)
 }
 
 /// Writes to stdout; a closed pipe (`| head`) ends output quietly, as for other tools.

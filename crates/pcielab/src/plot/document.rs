@@ -125,22 +125,14 @@ impl Document {
 
     /// Reads `value` as a document of `kind`, naming the field that does not fit.
     pub fn of_kind(origin: &str, kind: Kind, value: Value) -> Result<Document> {
-        fn read<T: DeserializeOwned>(origin: &str, kind: Kind, value: Value) -> Result<T> {
-            serde_json::from_value(value).map_err(|e| {
-                Error::bad_input(format!(
-                    "{origin}: looks like `{}` output but does not fit its shape: {e}",
-                    kind.command()
-                ))
-            })
-        }
         Ok(match kind {
-            Kind::Stat => Document::Stat(read(origin, kind, value)?),
-            Kind::Model => Document::Model(read(origin, kind, value)?),
-            Kind::Fit => Document::Fit(read(origin, kind, value)?),
-            Kind::Topology => Document::Topology(read(origin, kind, value)?),
-            Kind::P2p => Document::P2p(read(origin, kind, value)?),
-            Kind::Scenario => Document::Scenario(read(origin, kind, value)?),
-            Kind::LabCheck => Document::LabCheck(read(origin, kind, value)?),
+            Kind::Stat => Document::Stat(read_as(origin, kind, value)?),
+            Kind::Model => Document::Model(read_as(origin, kind, value)?),
+            Kind::Fit => Document::Fit(read_as(origin, kind, value)?),
+            Kind::Topology => Document::Topology(read_as(origin, kind, value)?),
+            Kind::P2p => Document::P2p(read_as(origin, kind, value)?),
+            Kind::Scenario => Document::Scenario(read_as(origin, kind, value)?),
+            Kind::LabCheck => Document::LabCheck(read_as(origin, kind, value)?),
         })
     }
 
@@ -161,6 +153,24 @@ impl Document {
             Document::LabCheck(_) => Kind::LabCheck,
         }
     }
+}
+
+/// Reads `value`, the `--json` document of a `kind` command, as its view `T`, naming the field
+/// that does not fit.
+pub fn read_as<T: DeserializeOwned>(origin: &str, kind: Kind, value: Value) -> Result<T> {
+    serde_json::from_value(value).map_err(|e| {
+        Error::bad_input(format!(
+            "{origin}: looks like `{}` output but does not fit its shape: {e}",
+            kind.command()
+        ))
+    })
+}
+
+/// A command's own `--json` document, read back as the view `T` its plot takes.
+pub fn view_of<T: DeserializeOwned>(kind: Kind, document: &impl serde::Serialize) -> Result<T> {
+    let value = serde_json::to_value(document)
+        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+    read_as(kind.command(), kind, value)
 }
 
 /// `pcielab stat --json` (docs/pmu.md).
