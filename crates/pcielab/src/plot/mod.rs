@@ -773,7 +773,7 @@ mod tests {
         let texts: Vec<&str> = doc
             .descendants()
             .filter(|n| n.has_tag_name("text"))
-            .filter_map(|n| n.text())
+            .filter_map(|n| n.text().map(str::trim))
             .collect();
         for wanted in [
             "A & B",
