@@ -76,9 +76,8 @@ pub fn event_list(data: &[u8]) {
         return;
     };
     let selector: MachineSelector = "sim:yitian710".parse().expect("preset");
-    let Ok(pmus) = pcielab::pmu::list::machine_pmus(&selector) else {
-        return;
-    };
+    let machine = pcielab::machine::Machine::open(&selector).expect("preset");
+    let pmus = machine.simulated_pcie().expect("preset").pmus();
     for spec in groups.iter().flatten() {
         let _ = pcielab::pmu::resolve(&pmus, spec);
     }

@@ -3,14 +3,17 @@
 //! 1000× faster than real time, i.e. under 200 ms per run.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use pcielab::machine::Machine;
 use pcielab::pmu::session::{CountOptions, CounterBackend};
 use pcielab::pmu::{resolve, EventSpec};
-use pcielab::sim::{workload, SimBackend, SimulatedPcie};
+use pcielab::sim::{workload, SimBackend};
 
 const SEED_4_2: &str = "fio --filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m --numjobs=4 --time_based=1 --runtime=200 --group_reporting --name=test-read";
 
 fn seed_4_2(c: &mut Criterion) {
-    let machine = SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    let machine = Machine::open(&"sim:yitian710".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     let argv: Vec<String> = SEED_4_2.split_whitespace().map(String::from).collect();
     let w = workload::parse(&argv, |p| {
         Err(pcielab::Error::runtime(p.display().to_string()))

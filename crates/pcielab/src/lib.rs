@@ -11,6 +11,7 @@ pub mod input;
 pub mod lab;
 pub mod machine;
 pub mod model;
+pub mod observe;
 pub mod pcie;
 pub mod plot;
 pub mod pmu;

@@ -24,6 +24,12 @@ fn link(gen: Generation, width: u8, mps: u32) -> LinkParams {
     }
 }
 
+/// 64-bit addresses: 4 DW request headers.
+fn with_addr64(mut on: LinkParams) -> LinkParams {
+    on.format.addr64 = true;
+    on
+}
+
 fn size_of(m: &Measurement) -> u64 {
     match m.workload {
         Workload::Dma { size, .. } => size,
@@ -47,15 +53,13 @@ fn within(rows: &[RowResult], percent: f64) {
 }
 
 #[test]
-fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_at_1mb_and_above() {
-    // Fitted on §4.3.2 only; §4.3.3 is the same controller trained to Gen2 x1.
-    let fitted = fit(
-        &fixture("rk3588-gen3x4-dmatest.txt"),
-        &link(Gen3, 4, 256),
-        "§4.3.2",
-    )
-    .unwrap();
-    let gen2x1 = link(Gen2, 1, 256);
+fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_within_ten_percent_only_at_1mb_and_above() {
+    // Fitted on §4.3.2 only; §4.3.3 is the same controller trained to Gen2 x1. 64-bit
+    // addresses as the rk3588-ep presets (the seed does not say; with 32-bit ones 1 MB writes
+    // come out at +10.05 %, docs/calibration.md).
+    let gen3x4 = with_addr64(link(Gen3, 4, 256));
+    let fitted = fit(&fixture("rk3588-gen3x4-dmatest.txt"), &gen3x4, "§4.3.2").unwrap();
+    let gen2x1 = with_addr64(link(Gen2, 1, 256));
     let rows = compare(
         &fitted.model,
         &fixture("rk3588-gen2x1-dmatest.txt"),
@@ -65,15 +69,14 @@ fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_at_1mb_and_above() {
         .into_iter()
         .partition(|r| r.workload.ends_with("1048576") || r.workload.ends_with("4194304"));
     assert_eq!(large.len(), 4);
-    // The target is 10 %; 1 MB writes reach +10.05 % (the link model at MPS 256 is
-    // 7-8 % above what the Gen2 x1 board moves).
-    within(&large, 10.5);
-    // Below 1 MB the per-transfer cost dominates, and it grows about 4× on the narrow link
-    // (16.8 µs against 4.4 µs per 64 B transfer): one link's table cannot tell a fixed cost from
-    // a link-dependent one, and the fit says so for dma.descriptor_bytes. The model is optimistic
-    // there, never pessimistic.
+    // The target, met at 1 MB and 4 MB (+5.1 … +8.5 %).
+    within(&large, 10.0);
+    // Missed from 64 KB down (+23 % at 64 KB, about +100 % at 4 KB): the per-transfer cost
+    // grows about 4× on the narrow link (16.8 µs against 4.4 µs per 64 B transfer), and one
+    // link's table cannot tell a fixed cost from a link-dependent one; the fit says so for
+    // dma.descriptor_bytes. The model is optimistic there, never pessimistic.
     for r in &small {
-        assert!(r.residual_percent > 0.0, "{r:?}");
+        assert!(r.residual_percent > 20.0, "{r:?}");
     }
     let descriptor = fitted
         .params

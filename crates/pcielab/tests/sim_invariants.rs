@@ -2,6 +2,7 @@
 //! the same emitted TLPs, so payload, TLP counts and DLLPs agree at any instant, never run
 //! backwards, and at the end account for fio's bytes exactly once plus protocol traffic.
 
+use pcielab::machine::Machine;
 use pcielab::pcie::Bdf;
 use pcielab::pmu::catalog::{EventDef, Family};
 use pcielab::sim::fio::DirectionStats;
@@ -70,7 +71,7 @@ proptest! {
         ber_exp in prop::option::of(7i32..12),
         points in prop::collection::vec(0.0f64..1.2, 6),
     ) {
-        let mut machine = SimulatedPcie::open(&format!("sim:{preset}").parse().unwrap()).unwrap();
+        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap()).and_then(|m| m.simulated_pcie()).unwrap();
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = match preset {
             "yitian710" => "./test.big",

@@ -6,11 +6,10 @@
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::lab::mmio::{self, MmioOptions, Operation};
 use pcielab::lab::p2pcopy::{self, CopyOptions};
-use pcielab::machine::MachineSelector;
+use pcielab::machine::{Machine, MachineSelector};
 use pcielab::model::platform::IrqKind;
 use pcielab::pcie::Bdf;
 use pcielab::report::json_text;
-use pcielab::sim::SimulatedPcie;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -178,10 +177,14 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         force: args.force,
         root: std::path::PathBuf::from("/"),
     };
-    let report = match args.machine.parse::<MachineSelector>()? {
-        MachineSelector::Host { root } => mmio::measure(&MmioOptions { root, ..options })?,
-        selector => {
-            let machine = SimulatedPcie::open(&selector)?;
+    let machine = Machine::open(&args.machine.parse()?)?;
+    let report = match machine.selector() {
+        MachineSelector::Host { root } => mmio::measure(&MmioOptions {
+            root: root.clone(),
+            ..options
+        })?,
+        _ => {
+            let machine = machine.simulated_pcie()?;
             machine.topology.get(args.bdf).ok_or_else(|| {
                 Error::bad_input(format!(
                     "{}: no such function on {}",
@@ -201,7 +204,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
 
 fn run_irq(args: IrqArgs) -> Result<()> {
     let kind = IrqKind::parse(&args.kind)?;
-    let machine = SimulatedPcie::open(&args.machine.parse()?)?;
+    let machine = Machine::open(&args.machine.parse()?)?.simulated_pcie()?;
     let device = match args.device {
         Some(bdf) => bdf,
         None => machine

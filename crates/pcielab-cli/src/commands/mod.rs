@@ -1,6 +1,7 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
 mod bench;
+mod exporter;
 mod fit;
 mod lab;
 mod model;
@@ -33,6 +34,8 @@ pub enum Command {
     Qos(qos::Args),
     /// Experiments on simulated QoS machines
     Sim(sim::Args),
+    /// Prometheus metrics of per-port traffic and link health at /metrics (sim: plays a workload)
+    Exporter(exporter::Args),
     /// Measurements on real devices: p2p copies through p2pmem.
     Bench(bench::Args),
     /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
@@ -52,6 +55,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Qos(args) => qos::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Exporter(args) => exporter::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Report(args) => report::run(args),
     }

@@ -114,8 +114,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut report = sweep(&link, &sizes, overheads)?;
     if let Some(file) = &args.platform {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| Error::bad_input(format!("--platform {file}: cannot read: {e}")))?;
+        let text = pcielab::input::read_input_file(std::path::Path::new(file), "--platform")?;
         report.add_platform(&parse_platform(file, &text)?, &link);
     }
     if let Some(path) = &args.svg {

@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
-use pcielab::machine::MachineSelector;
+use pcielab::machine::Machine;
 use pcielab::plot::document::{view_of, Document, Kind};
 use pcielab::plot::write_output;
-use pcielab::pmu::list::machine_pmus;
 use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::topology::render;
 use pcielab::{Error, Result};
@@ -59,12 +58,11 @@ pub fn run(args: Args) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let machine = match &args.machine {
         Some(name) => {
-            let selector: MachineSelector = name.parse()?;
-            let platform = selector.open()?;
+            let machine = Machine::open(&name.parse()?)?;
             Some(MachineFacts {
-                selector: selector.to_string(),
-                topology: view_of(Kind::Topology, &render::to_json(&platform))?,
-                pmus: machine_pmus(&selector)?,
+                selector: machine.selector().to_string(),
+                topology: view_of(Kind::Topology, &render::to_json(machine.platform()?))?,
+                pmus: machine.counters()?.pcie_pmus()?,
             })
         }
         None => None,

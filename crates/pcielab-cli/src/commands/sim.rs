@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::machine::MachineSelector;
+use pcielab::machine::Machine;
 use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
 use pcielab::qos::presets::PRESETS;
@@ -73,8 +73,7 @@ enum SimCommand {
 }
 
 fn machine(name: &str, state: &std::path::Path) -> Result<SimulatedResctrl> {
-    let sel: MachineSelector = name.parse()?;
-    SimulatedResctrl::open(&sel, Some(state), false)
+    Machine::open(&name.parse()?)?.simulated_resctrl(Some(state), false)
 }
 
 pub fn run(args: Args) -> Result<()> {

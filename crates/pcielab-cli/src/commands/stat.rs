@@ -6,14 +6,12 @@ use super::number_in;
 use clap::Args as ClapArgs;
 use std::path::Path;
 
-use pcielab::machine::MachineSelector;
+use pcielab::machine::Machine;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
-use pcielab::pmu::host::{self, HostStatRequest};
-use pcielab::pmu::parse_event_list;
+use pcielab::pmu::counters::{StatEnd, StatRequest};
 use pcielab::report::json_text;
-use pcielab::sim::stat::{self, StatRequest};
-use pcielab::{Error, Result};
+use pcielab::Result;
 
 #[derive(ClapArgs)]
 #[command(after_help = "Examples:
@@ -86,89 +84,38 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine: MachineSelector = args.machine.parse()?;
-    if let MachineSelector::Host { root } = &machine {
-        return run_host(&args, root);
-    }
+    let machine = Machine::open(&args.machine.parse()?)?;
+    let counters = machine.counters()?;
     if args.dry_run {
-        return Err(Error::bad_input(
-            "--dry-run shows the perf_event_attr of host events: use it with --machine host",
-        ));
+        print!("{}", counters.dry_run(&args.events)?);
+        return Ok(());
     }
-    if args.workload.is_empty() {
-        return Err(Error::bad_input(
-            "no workload: give the simulated job after `--` (e.g. -- sleep 1, -- fio ...)",
-        ));
-    }
-    let mut groups = Vec::new();
-    for e in &args.events {
-        groups.extend(parse_event_list(e)?);
-    }
+    let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
     let request = StatRequest {
-        machine: &machine,
-        groups: &groups,
+        events: &args.events,
         all_cpus: args.all_cpus,
         mux_interval_ms: args.mux_interval_ms,
         interval_ms: args.interval_ms,
         ber: args.ber,
         workload: &args.workload,
+        read_file: &read_file,
     };
-    let done = stat::run(&request, |p| {
-        pcielab::input::read_input_file(p, "fio job file")
-    })?;
-    let summary = serde_json::to_value(&done.run.summary)
-        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-    let doc = done.outcome.to_json(summary);
-    draw(&args, &doc)?;
-    if args.json {
-        print!("{}", json_text(&doc)?);
-        return Ok(());
-    }
-    print!("{}", done.run.summary.render(&done.workload));
-    match &args.separator {
-        Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
-        None => eprint!("{}", done.outcome.render_text()),
-    }
-    Ok(())
-}
-
-/// `--svg`: the run's JSON document drawn over time.
-fn draw(args: &Args, doc: &serde_json::Value) -> Result<()> {
-    let Some(path) = &args.svg else {
-        return Ok(());
+    let done = match counters.stat(&request)? {
+        StatEnd::Counted(done) => done,
+        StatEnd::WorkloadNotFound(why) => {
+            eprintln!("pcielab: {why}");
+            std::process::exit(127);
+        }
     };
-    let stat = view_of(Kind::Stat, doc)?;
-    plot::write_output(path, &plot::stat::svg(&stat, "this run")?)
-}
-
-fn run_host(args: &Args, root: &Path) -> Result<()> {
-    let encoded = host::encode_events(root, &args.events)?;
-    if args.dry_run {
-        print!("{}", host::dry_run(&encoded));
-        return Ok(());
+    let doc = done.outcome.to_json(done.workload_json);
+    if let Some(path) = &args.svg {
+        let stat = view_of(Kind::Stat, &doc)?;
+        plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
     }
-    if let Some(why) = host::missing_workload(&args.workload) {
-        eprintln!("pcielab: {why}");
-        std::process::exit(127);
-    }
-    let request = HostStatRequest {
-        root,
-        all_cpus: args.all_cpus,
-        interval_ms: args.interval_ms,
-        workload: &args.workload,
-    };
-    let done = host::run(&request, &encoded)?;
-    let workload = serde_json::json!({
-        "argv": args.workload,
-        "exit_code": done.exit_code,
-        "interrupted": done.interrupted,
-        "notes": done.notes,
-    });
-    let doc = done.outcome.to_json(workload);
-    draw(args, &doc)?;
     if args.json {
         print!("{}", json_text(&doc)?);
     } else {
+        print!("{}", done.workload_report);
         for note in &done.notes {
             eprintln!("pcielab: {note}");
         }

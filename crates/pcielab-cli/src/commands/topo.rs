@@ -2,7 +2,7 @@
 //! export it as a sysfs-shaped tree that the real `lspci` reads.
 
 use clap::Args as ClapArgs;
-use pcielab::machine::MachineSelector;
+use pcielab::machine::Machine;
 use pcielab::model::p2p::{self, Cpu};
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
@@ -54,8 +54,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let selector: MachineSelector = args.machine.parse()?;
-    let platform = selector.open()?;
+    let machine = Machine::open(&args.machine.parse()?)?;
+    let platform = machine.platform()?;
     if let Some(dir) = &args.sysfs_export {
         export_sysfs(&platform.topology, dir)?;
         eprintln!(
@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
             p2p::to_text(&report)
         });
     }
-    let topology = render::to_json(&platform);
+    let topology = render::to_json(platform);
     if let Some(path) = &args.svg {
         let doc = view_of(Kind::Topology, &topology)?;
         plot::write_output(path, &plot::topology::svg(&doc)?)?;
@@ -88,9 +88,9 @@ pub fn run(args: Args) -> Result<()> {
     let text = if args.json {
         json_text(&topology)?
     } else if args.dot {
-        render::to_dot(&platform)
+        render::to_dot(platform)
     } else {
-        render::to_tree(&platform)
+        render::to_tree(platform)
     };
     emit(&text)
 }

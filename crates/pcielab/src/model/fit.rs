@@ -629,20 +629,80 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
     model.fitted_on = fitted_on.to_string();
     model.fitted = fitted;
     let rows_out = compare(&model, rows, link);
-    let rms = (rows_out
-        .iter()
-        .map(|r| r.residual_percent * r.residual_percent)
-        .sum::<f64>()
-        / rows_out.len() as f64)
-        .sqrt();
     Ok(FitReport {
         fitted_on: fitted_on.to_string(),
         rows_used: rows.len(),
-        rms_residual_percent: round_to(rms, 2),
+        rms_residual_percent: rms_percent(&rows_out),
         params,
         rows: rows_out,
         model,
     })
+}
+
+/// Root mean square of the rows' residuals, in percent, rounded to 0.01.
+fn rms_percent(rows: &[RowResult]) -> f64 {
+    let mean_square = rows
+        .iter()
+        .map(|r| r.residual_percent * r.residual_percent)
+        .sum::<f64>()
+        / rows.len().max(1) as f64;
+    round_to(mean_square.sqrt(), 2)
+}
+
+/// One line per row: measured, predicted and the residual.
+fn rows_text(rows: &[RowResult]) -> String {
+    let mut text = format!(
+        "{:>5}  {:<28} {:>12} {:>12} {:>9}\n",
+        "line", "measurement", "measured", "predicted", "residual"
+    );
+    for r in rows {
+        text.push_str(&format!(
+            "{:>5}  {:<28} {:>12.2} {:>12.2} {:>8.2}%\n",
+            r.line, r.workload, r.measured_mbps, r.predicted_mbps, r.residual_percent
+        ));
+    }
+    text
+}
+
+/// Measurements set against a platform model fitted elsewhere, nothing fitted: what
+/// `pcielab fit --platform SPEC` prints. Each residual is a prediction error unless the model
+/// was fitted on these very rows (`platform_fitted_on` says what it was fitted on).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PredictionReport {
+    pub platform_fitted_on: String,
+    pub rows_used: usize,
+    /// Root mean square of the per-row relative residuals, in percent.
+    pub rms_residual_percent: f64,
+    pub rows: Vec<RowResult>,
+}
+
+/// Predicts every row with `model` (each on its own link if it names one, else on `link`).
+pub fn predict_rows(
+    model: &PlatformModel,
+    rows: &[Measurement],
+    link: &LinkParams,
+) -> Result<PredictionReport> {
+    link.validate()?;
+    let rows = compare(model, rows, link);
+    Ok(PredictionReport {
+        platform_fitted_on: model.fitted_on.clone(),
+        rows_used: rows.len(),
+        rms_residual_percent: rms_percent(&rows),
+        rows,
+    })
+}
+
+impl PredictionReport {
+    /// Where the parameters come from, then one line per row with its residual.
+    pub fn to_text(&self) -> String {
+        format!(
+            "predicted with a platform fitted on {}: {} rows, rms residual {:.2} %\n\n{}",
+            self.platform_fitted_on,
+            self.rows_used,
+            self.rms_residual_percent,
+            rows_text(&self.rows)
+        )
+    }
 }
 
 impl FitReport {
@@ -676,16 +736,8 @@ impl FitReport {
                 }
             ));
         }
-        text.push_str(&format!(
-            "\n{:>5}  {:<28} {:>12} {:>12} {:>9}\n",
-            "line", "measurement", "measured", "predicted", "residual"
-        ));
-        for r in &self.rows {
-            text.push_str(&format!(
-                "{:>5}  {:<28} {:>12.2} {:>12.2} {:>8.2}%\n",
-                r.line, r.workload, r.measured_mbps, r.predicted_mbps, r.residual_percent
-            ));
-        }
+        text.push('\n');
+        text.push_str(&rows_text(&self.rows));
         text
     }
 }

@@ -88,8 +88,8 @@ optional iodepth and jobs columns, default 32 and 1)";
 /// header names `size_bytes`, or the seed's dmatest table.
 pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measurement>> {
     let trimmed = text.trim_start();
-    let rows = if trimmed.starts_with('{') {
-        parse_fio_json(file, text)?
+    let rows = if let Some(json) = fio_json_text(trimmed) {
+        parse_fio_json(file, json)?
     } else if trimmed
         .lines()
         .next()
@@ -103,6 +103,19 @@ pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<V
         return Err(Error::bad_input(format!("{file}: no measurements in it")));
     }
     Ok(rows)
+}
+
+/// The JSON document in fio's output: fio prints `note:` and `fio:` lines (e.g. "queue depth
+/// will be capped at 1") on stdout ahead of it, so those are skipped.
+fn fio_json_text(text: &str) -> Option<&str> {
+    let mut rest = text;
+    while !rest.starts_with('{') {
+        if !(rest.starts_with("note:") || rest.starts_with("fio:")) {
+            return None;
+        }
+        rest = rest.split_once('\n')?.1.trim_start();
+    }
+    Some(rest)
 }
 
 /// The CSV layout: a header naming the columns (any order), one measurement per line.
@@ -398,12 +411,20 @@ struct FioDirection {
     bw_bytes: f64,
 }
 
+/// fio's I/O engines that submit one I/O at a time whatever `iodepth` says.
+const SYNC_ENGINES: [&str; 5] = ["sync", "psync", "vsync", "pvsync", "pvsync2"];
+
 /// fio's `--output-format=json`: one measurement per job and direction that moved data; block
-/// size, queue depth and job count from the job's options (or the global ones).
+/// size, queue depth and job count from the job's options (or the global ones). Without
+/// `group_reporting` fio reports each of a job's `numjobs` clones on its own (same name and
+/// options, each with its own bandwidth): their bandwidths are summed into one measurement, as
+/// `group_reporting` would give. Synchronous engines have a queue depth of 1 (fio caps it).
 pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
     let out: FioOutput = serde_json::from_str(text)
         .map_err(|e| Error::bad_input(format!("{file}: not fio JSON output: {e}")))?;
-    let mut rows = Vec::new();
+    let mut rows: Vec<Measurement> = Vec::new();
+    let mut clone_of: Vec<(&str, &std::collections::BTreeMap<String, serde_json::Value>)> =
+        Vec::new();
     for job in &out.jobs {
         let option = |key: &str| -> Option<String> {
             job.options
@@ -431,12 +452,28 @@ pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
                 }),
             }
         };
-        let (iodepth, jobs) = (number("iodepth", 1)?, number("numjobs", 1)?);
+        let synchronous = option("ioengine").is_some_and(|e| SYNC_ENGINES.contains(&e.as_str()));
+        let iodepth = if synchronous {
+            1
+        } else {
+            number("iodepth", 1)?
+        };
+        let jobs = number("numjobs", 1)?;
         for (device, dir) in [
             (DmaDirection::Write, &job.read),
             (DmaDirection::Read, &job.write),
         ] {
             if dir.bw_bytes > 0.0 {
+                let key = (job.jobname.as_str(), &job.options);
+                let earlier = clone_of.iter().zip(&mut rows).find(|(k, row)| {
+                    **k == key
+                        && matches!(row.workload, Workload::Queued { device: d, .. } if d == device)
+                });
+                if let Some((_, row)) = earlier {
+                    row.mbps += dir.bw_bytes / 1e6;
+                    continue;
+                }
+                clone_of.push(key);
                 rows.push(Measurement {
                     workload: Workload::Queued {
                         device,
@@ -559,6 +596,31 @@ mod tests {
             e.message().contains("t.txt:2: 1 cells for 2 sizes"),
             "{}",
             e.message()
+        );
+    }
+
+    #[test]
+    fn fio_clones_sum_and_its_notes_are_skipped() {
+        // fio 3.33, numjobs=2 without group_reporting, psync: a note on stdout first, then
+        // each clone with its own bandwidth and the job's options.
+        let clone = r#"{"jobname":"r","groupid":0,"job options":{"rw":"randread","bs":"4k",
+          "iodepth":"4","ioengine":"psync","numjobs":"2"},"read":{"bw_bytes":50000000},
+          "write":{"bw_bytes":0}}"#;
+        let text = format!(
+            "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will \
+             be capped at 1\n{{\"fio version\":\"fio-3.33\",\"jobs\":[{clone},{clone}]}}"
+        );
+        let rows = parse_measurements("f.json", &text, &base()).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].mbps, 100.0);
+        assert_eq!(
+            rows[0].workload,
+            Workload::Queued {
+                device: DmaDirection::Write,
+                bs: 4096,
+                iodepth: 1,
+                jobs: 2
+            }
         );
     }
 

@@ -54,7 +54,7 @@ impl Kind {
         match self {
             Kind::Stat => &["events", "elapsed_s"],
             Kind::Model => &["line_rate_MBps", "achievable_MBps", "points"],
-            Kind::Fit => &["fitted_on", "params", "rows"],
+            Kind::Fit => &["rows_used", "rms_residual_percent", "rows"],
             Kind::Topology => &["name", "functions"],
             Kind::P2p => &["cpu", "pairs"],
             Kind::Scenario => &["lines", "x_label", "markers"],
@@ -211,12 +211,17 @@ pub struct IntervalDoc {
     pub events: Vec<EventDoc>,
 }
 
-/// `pcielab fit --json` (docs/calibration.md).
+/// `pcielab fit --json` (docs/calibration.md): a fit, or with `--platform` the predictions of a
+/// platform fitted elsewhere (no parameters, `platform_fitted_on` instead of `fitted_on`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct FitDoc {
-    pub fitted_on: String,
+    #[serde(default)]
+    pub fitted_on: Option<String>,
+    #[serde(default)]
+    pub platform_fitted_on: Option<String>,
     pub rows_used: usize,
     pub rms_residual_percent: f64,
+    #[serde(default)]
     pub params: Vec<FitParamDoc>,
     pub rows: Vec<FitRowDoc>,
 }

@@ -1,5 +1,5 @@
 //! The `pcielab fit` picture: measured MB/s (points) and the fitted model's prediction for
-//! each row (lines), per workload kind, against transfer size; beneath it each row's residual
+//! each row (lines; with `fit --platform`, the given platform's), per workload kind, against transfer size; beneath it each row's residual
 //! in percent, so a systematic misfit shows as a trend.
 
 use std::collections::BTreeMap;
@@ -28,6 +28,11 @@ pub fn charts(doc: &FitDoc) -> (LineChart, LineChart) {
     }
     let mut rates = Vec::new();
     let mut residuals = Vec::new();
+    let model = if doc.platform_fitted_on.is_some() {
+        "predicted"
+    } else {
+        "fitted"
+    };
     // One colour per workload kind: its measured points, fitted line and residuals.
     for (colour, (kind, rows)) in by_kind.iter_mut().enumerate() {
         rows.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -41,7 +46,7 @@ pub fn charts(doc: &FitDoc) -> (LineChart, LineChart) {
             Stroke::Markers,
         ));
         rates.push(coloured(
-            format!("{kind} fitted"),
+            format!("{kind} {model}"),
             rows.iter().map(|(x, r)| (*x, r.predicted_mbps)).collect(),
             Stroke::Line,
         ));
@@ -52,10 +57,16 @@ pub fn charts(doc: &FitDoc) -> (LineChart, LineChart) {
         ));
     }
     let top = LineChart {
-        title: format!(
-            "Fit: measured vs fitted ({} rows, rms residual {:.2} %)",
-            doc.rows_used, doc.rms_residual_percent
-        ),
+        title: match &doc.platform_fitted_on {
+            None => format!(
+                "Fit: measured vs fitted ({} rows, rms residual {:.2} %)",
+                doc.rows_used, doc.rms_residual_percent
+            ),
+            Some(_) => format!(
+                "Measured vs predicted by a platform fitted elsewhere ({} rows, rms residual {:.2} %)",
+                doc.rows_used, doc.rms_residual_percent
+            ),
+        },
         x_label: "transfer size (bytes, log scale)".into(),
         x_scale: XScale::Bytes,
         y_label: "throughput (MB/s)".into(),

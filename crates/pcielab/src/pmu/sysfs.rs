@@ -490,36 +490,65 @@ pub fn perf_event_paranoid(root: &Path) -> Option<i32> {
 }
 
 /// The tracepoint `subsys:name`'s id from tracefs (or debugfs' tracing directory) under `root`.
+/// When neither is mounted, tracefs is mounted on its kernel-made mount point first, as perf
+/// does (it needs CAP_SYS_ADMIN; without it the error says how to mount it).
 pub fn tracepoint_id(root: &Path, subsys: &str, name: &str) -> Result<u64> {
     let bases = ["sys/kernel/tracing", "sys/kernel/debug/tracing"];
-    for base in bases {
-        let events = root.join(base).join("events");
-        if !events.is_dir() {
-            continue;
-        }
-        let path = events.join(subsys).join(name).join("id");
-        return match fs::read_to_string(&path) {
-            Ok(text) => parse_number(&text).ok_or_else(|| {
-                Error::runtime(format!(
-                    "{}: '{}' is not an id",
-                    path.display(),
-                    text.trim()
-                ))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::bad_input(format!(
-                "unknown tracepoint '{subsys}:{name}': no {} (list them with `perf list \
-                 tracepoint` or ls {})",
+    let mounted = || {
+        bases
+            .iter()
+            .map(|base| root.join(base).join("events"))
+            .find(|events| events.is_dir())
+    };
+    let Some(events) = mounted().or_else(|| {
+        mount_tracefs(&root.join(bases[0]));
+        mounted()
+    }) else {
+        return Err(Error::runtime(format!(
+            "tracepoint '{subsys}:{name}': tracefs is not mounted under {} and mounting it \
+             failed (as root: mount -t tracefs nodev /sys/kernel/tracing)",
+            root.join(bases[0]).display()
+        )));
+    };
+    let path = events.join(subsys).join(name).join("id");
+    match fs::read_to_string(&path) {
+        Ok(text) => parse_number(&text).ok_or_else(|| {
+            Error::runtime(format!(
+                "{}: '{}' is not an id",
                 path.display(),
-                events.display()
-            ))),
-            Err(e) => Err(Error::io(&path, e)),
-        };
+                text.trim()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::bad_input(format!(
+            "unknown tracepoint '{subsys}:{name}': no {} (list them with `perf list \
+             tracepoint` or ls {})",
+            path.display(),
+            events.display()
+        ))),
+        Err(e) => Err(Error::io(&path, e)),
     }
-    Err(Error::runtime(format!(
-        "tracepoint '{subsys}:{name}': tracefs is not mounted under {} (mount -t tracefs \
-         nodev /sys/kernel/tracing)",
-        root.join(bases[0]).display()
-    )))
+}
+
+/// Mounts tracefs on `dir` when `dir` exists (the kernel creates /sys/kernel/tracing when it
+/// has tracefs); a failure (no privilege, no tracefs) leaves things as they were.
+fn mount_tracefs(dir: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if !dir.is_dir() {
+        return;
+    }
+    let Ok(target) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return;
+    };
+    // SAFETY: every pointer is a NUL-terminated string that outlives the call; no data.
+    unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        );
+    }
 }
 
 /// The CPUs online now (`/sys/devices/system/cpu/online` under `root`).

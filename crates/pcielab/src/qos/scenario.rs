@@ -12,10 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::backend::{MonReading, Op, QosBackend};
 use super::engine::{EngineConfig, Step};
-use super::presets::Preset;
 use super::sim::SimulatedResctrl;
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
+use crate::machine::{Machine, MachineSelector};
 
 /// A scenario file.
 #[derive(Debug, Clone, Deserialize)]
@@ -240,8 +239,15 @@ impl Scenario {
         Scenario::parse(&text, &path.display().to_string())
     }
 
+    /// The scenario's machine: a simulated resctrl machine (`sim:mpam-seed`).
+    fn open_machine(&self) -> Result<Machine> {
+        let machine = Machine::open(&self.machine.parse::<MachineSelector>()?)?;
+        machine.simulated_resctrl(None, false)?;
+        Ok(machine)
+    }
+
     fn check(&self, origin: &str) -> Result<()> {
-        Preset::from_selector(&self.machine.parse::<MachineSelector>()?)
+        self.open_machine()
             .map_err(|e| Error::bad_input(format!("{origin}: machine: {e}")))?;
         if self.series.is_empty() {
             return Err(Error::bad_input(format!("{origin}: no [[series]]")));
@@ -322,7 +328,7 @@ impl Scenario {
     /// Run every series and value.
     pub fn run(&self) -> Result<Outcome> {
         let started = Instant::now();
-        let selector: MachineSelector = self.machine.parse()?;
+        let machine = self.open_machine()?;
         let mut lines: Vec<Line> = Vec::new();
         for series in &self.series {
             let values: Vec<String> = if self.x == XFrom::Time && series.values.is_empty() {
@@ -340,8 +346,9 @@ impl Scenario {
                 });
             }
             for value in &values {
-                let mut sim =
-                    SimulatedResctrl::open(&selector, None, false)?.with_config(self.config());
+                let mut sim = machine
+                    .simulated_resctrl(None, false)?
+                    .with_config(self.config());
                 let pids = self.setup(&mut sim, series, value)?;
                 if self.x == XFrom::Time {
                     self.timeline(&mut sim, series, value, &pids, &mut lines[first_line..])?;

@@ -19,7 +19,6 @@ use super::resctrl::{GroupRef, Resctrl};
 use super::schemata;
 use super::workload::{self, Workload};
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
 
 /// The most model steps one run of the simulated machine takes (each costs cache accesses).
 pub const MAX_STEPS: usize = 100_000;
@@ -190,14 +189,13 @@ impl SimulatedResctrl {
         }
     }
 
-    /// The machine a selector names, continued from `state` when that file exists (and saved
-    /// there by [`QosBackend::save`]).
+    /// The `preset` machine, continued from `state` when that file exists (and saved there by
+    /// [`QosBackend::save`]).
     pub fn open(
-        machine: &MachineSelector,
+        preset: &'static Preset,
         state: Option<&Path>,
         cdp: bool,
     ) -> Result<SimulatedResctrl> {
-        let preset = Preset::from_selector(machine)?;
         let mut sim = match state.filter(|p| p.exists()) {
             Some(path) => {
                 let text = crate::input::read_input_file(path, "state file")?;

@@ -204,7 +204,15 @@ fn result_section(r: &ResultFile) -> Result<(String, String)> {
             format!("Link model Gen{} x{}", sweep.gen, sweep.width),
             model_body(sweep)?,
         ),
-        Document::Fit(doc) => ("Platform fit".to_string(), fit_body(doc)?),
+        Document::Fit(doc) => (
+            if doc.params.is_empty() {
+                "Platform prediction"
+            } else {
+                "Platform fit"
+            }
+            .to_string(),
+            fit_body(doc)?,
+        ),
         Document::Topology(doc) => (format!("Topology of {}", doc.name), topology_section(doc)?),
         Document::P2p(doc) => ("P2PDMA verdicts".to_string(), p2p_body(doc)?),
         Document::Scenario(outcome) => (
@@ -439,13 +447,21 @@ fn model_body(sweep: &SizeSweep) -> Result<String> {
 
 fn fit_body(doc: &FitDoc) -> Result<String> {
     let mut out = inline_svg(&plot::fit::svg(doc)?, "measured vs fitted and residuals");
+    let source = match (&doc.fitted_on, &doc.platform_fitted_on) {
+        (_, Some(elsewhere)) => format!("Predicted by a platform fitted on {elsewhere}"),
+        (Some(on), None) => format!("Fitted on {on}"),
+        (None, None) => "Fitted".to_string(),
+    };
     let _ = writeln!(
         out,
-        "<p>Fitted on {}: {} rows, rms residual {} %.</p>\n<h3>Parameters</h3>",
-        escape(&doc.fitted_on),
+        "<p>{}: {} rows, rms residual {} %.</p>",
+        escape(&source),
         doc.rows_used,
         value_text(doc.rms_residual_percent)
     );
+    if !doc.params.is_empty() {
+        out.push_str("<h3>Parameters</h3>\n");
+    }
     let mut t = Table::new(&["parameter", "value", "± 1 sigma", "unit", "status", "note"]);
     for p in &doc.params {
         t.row_marked(
@@ -460,7 +476,9 @@ fn fit_body(doc: &FitDoc) -> Result<String> {
             p.status != "fitted",
         );
     }
-    out += &t.html();
+    if !doc.params.is_empty() {
+        out += &t.html();
+    }
     out.push_str("<h3>Rows</h3>\n");
     let mut t = Table::new(&[
         "line",

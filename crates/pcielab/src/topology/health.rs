@@ -57,21 +57,26 @@ pub fn function_dir(root: &Path, bdf: Bdf) -> PathBuf {
 
 /// Reads the link health of `bdf` below `root`; every missing or unparsable attribute is `None`.
 pub fn read_link_health(root: &Path, bdf: Bdf) -> LinkHealth {
-    let dir = function_dir(root, bdf);
+    read_function_health(&function_dir(root, bdf))
+}
+
+/// Reads the link health from one function's sysfs directory (`…/devices/BDF` of a live tree or
+/// a snapshot); every missing or unparsable attribute is `None`.
+pub fn read_function_health(dir: &Path) -> LinkHealth {
     LinkHealth {
-        current_gts: read_text(&dir, "current_link_speed").and_then(|t| parse_gts(&t)),
-        capable_gts: read_text(&dir, "max_link_speed").and_then(|t| parse_gts(&t)),
-        current_width: read_text(&dir, "current_link_width").and_then(|t| t.parse().ok()),
-        capable_width: read_text(&dir, "max_link_width").and_then(|t| t.parse().ok()),
+        current_gts: read_text(dir, "current_link_speed").and_then(|t| parse_gts(&t)),
+        capable_gts: read_text(dir, "max_link_speed").and_then(|t| parse_gts(&t)),
+        current_width: read_text(dir, "current_link_width").and_then(|t| t.parse().ok()),
+        capable_width: read_text(dir, "max_link_width").and_then(|t| t.parse().ok()),
         aer: AerCounts {
-            correctable: read_text(&dir, "aer_dev_correctable").and_then(|t| aer_total(&t)),
-            nonfatal: read_text(&dir, "aer_dev_nonfatal").and_then(|t| aer_total(&t)),
-            fatal: read_text(&dir, "aer_dev_fatal").and_then(|t| aer_total(&t)),
-            rootport_correctable: read_text(&dir, "aer_rootport_total_err_cor")
+            correctable: read_text(dir, "aer_dev_correctable").and_then(|t| aer_total(&t)),
+            nonfatal: read_text(dir, "aer_dev_nonfatal").and_then(|t| aer_total(&t)),
+            fatal: read_text(dir, "aer_dev_fatal").and_then(|t| aer_total(&t)),
+            rootport_correctable: read_text(dir, "aer_rootport_total_err_cor")
                 .and_then(|t| t.parse().ok()),
-            rootport_nonfatal: read_text(&dir, "aer_rootport_total_err_nonfatal")
+            rootport_nonfatal: read_text(dir, "aer_rootport_total_err_nonfatal")
                 .and_then(|t| t.parse().ok()),
-            rootport_fatal: read_text(&dir, "aer_rootport_total_err_fatal")
+            rootport_fatal: read_text(dir, "aer_rootport_total_err_fatal")
                 .and_then(|t| t.parse().ok()),
         },
     }
