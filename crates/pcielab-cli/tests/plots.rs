@@ -409,11 +409,11 @@ fn p2p_svg_shows_every_verdict() {
         "not_supported" => "x",
         _ => "?",
     };
-    // Column headings are anchored in the middle above the grid, row headings at the right.
+    // Column headings stand on end above the grid, row headings are anchored at their right.
     let column_x = |bdf: &str| {
         svg.labels
             .iter()
-            .find(|l| l.text == bdf && l.anchor == "middle")
+            .find(|l| l.text == bdf && l.rotated)
             .map(|l| l.x)
             .unwrap()
     };
@@ -651,4 +651,101 @@ fn wrong_kind_and_truncated_results_are_named_with_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     // Nothing was written by any failed run.
     assert!(!html.exists());
+}
+
+/// A real `pcielab lab check qemu-seed --json` (QEMU 7.2, Debian 6.1 guest kernel), drawn as a
+/// function x field matrix whose every cell holds its row's status.
+#[test]
+fn lab_check_results_draw_as_a_status_matrix_in_the_report() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lab-check-qemu-seed.json"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("lab.html");
+    ok(pcielab(&[
+        "report",
+        "--from",
+        fixture,
+        "-o",
+        html.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&html).unwrap();
+    let start = html.find("<svg ").unwrap();
+    let end = html[start..].find("</svg>").unwrap() + start + "</svg>".len();
+    let svg = read(&html[start..end]);
+    assert!(
+        svg.has_text("lab check qemu-seed: guest agrees (0 mismatches, 3 expected differences)")
+    );
+    let rows = doc["rows"].as_array().unwrap();
+    for r in rows {
+        let (bdf, field) = (r["bdf"].as_str().unwrap(), r["field"].as_str().unwrap());
+        let x = svg
+            .labels
+            .iter()
+            .find(|l| l.text == field && l.rotated)
+            .unwrap()
+            .x;
+        let y = svg
+            .labels
+            .iter()
+            .find(|l| l.text == bdf && l.anchor == "end")
+            .unwrap()
+            .y;
+        let mark = match r["status"].as_str().unwrap() {
+            "match" => "=",
+            "expected" => "~",
+            _ => "x",
+        };
+        assert!(
+            svg.labels
+                .iter()
+                .any(|l| l.text == mark && (l.x - x).abs() <= 1.0 && (l.y - y).abs() <= 1.0),
+            "{bdf} {field}: no '{mark}' cell"
+        );
+    }
+    // The table beneath lists every compared field; expected differences say why.
+    assert_eq!(html.matches("<td>expected</td>").count(), 3);
+    assert!(html.contains("<td>part of every q35 machine (the spec leaves it out)</td>"));
+    assert_eq!(
+        html.matches("<tr>").count() + html.matches("<tr class=").count(),
+        rows.len() + 1
+    );
+}
+
+#[test]
+fn fit_platform_predictions_draw_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("pred.svg");
+    let data = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/rockchip/rk3588-gen2x1-dmatest.txt"
+    );
+    let platform = concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/rk3588-ep.toml");
+    let doc = json(pcielab(&[
+        "fit",
+        data,
+        "--gen",
+        "2",
+        "--width",
+        "1",
+        "--addr64",
+        "--platform",
+        platform,
+        "--json",
+        "--svg",
+        out.to_str().unwrap(),
+    ]));
+    let svg = read(&svg_text(&out));
+    assert!(svg.has_text(&format!(
+        "Measured vs predicted by a platform fitted elsewhere ({} rows, rms residual {:.2} %)",
+        doc["rows_used"],
+        doc["rms_residual_percent"].as_f64().unwrap()
+    )));
+    assert!(
+        svg.has_text("read predicted") && svg.has_text("write measured"),
+        "{:?}",
+        svg.texts()
+    );
 }

@@ -620,9 +620,11 @@ pub fn matrix_svg(m: &Matrix) -> Result<String> {
     let row_label_width =
         (CHAR_WIDTH * chars(&mut m.rows.iter().chain([&m.row_heading])) + 24.0).max(80.0) as i32;
     let cell_texts = m.cells.iter().flatten().flatten().map(|c| &c.text);
-    let cell_width =
-        (CHAR_WIDTH * chars(&mut m.columns.iter().chain(cell_texts)) + 20.0).max(56.0) as i32;
-    let top = 86;
+    let cell_width = (CHAR_WIDTH * chars(&mut cell_texts.into_iter()) + 20.0).max(56.0) as i32;
+    // Column headings wider than a cell stand on end, so a wide matrix still fits a page.
+    let heading_width = CHAR_WIDTH * chars(&mut m.columns.iter()) + 12.0;
+    let upright = heading_width > f64::from(cell_width);
+    let top = 66 + if upright { heading_width as i32 } else { 20 };
     let grid_width = cell_width * m.columns.len() as i32;
     let grid_height = CELL_HEIGHT * m.rows.len() as i32;
     let entries: Vec<LegendEntry> = m
@@ -655,12 +657,16 @@ pub fn matrix_svg(m: &Matrix) -> Result<String> {
         ))
         .map_err(drawing_failed)?;
         for (c, name) in m.columns.iter().enumerate() {
-            area.draw(&Text::new(
-                name.clone(),
-                (x0 + c as i32 * cell_width + cell_width / 2, top - 8),
-                text_style(TEXT_SIZE).pos(Pos::new(HPos::Center, VPos::Bottom)),
-            ))
-            .map_err(drawing_failed)?;
+            let x = x0 + c as i32 * cell_width + cell_width / 2;
+            let style = if upright {
+                text_style(TEXT_SIZE)
+                    .transform(FontTransform::Rotate270)
+                    .pos(Pos::new(HPos::Left, VPos::Center))
+            } else {
+                text_style(TEXT_SIZE).pos(Pos::new(HPos::Center, VPos::Bottom))
+            };
+            area.draw(&Text::new(name.clone(), (x, top - 8), style))
+                .map_err(drawing_failed)?;
         }
         for (r, name) in m.rows.iter().enumerate() {
             let y = top + r as i32 * CELL_HEIGHT;
