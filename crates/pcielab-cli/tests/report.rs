@@ -2,8 +2,9 @@
 //! result and a `model` sweep is loaded by headless Chromium (Debian's `chromium`, installed
 //! by `.ci/run`) with its network pointed at a dead proxy. `--dump-dom` must show every section
 //! and no console error; Chromium's own network log must show no request made by the page; a
-//! `--screenshot` must have the asked-for size and not be blank. A control page with a script
-//! error and an external image proves each of those checks can fail.
+//! `--screenshot` must have the asked-for size and not be blank; printed to PDF, every section
+//! must start a page with its plot on the same page (read back with poppler's `pdftotext`). A
+//! control page with a script error and an external image proves the browser checks can fail.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -283,6 +284,51 @@ fn the_report_opens_offline_in_chromium_with_every_section() {
         "{} colours: a page of text and diagrams has more",
         colours.len()
     );
+
+    // Printed: each section starts a page, and its heading and its plot share that page.
+    let pdf = dir.path().join("report.pdf");
+    let pdf_arg = format!("--print-to-pdf={}", pdf.display());
+    chromium(dir.path(), &page, &["--no-pdf-header-footer", &pdf_arg]);
+    let pages = pdf_pages(&pdf);
+    assert!(pages.len() >= 4, "{} pages", pages.len());
+    for (heading, plot_title) in [
+        ("Topology of yitian710", "PCIe topology: yitian710"),
+        ("PMU availability", "PCIe PMU(s); count with"),
+        ("PMU counts", "PCIe PMU events over time"),
+        (
+            "Link model Gen3 x4",
+            "PCIe Gen3 x4: DMA throughput vs transfer size",
+        ),
+    ] {
+        let page = pages
+            .iter()
+            .find(|p| p.lines().any(|l| l.trim() == heading))
+            .unwrap_or_else(|| panic!("no page has the heading {heading}"));
+        assert!(
+            page.contains(plot_title),
+            "{heading}: its plot is not on its page:\n{page}"
+        );
+        if heading != "Topology of yitian710" {
+            let first = page.lines().find(|l| !l.trim().is_empty()).unwrap().trim();
+            assert_eq!(first, heading, "{heading} does not start its page");
+        }
+    }
+}
+
+/// The text of each page of a PDF (poppler's `pdftotext`, installed by `.ci/run`).
+fn pdf_pages(pdf: &Path) -> Vec<String> {
+    let text = Command::new("pdftotext")
+        .args(["-layout"])
+        .arg(pdf)
+        .arg("-")
+        .output()
+        .expect("pdftotext (Debian package poppler-utils) must be installed; .ci/run installs it");
+    assert!(text.status.success());
+    String::from_utf8_lossy(&text.stdout)
+        .split('\u{c}')
+        .filter(|p| !p.trim().is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]

@@ -130,6 +130,7 @@ ul.warnings li { color: #a00000; }
   nav { display: none; }
   h2 { break-after: avoid; page-break-after: avoid; }
   figure { break-inside: avoid; page-break-inside: avoid; overflow: visible; }
+  figure svg { max-height: 235mm; width: auto; }
   tr { break-inside: avoid; page-break-inside: avoid; }
   thead { display: table-header-group; }
   section { break-before: page; page-break-before: always; }
