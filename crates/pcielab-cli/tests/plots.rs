@@ -749,3 +749,85 @@ fn fit_platform_predictions_draw_too() {
         svg.texts()
     );
 }
+
+/// `pcielab plot` draws a kept result exactly as the command's own `--svg` did.
+#[test]
+fn a_kept_result_replots_to_the_same_picture() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "model",
+            vec![
+                "model".into(),
+                "--gen".into(),
+                "4".into(),
+                "--width".into(),
+                "8".into(),
+                "--json".into(),
+            ],
+        ),
+        (
+            "stat",
+            stat_args(&path("unused.svg"), &["-I", "1000", "--json"])
+                .iter()
+                .map(|a| a.to_string())
+                .collect(),
+        ),
+        (
+            "topo",
+            vec![
+                "topo".into(),
+                "--machine".into(),
+                "sim:rk3588-evb".into(),
+                "--json".into(),
+            ],
+        ),
+        (
+            "p2p",
+            vec![
+                "topo".into(),
+                "--machine".into(),
+                "sim:qemu-wide".into(),
+                "--p2p".into(),
+                "--json".into(),
+            ],
+        ),
+    ];
+    for (name, mut args) in cases {
+        let direct = path(&format!("{name}.svg"));
+        if name == "stat" {
+            // stat_args put --svg first: point it at this case's file.
+            let at = args.iter().position(|a| a == "--svg").unwrap();
+            args[at + 1] = direct.clone();
+        } else {
+            args.extend(["--svg".to_string(), direct.clone()]);
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let kept = path(&format!("{name}.json"));
+        std::fs::write(&kept, ok(pcielab(&argv))).unwrap();
+        let replotted = path(&format!("{name}-again.svg"));
+        ok(pcielab(&["plot", &kept, "-o", &replotted]));
+        assert_eq!(
+            std::fs::read_to_string(&direct).unwrap(),
+            std::fs::read_to_string(&replotted).unwrap(),
+            "{name}"
+        );
+    }
+    // A stat result counted without -I has no series: named, exit 2, nothing written.
+    let plain = path("plain.json");
+    let mut args = stat_args("x", &["--json"]);
+    let at = args.iter().position(|a| *a == "--svg").unwrap();
+    args.drain(at..at + 2);
+    std::fs::write(&plain, ok(pcielab(&args))).unwrap();
+    let o = pcielab(&["plot", &plain, "-o", &path("plain.svg")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "{plain}: this stat result has no intervals to draw over time: count with -I MS"
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!Path::new(&path("plain.svg")).exists());
+}

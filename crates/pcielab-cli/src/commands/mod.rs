@@ -5,6 +5,7 @@ mod exporter;
 mod fit;
 mod lab;
 mod model;
+mod plot;
 mod pmu;
 mod qos;
 mod report;
@@ -42,6 +43,8 @@ pub enum Command {
     Lab(lab::Args),
     /// One self-contained HTML page: topology, PMUs and given results, each with its plot
     Report(report::Args),
+    /// Draw a saved --json result as the SVG its command's --svg draws
+    Plot(plot::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -58,6 +61,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Exporter(args) => exporter::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Report(args) => report::run(args),
+        Command::Plot(args) => plot::run(args),
     }
 }
 

@@ -86,6 +86,21 @@ pub fn write_output(path: &std::path::Path, text: &str) -> Result<()> {
         })
 }
 
+/// The picture of any result document: what that command's `--svg` draws. `origin` names the
+/// document in errors (a `stat` result counted without `-I` has no series to draw).
+pub fn svg_of(doc: &document::Document, origin: &str) -> Result<String> {
+    use document::Document as D;
+    match doc {
+        D::Stat(d) => stat::svg(d, origin),
+        D::Model(d) => model::svg(d),
+        D::Fit(d) => fit::svg(d),
+        D::Topology(d) => topology::svg(d),
+        D::P2p(d) => topology::p2p_svg(d),
+        D::Scenario(d) => scenario::svg(d),
+        D::LabCheck(d) => lab::svg(d),
+    }
+}
+
 /// How x values are placed and labelled.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum XScale {
