@@ -279,7 +279,11 @@ impl FunctionRow {
             mbps(self.tx_mbps),
             mbps(self.link_percent()),
             self.source.map_or("-", Source::name).to_string(),
-            link(self.current_gts, self.current_width),
+            if self.link_state == LinkState::Down {
+                "-".to_string()
+            } else {
+                link(self.current_gts, self.current_width)
+            },
             link(self.capable_gts, self.capable_width),
             self.link_state.name().to_string(),
             aer,
@@ -789,6 +793,7 @@ mod tests {
         let f = frame(&View::default());
         let state = |at: &str| f.rows.iter().find(|r| r.bdf == bdf(at)).unwrap().clone();
         assert_eq!(state("00:03.0").link_state, LinkState::Down);
+        assert_eq!(state("00:03.0").cells()[6..9], ["-", "x4@32GT/s", "DOWN"]);
         assert_eq!(state("00:02.0").link_state, LinkState::Downgraded);
         assert_eq!(state("b1:00.0").link_state, LinkState::Ok);
         assert_eq!(state("7c:00.0").link_state, LinkState::None);
