@@ -48,7 +48,7 @@ pub struct Args {
     #[arg(short = 'n', long = "iterations", value_name = "N",
           value_parser = number_in(1..=1_000_000u64))]
     pub iterations: Option<u64>,
-    /// With -b: one JSON object per frame and line (fields in docs/fleet.md)
+    /// With -b: one JSON object per frame and line (fields in docs/top.md)
     #[arg(long, requires = "batch")]
     pub json: bool,
     /// Initial sort: bdf, rx, tx or link
@@ -79,7 +79,8 @@ fn parse_sort(text: &str) -> std::result::Result<SortKey, String> {
 
 pub fn run(args: Args) -> Result<()> {
     let machine: MachineSelector = args.machine.parse()?;
-    if !args.batch && !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
+    let on_terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    if !args.batch && !on_terminal {
         return Err(Error::bad_input(
             "top's full-screen view needs a terminal on stdin and stdout; use -b/--batch \
              (with -n N) for plain-text frames",
