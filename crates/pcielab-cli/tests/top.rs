@@ -501,3 +501,32 @@ fn ctrl_c_quits_the_full_screen_view_with_status_0() {
         screen.join("\n")
     );
 }
+
+#[test]
+fn sigterm_restores_the_terminal_and_ends_with_the_signals_status() {
+    let command =
+        format!("{BIN} top --machine sim:yitian710; echo \"top exited $?\"; stty -a; sleep 60");
+    let tmux = Tmux::start("sigterm", &command, 160, 40);
+    tmux.wait_for("the view", |s| {
+        s[0].starts_with("pcielab top - sim:yitian710")
+    });
+    // The pane runs `sh -c COMMAND`; top is the shell's one child.
+    let out = tmux
+        .cmd(&["display-message", "-p", "-t", "top", "#{pane_pid}"])
+        .output()
+        .unwrap();
+    let shell = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let top: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    // SAFETY: signals the process this test started.
+    assert_eq!(unsafe { libc::kill(top, libc::SIGTERM) }, 0);
+    let screen = tmux.wait_for("exit", |s| s.iter().any(|l| l.contains("icanon")));
+    let all = screen.join("\n");
+    assert!(all.contains("top exited 143"), "{all}");
+    assert!(!all.contains("pcielab top - "), "{all}");
+    let modes: Vec<&str> = all.split_whitespace().collect();
+    assert!(
+        modes.contains(&"icanon") && modes.contains(&"echo"),
+        "{all}"
+    );
+}

@@ -4,6 +4,7 @@
 //! loop: the terminal, the clock and the key translation.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Args as ClapArgs;
@@ -173,6 +174,16 @@ fn batch(
     Ok(())
 }
 
+/// The signal (SIGTERM, SIGHUP) that asked the full-screen view to stop; 0 while none has.
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn note_stop_signal(signal: libc::c_int) {
+    STOP_SIGNAL.store(signal, Ordering::SeqCst);
+}
+
+/// How often the view looks for a stop signal between keys and ticks.
+const SIGNAL_CHECK: Duration = Duration::from_millis(200);
+
 fn interactive(
     mut observer: Observer,
     mut view: View,
@@ -180,30 +191,46 @@ fn interactive(
     iterations: Option<u64>,
 ) -> Result<()> {
     let terminal_error = |e: std::io::Error| Error::runtime(format!("terminal: {e}"));
+    // SIGTERM and SIGHUP (kill, a closed terminal window) leave through the same restore as q.
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(
+                signal,
+                note_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
     // Raw mode and the alternate screen; ratatui's panic hook restores both on a panic.
     let mut terminal = ratatui::try_init().map_err(terminal_error)?;
-    let result = (|| -> Result<()> {
+    let result = (|| -> Result<Option<i32>> {
         let mut clock = Clock::start(&mut observer, delay)?;
         // While paused the screen holds the samples it showed; sampling goes on behind it.
         let mut held: Option<(Sample, Sample, SystemTime)> = None;
         let mut frames = 0u64;
+        let mut redraw = true;
         loop {
-            let shown = match &held {
-                Some((prev, latest, taken)) => {
-                    TopFrame::build(&view, &clock.first, prev, latest, *taken)
-                }
-                None => clock.frame(&view),
-            };
-            terminal
-                .draw(|f| draw(f, &view, &shown))
-                .map_err(terminal_error)?;
-            if event::poll(clock.until_next()).map_err(terminal_error)? {
-                // A resize needs nothing but the redraw at the top of the loop.
+            if redraw {
+                let shown = match &held {
+                    Some((prev, latest, taken)) => {
+                        TopFrame::build(&view, &clock.first, prev, latest, *taken)
+                    }
+                    None => clock.frame(&view),
+                };
+                terminal
+                    .draw(|f| draw(f, &view, &shown))
+                    .map_err(terminal_error)?;
+                redraw = false;
+            }
+            let wait = clock.until_next().min(SIGNAL_CHECK);
+            if event::poll(wait).map_err(terminal_error)? {
+                // Keys change the view; a resize needs nothing but the redraw.
+                redraw = true;
                 if let Event::Key(k) = event::read().map_err(terminal_error)? {
                     if k.kind != KeyEventKind::Release {
                         if let Some(key) = translate(k.code, k.modifiers) {
                             if view.handle(key) == Action::Quit {
-                                return Ok(());
+                                return Ok(None);
                             }
                         }
                     }
@@ -214,17 +241,30 @@ fn interactive(
                     (false, _) => None,
                 };
             }
+            match STOP_SIGNAL.load(Ordering::SeqCst) {
+                0 => {}
+                signal => return Ok(Some(signal)),
+            }
             if clock.until_next().is_zero() {
                 clock.tick(&mut observer)?;
+                redraw = true;
                 frames += 1;
                 if iterations.is_some_and(|n| frames >= n) {
-                    return Ok(());
+                    return Ok(None);
                 }
             }
         }
     })();
     ratatui::restore();
-    result
+    if let Ok(Some(signal)) = result {
+        // End as the signal's default action would (status 128 + signal), terminal restored.
+        // SAFETY: resetting a disposition and raising a signal in the process's own thread.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+    }
+    result.map(|_| ())
 }
 
 fn translate(code: KeyCode, modifiers: KeyModifiers) -> Option<Key> {
