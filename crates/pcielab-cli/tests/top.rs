@@ -2,7 +2,8 @@
 //! `.ci/run` installs) while a simulated fio read plays, keys go in through `tmux send-keys` and
 //! the screens come back through `tmux capture-pane`; the `-b` text is checked line by line
 //! against `pcielab topo --json` (the functions and links) and `pcielab stat --json` on the same
-//! job (the port's rate); bad options exit 2 naming the valid range.
+//! job (the port's rate); bad options exit 2 naming the valid range; q, Ctrl-C and SIGTERM leave
+//! the terminal restored.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
