@@ -5,8 +5,10 @@ mod exporter;
 mod fit;
 mod lab;
 mod model;
+mod plot;
 mod pmu;
 mod qos;
+mod report;
 mod sim;
 mod snapshot;
 mod stat;
@@ -42,6 +44,10 @@ pub enum Command {
     Bench(bench::Args),
     /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
     Lab(lab::Args),
+    /// One self-contained HTML page: topology, PMUs and given results, each with its plot
+    Report(report::Args),
+    /// Draw a saved --json result as the SVG its command's --svg draws
+    Plot(plot::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -58,6 +64,8 @@ pub fn run(command: Command) -> Result<()> {
         Command::Top(args) => top::run(args),
         Command::Exporter(args) => exporter::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Plot(args) => plot::run(args),
     }
 }
 

@@ -1,6 +1,9 @@
 //! Rendering pieces more than one area needs: rounding the numbers a report prints or
 //! compares, counts with thousands separators, and the text of a `--json` document.
-//! Area-specific tables and plots stay with their area.
+//! Area-specific tables and plots stay with their area; the HTML page of `pcielab report`
+//! is [`html`].
+
+pub mod html;
 
 use serde::Serialize;
 
