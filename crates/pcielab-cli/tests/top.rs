@@ -531,3 +531,49 @@ fn sigterm_restores_the_terminal_and_ends_with_the_signals_status() {
         "{all}"
     );
 }
+
+#[test]
+fn a_snapshot_shows_links_without_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snap");
+    stdout_of(pcielab(&[
+        "topo",
+        "--machine",
+        "sim:qemu-seed",
+        "--sysfs-export",
+        snap.to_str().unwrap(),
+    ]));
+    let machine = format!("snapshot:{}", snap.display());
+    let text = stdout_of(pcielab(&[
+        "top",
+        "--machine",
+        &machine,
+        "-b",
+        "-n",
+        "1",
+        "-d",
+        "0.1",
+        "--flat",
+    ]));
+    let rows: BTreeMap<String, Vec<String>> = text
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let cells: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+            (cells[0].clone(), cells)
+        })
+        .collect();
+    assert_eq!(rows.len(), 8, "{text}");
+    // A snapshot has no counters: no source, no rates.
+    assert!(
+        rows.values().all(|r| r[2..6] == ["-", "-", "-", "-"]),
+        "{text}"
+    );
+    // QEMU's root port trained x1 at 2.5 GT/s of its x32 at 16 GT/s; the integrated NVMe has no
+    // link at all (not a link that is down).
+    assert_eq!(
+        rows["0000:00:04.0"][6..9],
+        ["x1@2.5GT/s", "x32@16GT/s", "DOWNGRADED"]
+    );
+    assert_eq!(rows["0000:00:03.0"][6..9], ["-", "-", "-"]);
+}

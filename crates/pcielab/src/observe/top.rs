@@ -255,8 +255,9 @@ impl FunctionRow {
     /// The text cells, in [`COLUMNS`] order.
     fn cells(&self) -> [String; 11] {
         let mbps = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        // No width and speed, or no lanes (what an integrated endpoint's capability lists): "-".
         let link = |gts: Option<f64>, width: Option<u32>| match (gts, width) {
-            (None, None) => "-".to_string(),
+            (None, None) | (_, Some(0)) => "-".to_string(),
             (g, w) => format!(
                 "x{}@{}GT/s",
                 w.map_or("?".into(), |w| w.to_string()),
@@ -490,7 +491,7 @@ fn row(
         LinkState::Down
     } else if f.downgraded {
         LinkState::Downgraded
-    } else if f.link.current_width.is_some() || f.link.current_gts.is_some() {
+    } else if f.link.current_width.is_some_and(|w| w > 0) {
         LinkState::Ok
     } else {
         LinkState::None
