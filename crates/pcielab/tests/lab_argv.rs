@@ -228,3 +228,25 @@ fn vga_and_e1000_map_to_qemu_devices_and_smp_and_extra_arguments_pass_through() 
     assert!(text.contains("name \"VGA\""), "{text}");
     assert!(text.contains("name \"e1000\""), "{text}");
 }
+
+/// QEMU has at most 128 NUMA nodes: a function on node 127 still plans (128 memory backends),
+/// one on node 128 is a problem named in the error rather than 129 generated nodes.
+#[test]
+fn numa_nodes_beyond_qemu_are_named_not_generated() {
+    let on_node = |node: i32| {
+        let mut functions = switch_and_expander();
+        function_at(&mut functions, "80:00.0").numa_node = Some(node);
+        function_at(&mut functions, "81:00.0").numa_node = Some(node);
+        plan(&Topology::new(functions), &MachineOptions::default())
+    };
+    let ok = on_node(127).unwrap();
+    let nodes = ok.argv.iter().filter(|a| *a == "-numa").count();
+    assert_eq!(nodes, 128);
+    let err = on_node(128).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(
+        err.to_string()
+            .contains("numa_node 128 needs 129 NUMA nodes; QEMU supports at most 128"),
+        "{err}"
+    );
+}

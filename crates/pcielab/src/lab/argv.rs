@@ -114,6 +114,9 @@ fn shell_word(word: &str) -> String {
     }
 }
 
+/// The most NUMA nodes a QEMU machine has (MAX_NODES in QEMU's numa.h).
+pub const QEMU_MAX_NUMA_NODES: u32 = 128;
+
 /// The QEMU release whose behaviour the limits below (and the lab tests' expected values) were
 /// read from: Debian 12's qemu-system-x86 7.2.
 pub const QEMU_VERSION: (u32, u32) = (7, 2);
@@ -263,7 +266,12 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    if numa_nodes > 1 {
+    if numa_nodes > QEMU_MAX_NUMA_NODES {
+        problems.push(format!(
+            "numa_node {} needs {numa_nodes} NUMA nodes; QEMU supports at most {QEMU_MAX_NUMA_NODES}",
+            numa_nodes - 1
+        ));
+    } else if numa_nodes > 1 {
         let per_node = options.memory_mib / numa_nodes;
         for node in 0..numa_nodes {
             argv.push("-object".into());
