@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::{rates, FunctionRate, FunctionSample, Sample, Source};
 use crate::pcie::Bdf;
+use crate::report::printable;
 use crate::topology::health::AerCounts;
 use crate::topology::Kind;
 
@@ -269,9 +270,10 @@ impl FunctionRow {
             (None, None, None) => "-".to_string(),
             (c, n, f) => format!("{}/{}/{}", count(c), count(n), count(f)),
         };
-        let mut name = self.name.clone().unwrap_or_default();
+        // Names come from files (pci.ids, sysfs device names): shown, never obeyed.
+        let mut name = printable(self.name.as_deref().unwrap_or_default());
         if !self.devices.is_empty() {
-            name = format!("{name} ({})", self.devices.join(", "));
+            name = format!("{name} ({})", printable(&self.devices.join(", ")));
         }
         [
             format!("{}{}", "  ".repeat(self.depth), self.bdf),
@@ -435,7 +437,7 @@ impl TopFrame {
     pub fn header(&self) -> String {
         let mut line = format!(
             "pcielab top - {} - {} UTC - up {:.1} s - interval {:.1} s - {} of {} functions - sort {} - {}",
-            self.machine,
+            printable(&self.machine),
             self.utc,
             self.t_s,
             self.interval_s,
@@ -445,7 +447,7 @@ impl TopFrame {
             if self.tree { "tree" } else { "flat" },
         );
         if !self.filter.is_empty() {
-            line.push_str(&format!(" - filter \"{}\"", self.filter));
+            line.push_str(&format!(" - filter \"{}\"", printable(&self.filter)));
         }
         line
     }
@@ -802,6 +804,19 @@ mod tests {
         assert_eq!(cells[6], "x2@5GT/s");
         assert_eq!(cells[7], "x4@32GT/s");
         assert_eq!(cells[8], "DOWNGRADED");
+    }
+
+    #[test]
+    fn names_from_files_cannot_drive_the_terminal() {
+        let mut f = frame(&View {
+            filter: "04:00".into(),
+            ..View::default()
+        });
+        f.rows[1].name = Some("disk\u{1b}[2J".into());
+        f.rows[1].devices = vec!["block/sd\na".into()];
+        let text = f.text();
+        assert!(!text.contains('\u{1b}'));
+        assert!(text.contains("disk\\u{1b}[2J (block/sd\\na)"), "{text}");
     }
 
     #[test]
