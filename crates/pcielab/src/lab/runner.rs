@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use super::argv::QemuPlan;
 use super::guest::{
-    decode_base64, find_tool, phase_error, MARK_EXIT, MARK_RESULTS_BEGIN, MARK_RESULTS_END,
-    MARK_SCRIPT,
+    decode_base64, find_tool, phase_error, MARK_EXIT, MARK_MONITOR, MARK_RESULTS_BEGIN,
+    MARK_RESULTS_END, MARK_SCRIPT,
 };
 use crate::error::{Error, Result};
 
@@ -103,11 +103,14 @@ pub struct BootOutcome {
 
 /// Boots `plan` with `kernel` and `initrd`, waits while the guest makes progress (at most
 /// `timeout` without a console line, [`RUN_CAP_FACTOR`] × `timeout` in all), and unpacks the guest's
-/// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it.
+/// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it. With
+/// `monitor` (a socket path), QEMU's human monitor listens there and each guest console line
+/// `@@pcielab monitor COMMAND` is sent to it; the reply joins the console as `[monitor] …` lines.
 pub fn boot(
     plan: &QemuPlan,
     kernel: &Path,
     initrd: &Path,
+    monitor: Option<&Path>,
     timeout: Duration,
     results_dir: &Path,
     progress: &mut dyn FnMut(Phase),
@@ -131,6 +134,11 @@ pub fn boot(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(socket) = monitor {
+        command
+            .arg("-monitor")
+            .arg(format!("unix:{},server=on,wait=off", socket.display()));
+    }
     progress(Phase::Boot);
     let started = Instant::now();
     let child = command
@@ -276,6 +284,11 @@ pub fn boot(
             collecting = true;
         } else if let Some(status) = line.strip_prefix(MARK_EXIT) {
             break status.trim().parse::<i32>().unwrap_or(-1);
+        } else if let (Some(command), Some(socket)) = (line.strip_prefix(MARK_MONITOR), monitor) {
+            let reply = monitor_command(socket, command.trim()).unwrap_or_else(|e| e.to_string());
+            for reply_line in reply.lines().filter(|l| !l.trim().is_empty()) {
+                console.push(format!("[monitor] {reply_line}"));
+            }
         }
     };
     let boot_to_result = started.elapsed();
@@ -296,6 +309,60 @@ pub fn boot(
         boot: boot_time.unwrap_or(boot_to_result),
         console,
     })
+}
+
+/// Sends one command to QEMU's human monitor at `socket` and returns its reply: the text after
+/// the echoed command line, up to the next `(qemu) ` prompt, with terminal escapes removed.
+fn monitor_command(socket: &Path, command: &str) -> Result<String> {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    const PROMPT: &[u8] = b"(qemu) ";
+    let failed =
+        |e: std::io::Error| Error::runtime(format!("QEMU monitor {}: {e}", socket.display()));
+    let mut stream = UnixStream::connect(socket).map_err(failed)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(failed)?;
+    let until_prompt = |stream: &mut UnixStream| -> Result<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !got.ends_with(PROMPT) {
+            let n = stream.read(&mut chunk).map_err(failed)?;
+            if n == 0 || got.len() > 1 << 20 {
+                break;
+            }
+            got.extend_from_slice(&chunk[..n]);
+        }
+        Ok(got)
+    };
+    until_prompt(&mut stream)?;
+    stream
+        .write_all(format!("{command}\n").as_bytes())
+        .map_err(failed)?;
+    let reply = until_prompt(&mut stream)?;
+    let text = strip_escapes(&String::from_utf8_lossy(&reply));
+    // The monitor echoes the command as it is typed; the reply starts on the next line.
+    let body = text.split_once('\n').map_or("", |(_, rest)| rest);
+    Ok(body.trim_end_matches("(qemu) ").trim().to_string())
+}
+
+/// `text` without ANSI escape sequences (ESC `[` parameters, final letter).
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn unpack_results(encoded: &str, results_dir: &Path) -> Result<()> {
@@ -408,6 +475,12 @@ pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn monitor_echo_escapes_are_removed() {
+        let echoed = "p\x1b[K\x1b[Dpc\x1b[K\x1b[D\x1b[Dpcie\r\nOK id: rp\r\n(qemu) ";
+        assert_eq!(strip_escapes(echoed), "ppcpcie\nOK id: rp\n(qemu) ");
+    }
 
     #[test]
     fn console_lines_are_split_at_newlines_and_cut_at_the_line_cap() {

@@ -141,7 +141,7 @@ pub enum MetricKind {
 }
 
 /// One plotted line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Line {
     pub label: String,
     pub kind: MetricKind,
@@ -158,7 +158,7 @@ impl Line {
 }
 
 /// A finished run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     pub name: String,
     pub title: String,

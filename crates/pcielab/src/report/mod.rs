@@ -1,7 +1,9 @@
 //! Rendering pieces more than one area needs: rounding the numbers a report prints or
 //! compares, counts with thousands separators, the text of a `--json` document, and messages
-//! made safe for a terminal.
-//! Area-specific tables and plots stay with their area.
+//! made safe for a terminal. Area-specific tables and plots stay with their area; the HTML
+//! page of `pcielab report` is [`html`].
+
+pub mod html;
 
 use serde::Serialize;
 
