@@ -299,7 +299,7 @@ impl Observer {
                          it yourself while pcielab observes"
                     )));
                 }
-                let topology = selector.open()?.topology;
+                let topology = crate::machine::Machine::open(selector)?.topology()?.clone();
                 let host = matches!(selector, MachineSelector::Host { .. });
                 let pci_dir = if host {
                     root.join("sys/bus/pci")
