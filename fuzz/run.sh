@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 seconds=${1:-600}
 shift || true
 all=(spec_toml config_space event_list fio_cmdline fio_jobfile schemata resctrl_tree
-     qos_plan_yaml qos_plan_toml scenario state_file qos_workload perf_event)
+     qos_plan_yaml qos_plan_toml scenario state_file qos_workload perf_event http_request)
 targets=("${@:-${all[@]}}")
 jobs=${JOBS:-1}
 mkdir -p logs

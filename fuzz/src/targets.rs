@@ -40,6 +40,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("state_file", state_file),
     ("qos_workload", qos_workload),
     ("perf_event", perf_event),
+    ("http_request", http_request),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -235,4 +236,30 @@ pub fn perf_event(data: &[u8]) {
     let _ = FormatField::parse("fuzz", text);
     let _ = parse_alias_terms(std::path::Path::new("events/fuzz"), text);
     let _ = parse_cpu_list(text);
+}
+
+/// A request to `pcielab exporter` (what any client that reaches the port can send): the whole
+/// response, sampling a simulated machine when asked for the metrics. Only a GET or HEAD of
+/// `/metrics` may be answered 200; everything else is a 4xx.
+pub fn http_request(data: &[u8]) {
+    static SAMPLE: std::sync::OnceLock<pcielab::observe::Sample> = std::sync::OnceLock::new();
+    let sample = SAMPLE.get_or_init(|| {
+        let machine: MachineSelector = "sim:qemu-seed".parse().expect("preset");
+        pcielab::observe::Observer::open(&machine, &[], |_| unreachable!("no workload"))
+            .and_then(|mut o| o.sample_at(0))
+            .expect("preset")
+    });
+    let mut request = data;
+    let Some(response) = pcielab::observe::exporter::respond(&mut request, || Ok(sample.clone()))
+    else {
+        return;
+    };
+    let status = &response[9..12];
+    let asked = data.starts_with(b"GET /metrics") || data.starts_with(b"HEAD /metrics");
+    assert!(response.starts_with(b"HTTP/1.1 "));
+    assert!(status != b"200" || asked, "200 for {data:?}");
+    assert!(
+        status == b"200" || status[0] == b'4',
+        "status {status:?} for {data:?}"
+    );
 }
