@@ -138,7 +138,7 @@ enum QosCommand {
 }
 
 fn open(m: &MachineArgs) -> Result<Box<dyn QosBackend>> {
-    let machine = Machine::open(&m.machine.parse()?)?;
+    let machine = m.machine.parse::<Machine>()?;
     let backend = machine.qos(&QosOptions {
         resctrl_dir: m.resctrl.clone(),
         state: m.state.clone(),

@@ -76,7 +76,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine = Machine::open(&args.machine.parse()?)?;
+    let machine = args.machine.parse::<Machine>()?;
     let counters = machine.counters()?;
     if args.dry_run {
         print!("{}", counters.dry_run(&args.events)?);

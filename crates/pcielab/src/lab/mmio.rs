@@ -489,7 +489,13 @@ pub fn predict(
     let results = ops
         .into_iter()
         .map(|op| {
-            let mbps = model.mmio_mbps(op, options.width, options.write_combining, link);
+            let mbps = model.mmio_mbps(
+                op,
+                options.width,
+                options.threads,
+                options.write_combining,
+                link,
+            );
             let bytes = (mbps * 1e6 * options.seconds) as u64;
             let accesses = bytes / u64::from(options.width);
             MmioResult {

@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! use pcielab::machine::Machine;
-//! let machine = Machine::open(&"sim:yitian710".parse()?)?;
+//! let machine: Machine = "sim:yitian710".parse()?; // or Machine::open(&selector)
 //! let root_ports = machine.platform()?.topology.functions().len();
 //! let pmus = machine.counters()?.list(None)?;
 //! # Ok::<(), pcielab::Error>(())
@@ -296,6 +296,15 @@ impl Machine {
     }
 }
 
+/// `"sim:yitian710".parse::<Machine>()`: parses a `--machine` value and opens it.
+impl FromStr for Machine {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Machine> {
+        Machine::open(&s.parse()?)
+    }
+}
+
 /// `sim:mpam-seed, sim:rdt-xeon8163`.
 fn resctrl_preset_names() -> String {
     RESCTRL_PRESETS
@@ -343,7 +352,7 @@ mod tests {
     }
 
     fn open(text: &str) -> Result<Machine> {
-        Machine::open(&text.parse()?)
+        text.parse()
     }
 
     #[test]

@@ -16,8 +16,12 @@ use crate::pcie::Generation;
 pub enum Workload {
     /// One device DMA transfer at a time (dmatest): `direction` from the device's side.
     Dma { direction: DmaDirection, size: u64 },
-    /// A CPU thread accessing a BAR with accesses of `width` bytes.
-    Mmio { op: MmioOp, width: u32 },
+    /// `threads` CPU threads accessing a BAR with accesses of `width` bytes.
+    Mmio {
+        op: MmioOp,
+        width: u32,
+        threads: u32,
+    },
     /// fio-style queued I/O of `bs` bytes; `device` is the device's DMA direction (a disk read
     /// is a device write).
     Queued {
@@ -33,11 +37,16 @@ impl Workload {
     pub fn label(&self) -> String {
         match self {
             Workload::Dma { direction, size } => format!("{} {size}", direction_name(*direction)),
-            Workload::Mmio { op, width } => format!(
-                "{} {width}",
+            Workload::Mmio { op, width, threads } => format!(
+                "{} {width}{}",
                 match op {
                     MmioOp::Store => "store",
                     MmioOp::Load => "load",
+                },
+                if *threads > 1 {
+                    format!(" t{threads}")
+                } else {
+                    String::new()
                 }
             ),
             Workload::Queued {
@@ -81,7 +90,8 @@ pub struct Measurement {
 
 /// The CSV directions and what they mean.
 const DIRECTIONS: &str = "write (device DMA writes host memory), read (device DMA reads it), \
-store / load (CPU MMIO to a BAR; size_bytes = access width), fio_read / fio_write (queued I/O; \
+store / load (CPU MMIO to a BAR; size_bytes = access width; optional jobs column = threads, \
+default 1), fio_read / fio_write (queued I/O; \
 optional iodepth and jobs columns, default 32 and 1)";
 
 /// Reads measurements from `text`, choosing the layout by content: JSON (fio), a CSV whose
@@ -232,6 +242,7 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
                         "{file}:{n}: column 'size_bytes': {size} is not an MMIO access width (4, 8, 16, 32 or 64)"
                     ))
                 })?,
+                threads: count(jobs_col, "jobs", 1)?,
             },
             io @ ("fio_read" | "fio_write") => Workload::Queued {
                 device: if io == "fio_read" {

@@ -50,6 +50,7 @@
 
 pub mod derived;
 pub mod exporter;
+pub mod top;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -58,7 +59,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
+use crate::machine::{Machine, MachineSelector};
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Family};
@@ -277,7 +278,7 @@ impl Observer {
     ) -> Result<Observer> {
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
-                let machine = crate::machine::Machine::open(selector)?.simulated_pcie()?;
+                let machine = Machine::open(selector)?.simulated_pcie()?;
                 let run = if workload.is_empty() {
                     None
                 } else {

@@ -146,6 +146,9 @@ pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
     check_structure(&loc, &functions, &starts, &parent_spans)?;
     assign_bus_ranges(&mut functions);
     check_bus_ranges(&loc, &functions, &starts)?;
+    // Checked here so every command on this spec (topo too, not only the simulator) rejects a
+    // bad [platform]; the simulator reads the values.
+    crate::model::platform::PlatformModel::from_table(file, &raw.platform)?;
     Ok(Platform {
         name: raw.name,
         description: raw.description,
@@ -887,6 +890,20 @@ class = 0x010802
             t.get("00:03.0".parse().unwrap()).unwrap().buses,
             Some((4, 4))
         );
+    }
+
+    #[test]
+    fn a_bad_platform_table_fails_the_spec_not_only_the_simulator() {
+        let e = err(&format!("{GOOD}\n[platform.dma]\nsetup_ns = -5\n"));
+        assert!(
+            e.contains("t.toml: [platform] dma.setup_ns = -5 is out of range"),
+            "{e}"
+        );
+        parse_spec(
+            "t.toml",
+            &format!("{GOOD}\n[platform.dma]\nsetup_ns = 5000\n"),
+        )
+        .unwrap();
     }
 
     #[test]
