@@ -6,6 +6,7 @@
 
 use pcielab::machine::MachineSelector;
 use pcielab::pcie::config::decode;
+use pcielab::plot::document::Document;
 use pcielab::qos::apply::{check, parse_desired, plan};
 use pcielab::qos::backend::QosBackend;
 use pcielab::qos::cpuset::CpuSet;
@@ -43,6 +44,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("sysfs_tree", sysfs_tree),
     ("model_inputs", model_inputs),
     ("http_request", http_request),
+    ("result_json", result_json),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -190,6 +192,21 @@ pub fn scenario(data: &[u8]) {
     if let Some(text) = text(data) {
         let _ = Scenario::parse(text, "fuzz.toml");
     }
+}
+
+/// A kept `--json` result (`pcielab plot`, `pcielab report --from`): its kind told and read,
+/// drawn as its SVG and as a report section.
+pub fn result_json(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let Ok(document) = Document::parse("fuzz.json", text) else {
+        return;
+    };
+    let _ = pcielab::plot::svg_of(&document, "fuzz.json");
+    let result = pcielab::report::html::ResultFile {
+        origin: "fuzz.json".into(),
+        document,
+    };
+    let _ = pcielab::report::html::page(None, &[result]);
 }
 
 /// A simulated machine's `--state` file, then what `qos show` and `qos monitor` do with it.
