@@ -11,7 +11,7 @@ use clap::Args as ClapArgs;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use super::number_in;
-use pcielab::machine::MachineSelector;
+use pcielab::machine::Machine;
 use pcielab::observe::top::{draw, Action, Key, SortKey, TopFrame, View};
 use pcielab::observe::{Observer, Sample};
 use pcielab::{Error, Result};
@@ -79,7 +79,7 @@ fn parse_sort(text: &str) -> std::result::Result<SortKey, String> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine: MachineSelector = args.machine.parse()?;
+    let machine: Machine = args.machine.parse()?;
     let on_terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     if !args.batch && !on_terminal {
         return Err(Error::bad_input(
