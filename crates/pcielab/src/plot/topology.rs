@@ -5,7 +5,7 @@
 //! as a coloured provider × client matrix. A tree layout, not a chart: it is drawn with the
 //! same plotters primitives as every other plot.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use plotters::prelude::*;
 
@@ -93,6 +93,9 @@ fn row_height(row: &Row) -> i32 {
     }
 }
 
+/// The deepest level drawn under a root bus: a PCIe hierarchy has at most 256 buses.
+const MAX_DEPTH: i32 = 256;
+
 /// The rows in tree order: each root bus's heading, then depth-first under it.
 fn rows(doc: &TopologyDoc) -> Vec<Row<'_>> {
     let mut children: BTreeMap<&str, Vec<&FunctionDoc>> = BTreeMap::new();
@@ -112,36 +115,37 @@ fn rows(doc: &TopologyDoc) -> Vec<Row<'_>> {
             }
         }
     }
+    // A document is input: two functions may share an address (one then lists itself among its
+    // children) and a parent chain may be as long as the file. Each function is drawn once, and
+    // no deeper than a PCIe hierarchy can be (one bus number per level).
     fn walk<'a>(
         f: &'a FunctionDoc,
         depth: i32,
         children: &BTreeMap<&str, Vec<&'a FunctionDoc>>,
+        drawn: &mut HashSet<*const FunctionDoc>,
         out: &mut Vec<Row<'a>>,
     ) {
+        if depth > MAX_DEPTH || !drawn.insert(f) {
+            return;
+        }
         out.push(Row::Function { f, depth });
         for c in children.get(f.bdf.as_str()).into_iter().flatten() {
-            walk(c, depth + 1, children, out);
+            walk(c, depth + 1, children, drawn, out);
         }
     }
     let mut out = Vec::new();
+    let mut drawn = HashSet::new();
     for (heading, functions) in roots {
         out.push(Row::Heading(heading));
         for f in functions {
-            walk(f, 0, &children, &mut out);
+            walk(f, 0, &children, &mut drawn, &mut out);
         }
     }
     // A function whose parent is not in the document (a partial export) still gets drawn.
-    let drawn: Vec<&str> = out
-        .iter()
-        .filter_map(|r| match r {
-            Row::Function { f, .. } => Some(f.bdf.as_str()),
-            Row::Heading(_) => None,
-        })
-        .collect();
     let orphans: Vec<&FunctionDoc> = doc
         .functions
         .iter()
-        .filter(|f| !drawn.contains(&f.bdf.as_str()))
+        .filter(|f| !drawn.contains(&(*f as *const FunctionDoc)))
         .collect();
     if !orphans.is_empty() {
         out.push(Row::Heading("parent not in this document".into()));
