@@ -5,9 +5,9 @@
 
 use crate::model::transfer::{CompletionSize, LinkParams, Overheads, Traffic};
 use crate::pcie::dllp::{ack_factor, internal_delay_symbols};
-use crate::pcie::Generation;
 use crate::pcie::link::{raw_mbps, skp_fraction};
 use crate::pcie::tlp::{overhead_bytes, TlpKind};
+use crate::pcie::Generation;
 
 /// `pcie::dllp::dllps_for_stream` as first written: the latency limit computed per call.
 fn dllps_for_stream(gen: Generation, mps: u32, width: u8, tlps: u64, busy_bytes: f64) -> f64 {
@@ -97,8 +97,7 @@ pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
     traffic.upstream.tlp_overhead_bytes = requests * overhead(link, TlpKind::MemRead);
     traffic.downstream.tlps = completions;
     traffic.downstream.payload_bytes = size;
-    traffic.downstream.tlp_overhead_bytes =
-        completions * overhead(link, TlpKind::CompletionData);
+    traffic.downstream.tlp_overhead_bytes = completions * overhead(link, TlpKind::CompletionData);
     let busy = traffic
         .upstream
         .tlp_bytes()

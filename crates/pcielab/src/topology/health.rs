@@ -88,7 +88,8 @@ fn aer_total(text: &str) -> Option<u64> {
     text.lines().find_map(|line| {
         let mut words = line.split_whitespace();
         let name = words.next()?;
-        name.starts_with("TOTAL_ERR_").then(|| words.next()?.parse().ok())?
+        name.starts_with("TOTAL_ERR_")
+            .then(|| words.next()?.parse().ok())?
     })
 }
 
@@ -114,7 +115,10 @@ mod tests {
             ("max_link_speed", "16.0 GT/s PCIe\n"),
             ("current_link_width", "4\n"),
             ("max_link_width", "16\n"),
-            ("aer_dev_correctable", "RxErr 2\nBadTLP 1\nBadDLLP 0\nTOTAL_ERR_COR 3\n"),
+            (
+                "aer_dev_correctable",
+                "RxErr 2\nBadTLP 1\nBadDLLP 0\nTOTAL_ERR_COR 3\n",
+            ),
             ("aer_dev_fatal", "Undefined 0\nTOTAL_ERR_FATAL 0\n"),
             ("aer_rootport_total_err_cor", "5\n"),
         ]);
