@@ -118,3 +118,110 @@ fn bad_csvs_exit_2_naming_row_and_column() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Runs the real fio (a Debian package, in .ci/run) on a scratch file; its stdout.
+fn fio(dir: &std::path::Path, extra: &[&str]) -> Vec<u8> {
+    let file = dir.join("data");
+    let mut args = vec![
+        "--name=r".to_string(),
+        format!("--filename={}", file.display()),
+        "--size=1M".into(),
+        "--rw=randread".into(),
+        "--bs=4k".into(),
+        "--ioengine=psync".into(),
+        "--iodepth=4".into(),
+        "--numjobs=2".into(),
+        "--output-format=json".into(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let out = Command::new("fio").args(&args).output().expect("run fio");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn fio_json_from_the_real_fio_fits_with_clones_summed() {
+    let dir = tempfile::tempdir().unwrap();
+    for extra in [&[][..], &["--group_reporting"][..]] {
+        let stdout = fio(dir.path(), extra);
+        // fio puts a "queue depth will be capped at 1" note ahead of the JSON (psync).
+        let text = String::from_utf8(stdout.clone()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&text[text.find("\n{").map_or(0, |i| i + 1)..]).unwrap();
+        let fio_total: f64 = json["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["read"]["bw_bytes"].as_f64().unwrap())
+            .sum::<f64>()
+            / 1e6;
+        let saved = dir.path().join("fio.json");
+        std::fs::write(&saved, &stdout).unwrap();
+        let run = pcielab(&[
+            "fit",
+            saved.to_str().unwrap(),
+            "--gen",
+            "3",
+            "--width",
+            "4",
+            "--json",
+        ]);
+        assert!(
+            run.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        let rows = report["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{extra:?}: {rows:?}");
+        assert_eq!(rows[0]["workload"], "fio read bs=4096 q1 t2", "{extra:?}");
+        let measured = rows[0]["measured_MBps"].as_f64().unwrap();
+        assert!(
+            (measured / fio_total - 1.0).abs() < 1e-9,
+            "{extra:?}: {measured} vs fio's {fio_total}"
+        );
+    }
+}
+
+#[test]
+fn platform_fitted_on_one_table_predicts_another_without_fitting() {
+    // presets/rk3588-ep.toml is fitted on §4.3.2 (Gen3 x4); §4.3.3 is the same boards at Gen2 x1.
+    let preset = format!(
+        "{}/../../presets/rk3588-ep.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let table = fixture("rk3588-gen2x1-dmatest.txt");
+    let base = ["fit", &table, "--gen", "2", "--width", "1", "--addr64"];
+    let run = pcielab(&[&base[..], &["--platform", &preset, "--json"]].concat());
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert!(report["platform_fitted_on"]
+        .as_str()
+        .unwrap()
+        .contains("4.3.2"));
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 12);
+    for row in rows {
+        let (workload, error) = (
+            row["workload"].as_str().unwrap(),
+            row["residual_percent"].as_f64().unwrap(),
+        );
+        if workload.ends_with(" 4194304") || workload.ends_with(" 1048576") {
+            assert!(error.abs() <= 10.0, "{row}");
+        } else {
+            // The per-transfer cost the Gen3 x4 table cannot show grows on the narrow link.
+            assert!(error > 20.0, "{row}");
+        }
+    }
+    // Nothing is fitted, so there is nothing to write.
+    let out = pcielab(&[&base[..], &["--platform", &preset, "--out", "x.toml"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -5,6 +5,7 @@
 
 use pcielab::model::fit::{compare, fit, RowResult, Status};
 use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
+use pcielab::model::platform::{IrqKind, PlatformModel};
 use pcielab::model::transfer::LinkParams;
 use pcielab::pcie::Generation::{self, Gen2, Gen3};
 
@@ -22,6 +23,12 @@ fn link(gen: Generation, width: u8, mps: u32) -> LinkParams {
         mps,
         ..LinkParams::new(gen, width)
     }
+}
+
+/// 64-bit addresses: 4 DW request headers.
+fn with_addr64(mut on: LinkParams) -> LinkParams {
+    on.format.addr64 = true;
+    on
 }
 
 fn size_of(m: &Measurement) -> u64 {
@@ -47,15 +54,13 @@ fn within(rows: &[RowResult], percent: f64) {
 }
 
 #[test]
-fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_at_1mb_and_above() {
-    // Fitted on §4.3.2 only; §4.3.3 is the same controller trained to Gen2 x1.
-    let fitted = fit(
-        &fixture("rk3588-gen3x4-dmatest.txt"),
-        &link(Gen3, 4, 256),
-        "§4.3.2",
-    )
-    .unwrap();
-    let gen2x1 = link(Gen2, 1, 256);
+fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_within_ten_percent_only_at_1mb_and_above() {
+    // Fitted on §4.3.2 only; §4.3.3 is the same controller trained to Gen2 x1. 64-bit
+    // addresses as the rk3588-ep presets (the seed does not say; with 32-bit ones 1 MB writes
+    // come out at +10.05 %, docs/calibration.md).
+    let gen3x4 = with_addr64(link(Gen3, 4, 256));
+    let fitted = fit(&fixture("rk3588-gen3x4-dmatest.txt"), &gen3x4, "§4.3.2").unwrap();
+    let gen2x1 = with_addr64(link(Gen2, 1, 256));
     let rows = compare(
         &fitted.model,
         &fixture("rk3588-gen2x1-dmatest.txt"),
@@ -65,15 +70,14 @@ fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_at_1mb_and_above() {
         .into_iter()
         .partition(|r| r.workload.ends_with("1048576") || r.workload.ends_with("4194304"));
     assert_eq!(large.len(), 4);
-    // The target is 10 %; 1 MB writes reach +10.05 % (the link model at MPS 256 is
-    // 7-8 % above what the Gen2 x1 board moves).
-    within(&large, 10.5);
-    // Below 1 MB the per-transfer cost dominates, and it grows about 4× on the narrow link
-    // (16.8 µs against 4.4 µs per 64 B transfer): one link's table cannot tell a fixed cost from
-    // a link-dependent one, and the fit says so for dma.descriptor_bytes. The model is optimistic
-    // there, never pessimistic.
+    // The target, met at 1 MB and 4 MB (+5.1 … +8.5 %).
+    within(&large, 10.0);
+    // Missed from 64 KB down (+23 % at 64 KB, about +100 % at 4 KB): the per-transfer cost
+    // grows about 4× on the narrow link (16.8 µs against 4.4 µs per 64 B transfer), and one
+    // link's table cannot tell a fixed cost from a link-dependent one; the fit says so for
+    // dma.descriptor_bytes. The model is optimistic there, never pessimistic.
     for r in &small {
-        assert!(r.residual_percent > 0.0, "{r:?}");
+        assert!(r.residual_percent > 20.0, "{r:?}");
     }
     let descriptor = fitted
         .params
@@ -212,4 +216,21 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
     assert!(value > 0.0 && sigma < 0.1 * value, "{value} ± {sigma}");
     // One set of parameters describes both links' 24 cells (fitted: 6.6 KB, rms 5.4 %).
     within(&fitted.rows, 15.0);
+}
+
+#[test]
+fn interrupt_defaults_from_the_rk3588_rows_predict_the_rk3568_rows() {
+    // §6.3 and §7.3 each give an RK3568 row beside the RK3588 one. The defaults come from the
+    // RK3588 rows (msi_cpu_ns, elbi_cpu_ns) and §6.4 (elbi_trigger_ns); the RK3568 boards sit on
+    // another link (Gen3 x2, MPS 128). The seed prints whole microseconds.
+    let model = PlatformModel::default();
+    let rk3568 = link(Gen3, 2, 128);
+    let msi_us = model.irq_interval_ns(IrqKind::Msi, &rk3568) / 1000.0;
+    assert_eq!(msi_us.round(), 2.0, "§7.3 RK3568: 2 us, predicted {msi_us}");
+    let elbi_us = model.irq_interval_ns(IrqKind::Elbi, &rk3568) / 1000.0;
+    assert_eq!(
+        elbi_us.round(),
+        6.0,
+        "§6.3 RK3568: 6 us, predicted {elbi_us}"
+    );
 }

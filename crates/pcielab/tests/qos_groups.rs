@@ -2,7 +2,7 @@
 //! message, new-group masks, tasks and CPU membership, rmdir, CDP, and monitor data that
 //! includes child monitor groups.
 
-use pcielab::machine::MachineSelector;
+use pcielab::machine::{Machine, MachineSelector};
 use pcielab::qos::backend::{Op, QosBackend};
 use pcielab::qos::presets::{MPAM_SEED, RDT_XEON8163};
 use pcielab::qos::resctrl::GroupRef;
@@ -224,7 +224,9 @@ fn state_file_carries_the_machine_between_invocations() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("state.json");
     let sel: MachineSelector = "sim:mpam-seed".parse().unwrap();
-    let mut sim = SimulatedResctrl::open(&sel, Some(&path), false).unwrap();
+    let mut sim = Machine::open(&sel)
+        .and_then(|m| m.simulated_resctrl(Some(&path), false))
+        .unwrap();
     sim.perform(&Op::Mkdir { group: "p1".into() }).unwrap();
     sim.perform(&Op::Schemata {
         group: "p1".into(),
@@ -232,7 +234,9 @@ fn state_file_carries_the_machine_between_invocations() {
     })
     .unwrap();
     sim.save().unwrap();
-    let mut again = SimulatedResctrl::open(&sel, Some(&path), false).unwrap();
+    let mut again = Machine::open(&sel)
+        .and_then(|m| m.simulated_resctrl(Some(&path), false))
+        .unwrap();
     assert_eq!(
         again
             .read()
@@ -244,7 +248,8 @@ fn state_file_carries_the_machine_between_invocations() {
         Some(8)
     );
     let other: MachineSelector = "sim:rdt-xeon8163".parse().unwrap();
-    let err = SimulatedResctrl::open(&other, Some(&path), false)
+    let err = Machine::open(&other)
+        .and_then(|m| m.simulated_resctrl(Some(&path), false))
         .err()
         .unwrap();
     assert_eq!(err.exit_code(), 2);

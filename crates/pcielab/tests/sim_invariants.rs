@@ -2,6 +2,7 @@
 //! the same emitted TLPs, so payload, TLP counts and DLLPs agree at any instant, never run
 //! backwards, and at the end account for fio's bytes exactly once plus protocol traffic.
 
+use pcielab::machine::Machine;
 use pcielab::pcie::Bdf;
 use pcielab::pmu::catalog::{EventDef, Family};
 use pcielab::sim::fio::DirectionStats;
@@ -70,7 +71,7 @@ proptest! {
         ber_exp in prop::option::of(7i32..12),
         points in prop::collection::vec(0.0f64..1.2, 6),
     ) {
-        let mut machine = SimulatedPcie::open(&format!("sim:{preset}").parse().unwrap()).unwrap();
+        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap()).and_then(|m| m.simulated_pcie()).unwrap();
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = match preset {
             "yitian710" => "./test.big",
@@ -144,10 +145,13 @@ proptest! {
         picks in prop::collection::vec(prop::collection::vec(0usize..8, 1..=2), 1..=4),
         mux_ms in 1u64..=4,
         interval_ms in prop::option::of(100u64..500),
+        read_ms in prop::option::of(10u64..200),
     ) {
         use pcielab::pmu::resolve;
         use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions};
-        let mut machine = SimulatedPcie::open(&format!("sim:{preset}").parse().unwrap()).unwrap();
+        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap())
+            .and_then(|m| m.simulated_pcie())
+            .unwrap();
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = if preset == "yitian710" { "./test.big" } else { "/mnt/test" };
         let run = if idle {
@@ -177,6 +181,7 @@ proptest! {
         let options = CountOptions {
             mux_interval_ns: mux_ms * 1_000_000,
             interval_ns: interval_ms.map(|ms| ms * 1_000_000),
+            read_period_ns: read_ms.map(|ms| ms * 1_000_000),
         };
         let truth = run.truth(&pmus);
         let fast = emulate(&truth, &pmus, &groups, &options, run.duration_ns).unwrap();

@@ -2,6 +2,7 @@
 //! table, fair sharing of a switch uplink by two NVMe drives, ASPM L1 residency of an idle link,
 //! and bit-error injection moving the error counters.
 
+use pcielab::machine::Machine;
 use pcielab::model::platform::P;
 use pcielab::pmu::catalog::Family;
 use pcielab::sim::fio::DirectionStats;
@@ -47,7 +48,9 @@ fn machine_from(text: &str) -> SimulatedPcie {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spec.toml");
     std::fs::write(&path, text).unwrap();
-    SimulatedPcie::open(&format!("sim:{}", path.display()).parse().unwrap()).unwrap()
+    Machine::open(&format!("sim:{}", path.display()).parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap()
 }
 
 fn run(machine: &SimulatedPcie, argv: &str) -> SimRun {
@@ -64,7 +67,9 @@ fn dmatest_times_every_transfer_with_the_platform_model() {
     // sim:rk3588-ep's [platform] is fitted on the seed's §4.3.2 table, so agreeing with that
     // table would prove nothing; what is checked is that the simulator and `pcielab model
     // --platform` are one model (docs/calibration.md has the fit against the seed).
-    let m = SimulatedPcie::open(&"sim:rk3588-ep".parse().unwrap()).unwrap();
+    let m = Machine::open(&"sim:rk3588-ep".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     let r = run(&m, "dmatest --transfers 200");
     let Summary::DmaTest { device, rows } = &r.summary else {
         panic!("{:?}", r.summary)
@@ -100,7 +105,9 @@ fn bw(run: &SimRun, group: usize) -> DirectionStats {
 
 #[test]
 fn two_nvme_behind_one_switch_uplink_share_it_fairly() {
-    let m = SimulatedPcie::open(&"sim:qemu-seed".parse().unwrap()).unwrap();
+    let m = Machine::open(&"sim:qemu-seed".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     let alone = run(&m, "fio --filename=/dev/nvme1n1 --rw=read --bs=128k --size=64m -iodepth=16 -ioengine=libaio --direct=1 --name=a");
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("two.fio");
@@ -153,7 +160,9 @@ fn idle_link_with_aspm_l1_accrues_l1_residency() {
 
 #[test]
 fn bit_errors_move_the_error_group_consistently() {
-    let mut m = SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    let mut m = Machine::open(&"sim:yitian710".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     let fio = "fio --filename=./t --rw=readwrite --bs=1m --size=512m -iodepth=32 -ioengine=libaio --direct=1 --name=e";
     let rp = "00:02.0".parse().unwrap();
     let f = Family::DwcRootPort;
@@ -181,7 +190,9 @@ fn bit_errors_move_the_error_group_consistently() {
 
 #[test]
 fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
-    let m = SimulatedPcie::open(&"sim:rk3588-evb".parse().unwrap()).unwrap();
+    let m = Machine::open(&"sim:rk3588-evb".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     let cmd = |rw: &str, bs: &str, size: &str| {
         format!(
             "fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw={rw} -ioengine=libaio \
@@ -215,11 +226,14 @@ fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
 #[test]
 fn every_preset_opens_as_a_simulated_machine() {
     for name in pcielab::machine::presets::names() {
-        let m = SimulatedPcie::open(&format!("sim:{name}").parse().unwrap())
+        let m = Machine::open(&format!("sim:{name}").parse().unwrap())
+            .and_then(|m| m.simulated_pcie())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!m.topology.functions().is_empty(), "{name}");
     }
-    let yitian = SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    let yitian = Machine::open(&"sim:yitian710".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     assert_eq!(yitian.devices.len(), 3); // the SATA SSD and two NIC ports
     assert_eq!(yitian.config.cwd, "/home/user");
 }
@@ -231,7 +245,9 @@ fn the_labs_seed_job_file_runs_on_qemu_seed() {
         env!("CARGO_MANIFEST_DIR"),
         "/../pcielab-cli/tests/fixtures/nvme.fio"
     );
-    let m = SimulatedPcie::open(&"sim:qemu-seed".parse().unwrap()).unwrap();
+    let m = Machine::open(&"sim:qemu-seed".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     let argv = vec!["fio".to_string(), path.to_string()];
     let w = workload::parse(&argv, |p| {
         std::fs::read_to_string(p).map_err(|e| pcielab::Error::runtime(e.to_string()))
@@ -255,7 +271,9 @@ fn the_labs_seed_job_file_runs_on_qemu_seed() {
 
 #[test]
 fn nettest_runs_both_connectx_ports_at_line_rate() {
-    let m = SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    let m = Machine::open(&"sim:yitian710".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
     let r = run(&m, "nettest --seconds 0.2 --frame 1518");
     let Summary::NetTest { rows } = &r.summary else {
         panic!("{:?}", r.summary)

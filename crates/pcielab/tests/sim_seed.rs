@@ -2,6 +2,7 @@
 //! of the yitian710 preset (root port 0000:00:02.0): counts against fio's bytes, throughputs against the seed's,
 //! and time-shared estimates against the simulator's true counts.
 
+use pcielab::machine::Machine;
 use pcielab::pmu::session::{CountOptions, CounterBackend, Reading};
 use pcielab::pmu::{resolve, EventSpec};
 use pcielab::sim::fio::DirectionStats;
@@ -9,7 +10,9 @@ use pcielab::sim::workload::{self, Summary};
 use pcielab::sim::{SimBackend, SimRun, SimulatedPcie};
 
 fn yitian710() -> SimulatedPcie {
-    SimulatedPcie::open(&"sim:yitian710".parse().unwrap()).unwrap()
+    Machine::open(&"sim:yitian710".parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap()
 }
 
 struct Stat {
@@ -102,7 +105,15 @@ fn seed_4_3_write_counts_tx() {
     let (read, write) = group(&s.run);
     assert!(read.is_none());
     let write = write.unwrap();
-    assert!(within(mib_s(&write), 216.0, 5.0), "{} MiB/s", mib_s(&write));
+    // Not a prediction: yitian710's program_mbps = 230 (MB/s) was chosen from this run's 216
+    // MiB/s, so the rate only echoes that parameter (230 MB/s = 219.3 MiB/s). What is checked:
+    // the write is program-bound, and Tx counts the written bytes.
+    let program_mib_s = 230e6 / f64::from(1 << 20);
+    assert!(
+        within(mib_s(&write), program_mib_s, 1.0),
+        "{} MiB/s",
+        mib_s(&write)
+    );
     let counted = s.readings[0].value * 16;
     assert!(counted > write.io_bytes && within(counted as f64, write.io_bytes as f64, 0.1));
 }

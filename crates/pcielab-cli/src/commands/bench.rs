@@ -6,11 +6,10 @@
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::lab::mmio::{self, MmioOptions, Operation};
 use pcielab::lab::p2pcopy::{self, CopyOptions};
-use pcielab::machine::MachineSelector;
+use pcielab::machine::{Machine, MachineSelector};
 use pcielab::model::platform::IrqKind;
 use pcielab::pcie::Bdf;
 use pcielab::report::json_text;
-use pcielab::sim::SimulatedPcie;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -178,10 +177,14 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         force: args.force,
         root: std::path::PathBuf::from("/"),
     };
-    let report = match args.machine.parse::<MachineSelector>()? {
-        MachineSelector::Host { root } => mmio::measure(&MmioOptions { root, ..options })?,
-        selector => {
-            let machine = SimulatedPcie::open(&selector)?;
+    let machine = args.machine.parse::<Machine>()?;
+    let report = match machine.selector() {
+        MachineSelector::Host { root } => mmio::measure(&MmioOptions {
+            root: root.clone(),
+            ..options
+        })?,
+        _ => {
+            let machine = machine.simulated_pcie()?;
             machine.topology.get(args.bdf).ok_or_else(|| {
                 Error::bad_input(format!(
                     "{}: no such function on {}",
@@ -201,7 +204,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
 
 fn run_irq(args: IrqArgs) -> Result<()> {
     let kind = IrqKind::parse(&args.kind)?;
-    let machine = SimulatedPcie::open(&args.machine.parse()?)?;
+    let machine = args.machine.parse::<Machine>()?.simulated_pcie()?;
     let device = match args.device {
         Some(bdf) => bdf,
         None => machine
@@ -221,8 +224,8 @@ fn run_irq(args: IrqArgs) -> Result<()> {
         print!("{}", json_text(&prediction)?);
     } else {
         println!(
-            "{:?} on {device}: one interrupt every {:.2} us ({:.0} per second), predicted from [platform.interrupts] ({})",
-            kind,
+            "{} on {device}: one interrupt every {:.2} us ({:.0} per second), predicted from [platform.interrupts] ({})",
+            kind.name(),
             prediction.interval_ns / 1000.0,
             prediction.per_second,
             prediction.source

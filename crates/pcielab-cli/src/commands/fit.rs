@@ -4,8 +4,11 @@
 //! `pcielab::model::fit`.
 
 use clap::Args as ClapArgs;
-use pcielab::model::fit::fit;
+use pcielab::model::fit::{fit, predict_rows};
 use pcielab::model::measurements::parse_measurements;
+use pcielab::model::platform::parse_platform;
+use pcielab::plot;
+use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
@@ -20,8 +23,10 @@ latency_ns, iodepth, jobs, and gen + width for rows measured on another link; di
 store/load = CPU MMIO of size_bytes-wide accesses, fio_read/fio_write = queued I/O), fio's \
 --output-format=json, or a dmatest table as the Rockchip guide prints it. Prints every parameter \
 the data touches with its 1-sigma uncertainty, or says it cannot be determined by this data (it \
-then keeps its default), and the residual of every row. Same input, same result.",
-    after_help = "Examples:\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4\n  pcielab fit dma.csv --gen 2 --width 1 --out rk3588-gen2x1.toml\n  pcielab fit fio.json --gen 3 --width 4 --json\n  pcielab model --gen 2 --width 1 --platform rk3588-gen2x1.toml\n\nParameters and the [platform] table: docs/calibration.md."
+then keeps its default), and the residual of every row. Same input, same result. With \
+--platform SPEC nothing is fitted: every row is predicted with SPEC's [platform] (fitted on other \
+data) and its error printed.",
+    after_help = "Examples:\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4 --svg fit.svg\n  pcielab fit dma.csv --gen 2 --width 1 --out rk3588-gen2x1.toml\n  pcielab fit fio.json --gen 3 --width 4 --json\n  pcielab model --gen 2 --width 1 --platform rk3588-gen2x1.toml\n  pcielab fit fixtures/rockchip/rk3588-gen2x1-dmatest.txt --gen 2 --width 1 --addr64 --platform presets/rk3588-ep.toml\n\nParameters and the [platform] table: docs/calibration.md."
 )]
 pub struct Args {
     /// Measurements: CSV, fio JSON or a dmatest table.
@@ -34,16 +39,33 @@ pub struct Args {
     /// What the measurements are, recorded as fitted_on [default: the file name].
     #[arg(long)]
     label: Option<String>,
+    /// Fit nothing: predict every row with this spec's [platform] table and print the errors.
+    #[arg(long, value_name = "SPEC", conflicts_with_all = ["out", "label"])]
+    platform: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Also draw measured vs fitted (or, with --platform, predicted) MB/s and the residuals as
+    /// an SVG here.
+    #[arg(long, value_name = "OUT.svg")]
+    svg: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let link = args.link.params()?;
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| Error::bad_input(format!("{}: cannot read: {e}", args.file)))?;
+    let text = pcielab::input::read_input_file(std::path::Path::new(&args.file), "measurements")?;
     let rows = parse_measurements(&args.file, &text, &link)?;
+    if let Some(spec) = &args.platform {
+        let spec_text = pcielab::input::read_input_file(std::path::Path::new(spec), "--platform")?;
+        let report = predict_rows(&parse_platform(spec, &spec_text)?, &rows, &link)?;
+        draw(&args, &report)?;
+        if args.json {
+            print!("{}", json_text(&report)?);
+        } else {
+            print!("{}", report.to_text());
+        }
+        return Ok(());
+    }
     let label = args.label.clone().unwrap_or_else(|| {
         format!(
             "{} (Gen{} x{}, MPS {}, MRRS {})",
@@ -61,6 +83,7 @@ pub fn run(args: Args) -> Result<()> {
         std::fs::write(out, report.model.to_toml())
             .map_err(|e| Error::runtime(format!("{out}: cannot write: {e}")))?;
     }
+    draw(&args, &report)?;
     if args.json {
         print!("{}", json_text(&report)?);
     } else {
@@ -70,4 +93,13 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--svg`: the report's JSON document drawn.
+fn draw(args: &Args, report: &impl serde::Serialize) -> Result<()> {
+    let Some(path) = &args.svg else {
+        return Ok(());
+    };
+    let doc = view_of(Kind::Fit, report)?;
+    plot::write_output(path, &plot::fit::svg(&doc)?)
 }

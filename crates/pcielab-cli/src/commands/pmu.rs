@@ -2,13 +2,9 @@
 //! event of its catalog (names, encoding, group, unit).
 
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::machine::MachineSelector;
-use pcielab::pmu::catalog::nearest;
-use pcielab::pmu::hostlist::host_listing;
-use pcielab::pmu::list::{list_json, machine_pmus, render_list};
-use pcielab::pmu::PmuDevice;
+use pcielab::machine::Machine;
 use pcielab::report::json_text;
-use pcielab::{Error, Result};
+use pcielab::Result;
 
 #[derive(ClapArgs)]
 pub struct Args {
@@ -54,41 +50,13 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn run_list(args: ListArgs) -> Result<()> {
-    let selector: MachineSelector = args.machine.parse()?;
-    if let MachineSelector::Host { root } = &selector {
-        let listing = host_listing(root, args.pmu.as_deref())?;
-        match args.json {
-            true => print!("{}", json_text(&listing.to_json())?),
-            false => print!("{}", listing.render(args.pmu.is_some())),
-        }
-        return Ok(());
-    }
-    let mut pmus = machine_pmus(&selector)?;
-    if let Some(name) = &args.pmu {
-        pmus = only_pmu(pmus, name)?;
-    }
+    let machine = args.machine.parse::<Machine>()?;
+    let listing = machine.counters()?.list(args.pmu.as_deref())?;
+    let name = machine.to_string();
     if args.json {
-        print!("{}", json_text(&list_json(&selector, &pmus))?);
+        print!("{}", json_text(&listing.to_json(&name))?);
     } else {
-        print!("{}", render_list(&selector, &pmus));
+        print!("{}", listing.render(&name, args.pmu.is_some()));
     }
     Ok(())
-}
-
-fn only_pmu(pmus: Vec<PmuDevice>, name: &str) -> Result<Vec<PmuDevice>> {
-    let names = || {
-        pmus.iter()
-            .flat_map(|p| std::iter::once(&p.name).chain(&p.aliases))
-    };
-    if !names().any(|n| n == name) {
-        let near = nearest(name, names().map(String::as_str));
-        return Err(Error::bad_input(format!(
-            "--pmu {name}: this machine has no such PMU; nearest: {}",
-            near.join(", ")
-        )));
-    }
-    Ok(pmus
-        .into_iter()
-        .filter(|p| p.name == name || p.aliases.iter().any(|a| a == name))
-        .collect())
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::number_in;
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::machine::MachineSelector;
+use pcielab::machine::{Machine, MachineSelector};
 use pcielab::qos::apply;
-use pcielab::qos::backend::{self, Op, QosBackend, Target};
+use pcielab::qos::backend::{Op, QosBackend, QosOptions};
 use pcielab::qos::cpuset::{CpuSet, MAX_CPUS};
 use pcielab::qos::view;
 use pcielab::report::json_text;
@@ -138,17 +138,17 @@ enum QosCommand {
 }
 
 fn open(m: &MachineArgs) -> Result<Box<dyn QosBackend>> {
-    let machine: MachineSelector = m.machine.parse()?;
-    if matches!(machine, MachineSelector::SimPreset { .. }) && m.state.is_none() {
-        eprintln!("pcielab: note: no --state: this simulated machine starts fresh and is not kept");
-    }
-    backend::open(&Target {
-        machine,
+    let machine = m.machine.parse::<Machine>()?;
+    let backend = machine.qos(&QosOptions {
         resctrl_dir: m.resctrl.clone(),
         state: m.state.clone(),
         cdp: m.cdp,
         precheck: !m.no_precheck,
-    })
+    })?;
+    if matches!(machine.selector(), MachineSelector::SimPreset { .. }) && m.state.is_none() {
+        eprintln!("pcielab: note: no --state: this simulated machine starts fresh and is not kept");
+    }
+    Ok(backend)
 }
 
 fn schemata_text(lines: &[String]) -> String {
@@ -325,6 +325,7 @@ pub fn run(args: Args) -> Result<()> {
                 return Err(Error::bad_input("-I must be at least 1 ms"));
             }
             let mut b = open(&machine)?;
+            b.check_waits(Duration::from_millis(interval_ms), count)?;
             let mut all = Vec::new();
             for _ in 0..count.max(1) {
                 let before = b.mon_data()?;

@@ -6,12 +6,12 @@ use super::number_in;
 use clap::Args as ClapArgs;
 use std::path::Path;
 
-use pcielab::machine::MachineSelector;
-use pcielab::pmu::host::{self, HostStatRequest};
-use pcielab::pmu::parse_event_list;
+use pcielab::machine::Machine;
+use pcielab::plot;
+use pcielab::plot::document::{view_of, Kind};
+use pcielab::pmu::counters::{StatEnd, StatRequest};
 use pcielab::report::json_text;
-use pcielab::sim::stat::{self, StatRequest};
-use pcielab::{Error, Result};
+use pcielab::Result;
 
 #[derive(ClapArgs)]
 #[command(after_help = "Examples:
@@ -25,6 +25,9 @@ use pcielab::{Error, Result};
   pcielab stat --machine sim:yitian710 -a -I 1000 \\
       -e '{pcie_bdf_200/rx_memory_write/,pcie_bdf_200/tx_ack_dllp/}' \\
       -- fio --filename=/dev/sda --rw=read --bs=1m --size=1g --name=r
+  pcielab stat --machine sim:yitian710 -a -I 500 --svg sata.svg \\
+      -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ -e pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/ \\
+      -- fio --filename=/dev/sda --rw=readwrite --bs=1m --size=2g --name=rw
   pcielab stat --machine sim:yitian710 -a -e dwc_rootport_10/L1/ -- sleep 1
   pcielab stat --machine sim:yitian710 -a -e pcie_bdf_b00000/Rx_PCIe_TLP_Data_Payload/ -- \\
       nettest --dir rx --seconds 2
@@ -63,91 +66,57 @@ pub struct Args {
     /// Print one JSON object (shape in docs/pmu.md) instead of perf's report
     #[arg(long, conflicts_with = "separator")]
     pub json: bool,
-    /// Rotation period of time-shared events (the PMU's perf_event_mux_interval_ms)
-    #[arg(long, value_name = "MS", default_value_t = 4, value_parser = number_in(1..=60_000u64))]
-    pub mux_interval_ms: u64,
+    /// sim: rotation period of time-shared events [default: 4] (a host uses each PMU's
+    /// perf_event_mux_interval_ms)
+    #[arg(long, value_name = "MS", value_parser = number_in(1..=60_000u64))]
+    pub mux_interval_ms: Option<u64>,
     /// sim: inject link bit errors at this rate (LCRC errors, Naks, replays), e.g. 1e-9
     #[arg(long, value_name = "RATE")]
     pub ber: Option<f64>,
     /// Host: print each event's perf_event_attr fields and exit without opening anything
     #[arg(long)]
     pub dry_run: bool,
+    /// Also draw each event per interval over time as an SVG here (needs -I)
+    #[arg(long, value_name = "OUT.svg", requires = "interval_ms")]
+    pub svg: Option<std::path::PathBuf>,
     /// The workload, best after `--` (everything from its first word on is the workload's)
     #[arg(trailing_var_arg = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine: MachineSelector = args.machine.parse()?;
-    if let MachineSelector::Host { root } = &machine {
-        return run_host(&args, root);
-    }
+    let machine = args.machine.parse::<Machine>()?;
+    let counters = machine.counters()?;
     if args.dry_run {
-        return Err(Error::bad_input(
-            "--dry-run shows the perf_event_attr of host events: use it with --machine host",
-        ));
+        print!("{}", counters.dry_run(&args.events)?);
+        return Ok(());
     }
-    if args.workload.is_empty() {
-        return Err(Error::bad_input(
-            "no workload: give the simulated job after `--` (e.g. -- sleep 1, -- fio ...)",
-        ));
-    }
-    let mut groups = Vec::new();
-    for e in &args.events {
-        groups.extend(parse_event_list(e)?);
-    }
+    let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
     let request = StatRequest {
-        machine: &machine,
-        groups: &groups,
+        events: &args.events,
         all_cpus: args.all_cpus,
         mux_interval_ms: args.mux_interval_ms,
         interval_ms: args.interval_ms,
         ber: args.ber,
         workload: &args.workload,
+        read_file: &read_file,
     };
-    let done = stat::run(&request, |p| {
-        pcielab::input::read_input_file(p, "fio job file")
-    })?;
-    if args.json {
-        let summary = serde_json::to_value(&done.run.summary)
-            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-        print!("{}", json_text(&done.outcome.to_json(summary))?);
-        return Ok(());
-    }
-    print!("{}", done.run.summary.render(&done.workload));
-    match &args.separator {
-        Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
-        None => eprint!("{}", done.outcome.render_text()),
-    }
-    Ok(())
-}
-
-fn run_host(args: &Args, root: &Path) -> Result<()> {
-    let encoded = host::encode_events(root, &args.events)?;
-    if args.dry_run {
-        print!("{}", host::dry_run(&encoded));
-        return Ok(());
-    }
-    if let Some(why) = host::missing_workload(&args.workload) {
-        eprintln!("pcielab: {why}");
-        std::process::exit(127);
-    }
-    let request = HostStatRequest {
-        root,
-        all_cpus: args.all_cpus,
-        interval_ms: args.interval_ms,
-        workload: &args.workload,
+    let done = match counters.stat(&request)? {
+        StatEnd::Counted(done) => done,
+        StatEnd::WorkloadNotFound(why) => {
+            eprintln!("pcielab: {why}");
+            std::process::exit(127);
+        }
     };
-    let done = host::run(&request, &encoded)?;
+    let doc = done.outcome.to_json(done.workload_json);
+    if let Some(path) = &args.svg {
+        let stat = view_of(Kind::Stat, &doc)?;
+        plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
+    }
     if args.json {
-        let workload = serde_json::json!({
-            "argv": args.workload,
-            "exit_code": done.exit_code,
-            "interrupted": done.interrupted,
-            "notes": done.notes,
-        });
-        print!("{}", json_text(&done.outcome.to_json(workload))?);
+        print!("{}", json_text(&doc)?);
     } else {
+        print!("{}", done.workload_report);
         for note in &done.notes {
             eprintln!("pcielab: {note}");
         }

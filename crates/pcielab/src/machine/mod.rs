@@ -1,15 +1,39 @@
-//! Where facts come from, pciutils-style "access methods" behind one interface: the live host
-//! (`host`, reading `/`), a saved sysfs tree (`snapshot:DIR`), or the simulator (`sim:PRESET` or
-//! `sim:FILE.toml`). This module parses the user's `--machine` selector and opens the backend.
+//! Where facts come from, pciutils-style "access methods" behind one object: the live host
+//! (`host`, reading `/`), a saved sysfs tree (`snapshot:DIR`), a simulated PCIe platform
+//! (`sim:PRESET` or `sim:FILE.toml`) or a simulated MPAM/RDT resctrl machine (`sim:mpam-seed`,
+//! `sim:rdt-xeon8163`). This module parses the user's `--machine` selector ([`MachineSelector`])
+//! and opens it once ([`Machine::open`]); the [`Machine`] then answers the three questions every
+//! command asks — its PCIe topology ([`Machine::platform`]), its performance counters
+//! ([`Machine::counters`]: perf_event_open on a host, the simulator's PMU models on `sim:`) and
+//! its resctrl ([`Machine::qos`]: the host mount or the simulated MPAM/RDT kernel) — or says
+//! clearly that this kind of machine has no such thing. Nothing else in the library parses or
+//! opens a selector: pmu/, sim/ and qos/ provide the backends, this module picks one.
+//!
+//! ```no_run
+//! use pcielab::machine::Machine;
+//! let machine: Machine = "sim:yitian710".parse()?; // or Machine::open(&selector)
+//! let root_ports = machine.platform()?.topology.functions().len();
+//! let pmus = machine.counters()?.list(None)?;
+//! # Ok::<(), pcielab::Error>(())
+//! ```
 
 pub mod presets;
 pub mod snapshot;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
+use crate::pmu::counters::{CatalogPmus, Counters};
+use crate::pmu::host::HostCounters;
+use crate::pmu::root_port_pmus;
+use crate::qos::backend::{QosBackend, QosOptions};
+use crate::qos::host::HostResctrl;
+use crate::qos::presets::{Preset, PRESETS as RESCTRL_PRESETS};
+use crate::qos::sim::SimulatedResctrl;
+use crate::sim::SimulatedPcie;
 use crate::topology::spec::{parse_spec, Platform};
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::Topology;
@@ -76,7 +100,9 @@ impl MachineSelector {
         }
     }
 
-    /// Reads the machine's platform: its topology and, for `sim:`, the spec's `[sim]` table.
+    /// Reads the platform the selector names: its topology and, for `sim:`, the spec's
+    /// `[sim]` and `[platform]` tables (a lab spec is read this way). Commands open a
+    /// [`Machine`] instead, which also answers counters and resctrl.
     pub fn open(&self) -> Result<Platform> {
         match self {
             MachineSelector::SimPreset { name } => {
@@ -108,6 +134,191 @@ impl MachineSelector {
             }),
         }
     }
+}
+
+/// An opened machine: the one object a command asks for topology, counters and resctrl.
+pub struct Machine {
+    selector: MachineSelector,
+    access: Access,
+}
+
+/// How a machine's facts are reached (pciutils' access methods).
+enum Access {
+    /// The live host under `root`; its PCI tree is read on first use and kept.
+    Host {
+        root: PathBuf,
+        platform: OnceLock<Platform>,
+    },
+    /// A saved sysfs tree, read at open.
+    Snapshot(Platform),
+    /// A simulated PCIe platform: its spec, parsed at open.
+    SimPcie(Platform),
+    /// A simulated MPAM/RDT resctrl machine.
+    SimResctrl(&'static Preset),
+}
+
+impl Machine {
+    /// Opens the machine `selector` names: checks that it exists (a known preset, a readable
+    /// spec or snapshot) without reading more of a live host than asked for later.
+    pub fn open(selector: &MachineSelector) -> Result<Machine> {
+        let access = match selector {
+            MachineSelector::Host { root } => Access::Host {
+                root: root.clone(),
+                platform: OnceLock::new(),
+            },
+            MachineSelector::Snapshot { .. } => Access::Snapshot(selector.open()?),
+            MachineSelector::SimFile { .. } => Access::SimPcie(selector.open()?),
+            MachineSelector::SimPreset { name } => {
+                match RESCTRL_PRESETS.iter().find(|p| p.name == name) {
+                    Some(preset) => Access::SimResctrl(preset),
+                    None if presets::preset(name).is_some() => Access::SimPcie(selector.open()?),
+                    None => {
+                        return Err(Error::bad_input(format!(
+                            "unknown preset 'sim:{name}': simulated PCIe platforms are {} \
+                             (or a spec file, sim:FILE.toml); simulated resctrl machines are {}",
+                            presets::names().join(", "),
+                            resctrl_preset_names()
+                        )))
+                    }
+                }
+            }
+        };
+        Ok(Machine {
+            selector: selector.clone(),
+            access,
+        })
+    }
+
+    /// The selector this machine was opened from.
+    pub fn selector(&self) -> &MachineSelector {
+        &self.selector
+    }
+
+    /// The machine's PCIe platform: its topology and, on `sim:`, the spec's `[sim]` and
+    /// `[platform]` tables. A simulated resctrl machine has none.
+    pub fn platform(&self) -> Result<&Platform> {
+        match &self.access {
+            Access::Host { platform, .. } => {
+                if let Some(read) = platform.get() {
+                    return Ok(read);
+                }
+                let read = self.selector.open()?;
+                Ok(platform.get_or_init(|| read))
+            }
+            Access::Snapshot(platform) | Access::SimPcie(platform) => Ok(platform),
+            Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
+        }
+    }
+
+    /// The machine's PCIe topology (see [`Machine::platform`]).
+    pub fn topology(&self) -> Result<&Topology> {
+        Ok(&self.platform()?.topology)
+    }
+
+    /// The machine's performance counters: perf_event_open on a host, the simulator's PMU
+    /// models on `sim:`, a snapshot's catalog PMUs (listed, not counted).
+    pub fn counters(&self) -> Result<Box<dyn Counters>> {
+        match &self.access {
+            Access::Host { root, .. } => Ok(Box::new(HostCounters { root: root.clone() })),
+            Access::Snapshot(platform) => Ok(Box::new(CatalogPmus {
+                machine: self.selector.to_string(),
+                pmus: root_port_pmus(&platform.topology),
+            })),
+            Access::SimPcie(_) => Ok(Box::new(self.simulated_pcie()?)),
+            Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
+        }
+    }
+
+    /// The machine's resctrl: the host's mount (`<root>/sys/fs/resctrl` unless
+    /// `options.resctrl_dir` says otherwise) or the simulated MPAM/RDT kernel.
+    pub fn qos(&self, options: &QosOptions) -> Result<Box<dyn QosBackend>> {
+        match &self.access {
+            Access::Host { root, .. } => {
+                let dir = options
+                    .resctrl_dir
+                    .clone()
+                    .unwrap_or_else(|| root.join("sys/fs/resctrl"));
+                Ok(Box::new(
+                    HostResctrl::new(dir)
+                        .with_proc(root.join("proc"))
+                        .with_precheck(options.precheck),
+                ))
+            }
+            _ => Ok(Box::new(
+                self.simulated_resctrl(options.state.as_deref(), options.cdp)?,
+            )),
+        }
+    }
+
+    /// The PCIe simulator of a `sim:` platform, for what only a simulator answers
+    /// (predictions, simulated runs).
+    pub fn simulated_pcie(&self) -> Result<SimulatedPcie> {
+        match &self.access {
+            Access::SimPcie(platform) => SimulatedPcie::new(
+                platform.name.clone(),
+                platform.topology.clone(),
+                &platform.sim,
+                &platform.platform,
+            ),
+            Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
+            _ => Err(Error::bad_input(format!(
+                "machine '{}' is not simulated: use sim:PRESET or sim:FILE.toml",
+                self.selector
+            ))),
+        }
+    }
+
+    /// The simulated MPAM/RDT machine, continued from `state` when that file exists; `cdp`
+    /// mounts with CDP when the state is created.
+    pub fn simulated_resctrl(&self, state: Option<&Path>, cdp: bool) -> Result<SimulatedResctrl> {
+        match &self.access {
+            Access::SimResctrl(preset) => SimulatedResctrl::open(preset, state, cdp),
+            _ => Err(Error::bad_input(format!(
+                "--machine {}: resctrl works on 'host' or a simulated resctrl machine ({})",
+                self.selector,
+                resctrl_preset_names()
+            ))),
+        }
+    }
+
+    fn no_pcie(&self, preset: &Preset) -> Error {
+        Error::bad_input(format!(
+            "{} is a simulated resctrl machine ({}): it has no PCIe topology or PMUs; \
+             simulated PCIe platforms are {}, or sim:FILE.toml",
+            self.selector,
+            preset.name,
+            presets::names()
+                .iter()
+                .map(|n| format!("sim:{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+/// The machine as `--machine` names it (`host`, `snapshot:DIR`, `sim:NAME`).
+impl fmt::Display for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.selector.fmt(f)
+    }
+}
+
+/// `"sim:yitian710".parse::<Machine>()`: parses a `--machine` value and opens it.
+impl FromStr for Machine {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Machine> {
+        Machine::open(&s.parse()?)
+    }
+}
+
+/// `sim:mpam-seed, sim:rdt-xeon8163`.
+fn resctrl_preset_names() -> String {
+    RESCTRL_PRESETS
+        .iter()
+        .map(|p| format!("sim:{}", p.name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Functions read from sysfs get lspci's vendor/device names from the installed pci.ids.
@@ -145,5 +356,154 @@ mod tests {
         for bad in ["", "sim:", "snapshot:", "hots"] {
             assert_eq!(bad.parse::<MachineSelector>().unwrap_err().exit_code(), 2);
         }
+    }
+
+    fn open(text: &str) -> Result<Machine> {
+        text.parse()
+    }
+
+    #[test]
+    fn a_simulated_pcie_platform_has_topology_and_counters_but_no_resctrl() {
+        let yitian = open("sim:yitian710").unwrap();
+        let root_ports = yitian
+            .topology()
+            .unwrap()
+            .functions()
+            .iter()
+            .filter(|f| f.kind == crate::topology::Kind::RootPort)
+            .count();
+        let crate::pmu::counters::PmuListing::Catalog(pmus) =
+            yitian.counters().unwrap().list(None).unwrap()
+        else {
+            panic!("a simulated platform lists catalog PMUs");
+        };
+        // The Yitian preset's root ports are all DesignWare (Alibaba): one PMU each.
+        assert_eq!(pmus.len(), root_ports);
+        assert!(pmus.iter().any(|p| p.name == "pcie_bdf_200"));
+        assert_eq!(yitian.counters().unwrap().pcie_pmus().unwrap(), pmus);
+        let err = yitian.qos(&QosOptions::default()).err().unwrap();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message().contains("sim:mpam-seed"), "{err}");
+    }
+
+    #[test]
+    fn a_simulated_resctrl_machine_has_resctrl_but_no_pcie() {
+        let mpam = open("sim:mpam-seed").unwrap();
+        assert_eq!(
+            mpam.qos(&QosOptions::default()).unwrap().name(),
+            "sim:mpam-seed"
+        );
+        for err in [
+            mpam.platform().err().unwrap(),
+            mpam.counters().err().unwrap(),
+            mpam.simulated_pcie().err().unwrap(),
+        ] {
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.message().contains("sim:yitian710"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_lists_its_root_port_pmus_but_counts_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let yitian = open("sim:yitian710").unwrap();
+        crate::topology::export::export_sysfs(yitian.topology().unwrap(), dir.path()).unwrap();
+        let snapshot = open(&format!("snapshot:{}", dir.path().display())).unwrap();
+        let counters = snapshot.counters().unwrap();
+        let listed = counters.list(Some("dwc_rootport_10")).unwrap();
+        let doc = listed.to_json("snapshot");
+        assert_eq!(doc["pmus"][0]["name"], "pcie_bdf_200");
+        assert_eq!(doc["pmus"].as_array().unwrap().len(), 1);
+        let request = crate::pmu::counters::StatRequest {
+            events: &["pcie_bdf_200/L0/".to_string()],
+            all_cpus: true,
+            mux_interval_ms: None,
+            interval_ms: None,
+            ber: None,
+            workload: &["sleep".to_string(), "1".to_string()],
+            read_file: &|p: &Path| Err(Error::bad_input(p.display().to_string())),
+        };
+        let err = counters.stat(&request).err().unwrap();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message().contains("no counters"), "{err}");
+        assert_eq!(
+            snapshot
+                .qos(&QosOptions::default())
+                .err()
+                .unwrap()
+                .exit_code(),
+            2
+        );
+    }
+
+    #[test]
+    fn the_host_reads_its_pci_tree_only_when_asked_and_resctrl_under_its_root() {
+        // Opening a host reads nothing: a root without sysfs opens, and fails only when asked
+        // for its topology.
+        let root = tempfile::tempdir().unwrap();
+        let host = Machine::open(&MachineSelector::Host {
+            root: root.path().to_path_buf(),
+        })
+        .unwrap();
+        assert!(host.platform().is_err());
+        // Its counters are the PMUs under the root's event_source: a DWC root-port PMU there
+        // is a PCIe PMU with the DesignWare catalog (unplaced: this root has no PCI tree).
+        let pmu_dir = root
+            .path()
+            .join(crate::pmu::sysfs::EVENT_SOURCE_DIR)
+            .join("dwc_rootport_10");
+        std::fs::create_dir_all(pmu_dir.join("format")).unwrap();
+        std::fs::write(pmu_dir.join("type"), "12\n").unwrap();
+        std::fs::write(pmu_dir.join("format/eventid"), "config:0-15\n").unwrap();
+        let pmus = host.counters().unwrap().pcie_pmus().unwrap();
+        assert_eq!(pmus.len(), 1);
+        assert_eq!(pmus[0].name, "dwc_rootport_10");
+        assert_eq!(pmus[0].family, crate::pmu::catalog::Family::DwcRootPort);
+        assert_eq!(pmus[0].root_port, None);
+        // Simulator-only settings are bad input on a host, before anything is opened.
+        let events = ["dwc_rootport_10/eventid=0x0/".to_string()];
+        let workload = ["true".to_string()];
+        let read_file = |p: &Path| Err(Error::bad_input(p.display().to_string()));
+        let mut request = crate::pmu::counters::StatRequest {
+            events: &events,
+            all_cpus: true,
+            mux_interval_ms: Some(8),
+            interval_ms: None,
+            ber: None,
+            workload: &workload,
+            read_file: &read_file,
+        };
+        let counters = host.counters().unwrap();
+        let err = counters.stat(&request).err().unwrap();
+        assert!(
+            err.message().contains("perf_event_mux_interval_ms"),
+            "{err}"
+        );
+        request.mux_interval_ms = None;
+        request.ber = Some(1e-9);
+        let err = counters.stat(&request).err().unwrap();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message().starts_with("--ber"), "{err}");
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/resctrl");
+        let mut qos = host
+            .qos(&QosOptions {
+                resctrl_dir: Some(fixture.clone()),
+                precheck: true,
+                ..QosOptions::default()
+            })
+            .unwrap();
+        assert_eq!(qos.name(), format!("host ({})", fixture.display()));
+        assert!(qos.read().unwrap().group("p1").is_some());
+        assert_eq!(host.simulated_pcie().err().unwrap().exit_code(), 2);
+    }
+
+    #[test]
+    fn an_unknown_preset_names_both_kinds() {
+        let err = open("sim:yitain710").err().unwrap();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message().contains("yitian710") && err.message().contains("mpam-seed"),
+            "{err}"
+        );
     }
 }

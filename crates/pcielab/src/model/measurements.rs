@@ -16,8 +16,12 @@ use crate::pcie::Generation;
 pub enum Workload {
     /// One device DMA transfer at a time (dmatest): `direction` from the device's side.
     Dma { direction: DmaDirection, size: u64 },
-    /// A CPU thread accessing a BAR with accesses of `width` bytes.
-    Mmio { op: MmioOp, width: u32 },
+    /// `threads` CPU threads accessing a BAR with accesses of `width` bytes.
+    Mmio {
+        op: MmioOp,
+        width: u32,
+        threads: u32,
+    },
     /// fio-style queued I/O of `bs` bytes; `device` is the device's DMA direction (a disk read
     /// is a device write).
     Queued {
@@ -33,11 +37,16 @@ impl Workload {
     pub fn label(&self) -> String {
         match self {
             Workload::Dma { direction, size } => format!("{} {size}", direction_name(*direction)),
-            Workload::Mmio { op, width } => format!(
-                "{} {width}",
+            Workload::Mmio { op, width, threads } => format!(
+                "{} {width}{}",
                 match op {
                     MmioOp::Store => "store",
                     MmioOp::Load => "load",
+                },
+                if *threads > 1 {
+                    format!(" t{threads}")
+                } else {
+                    String::new()
                 }
             ),
             Workload::Queued {
@@ -81,15 +90,16 @@ pub struct Measurement {
 
 /// The CSV directions and what they mean.
 const DIRECTIONS: &str = "write (device DMA writes host memory), read (device DMA reads it), \
-store / load (CPU MMIO to a BAR; size_bytes = access width), fio_read / fio_write (queued I/O; \
+store / load (CPU MMIO to a BAR; size_bytes = access width; optional jobs column = threads, \
+default 1), fio_read / fio_write (queued I/O; \
 optional iodepth and jobs columns, default 32 and 1)";
 
 /// Reads measurements from `text`, choosing the layout by content: JSON (fio), a CSV whose
 /// header names `size_bytes`, or the seed's dmatest table.
 pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measurement>> {
     let trimmed = text.trim_start();
-    let rows = if trimmed.starts_with('{') {
-        parse_fio_json(file, text)?
+    let rows = if let Some(json) = fio_json_text(trimmed) {
+        parse_fio_json(file, json)?
     } else if trimmed
         .lines()
         .next()
@@ -102,7 +112,30 @@ pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<V
     if rows.is_empty() {
         return Err(Error::bad_input(format!("{file}: no measurements in it")));
     }
+    if rows.len() > MAX_MEASUREMENTS {
+        return Err(Error::bad_input(format!(
+            "{file}: {} measurements; at most {MAX_MEASUREMENTS} (fitting runs the model for every row at every step)",
+            rows.len()
+        )));
+    }
     Ok(rows)
+}
+
+/// The most measurement rows one file may give: far more than a sweep has, few enough that a
+/// fit over all of them ends in seconds.
+pub const MAX_MEASUREMENTS: usize = 10_000;
+
+/// The JSON document in fio's output: fio prints `note:` and `fio:` lines (e.g. "queue depth
+/// will be capped at 1") on stdout ahead of it, so those are skipped.
+fn fio_json_text(text: &str) -> Option<&str> {
+    let mut rest = text;
+    while !rest.starts_with('{') {
+        if !(rest.starts_with("note:") || rest.starts_with("fio:")) {
+            return None;
+        }
+        rest = rest.split_once('\n')?.1.trim_start();
+    }
+    Some(rest)
 }
 
 /// The CSV layout: a header naming the columns (any order), one measurement per line.
@@ -219,6 +252,7 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
                         "{file}:{n}: column 'size_bytes': {size} is not an MMIO access width (4, 8, 16, 32 or 64)"
                     ))
                 })?,
+                threads: count(jobs_col, "jobs", 1)?,
             },
             io @ ("fio_read" | "fio_write") => Workload::Queued {
                 device: if io == "fio_read" {
@@ -398,12 +432,20 @@ struct FioDirection {
     bw_bytes: f64,
 }
 
+/// fio's I/O engines that submit one I/O at a time whatever `iodepth` says.
+const SYNC_ENGINES: [&str; 5] = ["sync", "psync", "vsync", "pvsync", "pvsync2"];
+
 /// fio's `--output-format=json`: one measurement per job and direction that moved data; block
-/// size, queue depth and job count from the job's options (or the global ones).
+/// size, queue depth and job count from the job's options (or the global ones). Without
+/// `group_reporting` fio reports each of a job's `numjobs` clones on its own (same name and
+/// options, each with its own bandwidth): their bandwidths are summed into one measurement, as
+/// `group_reporting` would give. Synchronous engines have a queue depth of 1 (fio caps it).
 pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
     let out: FioOutput = serde_json::from_str(text)
         .map_err(|e| Error::bad_input(format!("{file}: not fio JSON output: {e}")))?;
-    let mut rows = Vec::new();
+    let mut rows: Vec<Measurement> = Vec::new();
+    let mut clone_of: Vec<(&str, &std::collections::BTreeMap<String, serde_json::Value>)> =
+        Vec::new();
     for job in &out.jobs {
         let option = |key: &str| -> Option<String> {
             job.options
@@ -431,12 +473,28 @@ pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
                 }),
             }
         };
-        let (iodepth, jobs) = (number("iodepth", 1)?, number("numjobs", 1)?);
+        let synchronous = option("ioengine").is_some_and(|e| SYNC_ENGINES.contains(&e.as_str()));
+        let iodepth = if synchronous {
+            1
+        } else {
+            number("iodepth", 1)?
+        };
+        let jobs = number("numjobs", 1)?;
         for (device, dir) in [
             (DmaDirection::Write, &job.read),
             (DmaDirection::Read, &job.write),
         ] {
             if dir.bw_bytes > 0.0 {
+                let key = (job.jobname.as_str(), &job.options);
+                let earlier = clone_of.iter().zip(&mut rows).find(|(k, row)| {
+                    **k == key
+                        && matches!(row.workload, Workload::Queued { device: d, .. } if d == device)
+                });
+                if let Some((_, row)) = earlier {
+                    row.mbps += dir.bw_bytes / 1e6;
+                    continue;
+                }
+                clone_of.push(key);
                 rows.push(Measurement {
                     workload: Workload::Queued {
                         device,
@@ -461,6 +519,30 @@ mod tests {
 
     fn base() -> LinkParams {
         LinkParams::new(Generation::Gen3, 4)
+    }
+
+    #[test]
+    fn a_file_of_more_rows_than_a_fit_takes_is_bad_input() {
+        let row = "64,write,14.7\n";
+        let text = format!(
+            "size_bytes,direction,MBps\n{}",
+            row.repeat(MAX_MEASUREMENTS + 1)
+        );
+        let e = parse_measurements("m.csv", &text, &base()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .contains("m.csv: 10001 measurements; at most 10000"),
+            "{e}"
+        );
+        let text = format!(
+            "size_bytes,direction,MBps\n{}",
+            row.repeat(MAX_MEASUREMENTS)
+        );
+        assert_eq!(
+            parse_measurements("m.csv", &text, &base()).unwrap().len(),
+            MAX_MEASUREMENTS
+        );
     }
 
     #[test]
@@ -559,6 +641,31 @@ mod tests {
             e.message().contains("t.txt:2: 1 cells for 2 sizes"),
             "{}",
             e.message()
+        );
+    }
+
+    #[test]
+    fn fio_clones_sum_and_its_notes_are_skipped() {
+        // fio 3.33, numjobs=2 without group_reporting, psync: a note on stdout first, then
+        // each clone with its own bandwidth and the job's options.
+        let clone = r#"{"jobname":"r","groupid":0,"job options":{"rw":"randread","bs":"4k",
+          "iodepth":"4","ioengine":"psync","numjobs":"2"},"read":{"bw_bytes":50000000},
+          "write":{"bw_bytes":0}}"#;
+        let text = format!(
+            "note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will \
+             be capped at 1\n{{\"fio version\":\"fio-3.33\",\"jobs\":[{clone},{clone}]}}"
+        );
+        let rows = parse_measurements("f.json", &text, &base()).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].mbps, 100.0);
+        assert_eq!(
+            rows[0].workload,
+            Workload::Queued {
+                device: DmaDirection::Write,
+                bs: 4096,
+                iodepth: 1,
+                jobs: 2
+            }
         );
     }
 

@@ -126,14 +126,54 @@ impl LinkParams {
     }
 }
 
+/// Transfers long enough that DLLP coalescing reaches its steady state.
+const STREAM_TLPS: u64 = 4096;
+
 /// The link-achievable payload rate, MB/s per direction: a long stream of Max_Payload_Size
 /// writes with every per-TLP, DLLP, SKP (and FLIT) overhead charged. This is what "% of link"
 /// compares against; the line rate (after encoding only) is about 7-10 % higher and cannot be
 /// reached by payload.
 pub fn achievable_mbps(link: &LinkParams) -> f64 {
-    // Enough TLPs that DLLP coalescing reaches its steady state.
-    const STREAM_TLPS: u64 = 4096;
     write(u64::from(link.mps) * STREAM_TLPS, link).throughput_mbps(link, Overheads::Full)
+}
+
+/// Wire bytes per payload byte on a link carrying long streams of device DMA, for turning byte
+/// counts that know only the payload (a PMU's data-payload counter, a disk's sectors, a NIC's
+/// bytes) into an estimate of what crossed the link: TLP headers, digest and framing, and the
+/// Ack/UpdateFC DLLPs each direction returns for the other (`Overheads::Full`, SKP excluded).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WireEstimate {
+    /// Per byte the device writes to memory (Memory Writes up): (upstream, downstream) bytes.
+    per_byte_up: (f64, f64),
+    /// Per byte the device reads from memory (requests up, completions down).
+    per_byte_down: (f64, f64),
+}
+
+impl WireEstimate {
+    /// The estimate for `link`'s MPS, MRRS and generation: MPS-sized writes, MRRS-sized reads.
+    pub fn for_link(link: &LinkParams) -> WireEstimate {
+        let per_byte = |t: Traffic| {
+            let payload = t.payload_bytes as f64;
+            (
+                t.upstream.wire_bytes(link.gen, Overheads::Full) / payload,
+                t.downstream.wire_bytes(link.gen, Overheads::Full) / payload,
+            )
+        };
+        WireEstimate {
+            per_byte_up: per_byte(write(u64::from(link.mps) * STREAM_TLPS, link)),
+            per_byte_down: per_byte(read(u64::from(link.mrrs) * STREAM_TLPS, link)),
+        }
+    }
+
+    /// (upstream, downstream) wire bytes for `up` payload bytes moved toward the root complex
+    /// and `down` bytes moved away from it.
+    pub fn wire_bytes(&self, up: u64, down: u64) -> (f64, f64) {
+        let (up, down) = (up as f64, down as f64);
+        (
+            up * self.per_byte_up.0 + down * self.per_byte_down.0,
+            up * self.per_byte_up.1 + down * self.per_byte_down.1,
+        )
+    }
 }
 
 /// What travels in one direction of the link for one transfer.
@@ -418,6 +458,34 @@ mod tests {
             mps,
             ..LinkParams::new(gen, width)
         }
+    }
+
+    #[test]
+    fn wire_estimate_charges_headers_framing_and_the_returned_dllps() {
+        let estimate = WireEstimate::for_link(&link(Gen3, 4, 256));
+        let mib = 1u64 << 20;
+        // Device writes: 256 B payload + 12 B header + 8 B framing per TLP, nothing else up.
+        let (up, down) = estimate.wire_bytes(mib, 0);
+        assert!((up - mib as f64 * 276.0 / 256.0).abs() < 1e-6, "{up}");
+        // Down carries only the Acks and UpdateFCs for them: 8 B each, coalesced to well under
+        // one of each per 276 B TLP (two per TLP would be 16/256 = 6 %).
+        assert!(
+            down > mib as f64 * 0.005 && down < mib as f64 * 0.03,
+            "{down}"
+        );
+        // Device reads: 256 B completions (12 B header, 8 B framing) down with the Acks and
+        // UpdateFCs for the requests; a 20 B request per 512 B MRRS up, plus the Acks for the
+        // completions.
+        let (up, down) = estimate.wire_bytes(0, mib);
+        let completions = mib as f64 * 276.0 / 256.0;
+        assert!(
+            down > completions && down < completions + mib as f64 * 0.03,
+            "{down}"
+        );
+        assert!(
+            up > mib as f64 * 20.0 / 512.0 && up < mib as f64 * 0.06,
+            "{up}"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! link), plan reads that carry narrow counters' wraps, open and count around the workload
 //! (perf_event_open), and return the outcome ready for the perf-style or JSON report.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -12,10 +12,13 @@ use crate::model::path::path_ceiling;
 use crate::pcie::link::raw_mbps;
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::Group;
+use crate::pmu::counters::{Counters, PmuListing, StatDone, StatEnd, StatRequest};
 use crate::pmu::event::{EventAttr, EventContext};
+use crate::pmu::hostlist::{host_listing, host_pcie_devices};
 use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
 use crate::pmu::stat::{EventLabel, StatOutcome};
 use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
+use crate::pmu::PmuDevice;
 use crate::topology::{Kind, Topology};
 
 /// What the user asked `stat --machine host` to do.
@@ -256,6 +259,66 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
         interrupted: run.interrupted,
         notes,
     })
+}
+
+/// The live host's counters: the PMUs under `<root>/sys/bus/event_source/devices`, counted
+/// through perf_event_open.
+pub struct HostCounters {
+    /// The filesystem root (`/` on a real host).
+    pub root: PathBuf,
+}
+
+impl Counters for HostCounters {
+    fn pcie_pmus(&self) -> Result<Vec<PmuDevice>> {
+        host_pcie_devices(&self.root)
+    }
+
+    fn list(&self, only: Option<&str>) -> Result<PmuListing> {
+        Ok(PmuListing::Host(host_listing(&self.root, only)?))
+    }
+
+    fn dry_run(&self, events: &[String]) -> Result<String> {
+        Ok(dry_run(&encode_events(&self.root, events)?))
+    }
+
+    fn stat(&self, request: &StatRequest) -> Result<StatEnd> {
+        if request.ber.is_some() {
+            return Err(Error::bad_input(
+                "--ber injects link bit errors into a simulated machine: a host's errors are \
+                 its own (count them with the PMU's error events)",
+            ));
+        }
+        if let Some(ms) = request.mux_interval_ms {
+            return Err(Error::bad_input(format!(
+                "--mux-interval-ms {ms}: a host rotates time-shared events at each PMU's own \
+                 perf_event_mux_interval_ms (as root: echo {ms} > \
+                 /sys/bus/event_source/devices/PMU/perf_event_mux_interval_ms)"
+            )));
+        }
+        let encoded = encode_events(&self.root, request.events)?;
+        if let Some(why) = missing_workload(request.workload) {
+            return Ok(StatEnd::WorkloadNotFound(why));
+        }
+        let host_request = HostStatRequest {
+            root: &self.root,
+            all_cpus: request.all_cpus,
+            interval_ms: request.interval_ms,
+            workload: request.workload,
+        };
+        let done = run(&host_request, &encoded)?;
+        Ok(StatEnd::Counted(StatDone {
+            workload_json: serde_json::json!({
+                "argv": request.workload,
+                "exit_code": done.exit_code,
+                "interrupted": done.interrupted,
+                "notes": done.notes,
+            }),
+            outcome: done.outcome,
+            workload_report: String::new(),
+            notes: done.notes,
+            exit_code: done.exit_code,
+        }))
+    }
 }
 
 /// Why a group can never be on the counters at once, when the catalog's rules say so: two

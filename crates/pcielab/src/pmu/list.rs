@@ -1,28 +1,37 @@
-//! What `pmu list` reports: the PCIe PMUs of a machine (host, snapshot or simulated), as the
-//! `--json` document of docs/pmu.md and as the text table of each PMU's events.
+//! What `pmu list` reports for catalog PMUs (a simulated or snapshot machine's one DesignWare
+//! PMU per DWC root port), as the `--json` document of docs/pmu.md and as the text table of
+//! each PMU's events; a host's listing is `hostlist`.
 
 use serde_json::{json, Value};
 
-use crate::error::Result;
-use crate::machine::MachineSelector;
-use crate::pmu::hostlist::host_pcie_devices;
-use crate::pmu::{root_port_pmus, PmuDevice};
-use crate::sim::SimulatedPcie;
+use crate::error::{Error, Result};
+use crate::pmu::catalog::nearest;
+use crate::pmu::PmuDevice;
 
-/// The PMUs of the machine `selector` names: the kernel's on a host, one DesignWare PMU per DWC
-/// root port on snapshot and sim machines.
-pub fn machine_pmus(selector: &MachineSelector) -> Result<Vec<PmuDevice>> {
-    match selector {
-        MachineSelector::Host { root } => host_pcie_devices(root),
-        MachineSelector::Snapshot { .. } => Ok(root_port_pmus(&selector.open()?.topology)),
-        _ => Ok(SimulatedPcie::open(selector)?.pmus()),
+/// The PMU named `only` (any of its names), or all of them when `None`; bad input naming the
+/// nearest names when the machine has no such PMU.
+pub fn only_pmu(pmus: Vec<PmuDevice>, only: Option<&str>) -> Result<Vec<PmuDevice>> {
+    let Some(name) = only else {
+        return Ok(pmus);
+    };
+    let names = || {
+        pmus.iter()
+            .flat_map(|p| std::iter::once(&p.name).chain(&p.aliases))
+    };
+    if !names().any(|n| n == name) {
+        let near = nearest(name, names().map(String::as_str));
+        return Err(Error::bad_input(format!(
+            "--pmu {name}: this machine has no such PMU; nearest: {}",
+            near.join(", ")
+        )));
     }
+    Ok(pmus.into_iter().filter(|p| p.answers_to(name)).collect())
 }
 
 /// The `--json` document: the machine and every PMU with its full event catalog.
-pub fn list_json(selector: &MachineSelector, pmus: &[PmuDevice]) -> Value {
+pub fn list_json(machine: &str, pmus: &[PmuDevice]) -> Value {
     json!({
-        "machine": selector.to_string(),
+        "machine": machine,
         "pmus": pmus.iter().map(|p| json!({
             "name": p.name,
             "aliases": p.aliases,
@@ -45,9 +54,9 @@ pub fn list_json(selector: &MachineSelector, pmus: &[PmuDevice]) -> Value {
 }
 
 /// The text form: per PMU a heading line, then a table of its events, then a blank line.
-pub fn render_list(selector: &MachineSelector, pmus: &[PmuDevice]) -> String {
+pub fn render_list(machine: &str, pmus: &[PmuDevice]) -> String {
     if pmus.is_empty() {
-        return format!("{selector}: no PCIe PMUs\n");
+        return format!("{machine}: no PCIe PMUs\n");
     }
     let mut out = String::new();
     for p in pmus {
@@ -95,8 +104,7 @@ mod tests {
 
     #[test]
     fn json_names_the_pmu_its_port_and_every_event() {
-        let selector: MachineSelector = "sim:yitian710".parse().unwrap();
-        let doc = list_json(&selector, &one_port());
+        let doc = list_json("sim:yitian710", &one_port());
         assert_eq!(doc["machine"], "sim:yitian710");
         let pmu = &doc["pmus"][0];
         assert_eq!(pmu["name"], "pcie_bdf_200");
@@ -111,8 +119,7 @@ mod tests {
 
     #[test]
     fn text_has_a_heading_and_one_row_per_event() {
-        let selector: MachineSelector = "sim:yitian710".parse().unwrap();
-        let text = render_list(&selector, &one_port());
+        let text = render_list("sim:yitian710", &one_port());
         let lines: Vec<&str> = text.lines().collect();
         assert!(
             lines[0].starts_with("pcie_bdf_200 (also dwc_rootport_"),
@@ -126,6 +133,9 @@ mod tests {
         );
         assert!(lines[1].trim_start().starts_with("EVENT"));
         assert_eq!(lines.len(), 2 + Family::DwcRootPort.events().len() + 1);
-        assert_eq!(render_list(&selector, &[]), "sim:yitian710: no PCIe PMUs\n");
+        assert_eq!(
+            render_list("sim:yitian710", &[]),
+            "sim:yitian710: no PCIe PMUs\n"
+        );
     }
 }

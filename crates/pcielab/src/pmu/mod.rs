@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod counter;
+pub mod counters;
 pub mod event;
 pub mod host;
 pub mod hostlist;
@@ -82,7 +83,8 @@ impl PmuDevice {
         }
     }
 
-    fn answers_to(&self, name: &str) -> bool {
+    /// Whether `name` is one of this device's names.
+    pub fn answers_to(&self, name: &str) -> bool {
         self.name == name || self.aliases.iter().any(|a| a == name)
     }
 }

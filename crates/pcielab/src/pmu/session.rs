@@ -25,6 +25,9 @@ pub struct CountOptions {
     pub mux_interval_ns: u64,
     /// Print interval (`-I`); `None` reads once at the end.
     pub interval_ns: Option<u64>,
+    /// How often the counting program reads the counters besides rotations and prints, so that
+    /// narrow counters' wraps are carried (pcielab's own reads on a host); `None`: no extra reads.
+    pub read_period_ns: Option<u64>,
 }
 
 impl Default for CountOptions {
@@ -32,6 +35,7 @@ impl Default for CountOptions {
         CountOptions {
             mux_interval_ns: DEFAULT_MUX_INTERVAL_NS,
             interval_ns: None,
+            read_period_ns: None,
         }
     }
 }
@@ -144,6 +148,10 @@ struct Context {
     rotate_necessary: bool,
 }
 
+/// The most counter rotations one count simulates: time-shared events over a long workload
+/// are rotated (and read) this many times at most, an hour at the default 4 ms.
+pub const MAX_ROTATIONS: u64 = 1_000_000;
+
 /// The most `-I` intervals one count keeps (each holds a reading of every event).
 pub const MAX_INTERVALS: u64 = 100_000;
 
@@ -154,9 +162,12 @@ fn check_request(
     duration_ns: u64,
 ) -> Result<()> {
     check_groups(groups)?;
-    if options.mux_interval_ns == 0 || options.interval_ns == Some(0) {
+    if options.mux_interval_ns == 0
+        || options.interval_ns == Some(0)
+        || options.read_period_ns == Some(0)
+    {
         return Err(Error::bad_input(
-            "the mux interval and the print interval must be at least 1 ns",
+            "the mux, print and read intervals must be at least 1 ns",
         ));
     }
     if let Some(interval) = options.interval_ns {
@@ -168,6 +179,20 @@ fn check_request(
                 duration_ns / interval
             )));
         }
+    }
+    Ok(())
+}
+
+/// Refuses more than [`MAX_ROTATIONS`] rotations when some context rotates at all.
+fn check_rotations(rotating: bool, options: &CountOptions, duration_ns: u64) -> Result<()> {
+    let rotations = duration_ns / options.mux_interval_ns;
+    if rotating && rotations > MAX_ROTATIONS {
+        return Err(Error::bad_input(format!(
+            "the events time-share counters, rotated every {} ms: over a {} s workload that is {rotations} rotations; at most {MAX_ROTATIONS}: raise --mux-interval-ms to {} or more, or count fewer events at once",
+            options.mux_interval_ns as f64 / 1e6,
+            duration_ns / 1_000_000_000,
+            duration_ns.div_ceil(MAX_ROTATIONS).div_ceil(1_000_000)
+        )));
     }
     Ok(())
 }
@@ -379,14 +404,10 @@ pub fn emulate(
         .enumerate()
         .flat_map(|(g, events)| events.iter().map(move |e| (g, e)))
         .collect();
-    let mut window_ends: Vec<u64> = match options.interval_ns {
-        Some(i) => (1..)
-            .map(|k| k * i)
-            .take_while(|&t| t < duration_ns)
-            .collect(),
-        None => Vec::new(),
-    };
-    window_ends.push(duration_ns);
+    let rotating = rotations
+        .iter()
+        .any(|r| !r.order.is_empty() && r.settles_after != Some(0));
+    check_rotations(rotating, options, duration_ns)?;
     // Per event: the perf count so far and the ground truth at the last window's end.
     let mut counted = vec![0u64; events.len()];
     let mut truth_then: Vec<Option<u64>> = vec![None; events.len()];
@@ -394,8 +415,16 @@ pub fn emulate(
         elapsed_ns: duration_ns,
         ..Counts::default()
     };
+    // Windows run from one read of every scheduled event (a print, an extra read) to the next.
     let mut start = 0;
-    for &end in &window_ends {
+    loop {
+        let next_print = options
+            .interval_ns
+            .map_or(u64::MAX, |i| (start / i + 1) * i);
+        let next_read = options
+            .read_period_ns
+            .map_or(u64::MAX, |r| (start / r + 1) * r);
+        let end = next_print.min(next_read).min(duration_ns);
         for (k, &(group, event)) in events.iter().enumerate() {
             let rotation = &rotations[event.device];
             if !rotation.is_ever_on(group) {
@@ -425,6 +454,10 @@ pub fn emulate(
             counted[k] += stretches.sum(0, stretches.count, from, to);
             truth_then[k] = Some(to);
         }
+        if end < duration_ns && end != next_print {
+            start = end;
+            continue;
+        }
         let readings: Vec<Reading> = events
             .iter()
             .enumerate()
@@ -438,6 +471,7 @@ pub fn emulate(
             counts.intervals.push((end, readings));
         } else {
             counts.totals = readings;
+            break;
         }
         start = end;
     }
@@ -487,10 +521,22 @@ pub fn emulate_stepwise(
         ..Counts::default()
     };
     let mut now = 0u64;
+    // Only a context with more groups than counters rotates; when none does, a tick changes
+    // nothing, so the run goes from print to print (a week-long `sleep` is a few steps, not
+    // 150 million ticks).
+    let rotating = contexts.iter().any(|c| c.rotate_necessary);
+    check_rotations(rotating, options, duration_ns)?;
     while now < duration_ns {
-        let next_tick = (now / options.mux_interval_ns + 1) * options.mux_interval_ns;
+        let next_tick = if rotating {
+            (now / options.mux_interval_ns + 1) * options.mux_interval_ns
+        } else {
+            u64::MAX
+        };
         let next_print = options.interval_ns.map_or(u64::MAX, |i| (now / i + 1) * i);
-        let next = next_tick.min(next_print).min(duration_ns);
+        let next_read = options
+            .read_period_ns
+            .map_or(u64::MAX, |r| (now / r + 1) * r);
+        let next = next_tick.min(next_print).min(next_read).min(duration_ns);
         for s in &mut states {
             s.enabled_ns += next - now;
             if contexts[s.event.device].scheduled.contains(&s.group) {
@@ -498,8 +544,10 @@ pub fn emulate_stepwise(
             }
         }
         now = next;
-        if now == next_print && now < duration_ns {
+        if (now == next_print || now == next_read) && now < duration_ns {
             fold_running(&contexts, &mut states, truth, now);
+        }
+        if now == next_print && now < duration_ns {
             counts
                 .intervals
                 .push((now, states.iter().map(EventState::reading).collect()));
@@ -681,6 +729,21 @@ mod tests {
         assert_eq!(c.intervals.len(), 5);
         let second = c.intervals[1].1[0].since(&c.intervals[0].1[0]);
         assert_eq!(second.value, 1_000_000_000);
+        // Reads every 2 s (under the 4.29 s wrap) carry the wraps too, and print nothing.
+        let reads = CountOptions {
+            read_period_ns: Some(2_000_000_000),
+            ..CountOptions::default()
+        };
+        let c = emulate(&Linear(1), &devices(), &groups, &reads, long).unwrap();
+        assert_eq!(c.totals[0].value, long);
+        assert!(c.intervals.is_empty());
+        // Reads every 4.5 s are too slow for a wrap every 4.29 s: one wrap is lost again.
+        let slow = CountOptions {
+            read_period_ns: Some(4_500_000_000),
+            ..CountOptions::default()
+        };
+        let c = emulate(&Linear(1), &devices(), &groups, &slow, long).unwrap();
+        assert_eq!(c.totals[0].value, long - (1 << 32));
     }
 
     /// Ground truth made of steady phases: from each phase's start, every event counts at the
@@ -787,12 +850,14 @@ mod tests {
             mux_ms in 1u64..=5,
             mux_extra_ns in prop_oneof![Just(0u64), 1u64..1000],
             interval_ms in prop::option::of(50u64..400),
+            read_ms in prop::option::of(7u64..300),
             duration_ns in prop_oneof![Just(0u64), 1u64..2_000_000_000],
         ) {
             let devices = two_ports();
             let options = CountOptions {
                 mux_interval_ns: mux_ms * 1_000_000 + mux_extra_ns,
                 interval_ns: interval_ms.map(|ms| ms * 1_000_000),
+                read_period_ns: read_ms.map(|ms| ms * 1_000_000),
             };
             let fast = emulate(&truth, &devices, &groups, &options, duration_ns).unwrap();
             let stepwise = emulate_stepwise(&truth, &devices, &groups, &options, duration_ns).unwrap();

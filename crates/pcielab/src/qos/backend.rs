@@ -1,7 +1,7 @@
 //! One interface over every resctrl backend: read the whole state, perform one kernel operation
 //! (mkdir, rmdir, a write to schemata/tasks/cpus_list/mode), read the monitors, let time pass.
 //! [`Op`] is the operation as data, so `apply` can plan, check a plan against the kernel model
-//! and undo it; [`open`] turns a `--machine` selector into a backend.
+//! and undo it; `machine::Machine::qos` opens the backend of a machine.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,12 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::cpuset::CpuSet;
-use super::host::HostResctrl;
 use super::resctrl::{GroupRef, Resctrl};
 use super::schemata::{Errno, Rejection};
-use super::sim::SimulatedResctrl;
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
 
 /// One change to a resctrl mount, as the kernel sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -133,6 +130,17 @@ pub trait QosBackend {
     fn mon_data(&mut self) -> Result<Vec<MonReading>>;
     /// Let `interval` pass (a host sleeps; a simulated machine runs its model).
     fn wait(&mut self, interval: Duration) -> Result<()>;
+    /// Whether `count` waits of `interval` are a run this backend does: at most a week in all
+    /// ([`crate::input::MAX_DURATION_S`]); a simulated machine also bounds its model steps.
+    fn check_waits(&self, interval: Duration, count: u32) -> Result<()> {
+        let total_s = interval.as_secs_f64() * f64::from(count);
+        crate::input::duration_s(
+            &format!("{count} intervals of {} ms", interval.as_millis()),
+            total_s,
+            true,
+        )?;
+        Ok(())
+    }
     /// Make changes durable (a simulated machine writes its state file).
     fn save(&mut self) -> Result<()>;
     /// A request was refused before it reached the kernel: a simulated kernel records the
@@ -142,10 +150,10 @@ pub trait QosBackend {
     }
 }
 
-/// Where a backend is: the `--machine` selector plus the overrides commands accept.
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub machine: MachineSelector,
+/// How to open a machine's resctrl: the overrides `qos` commands accept
+/// (`machine::Machine::qos` picks the backend).
+#[derive(Debug, Clone, Default)]
+pub struct QosOptions {
     /// Host: the resctrl mount (default `<root>/sys/fs/resctrl`).
     pub resctrl_dir: Option<PathBuf>,
     /// Sim: the state file that carries the machine between invocations.
@@ -154,29 +162,4 @@ pub struct Target {
     pub cdp: bool,
     /// Host: check each request against the kernel model before writing (off: the kernel decides).
     pub precheck: bool,
-}
-
-/// Open the backend a target names.
-pub fn open(target: &Target) -> Result<Box<dyn QosBackend>> {
-    match &target.machine {
-        MachineSelector::Host { root } => {
-            let dir = target
-                .resctrl_dir
-                .clone()
-                .unwrap_or_else(|| root.join("sys/fs/resctrl"));
-            Ok(Box::new(
-                HostResctrl::new(dir)
-                    .with_proc(root.join("proc"))
-                    .with_precheck(target.precheck),
-            ))
-        }
-        MachineSelector::SimPreset { .. } => Ok(Box::new(SimulatedResctrl::open(
-            &target.machine,
-            target.state.as_deref(),
-            target.cdp,
-        )?)),
-        other => Err(Error::bad_input(format!(
-            "--machine {other}: qos works on 'host' or 'sim:PRESET' (sim:mpam-seed, sim:rdt-xeon8163)"
-        ))),
-    }
 }

@@ -6,7 +6,6 @@
 use super::cpuset::CpuSet;
 use super::info::{CacheResource, Info, KernelRules, MbResource, MonResource};
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
 
 /// The kernel whose resctrl rules the simulated machines follow: pid lists in one `tasks` write
 /// (since 6.7) and the MB messages from before 6.12 ("Non-decimal digit in MB value").
@@ -121,21 +120,6 @@ impl Preset {
                         .join(", ")
                 ))
             })
-    }
-
-    /// The preset a `--machine` selector names (`sim:mpam-seed`).
-    pub fn from_selector(sel: &MachineSelector) -> Result<&'static Preset> {
-        match sel {
-            MachineSelector::SimPreset { name } => Preset::by_name(name),
-            other => Err(Error::bad_input(format!(
-                "--machine {other}: simulated QoS needs sim:PRESET, one of {}",
-                PRESETS
-                    .iter()
-                    .map(|p| format!("sim:{}", p.name))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
-        }
     }
 
     pub fn cbm_mask(&self) -> u64 {

@@ -5,17 +5,16 @@
 //! for something the kernel would refuse fails with the kernel's message.
 
 use super::sim::MAX_STEPS;
-use crate::input::{duration_s, in_range, read_input_file};
+use crate::input::{duration_s, in_range, read_input_file, readable_f64};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use super::backend::{MonReading, Op, QosBackend};
 use super::engine::{EngineConfig, Step};
-use super::presets::Preset;
 use super::sim::SimulatedResctrl;
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
+use crate::machine::{Machine, MachineSelector};
 
 /// A scenario file.
 #[derive(Debug, Clone, Deserialize)]
@@ -142,7 +141,7 @@ pub enum MetricKind {
 }
 
 /// One plotted line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Line {
     pub label: String,
     pub kind: MetricKind,
@@ -159,7 +158,7 @@ impl Line {
 }
 
 /// A finished run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     pub name: String,
     pub title: String,
@@ -240,8 +239,15 @@ impl Scenario {
         Scenario::parse(&text, &path.display().to_string())
     }
 
+    /// The scenario's machine: a simulated resctrl machine (`sim:mpam-seed`).
+    fn open_machine(&self) -> Result<Machine> {
+        let machine = Machine::open(&self.machine.parse::<MachineSelector>()?)?;
+        machine.simulated_resctrl(None, false)?;
+        Ok(machine)
+    }
+
     fn check(&self, origin: &str) -> Result<()> {
-        Preset::from_selector(&self.machine.parse::<MachineSelector>()?)
+        self.open_machine()
             .map_err(|e| Error::bad_input(format!("{origin}: machine: {e}")))?;
         if self.series.is_empty() {
             return Err(Error::bad_input(format!("{origin}: no [[series]]")));
@@ -262,7 +268,7 @@ impl Scenario {
             if span / self.step_s > MAX_STEPS as f64 {
                 return Err(Error::bad_input(format!(
                     "{origin}: {name} / step_s = {span} / {} is more than {MAX_STEPS} model steps: raise step_s",
-                    self.step_s
+                    readable_f64(self.step_s)
                 )));
             }
         }
@@ -308,6 +314,20 @@ impl Scenario {
                 }
             }
         }
+        // Every series value is a run of its own; together they are one run's worth of steps.
+        let per_run = if self.x == XFrom::Time {
+            self.duration_s
+        } else {
+            self.measure_s
+        } / self.step_s;
+        let runs: usize = self.series.iter().map(|s| s.values.len().max(1)).sum();
+        let total = runs as f64 * per_run.round().max(1.0);
+        if total > MAX_STEPS as f64 {
+            return Err(Error::bad_input(format!(
+                "{origin}: {runs} series values of {} model steps each are {total} steps; at most {MAX_STEPS} in all: fewer values or a larger step_s",
+                per_run.round().max(1.0)
+            )));
+        }
         Ok(())
     }
 
@@ -322,7 +342,7 @@ impl Scenario {
     /// Run every series and value.
     pub fn run(&self) -> Result<Outcome> {
         let started = Instant::now();
-        let selector: MachineSelector = self.machine.parse()?;
+        let machine = self.open_machine()?;
         let mut lines: Vec<Line> = Vec::new();
         for series in &self.series {
             let values: Vec<String> = if self.x == XFrom::Time && series.values.is_empty() {
@@ -340,8 +360,9 @@ impl Scenario {
                 });
             }
             for value in &values {
-                let mut sim =
-                    SimulatedResctrl::open(&selector, None, false)?.with_config(self.config());
+                let mut sim = machine
+                    .simulated_resctrl(None, false)?
+                    .with_config(self.config());
                 let pids = self.setup(&mut sim, series, value)?;
                 if self.x == XFrom::Time {
                     self.timeline(&mut sim, series, value, &pids, &mut lines[first_line..])?;

@@ -39,9 +39,20 @@ pub struct Errors {
 impl SimRun {
     /// Every TLP that crossed root port `rp`'s link up to `t_ns`.
     pub fn port_tally(&self, rp: Bdf, t_ns: u64) -> Tally {
+        self.tally_of(t_ns, |s| s.root_port == Some(rp))
+    }
+
+    /// Every TLP of `device`'s own I/O up to `t_ns` (what its driver's byte counters would
+    /// reflect: a disk's sectors, a NIC's frames, with descriptor and doorbell traffic).
+    pub fn device_tally(&self, device: Bdf, t_ns: u64) -> Tally {
+        self.tally_of(t_ns, |s| s.device == device)
+    }
+
+    /// The TLPs of the streams `keep` selects, emitted up to `t_ns`.
+    fn tally_of(&self, t_ns: u64, keep: impl Fn(&super::Stream) -> bool) -> Tally {
         let t = t_ns as f64;
         let mut tally = Tally::default();
-        for s in self.streams.iter().filter(|s| s.root_port == Some(rp)) {
+        for s in self.streams.iter().filter(|s| keep(s)) {
             let emitted = s.emitted(&self.progress[s.progress], t);
             tally.add_scaled(&s.bundle.after(emitted), 1);
         }

@@ -18,7 +18,6 @@ pub use counters::{Errors, Residency, SimBackend};
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
 use crate::model::latency::ReadConcurrency;
 use crate::model::path::path_ceiling;
 use crate::model::platform::{PlatformModel, P};
@@ -63,6 +62,8 @@ struct Stream {
     ios: u64,
     /// A disk read (data DMA-written to memory) rather than a write.
     read: bool,
+    /// The function whose I/O this is.
+    device: Bdf,
     root_port: Option<Bdf>,
 }
 
@@ -127,24 +128,7 @@ impl SimulatedPcie {
         })
     }
 
-    /// The simulated machine a `sim:` selector names (a preset or a spec file).
-    pub fn open(selector: &MachineSelector) -> Result<SimulatedPcie> {
-        match selector {
-            MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
-                let platform = selector.open()?;
-                SimulatedPcie::new(
-                    platform.name,
-                    platform.topology,
-                    &platform.sim,
-                    &platform.platform,
-                )
-            }
-            other => Err(Error::bad_input(format!(
-                "machine '{other}' is not simulated: use sim:PRESET or sim:FILE.toml"
-            ))),
-        }
-    }
-
+    /// One DesignWare PMU per DWC root port, as the seed's kernel registers them.
     pub fn pmus(&self) -> Vec<PmuDevice> {
         root_port_pmus(&self.topology)
     }
@@ -386,6 +370,7 @@ impl<'m> RunBuilder<'m> {
                         ios,
                         bundle: half.bundle,
                         read: half.read,
+                        device,
                         root_port: self.machine.root_port(device),
                     });
                 }

@@ -1,112 +1,189 @@
 //! One `pcielab stat` run on a simulated machine, the library side of the command: check the
 //! request the way perf would (system-wide only, whole milliseconds, a sane bit-error rate),
-//! open the machine, parse the workload, count the events over the simulated run and return the
-//! counting outcome with the workload's own summary, ready for the perf-style or JSON report.
+//! parse the workload, count the events over the simulated run and return the counting outcome
+//! with the workload's own summary, ready for the perf-style or JSON report. Here the simulator
+//! implements `pmu::counters::Counters`, the counters side of a `sim:` machine.
 
-use std::path::Path;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
-use crate::pmu::session::CountOptions;
-use crate::pmu::stat::{count_events, StatOutcome};
-use crate::pmu::EventSpec;
+use crate::pmu::counters::{
+    dry_run_is_for_hosts, Counters, PmuListing, StatDone, StatEnd, StatRequest,
+};
+use crate::pmu::host::{place_in, worst_case_events_per_s, wrap_plan};
+use crate::pmu::list::only_pmu;
+use crate::pmu::session::{CountOptions, DEFAULT_MUX_INTERVAL_NS};
+use crate::pmu::stat::{count_events, resolve_groups, StatOutcome};
+use crate::pmu::sysfs::PciePlace;
+use crate::pmu::{parse_event_list, PmuDevice, ResolvedEvent};
 
 use super::workload::{self, Workload};
 use super::{SimBackend, SimRun, SimulatedPcie};
-
-/// What the user asked `stat` to do.
-pub struct StatRequest<'a> {
-    pub machine: &'a MachineSelector,
-    /// Event groups, as parsed from the `-e` lists.
-    pub groups: &'a [Vec<EventSpec>],
-    /// `-a`: PCIe PMUs are uncore PMUs and count system-wide only.
-    pub all_cpus: bool,
-    pub mux_interval_ms: u64,
-    /// `-I MS`: print counts every MS milliseconds.
-    pub interval_ms: Option<u64>,
-    /// Injected link bit-error rate.
-    pub ber: Option<f64>,
-    /// The workload's argv, after `--`.
-    pub workload: &'a [String],
-}
 
 /// A finished simulated `stat` run.
 pub struct StatRun {
     pub workload: Workload,
     pub outcome: StatOutcome,
     pub run: SimRun,
+    /// How narrow counters were read (wrap carrying, wrap risk), as on a host.
+    pub notes: Vec<String>,
 }
 
-/// Runs `request` on its simulated machine; `read_file` reads fio job files.
-pub fn run(request: &StatRequest, read_file: impl Fn(&Path) -> Result<String>) -> Result<StatRun> {
-    if !request.all_cpus {
-        return Err(Error::bad_input(
-            "PCIe PMUs are uncore PMUs that count system-wide only: add -a",
-        ));
-    }
-    if request.mux_interval_ms == 0 || request.interval_ms == Some(0) {
-        return Err(Error::bad_input(
-            "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
-        ));
-    }
-    // The live host counts through pmu::host (perf_event_open); reaching here with it is a
-    // caller's mistake, not the user's. SimulatedPcie::open rejects every other machine.
-    if let MachineSelector::Host { .. } = request.machine {
-        return Err(Error::runtime(
-            "sim::stat counts simulated machines; the live host counts through \
-             pmu::host::run (pcielab stat --machine host)",
-        ));
-    }
-    let mut machine = SimulatedPcie::open(request.machine)?;
-    if let Some(ber) = request.ber {
-        if !(0.0..1e-3).contains(&ber) {
-            return Err(Error::bad_input(format!(
-                "--ber {ber}: expected a bit-error rate from 0 to below 1e-3 (e.g. 1e-9)"
-            )));
+impl SimulatedPcie {
+    /// Runs `request` on this machine (a copy of it, with the request's bit-error rate).
+    pub fn run_stat(&self, request: &StatRequest) -> Result<StatRun> {
+        if request.workload.is_empty() {
+            return Err(Error::bad_input(
+                "no workload: give the simulated job after `--` (e.g. -- sleep 1, -- fio ...)",
+            ));
         }
-        machine.config.ber = ber;
+        let mut groups = Vec::new();
+        for e in request.events {
+            groups.extend(parse_event_list(e).map_err(|err| workload_hint(err, e))?);
+        }
+        if !request.all_cpus {
+            return Err(Error::bad_input(
+                "PCIe PMUs are uncore PMUs that count system-wide only: add -a",
+            ));
+        }
+        let mux_interval_ms = request
+            .mux_interval_ms
+            .unwrap_or(DEFAULT_MUX_INTERVAL_NS / 1_000_000);
+        if mux_interval_ms == 0 || request.interval_ms == Some(0) {
+            return Err(Error::bad_input(
+                "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
+            ));
+        }
+        let mut machine = self.clone();
+        if let Some(ber) = request.ber {
+            if !(0.0..1e-3).contains(&ber) {
+                return Err(Error::bad_input(format!(
+                    "--ber {ber}: expected a bit-error rate from 0 to below 1e-3 (e.g. 1e-9)"
+                )));
+            }
+            machine.config.ber = ber;
+        }
+        let work = workload::parse(request.workload, request.read_file)?;
+        let pmus = machine.pmus();
+        let resolved = resolve_groups(&pmus, &groups)?;
+        let ceilings = pmus
+            .iter()
+            .map(|p| p.root_port.and_then(|rp| machine.port_ceiling_mbps(rp)))
+            .collect();
+        let (read_period, notes) = machine.wrap_reads(&pmus, &resolved);
+        let options = CountOptions {
+            mux_interval_ns: mux_interval_ms * 1_000_000,
+            interval_ns: request.interval_ms.map(|ms| ms * 1_000_000),
+            read_period_ns: read_period.map(|p| p.as_nanos() as u64),
+        };
+        let mut backend = SimBackend::new(&machine, work.clone());
+        let outcome = count_events(&mut backend, &resolved, &options, ceilings)?;
+        let run = backend
+            .run
+            .take()
+            .ok_or_else(|| Error::runtime("the simulation produced no run"))?;
+        Ok(StatRun {
+            workload: work,
+            outcome,
+            run,
+            notes,
+        })
     }
-    let work = workload::parse(request.workload, read_file)?;
-    let ceilings = machine
-        .pmus()
-        .iter()
-        .map(|p| p.root_port.and_then(|rp| machine.port_ceiling_mbps(rp)))
-        .collect();
-    let options = CountOptions {
-        mux_interval_ns: request.mux_interval_ms * 1_000_000,
-        interval_ns: request.interval_ms.map(|ms| ms * 1_000_000),
-    };
-    let mut backend = SimBackend::new(&machine, work.clone());
-    let outcome = count_events(&mut backend, request.groups, &options, ceilings)?;
-    let run = backend
-        .run
-        .take()
-        .ok_or_else(|| Error::runtime("the simulation produced no run"))?;
-    Ok(StatRun {
-        workload: work,
-        outcome,
-        run,
-    })
+
+    /// How pcielab reads the narrow (event-group) counters among `events` so their wraps are
+    /// carried, as on a host: twice per worst-case wrap time of the port's link (10 ms at the
+    /// shortest, with a warning where that is too slow), and the notes saying so.
+    fn wrap_reads(
+        &self,
+        pmus: &[PmuDevice],
+        events: &[Vec<ResolvedEvent>],
+    ) -> (Option<Duration>, Vec<String>) {
+        let mut period: Option<Duration> = None;
+        let mut notes = Vec::new();
+        for event in events.iter().flatten() {
+            let pmu = &pmus[event.device];
+            let bits = event.def.group.counter_bits(pmu.family);
+            if bits >= 64 {
+                continue;
+            }
+            let placement = pmu.root_port.map(|bdf| {
+                place_in(
+                    &PciePlace::RootPort {
+                        bdf,
+                        domain_in_name: true,
+                    },
+                    &self.topology,
+                )
+            });
+            let rate = worst_case_events_per_s(placement.as_ref());
+            let (read_every, note) = wrap_plan(&event.display, bits, rate);
+            period = Some(period.map_or(read_every, |p| p.min(read_every)));
+            notes.push(note);
+        }
+        (period, notes)
+    }
+}
+
+/// A bad `-e` list that names a simulated workload program was most likely meant as the
+/// workload: say to put it after `--`, as the host does for a program on PATH.
+fn workload_hint(err: Error, events: &str) -> Error {
+    match events
+        .split(',')
+        .find(|word| workload::PROGRAMS.contains(word))
+    {
+        Some(program) => Error::bad_input(format!(
+            "{err}. '{program}' is a simulated workload: write it after `--` (pcielab stat \
+             --machine sim:… -a -e EVENT -- {program} ...)"
+        )),
+        None => err,
+    }
+}
+
+/// The simulator's PMUs are the counters of a `sim:` machine.
+impl Counters for SimulatedPcie {
+    fn pcie_pmus(&self) -> Result<Vec<PmuDevice>> {
+        Ok(self.pmus())
+    }
+
+    fn list(&self, only: Option<&str>) -> Result<PmuListing> {
+        Ok(PmuListing::Catalog(only_pmu(self.pmus(), only)?))
+    }
+
+    fn dry_run(&self, _events: &[String]) -> Result<String> {
+        Err(dry_run_is_for_hosts())
+    }
+
+    fn stat(&self, request: &StatRequest) -> Result<StatEnd> {
+        let done = self.run_stat(request)?;
+        let mut workload_json = serde_json::to_value(&done.run.summary)
+            .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+        if let Some(summary) = workload_json.as_object_mut() {
+            summary.insert("notes".into(), serde_json::json!(done.notes));
+        }
+        Ok(StatEnd::Counted(StatDone {
+            workload_report: done.run.summary.render(&done.workload),
+            workload_json,
+            outcome: done.outcome,
+            notes: done.notes,
+            exit_code: 0,
+        }))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pmu::parse_event_list;
+    use std::path::Path;
 
-    fn request<'a>(
-        machine: &'a MachineSelector,
-        groups: &'a [Vec<EventSpec>],
-        workload: &'a [String],
-    ) -> StatRequest<'a> {
+    fn request<'a>(events: &'a [String], workload: &'a [String]) -> StatRequest<'a> {
         StatRequest {
-            machine,
-            groups,
+            events,
             all_cpus: true,
-            mux_interval_ms: 4,
+            mux_interval_ms: None,
             interval_ms: None,
             ber: None,
             workload,
+            read_file: &no_files,
         }
     }
 
@@ -117,35 +194,40 @@ mod tests {
         )))
     }
 
+    fn yitian() -> SimulatedPcie {
+        crate::machine::Machine::open(&"sim:yitian710".parse().unwrap())
+            .unwrap()
+            .simulated_pcie()
+            .unwrap()
+    }
+
     #[test]
     fn counts_a_simulated_read_and_refuses_what_perf_would() {
-        let machine: MachineSelector = "sim:yitian710".parse().unwrap();
-        let groups = parse_event_list("pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/").unwrap();
+        let machine = yitian();
+        let events = vec!["pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/".to_string()];
         let argv: Vec<String> = ["fio", "--filename=/dev/sda", "--rw=read", "--bs=1m"]
             .iter()
             .chain(&["--size=64m", "--name=r"])
             .map(|s| s.to_string())
             .collect();
-        let done = run(&request(&machine, &groups, &argv), no_files).unwrap();
+        let done = machine.run_stat(&request(&events, &argv)).unwrap();
         // 64 MiB of reads arrive as Memory Writes: at least 64 MiB / 16 B payload units.
         let units = done.outcome.reports[0].raw_count;
         assert!(units >= 64 * 1024 * 1024 / 16, "{units}");
         assert!(units < 64 * 1024 * 1024 / 16 * 1001 / 1000, "{units}");
 
-        let mut per_task = request(&machine, &groups, &argv);
+        let mut per_task = request(&events, &argv);
         per_task.all_cpus = false;
-        assert_eq!(run(&per_task, no_files).err().unwrap().exit_code(), 2);
-        let host = MachineSelector::Host { root: "/".into() };
-        assert_eq!(
-            run(&request(&host, &groups, &argv), no_files)
-                .err()
-                .unwrap()
-                .exit_code(),
-            1
-        );
-        let mut noisy = request(&machine, &groups, &argv);
+        assert_eq!(machine.run_stat(&per_task).err().unwrap().exit_code(), 2);
+        let mut noisy = request(&events, &argv);
         noisy.ber = Some(0.5);
-        let err = run(&noisy, no_files).err().unwrap();
+        let err = machine.run_stat(&noisy).err().unwrap();
         assert!(err.message().contains("--ber 0.5"), "{err}");
+        assert_eq!(
+            Counters::dry_run(&machine, &events)
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
     }
 }

@@ -44,8 +44,10 @@ impl LinkHealth {
     }
 
     /// A function that has link attributes but reports no trained width or an unknown speed.
+    /// One whose capability lists no lanes (an integrated endpoint: `max_link_width` 0,
+    /// `max_link_speed` Unknown) has no link to be down.
     pub fn down(&self) -> bool {
-        self.capable_width.is_some() && matches!(self.current_width, None | Some(0))
+        self.capable_width.is_some_and(|w| w > 0) && matches!(self.current_width, None | Some(0))
             || self.capable_gts.is_some() && self.current_gts.is_none()
     }
 }
@@ -57,21 +59,26 @@ pub fn function_dir(root: &Path, bdf: Bdf) -> PathBuf {
 
 /// Reads the link health of `bdf` below `root`; every missing or unparsable attribute is `None`.
 pub fn read_link_health(root: &Path, bdf: Bdf) -> LinkHealth {
-    let dir = function_dir(root, bdf);
+    read_function_health(&function_dir(root, bdf))
+}
+
+/// Reads the link health from one function's sysfs directory (`…/devices/BDF` of a live tree or
+/// a snapshot); every missing or unparsable attribute is `None`.
+pub fn read_function_health(dir: &Path) -> LinkHealth {
     LinkHealth {
-        current_gts: read_text(&dir, "current_link_speed").and_then(|t| parse_gts(&t)),
-        capable_gts: read_text(&dir, "max_link_speed").and_then(|t| parse_gts(&t)),
-        current_width: read_text(&dir, "current_link_width").and_then(|t| t.parse().ok()),
-        capable_width: read_text(&dir, "max_link_width").and_then(|t| t.parse().ok()),
+        current_gts: read_text(dir, "current_link_speed").and_then(|t| parse_gts(&t)),
+        capable_gts: read_text(dir, "max_link_speed").and_then(|t| parse_gts(&t)),
+        current_width: read_text(dir, "current_link_width").and_then(|t| t.parse().ok()),
+        capable_width: read_text(dir, "max_link_width").and_then(|t| t.parse().ok()),
         aer: AerCounts {
-            correctable: read_text(&dir, "aer_dev_correctable").and_then(|t| aer_total(&t)),
-            nonfatal: read_text(&dir, "aer_dev_nonfatal").and_then(|t| aer_total(&t)),
-            fatal: read_text(&dir, "aer_dev_fatal").and_then(|t| aer_total(&t)),
-            rootport_correctable: read_text(&dir, "aer_rootport_total_err_cor")
+            correctable: read_text(dir, "aer_dev_correctable").and_then(|t| aer_total(&t)),
+            nonfatal: read_text(dir, "aer_dev_nonfatal").and_then(|t| aer_total(&t)),
+            fatal: read_text(dir, "aer_dev_fatal").and_then(|t| aer_total(&t)),
+            rootport_correctable: read_text(dir, "aer_rootport_total_err_cor")
                 .and_then(|t| t.parse().ok()),
-            rootport_nonfatal: read_text(&dir, "aer_rootport_total_err_nonfatal")
+            rootport_nonfatal: read_text(dir, "aer_rootport_total_err_nonfatal")
                 .and_then(|t| t.parse().ok()),
-            rootport_fatal: read_text(&dir, "aer_rootport_total_err_fatal")
+            rootport_fatal: read_text(dir, "aer_rootport_total_err_fatal")
                 .and_then(|t| t.parse().ok()),
         },
     }
@@ -142,6 +149,19 @@ mod tests {
         let health = read_link_health(root.path(), bdf);
         assert!(health.down());
         assert!(!health.downgraded());
+    }
+
+    #[test]
+    fn an_integrated_endpoint_without_link_capability_is_not_down() {
+        // What the kernel shows for a root-complex integrated endpoint (LnkCap all zero).
+        let (root, bdf) = fixture(&[
+            ("current_link_speed", "Unknown\n"),
+            ("max_link_speed", "Unknown\n"),
+            ("current_link_width", "0\n"),
+            ("max_link_width", "0\n"),
+        ]);
+        let health = read_link_health(root.path(), bdf);
+        assert!(!health.down() && !health.downgraded());
     }
 
     #[test]

@@ -1,0 +1,74 @@
+//! `pcielab exporter`: per-port and per-function PCIe traffic and link health as Prometheus
+//! metrics at `/metrics` (library: `pcielab::observe` and `observe::exporter`). On `sim:` a
+//! workload after `--` plays in real time while it serves.
+
+use clap::Args as ClapArgs;
+use std::io::Write;
+
+use pcielab::machine::Machine;
+use pcielab::observe::exporter::{self, DEFAULT_LISTEN};
+use pcielab::observe::Observer;
+use pcielab::report::json_text;
+use pcielab::Result;
+
+#[derive(ClapArgs)]
+#[command(after_help = "Examples:
+  pcielab exporter                                        live host on 127.0.0.1:9464
+  pcielab exporter --listen 127.0.0.1:9100 --once         print the metrics once and exit
+  pcielab exporter --listen 0.0.0.0:9464 --allow-remote   serve the network (firewall it)
+  pcielab exporter --machine sim:yitian710 -- fio --filename=/dev/sda --rw=read --bs=1m \\
+      --time_based --runtime=600 --name=r                 a simulated read, played in real time
+  pcielab exporter --machine snapshot:./snap --json --once
+
+Metrics (docs/fleet.md): pcielab_rx_bytes_total / pcielab_tx_bytes_total{function,port,kind,
+source} (payload; source=pmu from a PCIe PMU, derived from /sys/block and /sys/class/net counters
+summed up the tree), pcielab_rx_wire_bytes_total / tx (estimated wire bytes),
+pcielab_link_speed_gts / pcielab_link_width_lanes{state=current|capable}, pcielab_link_downgraded,
+pcielab_link_down, pcielab_link_achievable_bytes_per_second, pcielab_aer_errors_total{severity},
+pcielab_aer_rootport_errors_total{severity}, pcielab_pmu_present, pcielab_machine_info.
+Only GET/HEAD /metrics is served; everything else is 404/405/4xx. Loopback only unless
+--allow-remote. The address it serves goes to stderr (useful with port 0).")]
+pub struct Args {
+    /// host, snapshot:DIR, sim:PRESET or sim:FILE.toml
+    #[arg(long, default_value = "host")]
+    pub machine: String,
+    /// IP:PORT to listen on (port 0: any free port, printed on stderr)
+    #[arg(long, value_name = "IP:PORT", default_value = DEFAULT_LISTEN)]
+    pub listen: String,
+    /// Allow a non-loopback --listen address (plain, unauthenticated HTTP)
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Print the metrics once to stdout and exit instead of serving
+    #[arg(long)]
+    pub once: bool,
+    /// With --once: print the sample as JSON (fields in docs/fleet.md) instead of metrics
+    #[arg(long, requires = "once")]
+    pub json: bool,
+    /// sim: the workload to play in real time, after `--` (fio …, nettest …, dmatest …, sleep S)
+    #[arg(trailing_var_arg = true, value_name = "WORKLOAD")]
+    pub workload: Vec<String>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let machine: Machine = args.machine.parse()?;
+    let addr = exporter::listen_address(&args.listen, args.allow_remote)?;
+    let mut observer = Observer::open(&machine, &args.workload, |p| {
+        pcielab::input::read_input_file(p, "fio job file")
+    })?;
+    if args.once {
+        let sample = observer.sample()?;
+        if args.json {
+            print!("{}", json_text(&sample)?);
+        } else {
+            print!("{}", exporter::render_metrics(&sample));
+        }
+        return Ok(());
+    }
+    let listener = exporter::bind(addr)?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| pcielab::Error::runtime(format!("cannot read the bound address: {e}")))?;
+    eprintln!("pcielab exporter: serving {machine} at http://{bound}/metrics");
+    let _ = std::io::stderr().flush();
+    exporter::serve(listener, observer)
+}

@@ -1,0 +1,510 @@
+//! The Prometheus exporter behind `pcielab exporter`: renders a [`Sample`] as Prometheus text
+//! exposition format 0.0.4 ([`render_metrics`]) and serves it at `GET /metrics` from a plain
+//! HTTP/1.1 server that is read-only (no endpoint changes anything), loopback-only unless asked,
+//! and bounded: one accepting thread, a fixed pool of workers, a bounded queue (a full queue is
+//! answered 503 at once), request heads capped in size and time, one request per connection.
+//! Malformed requests get a 4xx and the server keeps serving. docs/fleet.md lists the metrics.
+
+use std::fmt::Write as _;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc::{sync_channel, Receiver, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{Observer, Sample};
+use crate::error::{Error, Result};
+
+/// Where the exporter listens unless told otherwise (OpenTelemetry's Prometheus exporter port).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+
+/// Threads answering requests; scrapes are short, a handful keeps a slow client from holding
+/// up the rest.
+pub const WORKERS: usize = 4;
+/// Accepted connections waiting for a worker; beyond it a connection is answered 503.
+pub const QUEUE: usize = 128;
+/// The most of a request head read: a scrape's head is a few hundred bytes.
+pub const MAX_HEAD_BYTES: usize = 8192;
+/// How long a client may take to send its head or read the answer.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Parses `--listen` and refuses a non-loopback address unless `allow_remote`.
+pub fn listen_address(text: &str, allow_remote: bool) -> Result<SocketAddr> {
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        Error::bad_input(format!(
+            "--listen '{text}': expected IP:PORT, e.g. 127.0.0.1:9464 or [::1]:9464"
+        ))
+    })?;
+    if !addr.ip().is_loopback() && !allow_remote {
+        return Err(Error::bad_input(format!(
+            "--listen {addr} is not a loopback address: the exporter serves plain, \
+             unauthenticated HTTP; add --allow-remote to listen there (and firewall the port)"
+        )));
+    }
+    Ok(addr)
+}
+
+/// Binds `addr`; a port already in use is a runtime error that says so.
+pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
+    TcpListener::bind(addr).map_err(|e| {
+        let why = if e.kind() == ErrorKind::AddrInUse {
+            "the address is already in use (another exporter?); choose another port with \
+             --listen"
+                .to_string()
+        } else {
+            e.to_string()
+        };
+        Error::runtime(format!("cannot listen on {addr}: {why}"))
+    })
+}
+
+/// Serves `observer` on `listener` until the process ends.
+pub fn serve(listener: TcpListener, observer: Observer) -> Result<()> {
+    let observer = Arc::new(Mutex::new(observer));
+    let (queue, waiting) = sync_channel::<TcpStream>(QUEUE);
+    let waiting = Arc::new(Mutex::new(waiting));
+    for i in 0..WORKERS {
+        let observer = Arc::clone(&observer);
+        let waiting = Arc::clone(&waiting);
+        std::thread::Builder::new()
+            .name(format!("exporter-{i}"))
+            .spawn(move || work(&waiting, &observer))
+            .map_err(|e| Error::runtime(format!("cannot start an exporter thread: {e}")))?;
+    }
+    for stream in listener.incoming() {
+        // A connection that failed before we got it (reset by the client) is the client's.
+        let Ok(stream) = stream else { continue };
+        if let Err(TrySendError::Full(mut stream)) = queue.try_send(stream) {
+            let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+            let _ = stream.write_all(&Response::text(503, "busy: try again\n").bytes(false));
+        }
+    }
+    Ok(())
+}
+
+fn work(waiting: &Mutex<Receiver<TcpStream>>, observer: &Mutex<Observer>) {
+    loop {
+        let next = match waiting.lock() {
+            Ok(queue) => queue.recv(),
+            Err(_) => return,
+        };
+        let Ok(stream) = next else { return };
+        answer(stream, observer);
+    }
+}
+
+/// Reads one request and writes its response; the connection is then closed.
+fn answer(mut stream: TcpStream, observer: &Mutex<Observer>) {
+    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+    let response = respond(&mut stream, || {
+        observer
+            .lock()
+            .map_err(|_| Error::runtime("an exporter thread panicked while sampling"))
+            .and_then(|mut o| o.sample())
+    });
+    if let Some(bytes) = response {
+        let _ = stream.write_all(&bytes);
+        let _ = stream.flush();
+    }
+}
+
+/// The whole HTTP response to the request read from `request` (`None`: the client sent
+/// nothing); `sample` is taken only for a well-formed GET or HEAD of `/metrics`.
+pub fn respond(
+    request: &mut impl Read,
+    sample: impl FnOnce() -> Result<Sample>,
+) -> Option<Vec<u8>> {
+    let (response, head_only) = match read_head(request) {
+        Ok(Some(head)) => match route(&head) {
+            Ok((method, Route::Metrics)) => {
+                let response = match sample() {
+                    Ok(s) => Response {
+                        status: 200,
+                        content_type: CONTENT_TYPE,
+                        body: render_metrics(&s),
+                    },
+                    Err(e) => Response::text(500, &format!("sampling failed: {e}\n")),
+                };
+                (response, method == Method::Head)
+            }
+            Ok((method, Route::NotFound)) => (
+                Response::text(404, "not found: the metrics are at /metrics\n"),
+                method == Method::Head,
+            ),
+            Err(response) => (response, false),
+        },
+        Ok(None) => return None,
+        Err(response) => (response, false),
+    };
+    Some(response.bytes(head_only))
+}
+
+/// The request head (up to the blank line); `Ok(None)` when the client sent nothing.
+fn read_head(stream: &mut impl Read) -> std::result::Result<Option<Vec<u8>>, Response> {
+    let mut head = Vec::with_capacity(512);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = head_end(&head) {
+            head.truncate(end);
+            return Ok(Some(head));
+        }
+        if head.len() > MAX_HEAD_BYTES {
+            return Err(Response::text(
+                431,
+                &format!("request head larger than {MAX_HEAD_BYTES} bytes\n"),
+            ));
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) if head.is_empty() => return Ok(None),
+            Ok(0) => return Err(Response::text(400, "request ended before its blank line\n")),
+            Ok(n) => head.extend_from_slice(&chunk[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(Response::text(408, "request head not received in time\n"))
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
+/// Where the head ends: before `\r\n\r\n` (or a bare `\n\n`, which clients such as netcat send).
+fn head_end(bytes: &[u8]) -> Option<usize> {
+    let crlf = bytes.windows(4).position(|w| w == b"\r\n\r\n");
+    let lf = bytes.windows(2).position(|w| w == b"\n\n");
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    Get,
+    Head,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Metrics,
+    NotFound,
+}
+
+/// Checks the request line and picks the route; anything but a well-formed GET or HEAD is 4xx.
+fn route(head: &[u8]) -> std::result::Result<(Method, Route), Response> {
+    let bad = |why: &str| Response::text(400, &format!("bad request: {why}\n"));
+    let text = std::str::from_utf8(head).map_err(|_| bad("the head is not UTF-8"))?;
+    let line = text.lines().next().unwrap_or_default();
+    let parts: Vec<&str> = line.split(' ').collect();
+    let [method, target, version] = parts.as_slice() else {
+        return Err(bad("expected 'METHOD /path HTTP/1.1'"));
+    };
+    if !matches!(*version, "HTTP/1.0" | "HTTP/1.1") {
+        return Err(bad("only HTTP/1.0 and HTTP/1.1 are spoken here"));
+    }
+    if !target.starts_with('/') {
+        return Err(bad("the target must be a path starting with '/'"));
+    }
+    let method = match *method {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        m if !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase()) => {
+            return Err(Response {
+                status: 405,
+                content_type: "text/plain; charset=utf-8",
+                body: "method not allowed: this exporter is read-only (GET, HEAD)\n".into(),
+            })
+        }
+        _ => return Err(bad("no such method")),
+    };
+    let path = target.split(['?', '#']).next().unwrap_or_default();
+    Ok((
+        method,
+        if path == "/metrics" {
+            Route::Metrics
+        } else {
+            Route::NotFound
+        },
+    ))
+}
+
+/// Prometheus text exposition format, version 0.0.4.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+#[derive(Debug, Clone, PartialEq)]
+struct Response {
+    status: u16,
+    content_type: &'static str,
+    body: String,
+}
+
+impl Response {
+    fn text(status: u16, body: &str) -> Response {
+        Response {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: body.to_string(),
+        }
+    }
+
+    /// The response as sent (`head_only`: the answer to HEAD, headers without the body).
+    fn bytes(&self, head_only: bool) -> Vec<u8> {
+        let reason = match self.status {
+            200 => "OK",
+            400 => "Bad Request",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            408 => "Request Timeout",
+            431 => "Request Header Fields Too Large",
+            503 => "Service Unavailable",
+            _ => "Internal Server Error",
+        };
+        let allow = if self.status == 405 {
+            "Allow: GET, HEAD\r\n"
+        } else {
+            ""
+        };
+        let mut out = format!(
+            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}\
+             Connection: close\r\n\r\n",
+            self.status,
+            self.content_type,
+            self.body.len()
+        )
+        .into_bytes();
+        if !head_only {
+            out.extend_from_slice(self.body.as_bytes());
+        }
+        out
+    }
+}
+
+/// One metric family: its name, type and help line, and its series.
+struct Family<'a> {
+    name: &'a str,
+    kind: &'a str,
+    help: &'a str,
+    series: Vec<(String, String)>,
+}
+
+impl Family<'_> {
+    fn render(&self, out: &mut String) {
+        if self.series.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
+        let _ = writeln!(out, "# TYPE {} {}", self.name, self.kind);
+        for (labels, value) in &self.series {
+            let _ = writeln!(out, "{}{{{labels}}} {value}", self.name);
+        }
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped as the format requires.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The sample as Prometheus text: every metric family the exporter serves (docs/fleet.md).
+pub fn render_metrics(sample: &Sample) -> String {
+    let family = |name, kind, help| Family {
+        name,
+        kind,
+        help,
+        series: Vec::new(),
+    };
+    let mut rx = family(
+        "pcielab_rx_bytes_total",
+        "counter",
+        "Payload bytes toward the root complex (the root port's Rx: disk reads, received frames).",
+    );
+    let mut tx = family(
+        "pcielab_tx_bytes_total",
+        "counter",
+        "Payload bytes away from the root complex (the root port's Tx: disk writes, sent frames).",
+    );
+    let mut rx_wire = family(
+        "pcielab_rx_wire_bytes_total",
+        "counter",
+        "Estimated bytes on the wire toward the root complex: payload plus TLP headers, framing and DLLPs (model).",
+    );
+    let mut tx_wire = family(
+        "pcielab_tx_wire_bytes_total",
+        "counter",
+        "Estimated bytes on the wire away from the root complex (model).",
+    );
+    let mut speed = family(
+        "pcielab_link_speed_gts",
+        "gauge",
+        "Link speed in GT/s: state=current (trained now) or capable (the most both ends can do).",
+    );
+    let mut width = family(
+        "pcielab_link_width_lanes",
+        "gauge",
+        "Link width in lanes: state=current or capable.",
+    );
+    let mut achievable = family(
+        "pcielab_link_achievable_bytes_per_second",
+        "gauge",
+        "Payload bytes per second per direction the link can achieve at its current speed and width (model).",
+    );
+    let mut downgraded = family(
+        "pcielab_link_downgraded",
+        "gauge",
+        "1 when the link trained slower or narrower than both ends can run.",
+    );
+    let mut down = family(
+        "pcielab_link_down",
+        "gauge",
+        "1 when the function has a link that reports no trained width or speed (an empty slot's port too).",
+    );
+    let mut aer = family(
+        "pcielab_aer_errors_total",
+        "counter",
+        "Errors the function logged (kernel aer_dev_correctable/nonfatal/fatal) by severity.",
+    );
+    let mut aer_root = family(
+        "pcielab_aer_rootport_errors_total",
+        "counter",
+        "Error messages a root port received (kernel aer_rootport_total_err_*) by severity.",
+    );
+    let mut pmu = family(
+        "pcielab_pmu_present",
+        "gauge",
+        "1 when a PCIe PMU counts this root port's traffic.",
+    );
+    for f in &sample.functions {
+        let port = f.root_port.map(|p| p.to_string()).unwrap_or_default();
+        let labels = format!(
+            "function=\"{}\",port=\"{port}\",kind=\"{}\"",
+            f.bdf,
+            f.kind.name()
+        );
+        let with = |extra: &str| format!("{labels},{extra}");
+        if let Some(t) = f.traffic {
+            let l = with(&format!("source=\"{}\"", t.source.name()));
+            rx.series.push((l.clone(), t.rx_bytes.to_string()));
+            tx.series.push((l.clone(), t.tx_bytes.to_string()));
+            if let (Some(r), Some(w)) = (t.rx_wire_bytes, t.tx_wire_bytes) {
+                rx_wire.series.push((l.clone(), r.to_string()));
+                tx_wire.series.push((l, w.to_string()));
+            }
+        }
+        let link = &f.link;
+        for (state, gts, lanes) in [
+            ("current", link.current_gts, link.current_width),
+            ("capable", link.capable_gts, link.capable_width),
+        ] {
+            let l = with(&format!("state=\"{state}\""));
+            if let Some(g) = gts {
+                speed.series.push((l.clone(), g.to_string()));
+            }
+            if let Some(w) = lanes {
+                width.series.push((l, w.to_string()));
+            }
+        }
+        let has_link = link.capable_width.is_some() || link.current_width.is_some();
+        if has_link {
+            downgraded
+                .series
+                .push((labels.clone(), u8::from(f.downgraded).to_string()));
+            down.series
+                .push((labels.clone(), u8::from(f.link_down).to_string()));
+        }
+        if let Some(mbps) = f.achievable_mbps {
+            achievable
+                .series
+                .push((labels.clone(), format!("{:.0}", mbps * 1e6)));
+        }
+        let a = &link.aer;
+        for (severity, dev, root) in [
+            ("correctable", a.correctable, a.rootport_correctable),
+            ("nonfatal", a.nonfatal, a.rootport_nonfatal),
+            ("fatal", a.fatal, a.rootport_fatal),
+        ] {
+            let l = with(&format!("severity=\"{severity}\""));
+            if let Some(n) = dev {
+                aer.series.push((l.clone(), n.to_string()));
+            }
+            if let Some(n) = root {
+                aer_root.series.push((l, n.to_string()));
+            }
+        }
+        if f.kind == crate::topology::Kind::RootPort {
+            pmu.series.push((labels, u8::from(f.pmu).to_string()));
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# HELP pcielab_machine_info The machine this exporter observes and the pcielab version.\n\
+         # TYPE pcielab_machine_info gauge\n\
+         pcielab_machine_info{{machine=\"{}\",version=\"{}\"}} 1",
+        escape(&sample.machine),
+        env!("CARGO_PKG_VERSION")
+    );
+    for f in [
+        rx, tx, rx_wire, tx_wire, speed, width, achievable, downgraded, down, aer, aer_root, pmu,
+    ] {
+        f.render(&mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(head: &[u8]) -> u16 {
+        match route(head) {
+            Ok((_, Route::Metrics)) => 200,
+            Ok((_, Route::NotFound)) => 404,
+            Err(r) => r.status,
+        }
+    }
+
+    #[test]
+    fn only_well_formed_gets_of_metrics_succeed() {
+        assert_eq!(status(b"GET /metrics HTTP/1.1\r\nHost: x"), 200);
+        assert_eq!(status(b"GET /metrics?x=1 HTTP/1.0"), 200);
+        assert_eq!(status(b"HEAD /metrics HTTP/1.1"), 200);
+        assert_eq!(status(b"GET / HTTP/1.1"), 404);
+        assert_eq!(status(b"GET /metricsx HTTP/1.1"), 404);
+        assert_eq!(status(b"POST /metrics HTTP/1.1"), 405);
+        assert_eq!(status(b"DELETE /metrics HTTP/1.1"), 405);
+        for bad in [
+            &b"GET /metrics"[..],
+            b"GET /metrics HTTP/2.0",
+            b"GET metrics HTTP/1.1",
+            b"get /metrics HTTP/1.1",
+            b"GET  /metrics HTTP/1.1",
+            b"\xff\xfe /metrics HTTP/1.1",
+            b"",
+        ] {
+            assert_eq!(status(bad), 400, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn heads_are_capped_and_must_end() {
+        let mut huge = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+        huge.extend(std::iter::repeat_n(b'a', MAX_HEAD_BYTES * 2));
+        assert_eq!(read_head(&mut huge.as_slice()).unwrap_err().status, 431);
+        let cut = b"GET /metrics HTTP/1.1\r\nHost: x\r\n";
+        assert_eq!(read_head(&mut cut.as_slice()).unwrap_err().status, 400);
+        assert_eq!(read_head(&mut &b""[..]).unwrap(), None);
+        let ok = b"GET /metrics HTTP/1.1\r\n\r\nignored body";
+        assert_eq!(
+            read_head(&mut ok.as_slice()).unwrap().unwrap(),
+            b"GET /metrics HTTP/1.1"
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}
