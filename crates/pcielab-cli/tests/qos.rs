@@ -1,6 +1,8 @@
 //! The `pcielab qos` and `pcielab sim` commands end to end: exit codes, the kernel's messages,
 //! state carried in a --state file, JSON shapes, apply --dry-run, sim run with an SVG.
 
+mod svg_reading;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -214,12 +216,16 @@ metrics = [{ label = \"measured\", kind = \"bandwidth\", job = \"bw\" }, { label
         .split_whitespace()
         .collect();
     assert_eq!(row10, vec!["10", "4000", "2800"]);
-    let svg = std::fs::read_to_string(svg).unwrap();
+    let svg = svg_reading::read(&std::fs::read_to_string(svg).unwrap());
+    // One data line per metric (blue, red), labelled in the legend.
+    assert_eq!(svg.lines_of("#1F77B4").len(), 1);
+    assert_eq!(svg.lines_of("#D62728").len(), 1);
     assert!(
-        svg.starts_with("<svg") && svg.matches("<polyline").count() == 2,
-        "{svg}"
+        svg.has_text("measured") && svg.has_text("monitored"),
+        "{:?}",
+        svg.texts()
     );
-    assert!(svg.contains(">measured</text>"));
+    assert!(svg.has_text("MB sweep") && svg.has_text("MB %") && svg.has_text("MB/s"));
     let o = pcielab(&["sim", "run", scenario.to_str().unwrap(), "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let point = &v["lines"][0]["points"][1];

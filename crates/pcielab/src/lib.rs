@@ -13,6 +13,7 @@ pub mod machine;
 pub mod model;
 pub mod observe;
 pub mod pcie;
+pub mod plot;
 pub mod pmu;
 pub mod qos;
 pub mod report;

@@ -7,6 +7,8 @@ use clap::Args as ClapArgs;
 use pcielab::model::fit::{fit, predict_rows};
 use pcielab::model::measurements::parse_measurements;
 use pcielab::model::platform::parse_platform;
+use pcielab::plot;
+use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
@@ -24,7 +26,7 @@ the data touches with its 1-sigma uncertainty, or says it cannot be determined b
 then keeps its default), and the residual of every row. Same input, same result. With \
 --platform SPEC nothing is fitted: every row is predicted with SPEC's [platform] (fitted on other \
 data) and its error printed.",
-    after_help = "Examples:\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4\n  pcielab fit dma.csv --gen 2 --width 1 --out rk3588-gen2x1.toml\n  pcielab fit fio.json --gen 3 --width 4 --json\n  pcielab model --gen 2 --width 1 --platform rk3588-gen2x1.toml\n  pcielab fit fixtures/rockchip/rk3588-gen2x1-dmatest.txt --gen 2 --width 1 --addr64 --platform presets/rk3588-ep.toml\n\nParameters and the [platform] table: docs/calibration.md."
+    after_help = "Examples:\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4\n  pcielab fit fixtures/rockchip/rk3588-gen3x4-dmatest.txt --gen 3 --width 4 --svg fit.svg\n  pcielab fit dma.csv --gen 2 --width 1 --out rk3588-gen2x1.toml\n  pcielab fit fio.json --gen 3 --width 4 --json\n  pcielab model --gen 2 --width 1 --platform rk3588-gen2x1.toml\n  pcielab fit fixtures/rockchip/rk3588-gen2x1-dmatest.txt --gen 2 --width 1 --addr64 --platform presets/rk3588-ep.toml\n\nParameters and the [platform] table: docs/calibration.md."
 )]
 pub struct Args {
     /// Measurements: CSV, fio JSON or a dmatest table.
@@ -43,6 +45,10 @@ pub struct Args {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Also draw measured vs fitted (or, with --platform, predicted) MB/s and the residuals as
+    /// an SVG here.
+    #[arg(long, value_name = "OUT.svg")]
+    svg: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -52,6 +58,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(spec) = &args.platform {
         let spec_text = pcielab::input::read_input_file(std::path::Path::new(spec), "--platform")?;
         let report = predict_rows(&parse_platform(spec, &spec_text)?, &rows, &link)?;
+        draw(&args, &report)?;
         if args.json {
             print!("{}", json_text(&report)?);
         } else {
@@ -76,6 +83,7 @@ pub fn run(args: Args) -> Result<()> {
         std::fs::write(out, report.model.to_toml())
             .map_err(|e| Error::runtime(format!("{out}: cannot write: {e}")))?;
     }
+    draw(&args, &report)?;
     if args.json {
         print!("{}", json_text(&report)?);
     } else {
@@ -85,4 +93,13 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--svg`: the report's JSON document drawn.
+fn draw(args: &Args, report: &impl serde::Serialize) -> Result<()> {
+    let Some(path) = &args.svg else {
+        return Ok(());
+    };
+    let doc = view_of(Kind::Fit, report)?;
+    plot::write_output(path, &plot::fit::svg(&doc)?)
 }

@@ -5,11 +5,14 @@ mod exporter;
 mod fit;
 mod lab;
 mod model;
+mod plot;
 mod pmu;
 mod qos;
+mod report;
 mod sim;
 mod snapshot;
 mod stat;
+mod top;
 mod topo;
 
 use clap::Subcommand;
@@ -33,12 +36,18 @@ pub enum Command {
     Qos(qos::Args),
     /// Experiments on simulated QoS machines
     Sim(sim::Args),
+    /// Live per-port and per-function traffic and link health, full-screen or `-b` text (like top)
+    Top(top::Args),
     /// Prometheus metrics of per-port traffic and link health at /metrics (sim: plays a workload)
     Exporter(exporter::Args),
     /// Measurements on real devices: p2p copies through p2pmem.
     Bench(bench::Args),
     /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
     Lab(lab::Args),
+    /// One self-contained HTML page: topology, PMUs and given results, each with its plot
+    Report(report::Args),
+    /// Draw a saved --json result as the SVG its command's --svg draws
+    Plot(plot::Args),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -52,8 +61,11 @@ pub fn run(command: Command) -> Result<()> {
         Command::Qos(args) => qos::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Top(args) => top::run(args),
         Command::Exporter(args) => exporter::run(args),
         Command::Lab(args) => lab::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Plot(args) => plot::run(args),
     }
 }
 

@@ -10,6 +10,7 @@ use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_S
 use pcielab::model::transfer::{LinkParams, Overheads};
 use pcielab::pcie::tlp::TlpFormat;
 use pcielab::pcie::Generation;
+use pcielab::plot;
 use pcielab::report::json_text;
 use pcielab::{Error, Result};
 
@@ -78,7 +79,7 @@ header/ECRC/framing, Ack and UpdateFC DLLPs charged to the direction they travel
 sets. MB/s is 10^6 bytes per second. Link read rates have no round-trip bound. With --platform \
 SPEC.toml (a [platform] table, e.g. from `pcielab fit --out`) every size also gets the platform's \
 predicted one-at-a-time DMA write and read rates.",
-    after_help = "Examples:\n  pcielab model --gen 3 --width 4\n  pcielab model --gen 3 --width 1 --addr64 --ecrc --ideal --sizes 1M\n  pcielab model --gen 6 --width 16 --mps 512 --sizes 64,4K,1M --json\n  pcielab model --gen 4 --width 8 --completion-size rcb --sizes 256,4K\n  pcielab model --gen 2 --width 1 --platform presets/rk3588-ep.toml --sizes 64,4K,1M --json"
+    after_help = "Examples:\n  pcielab model --gen 3 --width 4\n  pcielab model --gen 3 --width 4 --sizes 64,128,256,512,1K,4K,64K,1M --svg gen3x4.svg\n  pcielab model --gen 3 --width 1 --addr64 --ecrc --ideal --sizes 1M\n  pcielab model --gen 6 --width 16 --mps 512 --sizes 64,4K,1M --json\n  pcielab model --gen 4 --width 8 --completion-size rcb --sizes 256,4K\n  pcielab model --gen 2 --width 1 --platform presets/rk3588-ep.toml --sizes 64,4K,1M --json"
 )]
 pub struct Args {
     #[command(flatten)]
@@ -95,6 +96,9 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also draw MB/s and efficiency vs size (with the platform prediction) as an SVG here.
+    #[arg(long, value_name = "OUT.svg")]
+    svg: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -112,6 +116,9 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(file) = &args.platform {
         let text = pcielab::input::read_input_file(std::path::Path::new(file), "--platform")?;
         report.add_platform(&parse_platform(file, &text)?, &link);
+    }
+    if let Some(path) = &args.svg {
+        plot::write_output(path, &plot::model::svg(&report)?)?;
     }
     if args.json {
         print!("{}", json_text(&report)?);

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::Machine;
+use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
-use pcielab::qos::plot;
 use pcielab::qos::presets::PRESETS;
 use pcielab::qos::scenario::Scenario;
 use pcielab::qos::sim::SimulatedResctrl;
 use pcielab::report::json_text;
-use pcielab::{Error, Result};
+use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:
   pcielab sim run scenarios/mb-throttling.toml --svg mb.svg
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> Result<()> {
         } => {
             let outcome = Scenario::load(&scenario)?.run()?;
             if let Some(path) = &svg {
-                std::fs::write(path, plot::svg(&outcome)).map_err(|e| Error::io(path, e))?;
+                plot::write_output(path, &plot::scenario::svg(&outcome)?)?;
             }
             if json {
                 print!("{}", json_text(&outcome)?);

@@ -7,6 +7,8 @@ use clap::Args as ClapArgs;
 use std::path::Path;
 
 use pcielab::machine::Machine;
+use pcielab::plot;
+use pcielab::plot::document::{view_of, Kind};
 use pcielab::pmu::counters::{StatEnd, StatRequest};
 use pcielab::report::json_text;
 use pcielab::Result;
@@ -23,6 +25,9 @@ use pcielab::Result;
   pcielab stat --machine sim:yitian710 -a -I 1000 \\
       -e '{pcie_bdf_200/rx_memory_write/,pcie_bdf_200/tx_ack_dllp/}' \\
       -- fio --filename=/dev/sda --rw=read --bs=1m --size=1g --name=r
+  pcielab stat --machine sim:yitian710 -a -I 500 --svg sata.svg \\
+      -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ -e pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/ \\
+      -- fio --filename=/dev/sda --rw=readwrite --bs=1m --size=2g --name=rw
   pcielab stat --machine sim:yitian710 -a -e dwc_rootport_10/L1/ -- sleep 1
   pcielab stat --machine sim:yitian710 -a -e pcie_bdf_b00000/Rx_PCIe_TLP_Data_Payload/ -- \\
       nettest --dir rx --seconds 2
@@ -61,15 +66,19 @@ pub struct Args {
     /// Print one JSON object (shape in docs/pmu.md) instead of perf's report
     #[arg(long, conflicts_with = "separator")]
     pub json: bool,
-    /// Rotation period of time-shared events (the PMU's perf_event_mux_interval_ms)
-    #[arg(long, value_name = "MS", default_value_t = 4, value_parser = number_in(1..=60_000u64))]
-    pub mux_interval_ms: u64,
+    /// sim: rotation period of time-shared events [default: 4] (a host uses each PMU's
+    /// perf_event_mux_interval_ms)
+    #[arg(long, value_name = "MS", value_parser = number_in(1..=60_000u64))]
+    pub mux_interval_ms: Option<u64>,
     /// sim: inject link bit errors at this rate (LCRC errors, Naks, replays), e.g. 1e-9
     #[arg(long, value_name = "RATE")]
     pub ber: Option<f64>,
     /// Host: print each event's perf_event_attr fields and exit without opening anything
     #[arg(long)]
     pub dry_run: bool,
+    /// Also draw each event per interval over time as an SVG here (needs -I)
+    #[arg(long, value_name = "OUT.svg", requires = "interval_ms")]
+    pub svg: Option<std::path::PathBuf>,
     /// The workload, best after `--` (everything from its first word on is the workload's)
     #[arg(trailing_var_arg = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
@@ -99,8 +108,13 @@ pub fn run(args: Args) -> Result<()> {
             std::process::exit(127);
         }
     };
+    let doc = done.outcome.to_json(done.workload_json);
+    if let Some(path) = &args.svg {
+        let stat = view_of(Kind::Stat, &doc)?;
+        plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
+    }
     if args.json {
-        print!("{}", json_text(&done.outcome.to_json(done.workload_json))?);
+        print!("{}", json_text(&doc)?);
     } else {
         print!("{}", done.workload_report);
         for note in &done.notes {

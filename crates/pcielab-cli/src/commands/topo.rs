@@ -4,6 +4,8 @@
 use clap::Args as ClapArgs;
 use pcielab::machine::Machine;
 use pcielab::model::p2p::{self, Cpu};
+use pcielab::plot;
+use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::render;
@@ -19,6 +21,8 @@ use std::path::PathBuf;
   pcielab topo --machine host
   pcielab topo --machine snapshot:/tmp/snap --json
   pcielab topo --machine sim:qemu-wide --p2p --cpu amd:0x17
+  pcielab topo --machine sim:yitian710 --svg yitian.svg
+  pcielab topo --machine sim:qemu-wide --p2p --svg p2p.svg
 
 Presets: yitian710, rk3588-evb, rk3568-evb, qemu-seed, qemu-wide. The spec format and the JSON fields are
 documented in docs/topology.md.")]
@@ -44,6 +48,9 @@ pub struct Args {
     /// QEMU 7.2 TCG `-cpu max` is amd:0xf, `-cpu EPYC` amd:0x17
     #[arg(long, default_value = "intel", requires = "p2p", value_parser = Cpu::parse)]
     pub cpu: Cpu,
+    /// Also draw the tree (or with --p2p the verdict matrix) as an SVG here
+    #[arg(long, value_name = "OUT.svg", conflicts_with_all = ["dot", "sysfs_export"])]
+    pub svg: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -63,14 +70,23 @@ pub fn run(args: Args) -> Result<()> {
             cpu: args.cpu,
             pairs: p2p::matrix(&platform.topology, args.cpu),
         };
+        if let Some(path) = &args.svg {
+            let doc = view_of(Kind::P2p, &report)?;
+            plot::write_output(path, &plot::topology::p2p_svg(&doc)?)?;
+        }
         return emit(&if args.json {
             json_text(&report)?
         } else {
             p2p::to_text(&report)
         });
     }
+    let topology = render::to_json(platform);
+    if let Some(path) = &args.svg {
+        let doc = view_of(Kind::Topology, &topology)?;
+        plot::write_output(path, &plot::topology::svg(&doc)?)?;
+    }
     let text = if args.json {
-        json_text(&render::to_json(platform))?
+        json_text(&topology)?
     } else if args.dot {
         render::to_dot(platform)
     } else {

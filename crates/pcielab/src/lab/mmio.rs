@@ -89,7 +89,7 @@ impl MmioOptions {
         if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
             return Err(Error::bad_input(format!(
                 "--seconds {}: expected more than 0 and at most 3600",
-                self.seconds
+                crate::input::readable_f64(self.seconds)
             )));
         }
         if !self.offset.is_multiple_of(4096) {

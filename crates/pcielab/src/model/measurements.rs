@@ -112,8 +112,18 @@ pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<V
     if rows.is_empty() {
         return Err(Error::bad_input(format!("{file}: no measurements in it")));
     }
+    if rows.len() > MAX_MEASUREMENTS {
+        return Err(Error::bad_input(format!(
+            "{file}: {} measurements; at most {MAX_MEASUREMENTS} (fitting runs the model for every row at every step)",
+            rows.len()
+        )));
+    }
     Ok(rows)
 }
+
+/// The most measurement rows one file may give: far more than a sweep has, few enough that a
+/// fit over all of them ends in seconds.
+pub const MAX_MEASUREMENTS: usize = 10_000;
 
 /// The JSON document in fio's output: fio prints `note:` and `fio:` lines (e.g. "queue depth
 /// will be capped at 1") on stdout ahead of it, so those are skipped.
@@ -509,6 +519,30 @@ mod tests {
 
     fn base() -> LinkParams {
         LinkParams::new(Generation::Gen3, 4)
+    }
+
+    #[test]
+    fn a_file_of_more_rows_than_a_fit_takes_is_bad_input() {
+        let row = "64,write,14.7\n";
+        let text = format!(
+            "size_bytes,direction,MBps\n{}",
+            row.repeat(MAX_MEASUREMENTS + 1)
+        );
+        let e = parse_measurements("m.csv", &text, &base()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .contains("m.csv: 10001 measurements; at most 10000"),
+            "{e}"
+        );
+        let text = format!(
+            "size_bytes,direction,MBps\n{}",
+            row.repeat(MAX_MEASUREMENTS)
+        );
+        assert_eq!(
+            parse_measurements("m.csv", &text, &base()).unwrap().len(),
+            MAX_MEASUREMENTS
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! `--sizes` list (K/M/G = 1024-based).
 //! The JSON shape is documented in docs/model.md.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::platform::{DmaDirection, PlatformModel};
 use super::transfer::{achievable_mbps, read, write, CompletionSize, LinkParams, Overheads};
@@ -17,7 +17,7 @@ use crate::report::round_to;
 pub const DEFAULT_SIZES: [u64; 8] = [64, 128, 256, 512, 4096, 65536, 1 << 20, 4 << 20];
 
 /// One transfer size's figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SizePoint {
     pub size: u64,
     #[serde(rename = "write_MBps")]
@@ -46,7 +46,7 @@ pub struct SizePoint {
 }
 
 /// The whole sweep for one link; serialises to the documented `pcielab model --json` shape.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SizeSweep {
     pub gen: u8,
     pub width: u8,

@@ -303,16 +303,17 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Opens `selector`'s machine. `workload` (the argv after `--`) is allowed on `sim:` only,
-    /// where it starts playing now; `read_file` reads fio job files.
+    /// Observes `machine`. `workload` (the argv after `--`) is allowed on `sim:` only, where it
+    /// starts playing now; `read_file` reads fio job files.
     pub fn open(
-        selector: &MachineSelector,
+        machine: &Machine,
         workload: &[String],
         read_file: impl Fn(&Path) -> Result<String>,
     ) -> Result<Observer> {
+        let selector = machine.selector();
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
-                let machine = Machine::open(selector)?.simulated_pcie()?;
+                let machine = machine.simulated_pcie()?;
                 let work = if workload.is_empty() {
                     workload::Workload::Sleep { ns: 0 }
                 } else {
@@ -334,7 +335,7 @@ impl Observer {
                          it yourself while pcielab observes"
                     )));
                 }
-                let topology = crate::machine::Machine::open(selector)?.topology()?.clone();
+                let topology = machine.topology()?.clone();
                 let host = matches!(selector, MachineSelector::Host { .. });
                 let pci_dir = if host {
                     root.join("sys/bus/pci")
@@ -667,7 +668,7 @@ mod tests {
 
     #[test]
     fn a_simulated_read_plays_at_the_rate_fio_reports() {
-        let machine: MachineSelector = "sim:yitian710".parse().unwrap();
+        let machine: Machine = "sim:yitian710".parse().unwrap();
         let job = argv(&[
             "fio",
             "--filename=/dev/sda",
@@ -736,7 +737,7 @@ mod tests {
              link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }\naspm = \"l1\"\n",
         )
         .unwrap();
-        let machine = MachineSelector::SimFile { path: spec };
+        let machine = Machine::open(&MachineSelector::SimFile { path: spec }).unwrap();
         let mut observer = Observer::open(&machine, &[], no_files).unwrap();
         let a = observer.sample_at(1_000_000_000).unwrap();
         let b = observer.sample_at(3_000_000_000).unwrap();
@@ -747,7 +748,7 @@ mod tests {
         let p = rates(&a, &b)[0].link_state_percent.unwrap();
         assert!((p.l1 - 100.0).abs() < 1e-9 && p.l0 == 0.0, "{p:?}");
         // yitian710's ports run without ASPM: all L0.
-        let yitian: MachineSelector = "sim:yitian710".parse().unwrap();
+        let yitian: Machine = "sim:yitian710".parse().unwrap();
         let mut observer = Observer::open(&yitian, &[], no_files).unwrap();
         let s = observer.sample_at(1_000_000_000).unwrap();
         let states = s.get(bdf("00:02.0")).unwrap().link_states.unwrap();
@@ -757,13 +758,13 @@ mod tests {
 
     #[test]
     fn workloads_play_on_sim_only() {
-        let host = MachineSelector::Host { root: "/".into() };
+        let host = Machine::open(&MachineSelector::Host { root: "/".into() }).unwrap();
         let err = Observer::open(&host, &argv(&["sleep", "1"]), no_files)
             .err()
             .unwrap();
         assert_eq!(err.exit_code(), 2);
         assert!(err.message().contains("sim:"), "{err}");
-        let sim: MachineSelector = "sim:yitian710".parse().unwrap();
+        let sim: Machine = "sim:yitian710".parse().unwrap();
         let err = Observer::open(&sim, &argv(&["dd", "if=/dev/zero"]), no_files)
             .err()
             .unwrap();
@@ -861,9 +862,10 @@ mod tests {
         }
 
         fn observer(&self) -> Observer {
-            let host = MachineSelector::Host {
+            let host = Machine::open(&MachineSelector::Host {
                 root: self.root.path().to_path_buf(),
-            };
+            })
+            .unwrap();
             Observer::open(&host, &[], no_files).unwrap()
         }
     }
@@ -923,9 +925,10 @@ mod tests {
     #[test]
     fn a_snapshot_has_link_facts_and_no_traffic() {
         let fx = Fixture::new();
-        let snapshot = MachineSelector::Snapshot {
+        let snapshot = Machine::open(&MachineSelector::Snapshot {
             dir: fx.root.path().join("sys/bus/pci"),
-        };
+        })
+        .unwrap();
         let mut observer = Observer::open(&snapshot, &[], no_files).unwrap();
         let s = observer.sample_at(0).unwrap();
         let rp = s.get(bdf("00:04.0")).unwrap();

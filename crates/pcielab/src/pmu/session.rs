@@ -145,6 +145,10 @@ struct Context {
     rotate_necessary: bool,
 }
 
+/// The most counter rotations one count simulates: time-shared events over a long workload
+/// are rotated (and read) this many times at most, an hour at the default 4 ms.
+pub const MAX_ROTATIONS: u64 = 1_000_000;
+
 /// The most `-I` intervals one count keeps (each holds a reading of every event).
 pub const MAX_INTERVALS: u64 = 100_000;
 
@@ -205,8 +209,25 @@ pub fn emulate(
         ..Counts::default()
     };
     let mut now = 0u64;
+    // Only a context with more groups than counters rotates; when none does, a tick changes
+    // nothing, so the run goes from print to print (a week-long `sleep` is a few steps, not
+    // 150 million ticks).
+    let rotating = contexts.iter().any(|c| c.rotate_necessary);
+    let rotations = duration_ns / options.mux_interval_ns;
+    if rotating && rotations > MAX_ROTATIONS {
+        return Err(Error::bad_input(format!(
+            "the events time-share counters, rotated every {} ms: over a {} s workload that is {rotations} rotations; at most {MAX_ROTATIONS}: raise --mux-interval-ms to {} or more, or count fewer events at once",
+            options.mux_interval_ns as f64 / 1e6,
+            duration_ns / 1_000_000_000,
+            duration_ns.div_ceil(MAX_ROTATIONS).div_ceil(1_000_000)
+        )));
+    }
     while now < duration_ns {
-        let next_tick = (now / options.mux_interval_ns + 1) * options.mux_interval_ns;
+        let next_tick = if rotating {
+            (now / options.mux_interval_ns + 1) * options.mux_interval_ns
+        } else {
+            u64::MAX
+        };
         let next_print = options.interval_ns.map_or(u64::MAX, |i| (now / i + 1) * i);
         let next_read = options
             .read_period_ns

@@ -8,7 +8,6 @@ pub mod cpuset;
 pub mod engine;
 pub mod host;
 pub mod info;
-pub mod plot;
 pub mod presets;
 pub mod resctrl;
 pub mod scenario;

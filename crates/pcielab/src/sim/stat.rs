@@ -12,7 +12,7 @@ use crate::pmu::counters::{
 };
 use crate::pmu::host::{place_in, worst_case_events_per_s, wrap_plan};
 use crate::pmu::list::only_pmu;
-use crate::pmu::session::CountOptions;
+use crate::pmu::session::{CountOptions, DEFAULT_MUX_INTERVAL_NS};
 use crate::pmu::stat::{count_events, resolve_groups, StatOutcome};
 use crate::pmu::sysfs::PciePlace;
 use crate::pmu::{parse_event_list, PmuDevice, ResolvedEvent};
@@ -46,7 +46,10 @@ impl SimulatedPcie {
                 "PCIe PMUs are uncore PMUs that count system-wide only: add -a",
             ));
         }
-        if request.mux_interval_ms == 0 || request.interval_ms == Some(0) {
+        let mux_interval_ms = request
+            .mux_interval_ms
+            .unwrap_or(DEFAULT_MUX_INTERVAL_NS / 1_000_000);
+        if mux_interval_ms == 0 || request.interval_ms == Some(0) {
             return Err(Error::bad_input(
                 "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
             ));
@@ -69,7 +72,7 @@ impl SimulatedPcie {
             .collect();
         let (read_period, notes) = machine.wrap_reads(&pmus, &resolved);
         let options = CountOptions {
-            mux_interval_ns: request.mux_interval_ms * 1_000_000,
+            mux_interval_ns: mux_interval_ms * 1_000_000,
             interval_ns: request.interval_ms.map(|ms| ms * 1_000_000),
             read_period_ns: read_period.map(|p| p.as_nanos() as u64),
         };
@@ -176,7 +179,7 @@ mod tests {
         StatRequest {
             events,
             all_cpus: true,
-            mux_interval_ms: 4,
+            mux_interval_ms: None,
             interval_ms: None,
             ber: None,
             workload,

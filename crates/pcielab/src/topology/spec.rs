@@ -71,7 +71,7 @@ struct RawFunction {
     acs: Option<RawAcs>,
     #[serde(default)]
     aer: bool,
-    numa_node: Option<i32>,
+    numa_node: Option<Spanned<i32>>,
     driver: Option<Spanned<String>>,
     #[serde(rename = "device")]
     params: Option<toml::Table>,
@@ -202,7 +202,23 @@ fn convert_function(
     }
     f.name = raw.name.as_ref().map(|n| n.get_ref().clone());
     f.aer = raw.aer;
-    f.numa_node = raw.numa_node.filter(|&n| n >= 0);
+    if let Some(node) = &raw.numa_node {
+        if !(-1..crate::topology::MAX_NUMA_NODES).contains(node.get_ref()) {
+            return Err(loc.err(
+                node.span().start,
+                ctx(format!(
+                    "numa_node = {}: expected -1 (none) or a node in 0..={}",
+                    node.get_ref(),
+                    crate::topology::MAX_NUMA_NODES - 1
+                )),
+            ));
+        }
+    }
+    f.numa_node = raw
+        .numa_node
+        .as_ref()
+        .map(|n| *n.get_ref())
+        .filter(|&n| n >= 0);
     if let Some(driver) = &raw.driver {
         crate::input::path_component("driver", driver.get_ref())
             .map_err(|e| loc.err(driver.span().start, ctx(e.message().to_string())))?;

@@ -1,0 +1,78 @@
+//! `pcielab report`: one self-contained HTML page about a machine (topology diagram, PMUs) and
+//! the JSON results given with `--from`, each drawn and tabled. Wiring only; the page is
+//! `pcielab::report::html`, the pictures `pcielab::plot`.
+
+use std::path::PathBuf;
+
+use clap::Args as ClapArgs;
+use pcielab::machine::Machine;
+use pcielab::plot::document::{view_of, Document, Kind};
+use pcielab::plot::write_output;
+use pcielab::report::html::{page, MachineFacts, ResultFile};
+use pcielab::topology::render;
+use pcielab::{Error, Result};
+
+#[derive(ClapArgs)]
+#[command(
+    about = "One self-contained HTML page: topology, PMUs and the results given, each with a plot",
+    after_help = "Examples:
+  pcielab stat --machine sim:yitian710 -a -I 1000 --json -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ \\
+      -- fio --filename=/dev/sda --rw=read --bs=1m --size=4g --name=r > stat.json
+  pcielab model --gen 2 --width 2 --json > model.json
+  pcielab report --machine sim:yitian710 --from stat.json --from model.json -o report.html
+  pcielab report --from old-run.json -o old.html            (results only, no machine)
+
+--from takes the --json output of: stat, model, fit, topo, topo --p2p, sim run, lab check (the
+kind is told from the file's fields). The page has no script and no URL: it opens offline and
+prints one section per page. Shape of the page: docs/report.md."
+)]
+pub struct Args {
+    /// The machine to describe: host, snapshot:DIR, sim:PRESET or sim:FILE.toml (left out:
+    /// only the results)
+    #[arg(long)]
+    machine: Option<String>,
+    /// A result file (the --json output of a pcielab command); repeatable
+    #[arg(long = "from", value_name = "RESULT.json")]
+    from: Vec<PathBuf>,
+    /// Where to write the page
+    #[arg(short = 'o', long = "output", value_name = "report.html")]
+    output: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if args.machine.is_none() && args.from.is_empty() {
+        return Err(Error::bad_input(
+            "nothing to report: give --machine M, --from RESULT.json, or both",
+        ));
+    }
+    // Every input is read and checked before the machine is opened or anything is written.
+    let results = args
+        .from
+        .iter()
+        .map(|path| {
+            Ok(ResultFile {
+                origin: path.display().to_string(),
+                document: Document::read_file(path)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let machine = match &args.machine {
+        Some(name) => {
+            let machine = Machine::open(&name.parse()?)?;
+            Some(MachineFacts {
+                selector: machine.selector().to_string(),
+                topology: view_of(Kind::Topology, &render::to_json(machine.platform()?))?,
+                pmus: machine.counters()?.pcie_pmus()?,
+            })
+        }
+        None => None,
+    };
+    let html = page(machine.as_ref(), &results)?;
+    write_output(&args.output, &html)?;
+    eprintln!(
+        "wrote {} ({} result section(s))",
+        args.output.display(),
+        results.len()
+    );
+    Ok(())
+}

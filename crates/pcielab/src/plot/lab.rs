@@ -1,0 +1,74 @@
+//! The `pcielab lab check` picture: every compared field of every function as a coloured cell
+//! (match, expected difference, mismatch), functions down and fields across, so a mismatch
+//! stands out in a large topology.
+
+use plotters::style::RGBColor;
+
+use super::document::LabCheckDoc;
+use super::{matrix_svg, Cell, Matrix};
+use crate::error::Result;
+
+const STATUSES: [(&str, &str, RGBColor); 3] = [
+    ("match", "= match", RGBColor(0x2c, 0xa0, 0x2c)),
+    (
+        "expected",
+        "~ expected difference (QEMU)",
+        RGBColor(0xff, 0x7f, 0x0e),
+    ),
+    ("mismatch", "x mismatch", RGBColor(0xd6, 0x27, 0x28)),
+];
+
+/// The check as a function × field matrix.
+pub fn matrix(doc: &LabCheckDoc) -> Matrix {
+    let mut functions: Vec<&str> = doc.rows.iter().map(|r| r.bdf.as_str()).collect();
+    functions.sort_unstable();
+    functions.dedup();
+    let mut fields: Vec<&str> = Vec::new();
+    for r in &doc.rows {
+        if !fields.contains(&r.field.as_str()) {
+            fields.push(&r.field);
+        }
+    }
+    let cells = functions
+        .iter()
+        .map(|bdf| {
+            fields
+                .iter()
+                .map(|field| {
+                    let row = doc
+                        .rows
+                        .iter()
+                        .find(|r| r.bdf == *bdf && r.field == *field)?;
+                    let class = STATUSES.iter().position(|s| s.0 == row.status).unwrap_or(2);
+                    Some(Cell {
+                        text: STATUSES[class].1[..1].to_string(),
+                        class,
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    Matrix {
+        title: format!(
+            "lab check {}: {} ({} mismatches, {} expected differences)",
+            doc.spec,
+            if doc.ok { "guest agrees" } else { "MISMATCH" },
+            doc.mismatches,
+            doc.expected
+        ),
+        row_heading: "function".into(),
+        column_heading: "field".into(),
+        rows: functions.iter().map(|s| s.to_string()).collect(),
+        columns: fields.iter().map(|s| s.to_string()).collect(),
+        cells,
+        classes: STATUSES
+            .iter()
+            .map(|(_, name, c)| (name.to_string(), *c))
+            .collect(),
+    }
+}
+
+/// The check as a standalone SVG document.
+pub fn svg(doc: &LabCheckDoc) -> Result<String> {
+    matrix_svg(&matrix(doc))
+}

@@ -1,0 +1,493 @@
+//! Pictures of a machine's PCIe tree from `pcielab topo --json`: the tree as a diagram (one
+//! box per function, indented under its parent, each link coloured by the generation it
+//! trained to and drawn thicker the more lanes it has, downgraded links and health warnings in
+//! red, each path's link-achievable rate beside its box), and the `topo --p2p --json` verdicts
+//! as a coloured provider × client matrix. A tree layout, not a chart: it is drawn with the
+//! same plotters primitives as every other plot.
+
+use std::collections::BTreeMap;
+
+use plotters::prelude::*;
+
+use super::document::{FunctionDoc, P2pDoc, TopologyDoc};
+use super::{drawing_failed, matrix_svg, svg_document, Area, Cell, Matrix, CHAR_WIDTH, FONT};
+use crate::error::Result;
+use crate::pcie::Generation;
+
+const MIN_WIDTH: i32 = 1000;
+const INDENT: i32 = 34;
+const BOX_WIDTH: i32 = 500;
+const ROW: i32 = 52;
+const WARNING_ROW: i32 = 20;
+const HEADING_ROW: i32 = 34;
+/// Where the first row starts below the key, without the description's extra lines.
+const TOP: i32 = 118;
+const DESCRIPTION_LINE: i32 = 18;
+const DOWNGRADE: RGBColor = RGBColor(0xc6, 0x00, 0x00);
+
+/// The colour of links of generation `n` (1-7); grey when unknown.
+fn generation_colour(n: Option<u8>) -> RGBColor {
+    match n {
+        Some(1) => RGBColor(0x99, 0x99, 0x99),
+        Some(2) => RGBColor(0x8c, 0x56, 0x4b),
+        Some(3) => RGBColor(0x1f, 0x77, 0xb4),
+        Some(4) => RGBColor(0x2c, 0xa0, 0x2c),
+        Some(5) => RGBColor(0xff, 0x7f, 0x0e),
+        Some(6) => RGBColor(0x94, 0x67, 0xbd),
+        Some(7) => RGBColor(0x17, 0xbe, 0xcf),
+        _ => RGBColor(0xcc, 0xcc, 0xcc),
+    }
+}
+
+fn generation_of(gts: Option<f64>) -> Option<u8> {
+    gts.and_then(Generation::from_gt_s).map(Generation::number)
+}
+
+/// Line thickness for a link of `width` lanes: 1 for x1 up to 6 for x32.
+fn stroke_for(width: Option<u8>) -> u32 {
+    1 + width
+        .filter(|w| *w > 0)
+        .map_or(0, |w| f64::from(w).log2() as u32)
+}
+
+/// A function's link as "Gen3 x4" and, when it trained below its capability, "of Gen5 x4".
+fn link_text(f: &FunctionDoc) -> Option<String> {
+    let link = f.link.as_ref()?;
+    let now = match (generation_of(link.speed_gts), link.width) {
+        (_, Some(0)) => "link down".to_string(),
+        (Some(g), Some(w)) => format!("Gen{g} x{w}"),
+        _ => return None,
+    };
+    let capable = match (generation_of(link.max_speed_gts), link.max_width) {
+        (Some(g), Some(w)) => format!("Gen{g} x{w}"),
+        _ => String::new(),
+    };
+    let mut text = if capable.is_empty() || capable == now {
+        now
+    } else {
+        format!("{now} (capable {capable})")
+    };
+    if link.downgraded {
+        text.push_str(" DOWNGRADED");
+    }
+    if let Some(mbps) = f.ceiling_achievable_mbps {
+        text.push_str(&format!(", achievable {mbps:.0} MB/s"));
+    }
+    Some(text)
+}
+
+/// What is drawn on one line of the diagram.
+enum Row<'a> {
+    /// A root bus: its domain:bus and NUMA node.
+    Heading(String),
+    Function {
+        f: &'a FunctionDoc,
+        depth: i32,
+    },
+}
+
+fn row_height(row: &Row) -> i32 {
+    match row {
+        Row::Heading(_) => HEADING_ROW,
+        Row::Function { f, .. } => ROW + WARNING_ROW * f.warnings.len() as i32,
+    }
+}
+
+/// The rows in tree order: each root bus's heading, then depth-first under it.
+fn rows(doc: &TopologyDoc) -> Vec<Row<'_>> {
+    let mut children: BTreeMap<&str, Vec<&FunctionDoc>> = BTreeMap::new();
+    let mut roots: BTreeMap<String, Vec<&FunctionDoc>> = BTreeMap::new();
+    for f in &doc.functions {
+        match &f.parent {
+            Some(p) => children.entry(p.as_str()).or_default().push(f),
+            None => {
+                let bus = f.bdf.rsplit_once(':').map_or(f.bdf.as_str(), |(b, _)| b);
+                let numa = f
+                    .numa_node
+                    .map_or(String::new(), |n| format!(", NUMA node {n}"));
+                roots
+                    .entry(format!("root bus {bus}{numa}"))
+                    .or_default()
+                    .push(f);
+            }
+        }
+    }
+    fn walk<'a>(
+        f: &'a FunctionDoc,
+        depth: i32,
+        children: &BTreeMap<&str, Vec<&'a FunctionDoc>>,
+        out: &mut Vec<Row<'a>>,
+    ) {
+        out.push(Row::Function { f, depth });
+        for c in children.get(f.bdf.as_str()).into_iter().flatten() {
+            walk(c, depth + 1, children, out);
+        }
+    }
+    let mut out = Vec::new();
+    for (heading, functions) in roots {
+        out.push(Row::Heading(heading));
+        for f in functions {
+            walk(f, 0, &children, &mut out);
+        }
+    }
+    // A function whose parent is not in the document (a partial export) still gets drawn.
+    let drawn: Vec<&str> = out
+        .iter()
+        .filter_map(|r| match r {
+            Row::Function { f, .. } => Some(f.bdf.as_str()),
+            Row::Heading(_) => None,
+        })
+        .collect();
+    let orphans: Vec<&FunctionDoc> = doc
+        .functions
+        .iter()
+        .filter(|f| !drawn.contains(&f.bdf.as_str()))
+        .collect();
+    if !orphans.is_empty() {
+        out.push(Row::Heading("parent not in this document".into()));
+        out.extend(orphans.into_iter().map(|f| Row::Function { f, depth: 0 }));
+    }
+    out
+}
+
+fn text(
+    area: &Area,
+    s: &str,
+    at: (i32, i32),
+    size: f64,
+    colour: RGBColor,
+    bold: bool,
+) -> Result<()> {
+    let font = (FONT, size).into_font();
+    let font = if bold {
+        font.style(FontStyle::Bold)
+    } else {
+        font
+    };
+    area.draw(&Text::new(s.to_string(), at, font.color(&colour)))
+        .map_err(drawing_failed)
+}
+
+/// `s` cut to `chars` characters with an ellipsis.
+fn fit(s: &str, chars: usize) -> String {
+    if s.chars().count() <= chars {
+        s.to_string()
+    } else {
+        let mut cut: String = s.chars().take(chars.saturating_sub(1)).collect();
+        cut.push('\u{2026}');
+        cut
+    }
+}
+
+/// `text` in lines of at most `chars` characters, broken between words.
+fn wrap(text: &str, chars: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= chars => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+/// The tree diagram as a standalone SVG document.
+pub fn svg(doc: &TopologyDoc) -> Result<String> {
+    let rows = rows(doc);
+    let description = wrap(&doc.description, 140);
+    let top = TOP + DESCRIPTION_LINE * (description.len() as i32 - 1).max(0);
+    let height = top + rows.iter().map(row_height).sum::<i32>() + 20;
+    let generations: Vec<u8> = {
+        let mut g: Vec<u8> = doc
+            .functions
+            .iter()
+            .filter_map(|f| f.link.as_ref().and_then(|l| generation_of(l.speed_gts)))
+            .collect();
+        g.sort_unstable();
+        g.dedup();
+        g
+    };
+    // Wide enough for the longest link text beside the deepest box.
+    let width = rows
+        .iter()
+        .filter_map(|r| match r {
+            Row::Function { f, depth } => {
+                let chars = link_text(f).map_or(0, |t| t.chars().count()) as f64;
+                Some(30 + depth * INDENT + BOX_WIDTH + 12 + (chars * CHAR_WIDTH * 1.05) as i32 + 20)
+            }
+            Row::Heading(_) => None,
+        })
+        .max()
+        .unwrap_or(0)
+        .max(MIN_WIDTH);
+    svg_document(width as u32, height as u32, |area| {
+        text(
+            area,
+            &format!("PCIe topology: {}", doc.name),
+            (20, 10),
+            20.0,
+            BLACK,
+            true,
+        )?;
+        for (i, line) in description.iter().enumerate() {
+            let y = 38 + DESCRIPTION_LINE * i as i32;
+            text(area, line, (20, y), 14.0, BLACK, false)?;
+        }
+        // Key: generation colours, thickness, downgrades, warnings.
+        let mut x = 20;
+        let y = top - 42;
+        text(area, "link trained to:", (x, y - 8), 14.0, BLACK, false)?;
+        x += 120;
+        for g in &generations {
+            let colour = generation_colour(Some(*g));
+            area.draw(&PathElement::new(
+                vec![(x, y), (x + 30, y)],
+                colour.stroke_width(4),
+            ))
+            .map_err(drawing_failed)?;
+            text(
+                area,
+                &format!("Gen{g}"),
+                (x + 36, y - 8),
+                14.0,
+                BLACK,
+                false,
+            )?;
+            x += 90;
+        }
+        text(
+            area,
+            "thicker = more lanes (x1 thin ... x16 thick)",
+            (x + 10, y - 8),
+            14.0,
+            BLACK,
+            false,
+        )?;
+        text(
+            area,
+            "red box and DOWNGRADED: link trained below what both ends can do;  \u{26a0} red lines: warnings",
+            (20, y + 14),
+            14.0,
+            DOWNGRADE,
+            false,
+        )?;
+
+        // Where each drawn function's box is, for the connectors of its children.
+        let mut boxes: BTreeMap<&str, (i32, i32)> = BTreeMap::new();
+        let mut y = top;
+        for row in &rows {
+            match row {
+                Row::Heading(heading) => {
+                    text(
+                        area,
+                        heading,
+                        (20, y + 10),
+                        15.0,
+                        RGBColor(0x33, 0x33, 0x33),
+                        true,
+                    )?;
+                }
+                Row::Function { f, depth } => {
+                    let x = 30 + depth * INDENT;
+                    let (top, bottom) = (y + 4, y + ROW - 6);
+                    let generation = f.link.as_ref().and_then(|l| generation_of(l.speed_gts));
+                    let colour = generation_colour(generation);
+                    if let Some((px, pbottom)) = f.parent.as_deref().and_then(|p| boxes.get(p)) {
+                        let mid = (top + bottom) / 2;
+                        let width = f.link.as_ref().and_then(|l| l.width);
+                        area.draw(&PathElement::new(
+                            vec![(px + 14, *pbottom), (px + 14, mid), (x, mid)],
+                            colour.stroke_width(stroke_for(width)),
+                        ))
+                        .map_err(drawing_failed)?;
+                    }
+                    let downgraded = f.link.as_ref().is_some_and(|l| l.downgraded);
+                    let fill = if f.kind.contains("endpoint") {
+                        RGBColor(0xf4, 0xf8, 0xfc)
+                    } else {
+                        RGBColor(0xf6, 0xf6, 0xf0)
+                    };
+                    area.draw(&Rectangle::new(
+                        [(x, top), (x + BOX_WIDTH, bottom)],
+                        fill.filled(),
+                    ))
+                    .map_err(drawing_failed)?;
+                    let border = if downgraded {
+                        DOWNGRADE.stroke_width(3)
+                    } else {
+                        colour.stroke_width(2)
+                    };
+                    area.draw(&Rectangle::new([(x, top), (x + BOX_WIDTH, bottom)], border))
+                        .map_err(drawing_failed)?;
+                    let id = format!(
+                        "{}  {}  [{}:{}]",
+                        f.bdf,
+                        f.kind,
+                        f.vendor.trim_start_matches("0x"),
+                        f.device.trim_start_matches("0x")
+                    );
+                    text(area, &id, (x + 8, top + 4), 14.0, BLACK, true)?;
+                    let mut second = f.name.clone().unwrap_or_default();
+                    if let Some(driver) = &f.driver {
+                        second.push_str(&format!(" (driver {driver})"));
+                    }
+                    let chars = ((BOX_WIDTH - 16) as f64 / (CHAR_WIDTH * 0.85)) as usize;
+                    text(
+                        area,
+                        &fit(&second, chars),
+                        (x + 8, top + 23),
+                        13.0,
+                        BLACK,
+                        false,
+                    )?;
+                    if let Some(link) = link_text(f) {
+                        let c = if downgraded {
+                            DOWNGRADE
+                        } else {
+                            darker(colour)
+                        };
+                        text(
+                            area,
+                            &link,
+                            (x + BOX_WIDTH + 12, top + 12),
+                            14.0,
+                            c,
+                            downgraded,
+                        )?;
+                    }
+                    for (i, w) in f.warnings.iter().enumerate() {
+                        text(
+                            area,
+                            &format!("\u{26a0} {}", fit(w, 130)),
+                            (x + 8, bottom + 4 + WARNING_ROW * i as i32),
+                            13.0,
+                            DOWNGRADE,
+                            false,
+                        )?;
+                    }
+                    boxes.insert(f.bdf.as_str(), (x, bottom));
+                }
+            }
+            y += row_height(row);
+        }
+        Ok(())
+    })
+}
+
+/// Text in a link's colour, darkened so light generation colours stay readable on white.
+fn darker(c: RGBColor) -> RGBColor {
+    RGBColor(
+        (f64::from(c.0) * 0.7) as u8,
+        (f64::from(c.1) * 0.7) as u8,
+        (f64::from(c.2) * 0.7) as u8,
+    )
+}
+
+/// The P2P verdict classes in legend order, with the map names of the JSON.
+const VERDICTS: [(&str, &str, RGBColor); 4] = [
+    (
+        "bus_address",
+        "B: bus address (through a common switch)",
+        RGBColor(0x2c, 0xa0, 0x2c),
+    ),
+    (
+        "through_host_bridge",
+        "H: through the host bridge",
+        RGBColor(0x1f, 0x77, 0xb4),
+    ),
+    (
+        "not_supported",
+        "x: not supported (EREMOTEIO)",
+        RGBColor(0xd6, 0x27, 0x28),
+    ),
+    (
+        "unknown",
+        "?: unknown (facts not readable)",
+        RGBColor(0x99, 0x99, 0x99),
+    ),
+];
+
+/// The verdict matrix: providers down, clients across, each cell the distance and verdict.
+pub fn p2p_matrix(doc: &P2pDoc) -> Matrix {
+    let mut endpoints: Vec<&str> = doc
+        .pairs
+        .iter()
+        .flat_map(|p| [p.provider.as_str(), p.client.as_str()])
+        .collect();
+    endpoints.sort_unstable();
+    endpoints.dedup();
+    let cells = endpoints
+        .iter()
+        .map(|p| {
+            endpoints
+                .iter()
+                .map(|c| {
+                    let pair = doc
+                        .pairs
+                        .iter()
+                        .find(|v| v.provider == *p && v.client == *c)?;
+                    let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
+                    let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
+                    Some(Cell {
+                        text: format!("{} {mark}", pair.distance),
+                        class,
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let cpu = match (doc.cpu.get("vendor"), doc.cpu.get("family")) {
+        (Some(v), Some(f)) => format!(", CPU {}:{f}", v.as_str().unwrap_or("?")),
+        _ => String::new(),
+    };
+    Matrix {
+        title: format!("P2PDMA verdicts between endpoints (distance and mapping{cpu})"),
+        row_heading: "provider".into(),
+        column_heading: "client".into(),
+        rows: endpoints.iter().map(|s| s.to_string()).collect(),
+        columns: endpoints.iter().map(|s| s.to_string()).collect(),
+        cells,
+        classes: VERDICTS
+            .iter()
+            .map(|(_, name, c)| (name.to_string(), *c))
+            .collect(),
+    }
+}
+
+/// The verdict matrix as a standalone SVG document.
+pub fn p2p_svg(doc: &P2pDoc) -> Result<String> {
+    matrix_svg(&p2p_matrix(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_wrap_between_words() {
+        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap("", 10), Vec::<String>::new());
+        assert_eq!(wrap("one", 10), ["one"]);
+    }
+
+    #[test]
+    fn links_read_as_generation_and_width() {
+        let f: FunctionDoc = serde_json::from_value(serde_json::json!({
+            "bdf": "0000:01:00.0", "vendor": "0x144d", "device": "0xa80a", "kind": "endpoint",
+            "name": null, "parent": "0000:00:00.0", "numa_node": null, "driver": null,
+            "link": {"max_speed_gts": 16.0, "max_width": 4, "speed_gts": 8.0, "width": 4, "downgraded": true},
+            "ceiling_achievable_MBps": 3643.35
+        }))
+        .unwrap();
+        assert_eq!(
+            link_text(&f).unwrap(),
+            "Gen3 x4 (capable Gen4 x4) DOWNGRADED, achievable 3643 MB/s"
+        );
+        assert_eq!(stroke_for(Some(1)), 1);
+        assert_eq!(stroke_for(Some(16)), 5);
+        assert_eq!(stroke_for(Some(0)), 1);
+    }
+}
