@@ -41,6 +41,8 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("state_file", state_file),
     ("qos_workload", qos_workload),
     ("perf_event", perf_event),
+    ("sysfs_tree", sysfs_tree),
+    ("model_inputs", model_inputs),
     ("result_json", result_json),
 ];
 
@@ -48,8 +50,8 @@ fn text(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(data).ok()
 }
 
-/// A spec TOML (what `topo`, `stat` and `lab` read): parse, render every way, plan the QEMU
-/// machine, compute path ceilings and P2P verdicts.
+/// A spec TOML (what `topo`, `stat`, `sim` and `lab` read): parse, render every way, plan the
+/// QEMU machine, compute path ceilings and P2P verdicts, build the simulated machine and its PMUs.
 pub fn spec_toml(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let Ok(platform) = parse_spec("fuzz.toml", text) else {
@@ -63,6 +65,14 @@ pub fn spec_toml(data: &[u8]) {
     let _ = pcielab::model::p2p::matrix(&platform.topology, pcielab::model::p2p::Cpu::Other);
     for f in platform.topology.functions() {
         let _ = pcielab::model::path::path_ceiling(&platform.topology, f.bdf);
+    }
+    if let Ok(sim) = pcielab::sim::SimulatedPcie::new(
+        "fuzz",
+        platform.topology,
+        &platform.sim,
+        &platform.platform,
+    ) {
+        let _ = sim.pmus();
     }
 }
 
@@ -252,4 +262,83 @@ pub fn perf_event(data: &[u8]) {
     let _ = FormatField::parse("fuzz", text);
     let _ = parse_alias_terms(std::path::Path::new("events/fuzz"), text);
     let _ = parse_cpu_list(text);
+}
+
+/// The input cut into fields, each a 16-bit little-endian length and that many bytes (config
+/// space is binary, so no separator byte would do); a short last field takes what is left.
+fn length_prefixed(mut data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let (len, rest) = data.split_first_chunk::<2>()?;
+        let len = usize::from(u16::from_le_bytes(*len)).min(rest.len());
+        let (field, rest) = rest.split_at(len);
+        data = rest;
+        Some(field)
+    })
+}
+
+/// A sysfs tree as a snapshot holds it (`snapshot:DIR`, `topo --machine host`): the input's
+/// length-prefixed fields fill the attribute files of three functions (a root port, a bridge and
+/// an endpoint below it) and a pci.ids database; the reader builds the topology, names it from the
+/// database, renders it, reads link health and computes P2P verdicts.
+pub fn sysfs_tree(data: &[u8]) {
+    const FUNCTIONS: [&str; 3] = ["0000:00:00.0", "0000:00:01.0", "0000:01:00.0"];
+    const FILES: [&str; 12] = [
+        "config",
+        "vendor",
+        "device",
+        "class",
+        "label",
+        "current_link_speed",
+        "current_link_width",
+        "max_link_speed",
+        "max_link_width",
+        "numa_node",
+        "secondary_bus_number",
+        "aer_dev_correctable",
+    ];
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let devices = dir.path().join("sys/bus/pci/devices");
+    let mut fields = length_prefixed(data);
+    for bdf in FUNCTIONS {
+        let function = devices.join(bdf);
+        let _ = std::fs::create_dir_all(&function);
+        for (name, field) in FILES.iter().zip(fields.by_ref()) {
+            let _ = std::fs::write(function.join(name), field);
+        }
+    }
+    let db = dir.path().join("pci.ids");
+    let _ = std::fs::write(&db, fields.next().unwrap_or_default());
+    let Ok(mut topology) = pcielab::topology::sysfs::read_sysfs(&dir.path().join("sys/bus/pci"))
+    else {
+        return;
+    };
+    pcielab::topology::pciids::name_functions(&mut topology, &db);
+    for bdf in FUNCTIONS {
+        let _ = pcielab::topology::health::read_link_health(dir.path(), bdf.parse().expect("bdf"));
+    }
+    let _ = pcielab::model::p2p::matrix(&topology, pcielab::model::p2p::Cpu::Other);
+    let platform = pcielab::topology::spec::Platform {
+        name: "fuzz".into(),
+        description: String::new(),
+        topology,
+        sim: Default::default(),
+        platform: Default::default(),
+    };
+    let _ = to_tree(&platform);
+    let _ = to_dot(&platform);
+    let _ = to_json(&platform);
+}
+
+/// What `fit` and `model --platform` read: measurements (fio JSON, CSV or the dmatest table)
+/// compared with a platform model, and a platform model TOML (the same bytes as both). The
+/// fitting optimiser itself is left out: it is a search over the rows, not a parser.
+pub fn model_inputs(data: &[u8]) {
+    use pcielab::model::platform::parse_platform;
+    use pcielab::model::transfer::LinkParams;
+    let Some(text) = text(data) else { return };
+    let link = LinkParams::new(pcielab::pcie::Generation::Gen3, 4);
+    let model = parse_platform("fuzz.toml", text).unwrap_or_default();
+    if let Ok(rows) = pcielab::model::measurements::parse_measurements("fuzz.csv", text, &link) {
+        let _ = pcielab::model::fit::compare(&model, &rows, &link);
+    }
 }

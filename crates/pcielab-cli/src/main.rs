@@ -67,7 +67,10 @@ fn main() {
         }
     };
     if let Err(e) = commands::run(cli.command) {
-        eprintln!("pcielab: error: {e}");
+        eprintln!(
+            "pcielab: error: {}",
+            pcielab::report::terminal_text(&e.to_string())
+        );
         std::process::exit(e.exit_code());
     }
 }

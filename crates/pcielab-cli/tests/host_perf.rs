@@ -236,6 +236,13 @@ fn dry_run_encodes_every_event_as_perf_does() {
         filters[0] += usize::from(perf[2] != 0);
         filters[1] += usize::from(perf[3] != 0);
     }
+    eprintln!(
+        "dry-run vs perf -vv: {} event strings, {} mismatches ({} with config1, {} with config2)",
+        EVENTS.len(),
+        mismatches.len(),
+        filters[0],
+        filters[1]
+    );
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
     // The comparison reached perf's config1/config2 lines, not only type and config.
     assert!(filters[0] >= 4 && filters[1] >= 4, "{filters:?}");
@@ -290,14 +297,6 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
         perf_per_elapsed > 1e8,
         "the TSC ticks faster than 100 MHz: {stderr}"
     );
-    // perf's "seconds time elapsed" leaves out a few ms of its own counting window (it enables
-    // before starting the clock), so per elapsed second its rate reads up to ~1 % high on a
-    // busy machine; per second of the counter's own window (perf -x's run time) both are the
-    // TSC frequency.
-    assert!(
-        (per_elapsed / perf_per_elapsed - 1.0).abs() < 0.02,
-        "TSC per elapsed second: pcielab {per_elapsed:.0}, perf {perf_per_elapsed:.0}"
-    );
     let mut csv_args = vec!["stat", "-a", "-x,"];
     csv_args.extend(&perf_args[2..]);
     let csv = text(&in_namespace(devices.path(), "perf", &csv_args).stderr);
@@ -309,15 +308,39 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
             .unwrap_or_else(|| panic!("no {event} in perf -x output:\n{csv}"))
     };
     let perf_per_window = field(event, 0) / (field(event, 3) / 1e9);
+    // Per second of the counter's own window (perf -x's run time) both read the TSC frequency.
+    // perf's "seconds time elapsed" is not that window: on a loaded 2-CPU VM its rate per
+    // elapsed second was seen from -6 % to +1 % off its rate per counting second, while
+    // pcielab's elapsed is its counting window. So pcielab's count per its own elapsed second
+    // is held to perf's rate per counting second, within 1 %.
+    let percent = |ours: f64, theirs: f64| 100.0 * (ours / theirs - 1.0);
+    eprintln!(
+        "TSC through dwc_rootport_3018: per second of counting pcielab {per_window:.0}, perf \
+         {perf_per_window:.0} ({:+.3} %); per elapsed second pcielab {per_elapsed:.0} ({:+.3} \
+         %), perf {perf_per_elapsed:.0} ({:+.3} %)",
+        percent(per_window, perf_per_window),
+        percent(per_elapsed, perf_per_window),
+        percent(perf_per_elapsed, perf_per_window)
+    );
     assert!(
         (per_window / perf_per_window - 1.0).abs() < 0.01,
         "TSC per second of counting: pcielab {per_window:.0}, perf {perf_per_window:.0}"
+    );
+    assert!(
+        (per_elapsed / perf_per_window - 1.0).abs() < 0.01,
+        "TSC per elapsed second: pcielab {per_elapsed:.0}, perf per counting second \
+         {perf_per_window:.0}"
     );
     // cpu-clock: msec counted per second of counting, summed over every CPU.
     let clock = &doc["events"][1];
     let ours_clock =
         clock["scaled"].as_f64().unwrap() / (clock["running_ns"].as_f64().unwrap() / 1e9);
     let theirs_clock = field("cpu-clock", 0) / (field("cpu-clock", 3) / 1e9);
+    eprintln!(
+        "cpu-clock msec per second of counting: pcielab {ours_clock:.2}, perf {theirs_clock:.2} \
+         ({:+.3} %)",
+        percent(ours_clock, theirs_clock)
+    );
     assert!(
         (ours_clock / theirs_clock - 1.0).abs() < 0.02,
         "cpu-clock msec per second: pcielab {ours_clock:.1}, perf {theirs_clock:.1}"
@@ -345,6 +368,7 @@ fn tracepoint_counts_exactly_what_perf_counts() {
         .and_then(|l| l.split(',').next())
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no count from perf:\n{stderr}"));
+    eprintln!("{event} over 1000 umask calls: pcielab {ours}, perf {theirs}");
     assert!(ours >= 1000, "{doc}");
     assert_eq!(ours, theirs, "pcielab {ours}, perf {theirs}");
 }

@@ -142,6 +142,39 @@ fn numbers_out_of_range_state_the_range() {
         2,
         "1..=3600000",
     );
+    // Each -I is in range, but all of them together are a simulated run of 7.2e9 model steps
+    // (and on a host 114 years).
+    expect(
+        d,
+        &[
+            "qos",
+            "monitor",
+            "--machine",
+            "sim:mpam-seed",
+            "-I",
+            "3600000",
+            "--count",
+            "1000000",
+        ],
+        2,
+        "7200000000 model steps of at most 0.5 s; a simulated machine runs at most 100000",
+    );
+    resctrl_tree(d, "ff", "1");
+    expect(
+        d,
+        &[
+            "qos",
+            "monitor",
+            "--resctrl",
+            "resctrl",
+            "-I",
+            "3600000",
+            "--count",
+            "1000",
+        ],
+        2,
+        "1000 intervals of 3600000 ms: 3600000 s is not a duration pcielab runs",
+    );
     expect(
         d,
         &["lab", "argv", "--memory", "0", "qemu-seed"],
@@ -196,6 +229,99 @@ fn numbers_out_of_range_state_the_range() {
         2,
         "intervals",
     );
+    expect(
+        d,
+        &[
+            "stat",
+            "--machine",
+            "sim:yitian710",
+            "-a",
+            "-I",
+            "1",
+            "-e",
+            "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+            "--",
+            "sleep",
+            "1e300",
+        ],
+        2,
+        "sleep: 1e300 s is not a duration pcielab runs",
+    );
+}
+
+/// The longest workload `stat` takes (a week) is simulated without stepping through it: without
+/// time-shared counters in a few steps, with them up to a bounded number of rotations.
+#[test]
+fn a_week_long_simulated_workload_is_counted_or_refused_quickly() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let one = [
+        "stat",
+        "--machine",
+        "sim:yitian710",
+        "-a",
+        "-e",
+        "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+        "--",
+    ];
+    for workload in [
+        &["sleep", "604800"][..],
+        &[
+            "fio",
+            "--name=a",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=1g",
+            "--filename=x",
+            "--runtime=604800",
+            "--time_based",
+        ][..],
+    ] {
+        let started = Instant::now();
+        let r = expect(d, &[&one[..], workload].concat(), 0, " 604800.000");
+        assert!(started.elapsed() < HANG, "{}", r.stderr);
+    }
+    // Two time-based events on one DWC PMU share its counter, rotated every 4 ms.
+    let shared = [
+        "stat",
+        "--machine",
+        "sim:yitian710",
+        "-a",
+        "-e",
+        "dwc_rootport_0/One_Cycle/",
+        "-e",
+        "dwc_rootport_0/L0/",
+        "--",
+    ];
+    expect(
+        d,
+        &[&shared[..], &["sleep", "604800"]].concat(),
+        2,
+        "151200000 rotations; at most 1000000: raise --mux-interval-ms to 605 or more",
+    );
+    expect(
+        d,
+        &[
+            &shared[..3],
+            &["--mux-interval-ms", "6048"],
+            &shared[3..],
+            &["sleep", "604800"],
+        ]
+        .concat(),
+        0,
+        "(50.00%)",
+    );
+    // A job file of more jobs than fio runs.
+    let jobs: String = (0..4097)
+        .map(|i| format!("[j{i}]\nrw=read\nfilename=x\n"))
+        .collect();
+    std::fs::write(d.join("many.fio"), jobs).unwrap();
+    expect(
+        d,
+        &[&one[..], &["fio", "many.fio"]].concat(),
+        2,
+        "4097 jobs with 4097 clones in all (numjobs summed); fio runs at most 4096",
+    );
 }
 
 fn scenario(dir: &Path, extra: &str) -> String {
@@ -218,8 +344,11 @@ fn scenario_durations_are_finite_and_capped() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
     for (extra, needle) in [
-        ("measure_s = 1e300", "measure_s"),
-        ("step_s = 1e-300", "step_s"),
+        ("measure_s = 1e300", "measure_s: 1e300 s is not a duration"),
+        (
+            "step_s = 1e-300",
+            "measure_s / step_s = 2 / 1e-300 is more than",
+        ),
         ("measure_s = -5.0", "measure_s"),
         ("duration_s = inf", "duration_s"),
         ("measure_s = nan", "measure_s"),
@@ -227,8 +356,36 @@ fn scenario_durations_are_finite_and_capped() {
         let s = scenario(d, extra);
         expect(d, &["sim", "run", &s], 2, needle);
     }
+    // Each value's run is short, but 30,000 of them are 120,000 model steps.
+    let many = std::fs::read_to_string(scenario(d, "")).unwrap().replace(
+        "values = [\"f\"]",
+        &format!("values = [{}]", vec!["\"f\""; 30_000].join(", ")),
+    );
+    std::fs::write(d.join("many.toml"), many).unwrap();
+    expect(
+        d,
+        &["sim", "run", "many.toml"],
+        2,
+        "30000 series values of 4 model steps each are 120000 steps; at most 100000 in all",
+    );
     expect(d, &["sim", "run", "missing.toml"], 2, "missing.toml");
     expect(d, &["sim", "run", "."], 2, "is a directory");
+    std::os::unix::fs::symlink("loop.toml", d.join("loop.toml")).unwrap();
+    expect(d, &["sim", "run", "loop.toml"], 2, "scenario loop.toml");
+}
+
+#[test]
+fn error_messages_quoting_a_file_are_cut_and_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    std::fs::write(d.join("long.toml"), format!("a={}\n", "[".repeat(100_000))).unwrap();
+    let r = expect(d, &["sim", "run", "long.toml"], 2, "long.toml");
+    assert!(r.stderr.len() < 4096, "{} bytes of stderr", r.stderr.len());
+    assert!(r.stderr.contains("more characters)"), "{}", r.stderr);
+    std::fs::write(d.join("esc.toml"), "\"\x1b[2J\x1b[31m\" = 1\n").unwrap();
+    let r = expect(d, &["sim", "run", "esc.toml"], 2, "esc.toml");
+    assert!(!r.stderr.contains('\x1b'), "{:?}", r.stderr);
+    assert!(r.stderr.contains("\\u{1b}[2J"), "{}", r.stderr);
 }
 
 #[test]
@@ -263,6 +420,22 @@ fn hostile_state_files_are_bad_input() {
     v["resctrl"]["info"]["caches"][0]["cbm_mask"] = serde_json::json!(0);
     std::fs::write(st, v.to_string()).unwrap();
     run_with(&["qos", "show"], 2, "info");
+    // Only a path with nothing at it starts a fresh machine; a looping link is unreadable.
+    std::os::unix::fs::symlink("loop-b.json", d.join("loop-a.json")).unwrap();
+    std::os::unix::fs::symlink("loop-a.json", d.join("loop-b.json")).unwrap();
+    expect(
+        d,
+        &[
+            "qos",
+            "show",
+            "--machine",
+            "sim:mpam-seed",
+            "--state",
+            "loop-a.json",
+        ],
+        2,
+        "state file loop-a.json",
+    );
     std::fs::create_dir(d.join("dir.json")).unwrap();
     expect(
         d,
@@ -307,6 +480,14 @@ fn desired_state_files_are_validated_where_they_enter() {
         2,
         "is a directory",
     );
+    // Unreadable (a link to itself: ELOOP, as root reads past any permission bits).
+    std::os::unix::fs::symlink("loop.yaml", d.join("loop.yaml")).unwrap();
+    expect(
+        d,
+        &[&["qos", "apply", "loop.yaml"], &m[..]].concat(),
+        2,
+        "desired-state file loop.yaml",
+    );
     std::fs::write(d.join("deep.yaml"), "[".repeat(100_000)).unwrap();
     let started = Instant::now();
     expect(
@@ -318,23 +499,28 @@ fn desired_state_files_are_validated_where_they_enter() {
     assert!(started.elapsed() < HANG);
 }
 
-#[test]
-fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
-    let d = tempfile::tempdir().unwrap();
-    let root = d.path().join("resctrl");
+/// A resctrl mount with one L3 resource (`cbm_mask`, `min_cbm_bits`) at `dir/resctrl`.
+fn resctrl_tree(dir: &Path, cbm_mask: &str, min_cbm_bits: &str) {
+    let root = dir.join("resctrl");
     for (path, text) in [
-        ("info/L3/num_closids", "4\n"),
-        ("info/L3/cbm_mask", "1\n"),
-        ("info/L3/min_cbm_bits", "5\n"),
-        ("info/last_cmd_status", "ok\n"),
-        ("schemata", "L3:0=1\n"),
-        ("tasks", "1\n"),
-        ("cpus_list", "0\n"),
+        ("info/L3/num_closids", "4\n".to_string()),
+        ("info/L3/cbm_mask", format!("{cbm_mask}\n")),
+        ("info/L3/min_cbm_bits", format!("{min_cbm_bits}\n")),
+        ("info/last_cmd_status", "ok\n".to_string()),
+        ("schemata", format!("L3:0={cbm_mask}\n")),
+        ("tasks", "1\n".to_string()),
+        ("cpus_list", "0\n".to_string()),
     ] {
         let p = root.join(path);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
+}
+
+#[test]
+fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
+    let d = tempfile::tempdir().unwrap();
+    resctrl_tree(d.path(), "1", "5");
     std::fs::write(
         d.path().join("plan.yaml"),
         "groups:\n  g:\n    l3: \"50%\"\n",
@@ -353,6 +539,41 @@ fn a_resctrl_tree_with_min_cbm_bits_above_its_mask_is_an_error_not_a_panic() {
         2,
         "min_cbm_bits",
     );
+}
+
+#[test]
+fn a_64_way_cache_mask_is_planned_to_its_top_bit() {
+    let d = tempfile::tempdir().unwrap();
+    resctrl_tree(d.path(), "ffffffffffffffff", "1");
+    for (ways, mask) in [
+        ("100%", "ffffffffffffffff"),
+        ("0-63", "ffffffffffffffff"),
+        ("32-63", "ffffffff00000000"),
+    ] {
+        std::fs::write(
+            d.path().join("plan.yaml"),
+            format!("groups:\n  g:\n    l3: \"{ways}\"\n"),
+        )
+        .unwrap();
+        let r = expect(
+            d.path(),
+            &[
+                "qos",
+                "apply",
+                "plan.yaml",
+                "--resctrl",
+                "resctrl",
+                "--dry-run",
+            ],
+            0,
+            "",
+        );
+        assert!(
+            r.stdout.contains(&format!("L3:0={mask}")),
+            "{ways}: {}",
+            r.stdout
+        );
+    }
 }
 
 #[test]
@@ -391,21 +612,86 @@ fn a_spec_cannot_write_outside_the_export_directory() {
     }
     assert!(!Path::new("/tmp/pcielab-abs").exists());
     // A planted link inside an existing export directory is not followed.
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::create_dir(d.join("planted")).unwrap();
-    std::os::unix::fs::symlink(outside.path(), d.join("planted/tree")).unwrap();
-    let r = run_in(
+    for planted in ["tree", "drivers"] {
+        let outside = tempfile::tempdir().unwrap();
+        let dir = d.join(format!("planted-{planted}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.join(planted)).unwrap();
+        let r = run_in(
+            d,
+            &[
+                "topo",
+                "--machine",
+                "sim:qemu-seed",
+                "--sysfs-export",
+                dir.to_str().unwrap(),
+            ],
+        );
+        assert!(r.code == 1 || r.code == 2, "{planted}: {}", r.stderr);
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "{planted}"
+        );
+    }
+}
+
+#[test]
+fn a_planted_link_in_a_snapshot_directory_is_not_followed() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    // A host's /sys/bus/pci to save: an export of a preset with bound drivers.
+    expect(
         d,
         &[
             "topo",
             "--machine",
             "sim:qemu-seed",
             "--sysfs-export",
-            "planted",
+            "root/sys/bus/pci",
         ],
+        0,
+        "",
     );
-    assert!(r.code == 1 || r.code == 2, "{}", r.stderr);
-    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    for planted in ["tree", "drivers"] {
+        let outside = tempfile::tempdir().unwrap();
+        let snap = d.join(format!("snap-{planted}"));
+        std::fs::create_dir(&snap).unwrap();
+        std::os::unix::fs::symlink(outside.path(), snap.join(planted)).unwrap();
+        let r = run_in(d, &["snapshot", snap.to_str().unwrap(), "--root", "root"]);
+        assert!(r.code == 1 || r.code == 2, "{planted}: {}", r.stderr);
+        assert!(r.stderr.contains(planted), "{planted}: {}", r.stderr);
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "{planted}"
+        );
+    }
+}
+
+#[test]
+fn numa_nodes_are_bounded_where_the_spec_enters() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let spec = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/qemu-seed.toml"),
+    )
+    .unwrap();
+    for node in ["2000000000", "-5", "1024"] {
+        let evil = spec.replacen(
+            "[[function]]",
+            &format!("[[function]]\nnuma_node = {node}"),
+            1,
+        );
+        std::fs::write(d.join("numa.toml"), evil).unwrap();
+        // `lab argv` built one QEMU memory backend per node up to the largest: 2e9 of them.
+        expect(
+            d,
+            &["lab", "argv", "numa.toml"],
+            2,
+            &format!("numa_node = {node}: expected -1 (none) or a node in 0..=1023"),
+        );
+    }
 }
 
 /// A minimal sysfs tree with one function whose files are given.
@@ -430,15 +716,56 @@ fn endless_config_files_and_escapes_in_labels_are_harmless() {
             ("label", b"\x1b[31mRED\x1b[0m\nFAKE 00:00.1 line\n"),
         ],
     );
+    // A driver link whose name holds an escape sequence.
+    std::os::unix::fs::symlink(
+        "../../drivers/e\x1b[2Jvil",
+        d.join("snap/devices/0000:00:00.0/driver"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink("/dev/zero", d.join("snap/devices/0000:00:00.0/config")).unwrap();
     let r = expect(d, &["topo", "--machine", "snapshot:snap"], 0, "");
     assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
+    assert!(r.stdout.contains("driver e\\u{1b}[2Jvil"), "{}", r.stdout);
     let r = expect(d, &["topo", "--machine", "snapshot:snap", "--dot"], 0, "");
     assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
     std::fs::remove_file(d.join("snap/devices/0000:00:00.0/config")).unwrap();
     std::os::unix::fs::symlink("/dev/urandom", d.join("snap/devices/0000:00:00.0/config")).unwrap();
     let r = run_in(d, &["topo", "--machine", "snapshot:snap"]);
     assert!([0, 1, 2].contains(&r.code), "{}", r.stderr);
+}
+
+/// The kernel takes any byte but a newline in a group name: one made by someone else is shown
+/// escaped by `qos show` and `qos monitor`.
+#[test]
+fn resctrl_group_names_with_escapes_are_shown_not_obeyed() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    resctrl_tree(d, "ff", "1");
+    let group = d.join("resctrl/g\x1b[2J");
+    std::fs::create_dir_all(group.join("mon_data/mon_L3_00")).unwrap();
+    for (file, text) in [
+        ("schemata", "L3:0=ff\n"),
+        ("tasks", ""),
+        ("cpus_list", "\n"),
+        ("mon_data/mon_L3_00/llc_occupancy", "4096\n"),
+    ] {
+        std::fs::write(group.join(file), text).unwrap();
+    }
+    let r = expect(d, &["qos", "show", "--resctrl", "resctrl"], 0, "");
+    assert!(!r.stdout.contains('\x1b'), "{:?}", r.stdout);
+    assert!(
+        r.stdout.contains("group g\\u{1b}[2J (closid 1"),
+        "{}",
+        r.stdout
+    );
+    let r = expect(
+        d,
+        &["qos", "monitor", "--resctrl", "resctrl", "-I", "1"],
+        0,
+        "",
+    );
+    assert!(!r.stdout.contains('\x1b'), "{:?}", r.stdout);
+    assert!(r.stdout.contains("g\\u{1b}[2J"), "{}", r.stdout);
 }
 
 #[test]

@@ -224,3 +224,48 @@ fn pmu_list_shows_every_root_port_and_catalog() {
     );
     assert!(listing.contains("tx_memory_write"));
 }
+
+#[test]
+fn narrow_counters_carry_their_wraps_and_say_so_like_on_a_host() {
+    // Issue 8's 300-s run: 100 Gb/s into the ConnectX port makes rx_memory_write pass 2^32.
+    // Read only at the end, the 32-bit register used to lose that wrap (4,257,906,188);
+    // pcielab now reads it as it would on a host, with or without -I, and says so.
+    const MWR: &str = "pcie_bdf_b00000/rx_memory_write/";
+    const SKP: &str = "pcie_bdf_b00000/EBUF_SKP_Add,lane=1/";
+    let count = |extra: &[&str]| {
+        let mut args = vec!["--json", "-e", MWR, "-e", SKP];
+        args.extend_from_slice(extra);
+        let out = stat(&args, "nettest --dir rx --seconds 300");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let notes: Vec<String> = doc["workload"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect();
+        (doc["events"][0]["count"].as_u64().unwrap(), notes)
+    };
+    let (plain, notes) = count(&[]);
+    let (with_intervals, _) = count(&["-I", "10000"]);
+    assert!(plain > 1 << 32, "{plain}");
+    assert_eq!(plain, with_intervals);
+    assert!(
+        notes[0].starts_with(MWR)
+            && notes[0].contains("32-bit counter")
+            && notes[0].contains("to carry its wraps"),
+        "{notes:?}"
+    );
+    assert!(
+        notes[1].starts_with(&format!("warning: {SKP}: 4-bit counter")),
+        "{notes:?}"
+    );
+    // The text report tells the same on stderr, before the counts.
+    let out = stat(&["-e", MWR], "nettest --dir rx --seconds 300");
+    let stderr = text(&out.stderr);
+    let note = stderr.find("to carry its wraps").unwrap();
+    assert!(
+        note < stderr.find("Performance counter stats").unwrap(),
+        "{stderr}"
+    );
+}

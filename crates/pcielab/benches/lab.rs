@@ -41,6 +41,7 @@ fn boot(c: &mut Criterion) {
         files: Vec::new(),
         pcielab: None,
         with_fio: false,
+        monitor_hook: false,
         timeout: Duration::from_secs(120),
         keep: false,
         results_dir: Some(results.path().to_path_buf()),

@@ -5,6 +5,7 @@
 
 use pcielab::model::fit::{compare, fit, RowResult, Status};
 use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
+use pcielab::model::platform::{IrqKind, PlatformModel};
 use pcielab::model::transfer::LinkParams;
 use pcielab::pcie::Generation::{self, Gen2, Gen3};
 
@@ -215,4 +216,21 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
     assert!(value > 0.0 && sigma < 0.1 * value, "{value} ± {sigma}");
     // One set of parameters describes both links' 24 cells (fitted: 6.6 KB, rms 5.4 %).
     within(&fitted.rows, 15.0);
+}
+
+#[test]
+fn interrupt_defaults_from_the_rk3588_rows_predict_the_rk3568_rows() {
+    // §6.3 and §7.3 each give an RK3568 row beside the RK3588 one. The defaults come from the
+    // RK3588 rows (msi_cpu_ns, elbi_cpu_ns) and §6.4 (elbi_trigger_ns); the RK3568 boards sit on
+    // another link (Gen3 x2, MPS 128). The seed prints whole microseconds.
+    let model = PlatformModel::default();
+    let rk3568 = link(Gen3, 2, 128);
+    let msi_us = model.irq_interval_ns(IrqKind::Msi, &rk3568) / 1000.0;
+    assert_eq!(msi_us.round(), 2.0, "§7.3 RK3568: 2 us, predicted {msi_us}");
+    let elbi_us = model.irq_interval_ns(IrqKind::Elbi, &rk3568) / 1000.0;
+    assert_eq!(
+        elbi_us.round(),
+        6.0,
+        "§6.3 RK3568: 6 us, predicted {elbi_us}"
+    );
 }

@@ -239,14 +239,17 @@ fn a_pre_6_7_kernel_gets_one_pid_per_write_and_its_own_messages() {
         ("info/MB/delay_linear", "1\n"),
         ("info/last_cmd_status", "ok\n"),
         ("schemata", "    L3:0=7ff\n    MB:0=100\n"),
-        ("tasks", "1\n700\n800\n"),
+        ("tasks", "1\n700\n701\n800\n"),
         ("cpus_list", "0-7\n"),
         ("g/schemata", "    L3:0=00f\n    MB:0= 50\n"),
         ("g/tasks", ""),
         ("g/cpus_list", "\n"),
+        // 700 is a process with a second thread 701; 800 has no /proc entry (kept as named).
+        ("proc/700/task/700/stat", ""),
+        ("proc/700/task/701/stat", ""),
     ]);
     let mut host = HostResctrl::new(dir.path().to_path_buf())
-        .with_proc(dir.path().join("no-proc"))
+        .with_proc(dir.path().join("proc"))
         .with_release("6.1.0-18-amd64");
     assert!(!host.read().unwrap().info.rules.pid_lists);
     host.perform(&Op::Tasks {
@@ -276,6 +279,7 @@ fn a_pre_6_7_kernel_gets_one_pid_per_write_and_its_own_messages() {
         journal(&host),
         vec![
             w("write", "g/tasks", "700\n"),
+            w("write", "g/tasks", "701\n"),
             w("write", "g/tasks", "800\n")
         ]
     );

@@ -177,7 +177,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         force: args.force,
         root: std::path::PathBuf::from("/"),
     };
-    let machine = Machine::open(&args.machine.parse()?)?;
+    let machine = args.machine.parse::<Machine>()?;
     let report = match machine.selector() {
         MachineSelector::Host { root } => mmio::measure(&MmioOptions {
             root: root.clone(),
@@ -204,7 +204,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
 
 fn run_irq(args: IrqArgs) -> Result<()> {
     let kind = IrqKind::parse(&args.kind)?;
-    let machine = Machine::open(&args.machine.parse()?)?.simulated_pcie()?;
+    let machine = args.machine.parse::<Machine>()?.simulated_pcie()?;
     let device = match args.device {
         Some(bdf) => bdf,
         None => machine
@@ -224,8 +224,8 @@ fn run_irq(args: IrqArgs) -> Result<()> {
         print!("{}", json_text(&prediction)?);
     } else {
         println!(
-            "{:?} on {device}: one interrupt every {:.2} us ({:.0} per second), predicted from [platform.interrupts] ({})",
-            kind,
+            "{} on {device}: one interrupt every {:.2} us ({:.0} per second), predicted from [platform.interrupts] ({})",
+            kind.name(),
             prediction.interval_ns / 1000.0,
             prediction.per_second,
             prediction.source

@@ -5,7 +5,7 @@
 use clap::Args as ClapArgs;
 use std::io::Write;
 
-use pcielab::machine::MachineSelector;
+use pcielab::machine::Machine;
 use pcielab::observe::exporter::{self, DEFAULT_LISTEN};
 use pcielab::observe::Observer;
 use pcielab::report::json_text;
@@ -50,7 +50,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine: MachineSelector = args.machine.parse()?;
+    let machine: Machine = args.machine.parse()?;
     let addr = exporter::listen_address(&args.listen, args.allow_remote)?;
     let mut observer = Observer::open(&machine, &args.workload, |p| {
         pcielab::input::read_input_file(p, "fio job file")

@@ -141,6 +141,10 @@ pub struct RunArgs {
     /// fio job file to run in the guest after the script; JSON output lands in fio.json
     #[arg(long)]
     pub fio: Option<PathBuf>,
+    /// Let the script drive QEMU's monitor: a line `@@pcielab monitor COMMAND` it prints is sent
+    /// to QEMU (e.g. `pcie_aer_inject_error d0000_00_04_0 COMP_TIME`); replies go to the console
+    #[arg(long)]
+    pub monitor_hook: bool,
 }
 
 #[derive(ClapArgs)]
@@ -250,6 +254,7 @@ fn run_options(
         files: Vec::new(),
         pcielab: Some(pcielab),
         with_fio: false,
+        monitor_hook: false,
         timeout: Duration::from_secs(timeout),
         keep: output.keep,
         results_dir: output.out.clone(),
@@ -274,6 +279,7 @@ fn run_run(args: RunArgs) -> Result<()> {
         None => DEFAULT_SCRIPT.to_string(),
     };
     let mut options = boot_options(&args.boot, Some(script))?;
+    options.monitor_hook = args.monitor_hook;
     if let Some(job) = &args.fio {
         options.add_fio_job(job)?;
     }

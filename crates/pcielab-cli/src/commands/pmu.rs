@@ -50,9 +50,9 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn run_list(args: ListArgs) -> Result<()> {
-    let machine = Machine::open(&args.machine.parse()?)?;
+    let machine = args.machine.parse::<Machine>()?;
     let listing = machine.counters()?.list(args.pmu.as_deref())?;
-    let name = machine.selector().to_string();
+    let name = machine.to_string();
     if args.json {
         print!("{}", json_text(&listing.to_json(&name))?);
     } else {

@@ -138,7 +138,7 @@ enum QosCommand {
 }
 
 fn open(m: &MachineArgs) -> Result<Box<dyn QosBackend>> {
-    let machine = Machine::open(&m.machine.parse()?)?;
+    let machine = m.machine.parse::<Machine>()?;
     let backend = machine.qos(&QosOptions {
         resctrl_dir: m.resctrl.clone(),
         state: m.state.clone(),
@@ -325,6 +325,7 @@ pub fn run(args: Args) -> Result<()> {
                 return Err(Error::bad_input("-I must be at least 1 ms"));
             }
             let mut b = open(&machine)?;
+            b.check_waits(Duration::from_millis(interval_ms), count)?;
             let mut all = Vec::new();
             for _ in 0..count.max(1) {
                 let before = b.mon_data()?;

@@ -73,7 +73,8 @@ enum SimCommand {
 }
 
 fn machine(name: &str, state: &std::path::Path) -> Result<SimulatedResctrl> {
-    Machine::open(&name.parse()?)?.simulated_resctrl(Some(state), false)
+    name.parse::<Machine>()?
+        .simulated_resctrl(Some(state), false)
 }
 
 pub fn run(args: Args) -> Result<()> {

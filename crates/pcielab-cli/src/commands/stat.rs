@@ -66,9 +66,10 @@ pub struct Args {
     /// Print one JSON object (shape in docs/pmu.md) instead of perf's report
     #[arg(long, conflicts_with = "separator")]
     pub json: bool,
-    /// Rotation period of time-shared events (the PMU's perf_event_mux_interval_ms)
-    #[arg(long, value_name = "MS", default_value_t = 4, value_parser = number_in(1..=60_000u64))]
-    pub mux_interval_ms: u64,
+    /// sim: rotation period of time-shared events [default: 4] (a host uses each PMU's
+    /// perf_event_mux_interval_ms)
+    #[arg(long, value_name = "MS", value_parser = number_in(1..=60_000u64))]
+    pub mux_interval_ms: Option<u64>,
     /// sim: inject link bit errors at this rate (LCRC errors, Naks, replays), e.g. 1e-9
     #[arg(long, value_name = "RATE")]
     pub ber: Option<f64>,
@@ -84,7 +85,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine = Machine::open(&args.machine.parse()?)?;
+    let machine = args.machine.parse::<Machine>()?;
     let counters = machine.counters()?;
     if args.dry_run {
         print!("{}", counters.dry_run(&args.events)?);

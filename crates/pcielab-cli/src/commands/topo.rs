@@ -54,7 +54,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine = Machine::open(&args.machine.parse()?)?;
+    let machine = args.machine.parse::<Machine>()?;
     let platform = machine.platform()?;
     if let Some(dir) = &args.sysfs_export {
         export_sysfs(&platform.topology, dir)?;

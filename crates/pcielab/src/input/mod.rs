@@ -68,9 +68,20 @@ pub fn duration_s(what: &str, value: f64, positive: bool) -> Result<f64> {
         Ok(value)
     } else {
         Err(Error::bad_input(format!(
-            "{what}: {value} s is not a duration pcielab runs: expected a finite number of seconds {} 0 and at most {MAX_DURATION_S} (one week)",
+            "{what}: {} s is not a duration pcielab runs: expected a finite number of seconds {} 0 and at most {MAX_DURATION_S} (one week)",
+            readable_f64(value),
             if positive { ">" } else { ">=" }
         )))
+    }
+}
+
+/// `value` as a user would write it back: scientific notation when plain digits would run to
+/// hundreds of characters (1e300, 1e-300), the plain number otherwise.
+pub fn readable_f64(value: f64) -> String {
+    if value != 0.0 && value.is_finite() && !(1e-6..1e15).contains(&value.abs()) {
+        format!("{value:e}")
+    } else {
+        value.to_string()
     }
 }
 
@@ -351,6 +362,14 @@ mod tests {
         }
         assert!(duration_s("step_s", 0.0, true).is_err());
         assert_eq!(duration_s("measure_s", 2.5, true).unwrap(), 2.5);
+        let huge = duration_s("measure_s", 1e300, true)
+            .unwrap_err()
+            .to_string();
+        assert!(huge.contains("measure_s: 1e300 s is not"), "{huge}");
+        let tiny = duration_s("step_s", -1e-300, true).unwrap_err().to_string();
+        assert!(tiny.contains("step_s: -1e-300 s is not"), "{tiny}");
+        let plain = duration_s("sleep", 1e6, true).unwrap_err().to_string();
+        assert!(plain.contains("sleep: 1000000 s is not"), "{plain}");
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub const MARK_SCRIPT: &str = "@@pcielab phase guest-script";
 pub const MARK_RESULTS_BEGIN: &str = "@@pcielab results-begin";
 pub const MARK_RESULTS_END: &str = "@@pcielab results-end";
 pub const MARK_EXIT: &str = "@@pcielab exit ";
+/// A guest script line `@@pcielab monitor COMMAND` asks the runner to send COMMAND to QEMU's
+/// human monitor (only with `RunOptions::monitor_hook`); the reply goes to the console log.
+pub const MARK_MONITOR: &str = "@@pcielab monitor ";
 
 /// The Debian meta-package whose dependency names the current cloud kernel.
 const KERNEL_META_PACKAGE: &str = "linux-image-cloud-amd64";

@@ -89,7 +89,7 @@ impl MmioOptions {
         if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
             return Err(Error::bad_input(format!(
                 "--seconds {}: expected more than 0 and at most 3600",
-                self.seconds
+                crate::input::readable_f64(self.seconds)
             )));
         }
         if !self.offset.is_multiple_of(4096) {
@@ -489,7 +489,13 @@ pub fn predict(
     let results = ops
         .into_iter()
         .map(|op| {
-            let mbps = model.mmio_mbps(op, options.width, options.write_combining, link);
+            let mbps = model.mmio_mbps(
+                op,
+                options.width,
+                options.threads,
+                options.write_combining,
+                link,
+            );
             let bytes = (mbps * 1e6 * options.seconds) as u64;
             let accesses = bytes / u64::from(options.width);
             MmioResult {

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use super::argv::QemuPlan;
 use super::guest::{
-    decode_base64, find_tool, phase_error, MARK_EXIT, MARK_RESULTS_BEGIN, MARK_RESULTS_END,
-    MARK_SCRIPT,
+    decode_base64, find_tool, phase_error, MARK_EXIT, MARK_MONITOR, MARK_RESULTS_BEGIN,
+    MARK_RESULTS_END, MARK_SCRIPT,
 };
 use crate::error::{Error, Result};
 
@@ -28,6 +28,40 @@ pub const RUN_CAP_FACTOR: u32 = 10;
 
 /// How many console lines a failure report shows.
 const TAIL_LINES: usize = 25;
+
+/// The longest console line taken whole; a guest printing without newlines arrives in pieces.
+const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// The most console text a run keeps (for `console.log`); the failure tail is kept apart.
+const MAX_CONSOLE_BYTES: usize = 16 << 20;
+
+/// The most base64 text of `/results` a guest may send back.
+const MAX_RESULTS_BASE64: usize = 512 << 20;
+
+/// Hands each line of `reader` (without its `\n` or `\r\n`, at most [`MAX_LINE_BYTES`]) to
+/// `line` until the stream ends or `line` returns false.
+fn console_lines(mut reader: impl BufRead, mut line: impl FnMut(String) -> bool) {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match (&mut reader)
+            .take(MAX_LINE_BYTES as u64)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        let text = String::from_utf8_lossy(&buf)
+            .trim_end_matches('\r')
+            .to_string();
+        if !line(text) {
+            break;
+        }
+    }
+}
 
 /// The phases of a lab run, in order, as the progress display names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,11 +103,14 @@ pub struct BootOutcome {
 
 /// Boots `plan` with `kernel` and `initrd`, waits while the guest makes progress (at most
 /// `timeout` without a console line, [`RUN_CAP_FACTOR`] × `timeout` in all), and unpacks the guest's
-/// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it.
+/// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it. With
+/// `monitor` (a socket path), QEMU's human monitor listens there and each guest console line
+/// `@@pcielab monitor COMMAND` is sent to it; the reply joins the console as `[monitor] …` lines.
 pub fn boot(
     plan: &QemuPlan,
     kernel: &Path,
     initrd: &Path,
+    monitor: Option<&Path>,
     timeout: Duration,
     results_dir: &Path,
     progress: &mut dyn FnMut(Phase),
@@ -97,6 +134,11 @@ pub fn boot(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if let Some(socket) = monitor {
+        command
+            .arg("-monitor")
+            .arg(format!("unix:{},server=on,wait=off", socket.display()));
+    }
     progress(Phase::Boot);
     let started = Instant::now();
     let child = command
@@ -107,15 +149,7 @@ pub fn boot(
     let mut stderr = guard.0.stderr.take().expect("piped");
     let (lines_tx, lines) = mpsc::channel::<String>();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).split(b'\n') {
-            let Ok(line) = line else { break };
-            let text = String::from_utf8_lossy(&line)
-                .trim_end_matches('\r')
-                .to_string();
-            if lines_tx.send(text).is_err() {
-                break;
-            }
-        }
+        console_lines(BufReader::new(stdout), |line| lines_tx.send(line).is_ok());
     });
     let stderr_reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -131,6 +165,7 @@ pub fn boot(
     let mut phase = Phase::Boot;
     let mut boot_time = None;
     let mut results_b64: Option<String> = None;
+    let (mut console_bytes, mut console_cut) = (0usize, false);
     let mut collecting = false;
     let mut panic_line: Option<String> = None;
     let mut panic_grace = None;
@@ -155,17 +190,13 @@ pub fn boot(
                 return Err(fail(phase, format!("guest kernel panic: {line}"), &tail));
             }
         }
-        let idle = now - last_progress;
-        // Booting: idle only counts as far as QEMU got CPU time to boot with.
-        let stalled = match phase {
-            Phase::Boot => {
-                idle >= timeout
-                    && qemu_cpu_time(guard.0.id())
-                        .is_none_or(|cpu| cpu - cpu_at_progress >= timeout)
-            }
-            _ => idle >= timeout,
+        let qemu_cpu_since_progress =
+            qemu_cpu_time(guard.0.id()).map(|cpu| cpu.saturating_sub(cpu_at_progress));
+        let deadline = if stalled(phase, now - last_progress, qemu_cpu_since_progress, timeout) {
+            now
+        } else {
+            cap.min(now + POLL)
         };
-        let deadline = if stalled { now } else { cap.min(now + POLL) };
         if now >= deadline {
             let what = if deadline == cap {
                 format!(
@@ -210,13 +241,31 @@ pub fn boot(
             if line == MARK_RESULTS_END {
                 collecting = false;
             } else {
-                results_b64
-                    .get_or_insert_with(String::new)
-                    .push_str(line.trim());
+                let encoded = results_b64.get_or_insert_with(String::new);
+                if encoded.len() + line.len() > MAX_RESULTS_BASE64 {
+                    return Err(fail(
+                        phase,
+                        format!(
+                            "the guest's results are over {} MiB of base64; keep /results smaller",
+                            MAX_RESULTS_BASE64 >> 20
+                        ),
+                        &tail,
+                    ));
+                }
+                encoded.push_str(line.trim());
             }
             continue;
         }
-        console.push(line.clone());
+        if console_bytes + line.len() <= MAX_CONSOLE_BYTES {
+            console_bytes += line.len() + 1;
+            console.push(line.clone());
+        } else if !console_cut {
+            console_cut = true;
+            console.push(format!(
+                "[pcielab: console cut here: more than {} MiB]",
+                MAX_CONSOLE_BYTES >> 20
+            ));
+        }
         tail.push_back(line.clone());
         if tail.len() > TAIL_LINES {
             tail.pop_front();
@@ -235,6 +284,11 @@ pub fn boot(
             collecting = true;
         } else if let Some(status) = line.strip_prefix(MARK_EXIT) {
             break status.trim().parse::<i32>().unwrap_or(-1);
+        } else if let (Some(command), Some(socket)) = (line.strip_prefix(MARK_MONITOR), monitor) {
+            let reply = monitor_command(socket, command.trim()).unwrap_or_else(|e| e.to_string());
+            for reply_line in reply.lines().filter(|l| !l.trim().is_empty()) {
+                console.push(format!("[monitor] {reply_line}"));
+            }
         }
     };
     let boot_to_result = started.elapsed();
@@ -255,6 +309,60 @@ pub fn boot(
         boot: boot_time.unwrap_or(boot_to_result),
         console,
     })
+}
+
+/// Sends one command to QEMU's human monitor at `socket` and returns its reply: the text after
+/// the echoed command line, up to the next `(qemu) ` prompt, with terminal escapes removed.
+fn monitor_command(socket: &Path, command: &str) -> Result<String> {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    const PROMPT: &[u8] = b"(qemu) ";
+    let failed =
+        |e: std::io::Error| Error::runtime(format!("QEMU monitor {}: {e}", socket.display()));
+    let mut stream = UnixStream::connect(socket).map_err(failed)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(failed)?;
+    let until_prompt = |stream: &mut UnixStream| -> Result<Vec<u8>> {
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while !got.ends_with(PROMPT) {
+            let n = stream.read(&mut chunk).map_err(failed)?;
+            if n == 0 || got.len() > 1 << 20 {
+                break;
+            }
+            got.extend_from_slice(&chunk[..n]);
+        }
+        Ok(got)
+    };
+    until_prompt(&mut stream)?;
+    stream
+        .write_all(format!("{command}\n").as_bytes())
+        .map_err(failed)?;
+    let reply = until_prompt(&mut stream)?;
+    let text = strip_escapes(&String::from_utf8_lossy(&reply));
+    // The monitor echoes the command as it is typed; the reply starts on the next line.
+    let body = text.split_once('\n').map_or("", |(_, rest)| rest);
+    Ok(body.trim_end_matches("(qemu) ").trim().to_string())
+}
+
+/// `text` without ANSI escape sequences (ESC `[` parameters, final letter).
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn unpack_results(encoded: &str, results_dir: &Path) -> Result<()> {
@@ -283,7 +391,23 @@ fn unpack_results(encoded: &str, results_dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Owns the QEMU process: whatever happens, it does not outlive the run.
+/// Whether a guest that printed nothing for `idle` has stopped making progress. While booting
+/// (a quiet kernel prints little) idle time counts only as far as QEMU got CPU time to boot
+/// with, so a machine too loaded to run QEMU does not fail the boot; without that figure, and
+/// in every later phase (a hung guest script uses no CPU), `timeout` of silence is a stall.
+fn stalled(
+    phase: Phase,
+    idle: Duration,
+    qemu_cpu_since_progress: Option<Duration>,
+    timeout: Duration,
+) -> bool {
+    idle >= timeout
+        && match phase {
+            Phase::Boot => qemu_cpu_since_progress.is_none_or(|cpu| cpu >= timeout),
+            _ => true,
+        }
+}
+
 /// How often a quiet guest's progress is looked at.
 const POLL: Duration = Duration::from_millis(500);
 
@@ -351,6 +475,46 @@ pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn monitor_echo_escapes_are_removed() {
+        let echoed = "p\x1b[K\x1b[Dpc\x1b[K\x1b[D\x1b[Dpcie\r\nOK id: rp\r\n(qemu) ";
+        assert_eq!(strip_escapes(echoed), "ppcpcie\nOK id: rp\n(qemu) ");
+    }
+
+    #[test]
+    fn console_lines_are_split_at_newlines_and_cut_at_the_line_cap() {
+        let long = "x".repeat(MAX_LINE_BYTES * 2 + 5);
+        let text = format!("boot\r\nscript\n{long}\nend");
+        let mut lines = Vec::new();
+        console_lines(std::io::Cursor::new(text), |l| {
+            lines.push(l);
+            true
+        });
+        let lengths: Vec<usize> = lines.iter().map(String::len).collect();
+        assert_eq!(lengths, [4, 6, MAX_LINE_BYTES, MAX_LINE_BYTES, 5, 3]);
+        assert_eq!((lines[0].as_str(), lines[5].as_str()), ("boot", "end"));
+        let mut first = Vec::new();
+        console_lines(std::io::Cursor::new("a\nb\n"), |l| {
+            first.push(l);
+            false
+        });
+        assert_eq!(first, ["a"]);
+    }
+
+    #[test]
+    fn a_boot_stalls_on_qemu_cpu_time_and_later_phases_on_silence() {
+        let s = Duration::from_secs;
+        // Nine guests on two cores: 60 s without a line but QEMU ran only 8 s of it.
+        assert!(!stalled(Phase::Boot, s(60), Some(s(8)), s(25)));
+        assert!(stalled(Phase::Boot, s(60), Some(s(25)), s(25)));
+        assert!(!stalled(Phase::Boot, s(24), Some(s(24)), s(25)));
+        // QEMU's CPU time unreadable: the wall clock decides.
+        assert!(stalled(Phase::Boot, s(25), None, s(25)));
+        // A hung guest script uses no CPU: silence alone ends it.
+        assert!(stalled(Phase::GuestScript, s(25), Some(s(0)), s(25)));
+        assert!(!stalled(Phase::GuestScript, s(24), None, s(25)));
+    }
 
     #[test]
     fn cpu_time_is_read_from_proc_and_grows_with_work() {

@@ -56,6 +56,10 @@ pub struct RunOptions {
     pub pcielab: Option<PathBuf>,
     /// Put fio into the guest.
     pub with_fio: bool,
+    /// Let the guest script drive QEMU's monitor by printing `@@pcielab monitor COMMAND` lines
+    /// (e.g. `pcie_aer_inject_error` to inject a PCIe error). Off unless asked: the monitor can
+    /// change or stop the machine.
+    pub monitor_hook: bool,
     pub timeout: Duration,
     /// Keep the run directory (disks, initramfs, console log) after the run.
     pub keep: bool,
@@ -250,10 +254,12 @@ fn run_in(
             .join("results")
             .join(run_dir.file_name().expect("run dirs have a name")),
     };
+    let monitor = options.monitor_hook.then(|| run_dir.join("monitor.sock"));
     let outcome = runner::boot(
         &qemu_plan,
         &kernel,
         &initrd,
+        monitor.as_deref(),
         options.timeout,
         &results_dir,
         progress,
@@ -292,6 +298,7 @@ mod tests {
             files: Vec::new(),
             pcielab: None,
             with_fio: false,
+            monitor_hook: false,
             timeout: Duration::from_secs(60),
             keep: false,
             results_dir: None,

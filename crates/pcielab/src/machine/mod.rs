@@ -11,7 +11,7 @@
 //!
 //! ```no_run
 //! use pcielab::machine::Machine;
-//! let machine = Machine::open(&"sim:yitian710".parse()?)?;
+//! let machine: Machine = "sim:yitian710".parse()?; // or Machine::open(&selector)
 //! let root_ports = machine.platform()?.topology.functions().len();
 //! let pmus = machine.counters()?.list(None)?;
 //! # Ok::<(), pcielab::Error>(())
@@ -296,6 +296,22 @@ impl Machine {
     }
 }
 
+/// The machine as `--machine` names it (`host`, `snapshot:DIR`, `sim:NAME`).
+impl fmt::Display for Machine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.selector.fmt(f)
+    }
+}
+
+/// `"sim:yitian710".parse::<Machine>()`: parses a `--machine` value and opens it.
+impl FromStr for Machine {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Machine> {
+        Machine::open(&s.parse()?)
+    }
+}
+
 /// `sim:mpam-seed, sim:rdt-xeon8163`.
 fn resctrl_preset_names() -> String {
     RESCTRL_PRESETS
@@ -343,7 +359,7 @@ mod tests {
     }
 
     fn open(text: &str) -> Result<Machine> {
-        Machine::open(&text.parse()?)
+        text.parse()
     }
 
     #[test]
@@ -401,7 +417,7 @@ mod tests {
         let request = crate::pmu::counters::StatRequest {
             events: &["pcie_bdf_200/L0/".to_string()],
             all_cpus: true,
-            mux_interval_ms: 4,
+            mux_interval_ms: None,
             interval_ms: None,
             ber: None,
             workload: &["sleep".to_string(), "1".to_string()],
@@ -444,6 +460,30 @@ mod tests {
         assert_eq!(pmus[0].name, "dwc_rootport_10");
         assert_eq!(pmus[0].family, crate::pmu::catalog::Family::DwcRootPort);
         assert_eq!(pmus[0].root_port, None);
+        // Simulator-only settings are bad input on a host, before anything is opened.
+        let events = ["dwc_rootport_10/eventid=0x0/".to_string()];
+        let workload = ["true".to_string()];
+        let read_file = |p: &Path| Err(Error::bad_input(p.display().to_string()));
+        let mut request = crate::pmu::counters::StatRequest {
+            events: &events,
+            all_cpus: true,
+            mux_interval_ms: Some(8),
+            interval_ms: None,
+            ber: None,
+            workload: &workload,
+            read_file: &read_file,
+        };
+        let counters = host.counters().unwrap();
+        let err = counters.stat(&request).err().unwrap();
+        assert!(
+            err.message().contains("perf_event_mux_interval_ms"),
+            "{err}"
+        );
+        request.mux_interval_ms = None;
+        request.ber = Some(1e-9);
+        let err = counters.stat(&request).err().unwrap();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message().starts_with("--ber"), "{err}");
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/resctrl");
         let mut qos = host
             .qos(&QosOptions {

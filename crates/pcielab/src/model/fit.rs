@@ -23,7 +23,9 @@ pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) ->
             model.dma_mbps(direction, size, link),
             model.read_latency_ns(size, link),
         ),
-        Workload::Mmio { op, width } => (model.mmio_mbps(op, width, false, link), f64::NAN),
+        Workload::Mmio { op, width, threads } => {
+            (model.mmio_mbps(op, width, threads, false, link), f64::NAN)
+        }
         Workload::Queued {
             device,
             bs,
@@ -140,7 +142,11 @@ fn candidates(rows: &[Measurement]) -> Vec<P> {
             } => &[P::MmioStoreIssueNs],
             Workload::Mmio {
                 op: MmioOp::Load, ..
-            } => &[P::MmioLoadLatencyNs, P::MmioLoadsOutstanding],
+            } => &[
+                P::MmioLoadLatencyNs,
+                P::MmioLoadsPerThread,
+                P::MmioLoadsOutstanding,
+            ],
             Workload::Queued {
                 device: DmaDirection::Write,
                 ..
@@ -182,6 +188,7 @@ fn candidates(rows: &[Measurement]) -> Vec<P> {
         P::MmioStoreIssueNs,
         P::MmioLoadLatencyNs,
         P::DmaMaxReadRequests,
+        P::MmioLoadsPerThread,
         P::MmioLoadsOutstanding,
     ];
     order.into_iter().filter(|p| wanted.contains(p)).collect()
@@ -494,7 +501,7 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
     let all = candidates(rows);
     let integers: Vec<P> = all.iter().copied().filter(|&p| spec(p).integer).collect();
     let continuous: Vec<P> = all.iter().copied().filter(|&p| !spec(p).integer).collect();
-    // Every combination of the whole-number parameters (at most two, small ranges).
+    // Every combination of the whole-number parameters (at most three, small ranges).
     let ranges: Vec<Vec<f64>> = integers
         .iter()
         .map(|&p| {
@@ -739,5 +746,47 @@ impl FitReport {
         text.push('\n');
         text.push_str(&rows_text(&self.rows));
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::Generation;
+
+    #[test]
+    fn loads_at_several_thread_counts_fit_the_root_complex_limit_up_to_latency_scale() {
+        // Rows made by a model with one load per thread and two in the root complex. Throughput
+        // alone cannot tell (1, 2) loads at latency L from (2, 4) at 2L, so the counts stay "not
+        // determined", yet the fit predicts eight threads, a count it never saw.
+        let link = LinkParams::new(Generation::Gen3, 4);
+        let mut truth = PlatformModel::default();
+        truth.set(P::MmioLoadsOutstanding, 2.0);
+        truth.set(P::MmioLoadLatencyNs, 900.0);
+        let load = |threads| Workload::Mmio {
+            op: MmioOp::Load,
+            width: 4,
+            threads,
+        };
+        let rows: Vec<Measurement> = [1, 2, 4]
+            .into_iter()
+            .map(|t| Measurement {
+                workload: load(t),
+                mbps: predict(&truth, &load(t), &link).0,
+                latency_ns: None,
+                line: 1,
+                link: None,
+            })
+            .collect();
+        let report = fit(&rows, &link, "1, 2 and 4 threads").unwrap();
+        for key in ["mmio.loads_per_thread", "mmio.loads_outstanding"] {
+            let p = report.params.iter().find(|p| p.key == key).unwrap();
+            assert_eq!(p.status, Status::NotDetermined, "{key}");
+        }
+        let eight = predict(&report.model, &load(8), &link).0;
+        let want = predict(&truth, &load(8), &link).0;
+        assert!((eight / want - 1.0).abs() < 1e-6, "{eight} vs {want}");
+        // Two loads in flight at most: eight threads move what two do.
+        assert!((eight / rows[1].mbps - 1.0).abs() < 1e-6);
     }
 }

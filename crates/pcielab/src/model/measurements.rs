@@ -16,8 +16,12 @@ use crate::pcie::Generation;
 pub enum Workload {
     /// One device DMA transfer at a time (dmatest): `direction` from the device's side.
     Dma { direction: DmaDirection, size: u64 },
-    /// A CPU thread accessing a BAR with accesses of `width` bytes.
-    Mmio { op: MmioOp, width: u32 },
+    /// `threads` CPU threads accessing a BAR with accesses of `width` bytes.
+    Mmio {
+        op: MmioOp,
+        width: u32,
+        threads: u32,
+    },
     /// fio-style queued I/O of `bs` bytes; `device` is the device's DMA direction (a disk read
     /// is a device write).
     Queued {
@@ -33,11 +37,16 @@ impl Workload {
     pub fn label(&self) -> String {
         match self {
             Workload::Dma { direction, size } => format!("{} {size}", direction_name(*direction)),
-            Workload::Mmio { op, width } => format!(
-                "{} {width}",
+            Workload::Mmio { op, width, threads } => format!(
+                "{} {width}{}",
                 match op {
                     MmioOp::Store => "store",
                     MmioOp::Load => "load",
+                },
+                if *threads > 1 {
+                    format!(" t{threads}")
+                } else {
+                    String::new()
                 }
             ),
             Workload::Queued {
@@ -81,7 +90,8 @@ pub struct Measurement {
 
 /// The CSV directions and what they mean.
 const DIRECTIONS: &str = "write (device DMA writes host memory), read (device DMA reads it), \
-store / load (CPU MMIO to a BAR; size_bytes = access width), fio_read / fio_write (queued I/O; \
+store / load (CPU MMIO to a BAR; size_bytes = access width; optional jobs column = threads, \
+default 1), fio_read / fio_write (queued I/O; \
 optional iodepth and jobs columns, default 32 and 1)";
 
 /// Reads measurements from `text`, choosing the layout by content: JSON (fio), a CSV whose
@@ -102,8 +112,18 @@ pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<V
     if rows.is_empty() {
         return Err(Error::bad_input(format!("{file}: no measurements in it")));
     }
+    if rows.len() > MAX_MEASUREMENTS {
+        return Err(Error::bad_input(format!(
+            "{file}: {} measurements; at most {MAX_MEASUREMENTS} (fitting runs the model for every row at every step)",
+            rows.len()
+        )));
+    }
     Ok(rows)
 }
+
+/// The most measurement rows one file may give: far more than a sweep has, few enough that a
+/// fit over all of them ends in seconds.
+pub const MAX_MEASUREMENTS: usize = 10_000;
 
 /// The JSON document in fio's output: fio prints `note:` and `fio:` lines (e.g. "queue depth
 /// will be capped at 1") on stdout ahead of it, so those are skipped.
@@ -232,6 +252,7 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
                         "{file}:{n}: column 'size_bytes': {size} is not an MMIO access width (4, 8, 16, 32 or 64)"
                     ))
                 })?,
+                threads: count(jobs_col, "jobs", 1)?,
             },
             io @ ("fio_read" | "fio_write") => Workload::Queued {
                 device: if io == "fio_read" {
@@ -498,6 +519,30 @@ mod tests {
 
     fn base() -> LinkParams {
         LinkParams::new(Generation::Gen3, 4)
+    }
+
+    #[test]
+    fn a_file_of_more_rows_than_a_fit_takes_is_bad_input() {
+        let row = "64,write,14.7\n";
+        let text = format!(
+            "size_bytes,direction,MBps\n{}",
+            row.repeat(MAX_MEASUREMENTS + 1)
+        );
+        let e = parse_measurements("m.csv", &text, &base()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .contains("m.csv: 10001 measurements; at most 10000"),
+            "{e}"
+        );
+        let text = format!(
+            "size_bytes,direction,MBps\n{}",
+            row.repeat(MAX_MEASUREMENTS)
+        );
+        assert_eq!(
+            parse_measurements("m.csv", &text, &base()).unwrap().len(),
+            MAX_MEASUREMENTS
+        );
     }
 
     #[test]

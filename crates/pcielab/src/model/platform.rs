@@ -47,6 +47,7 @@ pub enum P {
     MmioStoreIssueNs,
     MmioLoadLatencyNs,
     MmioLoadsOutstanding,
+    MmioLoadsPerThread,
     MmioWriteCombiningBytes,
     MsiCpuNs,
     ElbiTriggerNs,
@@ -56,7 +57,7 @@ pub enum P {
 const UNBOUNDED: f64 = f64::INFINITY;
 
 /// Every parameter, in [`P`] order.
-pub const PARAMS: [ParamSpec; 20] = [
+pub const PARAMS: [ParamSpec; 21] = [
     ParamSpec {
         key: "root_complex.posted_write_MBps",
         unit: "MB/s",
@@ -218,6 +219,16 @@ pub const PARAMS: [ParamSpec; 20] = [
         source: "Rockchip seed 5.4.2: more threads raise BAR throughput by under 10 %",
     },
     ParamSpec {
+        key: "mmio.loads_per_thread",
+        unit: "loads",
+        default: 1.0,
+        min: 1.0,
+        max: 64.0,
+        integer: true,
+        meaning: "MMIO loads one CPU thread keeps in flight (device memory: each load waits for its data)",
+        source: "Rockchip seed 5.4.1: load throughput scales with access width, not with more loads in flight",
+    },
+    ParamSpec {
         key: "mmio.write_combining_bytes",
         unit: "B",
         default: 64.0,
@@ -235,7 +246,7 @@ pub const PARAMS: [ParamSpec; 20] = [
         max: 1e7,
         integer: false,
         meaning: "host CPU interrupt entry and handler per MSI (the MSI itself is a 4-byte posted write)",
-        source: "Rockchip seed 7.3: one MSI per 2 us on RK3568 and RK3588",
+        source: "Rockchip seed 7.3, RK3588 row: one MSI per 2 us",
     },
     ParamSpec {
         key: "interrupts.elbi_trigger_ns",
@@ -255,7 +266,7 @@ pub const PARAMS: [ParamSpec; 20] = [
         max: 1e7,
         integer: false,
         meaning: "endpoint CPU interrupt entry and handler per ELBI interrupt",
-        source: "Rockchip seed 6.3: one ELBI per 6 us on RK3568 and RK3588",
+        source: "Rockchip seed 6.3, RK3588 row: one ELBI per 6 us",
     },
 ];
 
@@ -554,11 +565,13 @@ impl PlatformModel {
     /// Stores are posted: one Memory Write per access (per `write_combining_bytes` when the
     /// mapping write-combines), issued at most every `store_issue_ns` through the root
     /// complex's one outbound path (threads share it, seed 5.4.2). Loads are non-posted: each
-    /// waits `load_latency_ns` plus its link time, with `loads_outstanding` in flight in all.
+    /// waits `load_latency_ns` plus its link time; every thread keeps `loads_per_thread` in
+    /// flight, and the root complex at most `loads_outstanding` in all.
     pub fn mmio_mbps(
         &self,
         op: MmioOp,
         width: u32,
+        threads: u32,
         write_combining: bool,
         link: &LinkParams,
     ) -> f64 {
@@ -575,7 +588,9 @@ impl PlatformModel {
             MmioOp::Load => {
                 let link_ns = read(u64::from(width), link).link_time_ns(link, Overheads::Full);
                 let latency = self.get(P::MmioLoadLatencyNs) + link_ns;
-                self.get(P::MmioLoadsOutstanding) * f64::from(width) / latency * 1000.0
+                let in_flight = (f64::from(threads.max(1)) * self.get(P::MmioLoadsPerThread))
+                    .min(self.get(P::MmioLoadsOutstanding));
+                in_flight * f64::from(width) / latency * 1000.0
             }
         }
     }
@@ -594,6 +609,14 @@ impl PlatformModel {
 }
 
 impl IrqKind {
+    /// The mechanism's name as the seed writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IrqKind::Msi => "MSI",
+            IrqKind::Elbi => "ELBI",
+        }
+    }
+
     pub fn parse(name: &str) -> Result<IrqKind> {
         match name {
             "msi" => Ok(IrqKind::Msi),
@@ -697,17 +720,27 @@ mod tests {
         let m = PlatformModel::default();
         let link = LinkParams::new(Generation::Gen3, 4);
         // 4 B per 75 ns issue interval; 16 B per interval: width scales stores.
-        let s4 = m.mmio_mbps(MmioOp::Store, 4, false, &link);
+        let s4 = m.mmio_mbps(MmioOp::Store, 4, 1, false, &link);
         assert!((s4 - 4.0 / 75.0 * 1000.0).abs() < 1e-9, "{s4}");
-        assert!((m.mmio_mbps(MmioOp::Store, 16, false, &link) / s4 - 4.0).abs() < 1e-9);
+        assert!((m.mmio_mbps(MmioOp::Store, 16, 1, false, &link) / s4 - 4.0).abs() < 1e-9);
+        // Threads share the one outbound path.
+        assert_eq!(m.mmio_mbps(MmioOp::Store, 4, 4, false, &link), s4);
         // Write-combining merges 4-byte stores into 64-byte writes.
-        assert!((m.mmio_mbps(MmioOp::Store, 4, true, &link) / s4 - 16.0).abs() < 1e-9);
+        assert!((m.mmio_mbps(MmioOp::Store, 4, 1, true, &link) / s4 - 16.0).abs() < 1e-9);
         // Loads: one in flight, latency plus the request's and completion's link time.
-        let l4 = m.mmio_mbps(MmioOp::Load, 4, false, &link);
+        let l4 = m.mmio_mbps(MmioOp::Load, 4, 1, false, &link);
         assert!(
             l4 < 4.0 / 950.0 * 1000.0 && l4 > 4.0 / 1000.0 * 1000.0,
             "{l4}"
         );
+        // One load per thread, but the root complex's one slot: more threads do not help (§5.4.2)
+        // until it has more.
+        assert_eq!(m.mmio_mbps(MmioOp::Load, 4, 4, false, &link), l4);
+        let mut wide = m.clone();
+        wide.set(P::MmioLoadsOutstanding, 2.0);
+        let l4x2 = wide.mmio_mbps(MmioOp::Load, 4, 4, false, &link);
+        assert!((l4x2 / l4 - 2.0).abs() < 1e-9, "{l4x2}");
+        assert_eq!(wide.mmio_mbps(MmioOp::Load, 4, 1, false, &link), l4);
     }
 
     #[test]

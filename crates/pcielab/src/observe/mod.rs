@@ -50,6 +50,7 @@
 
 pub mod derived;
 pub mod exporter;
+pub mod top;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -58,7 +59,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::MachineSelector;
+use crate::machine::{Machine, MachineSelector};
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Family};
@@ -268,16 +269,17 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// Opens `selector`'s machine. `workload` (the argv after `--`) is allowed on `sim:` only,
-    /// where it starts playing now; `read_file` reads fio job files.
+    /// Observes `machine`. `workload` (the argv after `--`) is allowed on `sim:` only, where it
+    /// starts playing now; `read_file` reads fio job files.
     pub fn open(
-        selector: &MachineSelector,
+        machine: &Machine,
         workload: &[String],
         read_file: impl Fn(&Path) -> Result<String>,
     ) -> Result<Observer> {
+        let selector = machine.selector();
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
-                let machine = crate::machine::Machine::open(selector)?.simulated_pcie()?;
+                let machine = machine.simulated_pcie()?;
                 let run = if workload.is_empty() {
                     None
                 } else {
@@ -299,7 +301,7 @@ impl Observer {
                          it yourself while pcielab observes"
                     )));
                 }
-                let topology = selector.open()?.topology;
+                let topology = machine.topology()?.clone();
                 let host = matches!(selector, MachineSelector::Host { .. });
                 let pci_dir = if host {
                     root.join("sys/bus/pci")
@@ -617,7 +619,7 @@ mod tests {
 
     #[test]
     fn a_simulated_read_plays_at_the_rate_fio_reports() {
-        let machine: MachineSelector = "sim:yitian710".parse().unwrap();
+        let machine: Machine = "sim:yitian710".parse().unwrap();
         let job = argv(&[
             "fio",
             "--filename=/dev/sda",
@@ -677,13 +679,13 @@ mod tests {
 
     #[test]
     fn workloads_play_on_sim_only() {
-        let host = MachineSelector::Host { root: "/".into() };
+        let host = Machine::open(&MachineSelector::Host { root: "/".into() }).unwrap();
         let err = Observer::open(&host, &argv(&["sleep", "1"]), no_files)
             .err()
             .unwrap();
         assert_eq!(err.exit_code(), 2);
         assert!(err.message().contains("sim:"), "{err}");
-        let sim: MachineSelector = "sim:yitian710".parse().unwrap();
+        let sim: Machine = "sim:yitian710".parse().unwrap();
         let err = Observer::open(&sim, &argv(&["dd", "if=/dev/zero"]), no_files)
             .err()
             .unwrap();
@@ -781,9 +783,10 @@ mod tests {
         }
 
         fn observer(&self) -> Observer {
-            let host = MachineSelector::Host {
+            let host = Machine::open(&MachineSelector::Host {
                 root: self.root.path().to_path_buf(),
-            };
+            })
+            .unwrap();
             Observer::open(&host, &[], no_files).unwrap()
         }
     }
@@ -843,9 +846,10 @@ mod tests {
     #[test]
     fn a_snapshot_has_link_facts_and_no_traffic() {
         let fx = Fixture::new();
-        let snapshot = MachineSelector::Snapshot {
+        let snapshot = Machine::open(&MachineSelector::Snapshot {
             dir: fx.root.path().join("sys/bus/pci"),
-        };
+        })
+        .unwrap();
         let mut observer = Observer::open(&snapshot, &[], no_files).unwrap();
         let s = observer.sample_at(0).unwrap();
         let rp = s.get(bdf("00:04.0")).unwrap();

@@ -21,12 +21,12 @@ pub struct StatRequest<'a> {
     pub events: &'a [String],
     /// `-a`: PCIe PMUs are uncore PMUs and count system-wide only.
     pub all_cpus: bool,
-    /// Simulator: rotation period of time-shared events (a host uses the PMU's own
-    /// `perf_event_mux_interval_ms`).
-    pub mux_interval_ms: u64,
+    /// Simulator: rotation period of time-shared events (`None`: perf's default, 4 ms); a
+    /// host rotates at each PMU's own `perf_event_mux_interval_ms` and refuses this.
+    pub mux_interval_ms: Option<u64>,
     /// `-I MS`: print counts every MS milliseconds.
     pub interval_ms: Option<u64>,
-    /// Simulator: injected link bit-error rate.
+    /// Simulator: injected link bit-error rate (a host refuses it).
     pub ber: Option<f64>,
     /// The workload's argv, after `--`: a real command on a host, a simulated job on `sim:`.
     pub workload: &'a [String],

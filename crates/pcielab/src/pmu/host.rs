@@ -282,6 +282,19 @@ impl Counters for HostCounters {
     }
 
     fn stat(&self, request: &StatRequest) -> Result<StatEnd> {
+        if request.ber.is_some() {
+            return Err(Error::bad_input(
+                "--ber injects link bit errors into a simulated machine: a host's errors are \
+                 its own (count them with the PMU's error events)",
+            ));
+        }
+        if let Some(ms) = request.mux_interval_ms {
+            return Err(Error::bad_input(format!(
+                "--mux-interval-ms {ms}: a host rotates time-shared events at each PMU's own \
+                 perf_event_mux_interval_ms (as root: echo {ms} > \
+                 /sys/bus/event_source/devices/PMU/perf_event_mux_interval_ms)"
+            )));
+        }
         let encoded = encode_events(&self.root, request.events)?;
         if let Some(why) = missing_workload(request.workload) {
             return Ok(StatEnd::WorkloadNotFound(why));

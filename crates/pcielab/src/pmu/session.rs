@@ -22,6 +22,9 @@ pub struct CountOptions {
     pub mux_interval_ns: u64,
     /// Print interval (`-I`); `None` reads once at the end.
     pub interval_ns: Option<u64>,
+    /// How often the counting program reads the counters besides rotations and prints, so that
+    /// narrow counters' wraps are carried (pcielab's own reads on a host); `None`: no extra reads.
+    pub read_period_ns: Option<u64>,
 }
 
 impl Default for CountOptions {
@@ -29,6 +32,7 @@ impl Default for CountOptions {
         CountOptions {
             mux_interval_ns: DEFAULT_MUX_INTERVAL_NS,
             interval_ns: None,
+            read_period_ns: None,
         }
     }
 }
@@ -141,6 +145,10 @@ struct Context {
     rotate_necessary: bool,
 }
 
+/// The most counter rotations one count simulates: time-shared events over a long workload
+/// are rotated (and read) this many times at most, an hour at the default 4 ms.
+pub const MAX_ROTATIONS: u64 = 1_000_000;
+
 /// The most `-I` intervals one count keeps (each holds a reading of every event).
 pub const MAX_INTERVALS: u64 = 100_000;
 
@@ -153,9 +161,12 @@ pub fn emulate(
     duration_ns: u64,
 ) -> Result<Counts> {
     check_groups(groups)?;
-    if options.mux_interval_ns == 0 || options.interval_ns == Some(0) {
+    if options.mux_interval_ns == 0
+        || options.interval_ns == Some(0)
+        || options.read_period_ns == Some(0)
+    {
         return Err(Error::bad_input(
-            "the mux interval and the print interval must be at least 1 ns",
+            "the mux, print and read intervals must be at least 1 ns",
         ));
     }
     if let Some(interval) = options.interval_ns {
@@ -198,10 +209,30 @@ pub fn emulate(
         ..Counts::default()
     };
     let mut now = 0u64;
+    // Only a context with more groups than counters rotates; when none does, a tick changes
+    // nothing, so the run goes from print to print (a week-long `sleep` is a few steps, not
+    // 150 million ticks).
+    let rotating = contexts.iter().any(|c| c.rotate_necessary);
+    let rotations = duration_ns / options.mux_interval_ns;
+    if rotating && rotations > MAX_ROTATIONS {
+        return Err(Error::bad_input(format!(
+            "the events time-share counters, rotated every {} ms: over a {} s workload that is {rotations} rotations; at most {MAX_ROTATIONS}: raise --mux-interval-ms to {} or more, or count fewer events at once",
+            options.mux_interval_ns as f64 / 1e6,
+            duration_ns / 1_000_000_000,
+            duration_ns.div_ceil(MAX_ROTATIONS).div_ceil(1_000_000)
+        )));
+    }
     while now < duration_ns {
-        let next_tick = (now / options.mux_interval_ns + 1) * options.mux_interval_ns;
+        let next_tick = if rotating {
+            (now / options.mux_interval_ns + 1) * options.mux_interval_ns
+        } else {
+            u64::MAX
+        };
         let next_print = options.interval_ns.map_or(u64::MAX, |i| (now / i + 1) * i);
-        let next = next_tick.min(next_print).min(duration_ns);
+        let next_read = options
+            .read_period_ns
+            .map_or(u64::MAX, |r| (now / r + 1) * r);
+        let next = next_tick.min(next_print).min(next_read).min(duration_ns);
         for s in &mut states {
             s.enabled_ns += next - now;
             if contexts[s.event.device].scheduled.contains(&s.group) {
@@ -209,8 +240,10 @@ pub fn emulate(
             }
         }
         now = next;
-        if now == next_print && now < duration_ns {
+        if (now == next_print || now == next_read) && now < duration_ns {
             fold_running(&contexts, &mut states, truth, now);
+        }
+        if now == next_print && now < duration_ns {
             counts
                 .intervals
                 .push((now, states.iter().map(EventState::reading).collect()));
@@ -383,6 +416,21 @@ mod tests {
         assert_eq!(c.intervals.len(), 5);
         let second = c.intervals[1].1[0].since(&c.intervals[0].1[0]);
         assert_eq!(second.value, 1_000_000_000);
+        // Reads every 2 s (under the 4.29 s wrap) carry the wraps too, and print nothing.
+        let reads = CountOptions {
+            read_period_ns: Some(2_000_000_000),
+            ..CountOptions::default()
+        };
+        let c = emulate(&Linear(1), &devices(), &groups, &reads, long).unwrap();
+        assert_eq!(c.totals[0].value, long);
+        assert!(c.intervals.is_empty());
+        // Reads every 4.5 s are too slow for a wrap every 4.29 s: one wrap is lost again.
+        let slow = CountOptions {
+            read_period_ns: Some(4_500_000_000),
+            ..CountOptions::default()
+        };
+        let c = emulate(&Linear(1), &devices(), &groups, &slow, long).unwrap();
+        assert_eq!(c.totals[0].value, long - (1 << 32));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::pmu::catalog::Unit;
 use crate::pmu::session::{CountOptions, CounterBackend, Counts, Reading};
-use crate::pmu::{resolve, EventSpec, ResolvedEvent};
+use crate::pmu::{resolve, EventSpec, PmuDevice, ResolvedEvent};
 use crate::report::thousands;
 
 /// What a report needs to know about one event, whichever machine counted it.
@@ -149,23 +149,27 @@ pub struct StatOutcome {
     pub reports: Vec<EventReport>,
 }
 
-/// Resolves `groups` against the backend's PMUs, counts them over its workload and reports.
-/// `ceilings` gives each PMU device's link ceiling in MB/s (by device index).
+/// Resolves `groups` (event specs as written) against a machine's PMU `devices`.
+pub fn resolve_groups(
+    devices: &[PmuDevice],
+    groups: &[Vec<EventSpec>],
+) -> Result<Vec<Vec<ResolvedEvent>>> {
+    groups
+        .iter()
+        .map(|g| g.iter().map(|spec| resolve(devices, spec)).collect())
+        .collect()
+}
+
+/// Counts `resolved` (from [`resolve_groups`] on the backend's devices) over the backend's
+/// workload and reports. `ceilings` gives each PMU device's link ceiling in MB/s (by device
+/// index).
 pub fn count_events(
     backend: &mut dyn CounterBackend,
-    groups: &[Vec<EventSpec>],
+    resolved: &[Vec<ResolvedEvent>],
     options: &CountOptions,
     ceilings: Vec<Option<f64>>,
 ) -> Result<StatOutcome> {
-    let resolved: Vec<Vec<ResolvedEvent>> = groups
-        .iter()
-        .map(|g| {
-            g.iter()
-                .map(|spec| resolve(backend.devices(), spec))
-                .collect()
-        })
-        .collect::<Result<_>>()?;
-    let counts = backend.count(&resolved, options)?;
+    let counts = backend.count(resolved, options)?;
     let events: Vec<EventLabel> = resolved
         .iter()
         .flatten()

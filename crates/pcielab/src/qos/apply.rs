@@ -16,6 +16,7 @@ use super::info::Info;
 use super::resctrl::{GroupRef, Mode, Resctrl};
 use super::schemata::Schemata;
 use crate::error::{Error, Result};
+use crate::pmu::sysfs::low_bits_mask;
 
 /// One group as the file wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +177,7 @@ fn cache_value(v: &Value, info: &Info, resource: &str) -> std::result::Result<u6
             ));
         }
         let ways = ((pct / 100.0 * len as f64).round() as u32).clamp(least, len);
-        return Ok(low_bits(ways));
+        return Ok(low_bits_mask(ways));
     }
     if let Some((a, b)) = text.split_once('-') {
         let (a, b): (u32, u32) = (
@@ -190,18 +191,10 @@ fn cache_value(v: &Value, info: &Info, resource: &str) -> std::result::Result<u6
         if a > b || b >= len {
             return Err(format!("way range '{text}' must lie within 0-{}", len - 1));
         }
-        return Ok(low_bits(b - a + 1) << a);
+        return Ok(low_bits_mask(b - a + 1) << a);
     }
     u64::from_str_radix(text.trim_start_matches("0x"), 16)
         .map_err(|_| format!("'{text}' is not a hex mask, a percentage or a way range"))
-}
-
-/// A mask of the `n` lowest bits (all 64 when `n` is 64).
-fn low_bits(n: u32) -> u64 {
-    u64::MAX
-        .checked_shr(64 - n.min(64))
-        .filter(|_| n > 0)
-        .unwrap_or(0)
 }
 
 /// An MB value: `50`, `"50"` or `"50%"`.
@@ -529,10 +522,34 @@ fn verify(
 mod tests {
     use super::*;
 
+    /// A 64-way cache: percentages and way ranges reach bit 63 without a shifted-out mask, and
+    /// a new group's default mask (every unused way, from the kernel's model) is all 64 bits.
     #[test]
-    fn low_bits_covers_a_whole_64_bit_mask() {
-        assert_eq!(low_bits(0), 0);
-        assert_eq!(low_bits(4), 0xf);
-        assert_eq!(low_bits(64), u64::MAX);
+    fn a_64_way_cache_mask_keeps_its_top_bits() {
+        let mut info = crate::qos::presets::MPAM_SEED.info(false);
+        info.caches[0].cbm_mask = u64::MAX;
+        info.caches[0].shareable_bits = 0;
+        let cache = info.caches[0].name.clone();
+        let domain = info.caches[0].domains[0];
+        let mut current = Resctrl::mount(info.clone(), CpuSet::range(0, 3), [1].into());
+        current
+            .write_schemata(
+                &GroupRef::ctrl(""),
+                &format!("{cache}:{domain}=ffffffffffffffff\n"),
+            )
+            .unwrap();
+        let key = cache.to_lowercase();
+        for (value, mask) in [
+            ("100%", u64::MAX),
+            ("0-63", u64::MAX),
+            ("32-63", 0xffff_ffff_0000_0000),
+            ("63-63", 1 << 63),
+        ] {
+            let text = format!("groups:\n  g:\n    {key}: \"{value}\"\n");
+            let desired = parse_desired(&text, "plan.yaml", &info).unwrap();
+            let after = check(&current, &plan(&current, &desired)).unwrap();
+            let g = after.group("g").unwrap();
+            assert_eq!(g.schemata.get(&cache, domain), Some(mask), "{value}");
+        }
     }
 }

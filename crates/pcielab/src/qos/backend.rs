@@ -130,6 +130,17 @@ pub trait QosBackend {
     fn mon_data(&mut self) -> Result<Vec<MonReading>>;
     /// Let `interval` pass (a host sleeps; a simulated machine runs its model).
     fn wait(&mut self, interval: Duration) -> Result<()>;
+    /// Whether `count` waits of `interval` are a run this backend does: at most a week in all
+    /// ([`crate::input::MAX_DURATION_S`]); a simulated machine also bounds its model steps.
+    fn check_waits(&self, interval: Duration, count: u32) -> Result<()> {
+        let total_s = interval.as_secs_f64() * f64::from(count);
+        crate::input::duration_s(
+            &format!("{count} intervals of {} ms", interval.as_millis()),
+            total_s,
+            true,
+        )?;
+        Ok(())
+    }
     /// Make changes durable (a simulated machine writes its state file).
     fn save(&mut self) -> Result<()>;
     /// A request was refused before it reached the kernel: a simulated kernel records the

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use super::cpuset::CpuSet;
 use super::info::Info;
 use super::schemata::{self, Errno, Rejection, Schemata};
+use crate::pmu::sysfs::low_bits_mask;
 
 /// A group's `mode` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -316,7 +317,7 @@ impl Resctrl {
                     // cbm_ensure_valid: keep the first run of ones.
                     let first = new.trailing_zeros();
                     let run = (!(new >> first)).trailing_zeros();
-                    new = ((1u64 << run) - 1) << first;
+                    new = low_bits_mask(run) << first;
                 }
                 if new.count_ones() < res.min_cbm_bits {
                     return Err(Rejection::new(

@@ -5,7 +5,7 @@
 //! for something the kernel would refuse fails with the kernel's message.
 
 use super::sim::MAX_STEPS;
-use crate::input::{duration_s, in_range, read_input_file};
+use crate::input::{duration_s, in_range, read_input_file, readable_f64};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -268,7 +268,7 @@ impl Scenario {
             if span / self.step_s > MAX_STEPS as f64 {
                 return Err(Error::bad_input(format!(
                     "{origin}: {name} / step_s = {span} / {} is more than {MAX_STEPS} model steps: raise step_s",
-                    self.step_s
+                    readable_f64(self.step_s)
                 )));
             }
         }
@@ -313,6 +313,20 @@ impl Scenario {
                     )));
                 }
             }
+        }
+        // Every series value is a run of its own; together they are one run's worth of steps.
+        let per_run = if self.x == XFrom::Time {
+            self.duration_s
+        } else {
+            self.measure_s
+        } / self.step_s;
+        let runs: usize = self.series.iter().map(|s| s.values.len().max(1)).sum();
+        let total = runs as f64 * per_run.round().max(1.0);
+        if total > MAX_STEPS as f64 {
+            return Err(Error::bad_input(format!(
+                "{origin}: {runs} series values of {} model steps each are {total} steps; at most {MAX_STEPS} in all: fewer values or a larger step_s",
+                per_run.round().max(1.0)
+            )));
         }
         Ok(())
     }

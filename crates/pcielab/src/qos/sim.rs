@@ -22,6 +22,9 @@ use crate::error::{Error, Result};
 
 /// The most model steps one run of the simulated machine takes (each costs cache accesses).
 pub const MAX_STEPS: usize = 100_000;
+
+/// The longest model step a wait (`qos monitor -I`) takes.
+const WAIT_STEP_S: f64 = 0.5;
 /// A monitor id's counters in one domain.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MonCounter {
@@ -190,13 +193,16 @@ impl SimulatedResctrl {
     }
 
     /// The `preset` machine, continued from `state` when that file exists (and saved there by
-    /// [`QosBackend::save`]).
+    /// [`QosBackend::save`]). Only a path with nothing at it starts a fresh machine: a dangling
+    /// or looping link, or a path that cannot be looked at, is bad input like any unreadable
+    /// state file.
     pub fn open(
         preset: &'static Preset,
         state: Option<&Path>,
         cdp: bool,
     ) -> Result<SimulatedResctrl> {
-        let mut sim = match state.filter(|p| p.exists()) {
+        let nothing_there = |p: &Path| matches!(p.symlink_metadata(), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        let mut sim = match state.filter(|p| !nothing_there(p)) {
             Some(path) => {
                 let text = crate::input::read_input_file(path, "state file")?;
                 let saved = SimState::parse(&text, &path.display().to_string(), preset)?;
@@ -399,7 +405,20 @@ impl QosBackend for SimulatedResctrl {
 
     fn wait(&mut self, interval: Duration) -> Result<()> {
         let seconds = interval.as_secs_f64();
-        self.advance(seconds, seconds.min(0.5))?;
+        self.advance(seconds, seconds.min(WAIT_STEP_S))?;
+        Ok(())
+    }
+
+    fn check_waits(&self, interval: Duration, count: u32) -> Result<()> {
+        let seconds = interval.as_secs_f64();
+        let per_wait = (seconds / seconds.min(WAIT_STEP_S)).round().max(1.0) as u64;
+        let steps = per_wait * u64::from(count);
+        if steps > MAX_STEPS as u64 {
+            return Err(Error::bad_input(format!(
+                "{count} intervals of {} ms are {steps} model steps of at most {WAIT_STEP_S} s; a simulated machine runs at most {MAX_STEPS}: lower --count or -I",
+                interval.as_millis()
+            )));
+        }
         Ok(())
     }
 

@@ -135,11 +135,19 @@ impl ShowView {
                     .unwrap_or_default()
             );
         }
-        out += &format!("last_cmd_status: {}\n", self.last_cmd_status);
+        // Names and the status come from the resctrl tree: the kernel allows any byte but '\n'
+        // in a group name, so they are shown escaped.
+        out += &format!(
+            "last_cmd_status: {}\n",
+            crate::report::printable(&self.last_cmd_status)
+        );
         for g in &self.groups {
             out += &format!(
                 "\ngroup {} (closid {}, rmid {}, {})\n",
-                g.name, g.closid, g.rmid, g.mode
+                crate::report::printable(&g.name),
+                g.closid,
+                g.rmid,
+                g.mode
             );
             for line in &g.schemata {
                 out += &format!("  schemata  {}\n", line.trim_start());
@@ -156,7 +164,7 @@ impl ShowView {
             for m in &g.mon_groups {
                 out += &format!(
                     "  mon_group {} (rmid {}) tasks {} cpus_list {}\n",
-                    m.name,
+                    crate::report::printable(&m.name),
                     m.rmid,
                     list(&m.tasks),
                     if m.cpus_list.is_empty() {
@@ -208,15 +216,19 @@ pub fn monitor_rows(before: &[MonReading], after: &[MonReading], seconds: f64) -
 
 pub fn monitor_text(rows: &[MonitorRow]) -> String {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
-    let width = rows.iter().map(|r| r.group.len()).max().unwrap_or(5).max(5);
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| crate::report::printable(&r.group))
+        .collect();
+    let width = names.iter().map(String::len).max().unwrap_or(5).max(5);
     let mut out = format!(
         "{:<width$}  {:>6}  {:>12}  {:>10}  {:>10}\n",
         "GROUP", "DOMAIN", "LLC[KiB]", "MBT[MB/s]", "MBL[MB/s]"
     );
-    for r in rows {
+    for (r, name) in rows.iter().zip(&names) {
         out += &format!(
             "{:<width$}  {:>6}  {:>12}  {:>10}  {:>10}\n",
-            r.group,
+            name,
             r.domain,
             f(r.llc_occupancy_kib),
             f(r.mbm_total_mbps),

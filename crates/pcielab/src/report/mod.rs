@@ -1,7 +1,7 @@
 //! Rendering pieces more than one area needs: rounding the numbers a report prints or
-//! compares, counts with thousands separators, and the text of a `--json` document.
-//! Area-specific tables and plots stay with their area; the HTML page of `pcielab report`
-//! is [`html`].
+//! compares, counts with thousands separators, the text of a `--json` document, and messages
+//! made safe for a terminal. Area-specific tables and plots stay with their area; the HTML
+//! page of `pcielab report` is [`html`].
 
 pub mod html;
 
@@ -13,6 +13,56 @@ use crate::error::{Error, Result};
 pub fn round_to(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (value * scale).round() / scale
+}
+
+/// The longest line of a message printed to a terminal; a parser that quotes the offending line
+/// of a file with one 100 KB line would otherwise flood it.
+pub const MAX_MESSAGE_LINE: usize = 400;
+
+/// `text` (a label, a name read from a file) as a terminal shows it and does not obey it:
+/// every control character (escape sequences, newlines) escaped.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        push_shown(&mut out, c, false);
+    }
+    out
+}
+
+/// Append `c`, escaped when it is a control character (but a tab with `keep_tabs`).
+fn push_shown(out: &mut String, c: char, keep_tabs: bool) {
+    if c.is_control() && !(keep_tabs && c == '\t') {
+        out.extend(c.escape_default());
+    } else {
+        out.push(c);
+    }
+}
+
+/// `message` as it may reach a terminal: control characters other than newline and tab escaped
+/// (an escape sequence quoted from a user's file is shown, not obeyed) and every line cut at
+/// [`MAX_MESSAGE_LINE`] characters, saying how many more there were.
+pub fn terminal_text(message: &str) -> String {
+    let lines: Vec<String> = message
+        .split('\n')
+        .map(|line| {
+            let mut out = String::new();
+            let mut shown = 0;
+            let mut chars = line.chars();
+            for c in chars.by_ref() {
+                push_shown(&mut out, c, true);
+                shown += 1;
+                if shown == MAX_MESSAGE_LINE {
+                    break;
+                }
+            }
+            let more = chars.count();
+            if more > 0 {
+                out.push_str(&format!("… ({more} more characters)"));
+            }
+            out
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// `1234567` -> `1,234,567`.
@@ -39,6 +89,30 @@ pub fn json_text<T: Serialize>(value: &T) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_escapes_every_control_character() {
+        assert_eq!(printable("p1\x1b[2J\nx\ty"), "p1\\u{1b}[2J\\nx\\ty");
+        assert_eq!(printable("Slot 1 (ü)"), "Slot 1 (ü)");
+    }
+
+    #[test]
+    fn terminal_text_escapes_controls_and_cuts_long_lines() {
+        assert_eq!(
+            terminal_text("bad \x1b[31mname\x07\n\tnext"),
+            "bad \\u{1b}[31mname\\u{7}\n\tnext"
+        );
+        let long = format!("x = {}", "[".repeat(100_000));
+        let shown = terminal_text(&format!("{long}\nend"));
+        assert!(shown.len() < MAX_MESSAGE_LINE + 40, "{}", shown.len());
+        assert!(
+            shown.contains(&format!(
+                "… ({} more characters)\nend",
+                100_004 - MAX_MESSAGE_LINE
+            )),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn round_to_keeps_the_given_places() {

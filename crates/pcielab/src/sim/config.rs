@@ -56,11 +56,15 @@ impl<'a> Table<'a> {
         }
     }
 
-    pub fn integer(&self, key: &str, default: u64) -> Result<u64> {
+    /// A positive integer at most `max` (what the hardware's field can hold).
+    pub fn integer(&self, key: &str, default: u64, max: u64) -> Result<u64> {
         match self.map.get(key) {
             None => Ok(default),
-            Some(toml::Value::Integer(i)) if *i > 0 => Ok(*i as u64),
-            Some(_) => Err(self.bad(key, "a positive integer")),
+            Some(toml::Value::Integer(i)) => u64::try_from(*i)
+                .ok()
+                .filter(|v| (1..=max).contains(v))
+                .ok_or_else(|| self.bad(key, &format!("an integer in 1..={max}"))),
+            Some(_) => Err(self.bad(key, &format!("an integer in 1..={max}"))),
         }
     }
 
@@ -362,6 +366,22 @@ mod tests {
         let none = SimConfig::default().device_for_path("./x").unwrap_err();
         assert_eq!(none.exit_code(), 2);
         assert!(none.message().contains("/x"), "{none}");
+    }
+
+    #[test]
+    fn integers_are_bounded_by_their_field_not_truncated() {
+        let map: BTreeMap<String, toml::Value> =
+            toml::from_str("queue_depth = 4294967297\nring_entries = 0\nncq_depth = 32\n").unwrap();
+        let t = Table::new("function 01:00.0 [device]", &map);
+        let e = t.integer("queue_depth", 1024, 65536).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("'queue_depth' = 4294967297: expected an integer in 1..=65536"),
+            "{e}"
+        );
+        assert!(t.integer("ring_entries", 1024, 65536).is_err());
+        assert_eq!(t.integer("ncq_depth", 1, 32).unwrap(), 32);
+        assert_eq!(t.integer("absent", 7, 32).unwrap(), 7);
     }
 
     #[test]

@@ -126,20 +126,22 @@ impl Device {
         let device = match t.string("model")? {
             Some("ahci") => {
                 t.no_near_misses(AHCI_KEYS)?;
+                // Maxima are the fields' own: 32 NCQ tags, a PRD entry's 22-bit byte count.
                 Device::Ahci(Ahci {
                     sata_gbps: t.number("sata_gbps", 6.0, false)?,
-                    ncq_depth: t.integer("ncq_depth", 32)? as u32,
+                    ncq_depth: t.integer("ncq_depth", 32, 32)? as u32,
                     fis_turnaround_ns: t.number("fis_turnaround_ns", 1000.0, true)?,
                     media_read_mbps: t.number("media_read_mbps", 1500.0, false)?,
                     program_mbps: t.number("program_mbps", 450.0, false)?,
                     read_latency_us: t.number("read_latency_us", 90.0, true)?,
                     write_latency_us: t.number("write_latency_us", 40.0, true)?,
-                    prd_segment_bytes: t.integer("prd_segment_bytes", 65536)?,
+                    prd_segment_bytes: t.integer("prd_segment_bytes", 65536, 4 << 20)?,
                     capacity_bytes: capacity(&t)?,
                 })
             }
             Some("nvme") => {
                 t.no_near_misses(NVME_KEYS)?;
+                // An NVMe queue holds at most 65536 entries (16-bit MQES).
                 Device::Nvme(Nvme {
                     read_mbps: t.number("read_mbps", platform.get(P::DriveReadMbps), false)?,
                     write_mbps: t.number("write_mbps", platform.get(P::DriveWriteMbps), false)?,
@@ -147,7 +149,7 @@ impl Device {
                     write_iops: t.number("write_iops", platform.get(P::DriveWriteIops), false)?,
                     read_latency_us: t.number("read_latency_us", 80.0, true)?,
                     write_latency_us: t.number("write_latency_us", 20.0, true)?,
-                    queue_depth: t.integer("queue_depth", 1024)? as u32,
+                    queue_depth: t.integer("queue_depth", 1024, 65536)? as u32,
                     capacity_bytes: capacity(&t)?,
                 })
             }
@@ -167,10 +169,10 @@ impl Device {
                 t.no_near_misses(NIC_KEYS)?;
                 Device::Nic(Nic {
                     line_gbps: t.number("line_gbps", 25.0, false)?,
-                    completion_bytes: t.integer("completion_bytes", 64)?,
-                    descriptor_bytes: t.integer("descriptor_bytes", 16)?,
-                    frames_per_interrupt: t.integer("frames_per_interrupt", 64)?,
-                    ring_entries: t.integer("ring_entries", 1024)?,
+                    completion_bytes: t.integer("completion_bytes", 64, 4096)?,
+                    descriptor_bytes: t.integer("descriptor_bytes", 16, 4096)?,
+                    frames_per_interrupt: t.integer("frames_per_interrupt", 64, 65536)?,
+                    ring_entries: t.integer("ring_entries", 1024, 65536)?,
                 })
             }
             _ => return Ok(None),

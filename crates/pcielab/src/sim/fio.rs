@@ -58,6 +58,9 @@ impl Rw {
     }
 }
 
+/// The most jobs fio runs at once, `numjobs` clones included (its REAL_MAX_JOBS).
+pub const MAX_JOBS: u32 = 4096;
+
 /// One fio job (each of `numjobs` clones runs it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Job {
@@ -121,6 +124,18 @@ pub struct JobSet {
 }
 
 impl JobSet {
+    /// `jobs` when their clones (`numjobs` each) are at most [`MAX_JOBS`], as fio allows.
+    fn bounded(jobs: Vec<Job>, origin: &str) -> Result<JobSet> {
+        let clones: u64 = jobs.iter().map(|j| u64::from(j.numjobs)).sum();
+        if clones > u64::from(MAX_JOBS) {
+            return Err(Error::bad_input(format!(
+                "fio: {origin}: {} jobs with {clones} clones in all (numjobs summed); fio runs at most {MAX_JOBS}",
+                jobs.len()
+            )));
+        }
+        Ok(JobSet { jobs })
+    }
+
     /// Reporting groups: a job with `stonewall` starts a new group after all earlier ones.
     pub fn groups(&self) -> Vec<Vec<&Job>> {
         let mut groups: Vec<Vec<&Job>> = Vec::new();
@@ -280,7 +295,7 @@ fn apply(job: &mut Job, key: &str, value: Option<&str>, origin: &str) -> Result<
                     .ok_or_else(|| bad("a size such as 2g or 10G"))?,
             )
         }
-        "numjobs" => job.numjobs = number(4096)? as u32,
+        "numjobs" => job.numjobs = number(MAX_JOBS.into())? as u32,
         "iodepth" => job.iodepth = number(65536)? as u32,
         "ioengine" => {
             if !ENGINES.contains(&text) {
@@ -351,7 +366,7 @@ fn build(
         }
         jobs.push(job);
     }
-    Ok(JobSet { jobs })
+    JobSet::bounded(jobs, origin)
 }
 
 /// Parses fio's command line (the arguments after `fio`). Positional arguments are job files,
@@ -416,7 +431,7 @@ pub fn parse_command_line<S: AsRef<str>>(
             }
             jobs.extend(set.jobs);
         }
-        return Ok(JobSet { jobs });
+        return JobSet::bounded(jobs, "command line");
     }
     build(&globals, sections, unsupported, "command line")
 }

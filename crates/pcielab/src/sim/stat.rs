@@ -4,14 +4,18 @@
 //! with the workload's own summary, ready for the perf-style or JSON report. Here the simulator
 //! implements `pmu::counters::Counters`, the counters side of a `sim:` machine.
 
+use std::time::Duration;
+
 use crate::error::{Error, Result};
 use crate::pmu::counters::{
     dry_run_is_for_hosts, Counters, PmuListing, StatDone, StatEnd, StatRequest,
 };
+use crate::pmu::host::{place_in, worst_case_events_per_s, wrap_plan};
 use crate::pmu::list::only_pmu;
-use crate::pmu::session::CountOptions;
-use crate::pmu::stat::{count_events, StatOutcome};
-use crate::pmu::{parse_event_list, PmuDevice};
+use crate::pmu::session::{CountOptions, DEFAULT_MUX_INTERVAL_NS};
+use crate::pmu::stat::{count_events, resolve_groups, StatOutcome};
+use crate::pmu::sysfs::PciePlace;
+use crate::pmu::{parse_event_list, PmuDevice, ResolvedEvent};
 
 use super::workload::{self, Workload};
 use super::{SimBackend, SimRun, SimulatedPcie};
@@ -21,6 +25,8 @@ pub struct StatRun {
     pub workload: Workload,
     pub outcome: StatOutcome,
     pub run: SimRun,
+    /// How narrow counters were read (wrap carrying, wrap risk), as on a host.
+    pub notes: Vec<String>,
 }
 
 impl SimulatedPcie {
@@ -33,14 +39,17 @@ impl SimulatedPcie {
         }
         let mut groups = Vec::new();
         for e in request.events {
-            groups.extend(parse_event_list(e)?);
+            groups.extend(parse_event_list(e).map_err(|err| workload_hint(err, e))?);
         }
         if !request.all_cpus {
             return Err(Error::bad_input(
                 "PCIe PMUs are uncore PMUs that count system-wide only: add -a",
             ));
         }
-        if request.mux_interval_ms == 0 || request.interval_ms == Some(0) {
+        let mux_interval_ms = request
+            .mux_interval_ms
+            .unwrap_or(DEFAULT_MUX_INTERVAL_NS / 1_000_000);
+        if mux_interval_ms == 0 || request.interval_ms == Some(0) {
             return Err(Error::bad_input(
                 "--mux-interval-ms and -I take a whole number of milliseconds >= 1",
             ));
@@ -55,17 +64,20 @@ impl SimulatedPcie {
             machine.config.ber = ber;
         }
         let work = workload::parse(request.workload, request.read_file)?;
-        let ceilings = machine
-            .pmus()
+        let pmus = machine.pmus();
+        let resolved = resolve_groups(&pmus, &groups)?;
+        let ceilings = pmus
             .iter()
             .map(|p| p.root_port.and_then(|rp| machine.port_ceiling_mbps(rp)))
             .collect();
+        let (read_period, notes) = machine.wrap_reads(&pmus, &resolved);
         let options = CountOptions {
-            mux_interval_ns: request.mux_interval_ms * 1_000_000,
+            mux_interval_ns: mux_interval_ms * 1_000_000,
             interval_ns: request.interval_ms.map(|ms| ms * 1_000_000),
+            read_period_ns: read_period.map(|p| p.as_nanos() as u64),
         };
         let mut backend = SimBackend::new(&machine, work.clone());
-        let outcome = count_events(&mut backend, &groups, &options, ceilings)?;
+        let outcome = count_events(&mut backend, &resolved, &options, ceilings)?;
         let run = backend
             .run
             .take()
@@ -74,7 +86,56 @@ impl SimulatedPcie {
             workload: work,
             outcome,
             run,
+            notes,
         })
+    }
+
+    /// How pcielab reads the narrow (event-group) counters among `events` so their wraps are
+    /// carried, as on a host: twice per worst-case wrap time of the port's link (10 ms at the
+    /// shortest, with a warning where that is too slow), and the notes saying so.
+    fn wrap_reads(
+        &self,
+        pmus: &[PmuDevice],
+        events: &[Vec<ResolvedEvent>],
+    ) -> (Option<Duration>, Vec<String>) {
+        let mut period: Option<Duration> = None;
+        let mut notes = Vec::new();
+        for event in events.iter().flatten() {
+            let pmu = &pmus[event.device];
+            let bits = event.def.group.counter_bits(pmu.family);
+            if bits >= 64 {
+                continue;
+            }
+            let placement = pmu.root_port.map(|bdf| {
+                place_in(
+                    &PciePlace::RootPort {
+                        bdf,
+                        domain_in_name: true,
+                    },
+                    &self.topology,
+                )
+            });
+            let rate = worst_case_events_per_s(placement.as_ref());
+            let (read_every, note) = wrap_plan(&event.display, bits, rate);
+            period = Some(period.map_or(read_every, |p| p.min(read_every)));
+            notes.push(note);
+        }
+        (period, notes)
+    }
+}
+
+/// A bad `-e` list that names a simulated workload program was most likely meant as the
+/// workload: say to put it after `--`, as the host does for a program on PATH.
+fn workload_hint(err: Error, events: &str) -> Error {
+    match events
+        .split(',')
+        .find(|word| workload::PROGRAMS.contains(word))
+    {
+        Some(program) => Error::bad_input(format!(
+            "{err}. '{program}' is a simulated workload: write it after `--` (pcielab stat \
+             --machine sim:… -a -e EVENT -- {program} ...)"
+        )),
+        None => err,
     }
 }
 
@@ -94,13 +155,16 @@ impl Counters for SimulatedPcie {
 
     fn stat(&self, request: &StatRequest) -> Result<StatEnd> {
         let done = self.run_stat(request)?;
-        let workload_json = serde_json::to_value(&done.run.summary)
+        let mut workload_json = serde_json::to_value(&done.run.summary)
             .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+        if let Some(summary) = workload_json.as_object_mut() {
+            summary.insert("notes".into(), serde_json::json!(done.notes));
+        }
         Ok(StatEnd::Counted(StatDone {
             workload_report: done.run.summary.render(&done.workload),
             workload_json,
             outcome: done.outcome,
-            notes: Vec::new(),
+            notes: done.notes,
             exit_code: 0,
         }))
     }
@@ -115,7 +179,7 @@ mod tests {
         StatRequest {
             events,
             all_cpus: true,
-            mux_interval_ms: 4,
+            mux_interval_ms: None,
             interval_ms: None,
             ber: None,
             workload,

@@ -49,6 +49,9 @@ const USAGE: &str = "the simulated workload is 'fio OPTIONS…|JOBFILE', \
 'dmatest [--device BDF] [--sizes 64,256,4K,64K,1M,4M] [--dir write,read] [--transfers N]', \
 'nettest [--device BDF]… [--dir rx|tx|both] [--seconds S] [--frame BYTES]' or 'sleep SECONDS'";
 
+/// The programs a simulated machine runs.
+pub const PROGRAMS: [&str; 4] = ["fio", "dmatest", "nettest", "sleep"];
+
 /// Parses the workload argv; `read_file` reads fio job files.
 pub fn parse(argv: &[String], read_file: impl Fn(&Path) -> Result<String>) -> Result<Workload> {
     let Some((program, args)) = argv.split_first() else {

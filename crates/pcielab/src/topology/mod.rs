@@ -101,6 +101,9 @@ pub struct Acs {
     pub control: u16,
 }
 
+/// NUMA node numbers lie below this: Linux's largest MAX_NUMNODES (CONFIG_NODES_SHIFT at most 10).
+pub const MAX_NUMA_NODES: i32 = 1 << 10;
+
 /// One PCI function.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Function {
@@ -132,6 +135,7 @@ pub struct Function {
     pub acs_unreadable: bool,
     /// The function has the Advanced Error Reporting extended capability.
     pub aer: bool,
+    /// Below [`MAX_NUMA_NODES`] when set.
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
     /// A human name (spec `name`, or a known vendor/device string) for tree output.

@@ -71,7 +71,7 @@ struct RawFunction {
     acs: Option<RawAcs>,
     #[serde(default)]
     aer: bool,
-    numa_node: Option<i32>,
+    numa_node: Option<Spanned<i32>>,
     driver: Option<Spanned<String>>,
     #[serde(rename = "device")]
     params: Option<toml::Table>,
@@ -146,6 +146,9 @@ pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
     check_structure(&loc, &functions, &starts, &parent_spans)?;
     assign_bus_ranges(&mut functions);
     check_bus_ranges(&loc, &functions, &starts)?;
+    // Checked here so every command on this spec (topo too, not only the simulator) rejects a
+    // bad [platform]; the simulator reads the values.
+    crate::model::platform::PlatformModel::from_table(file, &raw.platform)?;
     Ok(Platform {
         name: raw.name,
         description: raw.description,
@@ -199,7 +202,23 @@ fn convert_function(
     }
     f.name = raw.name.as_ref().map(|n| n.get_ref().clone());
     f.aer = raw.aer;
-    f.numa_node = raw.numa_node.filter(|&n| n >= 0);
+    if let Some(node) = &raw.numa_node {
+        if !(-1..crate::topology::MAX_NUMA_NODES).contains(node.get_ref()) {
+            return Err(loc.err(
+                node.span().start,
+                ctx(format!(
+                    "numa_node = {}: expected -1 (none) or a node in 0..={}",
+                    node.get_ref(),
+                    crate::topology::MAX_NUMA_NODES - 1
+                )),
+            ));
+        }
+    }
+    f.numa_node = raw
+        .numa_node
+        .as_ref()
+        .map(|n| *n.get_ref())
+        .filter(|&n| n >= 0);
     if let Some(driver) = &raw.driver {
         crate::input::path_component("driver", driver.get_ref())
             .map_err(|e| loc.err(driver.span().start, ctx(e.message().to_string())))?;
@@ -887,6 +906,20 @@ class = 0x010802
             t.get("00:03.0".parse().unwrap()).unwrap().buses,
             Some((4, 4))
         );
+    }
+
+    #[test]
+    fn a_bad_platform_table_fails_the_spec_not_only_the_simulator() {
+        let e = err(&format!("{GOOD}\n[platform.dma]\nsetup_ns = -5\n"));
+        assert!(
+            e.contains("t.toml: [platform] dma.setup_ns = -5 is out of range"),
+            "{e}"
+        );
+        parse_spec(
+            "t.toml",
+            &format!("{GOOD}\n[platform.dma]\nsetup_ns = 5000\n"),
+        )
+        .unwrap();
     }
 
     #[test]

@@ -88,21 +88,6 @@ fn read_hex16(dir: &Path, name: &str) -> Option<u16> {
     read_hex(dir, name).and_then(|v| u16::try_from(v).ok())
 }
 
-/// A label as text that cannot move the cursor or recolour a terminal: control characters
-/// (escapes, newlines) are shown escaped.
-fn printable(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 /// The bridge above a device. From the device path its sysfs entry links into when it is a link;
 /// for a plain copy (`cp -r`, no links) from bus numbers, as lspci does: the bridge whose
 /// secondary bus is the device's bus. A parent must be a function read before this one (parents
@@ -205,13 +190,14 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     f.buses = d.buses;
     f.numa_node = read_text(dir, "numa_node")
         .and_then(|n| n.parse().ok())
-        .filter(|&n: &i32| n >= 0);
-    f.driver = fs::read_link(dir.join("driver"))
-        .ok()
-        .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned()));
+        .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
+    f.driver = fs::read_link(dir.join("driver")).ok().and_then(|t| {
+        t.file_name()
+            .map(|n| crate::report::printable(&n.to_string_lossy()))
+    });
     f.name = read_text(dir, "label")
         .filter(|l| !l.is_empty())
-        .map(|l| printable(&l));
+        .map(|l| crate::report::printable(&l));
     let inferred = !d.capabilities_read;
     // ACS lives in the extended space (from 0x100); a PCI Express function read shorter than
     // that may have it, and nothing says whether it does.

@@ -1,0 +1,372 @@
+//! `pcielab exporter` against real clients: a real Prometheus (Debian's `prometheus`, installed by
+//! .ci/run) scraping a simulated fio read played in real time, `promtool check metrics`, 100
+//! concurrent scrapes with bounded RSS and threads, malformed and oversized requests, a port in
+//! use and a non-loopback address.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pcielab");
+
+/// A fio read of the yitian710's SATA disk behind root port 00:02.0, long enough for every test.
+const FIO_READ: [&str; 8] = [
+    "fio",
+    "--filename=/dev/sda",
+    "--rw=read",
+    "--bs=1m",
+    "--time_based",
+    "--runtime=600",
+    "--name=r",
+    "--numjobs=1",
+];
+
+/// A child process killed when the test ends, pass or fail.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the exporter on a free loopback port; returns it and the address it printed.
+fn start_exporter(extra: &[&str]) -> (Running, String) {
+    let mut child = Command::new(BIN)
+        .args([
+            "exporter",
+            "--machine",
+            "sim:yitian710",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics\n"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (Running(child), addr)
+}
+
+/// Sends `request` as is and returns the status code and body.
+fn exchange(addr: &str, request: &[u8]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // The server may answer (and close) before an oversized request is fully written.
+    let _ = stream.write_all(request);
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+fn get(addr: &str, path: &str) -> (u16, String) {
+    exchange(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+/// A field of /proc/PID/status (VmRSS in kB, Threads).
+fn proc_status(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// What `pcielab stat` reports for the same simulated job: fio's own read bandwidth.
+fn simulated_read_bytes_per_s() -> f64 {
+    let out = Command::new(BIN)
+        .args(["stat", "--machine", "sim:yitian710", "-a", "--json"])
+        .args(["-e", "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/", "--"])
+        .args(FIO_READ)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["workload"]["groups"][0]["read"]["bw_bytes"]
+        .as_f64()
+        .unwrap()
+}
+
+/// Prometheus's answer to an instant query: the value of its one series.
+fn prometheus_query(port: u16, query: &str) -> Option<f64> {
+    let encoded: String = query
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let addr = format!("127.0.0.1:{port}");
+    let (status, body) = get(&addr, &format!("/api/v1/query?query={encoded}"));
+    if status != 200 {
+        return None; // not ready yet
+    }
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let result = doc["data"]["result"].as_array()?;
+    assert!(result.len() <= 1, "several series: {body}");
+    result.first()?["value"][1].as_str()?.parse().ok()
+}
+
+#[test]
+fn prometheus_reads_the_simulated_rate_within_two_percent() {
+    let expected = simulated_read_bytes_per_s();
+    let (_exporter, addr) = start_exporter(&[&["--"][..], &FIO_READ[..]].concat());
+
+    // promtool accepts what we serve.
+    let (status, metrics) = get(&addr, "/metrics");
+    assert_eq!(status, 200);
+    let mut promtool = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian package prometheus) must be installed: .ci/run installs it");
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let checked = promtool.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: pcielab\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _prometheus = Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (Debian package) must be installed: .ci/run installs it"),
+    );
+    let query =
+        "rate(pcielab_rx_bytes_total{port=\"0000:00:02.0\",function=\"0000:00:02.0\"}[10s])";
+    // Wait until Prometheus has a full 10 s window of 1 s scrapes, then read the rate a few
+    // times: every reading must agree.
+    let started = Instant::now();
+    let mut readings = Vec::new();
+    while readings.len() < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "Prometheus gave no rate in 120 s (readings {readings:?})"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+        let window_full = !readings.is_empty()
+            || TcpStream::connect(("127.0.0.1", port)).is_ok()
+                && prometheus_query(port, "count_over_time(pcielab_machine_info[15s])")
+                    .is_some_and(|n| n >= 10.0);
+        if window_full {
+            if let Some(rate) = prometheus_query(port, query) {
+                readings.push(rate);
+                std::thread::sleep(Duration::from_secs(2));
+            }
+        }
+    }
+    for rate in &readings {
+        let error = (rate / expected - 1.0).abs();
+        assert!(
+            error < 0.02,
+            "Prometheus rate {rate:.0} B/s vs simulated {expected:.0} B/s ({:.2} %)",
+            error * 100.0
+        );
+    }
+    // The disk below the port is seen from its own (derived) counters at the same rate.
+    let disk = prometheus_query(
+        port,
+        "rate(pcielab_rx_bytes_total{function=\"0000:04:00.0\",source=\"derived\"}[10s])",
+    )
+    .unwrap();
+    assert!((disk / expected - 1.0).abs() < 0.02, "{disk} vs {expected}");
+}
+
+#[test]
+fn a_hundred_concurrent_scrapes_are_all_answered_with_bounded_memory() {
+    let (exporter, addr) = start_exporter(&[&["--"][..], &FIO_READ[..]].concat());
+    let pid = exporter.0.id();
+    let round = || {
+        let handles: Vec<_> = (0..100)
+            .map(|_| {
+                let addr = addr.clone();
+                std::thread::spawn(move || get(&addr, "/metrics"))
+            })
+            .collect();
+        for h in handles {
+            let (status, body) = h.join().unwrap();
+            assert_eq!(status, 200);
+            assert!(body.contains("pcielab_rx_bytes_total{function=\"0000:00:02.0\""));
+        }
+    };
+    round();
+    let rss_after_first = proc_status(pid, "VmRSS");
+    for _ in 0..4 {
+        round();
+        // One accepting thread and the fixed pool of workers, however many clients.
+        assert!(proc_status(pid, "Threads") <= 5);
+    }
+    let rss = proc_status(pid, "VmRSS");
+    assert!(rss < 64 * 1024, "RSS {rss} kB");
+    assert!(
+        rss <= rss_after_first + 4 * 1024,
+        "RSS grew from {rss_after_first} kB to {rss} kB over 400 scrapes"
+    );
+}
+
+#[test]
+fn malformed_and_oversized_requests_get_4xx_and_serving_goes_on() {
+    let (_exporter, addr) = start_exporter(&[]);
+    let mut oversized = b"GET /metrics HTTP/1.1\r\nX-Filler: ".to_vec();
+    oversized.extend(std::iter::repeat_n(b'x', 64 * 1024));
+    oversized.extend(b"\r\n\r\n");
+    let cases: [(&[u8], u16); 7] = [
+        (b"BLAH\r\n\r\n", 400),
+        (b"GET /metrics HTTP/9.9\r\n\r\n", 400),
+        (b"\x00\x01\x02\xff\r\n\r\n", 400),
+        (
+            b"POST /metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi",
+            405,
+        ),
+        (b"GET /admin HTTP/1.1\r\n\r\n", 404),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\n", 400), // cut off before the blank line
+        (&oversized, 431),
+    ];
+    for (request, want) in cases {
+        // Half-closing after the request lets the server see its end.
+        let mut stream = TcpStream::connect(&addr).unwrap();
+        let _ = stream.write_all(request);
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut response = String::new();
+        let _ = stream.read_to_string(&mut response);
+        let status: u16 = response.split(' ').nth(1).unwrap().parse().unwrap();
+        assert_eq!(
+            status,
+            want,
+            "{:?}",
+            String::from_utf8_lossy(&request[..20.min(request.len())])
+        );
+        // Still serving.
+        assert_eq!(get(&addr, "/metrics").0, 200);
+    }
+    // Clients that connect and say nothing hold at most their worker, not the server.
+    let idle: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    let t = Instant::now();
+    assert_eq!(get(&addr, "/metrics").0, 200);
+    assert!(t.elapsed() < Duration::from_secs(4));
+    drop(idle);
+}
+
+#[test]
+fn a_port_in_use_and_a_remote_address_are_clear_errors() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(["exporter", "--machine", "sim:yitian710"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--listen", &addr]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&addr) && err.contains("already in use"),
+        "{err}"
+    );
+
+    let out = run(&["--listen", "0.0.0.0:9464"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a loopback address") && err.contains("--allow-remote"),
+        "{err}"
+    );
+
+    let out = run(&["--listen", "localhost:9464"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected IP:PORT"));
+
+    let out = run(&[
+        "--once",
+        "--",
+        "fio",
+        "--filename=/dev/sda",
+        "--rw=sideways",
+        "--name=r",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = Command::new(BIN)
+        .args([
+            "exporter",
+            "--machine",
+            "host",
+            "--once",
+            "--",
+            "sleep",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sim: machines only"));
+}

@@ -1,0 +1,916 @@
+//! The view behind `pcielab top`, kept apart from the terminal so it can be tested without one:
+//! [`View`] holds what the user chose (sort key, filter, tree or flat, pause, help, scroll) and
+//! changes only through [`View::handle`] with a terminal-independent [`Key`]; [`TopFrame::build`]
+//! turns three [`Sample`]s (the first one, for AER deltas since start, and the two latest, for
+//! rates) into the rows the view selects, in its order; [`TopFrame::text`] prints a frame as
+//! `top -b` does and [`draw`] paints it into any ratatui backend (the CLI's crossterm terminal, a
+//! `TestBackend` in tests). All figures come from [`rates`]; nothing here computes a rate.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table};
+use serde::Serialize;
+
+use super::{rates, FunctionRate, FunctionSample, Sample, Source};
+use crate::pcie::Bdf;
+use crate::report::printable;
+use crate::topology::health::AerCounts;
+use crate::topology::Kind;
+
+/// What the rows are ordered by. Rates and % sort busiest first; BDF in address order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    Bdf,
+    Rx,
+    Tx,
+    Link,
+}
+
+impl SortKey {
+    const CYCLE: [SortKey; 4] = [SortKey::Bdf, SortKey::Rx, SortKey::Tx, SortKey::Link];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Bdf => "bdf",
+            SortKey::Rx => "rx",
+            SortKey::Tx => "tx",
+            SortKey::Link => "%link",
+        }
+    }
+
+    fn step(self, forward: bool) -> SortKey {
+        let i = SortKey::CYCLE.iter().position(|k| *k == self).unwrap_or(0);
+        let n = SortKey::CYCLE.len();
+        SortKey::CYCLE[if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        }]
+    }
+}
+
+/// A key press, as the view understands it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Char(char),
+    Enter,
+    Esc,
+    Backspace,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    /// Ctrl-C: quits from anywhere, filter prompt included.
+    Interrupt,
+}
+
+/// What the caller does after a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Continue,
+    Quit,
+}
+
+/// The user's choices; see the module documentation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    pub sort: SortKey,
+    /// Children under their parent, indented; otherwise one flat list.
+    pub tree: bool,
+    pub paused: bool,
+    pub help: bool,
+    /// Case-insensitive text a function, or one of its ancestors, must contain.
+    pub filter: String,
+    /// The filter being typed after `/`, until Enter applies it or Esc drops it.
+    pub editing: Option<String>,
+    /// Rows scrolled off the top of the table.
+    pub scroll: usize,
+}
+
+impl Default for View {
+    fn default() -> View {
+        View {
+            sort: SortKey::Bdf,
+            tree: true,
+            paused: false,
+            help: false,
+            filter: String::new(),
+            editing: None,
+            scroll: 0,
+        }
+    }
+}
+
+/// Rows a page key moves.
+const PAGE_ROWS: usize = 10;
+
+/// The keys, for the help screen and `--help`.
+pub const KEY_HELP: &[(&str, &str)] = &[
+    ("s  > / <", "sort: next / previous key (bdf, rx, tx, %link)"),
+    ("/", "filter: type text, Enter applies, Esc cancels"),
+    ("Esc", "clear the filter"),
+    ("t", "tree / flat"),
+    ("space", "pause / resume sampling"),
+    ("Up Down PgUp PgDn Home", "scroll"),
+    ("h  ?", "this help (any key closes it)"),
+    ("q  Ctrl-C", "quit"),
+];
+
+impl View {
+    pub fn handle(&mut self, key: Key) -> Action {
+        if key == Key::Interrupt {
+            return Action::Quit;
+        }
+        if let Some(text) = &mut self.editing {
+            match key {
+                Key::Char(c) => text.push(c),
+                Key::Backspace => {
+                    text.pop();
+                }
+                Key::Enter => {
+                    self.filter = self.editing.take().unwrap_or_default();
+                    self.scroll = 0;
+                }
+                Key::Esc => self.editing = None,
+                _ => {}
+            }
+            return Action::Continue;
+        }
+        if self.help {
+            self.help = false;
+            return if key == Key::Char('q') {
+                Action::Quit
+            } else {
+                Action::Continue
+            };
+        }
+        match key {
+            Key::Char('q') => return Action::Quit,
+            Key::Char('s') | Key::Char('>') => self.sort = self.sort.step(true),
+            Key::Char('<') => self.sort = self.sort.step(false),
+            Key::Char('t') => self.tree = !self.tree,
+            Key::Char(' ') => self.paused = !self.paused,
+            Key::Char('h') | Key::Char('?') => self.help = true,
+            Key::Char('/') => self.editing = Some(self.filter.clone()),
+            Key::Esc => {
+                self.filter.clear();
+                self.scroll = 0;
+            }
+            Key::Up => self.scroll = self.scroll.saturating_sub(1),
+            Key::Down => self.scroll = self.scroll.saturating_add(1),
+            Key::PageUp => self.scroll = self.scroll.saturating_sub(PAGE_ROWS),
+            Key::PageDown => self.scroll = self.scroll.saturating_add(PAGE_ROWS),
+            Key::Home => self.scroll = 0,
+            _ => {}
+        }
+        Action::Continue
+    }
+}
+
+/// The state of a function's link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkState {
+    /// Trained at what both ends can do.
+    Ok,
+    /// Trained slower or narrower than capable.
+    Downgraded,
+    Down,
+    /// The function reports no link (an integrated endpoint, a host bridge).
+    None,
+}
+
+impl LinkState {
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkState::Ok => "ok",
+            LinkState::Downgraded => "DOWNGRADED",
+            LinkState::Down => "DOWN",
+            LinkState::None => "-",
+        }
+    }
+}
+
+/// One line of the table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionRow {
+    pub bdf: Bdf,
+    /// Indentation level in tree mode (0 in flat mode).
+    pub depth: usize,
+    pub kind: Kind,
+    pub name: Option<String>,
+    pub devices: Vec<String>,
+    pub source: Option<Source>,
+    pub rx_mbps: Option<f64>,
+    pub tx_mbps: Option<f64>,
+    pub rx_percent: Option<f64>,
+    pub tx_percent: Option<f64>,
+    pub current_gts: Option<f64>,
+    pub current_width: Option<u32>,
+    pub capable_gts: Option<f64>,
+    pub capable_width: Option<u32>,
+    pub link_state: LinkState,
+    /// AER increments since the first sample (`None`: the function has no such counter).
+    pub aer: AerCounts,
+}
+
+impl FunctionRow {
+    /// The busier direction's % of the link-achievable rate.
+    pub fn link_percent(&self) -> Option<f64> {
+        match (self.rx_percent, self.tx_percent) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn sort_value(&self, key: SortKey) -> Option<f64> {
+        match key {
+            SortKey::Bdf => None,
+            SortKey::Rx => self.rx_mbps,
+            SortKey::Tx => self.tx_mbps,
+            SortKey::Link => self.link_percent(),
+        }
+    }
+
+    /// The needle is in the name, kind or a device name, or starts a field of the BDF (so
+    /// "00:02" finds 0000:00:02.0 and not 0000:02:00.0).
+    fn matches(&self, needle: &str) -> bool {
+        let bdf = self.bdf.to_string();
+        let in_bdf = bdf
+            .match_indices(needle)
+            .any(|(at, _)| at == 0 || matches!(bdf.as_bytes()[at - 1], b':' | b'.'));
+        in_bdf
+            || [self.kind.name(), short_kind(self.kind)]
+                .into_iter()
+                .chain(self.name.as_deref())
+                .chain(self.devices.iter().map(String::as_str))
+                .any(|text| text.to_lowercase().contains(needle))
+    }
+
+    /// The text cells, in [`COLUMNS`] order.
+    fn cells(&self) -> [String; 11] {
+        let mbps = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        // No width and speed, or no lanes (what an integrated endpoint's capability lists): "-".
+        let link = |gts: Option<f64>, width: Option<u32>| match (gts, width) {
+            (None, None) | (_, Some(0)) => "-".to_string(),
+            (g, w) => format!(
+                "x{}@{}GT/s",
+                w.map_or("?".into(), |w| w.to_string()),
+                g.map_or("?".into(), |g| g.to_string())
+            ),
+        };
+        let count = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
+        let aer = match (self.aer.correctable, self.aer.nonfatal, self.aer.fatal) {
+            (None, None, None) => "-".to_string(),
+            (c, n, f) => format!("{}/{}/{}", count(c), count(n), count(f)),
+        };
+        // Names come from files (pci.ids, sysfs device names): shown, never obeyed.
+        let mut name = printable(self.name.as_deref().unwrap_or_default());
+        if !self.devices.is_empty() {
+            name = format!("{name} ({})", printable(&self.devices.join(", ")));
+        }
+        [
+            format!("{}{}", "  ".repeat(self.depth), self.bdf),
+            short_kind(self.kind).to_string(),
+            mbps(self.rx_mbps),
+            mbps(self.tx_mbps),
+            mbps(self.link_percent()),
+            self.source.map_or("-", Source::name).to_string(),
+            if self.link_state == LinkState::Down {
+                "-".to_string()
+            } else {
+                link(self.current_gts, self.current_width)
+            },
+            link(self.capable_gts, self.capable_width),
+            self.link_state.name().to_string(),
+            aer,
+            name,
+        ]
+    }
+}
+
+/// The table's column names. NAME is last because it holds spaces; every other cell is one word.
+pub const COLUMNS: [&str; 11] = [
+    "BDF",
+    "KIND",
+    "RX_MB/s",
+    "TX_MB/s",
+    "%LINK",
+    "SRC",
+    "LINK",
+    "CAPABLE",
+    "STATE",
+    "AER_C/NF/F",
+    "NAME",
+];
+
+fn short_kind(kind: Kind) -> &'static str {
+    match kind {
+        Kind::HostBridge => "host",
+        Kind::RootPort => "rport",
+        Kind::SwitchUpstream => "sw-up",
+        Kind::SwitchDownstream => "sw-down",
+        Kind::Endpoint => "ep",
+        Kind::RcEndpoint => "rciep",
+        Kind::PciBridge => "bridge",
+    }
+}
+
+/// One screen (or one batch frame): header facts and the rows the view selects, in its order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TopFrame {
+    pub machine: String,
+    /// Wall-clock time of the latest sample, HH:MM:SS UTC.
+    pub utc: String,
+    /// Seconds since the observer opened (on `sim:`, the simulated time played to).
+    pub t_s: f64,
+    /// Seconds between the two samples the rates come from.
+    pub interval_s: f64,
+    pub sort: SortKey,
+    pub tree: bool,
+    pub filter: String,
+    /// Functions in the latest sample, before filtering.
+    pub functions: usize,
+    pub rows: Vec<FunctionRow>,
+}
+
+impl TopFrame {
+    /// Rates between `prev` and `latest`, AER increments since `first`, selected and ordered by
+    /// `view`; `now` is the wall-clock time shown in the header.
+    pub fn build(
+        view: &View,
+        first: &Sample,
+        prev: &Sample,
+        latest: &Sample,
+        now: SystemTime,
+    ) -> TopFrame {
+        let by_bdf = |r: Vec<FunctionRate>| -> BTreeMap<Bdf, FunctionRate> {
+            r.into_iter().map(|r| (r.bdf, r)).collect()
+        };
+        let recent = by_bdf(rates(prev, latest));
+        let since_start = by_bdf(rates(first, latest));
+        let all: Vec<FunctionRow> = latest
+            .functions
+            .iter()
+            .map(|f| row(f, recent.get(&f.bdf), since_start.get(&f.bdf)))
+            .collect();
+        let needle = view.filter.to_lowercase();
+        let index: BTreeMap<Bdf, usize> = all.iter().enumerate().map(|(i, r)| (r.bdf, i)).collect();
+        let parent_of = |i: usize| {
+            latest.functions[i]
+                .parent
+                .and_then(|p| index.get(&p).copied())
+        };
+        // A function shows when it or an ancestor matches (a matched port brings its subtree);
+        // in tree mode its ancestors show too, so it keeps its place.
+        let mut shown: Vec<bool> = (0..all.len())
+            .map(|i| {
+                let mut at = Some(i);
+                while let Some(j) = at {
+                    if all[j].matches(&needle) {
+                        return true;
+                    }
+                    at = parent_of(j);
+                }
+                false
+            })
+            .collect();
+        if view.tree {
+            for i in 0..all.len() {
+                if shown[i] {
+                    let mut at = parent_of(i);
+                    while let Some(j) = at {
+                        shown[j] = true;
+                        at = parent_of(j);
+                    }
+                }
+            }
+        }
+        let order = |a: &usize, b: &usize| compare(&all[*a], &all[*b], view.sort);
+        let mut ordered = Vec::new();
+        if view.tree {
+            let mut children: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
+            for i in (0..all.len()).filter(|i| shown[*i]) {
+                children.entry(parent_of(i)).or_default().push(i);
+            }
+            for list in children.values_mut() {
+                list.sort_by(order);
+            }
+            let mut stack: Vec<(usize, usize)> = children
+                .get(&None)
+                .map(|roots| roots.iter().rev().map(|&i| (i, 0)).collect())
+                .unwrap_or_default();
+            while let Some((i, depth)) = stack.pop() {
+                ordered.push(FunctionRow {
+                    depth,
+                    ..all[i].clone()
+                });
+                if let Some(kids) = children.get(&Some(i)) {
+                    stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
+                }
+            }
+        } else {
+            let mut flat: Vec<usize> = (0..all.len()).filter(|i| shown[*i]).collect();
+            flat.sort_by(order);
+            ordered = flat.into_iter().map(|i| all[i].clone()).collect();
+        }
+        TopFrame {
+            machine: latest.machine.clone(),
+            utc: utc_clock(now),
+            t_s: latest.t_ns as f64 / 1e9,
+            interval_s: latest.t_ns.saturating_sub(prev.t_ns) as f64 / 1e9,
+            sort: view.sort,
+            tree: view.tree,
+            filter: view.filter.clone(),
+            functions: all.len(),
+            rows: ordered,
+        }
+    }
+
+    /// The one-line header: machine, wall time, time since start, interval, what is shown.
+    pub fn header(&self) -> String {
+        let mut line = format!(
+            "pcielab top - {} - {} UTC - up {:.1} s - interval {:.1} s - {} of {} functions - sort {} - {}",
+            printable(&self.machine),
+            self.utc,
+            self.t_s,
+            self.interval_s,
+            self.rows.len(),
+            self.functions,
+            self.sort.name(),
+            if self.tree { "tree" } else { "flat" },
+        );
+        if !self.filter.is_empty() {
+            line.push_str(&format!(" - filter \"{}\"", printable(&self.filter)));
+        }
+        line
+    }
+
+    /// The frame as plain text: the header, the column names, one line per row; columns are
+    /// separated by at least two spaces and every cell but NAME is one word.
+    pub fn text(&self) -> String {
+        let cells: Vec<[String; 11]> = self.rows.iter().map(FunctionRow::cells).collect();
+        let mut widths = COLUMNS.map(str::len);
+        for row in &cells {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let line = |row: &[&str]| {
+            let mut out = String::new();
+            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+                if i + 1 == row.len() {
+                    out.push_str(cell);
+                } else if (2..=4).contains(&i) {
+                    out.push_str(&format!("{cell:>w$}  "));
+                } else {
+                    out.push_str(&format!("{cell:<w$}  "));
+                }
+            }
+            out.trim_end().to_string() + "\n"
+        };
+        let mut out = self.header() + "\n";
+        out.push_str(&line(&COLUMNS));
+        for row in &cells {
+            out.push_str(&line(&row.each_ref().map(String::as_str)));
+        }
+        out
+    }
+}
+
+fn row(
+    f: &FunctionSample,
+    recent: Option<&FunctionRate>,
+    since: Option<&FunctionRate>,
+) -> FunctionRow {
+    let link_state = if f.link_down {
+        LinkState::Down
+    } else if f.downgraded {
+        LinkState::Downgraded
+    } else if f.link.current_width.is_some_and(|w| w > 0) {
+        LinkState::Ok
+    } else {
+        LinkState::None
+    };
+    FunctionRow {
+        bdf: f.bdf,
+        depth: 0,
+        kind: f.kind,
+        name: f.name.clone(),
+        devices: f.devices.clone(),
+        source: f.traffic.map(|t| t.source),
+        rx_mbps: recent.and_then(|r| r.rx_mbps),
+        tx_mbps: recent.and_then(|r| r.tx_mbps),
+        rx_percent: recent.and_then(|r| r.rx_percent),
+        tx_percent: recent.and_then(|r| r.tx_percent),
+        current_gts: f.link.current_gts,
+        current_width: f.link.current_width,
+        capable_gts: f.link.capable_gts,
+        capable_width: f.link.capable_width,
+        link_state,
+        aer: since.map(|r| r.aer_delta).unwrap_or_default(),
+    }
+}
+
+/// Busiest first for rates (a function without a figure after every one with), then address.
+fn compare(a: &FunctionRow, b: &FunctionRow, key: SortKey) -> std::cmp::Ordering {
+    let by_value = match (a.sort_value(key), b.sort_value(key)) {
+        (Some(x), Some(y)) => y.total_cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    };
+    by_value.then(a.bdf.cmp(&b.bdf))
+}
+
+/// HH:MM:SS of `now` in UTC.
+fn utc_clock(now: SystemTime) -> String {
+    let s = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) % 86_400;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Paints `frame` as `view` shows it: header and status lines, the table, a key line (or the
+/// filter prompt), and the help box over the table when asked for.
+pub fn draw(f: &mut ratatui::Frame, view: &View, frame: &TopFrame) {
+    let [header, table_area, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    let mut title = frame.header();
+    if view.paused {
+        title.push_str(" - PAUSED");
+    }
+    f.render_widget(
+        Paragraph::new(title).style(Style::default().add_modifier(Modifier::BOLD)),
+        header,
+    );
+    // The table's body is its area less the column-name line.
+    let body_rows = usize::from(table_area.height.saturating_sub(1));
+    let last_start = frame.rows.len().saturating_sub(body_rows);
+    let start = view.scroll.min(last_start);
+    let rows = frame.rows[start..]
+        .iter()
+        .take(body_rows)
+        .map(|r| Row::new(r.cells().to_vec()));
+    let widths = [
+        Constraint::Length(22),
+        Constraint::Length(7),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Min(8),
+    ];
+    let table = Table::new(rows, widths).header(
+        Row::new(COLUMNS.to_vec()).style(Style::default().add_modifier(Modifier::REVERSED)),
+    );
+    f.render_widget(table, table_area);
+    let footer_text = match &view.editing {
+        Some(text) => format!("filter: {text}_   (Enter applies, Esc cancels)"),
+        None => "q quit  s/</> sort  / filter  Esc clear  t tree/flat  space pause  h help".into(),
+    };
+    f.render_widget(Paragraph::new(footer_text), footer);
+    if view.help {
+        let lines: Vec<Line> = KEY_HELP
+            .iter()
+            .map(|(keys, what)| Line::from(format!("{keys:<24} {what}")))
+            .collect();
+        let height = (lines.len() as u16 + 2).min(table_area.height);
+        let width = 76.min(table_area.width);
+        let area = Rect {
+            x: table_area.x + (table_area.width - width) / 2,
+            y: table_area.y + (table_area.height - height) / 2,
+            width,
+            height,
+        };
+        f.render_widget(Clear, area);
+        f.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" keys ")),
+            area,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Error, Result};
+    use crate::observe::Observer;
+    use crate::pcie::bdf;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use std::path::Path;
+
+    fn no_files(p: &Path) -> Result<String> {
+        Err(Error::bad_input(format!(
+            "unexpected read of {}",
+            p.display()
+        )))
+    }
+
+    /// yitian710 with a 1 MiB sequential read on the SATA disk behind 00:02.0, sampled at 0, 1
+    /// and 2 simulated seconds.
+    fn samples() -> (Sample, Sample, Sample) {
+        let job: Vec<String> = [
+            "fio",
+            "--filename=/dev/sda",
+            "--rw=read",
+            "--bs=1m",
+            "--time_based",
+            "--runtime=5",
+            "--name=r",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let machine = "sim:yitian710".parse().unwrap();
+        let mut observer = Observer::open(&machine, &job, no_files).unwrap();
+        (
+            observer.sample_at(0).unwrap(),
+            observer.sample_at(1_000_000_000).unwrap(),
+            observer.sample_at(2_000_000_000).unwrap(),
+        )
+    }
+
+    fn frame(view: &View) -> TopFrame {
+        let (a, b, c) = samples();
+        TopFrame::build(
+            view,
+            &a,
+            &b,
+            &c,
+            UNIX_EPOCH + std::time::Duration::from_secs(3723),
+        )
+    }
+
+    fn bdfs(frame: &TopFrame) -> Vec<(String, usize)> {
+        frame
+            .rows
+            .iter()
+            .map(|r| (r.bdf.to_string(), r.depth))
+            .collect()
+    }
+
+    #[test]
+    fn keys_change_the_view_and_quit() {
+        let mut v = View::default();
+        assert_eq!(v.sort, SortKey::Bdf);
+        for want in [SortKey::Rx, SortKey::Tx, SortKey::Link, SortKey::Bdf] {
+            v.handle(Key::Char('s'));
+            assert_eq!(v.sort, want);
+        }
+        v.handle(Key::Char('<'));
+        assert_eq!(v.sort, SortKey::Link);
+        v.handle(Key::Char('>'));
+        assert_eq!(v.sort, SortKey::Bdf);
+        // A filter is typed, edited and applied; a second one is dropped with Esc.
+        for k in [
+            Key::Char('/'),
+            Key::Char('0'),
+            Key::Char('x'),
+            Key::Backspace,
+            Key::Char('0'),
+        ] {
+            assert_eq!(v.handle(k), Action::Continue);
+        }
+        // 'q' while typing is text, not quit.
+        assert_eq!(v.handle(Key::Char('q')), Action::Continue);
+        assert_eq!(v.editing.as_deref(), Some("00q"));
+        v.handle(Key::Backspace);
+        v.handle(Key::Enter);
+        assert_eq!((v.filter.as_str(), v.editing.is_none()), ("00", true));
+        v.handle(Key::Char('/'));
+        v.handle(Key::Char('z'));
+        v.handle(Key::Esc);
+        assert_eq!(v.filter, "00");
+        v.handle(Key::Esc);
+        assert_eq!(v.filter, "");
+        v.handle(Key::Char('t'));
+        v.handle(Key::Char(' '));
+        assert!(!v.tree && v.paused);
+        // Help: any key closes it without acting, except q, which quits.
+        v.handle(Key::Char('?'));
+        assert!(v.help);
+        v.handle(Key::Char('t'));
+        assert!(!v.help && !v.tree);
+        v.handle(Key::Char('h'));
+        assert_eq!(v.handle(Key::Char('q')), Action::Quit);
+        v.handle(Key::Char('/'));
+        assert_eq!(v.handle(Key::Interrupt), Action::Quit);
+        assert_eq!(View::default().handle(Key::Char('q')), Action::Quit);
+    }
+
+    #[test]
+    fn sorting_by_rx_puts_the_busy_port_and_its_disk_first() {
+        let tree = frame(&View {
+            sort: SortKey::Rx,
+            ..View::default()
+        });
+        assert_eq!(
+            bdfs(&tree)[..2],
+            [
+                ("0000:00:02.0".to_string(), 0),
+                ("0000:04:00.0".to_string(), 1)
+            ]
+        );
+        let port = &tree.rows[0];
+        assert_eq!(port.source, Some(Source::Pmu));
+        assert_eq!(tree.rows[1].source, Some(Source::Derived));
+        // The SATA read runs near 528 MB/s on its Gen2 x2 link (`pcielab stat` on the same job).
+        let rx = port.rx_mbps.unwrap();
+        assert!((500.0..560.0).contains(&rx), "{rx}");
+        assert!((port.link_percent().unwrap() - rx / 925.13 * 100.0).abs() < 0.1);
+        // Flat: every function on one level, idle ones (0 MB/s) after, those without figures last.
+        let flat = frame(&View {
+            sort: SortKey::Rx,
+            tree: false,
+            ..View::default()
+        });
+        assert!(flat.rows.iter().all(|r| r.depth == 0));
+        assert_eq!(flat.rows.len(), flat.functions);
+        let mut firsts: Vec<String> = bdfs(&flat)[..2].iter().map(|r| r.0.clone()).collect();
+        firsts.sort();
+        assert_eq!(firsts, ["0000:00:02.0", "0000:04:00.0"]);
+        let values: Vec<Option<f64>> = flat.rows.iter().map(|r| r.rx_mbps).collect();
+        let known = values.iter().take_while(|v| v.is_some()).count();
+        assert!(values[known..].iter().all(Option::is_none));
+        assert!(values[..known].windows(2).all(|w| w[0] >= w[1]));
+    }
+
+    #[test]
+    fn a_filter_keeps_a_ports_subtree_and_a_matchs_ancestors_in_tree_mode() {
+        let port = frame(&View {
+            filter: "00:02".into(),
+            ..View::default()
+        });
+        assert_eq!(
+            bdfs(&port),
+            [
+                ("0000:00:02.0".to_string(), 0),
+                ("0000:04:00.0".to_string(), 1)
+            ]
+        );
+        let by_name = |tree| {
+            bdfs(&frame(&View {
+                filter: "marvell".into(),
+                tree,
+                ..View::default()
+            }))
+        };
+        assert_eq!(by_name(true).len(), 2);
+        assert_eq!(by_name(false), [("0000:04:00.0".to_string(), 0)]);
+        // Tree order by address: every child right after its parent, one level deeper.
+        let all = frame(&View::default());
+        assert_eq!(all.rows.len(), all.functions);
+        assert_eq!(all.rows[0].bdf, bdf("00:00.0"));
+        let bridge = all
+            .rows
+            .iter()
+            .position(|r| r.bdf == bdf("01:00.0"))
+            .unwrap();
+        assert_eq!(all.rows[bridge - 1].bdf, bdf("00:00.0"));
+        assert_eq!(
+            (
+                all.rows[bridge].depth,
+                all.rows[bridge + 1].bdf,
+                all.rows[bridge + 1].depth
+            ),
+            (1, bdf("02:00.0"), 2)
+        );
+    }
+
+    #[test]
+    fn link_states_and_aer_columns() {
+        let f = frame(&View::default());
+        let state = |at: &str| f.rows.iter().find(|r| r.bdf == bdf(at)).unwrap().clone();
+        assert_eq!(state("00:03.0").link_state, LinkState::Down);
+        assert_eq!(state("00:03.0").cells()[6..9], ["-", "x4@32GT/s", "DOWN"]);
+        assert_eq!(state("00:02.0").link_state, LinkState::Downgraded);
+        assert_eq!(state("b1:00.0").link_state, LinkState::Ok);
+        assert_eq!(state("7c:00.0").link_state, LinkState::None);
+        let cells = state("00:02.0").cells();
+        assert_eq!(cells[6], "x2@5GT/s");
+        assert_eq!(cells[7], "x4@32GT/s");
+        assert_eq!(cells[8], "DOWNGRADED");
+    }
+
+    #[test]
+    fn names_from_files_cannot_drive_the_terminal() {
+        let mut f = frame(&View {
+            filter: "04:00".into(),
+            ..View::default()
+        });
+        f.rows[1].name = Some("disk\u{1b}[2J".into());
+        f.rows[1].devices = vec!["block/sd\na".into()];
+        let text = f.text();
+        assert!(!text.contains('\u{1b}'));
+        assert!(text.contains("disk\\u{1b}[2J (block/sd\\na)"), "{text}");
+    }
+
+    #[test]
+    fn text_has_a_header_the_columns_and_one_parsable_line_per_row() {
+        let f = frame(&View {
+            filter: "00:02".into(),
+            sort: SortKey::Rx,
+            ..View::default()
+        });
+        let text = f.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "pcielab top - sim:yitian710 - 01:02:03 UTC - up 2.0 s - interval 1.0 s - 2 of 28 \
+             functions - sort rx - tree - filter \"00:02\""
+        );
+        assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), COLUMNS);
+        assert_eq!(lines.len(), 4);
+        let port: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(&port[..2], ["0000:00:02.0", "rport"]);
+        let rx: f64 = port[2].parse().unwrap();
+        assert!((rx - f.rows[0].rx_mbps.unwrap()).abs() < 0.05);
+        assert_eq!(
+            &port[5..10],
+            ["pmu", "x2@5GT/s", "x4@32GT/s", "DOWNGRADED", "0/0/0"]
+        );
+        assert!(lines[3].starts_with("  0000:04:00.0  ep "), "{}", lines[3]);
+    }
+
+    #[test]
+    fn draw_paints_header_table_prompt_and_help() {
+        let f = frame(&View::default());
+        let screen = |view: &View, height: u16| {
+            let mut terminal = Terminal::new(TestBackend::new(150, height)).unwrap();
+            terminal.draw(|fr| draw(fr, view, &f)).unwrap();
+            let buffer = terminal.backend().buffer().clone();
+            (0..height)
+                .map(|y| {
+                    (0..150)
+                        .map(|x| buffer[(x, y)].symbol())
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let plain = screen(&View::default(), 40);
+        assert!(
+            plain[0].starts_with("pcielab top - sim:yitian710"),
+            "{}",
+            plain[0]
+        );
+        assert!(plain[1].starts_with("BDF "));
+        assert!(plain[2].starts_with("0000:00:00.0"));
+        assert!(plain[39].starts_with("q quit"));
+        // 20 lines: 17 of the 28 rows show; the view scrolls by 5, then at most to the last row.
+        let scrolled = screen(
+            &View {
+                scroll: 5,
+                ..View::default()
+            },
+            20,
+        );
+        assert_eq!(
+            scrolled[2].split_whitespace().next(),
+            Some(f.rows[5].bdf.to_string().as_str())
+        );
+        let bottom = screen(
+            &View {
+                scroll: 100,
+                ..View::default()
+            },
+            20,
+        );
+        assert_eq!(
+            bottom[18].split_whitespace().next(),
+            Some(f.rows[27].bdf.to_string().as_str())
+        );
+        let editing = screen(
+            &View {
+                editing: Some("00:0".into()),
+                paused: true,
+                ..View::default()
+            },
+            40,
+        );
+        assert!(editing[39].starts_with("filter: 00:0_"));
+        assert!(editing[0].trim_end().ends_with("PAUSED"));
+        let help = screen(
+            &View {
+                help: true,
+                ..View::default()
+            },
+            40,
+        );
+        assert!(help.iter().any(|l| l.contains(" keys ")));
+        assert!(help.iter().any(|l| l.contains("tree / flat")));
+    }
+}
