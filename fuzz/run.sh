@@ -13,7 +13,8 @@ seconds=${1:-600}
 shift || true
 all=(spec_toml config_space event_list fio_cmdline fio_jobfile schemata resctrl_tree
      qos_plan_yaml qos_plan_toml scenario state_file qos_workload perf_event sysfs_tree
-     model_inputs http_request result_json)
+     model_inputs http_request
+     result_json)
 targets=("${@:-${all[@]}}")
 jobs=${JOBS:-1}
 mkdir -p logs
