@@ -13,7 +13,8 @@ seconds=${1:-600}
 shift || true
 all=(spec_toml config_space event_list fio_cmdline fio_jobfile schemata resctrl_tree
      qos_plan_yaml qos_plan_toml scenario state_file qos_workload perf_event sysfs_tree
-     model_inputs)
+     model_inputs http_request
+     result_json)
 targets=("${@:-${all[@]}}")
 jobs=${JOBS:-1}
 mkdir -p logs
@@ -25,6 +26,7 @@ seed() {
     case $target in
         spec_toml) cp -n ../presets/*.toml "$corpus"/ ;;
         scenario) cp -n ../scenarios/*.toml "$corpus"/ ;;
+        result_json) cp -n ../crates/pcielab-cli/tests/fixtures/*.json "$corpus"/ 2>/dev/null || true ;;
     esac
     cp -n regressions/"$target"/* "$corpus"/ 2>/dev/null || true
 }

@@ -6,6 +6,7 @@
 
 use pcielab::machine::MachineSelector;
 use pcielab::pcie::config::decode;
+use pcielab::plot::document::Document;
 use pcielab::qos::apply::{check, parse_desired, plan};
 use pcielab::qos::backend::QosBackend;
 use pcielab::qos::cpuset::CpuSet;
@@ -42,6 +43,8 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("perf_event", perf_event),
     ("sysfs_tree", sysfs_tree),
     ("model_inputs", model_inputs),
+    ("http_request", http_request),
+    ("result_json", result_json),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -191,6 +194,21 @@ pub fn scenario(data: &[u8]) {
     }
 }
 
+/// A kept `--json` result (`pcielab plot`, `pcielab report --from`): its kind told and read,
+/// drawn as its SVG and as a report section.
+pub fn result_json(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let Ok(document) = Document::parse("fuzz.json", text) else {
+        return;
+    };
+    let _ = pcielab::plot::svg_of(&document, "fuzz.json");
+    let result = pcielab::report::html::ResultFile {
+        origin: "fuzz.json".into(),
+        document,
+    };
+    let _ = pcielab::report::html::page(None, &[result]);
+}
+
 /// A simulated machine's `--state` file, then what `qos show` and `qos monitor` do with it.
 pub fn state_file(data: &[u8]) {
     let Some(text) = text(data) else { return };
@@ -324,4 +342,30 @@ pub fn model_inputs(data: &[u8]) {
     if let Ok(rows) = pcielab::model::measurements::parse_measurements("fuzz.csv", text, &link) {
         let _ = pcielab::model::fit::compare(&model, &rows, &link);
     }
+}
+
+/// A request to `pcielab exporter` (what any client that reaches the port can send): the whole
+/// response, sampling a simulated machine when asked for the metrics. Only a GET or HEAD of
+/// `/metrics` may be answered 200; everything else is a 4xx.
+pub fn http_request(data: &[u8]) {
+    static SAMPLE: std::sync::OnceLock<pcielab::observe::Sample> = std::sync::OnceLock::new();
+    let sample = SAMPLE.get_or_init(|| {
+        let machine: pcielab::machine::Machine = "sim:qemu-seed".parse().expect("preset");
+        pcielab::observe::Observer::open(&machine, &[], |_| unreachable!("no workload"))
+            .and_then(|mut o| o.sample_at(0))
+            .expect("preset")
+    });
+    let mut request = data;
+    let Some(response) = pcielab::observe::exporter::respond(&mut request, || Ok(sample.clone()))
+    else {
+        return;
+    };
+    let status = &response[9..12];
+    let asked = data.starts_with(b"GET /metrics") || data.starts_with(b"HEAD /metrics");
+    assert!(response.starts_with(b"HTTP/1.1 "));
+    assert!(status != b"200" || asked, "200 for {data:?}");
+    assert!(
+        status == b"200" || status[0] == b'4',
+        "status {status:?} for {data:?}"
+    );
 }

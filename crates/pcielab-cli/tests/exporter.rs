@@ -146,6 +146,36 @@ fn prometheus_query(port: u16, query: &str) -> Option<f64> {
     result.first()?["value"][1].as_str()?.parse().ok()
 }
 
+/// The first PromQL block after the paragraph starting `lead` in docs/fleet.md.
+fn fleet_query(lead: &str) -> String {
+    let doc = include_str!("../../../docs/fleet.md");
+    let after = &doc[doc
+        .find(lead)
+        .unwrap_or_else(|| panic!("{lead:?} not in docs/fleet.md"))..];
+    let block = &after[after.find("```promql\n").unwrap() + "```promql\n".len()..];
+    block[..block.find("```").unwrap()].trim().to_string()
+}
+
+/// The `function` labels of every series an instant query returns, sorted.
+fn prometheus_functions(port: u16, query: &str) -> Vec<String> {
+    let encoded: String = query.bytes().map(|b| format!("%{b:02X}")).collect();
+    let (status, body) = get(
+        &format!("127.0.0.1:{port}"),
+        &format!("/api/v1/query?query={encoded}"),
+    );
+    assert_eq!(status, 200, "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut functions: Vec<String> = doc["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["metric"]["function"].as_str().unwrap().to_string())
+        .collect();
+    functions.sort();
+    functions.dedup();
+    functions
+}
+
 #[test]
 fn prometheus_reads_the_simulated_rate_within_two_percent() {
     let expected = simulated_read_bytes_per_s();
@@ -230,6 +260,35 @@ fn prometheus_reads_the_simulated_rate_within_two_percent() {
             error * 100.0
         );
     }
+    // docs/fleet.md's queries: % of link of the busier direction, and "any link downgraded or
+    // erroring" (the preset's ports trained below what both ends can do; empty slots left out).
+    let percent = prometheus_query(
+        port,
+        // The docs rate over a minute; this Prometheus has seen only the last ~15 s.
+        &fleet_query("% of what the link can carry")
+            .replace("[1m]", "[10s]")
+            .replace(
+                "kind=\"root_port\"",
+                "kind=\"root_port\",function=\"0000:00:02.0\"",
+            ),
+    )
+    .unwrap();
+    // Gen2 x2, MPS 256: 1000 MB/s x 256/276 less SKP ordered sets.
+    let achievable = 1e9 * 256.0 / 276.0 * 1538.0 / 1542.0;
+    assert!(
+        (percent - expected / achievable * 100.0).abs() < 2.0,
+        "{percent} %"
+    );
+    let flagged = prometheus_functions(port, &fleet_query("Any link downgraded or erroring"));
+    assert_eq!(
+        flagged,
+        [
+            "0000:00:00.0",
+            "0000:00:01.0",
+            "0000:00:02.0",
+            "0000:b0:00.0"
+        ]
+    );
     // The disk below the port is seen from its own (derived) counters at the same rate.
     let disk = prometheus_query(
         port,

@@ -2,19 +2,25 @@
 //! known number of bytes to the NVMe behind the switch, `pcielab exporter` inside the guest
 //! derives the same bytes for that NVMe, both switch ports and the root port (from the guest
 //! kernel's /sys/block counters); then QEMU's monitor injects a PCIe error into the root port
-//! and the exporter shows the guest kernel's AER count go up. Boots a guest: about a minute.
+//! and the exporter, and `pcielab top -b` running across the injection, show the guest kernel's
+//! AER count go up. Boots a guest: about a minute.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-/// The guest script: exporter snapshots around fio, an error injected through the monitor hook,
-/// and the exporter served over HTTP and scraped with busybox wget.
+/// The guest script: exporter snapshots around fio, an error injected through the monitor hook
+/// while `top -b` watches the root port, and the exporter served over HTTP and scraped with
+/// busybox wget.
 const SCRIPT: &str = r#"set -e
 cd /results
 pcielab exporter --machine host --once > before.prom
 fio --output-format=json --output=/results/observe-fio.json /pcielab/job.fio
 pcielab exporter --machine host --once > after.prom
+pcielab top --machine host -b -d 0.5 --filter 00:04 > top.txt &
+toppid=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q '^0000:00:04.0 ' top.txt; do sleep 0.2; i=$((i+1)); done
 echo "@@pcielab monitor pcie_aer_inject_error -c d0000_00_04_0 BAD_TLP"
 echo "@@pcielab monitor pcie_aer_inject_error d0000_00_04_0 COMP_TIME"
 i=0
@@ -22,6 +28,8 @@ while [ $i -lt 60 ] && ! grep -q "TOTAL_ERR_NONFATAL 1" /sys/bus/pci/devices/000
   sleep 1; i=$((i+1))
 done
 pcielab exporter --machine host --once > injected.prom
+sleep 1.5
+kill $toppid
 ip link set lo up
 pcielab exporter --machine host --listen 127.0.0.1:9464 2> exporter.log &
 pid=$!
@@ -128,6 +136,18 @@ fn guest_derived_bytes_match_fio_and_an_injected_error_is_counted() {
         assert_eq!(value(&injected, name, "0000:00:04.0", severity), 1.0);
         assert_eq!(value(&served, name, "0000:00:04.0", severity), 1.0);
     }
+    // top -b, started before the injection: its first frame has no errors since start, its
+    // last one the non-fatal error, on the root port's row (AER_C/NF/F column).
+    let top = read("top.txt");
+    let aer_cells: Vec<&str> = top
+        .lines()
+        .filter(|l| l.starts_with("0000:00:04.0 "))
+        .map(|l| l.split_whitespace().nth(9).unwrap())
+        .collect();
+    assert!(aer_cells.len() >= 2, "{top}");
+    let nonfatal = |cell: &str| cell.split('/').nth(1).unwrap().to_string();
+    assert_eq!(nonfatal(aer_cells[0]), "0", "{top}");
+    assert_eq!(nonfatal(aer_cells[aer_cells.len() - 1]), "1", "{top}");
     let dmesg = read("dmesg.txt");
     assert!(
         dmesg.contains(

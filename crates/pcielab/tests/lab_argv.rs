@@ -141,7 +141,7 @@ fn multifunction_root_ports_and_bad_cmb_size() {
     }
     let err = plan(&Topology::new(functions), &MachineOptions::default()).unwrap_err();
     assert!(err.message().contains(
-        "0000:03:00.0: [function.device] cmb_size_mb = \"big\": expected a positive integer"
+        "0000:03:00.0: [function.device] cmb_size_mb = \"big\": expected an integer in 1..=65536 (MiB)"
     ));
 }
 
@@ -249,4 +249,52 @@ fn numa_nodes_beyond_qemu_are_named_not_generated() {
             .contains("numa_node 128 needs 129 NUMA nodes; QEMU supports at most 128"),
         "{err}"
     );
+}
+
+/// A serial is a QEMU property value: a comma in it is doubled (it would start another
+/// property, e.g. `romfile=`), and one that the NVMe SN field cannot hold is a named problem.
+#[test]
+fn nvme_serials_cannot_add_qemu_properties() {
+    let with_serial = |serial: &str| {
+        let mut functions = switch_and_expander();
+        function_at(&mut functions, "81:00.0")
+            .params
+            .insert("serial".into(), toml::Value::String(serial.into()));
+        plan(&Topology::new(functions), &MachineOptions::default())
+    };
+    let ok = with_serial("a,romfile=/etc/x").unwrap();
+    let nvme = devices(&ok.argv)
+        .into_iter()
+        .find(|d| d.contains("serial=a,,romfile"))
+        .unwrap_or_else(|| panic!("{:?}", ok.argv));
+    assert!(!nvme.contains("serial=a,romfile"), "{nvme}");
+    for bad in ["", "123456789012345678901", "tab\there", "é"] {
+        let err = with_serial(bad).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("expected 1 to 20 printable ASCII characters"),
+            "{bad:?}: {err}"
+        );
+    }
+}
+
+/// Sizes in MiB become bytes (`size_mb << 20` for the disk image): bounded before that can wrap.
+#[test]
+fn nvme_sizes_are_bounded() {
+    for (key, value, max) in [
+        ("size_mb", i64::MAX, "1048576"),
+        ("cmb_size_mb", 65537, "65536"),
+    ] {
+        let mut functions = switch_and_expander();
+        function_at(&mut functions, "81:00.0")
+            .params
+            .insert(key.into(), toml::Value::Integer(value));
+        let err = plan(&Topology::new(functions), &MachineOptions::default()).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "{key} = {value}: expected an integer in 1..={max} (MiB)"
+            )),
+            "{err}"
+        );
+    }
 }

@@ -12,6 +12,7 @@ mod report;
 mod sim;
 mod snapshot;
 mod stat;
+mod top;
 mod topo;
 
 use clap::Subcommand;
@@ -35,6 +36,8 @@ pub enum Command {
     Qos(qos::Args),
     /// Experiments on simulated QoS machines
     Sim(sim::Args),
+    /// Live per-port and per-function traffic and link health, full-screen or `-b` text (like top)
+    Top(top::Args),
     /// Prometheus metrics of per-port traffic and link health at /metrics (sim: plays a workload)
     Exporter(exporter::Args),
     /// Measurements on real devices: p2p copies through p2pmem.
@@ -58,6 +61,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Qos(args) => qos::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Top(args) => top::run(args),
         Command::Exporter(args) => exporter::run(args),
         Command::Lab(args) => lab::run(args),
         Command::Report(args) => report::run(args),

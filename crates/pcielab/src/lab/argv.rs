@@ -114,6 +114,12 @@ fn shell_word(word: &str) -> String {
     }
 }
 
+/// The largest NVMe disk image a spec may ask for (a sparse file): 1 TiB.
+pub const MAX_DISK_MIB: u64 = 1 << 20;
+
+/// The largest NVMe controller memory buffer a spec may ask for: 64 GiB.
+pub const MAX_CMB_MIB: u64 = 1 << 16;
+
 /// The most NUMA nodes a QEMU machine has (MAX_NODES in QEMU's numa.h).
 pub const QEMU_MAX_NUMA_NODES: u32 = 128;
 
@@ -354,7 +360,7 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
                 limits.extend(endpoint_link_limits(f));
                 let drive = format!("drive_{}", device_id(f.bdf));
                 let path = options.disk_dir.join(format!("{}.img", device_id(f.bdf)));
-                let size_mib = match param_u64(f, "size_mb") {
+                let size_mib = match param_mib(f, "size_mb", MAX_DISK_MIB) {
                     Ok(size) => size.unwrap_or(64),
                     Err(why) => {
                         problems.push(why);
@@ -371,8 +377,11 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
                     qemu_escape(&path)
                 ));
                 props.insert(0, format!("drive={drive}"));
-                props.push(format!("serial={}", nvme_serial(f)));
-                match param_u64(f, "cmb_size_mb") {
+                match nvme_serial(f) {
+                    Ok(serial) => props.push(format!("serial={}", serial.replace(',', ",,"))),
+                    Err(why) => problems.push(why),
+                }
+                match param_mib(f, "cmb_size_mb", MAX_CMB_MIB) {
                     Ok(Some(mb)) => props.push(format!("cmb_size_mb={mb}")),
                     Ok(None) => {}
                     Err(why) => problems.push(why),
@@ -802,35 +811,42 @@ fn endpoint_link_limits(f: &Function) -> Vec<Limit> {
     limits
 }
 
-fn param_u64(f: &Function, key: &str) -> std::result::Result<Option<u64>, String> {
+/// A size in MiB from the function's `[device]` table, in 1..=`max`.
+fn param_mib(f: &Function, key: &str, max: u64) -> std::result::Result<Option<u64>, String> {
     match f.params.get(key) {
         None => Ok(None),
         Some(v) => v
             .as_integer()
             .and_then(|n| u64::try_from(n).ok())
-            .filter(|n| *n > 0)
+            .filter(|n| (1..=max).contains(n))
             .map(Some)
             .ok_or_else(|| {
                 format!(
-                    "{}: [function.device] {key} = {v}: expected a positive integer (MiB)",
+                    "{}: [function.device] {key} = {v}: expected an integer in 1..={max} (MiB)",
                     f.bdf
                 )
             }),
     }
 }
 
-/// The NVMe serial: the spec's `serial`, else one derived from the address (20 chars max).
-fn nvme_serial(f: &Function) -> String {
-    f.params
-        .get("serial")
-        .and_then(|s| s.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            format!(
-                "pcielab{:02x}{:02x}{:x}",
-                f.bdf.bus, f.bdf.device, f.bdf.function
-            )
-        })
+/// The NVMe serial: the spec's `serial` (the SN field: at most 20 printable ASCII characters),
+/// else one derived from the address.
+fn nvme_serial(f: &Function) -> std::result::Result<String, String> {
+    let Some(serial) = f.params.get("serial") else {
+        return Ok(format!(
+            "pcielab{:02x}{:02x}{:x}",
+            f.bdf.bus, f.bdf.device, f.bdf.function
+        ));
+    };
+    match serial.as_str() {
+        Some(s) if (1..=20).contains(&s.len()) && s.bytes().all(|b| (0x20..0x7f).contains(&b)) => {
+            Ok(s.to_string())
+        }
+        _ => Err(format!(
+            "{}: [device] serial = {serial}: expected 1 to 20 printable ASCII characters (the NVMe serial number field)",
+            f.bdf
+        )),
+    }
 }
 
 /// QEMU's option syntax doubles commas inside values.

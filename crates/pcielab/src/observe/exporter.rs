@@ -97,14 +97,28 @@ fn work(waiting: &Mutex<Receiver<TcpStream>>, observer: &Mutex<Observer>) {
 fn answer(mut stream: TcpStream, observer: &Mutex<Observer>) {
     let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let (response, head) = match read_head(&mut stream) {
+    let response = respond(&mut stream, || {
+        observer
+            .lock()
+            .map_err(|_| Error::runtime("an exporter thread panicked while sampling"))
+            .and_then(|mut o| o.sample())
+    });
+    if let Some(bytes) = response {
+        let _ = stream.write_all(&bytes);
+        let _ = stream.flush();
+    }
+}
+
+/// The whole HTTP response to the request read from `request` (`None`: the client sent
+/// nothing); `sample` is taken only for a well-formed GET or HEAD of `/metrics`.
+pub fn respond(
+    request: &mut impl Read,
+    sample: impl FnOnce() -> Result<Sample>,
+) -> Option<Vec<u8>> {
+    let (response, head_only) = match read_head(request) {
         Ok(Some(head)) => match route(&head) {
             Ok((method, Route::Metrics)) => {
-                let sample = observer
-                    .lock()
-                    .map_err(|_| Error::runtime("an exporter thread panicked while sampling"))
-                    .and_then(|mut o| o.sample());
-                let response = match sample {
+                let response = match sample() {
                     Ok(s) => Response {
                         status: 200,
                         content_type: CONTENT_TYPE,
@@ -120,11 +134,10 @@ fn answer(mut stream: TcpStream, observer: &Mutex<Observer>) {
             ),
             Err(response) => (response, false),
         },
-        Ok(None) => return, // closed without a request
+        Ok(None) => return None,
         Err(response) => (response, false),
     };
-    let _ = stream.write_all(&response.bytes(head));
-    let _ = stream.flush();
+    Some(response.bytes(head_only))
 }
 
 /// The request head (up to the blank line); `Ok(None)` when the client sent nothing.

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::{rates, FunctionRate, FunctionSample, Sample, Source};
 use crate::pcie::Bdf;
+use crate::report::printable;
 use crate::topology::health::AerCounts;
 use crate::topology::Kind;
 
@@ -255,8 +256,9 @@ impl FunctionRow {
     /// The text cells, in [`COLUMNS`] order.
     fn cells(&self) -> [String; 11] {
         let mbps = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        // No width and speed, or no lanes (what an integrated endpoint's capability lists): "-".
         let link = |gts: Option<f64>, width: Option<u32>| match (gts, width) {
-            (None, None) => "-".to_string(),
+            (None, None) | (_, Some(0)) => "-".to_string(),
             (g, w) => format!(
                 "x{}@{}GT/s",
                 w.map_or("?".into(), |w| w.to_string()),
@@ -268,9 +270,10 @@ impl FunctionRow {
             (None, None, None) => "-".to_string(),
             (c, n, f) => format!("{}/{}/{}", count(c), count(n), count(f)),
         };
-        let mut name = self.name.clone().unwrap_or_default();
+        // Names come from files (pci.ids, sysfs device names): shown, never obeyed.
+        let mut name = printable(self.name.as_deref().unwrap_or_default());
         if !self.devices.is_empty() {
-            name = format!("{name} ({})", self.devices.join(", "));
+            name = format!("{name} ({})", printable(&self.devices.join(", ")));
         }
         [
             format!("{}{}", "  ".repeat(self.depth), self.bdf),
@@ -279,7 +282,11 @@ impl FunctionRow {
             mbps(self.tx_mbps),
             mbps(self.link_percent()),
             self.source.map_or("-", Source::name).to_string(),
-            link(self.current_gts, self.current_width),
+            if self.link_state == LinkState::Down {
+                "-".to_string()
+            } else {
+                link(self.current_gts, self.current_width)
+            },
             link(self.capable_gts, self.capable_width),
             self.link_state.name().to_string(),
             aer,
@@ -430,7 +437,7 @@ impl TopFrame {
     pub fn header(&self) -> String {
         let mut line = format!(
             "pcielab top - {} - {} UTC - up {:.1} s - interval {:.1} s - {} of {} functions - sort {} - {}",
-            self.machine,
+            printable(&self.machine),
             self.utc,
             self.t_s,
             self.interval_s,
@@ -440,7 +447,7 @@ impl TopFrame {
             if self.tree { "tree" } else { "flat" },
         );
         if !self.filter.is_empty() {
-            line.push_str(&format!(" - filter \"{}\"", self.filter));
+            line.push_str(&format!(" - filter \"{}\"", printable(&self.filter)));
         }
         line
     }
@@ -486,7 +493,7 @@ fn row(
         LinkState::Down
     } else if f.downgraded {
         LinkState::Downgraded
-    } else if f.link.current_width.is_some() || f.link.current_gts.is_some() {
+    } else if f.link.current_width.is_some_and(|w| w > 0) {
         LinkState::Ok
     } else {
         LinkState::None
@@ -789,6 +796,7 @@ mod tests {
         let f = frame(&View::default());
         let state = |at: &str| f.rows.iter().find(|r| r.bdf == bdf(at)).unwrap().clone();
         assert_eq!(state("00:03.0").link_state, LinkState::Down);
+        assert_eq!(state("00:03.0").cells()[6..9], ["-", "x4@32GT/s", "DOWN"]);
         assert_eq!(state("00:02.0").link_state, LinkState::Downgraded);
         assert_eq!(state("b1:00.0").link_state, LinkState::Ok);
         assert_eq!(state("7c:00.0").link_state, LinkState::None);
@@ -796,6 +804,19 @@ mod tests {
         assert_eq!(cells[6], "x2@5GT/s");
         assert_eq!(cells[7], "x4@32GT/s");
         assert_eq!(cells[8], "DOWNGRADED");
+    }
+
+    #[test]
+    fn names_from_files_cannot_drive_the_terminal() {
+        let mut f = frame(&View {
+            filter: "04:00".into(),
+            ..View::default()
+        });
+        f.rows[1].name = Some("disk\u{1b}[2J".into());
+        f.rows[1].devices = vec!["block/sd\na".into()];
+        let text = f.text();
+        assert!(!text.contains('\u{1b}'));
+        assert!(text.contains("disk\\u{1b}[2J (block/sd\\na)"), "{text}");
     }
 
     #[test]

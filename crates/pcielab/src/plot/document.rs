@@ -181,8 +181,6 @@ pub struct StatDoc {
     /// One entry per `-I` interval, each with that interval's counts.
     #[serde(default)]
     pub intervals: Vec<IntervalDoc>,
-    #[serde(default)]
-    pub workload: Value,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -195,8 +193,6 @@ pub struct EventDoc {
     pub status: String,
     #[serde(default)]
     pub running_percent: f64,
-    #[serde(default)]
-    pub window_s: f64,
     #[serde(rename = "bandwidth_MBps", default)]
     pub bandwidth_mbps: Option<f64>,
     #[serde(rename = "link_achievable_MBps", default)]

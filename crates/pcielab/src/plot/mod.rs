@@ -721,9 +721,7 @@ pub fn matrix_svg(m: &Matrix) -> Result<String> {
                 }
             }
         }
-        let (legend, _) = area.split_vertically(height);
-        let legend = legend.margin(top + grid_height + 20, 0, 0, 0);
-        draw_legend(&legend, &rows, 20)
+        draw_legend(&area.margin(top + grid_height + 20, 0, 0, 0), &rows, 20)
     })
 }
 

@@ -20,7 +20,9 @@ const BOX_WIDTH: i32 = 500;
 const ROW: i32 = 52;
 const WARNING_ROW: i32 = 20;
 const HEADING_ROW: i32 = 34;
+/// Where the first row starts below the key, without the description's extra lines.
 const TOP: i32 = 118;
+const DESCRIPTION_LINE: i32 = 18;
 const DOWNGRADE: RGBColor = RGBColor(0xc6, 0x00, 0x00);
 
 /// The colour of links of generation `n` (1-7); grey when unknown.
@@ -177,10 +179,27 @@ fn fit(s: &str, chars: usize) -> String {
     }
 }
 
+/// `text` in lines of at most `chars` characters, broken between words.
+fn wrap(text: &str, chars: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= chars => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// The tree diagram as a standalone SVG document.
 pub fn svg(doc: &TopologyDoc) -> Result<String> {
     let rows = rows(doc);
-    let height = TOP + rows.iter().map(row_height).sum::<i32>() + 20;
+    let description = wrap(&doc.description, 140);
+    let top = TOP + DESCRIPTION_LINE * (description.len() as i32 - 1).max(0);
+    let height = top + rows.iter().map(row_height).sum::<i32>() + 20;
     let generations: Vec<u8> = {
         let mut g: Vec<u8> = doc
             .functions
@@ -213,17 +232,13 @@ pub fn svg(doc: &TopologyDoc) -> Result<String> {
             BLACK,
             true,
         )?;
-        text(
-            area,
-            &fit(&doc.description, 150),
-            (20, 38),
-            14.0,
-            BLACK,
-            false,
-        )?;
+        for (i, line) in description.iter().enumerate() {
+            let y = 38 + DESCRIPTION_LINE * i as i32;
+            text(area, line, (20, y), 14.0, BLACK, false)?;
+        }
         // Key: generation colours, thickness, downgrades, warnings.
         let mut x = 20;
-        let y = 76;
+        let y = top - 42;
         text(area, "link trained to:", (x, y - 8), 14.0, BLACK, false)?;
         x += 120;
         for g in &generations {
@@ -262,7 +277,7 @@ pub fn svg(doc: &TopologyDoc) -> Result<String> {
 
         // Where each drawn function's box is, for the connectors of its children.
         let mut boxes: BTreeMap<&str, (i32, i32)> = BTreeMap::new();
-        let mut y = TOP;
+        let mut y = top;
         for row in &rows {
             match row {
                 Row::Heading(heading) => {
@@ -445,4 +460,34 @@ pub fn p2p_matrix(doc: &P2pDoc) -> Matrix {
 /// The verdict matrix as a standalone SVG document.
 pub fn p2p_svg(doc: &P2pDoc) -> Result<String> {
     matrix_svg(&p2p_matrix(doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_wrap_between_words() {
+        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(wrap("", 10), Vec::<String>::new());
+        assert_eq!(wrap("one", 10), ["one"]);
+    }
+
+    #[test]
+    fn links_read_as_generation_and_width() {
+        let f: FunctionDoc = serde_json::from_value(serde_json::json!({
+            "bdf": "0000:01:00.0", "vendor": "0x144d", "device": "0xa80a", "kind": "endpoint",
+            "name": null, "parent": "0000:00:00.0", "numa_node": null, "driver": null,
+            "link": {"max_speed_gts": 16.0, "max_width": 4, "speed_gts": 8.0, "width": 4, "downgraded": true},
+            "ceiling_achievable_MBps": 3643.35
+        }))
+        .unwrap();
+        assert_eq!(
+            link_text(&f).unwrap(),
+            "Gen3 x4 (capable Gen4 x4) DOWNGRADED, achievable 3643 MB/s"
+        );
+        assert_eq!(stroke_for(Some(1)), 1);
+        assert_eq!(stroke_for(Some(16)), 5);
+        assert_eq!(stroke_for(Some(0)), 1);
+    }
 }

@@ -288,10 +288,15 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     crate::qos::cpuset::CpuSet::parse_list(text).map(|set| set.0.into_iter().collect())
 }
 
+/// A sysfs (or procfs) attribute's text: at most one page, as the kernel fills it, so an
+/// endless file in a tree given as a root is never read past that.
+fn read_attribute(path: &Path) -> std::io::Result<String> {
+    crate::input::read_capped(path, 4096).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
 fn read_optional(path: &Path) -> Result<Option<String>> {
-    // A sysfs attribute is at most one page; never read an endless file past that.
-    match crate::input::read_capped(path, 4096) {
-        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+    match read_attribute(path) {
+        Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, e)),
     }
@@ -304,7 +309,7 @@ pub fn read_pmu(dir: &Path) -> Result<SysfsPmu> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let type_path = dir.join("type");
-    let type_text = fs::read_to_string(&type_path).map_err(|e| Error::io(&type_path, e))?;
+    let type_text = read_attribute(&type_path).map_err(|e| Error::io(&type_path, e))?;
     let type_id = type_text.trim().parse().map_err(|_| {
         Error::runtime(format!(
             "{}: '{}' is not a PMU type number",
@@ -314,7 +319,7 @@ pub fn read_pmu(dir: &Path) -> Result<SysfsPmu> {
     })?;
     let mut formats = Vec::new();
     for (file, path) in list_dir(&dir.join("format"))? {
-        let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let text = read_attribute(&path).map_err(|e| Error::io(&path, e))?;
         formats.push(
             FormatField::parse(&file, &text)
                 .map_err(|e| Error::runtime(format!("{}: {}", path.display(), e.message())))?,
@@ -326,7 +331,7 @@ pub fn read_pmu(dir: &Path) -> Result<SysfsPmu> {
         if file.contains('.') {
             continue;
         }
-        let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let text = read_attribute(&path).map_err(|e| Error::io(&path, e))?;
         let scale_path = event_dir.join(format!("{file}.scale"));
         let scale = match read_optional(&scale_path)? {
             Some(text) => Some(text.trim().parse::<f64>().map_err(|_| {
@@ -456,7 +461,7 @@ fn iio_root_bus(dir: &Path) -> Result<Option<PciePlace>> {
         if !file.starts_with("die") {
             continue;
         }
-        let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+        let text = read_attribute(&path).map_err(|e| Error::io(&path, e))?;
         if let Some((domain, bus)) = text.trim().split_once(':') {
             if let (Ok(domain), Ok(bus)) =
                 (u16::from_str_radix(domain, 16), u8::from_str_radix(bus, 16))
@@ -484,7 +489,7 @@ pub fn discover(root: &Path) -> Result<Vec<SysfsPmu>> {
 
 /// `/proc/sys/kernel/perf_event_paranoid` under `root`, when readable.
 pub fn perf_event_paranoid(root: &Path) -> Option<i32> {
-    fs::read_to_string(root.join("proc/sys/kernel/perf_event_paranoid"))
+    read_attribute(&root.join("proc/sys/kernel/perf_event_paranoid"))
         .ok()
         .and_then(|t| t.trim().parse().ok())
 }
@@ -511,7 +516,7 @@ pub fn tracepoint_id(root: &Path, subsys: &str, name: &str) -> Result<u64> {
         )));
     };
     let path = events.join(subsys).join(name).join("id");
-    match fs::read_to_string(&path) {
+    match read_attribute(&path) {
         Ok(text) => parse_number(&text).ok_or_else(|| {
             Error::runtime(format!(
                 "{}: '{}' is not an id",
@@ -554,7 +559,7 @@ fn mount_tracefs(dir: &Path) {
 /// The CPUs online now (`/sys/devices/system/cpu/online` under `root`).
 pub fn online_cpus(root: &Path) -> Result<Vec<u32>> {
     let path = root.join("sys/devices/system/cpu/online");
-    let text = fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let text = read_attribute(&path).map_err(|e| Error::io(&path, e))?;
     parse_cpu_list(&text)
         .filter(|c| !c.is_empty())
         .ok_or_else(|| {
@@ -569,6 +574,22 @@ pub fn online_cpus(root: &Path) -> Result<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A PMU tree given as a root may link an attribute to an endless file: one page is read.
+    #[test]
+    fn an_endless_attribute_is_read_to_one_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let pmu = dir.path().join("evil_pmu");
+        fs::create_dir_all(pmu.join("format")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", pmu.join("type")).unwrap();
+        let e = read_pmu(&pmu).unwrap_err();
+        assert!(e.to_string().contains("is not a PMU type number"), "{e}");
+        fs::remove_file(pmu.join("type")).unwrap();
+        fs::write(pmu.join("type"), "42\n").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", pmu.join("format/event")).unwrap();
+        assert!(read_pmu(&pmu).is_err());
+        assert_eq!(read_attribute(Path::new("/dev/zero")).unwrap().len(), 4096);
+    }
 
     #[test]
     fn split_format_ranges_take_low_bits_first() {

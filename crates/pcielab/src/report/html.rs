@@ -302,7 +302,7 @@ fn topology_section(doc: &TopologyDoc) -> Result<String> {
 fn pmu_section(selector: &str, pmus: &[PmuDevice]) -> String {
     if pmus.is_empty() {
         return format!(
-            "<p>No PCIe PMU on {}: `pcielab pmu list --machine {}` says which driver and kernel \
+            "<p>No PCIe PMU on {}: <code>pcielab pmu list --machine {}</code> says which driver and kernel \
              would provide one.</p>\n",
             escape(selector),
             escape(selector)

@@ -44,8 +44,10 @@ impl LinkHealth {
     }
 
     /// A function that has link attributes but reports no trained width or an unknown speed.
+    /// One whose capability lists no lanes (an integrated endpoint: `max_link_width` 0,
+    /// `max_link_speed` Unknown) has no link to be down.
     pub fn down(&self) -> bool {
-        self.capable_width.is_some() && matches!(self.current_width, None | Some(0))
+        self.capable_width.is_some_and(|w| w > 0) && matches!(self.current_width, None | Some(0))
             || self.capable_gts.is_some() && self.current_gts.is_none()
     }
 }
@@ -147,6 +149,19 @@ mod tests {
         let health = read_link_health(root.path(), bdf);
         assert!(health.down());
         assert!(!health.downgraded());
+    }
+
+    #[test]
+    fn an_integrated_endpoint_without_link_capability_is_not_down() {
+        // What the kernel shows for a root-complex integrated endpoint (LnkCap all zero).
+        let (root, bdf) = fixture(&[
+            ("current_link_speed", "Unknown\n"),
+            ("max_link_speed", "Unknown\n"),
+            ("current_link_width", "0\n"),
+            ("max_link_width", "0\n"),
+        ]);
+        let health = read_link_health(root.path(), bdf);
+        assert!(!health.down() && !health.downgraded());
     }
 
     #[test]
