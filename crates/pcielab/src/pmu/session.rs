@@ -544,13 +544,19 @@ pub fn emulate_stepwise(
             }
         }
         now = next;
-        if (now == next_print || now == next_read) && now < duration_ns {
-            fold_running(&contexts, &mut states, truth, now);
-        }
         if now == next_print && now < duration_ns {
+            fold_running(&contexts, &mut states, truth, now);
             counts
                 .intervals
                 .push((now, states.iter().map(EventState::reading).collect()));
+        }
+        if now == next_read && now != next_print && now < duration_ns {
+            // A read to carry wraps: only registers narrower than 64 bits can wrap.
+            for s in states.iter_mut().filter(|s| s.hw.bits < 64) {
+                if contexts[s.event.device].scheduled.contains(&s.group) {
+                    s.fold(truth, now);
+                }
+            }
         }
         if now == next_tick && now < duration_ns {
             for ctx in contexts.iter_mut().filter(|c| c.rotate_necessary) {
