@@ -411,6 +411,8 @@ pub fn emulate(
     // Per event: the perf count so far and the ground truth at the last window's end.
     let mut counted = vec![0u64; events.len()];
     let mut truth_then: Vec<Option<u64>> = vec![None; events.len()];
+    // Per event: where its current window began (its last read).
+    let mut since = vec![0u64; events.len()];
     let mut counts = Counts {
         elapsed_ns: duration_ns,
         ..Counts::default()
@@ -425,11 +427,16 @@ pub fn emulate(
             .read_period_ns
             .map_or(u64::MAX, |r| (start / r + 1) * r);
         let end = next_print.min(next_read).min(duration_ns);
+        let carrying_read = end < duration_ns && end != next_print;
         for (k, &(group, event)) in events.iter().enumerate() {
             let rotation = &rotations[event.device];
-            if !rotation.is_ever_on(group) {
+            let register_mask = mask(event.def.group.counter_bits(devices[event.device].family));
+            // A read only to carry wraps leaves a 64-bit register alone (the kernel's reads
+            // would not change its count either): its window runs on to the next one.
+            if !rotation.is_ever_on(group) || (carrying_read && register_mask == u64::MAX) {
                 continue;
             }
+            let start = since[k];
             let first_period = start / mux;
             let last_tick = end.saturating_sub(1) / mux;
             // Ticks inside the window at which the context rotates.
@@ -447,14 +454,15 @@ pub fn emulate(
                 end,
                 first_period,
                 count: ticks + 1,
-                register_mask: mask(event.def.group.counter_bits(devices[event.device].family)),
+                register_mask,
             };
             let from = *truth_then[k].get_or_insert_with(|| stretches.truth_at(0));
             let to = stretches.truth_at(stretches.count);
             counted[k] += stretches.sum(0, stretches.count, from, to);
             truth_then[k] = Some(to);
+            since[k] = end;
         }
-        if end < duration_ns && end != next_print {
+        if carrying_read {
             start = end;
             continue;
         }
