@@ -254,6 +254,10 @@ fn prometheus_reads_the_simulated_rate_within_two_percent() {
     }
     for rate in &readings {
         let error = (rate / expected - 1.0).abs();
+        eprintln!(
+            "Prometheus rate {rate:.0} B/s, simulated {expected:.0} B/s: {:.3} % apart",
+            error * 100.0
+        );
         assert!(
             error < 0.02,
             "Prometheus rate {rate:.0} B/s vs simulated {expected:.0} B/s ({:.2} %)",

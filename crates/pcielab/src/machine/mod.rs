@@ -6,13 +6,14 @@
 //! command asks — its PCIe topology ([`Machine::platform`]), its performance counters
 //! ([`Machine::counters`]: perf_event_open on a host, the simulator's PMU models on `sim:`) and
 //! its resctrl ([`Machine::qos`]: the host mount or the simulated MPAM/RDT kernel) — or says
-//! clearly that this kind of machine has no such thing. Nothing else in the library parses or
-//! opens a selector: pmu/, sim/ and qos/ provide the backends, this module picks one.
+//! clearly that this kind of machine has no such thing. pmu/, sim/ and qos/ provide the
+//! backends and never open a selector; this module picks one (commands, `observe` and QoS
+//! scenario files all start from a `Machine`).
 //!
 //! ```no_run
 //! use pcielab::machine::Machine;
 //! let machine: Machine = "sim:yitian710".parse()?; // or Machine::open(&selector)
-//! let root_ports = machine.platform()?.topology.functions().len();
+//! let functions = machine.topology()?.functions().len();
 //! let pmus = machine.counters()?.list(None)?;
 //! # Ok::<(), pcielab::Error>(())
 //! ```

@@ -72,8 +72,12 @@ pub fn serve(listener: TcpListener, observer: Observer) -> Result<()> {
             .map_err(|e| Error::runtime(format!("cannot start an exporter thread: {e}")))?;
     }
     for stream in listener.incoming() {
-        // A connection that failed before we got it (reset by the client) is the client's.
-        let Ok(stream) = stream else { continue };
+        // A connection that failed before we got it (reset by the client) is the client's; a
+        // failing accept (out of descriptors) is retried after a pause rather than in a spin.
+        let Ok(stream) = stream else {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
         if let Err(TrySendError::Full(mut stream)) = queue.try_send(stream) {
             let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
             let _ = stream.write_all(&Response::text(503, "busy: try again\n").bytes(false));
@@ -371,6 +375,11 @@ pub fn render_metrics(sample: &Sample) -> String {
         "counter",
         "Error messages a root port received (kernel aer_rootport_total_err_*) by severity.",
     );
+    let mut residency = family(
+        "pcielab_link_state_seconds_total",
+        "counter",
+        "Time the link spent in each power state (state=l0, l0s, l1), where a PMU counts it.",
+    );
     let mut pmu = family(
         "pcielab_pmu_present",
         "gauge",
@@ -433,6 +442,18 @@ pub fn render_metrics(sample: &Sample) -> String {
                 aer_root.series.push((l, n.to_string()));
             }
         }
+        if let Some(states) = f.link_states {
+            for (state, ns) in [
+                ("l0", states.l0_ns),
+                ("l0s", states.l0s_ns),
+                ("l1", states.l1_ns),
+            ] {
+                residency.series.push((
+                    with(&format!("state=\"{state}\"")),
+                    format!("{}", ns as f64 / 1e9),
+                ));
+            }
+        }
         if f.kind == crate::topology::Kind::RootPort {
             pmu.series.push((labels, u8::from(f.pmu).to_string()));
         }
@@ -447,7 +468,8 @@ pub fn render_metrics(sample: &Sample) -> String {
         env!("CARGO_PKG_VERSION")
     );
     for f in [
-        rx, tx, rx_wire, tx_wire, speed, width, achievable, downgraded, down, aer, aer_root, pmu,
+        rx, tx, rx_wire, tx_wire, speed, width, achievable, downgraded, down, aer, aer_root,
+        residency, pmu,
     ] {
         f.render(&mut out);
     }

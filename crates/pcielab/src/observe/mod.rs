@@ -33,6 +33,9 @@
 //! - `link`: current and capable speed/width and the kernel's AER counters
 //!   ([`crate::topology::health`]), with `downgraded` and `link_down` (an empty slot's port
 //!   reports its link down, as the kernel does).
+//! - `link_states`: where a PMU counts link power states (the simulator's DWC PMU model), the
+//!   time the link spent in L0, L0s and L1 since the observer opened; [`rates`] gives them as %
+//!   of the interval.
 //! - `achievable_mbps`: the payload rate the function's link can reach at its current
 //!   speed/width ([`crate::model::transfer::achievable_mbps`]), the base of "% of link".
 //!
@@ -102,6 +105,22 @@ pub struct Traffic {
     pub tx_wire_bytes: Option<u64>,
 }
 
+/// Cumulative time a link spent in each power state, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LinkStates {
+    pub l0_ns: u64,
+    pub l0s_ns: u64,
+    pub l1_ns: u64,
+}
+
+/// Share of an interval a link spent in each power state, in %.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LinkStatePercent {
+    pub l0: f64,
+    pub l0s: f64,
+    pub l1: f64,
+}
+
 /// One function at one instant.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionSample {
@@ -119,6 +138,8 @@ pub struct FunctionSample {
     pub link_down: bool,
     /// A PCIe PMU counts this root port's traffic.
     pub pmu: bool,
+    /// Link power-state residency, where a PMU counts it.
+    pub link_states: Option<LinkStates>,
     /// Link-achievable payload MB/s per direction at the current speed and width.
     pub achievable_mbps: Option<f64>,
 }
@@ -158,6 +179,8 @@ pub struct FunctionRate {
     pub tx_percent: Option<f64>,
     /// AER counter increments (each `None` where either sample lacks the counter).
     pub aer_delta: AerCounts,
+    /// Share of the interval in each link power state, where a PMU counts them.
+    pub link_state_percent: Option<LinkStatePercent>,
 }
 
 /// Rates of every function present in both samples, in address order; empty when `next` is not
@@ -185,6 +208,15 @@ pub fn rates(prev: &Sample, next: &Sample) -> Vec<FunctionRate> {
             let tx = field(|t| Some(t.tx_bytes));
             let percent = |mbps: Option<f64>| Some(mbps? / n.achievable_mbps? * 100.0);
             let (pa, na) = (&p.link.aer, &n.link.aer);
+            let share = |a: u64, b: u64| b.saturating_sub(a) as f64 / us / 1e3 * 100.0;
+            let link_state_percent = match (p.link_states, n.link_states) {
+                (Some(a), Some(b)) => Some(LinkStatePercent {
+                    l0: share(a.l0_ns, b.l0_ns),
+                    l0s: share(a.l0s_ns, b.l0s_ns),
+                    l1: share(a.l1_ns, b.l1_ns),
+                }),
+                _ => None,
+            };
             Some(FunctionRate {
                 bdf: n.bdf,
                 source: n.traffic.map(|t| t.source),
@@ -202,6 +234,7 @@ pub fn rates(prev: &Sample, next: &Sample) -> Vec<FunctionRate> {
                     rootport_nonfatal: delta(pa.rootport_nonfatal, na.rootport_nonfatal),
                     rootport_fatal: delta(pa.rootport_fatal, na.rootport_fatal),
                 },
+                link_state_percent,
             })
         })
         .collect()
@@ -238,9 +271,10 @@ enum Backend {
         traffic_root: Option<PathBuf>,
     },
     /// The simulator and, when a workload was given, its finished run to play back.
+    /// Without a workload the run is an idle one (`sleep 0`): the machine idles from then on.
     Sim {
         machine: Box<SimulatedPcie>,
-        run: Option<Box<SimRun>>,
+        run: Box<SimRun>,
     },
 }
 
@@ -280,12 +314,12 @@ impl Observer {
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
                 let machine = machine.simulated_pcie()?;
-                let run = if workload.is_empty() {
-                    None
+                let work = if workload.is_empty() {
+                    workload::Workload::Sleep { ns: 0 }
                 } else {
-                    let work = workload::parse(workload, read_file)?;
-                    Some(Box::new(machine.run(&work)?))
+                    workload::parse(workload, read_file)?
                 };
+                let run = Box::new(machine.run(&work)?);
                 let ports = machine.pmus().iter().filter_map(|p| p.root_port).collect();
                 let topology = machine.topology.clone();
                 let backend = Backend::Sim {
@@ -347,11 +381,12 @@ impl Observer {
         &self.topology
     }
 
-    /// On `sim:` with a workload: its simulated length; the counts stop changing after it.
+    /// On `sim:`: the workload's simulated length (0 without one); the counts stop changing
+    /// after it.
     pub fn workload_ns(&self) -> Option<u64> {
         match &self.backend {
-            Backend::Sim { run: Some(run), .. } => Some(run.duration_ns),
-            _ => None,
+            Backend::Sim { run, .. } => Some(run.duration_ns),
+            Backend::Sysfs { .. } => None,
         }
     }
 
@@ -412,6 +447,7 @@ impl Observer {
                 achievable_mbps: achievable(f, &link),
                 link,
                 pmu: self.pmu_ports.contains(&f.bdf),
+                link_states: self.link_states(f.bdf, t_ns),
             });
         }
         Ok(Sample {
@@ -460,23 +496,21 @@ impl Observer {
             Backend::Sysfs { .. } => {}
             Backend::Sim { machine, run } => {
                 for bdf in machine.devices.keys() {
-                    let tally = run.as_ref().map(|r| r.device_tally(*bdf, t_ns));
-                    let bytes = tally.map_or((0, 0), |t| {
+                    let t = run.device_tally(*bdf, t_ns);
+                    own.insert(
+                        *bdf,
                         (
                             t.payload_bytes[Dir::Up as usize],
                             t.payload_bytes[Dir::Down as usize],
-                        )
-                    });
-                    own.insert(*bdf, bytes);
+                        ),
+                    );
                 }
                 for rp in &self.pmu_ports {
                     let mut bytes = [0u64; 2];
                     for (i, (event, _)) in SIM_PAYLOAD_EVENTS.iter().enumerate() {
                         let def = sim_payload_event(event)?;
                         let bits = def.group.counter_bits(Family::DwcRootPort);
-                        let truth = run
-                            .as_ref()
-                            .map_or(0, |r| r.dwc_count(*rp, def, None, t_ns));
+                        let truth = run.dwc_count(*rp, def, None, t_ns);
                         let register = truth & crate::pmu::counter::mask(bits);
                         let units = carried(
                             &mut self.carries,
@@ -491,6 +525,22 @@ impl Observer {
             }
         }
         Ok((own, names, pmu))
+    }
+
+    /// Link power-state residency of a PMU-counted port up to `t_ns` (the simulator's PMU model
+    /// counts it; a host's figures would need its PMU's residency events).
+    fn link_states(&self, bdf: Bdf, t_ns: u64) -> Option<LinkStates> {
+        match &self.backend {
+            Backend::Sim { run, .. } if self.pmu_ports.contains(&bdf) => {
+                let r = run.port_residency(bdf, t_ns);
+                Some(LinkStates {
+                    l0_ns: r.l0_ns as u64,
+                    l0s_ns: r.l0s_ns as u64,
+                    l1_ns: r.l1_ns as u64,
+                })
+            }
+            _ => None,
+        }
     }
 
     /// Folds the totals of devices not seen in this sample into their function's retired sums.
@@ -526,12 +576,11 @@ impl Observer {
             }
             Backend::Sim { run, .. } => {
                 let link = f.link.unwrap_or_default();
-                let errors = match (f.kind, run) {
-                    (Kind::RootPort, Some(run)) => {
-                        let e = run.port_errors(f.bdf, t_ns);
-                        e.rx_bad_tlps + e.rx_bad_dllps
-                    }
-                    _ => 0,
+                let errors = if f.kind == Kind::RootPort {
+                    let e = run.port_errors(f.bdf, t_ns);
+                    e.rx_bad_tlps + e.rx_bad_dllps
+                } else {
+                    0
                 };
                 let root_port = f.aer && f.kind == Kind::RootPort;
                 let zero_if = |present: bool, n: u64| present.then_some(n);
@@ -636,7 +685,7 @@ mod tests {
             (10_000_000_000..10_010_000_000).contains(&length),
             "{length}"
         );
-        let Backend::Sim { run: Some(run), .. } = &observer.backend else {
+        let Backend::Sim { run, .. } = &observer.backend else {
             panic!("no simulated run");
         };
         let Summary::Fio { groups } = &run.summary else {
@@ -675,6 +724,36 @@ mod tests {
             end.get(bdf("00:02.0")).unwrap().traffic,
             later.get(bdf("00:02.0")).unwrap().traffic
         );
+    }
+
+    #[test]
+    fn an_idle_aspm_port_spends_its_time_in_l1() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("l1.toml");
+        std::fs::write(
+            &spec,
+            "name = \"l1\"\n[[function]]\nbdf = \"0000:00:00.0\"\nkind = \"root_port\"\n\
+             vendor = 0x1ded\ndevice_id = 0x8000\nclass = 0x060400\n\
+             link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }\naspm = \"l1\"\n",
+        )
+        .unwrap();
+        let machine = Machine::open(&MachineSelector::SimFile { path: spec }).unwrap();
+        let mut observer = Observer::open(&machine, &[], no_files).unwrap();
+        let a = observer.sample_at(1_000_000_000).unwrap();
+        let b = observer.sample_at(3_000_000_000).unwrap();
+        let states = b.get(bdf("00:00.0")).unwrap().link_states.unwrap();
+        // Idle from 0: L0 for the L1 entry time (32 us by default), L1 ever after.
+        assert_eq!(states.l0_ns, 32_000);
+        assert_eq!(states.l1_ns, 3_000_000_000 - 32_000);
+        let p = rates(&a, &b)[0].link_state_percent.unwrap();
+        assert!((p.l1 - 100.0).abs() < 1e-9 && p.l0 == 0.0, "{p:?}");
+        // yitian710's ports run without ASPM: all L0.
+        let yitian: Machine = "sim:yitian710".parse().unwrap();
+        let mut observer = Observer::open(&yitian, &[], no_files).unwrap();
+        let s = observer.sample_at(1_000_000_000).unwrap();
+        let states = s.get(bdf("00:02.0")).unwrap().link_states.unwrap();
+        assert_eq!((states.l0_ns, states.l1_ns), (1_000_000_000, 0));
+        assert_eq!(s.get(bdf("04:00.0")).unwrap().link_states, None);
     }
 
     #[test]
