@@ -66,7 +66,9 @@ use crate::machine::{Machine, MachineSelector};
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Family};
+use crate::pmu::host::{open_payload_counters, PayloadCounters};
 use crate::pmu::perf::WrapCarry;
+use crate::pmu::session::Reading;
 use crate::pmu::sysfs::discover;
 use crate::sim::tlp::Dir;
 use crate::sim::{workload, SimRun, SimulatedPcie};
@@ -262,6 +264,25 @@ impl Carry {
     }
 }
 
+/// A PMU event the kernel may time-share with others on one counter, made a full-time count:
+/// each interval between reads adds its raw increment × enabled / running, perf's scaling.
+#[derive(Debug, Default)]
+struct Multiplexed {
+    last: Reading,
+    total: f64,
+}
+
+impl Multiplexed {
+    /// Folds in a cumulative reading (wraps already carried) and returns the estimated total.
+    fn update(&mut self, reading: &Reading) -> u64 {
+        let interval = reading.since(&self.last);
+        // An interval in which the event never reached the counter adds nothing.
+        self.total += interval.estimate().unwrap_or(0.0);
+        self.last = *reading;
+        self.total as u64
+    }
+}
+
 /// Where the counts come from.
 enum Backend {
     /// A live sysfs (`traffic_root` set: block/net counters under it) or a snapshot (no
@@ -269,6 +290,8 @@ enum Backend {
     Sysfs {
         devices_dir: PathBuf,
         traffic_root: Option<PathBuf>,
+        /// On a host: the root ports' PCIe PMU payload counters that opened.
+        payload: Option<PayloadCounters>,
     },
     /// The simulator and, when a workload was given, its finished run to play back.
     /// Without a workload the run is an idle one (`sleep 0`): the machine idles from then on.
@@ -298,8 +321,11 @@ pub struct Observer {
     deepest_first: Vec<usize>,
     started: Instant,
     carries: BTreeMap<String, Carry>,
+    /// Host PMU payload counters, scaled for the time they shared a counter: (port, Rx/Tx).
+    multiplexed: BTreeMap<(Bdf, usize), Multiplexed>,
     /// Totals of devices that disappeared, per function: (up, down).
     retired: BTreeMap<Bdf, (u64, u64)>,
+    warnings: Vec<String>,
 }
 
 impl Observer {
@@ -311,6 +337,7 @@ impl Observer {
         read_file: impl Fn(&Path) -> Result<String>,
     ) -> Result<Observer> {
         let selector = machine.selector();
+        let mut warnings = Vec::new();
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
                 let machine = machine.simulated_pcie()?;
@@ -347,9 +374,29 @@ impl Observer {
                 } else {
                     BTreeSet::new()
                 };
+                let payload = if ports.is_empty() {
+                    None
+                } else {
+                    match open_payload_counters(root, &topology) {
+                        Ok((counters, notes)) => {
+                            warnings.extend(notes.into_iter().map(|n| {
+                                format!("warning: {n}; its root port shows derived traffic")
+                            }));
+                            Some(counters)
+                        }
+                        Err(e) => {
+                            warnings.push(format!(
+                                "warning: the PCIe PMUs' payload counters did not open, so root \
+                                 ports show derived traffic: {e}"
+                            ));
+                            None
+                        }
+                    }
+                };
                 let backend = Backend::Sysfs {
                     devices_dir: pci_dir.join("devices"),
                     traffic_root: host.then(|| root.clone()),
+                    payload,
                 };
                 (topology, backend, ports)
             }
@@ -372,8 +419,16 @@ impl Observer {
             deepest_first,
             started: Instant::now(),
             carries: BTreeMap::new(),
+            multiplexed: BTreeMap::new(),
             retired: BTreeMap::new(),
+            warnings,
         })
+    }
+
+    /// What the caller should tell the user once (stderr): PMU counters that did not open, so
+    /// their ports' traffic is `derived`.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The machine's topology as read at open.
@@ -471,6 +526,24 @@ impl Observer {
         let mut own: BTreeMap<Bdf, (u64, u64)> = BTreeMap::new();
         let mut names: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
         let mut pmu = BTreeMap::new();
+        if let Backend::Sysfs {
+            payload: Some(payload),
+            ..
+        } = &mut self.backend
+        {
+            for (port, readings) in payload.read()? {
+                let mut bytes = [0u64; 2];
+                for (i, reading) in readings.iter().enumerate() {
+                    let counts = self
+                        .multiplexed
+                        .entry((port.root_port, i))
+                        .or_default()
+                        .update(reading);
+                    bytes[i] = counts.saturating_mul(port.bytes_per_count[i]);
+                }
+                pmu.insert(port.root_port, (bytes[0], bytes[1]));
+            }
+        }
         match &self.backend {
             Backend::Sysfs {
                 traffic_root: Some(root),
