@@ -830,6 +830,24 @@ mod tests {
     }
 
     #[test]
+    fn time_shared_counts_are_scaled_per_interval() {
+        let reading = |value, enabled_ns, running_ns| Reading {
+            value,
+            enabled_ns,
+            running_ns,
+        };
+        let mut rx = Multiplexed::default();
+        // On the counter half of the first second: 500 counted stand for 1000.
+        assert_eq!(rx.update(&reading(500, 1_000, 500)), 1000);
+        // A quarter of the next: 100 more counted stand for 400 (not 600 × 2000/750 = 1600).
+        assert_eq!(rx.update(&reading(600, 2_000, 750)), 1400);
+        // Never on the counter in the third: nothing is added, nothing divides by zero.
+        assert_eq!(rx.update(&reading(600, 3_000, 750)), 1400);
+        // Alone on the counter: counts are taken as read.
+        assert_eq!(rx.update(&reading(1600, 4_000, 1_750)), 2400);
+    }
+
+    #[test]
     fn workloads_play_on_sim_only() {
         let host = Machine::open(&MachineSelector::Host { root: "/".into() }).unwrap();
         let err = Observer::open(&host, &argv(&["sleep", "1"]), no_files)
