@@ -60,13 +60,16 @@ fn exporter_once(fixture: &Path, user: Option<&str>) -> Output {
     let mut argv: Vec<String> = Vec::new();
     if let Some(user) = user {
         argv.extend(
-            ["setpriv", &format!("--reuid={user}"), "--regid=nogroup", "--clear-groups"]
-                .map(String::from),
+            [
+                "setpriv",
+                &format!("--reuid={user}"),
+                "--regid=nogroup",
+                "--clear-groups",
+            ]
+            .map(String::from),
         );
     }
-    argv.extend(
-        [BIN, "exporter", "--machine", "host", "--once", "--json"].map(String::from),
-    );
+    argv.extend([BIN, "exporter", "--machine", "host", "--once", "--json"].map(String::from));
     let out = Command::new("unshare")
         .args([
             "-m",
@@ -102,23 +105,36 @@ fn a_root_port_pmu_gives_pmu_traffic_and_a_refused_open_falls_back_to_derived() 
     let fixture = fixture();
     let out = exporter_once(fixture.path(), None);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("warning"),
+        "{}",
+        text(&out.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let counted = port(&doc, "0000:00:02.0");
     assert_eq!(counted["pmu"], true, "{counted}");
     assert_eq!(counted["traffic"]["source"], "pmu", "{counted}");
     // The TSC ticked between enabling the counters and the one sample.
-    assert!(counted["traffic"]["rx_bytes"].as_u64().unwrap() > 0, "{counted}");
+    assert!(
+        counted["traffic"]["rx_bytes"].as_u64().unwrap() > 0,
+        "{counted}"
+    );
     let plain = port(&doc, "0000:00:01.0");
     assert_eq!(plain["pmu"], false, "{plain}");
     assert_ne!(plain["traffic"]["source"], "pmu", "{plain}");
 
     let out = exporter_once(fixture.path(), Some("nobody"));
     let stderr = text(&out.stderr);
-    assert!(out.status.success(), "a refused PMU is not an error: {stderr}");
+    assert!(
+        out.status.success(),
+        "a refused PMU is not an error: {stderr}"
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let as_nobody = port(&doc, "0000:00:02.0");
-    assert_eq!(as_nobody["pmu"], true, "the PMU is still detected: {as_nobody}");
+    assert_eq!(
+        as_nobody["pmu"], true,
+        "the PMU is still detected: {as_nobody}"
+    );
     let paranoid: i32 = fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .unwrap()
         .trim()

@@ -29,11 +29,8 @@ fn host_root() -> tempfile::TempDir {
         .unwrap()
         .open()
         .unwrap();
-    pcielab::topology::export::export_sysfs(
-        &platform.topology,
-        &root.path().join("sys/bus/pci"),
-    )
-    .unwrap();
+    pcielab::topology::export::export_sysfs(&platform.topology, &root.path().join("sys/bus/pci"))
+        .unwrap();
     let msr_type = fs::read_to_string(Path::new(REAL_DEVICES).join("msr/type"))
         .unwrap_or_else(|e| panic!("the real msr PMU is needed ({REAL_DEVICES}/msr/type: {e})"));
     let devices = root.path().join("sys/bus/event_source/devices");
@@ -84,10 +81,8 @@ fn root_port_pmus_give_pmu_traffic_at_the_tsc_rate_perf_reads() {
         root: root.path().to_path_buf(),
     })
     .unwrap();
-    let mut observer = Observer::open(&host, &[], |p| {
-        panic!("unexpected read of {}", p.display())
-    })
-    .unwrap();
+    let mut observer =
+        Observer::open(&host, &[], |p| panic!("unexpected read of {}", p.display())).unwrap();
     assert_eq!(observer.warnings(), &[] as &[String]);
     let before = observer.sample().unwrap();
     std::thread::sleep(std::time::Duration::from_secs(1));

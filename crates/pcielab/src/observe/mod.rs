@@ -26,7 +26,7 @@
 //!   (away from it), the estimated bytes on the wire (`model::transfer::WireEstimate`: TLP
 //!   headers, framing and returned DLLPs of MPS/MRRS-sized streams on that function's link), and
 //!   their `source`: [`Source::Pmu`] where a PCIe PMU counts the port (the simulator's DWC PMU
-//!   model on `sim:`), [`Source::Derived`] where the figure is summed from the block devices and
+//!   model on `sim:`; on a host, the port's PMU counters, see below), [`Source::Derived`] where the figure is summed from the block devices and
 //!   network interfaces at or below the function ([`derived`]). `None` where neither exists (a
 //!   GPU's traffic is invisible without a PMU; a snapshot has no counters). Derived figures are
 //!   a lower bound: traffic of other devices on the same path is not in them.
@@ -38,6 +38,17 @@
 //!   of the interval.
 //! - `achievable_mbps`: the payload rate the function's link can reach at its current
 //!   speed/width ([`crate::model::transfer::achievable_mbps`]), the base of "% of link".
+//!
+//! # PMU counters on a host
+//! [`Observer::open`] on `--machine host` opens the Rx and Tx data-payload events of every
+//! root-port PMU whose driver has them (`dwc_rootport_*` in bytes, the seed's `pcie_bdf_*` in
+//! 16-byte units) through [`crate::pmu::host::open_payload_counters`]: system-wide on the
+//! PMU's cpumask CPU, each event alone, so that on a DesignWare port, whose one time-based
+//! counter takes one of them at a time, the kernel time-shares them as perf multiplexes. Each
+//! sample adds every interval's raw increment × enabled / running (perf's scaling), so a host
+//! reports the estimated full count each way, the figure `sim:` reports exactly (the simulator's
+//! model is read as if each event had the counter to itself). A refused open (permissions) is
+//! not an error: [`Observer::warnings`] says why once and the ports keep `derived` traffic.
 //!
 //! Counts are monotonic for the observer's lifetime: PMU registers are carried across wraps at
 //! their catalog width ([`crate::pmu::perf::WrapCarry`]); a device counter that goes backwards

@@ -399,13 +399,15 @@ pub fn open_payload_counters(
     };
     let counters = open_counters(root, &groups, &online)?;
     let refused = counters.not_supported();
-    ports.retain(|p| match p.events.iter().find_map(|&i| refused[i].as_ref()) {
-        Some(why) => {
-            notes.push(format!("{}: payload counters not supported: {why}", p.pmu));
-            false
-        }
-        None => true,
-    });
+    ports.retain(
+        |p| match p.events.iter().find_map(|&i| refused[i].as_ref()) {
+            Some(why) => {
+                notes.push(format!("{}: payload counters not supported: {why}", p.pmu));
+                false
+            }
+            None => true,
+        },
+    );
     counters.enable()?;
     Ok((PayloadCounters { counters, ports }, notes))
 }
