@@ -124,3 +124,68 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Counting a random simulated workload with perf's multiplexing gives exactly the readings
+    /// of the kernel's tick-by-tick algorithm: payload and TLP counters, residency cycles,
+    /// narrow error and DLLP counters that wrap, idle stretches and print intervals included.
+    #[test]
+    fn multiplexed_counts_match_the_stepwise_kernel(
+        preset in prop::sample::select(vec!["yitian710", "rk3588-evb"]),
+        rw in prop::sample::select(vec!["read", "write", "randrw"]),
+        bs_kib in prop::sample::select(vec![4u64, 128, 1024]),
+        length in prop_oneof![
+            (1u64..64).prop_map(|mib| format!("--size={mib}m")),
+            (1u64..3).prop_map(|s| format!("--time_based=1 --runtime={s}")),
+        ],
+        idle in any::<bool>(),
+        ber_exp in prop::option::of(7i32..10),
+        picks in prop::collection::vec(prop::collection::vec(0usize..8, 1..=2), 1..=4),
+        mux_ms in 1u64..=4,
+        interval_ms in prop::option::of(100u64..500),
+        read_ms in prop::option::of(10u64..200),
+    ) {
+        use pcielab::pmu::resolve;
+        use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions};
+        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap())
+            .and_then(|m| m.simulated_pcie())
+            .unwrap();
+        machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
+        let file = if preset == "yitian710" { "./test.big" } else { "/mnt/test" };
+        let run = if idle {
+            simulate(&machine, "sleep 1.5")
+        } else {
+            simulate(&machine, &format!(
+                "fio --filename={file} --rw={rw} --bs={bs_kib}k {length} -iodepth=16 \
+                 -ioengine=libaio --direct=1 --name=p"
+            ))
+        };
+        let rp = machine.root_port(machine.config.device_for_path(file).unwrap()).unwrap();
+        let pmus = machine.pmus();
+        let pmu = pmus.iter().find(|p| p.root_port == Some(rp)).unwrap().name.clone();
+        let names = [
+            "Rx_PCIe_TLP_Data_Payload", "Tx_PCIe_TLP_Data_Payload", "L0", "L1",
+            "tx_ack_dllp", "rx_memory_write", "LCRC_Error", "tx_completion_with_data",
+        ];
+        let groups: Vec<Vec<_>> = picks
+            .iter()
+            .map(|group| {
+                group
+                    .iter()
+                    .map(|&i| resolve(&pmus, &format!("{pmu}/{}/", names[i]).parse().unwrap()).unwrap())
+                    .collect()
+            })
+            .collect();
+        let options = CountOptions {
+            mux_interval_ns: mux_ms * 1_000_000,
+            interval_ns: interval_ms.map(|ms| ms * 1_000_000),
+            read_period_ns: read_ms.map(|ms| ms * 1_000_000),
+        };
+        let truth = run.truth(&pmus);
+        let fast = emulate(&truth, &pmus, &groups, &options, run.duration_ns).unwrap();
+        let stepwise = emulate_stepwise(&truth, &pmus, &groups, &options, run.duration_ns).unwrap();
+        prop_assert_eq!(fast, stepwise);
+    }
+}

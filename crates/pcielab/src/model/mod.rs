@@ -8,5 +8,6 @@ pub mod measurements;
 pub mod p2p;
 pub mod path;
 pub mod platform;
+pub mod reference;
 pub mod sweep;
 pub mod transfer;

@@ -7,7 +7,7 @@
 //! for CPU-initiated (MMIO) traffic.
 
 use crate::error::{Error, Result};
-use crate::pcie::dllp::{dllps_for_stream, DLLP_WIRE_BYTES};
+use crate::pcie::dllp::{dllps_for_stream, latency_intervals, DLLP_WIRE_BYTES};
 use crate::pcie::flit::wire_bytes_for_tlp_bytes;
 use crate::pcie::link::{raw_mbps, skp_fraction};
 use crate::pcie::tlp::{overhead_bytes, TlpFormat, TlpKind};
@@ -111,6 +111,7 @@ impl LinkParams {
     }
 
     /// MB/s one direction can carry after line encoding, less SKP ordered sets under `Full`.
+    #[inline]
     pub fn capacity_mbps(&self, overheads: Overheads) -> f64 {
         let raw = raw_mbps(self.gen, self.width);
         match overheads {
@@ -119,6 +120,7 @@ impl LinkParams {
         }
     }
 
+    #[inline]
     fn overhead(&self, kind: TlpKind) -> u64 {
         u64::from(overhead_bytes(kind, self.format, self.gen))
     }
@@ -190,16 +192,19 @@ pub struct Flow {
 
 impl Flow {
     /// Payload plus per-TLP overhead.
+    #[inline]
     pub fn tlp_bytes(&self) -> u64 {
         self.payload_bytes + self.tlp_overhead_bytes
     }
 
+    #[inline]
     pub fn dllps(&self) -> f64 {
         self.acks + self.update_fcs
     }
 
     /// Bytes this direction puts on the link (after framing, before line encoding and SKP). In
     /// FLIT mode TLP bytes are carried at 256/236 and DLLP information rides inside the flits.
+    #[inline]
     pub fn wire_bytes(&self, gen: Generation, overheads: Overheads) -> f64 {
         let tlp_bytes = self.tlp_bytes() as f64;
         if gen.is_flit() {
@@ -238,7 +243,7 @@ pub struct Traffic {
 }
 
 impl Traffic {
-    fn empty(gen: Generation) -> Traffic {
+    pub(crate) fn empty(gen: Generation) -> Traffic {
         Traffic {
             gen,
             mem_writes: 0,
@@ -260,6 +265,7 @@ impl Traffic {
     }
 
     /// Wire bytes of the busier direction: the one that sets the transfer's pace.
+    #[inline]
     pub fn busiest_wire_bytes(&self, overheads: Overheads) -> f64 {
         self.upstream
             .wire_bytes(self.gen, overheads)
@@ -273,6 +279,7 @@ impl Traffic {
     }
 
     /// Payload MB/s when transfers like this one follow each other back to back.
+    #[inline]
     pub fn throughput_mbps(&self, link: &LinkParams, overheads: Overheads) -> f64 {
         let wire = self.busiest_wire_bytes(overheads);
         if wire == 0.0 {
@@ -308,27 +315,43 @@ impl std::ops::AddAssign for Traffic {
     }
 }
 
+/// `value / divisor` and `value % divisor` as a shift and a mask when `divisor` is a power of
+/// two, as MPS, MRRS and RCB always are on a valid link (a 64-bit division costs tens of cycles;
+/// any other divisor still divides).
+#[inline]
+fn div_rem(value: u64, divisor: u64) -> (u64, u64) {
+    if divisor.is_power_of_two() {
+        (value >> divisor.trailing_zeros(), value & (divisor - 1))
+    } else {
+        (value / divisor, value % divisor)
+    }
+}
+
 /// How many `align`-aligned blocks the byte range `[addr, addr + len)` touches.
+#[inline]
 fn blocks_touched(addr: u64, len: u64, align: u64) -> u64 {
     if len == 0 {
         return 0;
     }
-    (addr + len - 1) / align - addr / align + 1
+    div_rem(addr + len - 1, align).0 - div_rem(addr, align).0 + 1
 }
 
 /// Completions a completer returns for one request `[start, end)` under the MPS policy: each at
 /// most MPS bytes, every one but the last ending on an RCB boundary.
+#[inline]
 fn completions_for_request(start: u64, end: u64, mps: u64, rcb: u64) -> u64 {
     if end - start <= mps {
         return 1;
     }
     // The first completion runs to the last RCB boundary within MPS; after it, every completion
     // starts RCB-aligned and, MPS being a multiple of RCB, carries a full MPS.
-    let first_end = (start + mps) / rcb * rcb;
-    1 + (end - first_end).div_ceil(mps)
+    let first_end = start + mps - div_rem(start + mps, rcb).1;
+    let (whole, part) = div_rem(end - first_end, mps);
+    1 + whole + u64::from(part > 0)
 }
 
 /// Completions for the read `[addr, addr + len)` once split into MRRS-aligned requests.
+#[inline]
 fn completions_for_read(addr: u64, len: u64, link: &LinkParams) -> u64 {
     let (mps, mrrs, rcb) = (
         u64::from(link.mps),
@@ -339,14 +362,13 @@ fn completions_for_read(addr: u64, len: u64, link: &LinkParams) -> u64 {
         return blocks_touched(addr, len, rcb);
     }
     let end = addr + len;
-    let first_end = end.min((addr / mrrs + 1) * mrrs);
+    let first_end = end.min((div_rem(addr, mrrs).0 + 1) * mrrs);
     let mut total = completions_for_request(addr, first_end, mps, rcb);
     if first_end == end {
         return total;
     }
-    let full_requests = (end - first_end) / mrrs;
+    let (full_requests, tail) = div_rem(end - first_end, mrrs);
     total += full_requests * completions_for_request(0, mrrs, mps, rcb);
-    let tail = (end - first_end) % mrrs;
     if tail > 0 {
         total += completions_for_request(0, tail, mps, rcb);
     }
@@ -354,6 +376,7 @@ fn completions_for_read(addr: u64, len: u64, link: &LinkParams) -> u64 {
 }
 
 /// A device DMA write of `size` bytes starting at an MPS-aligned address.
+#[inline]
 pub fn write(size: u64, link: &LinkParams) -> Traffic {
     write_at(0, size, link)
 }
@@ -361,6 +384,7 @@ pub fn write(size: u64, link: &LinkParams) -> Traffic {
 /// A device DMA write of `size` bytes at `addr`: Memory Writes split at MPS-aligned boundaries
 /// (which also keeps each inside a 4 KiB page), carried upstream; Acks and UpdateFC-P for them
 /// travel downstream.
+#[inline]
 pub fn write_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
     let mut traffic = Traffic::empty(link.gen);
     if size == 0 {
@@ -380,6 +404,7 @@ pub fn write_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
 }
 
 /// A device DMA read of `size` bytes starting at an MRRS-aligned address.
+#[inline]
 pub fn read(size: u64, link: &LinkParams) -> Traffic {
     read_at(0, size, link)
 }
@@ -389,6 +414,7 @@ pub fn read(size: u64, link: &LinkParams) -> Traffic {
 /// downstream. Downstream also carries Acks and UpdateFC-NP for the requests; upstream carries
 /// Acks for the completions. Endpoints advertise infinite completion credits (the spec requires
 /// it), so no UpdateFC-Cpl flows. DLLP intervals are counted over the transfer's busy time.
+#[inline]
 pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
     let mut traffic = Traffic::empty(link.gen);
     if size == 0 {
@@ -408,10 +434,16 @@ pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
         .upstream
         .tlp_bytes()
         .max(traffic.downstream.tlp_bytes()) as f64;
-    let dllps = |tlps| dllps_for_stream(link.gen, link.mps, link.width, tlps, busy);
-    traffic.downstream.acks = dllps(requests);
-    traffic.downstream.update_fcs = dllps(requests);
-    traffic.upstream.acks = dllps(completions);
+    // dllps_for_stream for both directions, sharing the one division by the latency.
+    let intervals = if link.gen.is_flit() {
+        0.0
+    } else {
+        latency_intervals(link.gen, link.mps, link.width, busy)
+    };
+    let for_requests = intervals.min(requests as f64);
+    traffic.downstream.acks = for_requests;
+    traffic.downstream.update_fcs = for_requests;
+    traffic.upstream.acks = intervals.min(completions as f64);
     traffic
 }
 

@@ -18,7 +18,8 @@ const TLP_OVERHEAD_SYMBOLS: u32 = 28;
 
 /// The spec's AckFactor/UpdateFactor: how many maximum-size TLPs a receiver may let pass before it
 /// must Ack, by Max_Payload_Size and link width.
-pub fn ack_factor(mps: u32, width: u8) -> f64 {
+#[inline]
+pub const fn ack_factor(mps: u32, width: u8) -> f64 {
     let small_payload = mps <= 256;
     match (small_payload, width) {
         (true, 1 | 2 | 4) => 1.4,
@@ -31,6 +32,7 @@ pub fn ack_factor(mps: u32, width: u8) -> f64 {
 
 /// The InternalDelay term in symbol times: 19 at 2.5 GT/s and 70 at 5.0 GT/s as the spec's
 /// tables give; 115 for 8 GT/s and faster non-FLIT rates (an assumption, see docs/model.md).
+#[inline]
 pub fn internal_delay_symbols(gen: Generation) -> u32 {
     match gen {
         Generation::Gen1 => 19,
@@ -41,21 +43,60 @@ pub fn internal_delay_symbols(gen: Generation) -> u32 {
 
 /// The longest a receiver may wait before sending an Ack (the same bound applies between
 /// UpdateFCs while credits are freed), in symbol times, truncated as the spec's tables are.
+#[inline]
 pub fn ack_latency_symbols(gen: Generation, mps: u32, width: u8) -> u32 {
-    let per_tlp = f64::from(mps + TLP_OVERHEAD_SYMBOLS) * ack_factor(mps, width) / f64::from(width);
-    per_tlp as u32 + internal_delay_symbols(gen)
+    let legal_mps = mps.is_power_of_two() && (128..=4096).contains(&mps);
+    let per_tlp = if legal_mps && usize::from(width) < PER_TLP_SYMBOLS[0].len() {
+        PER_TLP_SYMBOLS[(mps.trailing_zeros() - 7) as usize][usize::from(width)]
+    } else {
+        per_tlp_symbols(mps, width)
+    };
+    per_tlp + internal_delay_symbols(gen)
+}
+
+/// The `(Max_Payload_Size + TLPOverhead) × Factor / LinkWidth` term, truncated.
+const fn per_tlp_symbols(mps: u32, width: u8) -> u32 {
+    ((mps + TLP_OVERHEAD_SYMBOLS) as f64 * ack_factor(mps, width) / width as f64) as u32
+}
+
+/// [`per_tlp_symbols`] for every legal MPS (128 << row) and every width up to 32, computed at
+/// compile time with the same IEEE operations, so the model's hot path does no division here.
+const PER_TLP_SYMBOLS: [[u32; 33]; 6] = {
+    let mut table = [[0; 33]; 6];
+    let mut row = 0;
+    while row < 6 {
+        let mut width = 0;
+        while width < 33 {
+            table[row][width] = per_tlp_symbols(128 << row, width as u8);
+            width += 1;
+        }
+        row += 1;
+    }
+    table
+};
+
+/// The Ack latency intervals in `busy_bytes` of traffic on the link: the DLLPs of one kind a
+/// stream sends before the one-per-TLP limit ([`dllps_for_stream`] applies it). Dividing by a
+/// power-of-two width is exact, so it is done as a multiplication.
+#[inline]
+pub fn latency_intervals(gen: Generation, mps: u32, width: u8, busy_bytes: f64) -> f64 {
+    let symbol_times = if width.is_power_of_two() {
+        busy_bytes * (1.0 / f64::from(width))
+    } else {
+        busy_bytes / f64::from(width)
+    };
+    symbol_times / f64::from(ack_latency_symbols(gen, mps, width))
 }
 
 /// Expected DLLPs of one kind (Ack, or UpdateFC of one credit type) a receiver sends while it
 /// takes in `tlps` TLPs spread over `busy_bytes` of its link (all lanes together): one per latency
 /// interval, never more than one per TLP. Zero in FLIT mode, where flits carry this information.
+#[inline]
 pub fn dllps_for_stream(gen: Generation, mps: u32, width: u8, tlps: u64, busy_bytes: f64) -> f64 {
     if gen.is_flit() || tlps == 0 {
         return 0.0;
     }
-    let symbol_times = busy_bytes / f64::from(width);
-    let intervals = symbol_times / f64::from(ack_latency_symbols(gen, mps, width));
-    intervals.min(tlps as f64)
+    latency_intervals(gen, mps, width, busy_bytes).min(tlps as f64)
 }
 
 #[cfg(test)]

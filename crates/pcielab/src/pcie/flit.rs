@@ -17,6 +17,7 @@ pub const FLIT_FEC_BYTES: u32 = 6;
 /// Wire bytes needed to carry `tlp_bytes` of back-to-back TLPs in flits. TLPs straddle flit
 /// boundaries freely, so a stream costs exactly 256/236 of its TLP bytes (a lone transfer's last,
 /// partly filled flit is padded with NOPs; that padding is not charged here).
+#[inline]
 pub fn wire_bytes_for_tlp_bytes(tlp_bytes: f64) -> f64 {
     tlp_bytes * f64::from(FLIT_BYTES) / f64::from(FLIT_TLP_BYTES)
 }

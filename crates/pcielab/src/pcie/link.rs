@@ -16,6 +16,7 @@ pub enum Encoding {
 
 impl Encoding {
     /// Data bits per line bit.
+    #[inline]
     pub fn efficiency(self) -> f64 {
         match self {
             Encoding::B8b10b => 8.0 / 10.0,
@@ -34,6 +35,7 @@ impl Encoding {
 }
 
 impl Generation {
+    #[inline]
     pub fn encoding(self) -> Encoding {
         match self {
             Generation::Gen1 | Generation::Gen2 => Encoding::B8b10b,
@@ -43,6 +45,7 @@ impl Generation {
     }
 
     /// Whether the link runs in FLIT mode (Gen6 and later).
+    #[inline]
     pub fn is_flit(self) -> bool {
         self.encoding() == Encoding::Flit1b1b
     }
@@ -53,6 +56,7 @@ impl Generation {
 /// times; 128b/130b: one 16-symbol SKP block at most every 375 data blocks. FLIT mode is charged
 /// like 128b/130b (an assumption, see docs/model.md). The spec's longest intervals are used, so
 /// this is the least overhead a compliant transmitter has.
+#[inline]
 pub fn skp_fraction(gen: Generation) -> f64 {
     let (skp_symbols, interval_symbols) = match gen.encoding() {
         Encoding::B8b10b => (4.0, 1538.0),
@@ -62,6 +66,7 @@ pub fn skp_fraction(gen: Generation) -> f64 {
 }
 
 /// Usable bytes per second per direction after line encoding, in MB/s (10^6 B/s).
+#[inline]
 pub fn raw_mbps(gen: Generation, width: u8) -> f64 {
     gen.gt_s() * 1000.0 * gen.encoding().efficiency() / 8.0 * f64::from(width)
 }

@@ -48,6 +48,7 @@ impl Generation {
     }
 
     /// Signalling rate in GT/s per lane.
+    #[inline]
     pub fn gt_s(self) -> f64 {
         match self {
             Generation::Gen1 => 2.5,

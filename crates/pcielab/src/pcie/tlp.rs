@@ -49,6 +49,7 @@ pub struct TlpFormat {
 
 /// Header bytes of one TLP. Memory requests are 3 DW with 32-bit addresses and 4 DW with 64-bit
 /// ones; completions are always 3 DW. In FLIT mode request headers also carry any OHC.
+#[inline]
 pub fn header_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
     let base_dw = match kind {
         TlpKind::MemWrite | TlpKind::MemRead if format.addr64 => 4,
@@ -63,6 +64,7 @@ pub fn header_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
 }
 
 /// Per-TLP wrapping added below the transaction layer: 8 B outside FLIT mode, 0 in FLIT mode.
+#[inline]
 pub fn framing_bytes(gen: Generation) -> u32 {
     if gen.is_flit() {
         0
@@ -72,6 +74,7 @@ pub fn framing_bytes(gen: Generation) -> u32 {
 }
 
 /// Everything one TLP adds on top of its payload: header, optional ECRC and framing.
+#[inline]
 pub fn overhead_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
     let digest = if format.ecrc { ECRC_BYTES } else { 0 };
     header_bytes(kind, format, gen) + digest + framing_bytes(gen)

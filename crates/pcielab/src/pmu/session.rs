@@ -5,11 +5,14 @@
 //! [`TrueCounts`] ground truth: round-robin rotation of groups that cannot count together every
 //! mux interval, hardware registers that wrap, and enabled/running accounting. Estimates are
 //! `value × enabled / running`, and `None` (perf's `<not counted>`) when running is zero.
+//! [`emulate`] computes each event's readings per stretch between reads, skipping stretches over
+//! which the ground truth does not move; [`emulate_stepwise`] steps through every mux tick as
+//! the kernel does and is the reference it is tested against.
 
 use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
-use crate::pmu::counter::HwCounter;
+use crate::pmu::counter::{mask, HwCounter};
 use crate::pmu::{fits, PmuDevice, ResolvedEvent};
 
 /// perf's default `perf_event_mux_interval_ms`.
@@ -152,14 +155,12 @@ pub const MAX_ROTATIONS: u64 = 1_000_000;
 /// The most `-I` intervals one count keeps (each holds a reading of every event).
 pub const MAX_INTERVALS: u64 = 100_000;
 
-/// Plays the kernel's perf core over `truth` for a workload lasting `duration_ns`.
-pub fn emulate(
-    truth: &impl TrueCounts,
-    devices: &[PmuDevice],
+/// Rejects what no emulation can count: bad groups, zero intervals, too many `-I` intervals.
+fn check_request(
     groups: &[Vec<ResolvedEvent>],
     options: &CountOptions,
     duration_ns: u64,
-) -> Result<Counts> {
+) -> Result<()> {
     check_groups(groups)?;
     if options.mux_interval_ns == 0
         || options.interval_ns == Some(0)
@@ -179,6 +180,325 @@ pub fn emulate(
             )));
         }
     }
+    Ok(())
+}
+
+/// Refuses more than [`MAX_ROTATIONS`] rotations when some context rotates at all.
+fn check_rotations(rotating: bool, options: &CountOptions, duration_ns: u64) -> Result<()> {
+    let rotations = duration_ns / options.mux_interval_ns;
+    if rotating && rotations > MAX_ROTATIONS {
+        return Err(Error::bad_input(format!(
+            "the events time-share counters, rotated every {} ms: over a {} s workload that is {rotations} rotations; at most {MAX_ROTATIONS}: raise --mux-interval-ms to {} or more, or count fewer events at once",
+            options.mux_interval_ns as f64 / 1e6,
+            duration_ns / 1_000_000_000,
+            duration_ns.div_ceil(MAX_ROTATIONS).div_ceil(1_000_000)
+        )));
+    }
+    Ok(())
+}
+
+/// One PMU context's schedule as rotation plays it out. Each rotation moves the first group of
+/// the order to its end, so after `k` rotations the order is the initial one rotated left by
+/// `k mod n`, and which groups are on counters repeats every `n` rotations, until (if ever) an
+/// order is reached in which every group fits: rotation then stops for good.
+struct Rotation {
+    /// The context's groups, in their initial order.
+    order: Vec<usize>,
+    /// Where each group of the whole request sits in `order` (`usize::MAX`: another context).
+    position: Vec<usize>,
+    /// How many groups, from the front of the order rotated `k` times, are on counters.
+    fitted: Vec<usize>,
+    /// The number of rotations after which nothing needs rotating, if that ever happens.
+    settles_after: Option<u64>,
+}
+
+impl Rotation {
+    fn new(groups: &[Vec<ResolvedEvent>], device: usize) -> Rotation {
+        let order: Vec<usize> = (0..groups.len())
+            .filter(|&g| groups[g][0].device == device)
+            .collect();
+        let mut position = vec![usize::MAX; groups.len()];
+        for (p, &g) in order.iter().enumerate() {
+            position[g] = p;
+        }
+        let n = order.len();
+        let mut fitted = Vec::with_capacity(n);
+        let mut settles_after = None;
+        for k in 0..n {
+            let rotated = order[k..].iter().chain(&order[..k]).copied();
+            let (count, rotate_necessary) = fitting_prefix(rotated, groups);
+            fitted.push(count);
+            if !rotate_necessary {
+                settles_after = Some(k as u64);
+                break;
+            }
+        }
+        Rotation {
+            order,
+            position,
+            fitted,
+            settles_after,
+        }
+    }
+
+    /// Rotations done by the start of mux period `j` (the time from `j` to `j + 1` intervals).
+    fn rotations(&self, j: u64) -> u64 {
+        self.settles_after.map_or(j, |s| j.min(s))
+    }
+
+    /// Whether `group` (of this context) is ever on a counter.
+    fn is_ever_on(&self, group: usize) -> bool {
+        (0..self.fitted.len() as u64).any(|k| self.is_on(group, k))
+    }
+
+    /// Whether `group` (of this context) is on a counter during mux period `j`.
+    fn is_on(&self, group: usize, j: u64) -> bool {
+        let n = self.order.len();
+        let k = (self.rotations(j) % n as u64) as usize;
+        // The group's place in the order rotated `k` times.
+        let place = if self.position[group] >= k {
+            self.position[group] - k
+        } else {
+            self.position[group] + n - k
+        };
+        place < self.fitted[k]
+    }
+
+    /// Whether `group` is on a counter through every mux period from `first` to `last`.
+    fn is_on_throughout(&self, group: usize, first: u64, last: u64) -> bool {
+        // The schedule repeats every `n` periods (and is constant once settled).
+        let distinct = self.order.len() as u64 + 1;
+        (first..=last.min(first + distinct)).all(|j| self.is_on(group, j))
+    }
+
+    /// Nanoseconds `group` spent on a counter from 0 to `t`.
+    fn running_ns(&self, group: usize, t: u64, mux: u64) -> u64 {
+        let on_periods = |periods: u64| -> u64 {
+            let count = |range: std::ops::Range<u64>| {
+                range.filter(|&j| self.is_on(group, j)).count() as u64
+            };
+            match self.settles_after {
+                Some(s) if periods > s => count(0..s) + (periods - s) * count(s..s + 1),
+                Some(_) => count(0..periods),
+                None => {
+                    let n = self.order.len() as u64;
+                    periods / n * count(0..n) + count(0..periods % n)
+                }
+            }
+        };
+        let whole = t / mux;
+        let partial = if self.is_on(group, whole) { t % mux } else { 0 };
+        on_periods(whole) * mux + partial
+    }
+}
+
+/// The stretches between reads of one event inside one print window `[start, end]`: cut at
+/// every tick where its context rotates. Stretch `i` lies in mux period `first_period + i`.
+struct Stretches<'a, T: TrueCounts> {
+    truth: &'a T,
+    event: &'a ResolvedEvent,
+    group: usize,
+    rotation: &'a Rotation,
+    mux: u64,
+    start: u64,
+    end: u64,
+    first_period: u64,
+    count: u64,
+    /// What the hardware register can hold between two reads.
+    register_mask: u64,
+}
+
+/// Below this many stretches, [`Stretches::sum`] walks them one by one.
+const WALK_STRETCHES: u64 = 32;
+
+impl<T: TrueCounts> Stretches<'_, T> {
+    /// Time of the boundary before stretch `i` (`i == count`: the window's end).
+    fn boundary(&self, i: u64) -> u64 {
+        match i {
+            0 => self.start,
+            i if i == self.count => self.end,
+            i => (self.first_period + i) * self.mux,
+        }
+    }
+
+    fn truth_at(&self, i: u64) -> u64 {
+        self.truth.true_count(self.event, self.boundary(i))
+    }
+
+    fn is_on(&self, i: u64) -> bool {
+        self.rotation.is_on(self.group, self.first_period + i)
+    }
+
+    /// What the driver accumulates over stretches `from..to` whose outer boundaries have ground
+    /// truth `truth_from` and `truth_to`: each stretch on a counter adds its growth modulo the
+    /// register width. The truth never decreases, so a range over which it did not move adds
+    /// nothing, and a range on a counter throughout in which the register cannot wrap adds the
+    /// whole growth; other ranges are halved.
+    fn sum(&self, from: u64, to: u64, truth_from: u64, truth_to: u64) -> u64 {
+        let growth = truth_to - truth_from;
+        if growth == 0 {
+            return 0;
+        }
+        let last_period = self.first_period + to - 1;
+        if growth <= self.register_mask
+            && self
+                .rotation
+                .is_on_throughout(self.group, self.first_period + from, last_period)
+        {
+            return growth;
+        }
+        if to - from <= WALK_STRETCHES {
+            return self.walk(from, to, truth_from, truth_to);
+        }
+        let mid = from + (to - from) / 2;
+        let truth_mid = self.truth_at(mid);
+        self.sum(from, mid, truth_from, truth_mid) + self.sum(mid, to, truth_mid, truth_to)
+    }
+
+    /// [`Stretches::sum`] one stretch at a time, asking the truth only at boundaries of
+    /// stretches on a counter.
+    fn walk(&self, from: u64, to: u64, truth_from: u64, truth_to: u64) -> u64 {
+        let mut total = 0;
+        // The truth at boundary `i`, if already known.
+        let mut known = (from, truth_from);
+        let mut truth_at = |i: u64| -> u64 {
+            let value = match i {
+                _ if i == known.0 => known.1,
+                _ if i == to => truth_to,
+                _ => self.truth_at(i),
+            };
+            known = (i, value);
+            value
+        };
+        for i in from..to {
+            if self.is_on(i) {
+                let a = truth_at(i);
+                let b = truth_at(i + 1);
+                total += (b - a) & self.register_mask;
+            }
+        }
+        total
+    }
+}
+
+/// Plays the kernel's perf core over `truth` for a workload lasting `duration_ns`, with the
+/// readings [`emulate_stepwise`] gives, but without stepping through mux ticks: enabled and
+/// running times come from the rotation's period, and each event's count is summed over its
+/// stretches between reads, skipping every range of them over which its ground truth did not
+/// move. The cost grows with print intervals and with mux ticks inside stretches where the
+/// truth moves while groups rotate; idle time and unrotated counting cost nothing per tick.
+pub fn emulate(
+    truth: &impl TrueCounts,
+    devices: &[PmuDevice],
+    groups: &[Vec<ResolvedEvent>],
+    options: &CountOptions,
+    duration_ns: u64,
+) -> Result<Counts> {
+    check_request(groups, options, duration_ns)?;
+    let mux = options.mux_interval_ns;
+    let rotations: Vec<Rotation> = (0..devices.len())
+        .map(|d| Rotation::new(groups, d))
+        .collect();
+    let events: Vec<(usize, &ResolvedEvent)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, events)| events.iter().map(move |e| (g, e)))
+        .collect();
+    let rotating = rotations
+        .iter()
+        .any(|r| !r.order.is_empty() && r.settles_after != Some(0));
+    check_rotations(rotating, options, duration_ns)?;
+    // Per event: the perf count so far and the ground truth at the last window's end.
+    let mut counted = vec![0u64; events.len()];
+    let mut truth_then: Vec<Option<u64>> = vec![None; events.len()];
+    // Per event: where its current window began (its last read).
+    let mut since = vec![0u64; events.len()];
+    let mut counts = Counts {
+        elapsed_ns: duration_ns,
+        ..Counts::default()
+    };
+    // Windows run from one read of every scheduled event (a print, an extra read) to the next.
+    let mut start = 0;
+    loop {
+        let next_print = options
+            .interval_ns
+            .map_or(u64::MAX, |i| (start / i + 1) * i);
+        let next_read = options
+            .read_period_ns
+            .map_or(u64::MAX, |r| (start / r + 1) * r);
+        let end = next_print.min(next_read).min(duration_ns);
+        let carrying_read = end < duration_ns && end != next_print;
+        for (k, &(group, event)) in events.iter().enumerate() {
+            let rotation = &rotations[event.device];
+            let register_mask = mask(event.def.group.counter_bits(devices[event.device].family));
+            // A read only to carry wraps leaves a 64-bit register alone (the kernel's reads
+            // would not change its count either): its window runs on to the next one.
+            if !rotation.is_ever_on(group) || (carrying_read && register_mask == u64::MAX) {
+                continue;
+            }
+            let start = since[k];
+            let first_period = start / mux;
+            let last_tick = end.saturating_sub(1) / mux;
+            // Ticks inside the window at which the context rotates.
+            let ticks = match rotation.settles_after {
+                None => last_tick.saturating_sub(first_period),
+                Some(s) => s.min(last_tick).saturating_sub(first_period),
+            };
+            let stretches = Stretches {
+                truth,
+                event,
+                group,
+                rotation,
+                mux,
+                start,
+                end,
+                first_period,
+                count: ticks + 1,
+                register_mask,
+            };
+            let from = *truth_then[k].get_or_insert_with(|| stretches.truth_at(0));
+            let to = stretches.truth_at(stretches.count);
+            counted[k] += stretches.sum(0, stretches.count, from, to);
+            truth_then[k] = Some(to);
+            since[k] = end;
+        }
+        if carrying_read {
+            start = end;
+            continue;
+        }
+        let readings: Vec<Reading> = events
+            .iter()
+            .enumerate()
+            .map(|(k, &(group, event))| Reading {
+                value: counted[k] * event.driver_scale(),
+                enabled_ns: end,
+                running_ns: rotations[event.device].running_ns(group, end, mux),
+            })
+            .collect();
+        if end < duration_ns {
+            counts.intervals.push((end, readings));
+        } else {
+            counts.totals = readings;
+            break;
+        }
+        start = end;
+    }
+    if options.interval_ns.is_some() {
+        counts.intervals.push((duration_ns, counts.totals.clone()));
+    }
+    Ok(counts)
+}
+
+/// Plays the kernel's perf core over `truth` one mux tick at a time, as the kernel does: the
+/// reference [`emulate`] is tested against (its cost grows with `duration_ns / mux interval`).
+pub fn emulate_stepwise(
+    truth: &impl TrueCounts,
+    devices: &[PmuDevice],
+    groups: &[Vec<ResolvedEvent>],
+    options: &CountOptions,
+    duration_ns: u64,
+) -> Result<Counts> {
+    check_request(groups, options, duration_ns)?;
     let mut states: Vec<EventState> = groups
         .iter()
         .enumerate()
@@ -213,15 +533,7 @@ pub fn emulate(
     // nothing, so the run goes from print to print (a week-long `sleep` is a few steps, not
     // 150 million ticks).
     let rotating = contexts.iter().any(|c| c.rotate_necessary);
-    let rotations = duration_ns / options.mux_interval_ns;
-    if rotating && rotations > MAX_ROTATIONS {
-        return Err(Error::bad_input(format!(
-            "the events time-share counters, rotated every {} ms: over a {} s workload that is {rotations} rotations; at most {MAX_ROTATIONS}: raise --mux-interval-ms to {} or more, or count fewer events at once",
-            options.mux_interval_ns as f64 / 1e6,
-            duration_ns / 1_000_000_000,
-            duration_ns.div_ceil(MAX_ROTATIONS).div_ceil(1_000_000)
-        )));
-    }
+    check_rotations(rotating, options, duration_ns)?;
     while now < duration_ns {
         let next_tick = if rotating {
             (now / options.mux_interval_ns + 1) * options.mux_interval_ns
@@ -276,8 +588,29 @@ fn fold_running(contexts: &[Context], states: &mut [EventState], truth: &impl Tr
     }
 }
 
-/// Schedules groups in rotation order until the first that does not fit (the kernel stops
-/// adding hardware events at the first failure and marks the context for rotation).
+/// How many groups, taken in `order`, go on counters before the first that does not fit (the
+/// kernel stops adding hardware events at the first failure), and whether one did not fit (the
+/// context then needs rotation).
+fn fitting_prefix(
+    order: impl Iterator<Item = usize>,
+    groups: &[Vec<ResolvedEvent>],
+) -> (usize, bool) {
+    let mut active: Vec<&ResolvedEvent> = Vec::new();
+    let mut fitted = 0;
+    for g in order {
+        for e in &groups[g] {
+            if !fits(&active, e) {
+                return (fitted, true);
+            }
+            active.push(e);
+        }
+        fitted += 1;
+    }
+    (fitted, false)
+}
+
+/// Schedules groups in rotation order until the first that does not fit and marks the context
+/// for rotation if one did not.
 fn schedule(
     ctx: &mut Context,
     groups: &[Vec<ResolvedEvent>],
@@ -285,22 +618,9 @@ fn schedule(
     truth: &impl TrueCounts,
     t: u64,
 ) {
-    let mut active: Vec<&ResolvedEvent> = Vec::new();
-    ctx.rotate_necessary = false;
-    for &g in &ctx.order {
-        let mut trial = active.clone();
-        let group_fits = groups[g].iter().all(|e| {
-            let ok = fits(&trial, e);
-            trial.push(e);
-            ok
-        });
-        if !group_fits {
-            ctx.rotate_necessary = true;
-            break;
-        }
-        active = trial;
-        ctx.scheduled.insert(g);
-    }
+    let (fitted, rotate_necessary) = fitting_prefix(ctx.order.iter().copied(), groups);
+    ctx.rotate_necessary = rotate_necessary;
+    ctx.scheduled.extend(ctx.order[..fitted].iter().copied());
     for s in states
         .iter_mut()
         .filter(|s| ctx.scheduled.contains(&s.group))
@@ -341,6 +661,7 @@ fn rotate(
 mod tests {
     use super::*;
     use crate::pmu::resolve;
+    use proptest::prelude::*;
 
     /// Every event counts `rate` per ns, forever.
     struct Linear(u64);
@@ -437,6 +758,125 @@ mod tests {
         };
         let c = emulate(&Linear(1), &devices(), &groups, &slow, long).unwrap();
         assert_eq!(c.totals[0].value, long - (1 << 32));
+    }
+
+    /// Ground truth made of steady phases: from each phase's start, every event counts at the
+    /// phase's rate (events per 1000 ns) times its own weight; a rate of 0 is an idle phase.
+    #[derive(Debug, Clone)]
+    struct Phases {
+        /// (phase start ns, rate), starts increasing from 0.
+        phases: Vec<(u64, u64)>,
+        /// Weight of each event, by its text.
+        weights: Vec<(String, u64)>,
+    }
+
+    impl TrueCounts for Phases {
+        fn true_count(&self, event: &ResolvedEvent, t_ns: u64) -> u64 {
+            let weight = self
+                .weights
+                .iter()
+                .find(|(name, _)| *name == event.display)
+                .map_or(1, |(_, w)| *w);
+            let mut milli = 0u128;
+            for (k, &(start, rate)) in self.phases.iter().enumerate() {
+                let end = self.phases.get(k + 1).map_or(u64::MAX, |p| p.0);
+                if t_ns > start {
+                    milli += u128::from(t_ns.min(end) - start) * u128::from(rate);
+                }
+            }
+            (milli * u128::from(weight) / 1000) as u64
+        }
+    }
+
+    /// Events of two root ports: 64-bit time-based ones that must share, 32-bit lane counters,
+    /// 8-bit and 4-bit error counters that wrap within a mux period at the higher rates.
+    const POOL: [&str; 10] = [
+        "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+        "pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/",
+        "pcie_bdf_200/L0/",
+        "pcie_bdf_200/tx_ack_dllp/",
+        "pcie_bdf_200/LCRC_Error/",
+        "pcie_bdf_200/EBUF_Overflow,lane=1/",
+        "pcie_bdf_300/Rx_PCIe_TLP_Data_Payload/",
+        "pcie_bdf_300/L0/",
+        "pcie_bdf_300/tx_ack_dllp/",
+        "pcie_bdf_300/EBUF_Overflow,lane=0/",
+    ];
+
+    fn two_ports() -> Vec<PmuDevice> {
+        vec![
+            PmuDevice::dwc_root_port("00:02.0".parse().unwrap(), 4),
+            PmuDevice::dwc_root_port("00:03.0".parse().unwrap(), 4),
+        ]
+    }
+
+    /// Groups of one to three pool events on one PMU (duplicates allowed: they collide).
+    fn any_groups() -> impl Strategy<Value = Vec<Vec<ResolvedEvent>>> {
+        let group = (any::<bool>(), prop::collection::vec(0usize..6, 1..=3));
+        prop::collection::vec(group, 1..=5).prop_map(|groups| {
+            let devices = two_ports();
+            groups
+                .into_iter()
+                .map(|(second_port, picks)| {
+                    picks
+                        .into_iter()
+                        .map(|i| {
+                            let name = if second_port {
+                                POOL[6 + i % 4]
+                            } else {
+                                POOL[i]
+                            };
+                            resolve(&devices, &name.parse().unwrap()).unwrap()
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+    }
+
+    fn any_truth() -> impl Strategy<Value = Phases> {
+        let phase = (
+            0u64..400_000_000,
+            prop_oneof![Just(0u64), 1u64..50, 1u64..20_000],
+        );
+        (
+            prop::collection::vec(phase, 1..6),
+            prop::collection::vec(1u64..4, POOL.len()),
+        )
+            .prop_map(|(mut phases, weights)| {
+                phases.sort();
+                phases[0].0 = 0;
+                Phases {
+                    phases,
+                    weights: POOL.iter().map(|s| s.to_string()).zip(weights).collect(),
+                }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The per-stretch emulation gives exactly the kernel's step-by-step readings.
+        #[test]
+        fn emulate_matches_stepwise(
+            groups in any_groups(),
+            truth in any_truth(),
+            mux_ms in 1u64..=5,
+            mux_extra_ns in prop_oneof![Just(0u64), 1u64..1000],
+            interval_ms in prop::option::of(50u64..400),
+            read_ms in prop::option::of(7u64..300),
+            duration_ns in prop_oneof![Just(0u64), 1u64..2_000_000_000],
+        ) {
+            let devices = two_ports();
+            let options = CountOptions {
+                mux_interval_ns: mux_ms * 1_000_000 + mux_extra_ns,
+                interval_ns: interval_ms.map(|ms| ms * 1_000_000),
+                read_period_ns: read_ms.map(|ms| ms * 1_000_000),
+            };
+            let fast = emulate(&truth, &devices, &groups, &options, duration_ns).unwrap();
+            let stepwise = emulate_stepwise(&truth, &devices, &groups, &options, duration_ns).unwrap();
+            prop_assert_eq!(fast, stepwise);
+        }
     }
 
     #[test]

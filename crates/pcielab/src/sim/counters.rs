@@ -10,7 +10,7 @@ use crate::pmu::catalog::{EventDef, Group};
 use crate::pmu::session::{emulate, CountOptions, CounterBackend, Counts, TrueCounts};
 use crate::pmu::{PmuDevice, ResolvedEvent};
 
-use super::tlp::{Dir, Kind, Tally};
+use super::tlp::{Dir, Kind, Run, Tally};
 use super::workload::Workload;
 use super::{SimRun, SimulatedPcie};
 
@@ -57,6 +57,25 @@ impl SimRun {
             tally.add_scaled(&s.bundle.after(emitted), 1);
         }
         tally
+    }
+
+    /// `Σ per_tlp(run)` over every TLP that crossed root port `rp`'s link up to `t_ns`: one
+    /// integer field of [`SimRun::port_tally`], computed without the others.
+    fn port_sum(&self, rp: Bdf, t_ns: u64, per_tlp: impl Fn(&Run) -> u64) -> u64 {
+        let t = t_ns as f64;
+        self.streams
+            .iter()
+            .filter(|s| s.root_port == Some(rp))
+            .map(|s| {
+                let emitted = s.emitted(&self.progress[s.progress], t);
+                s.bundle.after_sum(emitted, &per_tlp)
+            })
+            .sum()
+    }
+
+    /// The ground truth of `pmus`' events over this run, for [`crate::pmu::session`].
+    pub fn truth<'a>(&'a self, pmus: &'a [PmuDevice]) -> impl TrueCounts + 'a {
+        Truth { run: self, pmus }
     }
 
     /// DLLPs the root port sent (`Dir::Down`) or received (`Dir::Up`) up to `t_ns`:
@@ -147,15 +166,24 @@ impl SimRun {
                 }
             }
             Group::TimeBased(_) => {
-                let tally = self.port_tally(rp, t_ns);
-                match number {
-                    0x20 => tally.payload_units[Dir::Down as usize],
-                    0x21 => tally.payload_units[Dir::Up as usize],
-                    _ => 0, // CCIX
-                }
+                let dir = match number {
+                    0x20 => Dir::Down,
+                    0x21 => Dir::Up,
+                    _ => return 0, // CCIX
+                };
+                self.port_sum(
+                    rp,
+                    t_ns,
+                    |r| {
+                        if r.dir == dir {
+                            r.payload_units()
+                        } else {
+                            0
+                        }
+                    },
+                )
             }
             Group::Lane(7) => {
-                let tally = self.port_tally(rp, t_ns);
                 let (dir, kind) = match number {
                     0x00 => (Dir::Down, Kind::MemWrite),
                     0x01 => (Dir::Down, Kind::MemRead),
@@ -167,7 +195,7 @@ impl SimRun {
                     // simulated traffic has none.
                     _ => return 0,
                 };
-                tally.count(dir, kind)
+                self.port_sum(rp, t_ns, |r| u64::from(r.dir == dir && r.kind == kind))
             }
             Group::Lane(6) => {
                 let (tx_ack, tx_fc) = self.port_dllps(rp, t_ns, Dir::Down);
@@ -266,10 +294,7 @@ impl CounterBackend for SimBackend<'_> {
     fn count(&mut self, groups: &[Vec<ResolvedEvent>], options: &CountOptions) -> Result<Counts> {
         let run = self.machine.run(&self.workload)?;
         let counts = emulate(
-            &Truth {
-                run: &run,
-                pmus: &self.pmus,
-            },
+            &run.truth(&self.pmus),
             &self.pmus,
             groups,
             options,

@@ -51,6 +51,13 @@ pub struct Run {
     pub update_fcs: f64,
 }
 
+impl Run {
+    /// The payload of one of its TLPs in the DWC throughput counter's 16-byte units.
+    pub fn payload_units(&self) -> u64 {
+        u64::from(self.payload.div_ceil(16))
+    }
+}
+
 /// `tlps` TLPs carrying `bytes` in pieces of at most `max` (whole pieces first, as an aligned
 /// transfer splits), with the run's DLLPs shared in proportion.
 fn spread(dir: Dir, kind: Kind, tlps: u64, bytes: u64, max: u32, dllps: (f64, f64)) -> Vec<Run> {
@@ -194,7 +201,7 @@ impl Tally {
         let d = run.dir as usize;
         self.tlps[d][run.kind as usize] += n;
         self.payload_bytes[d] += n * u64::from(run.payload);
-        self.payload_units[d] += n * u64::from(run.payload.div_ceil(16));
+        self.payload_units[d] += n * run.payload_units();
         self.wire_bytes[d] += n as f64 * tlp_wire_bytes(run.kind, run.payload, link);
         let share = n as f64 / run.count as f64;
         self.acks[1 - d] += run.acks * share;
@@ -253,6 +260,26 @@ impl Bundle {
             n -= take;
         }
         tally
+    }
+
+    /// `Σ per_tlp(run)` over the first `emitted` TLPs of a stream of back-to-back copies of
+    /// this bundle: one integer field of [`Bundle::after`] (a TLP count, payload bytes or
+    /// units) without the floating-point fields, for counters read at every mux tick.
+    pub fn after_sum(&self, emitted: u64, per_tlp: impl Fn(&Run) -> u64) -> u64 {
+        if self.tlps == 0 {
+            return 0;
+        }
+        // One pass: the whole bundle's sum and the partial copy's.
+        let mut left = emitted % self.tlps;
+        let (mut whole, mut partial) = (0, 0);
+        for run in &self.runs {
+            let each = per_tlp(run);
+            whole += run.count * each;
+            let take = left.min(run.count);
+            partial += take * each;
+            left -= take;
+        }
+        emitted / self.tlps * whole + partial
     }
 
     /// The tally after `emitted` TLPs of a stream of back-to-back copies of this bundle.
