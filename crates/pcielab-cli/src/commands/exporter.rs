@@ -55,6 +55,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut observer = Observer::open(&machine, &args.workload, |p| {
         pcielab::input::read_input_file(p, "fio job file")
     })?;
+    for warning in observer.warnings() {
+        eprintln!("{warning}");
+    }
     if args.once {
         let sample = observer.sample()?;
         if args.json {

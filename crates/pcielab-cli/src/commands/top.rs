@@ -90,6 +90,9 @@ pub fn run(args: Args) -> Result<()> {
     let observer = Observer::open(&machine, &args.workload, |p| {
         pcielab::input::read_input_file(p, "fio job file")
     })?;
+    for warning in observer.warnings() {
+        eprintln!("{warning}");
+    }
     let view = View {
         sort: args.sort,
         tree: !args.flat,

@@ -26,7 +26,7 @@
 //!   (away from it), the estimated bytes on the wire (`model::transfer::WireEstimate`: TLP
 //!   headers, framing and returned DLLPs of MPS/MRRS-sized streams on that function's link), and
 //!   their `source`: [`Source::Pmu`] where a PCIe PMU counts the port (the simulator's DWC PMU
-//!   model on `sim:`), [`Source::Derived`] where the figure is summed from the block devices and
+//!   model on `sim:`; on a host, the port's PMU counters, see below), [`Source::Derived`] where the figure is summed from the block devices and
 //!   network interfaces at or below the function ([`derived`]). `None` where neither exists (a
 //!   GPU's traffic is invisible without a PMU; a snapshot has no counters). Derived figures are
 //!   a lower bound: traffic of other devices on the same path is not in them.
@@ -38,6 +38,17 @@
 //!   of the interval.
 //! - `achievable_mbps`: the payload rate the function's link can reach at its current
 //!   speed/width ([`crate::model::transfer::achievable_mbps`]), the base of "% of link".
+//!
+//! # PMU counters on a host
+//! [`Observer::open`] on `--machine host` opens the Rx and Tx data-payload events of every
+//! root-port PMU whose driver has them (`dwc_rootport_*` in bytes, the seed's `pcie_bdf_*` in
+//! 16-byte units) through [`crate::pmu::host::open_payload_counters`]: system-wide on the
+//! PMU's cpumask CPU, each event alone, so that on a DesignWare port, whose one time-based
+//! counter takes one of them at a time, the kernel time-shares them as perf multiplexes. Each
+//! sample adds every interval's raw increment × enabled / running (perf's scaling), so a host
+//! reports the estimated full count each way, the figure `sim:` reports exactly (the simulator's
+//! model is read as if each event had the counter to itself). A refused open (permissions) is
+//! not an error: [`Observer::warnings`] says why once and the ports keep `derived` traffic.
 //!
 //! Counts are monotonic for the observer's lifetime: PMU registers are carried across wraps at
 //! their catalog width ([`crate::pmu::perf::WrapCarry`]); a device counter that goes backwards
@@ -66,7 +77,9 @@ use crate::machine::{Machine, MachineSelector};
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Family};
+use crate::pmu::host::{open_payload_counters, PayloadCounters};
 use crate::pmu::perf::WrapCarry;
+use crate::pmu::session::Reading;
 use crate::pmu::sysfs::discover;
 use crate::sim::tlp::Dir;
 use crate::sim::{workload, SimRun, SimulatedPcie};
@@ -262,6 +275,25 @@ impl Carry {
     }
 }
 
+/// A PMU event the kernel may time-share with others on one counter, made a full-time count:
+/// each interval between reads adds its raw increment × enabled / running, perf's scaling.
+#[derive(Debug, Default)]
+struct Multiplexed {
+    last: Reading,
+    total: f64,
+}
+
+impl Multiplexed {
+    /// Folds in a cumulative reading (wraps already carried) and returns the estimated total.
+    fn update(&mut self, reading: &Reading) -> u64 {
+        let interval = reading.since(&self.last);
+        // An interval in which the event never reached the counter adds nothing.
+        self.total += interval.estimate().unwrap_or(0.0);
+        self.last = *reading;
+        self.total as u64
+    }
+}
+
 /// Where the counts come from.
 enum Backend {
     /// A live sysfs (`traffic_root` set: block/net counters under it) or a snapshot (no
@@ -269,6 +301,8 @@ enum Backend {
     Sysfs {
         devices_dir: PathBuf,
         traffic_root: Option<PathBuf>,
+        /// On a host: the root ports' PCIe PMU payload counters that opened.
+        payload: Option<PayloadCounters>,
     },
     /// The simulator and, when a workload was given, its finished run to play back.
     /// Without a workload the run is an idle one (`sleep 0`): the machine idles from then on.
@@ -298,8 +332,11 @@ pub struct Observer {
     deepest_first: Vec<usize>,
     started: Instant,
     carries: BTreeMap<String, Carry>,
+    /// Host PMU payload counters, scaled for the time they shared a counter: (port, Rx/Tx).
+    multiplexed: BTreeMap<(Bdf, usize), Multiplexed>,
     /// Totals of devices that disappeared, per function: (up, down).
     retired: BTreeMap<Bdf, (u64, u64)>,
+    warnings: Vec<String>,
 }
 
 impl Observer {
@@ -311,6 +348,7 @@ impl Observer {
         read_file: impl Fn(&Path) -> Result<String>,
     ) -> Result<Observer> {
         let selector = machine.selector();
+        let mut warnings = Vec::new();
         let (topology, backend, pmu_ports) = match selector {
             MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
                 let machine = machine.simulated_pcie()?;
@@ -347,9 +385,29 @@ impl Observer {
                 } else {
                     BTreeSet::new()
                 };
+                let payload = if ports.is_empty() {
+                    None
+                } else {
+                    match open_payload_counters(root, &topology) {
+                        Ok((counters, notes)) => {
+                            warnings.extend(notes.into_iter().map(|n| {
+                                format!("warning: {n}; its root port shows derived traffic")
+                            }));
+                            Some(counters)
+                        }
+                        Err(e) => {
+                            warnings.push(format!(
+                                "warning: the PCIe PMUs' payload counters did not open, so root \
+                                 ports show derived traffic: {e}"
+                            ));
+                            None
+                        }
+                    }
+                };
                 let backend = Backend::Sysfs {
                     devices_dir: pci_dir.join("devices"),
                     traffic_root: host.then(|| root.clone()),
+                    payload,
                 };
                 (topology, backend, ports)
             }
@@ -372,8 +430,16 @@ impl Observer {
             deepest_first,
             started: Instant::now(),
             carries: BTreeMap::new(),
+            multiplexed: BTreeMap::new(),
             retired: BTreeMap::new(),
+            warnings,
         })
+    }
+
+    /// What the caller should tell the user once (stderr): PMU counters that did not open, so
+    /// their ports' traffic is `derived`.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The machine's topology as read at open.
@@ -471,6 +537,24 @@ impl Observer {
         let mut own: BTreeMap<Bdf, (u64, u64)> = BTreeMap::new();
         let mut names: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
         let mut pmu = BTreeMap::new();
+        if let Backend::Sysfs {
+            payload: Some(payload),
+            ..
+        } = &mut self.backend
+        {
+            for (port, readings) in payload.read()? {
+                let mut bytes = [0u64; 2];
+                for (i, reading) in readings.iter().enumerate() {
+                    let counts = self
+                        .multiplexed
+                        .entry((port.root_port, i))
+                        .or_default()
+                        .update(reading);
+                    bytes[i] = counts.saturating_mul(port.bytes_per_count[i]);
+                }
+                pmu.insert(port.root_port, (bytes[0], bytes[1]));
+            }
+        }
         match &self.backend {
             Backend::Sysfs {
                 traffic_root: Some(root),
@@ -754,6 +838,24 @@ mod tests {
         let states = s.get(bdf("00:02.0")).unwrap().link_states.unwrap();
         assert_eq!((states.l0_ns, states.l1_ns), (1_000_000_000, 0));
         assert_eq!(s.get(bdf("04:00.0")).unwrap().link_states, None);
+    }
+
+    #[test]
+    fn time_shared_counts_are_scaled_per_interval() {
+        let reading = |value, enabled_ns, running_ns| Reading {
+            value,
+            enabled_ns,
+            running_ns,
+        };
+        let mut rx = Multiplexed::default();
+        // On the counter half of the first second: 500 counted stand for 1000.
+        assert_eq!(rx.update(&reading(500, 1_000, 500)), 1000);
+        // A quarter of the next: 100 more counted stand for 400 (not 600 × 2000/750 = 1600).
+        assert_eq!(rx.update(&reading(600, 2_000, 750)), 1400);
+        // Never on the counter in the third: nothing is added, nothing divides by zero.
+        assert_eq!(rx.update(&reading(600, 3_000, 750)), 1400);
+        // Alone on the counter: counts are taken as read.
+        assert_eq!(rx.update(&reading(1600, 4_000, 1_750)), 2400);
     }
 
     #[test]

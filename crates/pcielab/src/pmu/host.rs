@@ -16,6 +16,7 @@ use crate::pmu::counters::{Counters, PmuListing, StatDone, StatEnd, StatRequest}
 use crate::pmu::event::{EventAttr, EventContext};
 use crate::pmu::hostlist::{host_listing, host_pcie_devices};
 use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
+use crate::pmu::session::Reading;
 use crate::pmu::stat::{EventLabel, StatOutcome};
 use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
 use crate::pmu::PmuDevice;
@@ -318,6 +319,108 @@ impl Counters for HostCounters {
             notes: done.notes,
             exit_code: done.exit_code,
         }))
+    }
+}
+
+/// The two data-payload events a root-port PMU counts, Rx (toward the root complex) first.
+pub const PAYLOAD_EVENTS: [&str; 2] = ["Rx_PCIe_TLP_Data_Payload", "Tx_PCIe_TLP_Data_Payload"];
+
+/// One root port's payload counters within [`PayloadCounters`].
+pub struct PortPayload {
+    pub root_port: Bdf,
+    /// The PMU counting it (`dwc_rootport_13018`, `pcie_bdf_200`).
+    pub pmu: String,
+    /// Bytes one raw count stands for, Rx and Tx (1 upstream DWC, 16 on the seed's driver).
+    pub bytes_per_count: [u64; 2],
+    /// Indices of its Rx and Tx events in [`PayloadCounters::read`]'s readings.
+    events: [usize; 2],
+}
+
+/// The Rx/Tx data-payload counters of the live host's root-port PMUs, counting from open:
+/// what `observe` reads on `--machine host`.
+pub struct PayloadCounters {
+    counters: crate::pmu::perf::OpenCounters,
+    pub ports: Vec<PortPayload>,
+}
+
+/// Opens and enables, system-wide on each PMU's cpumask CPU, the Rx and Tx data-payload
+/// events of every PCIe PMU under `root` that its driver's catalog gives payload events and
+/// that sits at exactly one root port of `topology`. Each event is its own group: a DesignWare
+/// port has one time-based counter for both, so the kernel rotates them on it (perf
+/// multiplexing) and each reading's enabled/running times say how long it counted. Returns the
+/// counters and a note per PMU left out (events missing, the kernel refusing them); a refused
+/// permission or any other failure to open is an error.
+pub fn open_payload_counters(
+    root: &Path,
+    topology: &Topology,
+) -> Result<(PayloadCounters, Vec<String>)> {
+    let pmus = discover(root)?;
+    let context = EventContext { pmus: &pmus, root };
+    let mut notes = Vec::new();
+    let mut groups: Vec<Vec<EventAttr>> = Vec::new();
+    let mut ports = Vec::new();
+    for pmu in &pmus {
+        let Some(place) = &pmu.place else { continue };
+        let Some(driver) = pmu.driver else { continue };
+        if PAYLOAD_EVENTS
+            .iter()
+            .any(|e| driver.payload_unit_bytes(e).is_none())
+        {
+            continue;
+        }
+        let [root_port] = place_in(place, topology).root_ports[..] else {
+            continue;
+        };
+        let encoded: Result<Vec<EventAttr>> = PAYLOAD_EVENTS
+            .iter()
+            .map(|e| context.encode(&format!("{}/{e}/", pmu.name)))
+            .collect();
+        let attrs = match encoded {
+            Ok(attrs) => attrs,
+            Err(e) => {
+                notes.push(format!("{}: no payload counters ({e})", pmu.name));
+                continue;
+            }
+        };
+        let unit = |a: &EventAttr| u64::from(a.payload_bytes.unwrap_or(1));
+        ports.push(PortPayload {
+            root_port,
+            pmu: pmu.name.clone(),
+            bytes_per_count: [unit(&attrs[0]), unit(&attrs[1])],
+            events: [groups.len(), groups.len() + 1],
+        });
+        groups.extend(attrs.into_iter().map(|a| vec![a]));
+    }
+    // PCIe PMUs name their CPUs (cpumask): the online list is needed only for one without.
+    let online = if groups.iter().all(|g| !g[0].cpus.is_empty()) {
+        Vec::new()
+    } else {
+        online_cpus(root)?
+    };
+    let counters = open_counters(root, &groups, &online)?;
+    let refused = counters.not_supported();
+    ports.retain(
+        |p| match p.events.iter().find_map(|&i| refused[i].as_ref()) {
+            Some(why) => {
+                notes.push(format!("{}: payload counters not supported: {why}", p.pmu));
+                false
+            }
+            None => true,
+        },
+    );
+    counters.enable()?;
+    Ok((PayloadCounters { counters, ports }, notes))
+}
+
+impl PayloadCounters {
+    /// Each port's cumulative Rx and Tx readings (raw counts, with enabled/running times).
+    pub fn read(&mut self) -> Result<Vec<(&PortPayload, [Reading; 2])>> {
+        let readings = self.counters.read()?;
+        Ok(self
+            .ports
+            .iter()
+            .map(|p| (p, p.events.map(|i| readings[i])))
+            .collect())
     }
 }
 

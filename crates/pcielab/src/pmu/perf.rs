@@ -312,8 +312,13 @@ impl OpenCounters {
         Ok(())
     }
 
+    /// Starts every opened group counting (they open disabled).
+    pub fn enable(&self) -> Result<()> {
+        self.for_each_leader(IOC_ENABLE)
+    }
+
     /// Reads every event, summed over its CPUs, wraps carried.
-    fn read(&mut self) -> Result<Vec<Reading>> {
+    pub fn read(&mut self) -> Result<Vec<Reading>> {
         let mut out = vec![Reading::default(); self.events];
         for group in &mut self.groups {
             for (c, on_cpu) in group.cpus.iter().enumerate() {
@@ -333,7 +338,8 @@ impl OpenCounters {
         Ok(out)
     }
 
-    fn not_supported(&self) -> Vec<Option<String>> {
+    /// Per event (flattened): why it could not be opened (perf's `<not supported>`).
+    pub fn not_supported(&self) -> Vec<Option<String>> {
         let mut out = vec![None; self.events];
         for group in &self.groups {
             for slot in &mut out[group.first..group.first + group.len] {
