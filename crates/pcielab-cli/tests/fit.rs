@@ -1,14 +1,10 @@
 //! `pcielab fit` end to end: fitting the seed's dmatest table, writing the [platform] fragment,
 //! `model --platform` reading it back, and exit 2 naming row and column for bad CSVs.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn pcielab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcielab"))
-        .args(args)
-        .output()
-        .expect("run pcielab")
-}
+mod common;
+use common::pcielab;
 
 fn fixture(name: &str) -> String {
     format!(

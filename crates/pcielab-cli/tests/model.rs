@@ -1,14 +1,8 @@
 //! `pcielab model` end to end: the JSON shape, the seed's §2.2 numbers through the command line,
 //! and exit code 2 with the flag named for every invalid value.
 
-use std::process::{Command, Output};
-
-fn pcielab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcielab"))
-        .args(args)
-        .output()
-        .expect("run pcielab")
-}
+mod common;
+use common::pcielab;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let out = pcielab(args);

@@ -8,25 +8,11 @@ mod svg_reading;
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use svg_reading::{parse_log2_bytes, parse_number, read};
 
-fn pcielab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcielab"))
-        .args(args)
-        .output()
-        .expect("run pcielab")
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+mod common;
+use common::{ok, pcielab};
 
 fn json(out: Output) -> Value {
     serde_json::from_str(&ok(out)).unwrap()

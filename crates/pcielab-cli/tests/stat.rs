@@ -1,14 +1,10 @@
 //! `pcielab stat` and `pcielab pmu list` end to end: the seed's commands on sim:yitian710, the
 //! JSON shape, CSV and interval output, and every class of bad input (exit 2).
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn pcielab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcielab"))
-        .args(args)
-        .output()
-        .expect("run pcielab")
-}
+mod common;
+use common::pcielab;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -6,29 +6,15 @@
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::{ok, pcielab};
 
 const PRESETS: [&str; 4] = ["yitian710", "rk3588-evb", "rk3568-evb", "qemu-seed"];
 
-fn pcielab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pcielab"))
-        .args(args)
-        .output()
-        .expect("run pcielab")
-}
-
-fn ok_stdout(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn topo_json(machine: &str) -> Value {
-    let text = ok_stdout(pcielab(&["topo", "--machine", machine, "--json"]));
+    let text = ok(pcielab(&["topo", "--machine", machine, "--json"]));
     serde_json::from_str(&text).unwrap()
 }
 
@@ -49,7 +35,7 @@ fn lspci_at(dir: &Path, args: &[&str]) -> String {
 }
 
 fn export(machine: &str, dir: &Path) {
-    ok_stdout(pcielab(&[
+    ok(pcielab(&[
         "topo",
         "--machine",
         machine,
@@ -386,7 +372,7 @@ fn live_host_lists_the_same_functions_as_lspci() {
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         };
-        let doc: Value = serde_json::from_str(&ok_stdout(out)).unwrap();
+        let doc: Value = serde_json::from_str(&ok(out)).unwrap();
         assert_eq!(host_bdfs(&doc), ours);
     }
 }
@@ -395,7 +381,7 @@ fn live_host_lists_the_same_functions_as_lspci() {
 fn snapshot_of_live_host_renders_identically_in_lspci() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("snap");
-    ok_stdout(pcielab(&["snapshot", dir.to_str().unwrap()]));
+    ok(pcielab(&["snapshot", dir.to_str().unwrap()]));
     assert_eq!(lspci_at(&dir, &["-D", "-nn"]), lspci(&["-D", "-nn"]));
     assert_eq!(lspci_at(&dir, &["-tv"]), lspci(&["-tv"]));
     let mut live = topo_json("host");
@@ -420,7 +406,7 @@ fn snapshot_keeps_nesting_and_drivers_of_a_deep_tree() {
         "--root",
         root.to_str().unwrap(),
     ]);
-    ok_stdout(out);
+    ok(out);
     let target = std::fs::read_link(snap.join("devices/0000:03:00.0")).unwrap();
     assert_eq!(
         target,
@@ -593,7 +579,7 @@ fn unknown_preset_names_the_valid_ones() {
 
 #[test]
 fn tree_and_dot_show_links_ceilings_and_warnings() {
-    let tree = ok_stdout(pcielab(&["topo", "--machine", "sim:yitian710"]));
+    let tree = ok(pcielab(&["topo", "--machine", "sim:yitian710"]));
     assert!(tree.contains(
         "\\-04:00.0 endpoint [1b4b:9235] Marvell 88SE9235 PCIe 2.0 x2 4-port SATA 6 Gb/s Controller | cap 5GT/s x2, sta 5GT/s x2 | MPS 256 MRRS 512 | ceiling line 1000 MB/s, achievable 925 MB/s, limited by own link | driver ahci"
     ), "{tree}");
@@ -613,7 +599,7 @@ fn tree_and_dot_show_links_ceilings_and_warnings() {
     let path = tmp.path().join("warn.toml");
     std::fs::write(&path, text).unwrap();
     let machine = format!("sim:{}", path.display());
-    let tree = ok_stdout(pcielab(&["topo", "--machine", &machine]));
+    let tree = ok(pcielab(&["topo", "--machine", &machine]));
     assert!(tree.contains("warning: 0000:03:00.0: downtrained link 0000:02:00.0 -> 0000:03:00.0: running Gen3 x1 but both ends support Gen3 x4"), "{tree}");
     assert!(
         tree.contains("warning: 0000:03:00.0: MPS mismatch: 128 B here, 256 B at 0000:02:00.0"),
@@ -629,7 +615,7 @@ fn tree_and_dot_show_links_ceilings_and_warnings() {
     assert!((ssd["ceiling_line_rate_MBps"].as_f64().unwrap() - 984.615).abs() < 1e-9);
     assert_eq!(ssd["ceiling_limited_by"], "0000:03:00.0");
 
-    let dot = ok_stdout(pcielab(&["topo", "--machine", &machine, "--dot"]));
+    let dot = ok(pcielab(&["topo", "--machine", &machine, "--dot"]));
     assert!(dot.starts_with("digraph \"bad\" {"));
     assert!(dot.contains("\"0000:02:00.0\" -> \"0000:03:00.0\" [label=\"cap 8GT/s x4, sta 8GT/s x1 (downgraded)\", style=dashed];"), "{dot}");
     assert!(
