@@ -545,6 +545,20 @@ fn sim_run_svg_is_drawn_from_its_outcome() {
     assert_points(&svg.lines_of(BLUE)[0].points, &expected, x, y, "first line");
 }
 
+/// Runs `pcielab report --from FROM -o HTML`, which must refuse with exit 2; its stderr.
+fn report_refuses(from: &Path, html: &Path) -> String {
+    let o = pcielab(&[
+        "report",
+        "--from",
+        from.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    err
+}
+
 #[test]
 fn wrong_kind_and_truncated_results_are_named_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -561,15 +575,7 @@ fn wrong_kind_and_truncated_results_are_named_with_exit_2() {
         ])),
     )
     .unwrap();
-    let o = pcielab(&[
-        "report",
-        "--from",
-        pmus.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = report_refuses(&pmus, &html);
     assert!(
         err.contains(&format!(
             "{}: not a result pcielab can draw (top-level fields: machine, pmus)",
@@ -585,15 +591,7 @@ fn wrong_kind_and_truncated_results_are_named_with_exit_2() {
     let model = ok(pcielab(&["model", "--gen", "3", "--width", "4", "--json"]));
     let cut = dir.path().join("cut.json");
     std::fs::write(&cut, &model[..model.len() / 2]).unwrap();
-    let o = pcielab(&[
-        "report",
-        "--from",
-        cut.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = report_refuses(&cut, &html);
     assert!(
         err.contains(&format!(
             "{}: is cut short (truncated JSON): EOF while parsing",
@@ -608,31 +606,11 @@ fn wrong_kind_and_truncated_results_are_named_with_exit_2() {
         model.replace("\"points\": [", "\"points\": 3, \"x\": ["),
     )
     .unwrap();
-    let o = pcielab(&[
-        "report",
-        "--from",
-        misshapen.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = report_refuses(&misshapen, &html);
     assert!(err.contains("looks like `pcielab model --json` output but does not fit its shape: invalid type: integer `3`, expected a sequence"), "{err}");
 
     let missing = dir.path().join("none.json");
-    let o = pcielab(&[
-        "report",
-        "--from",
-        missing.to_str().unwrap(),
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    report_refuses(&missing, &html);
     let o = pcielab(&["report", "-o", html.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     // Nothing was written by any failed run.

@@ -474,11 +474,16 @@ fn the_full_screen_view_in_tmux_sorts_filters_toggles_helps_pauses_and_quits() {
     assert_eq!(table_rows(&screen).len(), 17);
 
     tmux.keys(&["q"]);
+    exited_with_the_terminal_restored(&tmux, 0);
+}
+
+/// After `top exited STATUS` and `stty -a` have printed: the exit status, out of the alternate
+/// screen, and the terminal back in cooked mode with echo.
+fn exited_with_the_terminal_restored(tmux: &Tmux, status: i32) {
     // Until stty has printed its modes, which come after the exit status.
     let screen = tmux.wait_for("exit", |s| s.iter().any(|l| l.contains("icanon")));
     let all = screen.join("\n");
-    assert!(all.contains("top exited 0"), "{all}");
-    // Out of the alternate screen, and the terminal back in cooked mode with echo.
+    assert!(all.contains(&format!("top exited {status}")), "{all}");
     assert!(!all.contains("pcielab top - "), "{all}");
     let modes: Vec<&str> = all.split_whitespace().collect();
     assert!(
@@ -521,15 +526,7 @@ fn sigterm_restores_the_terminal_and_ends_with_the_signals_status() {
     let top: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
     // SAFETY: signals the process this test started.
     assert_eq!(unsafe { libc::kill(top, libc::SIGTERM) }, 0);
-    let screen = tmux.wait_for("exit", |s| s.iter().any(|l| l.contains("icanon")));
-    let all = screen.join("\n");
-    assert!(all.contains("top exited 143"), "{all}");
-    assert!(!all.contains("pcielab top - "), "{all}");
-    let modes: Vec<&str> = all.split_whitespace().collect();
-    assert!(
-        modes.contains(&"icanon") && modes.contains(&"echo"),
-        "{all}"
-    );
+    exited_with_the_terminal_restored(&tmux, 143);
 }
 
 #[test]
