@@ -62,7 +62,7 @@ pub struct L3Cache {
     /// The ways as a bitmask (`ways` low bits set).
     way_mask: u64,
     /// Tags per set in `tags`: `ways` rounded up to whole vectors of four, so that a vector scan
-    /// never reads past its set; the spare tags stay 0 (empty, and outside every fill mask).
+    /// never reads past its set; the spare tags hold [`SPARE_TAG`].
     stride: usize,
     /// Where set 0 starts in `tags`: the first host-cache-line boundary, so that a 15- or
     /// 16-way set (128 bytes) lies in exactly two cache lines instead of three for most sets.
@@ -72,6 +72,10 @@ pub struct L3Cache {
     occupancy: Vec<u64>,
     rng: u64,
 }
+
+/// What a set's tags past its last way hold: neither empty (0) nor any line (line + 1 is never
+/// 0), so a vector scan needs no mask for them; outside every fill mask, they are never written.
+const SPARE_TAG: u64 = 1 << LINE_BITS;
 
 /// Tags per host cache line: the slack allocated so `origin` can be aligned.
 const TAGS_PER_HOST_LINE: usize = 8;
@@ -99,8 +103,11 @@ impl L3Cache {
             "an L3 domain has 1 to 64 ways, not {ways}"
         );
         let (sets, stride) = (sets.max(1), ways.next_multiple_of(4));
-        let tags = vec![0u64; sets * stride + TAGS_PER_HOST_LINE - 1];
+        let mut tags = vec![0u64; sets * stride + TAGS_PER_HOST_LINE - 1];
         let origin = tags.as_ptr().align_offset(8 * TAGS_PER_HOST_LINE);
+        for set in tags[origin..origin + sets * stride].chunks_exact_mut(stride) {
+            set[ways..].fill(SPARE_TAG);
+        }
         L3Cache {
             sets,
             ways,
@@ -277,8 +284,8 @@ impl L3Cache {
 /// How a set's tags are searched for a line.
 trait WayScan {
     /// `None` when one of the first `ways` tags of `set` holds `key` (line + 1), else those of
-    /// them that are empty, as a bitmask (`set` holds whole vectors of four tags: bits at or
-    /// above `ways` may be set for the spare tags and are to be ignored).
+    /// them that are empty, as a bitmask (`set` holds whole vectors of four tags, the spare ones
+    /// [`SPARE_TAG`]).
     fn scan(set: &[u64], ways: usize, key: u64) -> Option<u64>;
 }
 
@@ -301,7 +308,9 @@ impl WayScan for ScalarScan {
 
 /// Four tags per AVX2 compare, without branches inside a vector: most accesses in the simulated
 /// streams miss and read every way anyway, and a 15-way set is four vectors instead of fifteen
-/// compare-and-branch steps. Only for code compiled with AVX2 enabled.
+/// compare-and-branch steps. The compares of all vectors are ORed and tested once for a hit and
+/// once for an empty way; only a set that has empty ways (while the cache fills, or ways that no
+/// group may use) is compared again to find which. Only for code compiled with AVX2 enabled.
 #[cfg(target_arch = "x86_64")]
 struct Avx2Scan;
 
@@ -310,25 +319,31 @@ impl WayScan for Avx2Scan {
     #[inline(always)]
     fn scan(set: &[u64], _ways: usize, key: u64) -> Option<u64> {
         use core::arch::x86_64::*;
-        // Spare tags are 0 and a key never is, so they cannot hit.
-        let (mut hit, mut empty) = (0u64, 0u64);
         // SAFETY: every load reads four tags inside `set` (`chunks_exact`); this runs only
         // inside functions compiled with AVX2 enabled, on CPUs checked to have it.
         unsafe {
             let key = _mm256_set1_epi64x(key as i64);
             let line_mask = _mm256_set1_epi64x(LINE_MASK as i64);
             let zero = _mm256_setzero_si256();
-            for (v, four) in set.chunks_exact(4).enumerate() {
-                let t = _mm256_loadu_si256(four.as_ptr() as *const __m256i);
-                let matches = _mm256_cmpeq_epi64(_mm256_and_si256(t, line_mask), key);
-                let empties = _mm256_cmpeq_epi64(t, zero);
-                hit |= (_mm256_movemask_pd(_mm256_castsi256_pd(matches)) as u64) << (4 * v);
-                empty |= (_mm256_movemask_pd(_mm256_castsi256_pd(empties)) as u64) << (4 * v);
+            let load = |four: &[u64]| _mm256_loadu_si256(four.as_ptr() as *const __m256i);
+            let (mut hits, mut empties) = (zero, zero);
+            for four in set.chunks_exact(4) {
+                let t = load(four);
+                let hit = _mm256_cmpeq_epi64(_mm256_and_si256(t, line_mask), key);
+                hits = _mm256_or_si256(hits, hit);
+                empties = _mm256_or_si256(empties, _mm256_cmpeq_epi64(t, zero));
             }
-        }
-        if hit != 0 {
-            None
-        } else {
+            if _mm256_testz_si256(hits, hits) == 0 {
+                return None;
+            }
+            if _mm256_testz_si256(empties, empties) == 1 {
+                return Some(0);
+            }
+            let mut empty = 0u64;
+            for (v, four) in set.chunks_exact(4).enumerate() {
+                let lanes = _mm256_castsi256_pd(_mm256_cmpeq_epi64(load(four), zero));
+                empty |= (_mm256_movemask_pd(lanes) as u64) << (4 * v);
+            }
             Some(empty)
         }
     }
@@ -337,13 +352,13 @@ impl WayScan for Avx2Scan {
 #[cfg(test)]
 impl L3Cache {
     /// The `ways` tags of every set, set after set (as the reference stores them); checks that
-    /// no spare tag was ever filled.
+    /// every spare tag is still [`SPARE_TAG`].
     fn tags_by_set(&self) -> Vec<u64> {
         let sets =
             self.tags[self.origin..self.origin + self.sets * self.stride].chunks(self.stride);
         assert!(sets
             .clone()
-            .all(|set| set[self.ways..].iter().all(|&t| t == 0)));
+            .all(|set| set[self.ways..].iter().all(|&t| t == SPARE_TAG)));
         sets.flat_map(|set| &set[..self.ways]).copied().collect()
     }
 }
