@@ -20,7 +20,6 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::model::latency::ReadConcurrency;
-use crate::model::path::path_ceiling;
 use crate::model::platform::{PlatformModel, P};
 use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
 use crate::pcie::dllp::DLLP_WIRE_BYTES;
@@ -224,12 +223,6 @@ impl SimulatedPcie {
         let mut model = self.platform.clone();
         model.set(P::ReadLatencyNs, self.read_rtt_ns(device));
         model
-    }
-
-    /// The link-achievable payload MB/s per direction of the link below root port `rp`: what
-    /// "% of link" compares against.
-    pub fn port_ceiling_mbps(&self, rp: Bdf) -> Option<f64> {
-        path_ceiling(&self.topology, rp).map(|c| c.achievable_mbps)
     }
 
     /// Runs `workload` from time 0 and returns the finished simulation.
