@@ -4,6 +4,7 @@
 //! link), plan reads that carry narrow counters' wraps, open and count around the workload
 //! (perf_event_open), and return the outcome ready for the perf-style or JSON report.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -111,6 +112,14 @@ pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
         },
         root_ports: ports,
     }
+}
+
+/// Every root port some PCIe PMU of `pmus` counts, placed in `topology`.
+pub fn placed_root_ports(pmus: &[SysfsPmu], topology: &Topology) -> BTreeSet<Bdf> {
+    pmus.iter()
+        .filter_map(|p| p.place.as_ref())
+        .flat_map(|place| place_in(place, topology).root_ports)
+        .collect()
 }
 
 /// The worst case a narrow counter on a port can count per second: one event per smallest
@@ -363,14 +372,14 @@ pub struct PayloadCounters {
 /// permission or any other failure to open is an error.
 pub fn open_payload_counters(
     root: &Path,
+    pmus: &[SysfsPmu],
     topology: &Topology,
 ) -> Result<(PayloadCounters, Vec<String>)> {
-    let pmus = discover(root)?;
-    let context = EventContext { pmus: &pmus, root };
+    let context = EventContext { pmus, root };
     let mut notes = Vec::new();
     let mut groups: Vec<Vec<EventAttr>> = Vec::new();
     let mut ports = Vec::new();
-    for pmu in &pmus {
+    for pmu in pmus {
         let Some(place) = &pmu.place else { continue };
         let Some(driver) = pmu.driver else { continue };
         if PAYLOAD_EVENTS
