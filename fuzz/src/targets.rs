@@ -58,9 +58,10 @@ pub fn spec_toml(data: &[u8]) {
     let Ok(platform) = parse_spec("fuzz.toml", text) else {
         return;
     };
-    let _ = to_tree(&platform);
+    let model = platform.platform_model().ok().flatten();
+    let _ = to_tree(&platform, model.as_ref());
     let _ = to_dot(&platform);
-    let _ = to_json(&platform);
+    let _ = to_json(&platform, model.as_ref());
     let _ = pcielab::topology::check::warnings(&platform.topology);
     let _ = pcielab::lab::argv::plan(&platform.topology, &Default::default());
     let _ = pcielab::model::p2p::matrix(&platform.topology, pcielab::model::p2p::Cpu::Other);
@@ -325,9 +326,9 @@ pub fn sysfs_tree(data: &[u8]) {
         sim: Default::default(),
         platform: Default::default(),
     };
-    let _ = to_tree(&platform);
+    let _ = to_tree(&platform, None);
     let _ = to_dot(&platform);
-    let _ = to_json(&platform);
+    let _ = to_json(&platform, None);
 }
 
 /// What `fit` and `model --platform` read: measurements (fio JSON, CSV or the dmatest table)

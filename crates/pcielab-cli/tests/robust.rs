@@ -250,7 +250,8 @@ fn numbers_out_of_range_state_the_range() {
 }
 
 /// The longest workload `stat` takes (a week) is simulated without stepping through it: without
-/// time-shared counters in a few steps, with them up to a bounded number of rotations.
+/// time-shared counters in a few steps, with time-shared payload and TLP counters in closed form,
+/// with other time-shared counters up to a bounded number of rotations.
 #[test]
 fn a_week_long_simulated_workload_is_counted_or_refused_quickly() {
     let d = tempfile::tempdir().unwrap();
@@ -264,23 +265,42 @@ fn a_week_long_simulated_workload_is_counted_or_refused_quickly() {
         "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
         "--",
     ];
-    for workload in [
-        &["sleep", "604800"][..],
-        &[
-            "fio",
-            "--name=a",
-            "--rw=randread",
-            "--bs=4k",
-            "--size=1g",
-            "--filename=x",
-            "--runtime=604800",
-            "--time_based",
-        ][..],
-    ] {
+    let week_of_reads = [
+        "fio",
+        "--name=a",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=1g",
+        "--filename=x",
+        "--runtime=604800",
+        "--time_based",
+    ];
+    for workload in [&["sleep", "604800"][..], &week_of_reads[..]] {
         let started = Instant::now();
         let r = expect(d, &[&one[..], workload].concat(), 0, " 604800.000");
         assert!(started.elapsed() < HANG, "{}", r.stderr);
     }
+    // Rx and Tx payload share the throughput counter, rotated every 4 ms: 151,200,000
+    // rotations summed in closed form.
+    let payload_shared = [
+        "stat",
+        "--machine",
+        "sim:yitian710",
+        "-a",
+        "-e",
+        "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+        "-e",
+        "pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/",
+        "--",
+    ];
+    let started = Instant::now();
+    let r = expect(
+        d,
+        &[&payload_shared[..], &week_of_reads].concat(),
+        0,
+        "(50.00%)",
+    );
+    assert!(started.elapsed() < HANG, "{}", r.stderr);
     // Two time-based events on one DWC PMU share its counter, rotated every 4 ms.
     let shared = [
         "stat",

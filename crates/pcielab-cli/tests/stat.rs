@@ -265,3 +265,52 @@ fn narrow_counters_carry_their_wraps_and_say_so_like_on_a_host() {
         "{stderr}"
     );
 }
+
+/// Payload events print three different rates: the line rate (the kernel's 7876 Mb/s per Gen3
+/// lane, x4), the link-achievable rate "% of link" is taken of, and the spec's platform model's
+/// streaming DMA prediction (rk3588-ep: fitted on the seed's §4.3.2 table, so the 4 MB cells,
+/// 3066.1 and 1660.6 MB/s, check the wiring).
+#[test]
+fn payload_events_show_line_achievable_and_platform_rates() {
+    let out = pcielab(&[
+        "stat",
+        "--machine",
+        "sim:rk3588-ep",
+        "-a",
+        "-e",
+        "pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/",
+        "--json",
+        "--",
+        "dmatest",
+        "--sizes",
+        "1M",
+        "--dir",
+        "write",
+        "--transfers",
+        "50",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ev = &doc["events"][0];
+    let line = ev["link_line_rate_MBps"].as_f64().unwrap();
+    let achievable = ev["link_achievable_MBps"].as_f64().unwrap();
+    let write = ev["platform_dma_write_MBps"].as_f64().unwrap();
+    let read = ev["platform_dma_read_MBps"].as_f64().unwrap();
+    assert!((line - 7876.0 * 4.0 / 8.0).abs() < 0.5, "{line}");
+    assert!(
+        achievable < 0.95 * line && write < achievable,
+        "{achievable} {write}"
+    );
+    assert!((write / 3066.1 - 1.0).abs() < 0.05 && (read / 1660.6 - 1.0).abs() < 0.05);
+    let bandwidth = ev["bandwidth_MBps"].as_f64().unwrap();
+    let percent = ev["link_percent"].as_f64().unwrap();
+    assert!(
+        (percent - 100.0 * bandwidth / achievable).abs() < 1e-6,
+        "{percent}"
+    );
+    // A spec without [platform] (yitian710) prints the line rate but no prediction.
+    let out = stat(&["-e", RX, "--json"], "sleep 1");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["events"][0]["link_line_rate_MBps"], 1000.0);
+    assert!(doc["events"][0].get("platform_dma_write_MBps").is_none());
+}

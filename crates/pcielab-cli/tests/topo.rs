@@ -267,6 +267,12 @@ fn export_then_snapshot_reads_back_identical_json() {
             doc.as_object_mut().unwrap().remove("name");
             doc.as_object_mut().unwrap().remove("description");
         }
+        // sysfs holds no platform model: the spec's [platform] predictions stay with the spec.
+        for f in from_spec["functions"].as_array_mut().unwrap() {
+            let f = f.as_object_mut().unwrap();
+            f.remove("platform_dma_write_MBps");
+            f.remove("platform_dma_read_MBps");
+        }
         assert_eq!(from_spec, from_sysfs, "{preset}");
     }
 }
@@ -682,4 +688,101 @@ fn plain_copy_without_links_gets_parents_from_bus_numbers() {
     let b = strip(topo_json(&format!("snapshot:{}", copy.display())));
     assert_eq!(a, b);
     assert_eq!(b["functions"][5]["parent"], "0000:01:00.0");
+}
+
+/// Line rate in MB/s of a link lspci reports as "Speed S GT/s, Width xW": after 8b/10b up to
+/// 5 GT/s, 128b/130b from 8 GT/s (the kernel's PCIE_SPEED2MBS_ENC).
+fn line_rate_of(lnksta: &str) -> f64 {
+    let number = |prefix: &str| -> f64 {
+        let field = lnksta
+            .split(", ")
+            .find_map(|f| f.trim().strip_prefix(prefix))
+            .unwrap();
+        field
+            .trim_end_matches("GT/s")
+            .trim_start_matches('x')
+            .parse()
+            .unwrap()
+    };
+    let (gts, width) = (number("Speed "), number("Width "));
+    let encoding = if gts <= 5.0 {
+        8.0 / 10.0
+    } else {
+        128.0 / 130.0
+    };
+    gts * 1000.0 * encoding * width / 8.0
+}
+
+/// Every link shows three different rates: the line rate lspci's LnkSta implies, the
+/// link-achievable payload rate below it, and on endpoints, where the spec has a [platform]
+/// model, its streaming DMA prediction. rk3588-ep's model is FITTED on the seed's §4.3.2 table,
+/// so its 4 MB cells (write 3066.1, read 1660.6 MB/s) check the wiring, not the model.
+#[test]
+fn links_show_line_achievable_and_platform_rates() {
+    let dir = tempfile::tempdir().unwrap();
+    export("sim:rk3588-ep", dir.path());
+    let links = lspci_links(&lspci_at(dir.path(), &["-vvv", "-D"]));
+    let doc = topo_json("sim:rk3588-ep");
+    for f in doc["functions"].as_array().unwrap() {
+        let bdf = f["bdf"].as_str().unwrap();
+        let line = f["ceiling_line_rate_MBps"].as_f64().unwrap();
+        let achievable = f["ceiling_achievable_MBps"].as_f64().unwrap();
+        assert!(
+            (line - line_rate_of(&links[bdf].1)).abs() < 0.01,
+            "{bdf}: {line}"
+        );
+        assert!(
+            achievable > 0.85 * line && achievable < 0.95 * line,
+            "{achievable}"
+        );
+        if f["kind"] == "endpoint" {
+            let write = f["platform_dma_write_MBps"].as_f64().unwrap();
+            let read = f["platform_dma_read_MBps"].as_f64().unwrap();
+            assert!((write / 3066.1 - 1.0).abs() < 0.05, "{write}");
+            assert!((read / 1660.6 - 1.0).abs() < 0.05, "{read}");
+            assert!(
+                write < achievable && read < write,
+                "{write} {read} {achievable}"
+            );
+        } else {
+            assert!(f.get("platform_dma_write_MBps").is_none(), "{f}");
+        }
+    }
+    let tree = ok(pcielab(&["topo", "--machine", "sim:rk3588-ep"]));
+    assert!(
+        tree.contains("ceiling line 3938 MB/s, achievable 3643 MB/s, limited by own link | platform DMA write 2951 MB/s, read 1647 MB/s"),
+        "{tree}"
+    );
+    // A spec without [platform] shows no prediction, unless --platform gives one.
+    let bare = topo_json("sim:yitian710");
+    assert!(bare["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f.get("platform_dma_write_MBps").is_none()));
+    let spec = format!(
+        "{}/../../presets/rk3588-ep.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let given: Value = serde_json::from_str(&ok(pcielab(&[
+        "topo",
+        "--machine",
+        "sim:yitian710",
+        "--json",
+        "--platform",
+        &spec,
+    ])))
+    .unwrap();
+    let endpoints: Vec<&Value> = given["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "endpoint" && !f["link"].is_null())
+        .collect();
+    assert!(!endpoints.is_empty());
+    // Every write prediction is held below the model's posted-write acceptance (2960.25 MB/s).
+    for f in endpoints {
+        let write = f["platform_dma_write_MBps"].as_f64().unwrap();
+        assert!(write > 0.0 && write < 2960.25, "{f}");
+    }
 }

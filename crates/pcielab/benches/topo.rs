@@ -70,15 +70,18 @@ fn bench(c: &mut Criterion) {
         b.iter(|| parse_spec("gen4096.toml", black_box(&text)).unwrap())
     });
     c.bench_function("topo/render_tree_4096", |b| {
-        b.iter(|| to_tree(black_box(&platform)))
+        b.iter(|| to_tree(black_box(&platform), None))
     });
     c.bench_function("topo/render_json_4096", |b| {
-        b.iter(|| serde_json::to_string(&to_json(black_box(&platform))).unwrap())
+        b.iter(|| serde_json::to_string(&to_json(black_box(&platform), None)).unwrap())
     });
     c.bench_function("topo/read_render_tree_json_4096", |b| {
         b.iter(|| {
             let p = parse_spec("gen4096.toml", black_box(&text)).unwrap();
-            (to_tree(&p), serde_json::to_string(&to_json(&p)).unwrap())
+            (
+                to_tree(&p, None),
+                serde_json::to_string(&to_json(&p, None)).unwrap(),
+            )
         })
     });
 }

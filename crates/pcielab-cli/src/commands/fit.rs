@@ -6,7 +6,7 @@
 use clap::Args as ClapArgs;
 use pcielab::model::fit::{fit, predict_rows};
 use pcielab::model::measurements::parse_measurements;
-use pcielab::model::platform::parse_platform;
+use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
@@ -56,8 +56,7 @@ pub fn run(args: Args) -> Result<()> {
     let text = pcielab::input::read_input_file(std::path::Path::new(&args.file), "measurements")?;
     let rows = parse_measurements(&args.file, &text, &link)?;
     if let Some(spec) = &args.platform {
-        let spec_text = pcielab::input::read_input_file(std::path::Path::new(spec), "--platform")?;
-        let report = predict_rows(&parse_platform(spec, &spec_text)?, &rows, &link)?;
+        let report = predict_rows(&read_platform_file(spec)?, &rows, &link)?;
         draw(&args, &report)?;
         if args.json {
             print!("{}", json_text(&report)?);

@@ -5,7 +5,7 @@
 
 use super::number_in;
 use clap::Args as ClapArgs;
-use pcielab::model::platform::parse_platform;
+use pcielab::model::platform::read_platform_file;
 use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_SIZES};
 use pcielab::model::transfer::{LinkParams, Overheads};
 use pcielab::pcie::tlp::TlpFormat;
@@ -114,8 +114,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let mut report = sweep(&link, &sizes, overheads)?;
     if let Some(file) = &args.platform {
-        let text = pcielab::input::read_input_file(std::path::Path::new(file), "--platform")?;
-        report.add_platform(&parse_platform(file, &text)?, &link);
+        report.add_platform(&read_platform_file(file)?, &link);
     }
     if let Some(path) = &args.svg {
         plot::write_output(path, &plot::model::svg(&report)?)?;

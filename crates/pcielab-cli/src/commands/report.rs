@@ -61,7 +61,13 @@ pub fn run(args: Args) -> Result<()> {
             let machine = Machine::open(&name.parse()?)?;
             Some(MachineFacts {
                 selector: machine.selector().to_string(),
-                topology: view_of(Kind::Topology, &render::to_json(machine.platform()?))?,
+                topology: view_of(
+                    Kind::Topology,
+                    &render::to_json(
+                        machine.platform()?,
+                        machine.platform()?.platform_model()?.as_ref(),
+                    ),
+                )?,
                 pmus: machine.counters()?.pcie_pmus()?,
             })
         }

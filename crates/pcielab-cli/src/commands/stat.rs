@@ -7,6 +7,7 @@ use clap::Args as ClapArgs;
 use std::path::Path;
 
 use pcielab::machine::Machine;
+use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
 use pcielab::pmu::counters::{StatEnd, StatRequest};
@@ -76,6 +77,10 @@ pub struct Args {
     /// Host: print each event's perf_event_attr fields and exit without opening anything
     #[arg(long)]
     pub dry_run: bool,
+    /// A spec or fragment with a [platform] table (e.g. from `pcielab fit --out`): its predicted
+    /// streaming DMA rates are printed beside payload events [default on sim: the spec's own]
+    #[arg(long, value_name = "SPEC.toml")]
+    pub platform: Option<String>,
     /// Also draw each event per interval over time as an SVG here (needs -I)
     #[arg(long, value_name = "OUT.svg", requires = "interval_ms")]
     pub svg: Option<std::path::PathBuf>,
@@ -92,6 +97,11 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
+    let platform = args
+        .platform
+        .as_deref()
+        .map(read_platform_file)
+        .transpose()?;
     let request = StatRequest {
         events: &args.events,
         all_cpus: args.all_cpus,
@@ -100,6 +110,7 @@ pub fn run(args: Args) -> Result<()> {
         ber: args.ber,
         workload: &args.workload,
         read_file: &read_file,
+        platform: platform.as_ref(),
     };
     let done = match counters.stat(&request)? {
         StatEnd::Counted(done) => done,

@@ -4,6 +4,7 @@
 use clap::Args as ClapArgs;
 use pcielab::machine::Machine;
 use pcielab::model::p2p::{self, Cpu};
+use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
@@ -23,9 +24,14 @@ use std::path::PathBuf;
   pcielab topo --machine sim:qemu-wide --p2p --cpu amd:0x17
   pcielab topo --machine sim:yitian710 --svg yitian.svg
   pcielab topo --machine sim:qemu-wide --p2p --svg p2p.svg
+  pcielab topo --machine sim:rk3588-ep
+  pcielab topo --machine host --platform my-board.toml
 
-Presets: yitian710, rk3588-evb, rk3568-evb, qemu-seed, qemu-wide. The spec format and the JSON fields are
-documented in docs/topology.md.")]
+Each link shows three rates: the line rate (after encoding), the link-achievable payload rate
+(TLP headers, DLLPs and SKP charged) and, on endpoints where a platform model is given, the
+platform's predicted streaming DMA write/read (4 MiB transfers; docs/calibration.md).
+Presets: yitian710, rk3588-evb, rk3568-evb, rk3588-ep, rk3568-ep, rk3588-ep-gen2x1, rk3528-evb,
+qemu-seed, qemu-wide. The spec format and the JSON fields are documented in docs/topology.md.")]
 pub struct Args {
     /// Where facts come from: host, snapshot:DIR, sim:PRESET or sim:FILE.toml
     #[arg(long, default_value = "host")]
@@ -51,6 +57,10 @@ pub struct Args {
     /// Also draw the tree (or with --p2p the verdict matrix) as an SVG here
     #[arg(long, value_name = "OUT.svg", conflicts_with_all = ["dot", "sysfs_export"])]
     pub svg: Option<PathBuf>,
+    /// A spec or fragment with a [platform] table (e.g. from `pcielab fit --out`): endpoints show
+    /// its predicted streaming DMA rates [default on sim: the spec's own [platform], if any]
+    #[arg(long, value_name = "SPEC.toml", conflicts_with_all = ["sysfs_export", "p2p"])]
+    pub platform: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -80,7 +90,11 @@ pub fn run(args: Args) -> Result<()> {
             p2p::to_text(&report)
         });
     }
-    let topology = render::to_json(platform);
+    let model = match &args.platform {
+        Some(file) => Some(read_platform_file(file)?),
+        None => platform.platform_model()?,
+    };
+    let topology = render::to_json(platform, model.as_ref());
     if let Some(path) = &args.svg {
         let doc = view_of(Kind::Topology, &topology)?;
         plot::write_output(path, &plot::topology::svg(&doc)?)?;
@@ -90,7 +104,7 @@ pub fn run(args: Args) -> Result<()> {
     } else if args.dot {
         render::to_dot(platform)
     } else {
-        render::to_tree(platform)
+        render::to_tree(platform, model.as_ref())
     };
     emit(&text)
 }

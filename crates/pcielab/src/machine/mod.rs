@@ -423,6 +423,7 @@ mod tests {
             ber: None,
             workload: &["sleep".to_string(), "1".to_string()],
             read_file: &|p: &Path| Err(Error::bad_input(p.display().to_string())),
+            platform: None,
         };
         let err = counters.stat(&request).err().unwrap();
         assert_eq!(err.exit_code(), 2);
@@ -473,6 +474,7 @@ mod tests {
             ber: None,
             workload: &workload,
             read_file: &read_file,
+            platform: None,
         };
         let counters = host.counters().unwrap();
         let err = counters.stat(&request).err().unwrap();

@@ -308,7 +308,14 @@ pub struct PlatformModel {
     pub fitted_on: String,
     /// Keys (`section.key`) whose values were fitted rather than defaulted.
     pub fitted: Vec<String>,
+    /// Whether a spec gave it (a non-empty `[platform]` table) rather than the defaults alone:
+    /// only then do `topo` and `stat` print its predictions beside the link's rates.
+    pub given: bool,
 }
+
+/// The transfer size of a "streaming" DMA prediction (`topo`, `stat`): large enough that the
+/// per-transfer setup is under a few percent of the time on the seed's boards.
+pub const STREAMING_DMA_BYTES: u64 = 4 << 20;
 
 impl Default for PlatformModel {
     fn default() -> Self {
@@ -316,6 +323,7 @@ impl Default for PlatformModel {
             values: PARAMS.map(|p| p.default),
             fitted_on: "defaults".into(),
             fitted: Vec::new(),
+            given: false,
         }
     }
 }
@@ -343,7 +351,10 @@ impl PlatformModel {
     /// checked: unknown keys, non-numbers and values outside a parameter's range are bad input
     /// naming `file`, the key and the valid range.
     pub fn from_table(file: &str, table: &toml::Table) -> Result<PlatformModel> {
-        let mut model = PlatformModel::default();
+        let mut model = PlatformModel {
+            given: !table.is_empty(),
+            ..PlatformModel::default()
+        };
         let sections: Vec<&str> = {
             let mut s: Vec<&str> = PARAMS
                 .iter()
@@ -513,6 +524,16 @@ impl PlatformModel {
         size as f64 / self.dma_transfer_ns(direction, size, link) * 1000.0
     }
 
+    /// (write, read) MB/s of back-to-back [`STREAMING_DMA_BYTES`] endpoint DMA transfers on
+    /// `link`: the platform's prediction of what a port's traffic can reach, beside the link's
+    /// line and achievable rates.
+    pub fn streaming_dma_mbps(&self, link: &LinkParams) -> (f64, f64) {
+        (
+            self.dma_mbps(DmaDirection::Write, STREAMING_DMA_BYTES, link),
+            self.dma_mbps(DmaDirection::Read, STREAMING_DMA_BYTES, link),
+        )
+    }
+
     /// Latency of one DMA read of `size` (no setup): what `predicted_read_latency_ns` reports.
     pub fn read_latency_ns(&self, size: u64, link: &LinkParams) -> f64 {
         self.read_data_ns(size, link, self.get(P::DmaMaxReadRequests))
@@ -660,6 +681,12 @@ impl PlatformModel {
     }
 }
 
+/// Reads the `[platform]` table of the spec or fragment at `path` (a `--platform` argument).
+pub fn read_platform_file(path: &str) -> Result<PlatformModel> {
+    let text = crate::input::read_input_file(std::path::Path::new(path), "--platform")?;
+    parse_platform(path, &text)
+}
+
 /// Reads `[platform]` from a TOML file's text: a whole spec or a fragment with only that table.
 /// A file without `[platform]` is bad input (it would silently predict with defaults).
 pub fn parse_platform(file: &str, text: &str) -> Result<PlatformModel> {
@@ -693,6 +720,8 @@ mod tests {
         m.set(P::DmaMaxReadRequests, 2.0);
         m.fitted = vec!["dma.setup_ns".into()];
         m.fitted_on = "a table".into();
+        // Read back from a file, the model is one a spec gives.
+        m.given = true;
         let back = parse_platform("p.toml", &m.to_toml()).unwrap();
         assert_eq!(back, m);
         assert!(back.is_fitted(P::DmaSetupNs));

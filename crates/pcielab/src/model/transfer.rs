@@ -9,7 +9,7 @@
 use crate::error::{Error, Result};
 use crate::pcie::dllp::{dllps_for_stream, latency_intervals, DLLP_WIRE_BYTES};
 use crate::pcie::flit::wire_bytes_for_tlp_bytes;
-use crate::pcie::link::{raw_mbps, skp_fraction};
+use crate::pcie::link::{per_generation, raw_mbps};
 use crate::pcie::tlp::{overhead_bytes, TlpFormat, TlpKind};
 use crate::pcie::Generation;
 use crate::topology::Function;
@@ -115,7 +115,7 @@ impl LinkParams {
     pub fn capacity_mbps(&self, overheads: Overheads) -> f64 {
         let raw = raw_mbps(self.gen, self.width);
         match overheads {
-            Overheads::Full => raw * (1.0 - skp_fraction(self.gen)),
+            Overheads::Full => raw * per_generation(self.gen).after_skp,
             Overheads::Ideal => raw,
         }
     }
@@ -451,6 +451,7 @@ pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
 mod tests {
     use super::*;
     use crate::pcie::bdf;
+    use crate::pcie::link::skp_fraction;
     use Generation::*;
 
     fn link(gen: Generation, width: u8, mps: u32) -> LinkParams {

@@ -77,7 +77,7 @@ use crate::machine::{Machine, MachineSelector};
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Family};
-use crate::pmu::host::{open_payload_counters, PayloadCounters};
+use crate::pmu::host::{open_payload_counters, placed_root_ports, PayloadCounters};
 use crate::pmu::perf::WrapCarry;
 use crate::pmu::session::Reading;
 use crate::pmu::sysfs::discover;
@@ -380,15 +380,13 @@ impl Observer {
                 } else {
                     root.clone()
                 };
-                let ports = if host {
-                    host_pmu_ports(root, &topology)?
-                } else {
-                    BTreeSet::new()
-                };
+                // A snapshot's PMUs are listed, not counted.
+                let pmus = if host { discover(root)? } else { Vec::new() };
+                let ports = placed_root_ports(&pmus, &topology);
                 let payload = if ports.is_empty() {
                     None
                 } else {
-                    match open_payload_counters(root, &topology) {
+                    match open_payload_counters(root, &pmus, &topology) {
                         Ok((counters, notes)) => {
                             warnings.extend(notes.into_iter().map(|n| {
                                 format!("warning: {n}; its root port shows derived traffic")
@@ -716,15 +714,6 @@ fn achievable(f: &Function, link: &LinkHealth) -> Option<f64> {
         mrrs: f.mrrs.map_or(512, u32::from),
         ..LinkParams::new(gen, width)
     }))
-}
-
-/// Root ports a PCIe PMU registered under `root` counts.
-fn host_pmu_ports(root: &Path, topology: &Topology) -> Result<BTreeSet<Bdf>> {
-    Ok(discover(root)?
-        .iter()
-        .filter_map(|p| p.place.as_ref())
-        .flat_map(|place| crate::pmu::host::place_in(place, topology).root_ports)
-        .collect())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ pub enum Encoding {
 impl Encoding {
     /// Data bits per line bit.
     #[inline]
-    pub fn efficiency(self) -> f64 {
+    pub const fn efficiency(self) -> f64 {
         match self {
             Encoding::B8b10b => 8.0 / 10.0,
             Encoding::B128b130b => 128.0 / 130.0,
@@ -36,7 +36,7 @@ impl Encoding {
 
 impl Generation {
     #[inline]
-    pub fn encoding(self) -> Encoding {
+    pub const fn encoding(self) -> Encoding {
         match self {
             Generation::Gen1 | Generation::Gen2 => Encoding::B8b10b,
             Generation::Gen3 | Generation::Gen4 | Generation::Gen5 => Encoding::B128b130b,
@@ -57,7 +57,7 @@ impl Generation {
 /// like 128b/130b (an assumption, see docs/model.md). The spec's longest intervals are used, so
 /// this is the least overhead a compliant transmitter has.
 #[inline]
-pub fn skp_fraction(gen: Generation) -> f64 {
+pub const fn skp_fraction(gen: Generation) -> f64 {
     let (skp_symbols, interval_symbols) = match gen.encoding() {
         Encoding::B8b10b => (4.0, 1538.0),
         Encoding::B128b130b | Encoding::Flit1b1b => (16.0, 375.0 * 16.0),
@@ -68,7 +68,41 @@ pub fn skp_fraction(gen: Generation) -> f64 {
 /// Usable bytes per second per direction after line encoding, in MB/s (10^6 B/s).
 #[inline]
 pub fn raw_mbps(gen: Generation, width: u8) -> f64 {
-    gen.gt_s() * 1000.0 * gen.encoding().efficiency() / 8.0 * f64::from(width)
+    per_generation(gen).lane_mbps * f64::from(width)
+}
+
+/// Per-generation constants of [`raw_mbps`] and the SKP share, evaluated by the compiler with
+/// the same floating-point operations as at run time (so results are bit for bit the same) and
+/// looked up per call, since the rate model is evaluated millions of times in sweeps and fits.
+#[derive(Debug, Clone, Copy)]
+pub struct PerGeneration {
+    /// One lane's MB/s after line encoding.
+    pub lane_mbps: f64,
+    /// `1 - skp_fraction`: the share of symbol times left for TLPs and DLLPs.
+    pub after_skp: f64,
+}
+
+const PER_GENERATION: [PerGeneration; Generation::ALL.len()] = {
+    let mut table = [PerGeneration {
+        lane_mbps: 0.0,
+        after_skp: 0.0,
+    }; Generation::ALL.len()];
+    let mut i = 0;
+    while i < table.len() {
+        let gen = Generation::ALL[i];
+        table[i] = PerGeneration {
+            lane_mbps: gen.gt_s() * 1000.0 * gen.encoding().efficiency() / 8.0,
+            after_skp: 1.0 - skp_fraction(gen),
+        };
+        i += 1;
+    }
+    table
+};
+
+/// [`PerGeneration`] of `gen`.
+#[inline]
+pub fn per_generation(gen: Generation) -> PerGeneration {
+    PER_GENERATION[gen as usize]
 }
 
 /// The kernel's per-lane `PCIE_SPEED2MBS_ENC` in Mb/s, integer-truncated as C does.

@@ -49,7 +49,7 @@ impl Generation {
 
     /// Signalling rate in GT/s per lane.
     #[inline]
-    pub fn gt_s(self) -> f64 {
+    pub const fn gt_s(self) -> f64 {
         match self {
             Generation::Gen1 => 2.5,
             Generation::Gen2 => 5.0,

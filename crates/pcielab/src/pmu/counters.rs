@@ -10,6 +10,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::model::platform::PlatformModel;
 use crate::pmu::hostlist::HostListing;
 use crate::pmu::list::{list_json, only_pmu, render_list};
 use crate::pmu::stat::StatOutcome;
@@ -32,6 +33,9 @@ pub struct StatRequest<'a> {
     pub workload: &'a [String],
     /// Reads the files a simulated workload names (fio job files).
     pub read_file: &'a dyn Fn(&Path) -> Result<String>,
+    /// The platform model whose streaming DMA prediction is printed beside payload rates
+    /// (`--platform`); `None`: the `sim:` spec's own `[platform]`, if it has one.
+    pub platform: Option<&'a PlatformModel>,
 }
 
 /// A finished `stat` run.

@@ -4,11 +4,13 @@
 //! link), plan reads that carry narrow counters' wraps, open and count around the workload
 //! (perf_event_open), and return the outcome ready for the perf-style or JSON report.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::model::path::path_ceiling;
+use crate::model::platform::PlatformModel;
 use crate::pcie::link::raw_mbps;
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::Group;
@@ -17,7 +19,7 @@ use crate::pmu::event::{EventAttr, EventContext};
 use crate::pmu::hostlist::{host_listing, host_pcie_devices};
 use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
 use crate::pmu::session::Reading;
-use crate::pmu::stat::{EventLabel, StatOutcome};
+use crate::pmu::stat::{EventLabel, LinkRates, StatOutcome};
 use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
 use crate::pmu::PmuDevice;
 use crate::topology::{Kind, Topology};
@@ -30,6 +32,8 @@ pub struct HostStatRequest<'a> {
     pub interval_ms: Option<u64>,
     /// The workload's argv, after `--`.
     pub workload: &'a [String],
+    /// A platform model whose streaming DMA prediction is printed beside payload rates.
+    pub platform: Option<&'a PlatformModel>,
 }
 
 /// The events of a request, encoded against the host's PMUs.
@@ -108,6 +112,14 @@ pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
         },
         root_ports: ports,
     }
+}
+
+/// Every root port some PCIe PMU of `pmus` counts, placed in `topology`.
+pub fn placed_root_ports(pmus: &[SysfsPmu], topology: &Topology) -> BTreeSet<Bdf> {
+    pmus.iter()
+        .filter_map(|p| p.place.as_ref())
+        .flat_map(|place| place_in(place, topology).root_ports)
+        .collect()
 }
 
 /// The worst case a narrow counter on a port can count per second: one event per smallest
@@ -236,7 +248,14 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
                 wrap_period = Some(wrap_period.map_or(period, |p| p.min(period)));
                 notes.push(note);
             }
-            host_label(attr, placement.as_ref(), conflict)
+            // Rates only for a PMU of one root port (not a socket's or a root bus's).
+            let link = placement
+                .as_ref()
+                .filter(|p| p.ceiling_mbps.is_some())
+                .and_then(|p| p.root_ports.first())
+                .zip(topology.as_ref())
+                .and_then(|(rp, topo)| LinkRates::of_port(topo, *rp, request.platform));
+            host_label(attr, link, conflict)
         })
         .collect();
     let online = online_cpus(request.root)?;
@@ -305,6 +324,7 @@ impl Counters for HostCounters {
             all_cpus: request.all_cpus,
             interval_ms: request.interval_ms,
             workload: request.workload,
+            platform: request.platform,
         };
         let done = run(&host_request, &encoded)?;
         Ok(StatEnd::Counted(StatDone {
@@ -352,14 +372,14 @@ pub struct PayloadCounters {
 /// permission or any other failure to open is an error.
 pub fn open_payload_counters(
     root: &Path,
+    pmus: &[SysfsPmu],
     topology: &Topology,
 ) -> Result<(PayloadCounters, Vec<String>)> {
-    let pmus = discover(root)?;
-    let context = EventContext { pmus: &pmus, root };
+    let context = EventContext { pmus, root };
     let mut notes = Vec::new();
     let mut groups: Vec<Vec<EventAttr>> = Vec::new();
     let mut ports = Vec::new();
-    for pmu in &pmus {
+    for pmu in pmus {
         let Some(place) = &pmu.place else { continue };
         let Some(driver) = pmu.driver else { continue };
         if PAYLOAD_EVENTS
@@ -434,11 +454,7 @@ fn never_fits(group: &[EventAttr]) -> Option<String> {
     (time_based > 1).then(|| Group::TimeBased(0).sharing_rule())
 }
 
-fn host_label(
-    attr: &EventAttr,
-    placement: Option<&PortPlacement>,
-    conflict: Option<String>,
-) -> EventLabel {
+fn host_label(attr: &EventAttr, link: Option<LinkRates>, conflict: Option<String>) -> EventLabel {
     let bytes_per_count = attr.payload_bytes.map(f64::from);
     EventLabel {
         pmu: attr.pmu.clone(),
@@ -450,9 +466,7 @@ fn host_label(
         },
         scale: attr.scale,
         bytes_per_count,
-        link_ceiling_mbps: placement
-            .and_then(|p| p.ceiling_mbps)
-            .filter(|_| bytes_per_count.is_some()),
+        link: link.filter(|_| bytes_per_count.is_some()),
         not_supported: None,
         not_counted_reason: conflict.unwrap_or_else(|| {
             "the kernel never scheduled it on a counter (all counters busy, or the group needs \

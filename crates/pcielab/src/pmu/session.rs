@@ -6,8 +6,11 @@
 //! mux interval, hardware registers that wrap, and enabled/running accounting. Estimates are
 //! `value × enabled / running`, and `None` (perf's `<not counted>`) when running is zero.
 //! [`emulate`] computes each event's readings per stretch between reads, skipping stretches over
-//! which the ground truth does not move; [`emulate_stepwise`] steps through every mux tick as
-//! the kernel does and is the reference it is tested against.
+//! which the ground truth does not move, and summing the mux periods an event is on a counter in
+//! closed form where the truth can sum itself over arithmetic progressions of times (the
+//! simulator's payload and TLP counters): its cost then grows with print intervals and phases of
+//! traffic, not with duration / mux interval. [`emulate_stepwise`] steps through every mux tick
+//! as the kernel does and is the reference it is tested against.
 
 use std::collections::BTreeSet;
 
@@ -96,6 +99,25 @@ pub trait CounterBackend {
 /// time 0 to `t_ns` had it been on a counter the whole time (non-decreasing in `t_ns`).
 pub trait TrueCounts {
     fn true_count(&self, event: &ResolvedEvent, t_ns: u64) -> u64;
+
+    /// `Σ true_count(event, first_ns + k × step_ns)` for `k` in `0..n`, where the truth can give
+    /// it without evaluating every term (a closed form over steady phases); `None` where it
+    /// cannot, and [`emulate`] then evaluates the terms. [`TrueCounts::sums_progressions`]
+    /// says in advance which events give `Some`.
+    fn progression_sum(
+        &self,
+        _event: &ResolvedEvent,
+        _first_ns: u64,
+        _step_ns: u64,
+        _n: u64,
+    ) -> Option<u128> {
+        None
+    }
+
+    /// Whether [`TrueCounts::progression_sum`] answers for `event` (short of overflow).
+    fn sums_progressions(&self, _event: &ResolvedEvent) -> bool {
+        false
+    }
 }
 
 /// Rejects groups perf would refuse: empty groups and groups spanning PMUs.
@@ -148,8 +170,9 @@ struct Context {
     rotate_necessary: bool,
 }
 
-/// The most counter rotations one count simulates: time-shared events over a long workload
-/// are rotated (and read) this many times at most, an hour at the default 4 ms.
+/// The most counter rotations one count steps through: time-shared events whose truth has no
+/// closed form ([`TrueCounts::sums_progressions`]) are rotated (and read) this many times at
+/// most, an hour at the default 4 ms. Events summed in closed form cost nothing per rotation.
 pub const MAX_ROTATIONS: u64 = 1_000_000;
 
 /// The most `-I` intervals one count keeps (each holds a reading of every event).
@@ -350,9 +373,73 @@ impl<T: TrueCounts> Stretches<'_, T> {
         if to - from <= WALK_STRETCHES {
             return self.walk(from, to, truth_from, truth_to);
         }
+        if growth <= self.register_mask {
+            if let Some(total) = self.closed_sum(from, to, truth_from, truth_to) {
+                return total;
+            }
+        }
         let mid = from + (to - from) / 2;
         let truth_mid = self.truth_at(mid);
         self.sum(from, mid, truth_from, truth_mid) + self.sum(mid, to, truth_mid, truth_to)
+    }
+
+    /// [`Stretches::sum`] over a range in which the register cannot wrap, in closed form where
+    /// the truth sums progressions: the partial periods at the window's ends are read directly,
+    /// the whole mux periods between them by [`Stretches::on_periods`]. `None` where the truth
+    /// cannot.
+    fn closed_sum(&self, from: u64, to: u64, truth_from: u64, truth_to: u64) -> Option<u64> {
+        if !self.truth.sums_progressions(self.event) {
+            return None;
+        }
+        let last = self.count - 1;
+        let mut total = 0u128;
+        if from == 0 && self.is_on(0) {
+            let first_end = if to == 1 { truth_to } else { self.truth_at(1) };
+            total += u128::from(first_end - truth_from);
+        }
+        let (whole_from, whole_to) = (from.max(1), to.min(last));
+        if whole_from < whole_to {
+            total +=
+                self.on_periods(self.first_period + whole_from, self.first_period + whole_to)?;
+        }
+        if to == self.count && last >= from.max(1) && self.is_on(last) {
+            let last_start = if from == last {
+                truth_from
+            } else {
+                self.truth_at(last)
+            };
+            total += u128::from(truth_to - last_start);
+        }
+        u64::try_from(total).ok()
+    }
+
+    /// `Σ truth(end) − truth(start)` over the whole mux periods `j_lo..j_hi` in which the group
+    /// is on a counter: while the context rotates, the periods of each phase of the rotation's
+    /// cycle form an arithmetic progression of times; once it has settled, the group is on
+    /// throughout or never.
+    fn on_periods(&self, j_lo: u64, j_hi: u64) -> Option<u128> {
+        let rotation = self.rotation;
+        let cycle = rotation.order.len() as u64;
+        let settled = rotation.settles_after.unwrap_or(u64::MAX);
+        let cycling_to = j_hi.min(settled).max(j_lo);
+        let step = cycle.checked_mul(self.mux)?;
+        let mut total = 0u128;
+        for j in j_lo..j_lo + cycle.min(cycling_to - j_lo) {
+            if !rotation.is_on(self.group, j) {
+                continue;
+            }
+            let periods = (cycling_to - j).div_ceil(cycle);
+            let sum_at = |first: u64| self.truth.progression_sum(self.event, first, step, periods);
+            let ends = sum_at((j + 1).checked_mul(self.mux)?)?;
+            let starts = sum_at(j * self.mux)?;
+            total = total.checked_add(ends.checked_sub(starts)?)?;
+        }
+        let settled_from = j_lo.max(settled);
+        if settled_from < j_hi && rotation.is_on(self.group, settled_from) {
+            let at = |j: u64| self.truth.true_count(self.event, j * self.mux);
+            total = total.checked_add(u128::from(at(j_hi) - at(settled_from)))?;
+        }
+        Some(total)
     }
 
     /// [`Stretches::sum`] one stretch at a time, asking the truth only at boundaries of
@@ -385,8 +472,9 @@ impl<T: TrueCounts> Stretches<'_, T> {
 /// readings [`emulate_stepwise`] gives, but without stepping through mux ticks: enabled and
 /// running times come from the rotation's period, and each event's count is summed over its
 /// stretches between reads, skipping every range of them over which its ground truth did not
-/// move. The cost grows with print intervals and with mux ticks inside stretches where the
-/// truth moves while groups rotate; idle time and unrotated counting cost nothing per tick.
+/// move, and summing in closed form where [`TrueCounts::progression_sum`] answers. The cost
+/// grows with print intervals, and with mux ticks only inside stretches where a truth without a
+/// closed form moves while groups rotate; idle time and unrotated counting cost nothing per tick.
 pub fn emulate(
     truth: &impl TrueCounts,
     devices: &[PmuDevice],
@@ -404,10 +492,12 @@ pub fn emulate(
         .enumerate()
         .flat_map(|(g, events)| events.iter().map(move |e| (g, e)))
         .collect();
-    let rotating = rotations
-        .iter()
-        .any(|r| !r.order.is_empty() && r.settles_after != Some(0));
-    check_rotations(rotating, options, duration_ns)?;
+    // Rotation costs a step per mux period only for events the truth cannot sum in closed form.
+    let rotating_by_steps = events.iter().any(|&(_, event)| {
+        let r = &rotations[event.device];
+        r.settles_after != Some(0) && !truth.sums_progressions(event)
+    });
+    check_rotations(rotating_by_steps, options, duration_ns)?;
     // Per event: the perf count so far and the ground truth at the last window's end.
     let mut counted = vec![0u64; events.len()];
     let mut truth_then: Vec<Option<u64>> = vec![None; events.len()];
@@ -768,6 +858,9 @@ mod tests {
         phases: Vec<(u64, u64)>,
         /// Weight of each event, by its text.
         weights: Vec<(String, u64)>,
+        /// Whether it answers progression sums (term by term: what is tested is how
+        /// [`emulate`] uses them).
+        sums_progressions: bool,
     }
 
     impl TrueCounts for Phases {
@@ -785,6 +878,24 @@ mod tests {
                 }
             }
             (milli * u128::from(weight) / 1000) as u64
+        }
+
+        fn progression_sum(
+            &self,
+            event: &ResolvedEvent,
+            first_ns: u64,
+            step_ns: u64,
+            n: u64,
+        ) -> Option<u128> {
+            self.sums_progressions.then(|| {
+                (0..n)
+                    .map(|k| u128::from(self.true_count(event, first_ns + k * step_ns)))
+                    .sum()
+            })
+        }
+
+        fn sums_progressions(&self, _: &ResolvedEvent) -> bool {
+            self.sums_progressions
         }
     }
 
@@ -842,13 +953,15 @@ mod tests {
         (
             prop::collection::vec(phase, 1..6),
             prop::collection::vec(1u64..4, POOL.len()),
+            any::<bool>(),
         )
-            .prop_map(|(mut phases, weights)| {
+            .prop_map(|(mut phases, weights, sums_progressions)| {
                 phases.sort();
                 phases[0].0 = 0;
                 Phases {
                     phases,
                     weights: POOL.iter().map(|s| s.to_string()).zip(weights).collect(),
+                    sums_progressions,
                 }
             })
     }

@@ -1,15 +1,21 @@
 //! `perf stat`-compatible reports of a counting run: the text form (counts with thousands
 //! separators, `(49.99%)` when time-shared, `<not counted>`, "seconds time elapsed"), the
 //! `-x SEP` CSV form, `-I` interval lines, and per-event JSON records. For data-payload events
-//! it adds the bytes, MB/s over the window and the share of the link's ceiling.
+//! it adds the bytes, MB/s over the window, the share of the link-achievable rate, the line
+//! rate and, where a platform model is given, its streaming DMA prediction ([`LinkRates`]).
 
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::model::path::path_ceiling;
+use crate::model::platform::PlatformModel;
+use crate::model::transfer::LinkParams;
+use crate::pcie::Bdf;
 use crate::pmu::catalog::Unit;
 use crate::pmu::session::{CountOptions, CounterBackend, Counts, Reading};
 use crate::pmu::{resolve, EventSpec, PmuDevice, ResolvedEvent};
 use crate::report::thousands;
+use crate::topology::Topology;
 
 /// What a report needs to know about one event, whichever machine counted it.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,17 +29,52 @@ pub struct EventLabel {
     pub scale: f64,
     /// Bytes one (unscaled) count stands for, for data-payload events.
     pub bytes_per_count: Option<f64>,
-    /// The root port link's usable MB/s per direction, for the "% of link" annotation.
-    pub link_ceiling_mbps: Option<f64>,
+    /// The root port link's rates, for data-payload events: the "% of link" base and the
+    /// numbers printed beside it.
+    pub link: Option<LinkRates>,
     /// Why the event could not be opened at all (perf's `<not supported>`).
     pub not_supported: Option<String>,
     /// Why an event may never get a counter (told with `<not counted>`).
     pub not_counted_reason: String,
 }
 
+/// What a root port's payload rate is compared with: three different numbers, MB/s per
+/// direction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkRates {
+    /// The line rate after encoding (what the PCIe generation and width promise).
+    pub line_mbps: f64,
+    /// The link-achievable payload rate (`model::transfer::achievable_mbps` along the path): the
+    /// "% of link" base.
+    pub achievable_mbps: f64,
+    /// The platform model's predicted streaming endpoint DMA (write, read), where the machine's
+    /// spec or `--platform` gives a model.
+    pub platform_dma_mbps: Option<(f64, f64)>,
+}
+
+impl LinkRates {
+    /// The rates of root port `rp`'s path in `topo`, with `platform`'s prediction on its link.
+    pub fn of_port(
+        topo: &Topology,
+        rp: Bdf,
+        platform: Option<&PlatformModel>,
+    ) -> Option<LinkRates> {
+        let ceiling = path_ceiling(topo, rp)?;
+        let link = topo.get(rp).and_then(LinkParams::for_function);
+        Some(LinkRates {
+            line_mbps: ceiling.mbps,
+            achievable_mbps: ceiling.achievable_mbps,
+            platform_dma_mbps: platform
+                .filter(|p| p.given)
+                .zip(link)
+                .map(|(p, link)| p.streaming_dma_mbps(&link)),
+        })
+    }
+}
+
 impl EventLabel {
     /// The label of a simulated (catalog) event.
-    pub fn simulated(event: &ResolvedEvent, link_ceiling_mbps: Option<f64>) -> EventLabel {
+    pub fn simulated(event: &ResolvedEvent, link: Option<LinkRates>) -> EventLabel {
         let bytes_per_count = match event.unit() {
             Unit::Bytes(n) => Some(f64::from(n)),
             _ => None,
@@ -44,7 +85,7 @@ impl EventLabel {
             unit: event.unit().label(),
             scale: 1.0,
             bytes_per_count,
-            link_ceiling_mbps: link_ceiling_mbps.filter(|_| bytes_per_count.is_some()),
+            link: link.filter(|_| bytes_per_count.is_some()),
             not_supported: None,
             not_counted_reason: event.def.group.sharing_rule(),
         }
@@ -81,14 +122,33 @@ pub struct EventReport {
     pub window_s: f64,
     #[serde(rename = "bandwidth_MBps", skip_serializing_if = "Option::is_none")]
     pub bandwidth_mbps: Option<f64>,
+    /// The root port link's line rate after encoding, MB/s per direction.
+    #[serde(
+        rename = "link_line_rate_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub link_line_mbps: Option<f64>,
     /// The root port link's link-achievable payload MB/s per direction (`model::transfer::achievable_mbps`).
     #[serde(
         rename = "link_achievable_MBps",
         skip_serializing_if = "Option::is_none"
     )]
     pub link_ceiling_mbps: Option<f64>,
+    /// `bandwidth_MBps` as a percentage of `link_achievable_MBps`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_percent: Option<f64>,
+    /// The platform model's predicted streaming DMA write (device to memory) MB/s on the link.
+    #[serde(
+        rename = "platform_dma_write_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub platform_write_mbps: Option<f64>,
+    /// The platform model's predicted streaming DMA read (memory to device) MB/s on the link.
+    #[serde(
+        rename = "platform_dma_read_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub platform_read_mbps: Option<f64>,
 }
 
 impl EventReport {
@@ -102,6 +162,8 @@ impl EventReport {
         let window_s = reading.enabled_ns as f64 / 1e9;
         let bytes = label.bytes_per_count.zip(estimate).map(|(n, c)| c * n);
         let bandwidth_mbps = bytes.filter(|_| window_s > 0.0).map(|b| b / window_s / 1e6);
+        let link = label.link.filter(|_| bytes.is_some());
+        let platform = link.and_then(|l| l.platform_dma_mbps);
         EventReport {
             pmu: label.pmu.clone(),
             event: label.display.clone(),
@@ -119,10 +181,13 @@ impl EventReport {
             running_ns: reading.running_ns,
             window_s,
             bandwidth_mbps,
-            link_ceiling_mbps: label.link_ceiling_mbps.filter(|_| bytes.is_some()),
+            link_line_mbps: link.map(|l| l.line_mbps),
+            link_ceiling_mbps: link.map(|l| l.achievable_mbps),
             link_percent: bandwidth_mbps
-                .zip(label.link_ceiling_mbps)
-                .map(|(bw, ceiling)| 100.0 * bw / ceiling),
+                .zip(link)
+                .map(|(bw, l)| 100.0 * bw / l.achievable_mbps),
+            platform_write_mbps: platform.map(|p| p.0),
+            platform_read_mbps: platform.map(|p| p.1),
         }
     }
 
@@ -161,19 +226,18 @@ pub fn resolve_groups(
 }
 
 /// Counts `resolved` (from [`resolve_groups`] on the backend's devices) over the backend's
-/// workload and reports. `ceilings` gives each PMU device's link ceiling in MB/s (by device
-/// index).
+/// workload and reports. `links` gives each PMU device's root-port rates (by device index).
 pub fn count_events(
     backend: &mut dyn CounterBackend,
     resolved: &[Vec<ResolvedEvent>],
     options: &CountOptions,
-    ceilings: Vec<Option<f64>>,
+    links: Vec<Option<LinkRates>>,
 ) -> Result<StatOutcome> {
     let counts = backend.count(resolved, options)?;
     let events: Vec<EventLabel> = resolved
         .iter()
         .flatten()
-        .map(|e| EventLabel::simulated(e, ceilings.get(e.device).copied().flatten()))
+        .map(|e| EventLabel::simulated(e, links.get(e.device).copied().flatten()))
         .collect();
     Ok(StatOutcome::new(events, counts))
 }
@@ -275,6 +339,13 @@ fn event_line(r: &EventReport) -> String {
         if let (Some(pct), Some(ceiling)) = (r.link_percent, r.link_ceiling_mbps) {
             line.push_str(&format!(" {pct:5.1}% of achievable {ceiling:.1} MB/s"));
         }
+        if let Some(line_rate) = r.link_line_mbps {
+            line.push_str(&format!(" (line {line_rate:.1}"));
+            if let (Some(write), Some(read)) = (r.platform_write_mbps, r.platform_read_mbps) {
+                line.push_str(&format!("; platform DMA write {write:.1}, read {read:.1}"));
+            }
+            line.push(')');
+        }
     }
     if let Some(pct) = r.shared_percent() {
         line.push_str(&format!("  ({pct:.2}%)"));
@@ -354,9 +425,14 @@ mod tests {
     use super::*;
     use crate::pmu::{resolve, PmuDevice};
 
-    fn event(s: &str, ceiling: Option<f64>) -> EventLabel {
+    fn event(s: &str, achievable: Option<f64>) -> EventLabel {
         let devices = vec![PmuDevice::dwc_root_port("00:02.0".parse().unwrap(), 2)];
-        EventLabel::simulated(&resolve(&devices, &s.parse().unwrap()).unwrap(), ceiling)
+        let link = achievable.map(|achievable_mbps| LinkRates {
+            line_mbps: achievable_mbps * 1.1,
+            achievable_mbps,
+            platform_dma_mbps: None,
+        });
+        EventLabel::simulated(&resolve(&devices, &s.parse().unwrap()).unwrap(), link)
     }
 
     #[test]
@@ -413,7 +489,7 @@ mod tests {
             unit: "msec".into(),
             scale: 1e-6,
             bytes_per_count: None,
-            link_ceiling_mbps: None,
+            link: None,
             not_supported: None,
             not_counted_reason: String::new(),
         };

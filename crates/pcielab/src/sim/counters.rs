@@ -50,11 +50,9 @@ impl SimRun {
 
     /// The TLPs of the streams `keep` selects, emitted up to `t_ns`.
     fn tally_of(&self, t_ns: u64, keep: impl Fn(&super::Stream) -> bool) -> Tally {
-        let t = t_ns as f64;
         let mut tally = Tally::default();
         for s in self.streams.iter().filter(|s| keep(s)) {
-            let emitted = s.emitted(&self.progress[s.progress], t);
-            tally.add_scaled(&s.bundle.after(emitted), 1);
+            tally.add_scaled(&s.bundle.after(s.emission.emitted(t_ns)), 1);
         }
         tally
     }
@@ -62,15 +60,30 @@ impl SimRun {
     /// `Σ per_tlp(run)` over every TLP that crossed root port `rp`'s link up to `t_ns`: one
     /// integer field of [`SimRun::port_tally`], computed without the others.
     fn port_sum(&self, rp: Bdf, t_ns: u64, per_tlp: impl Fn(&Run) -> u64) -> u64 {
-        let t = t_ns as f64;
         self.streams
             .iter()
             .filter(|s| s.root_port == Some(rp))
-            .map(|s| {
-                let emitted = s.emitted(&self.progress[s.progress], t);
-                s.bundle.after_sum(emitted, &per_tlp)
-            })
+            .map(|s| s.bundle.after_sum(s.emission.emitted(t_ns), &per_tlp))
             .sum()
+    }
+
+    /// `Σ port_sum(rp, first_ns + k × step_ns, per_tlp)` for `k` in `0..n`, in closed form
+    /// (`None` if it would overflow).
+    fn port_sum_progression(
+        &self,
+        rp: Bdf,
+        per_tlp: impl Fn(&Run) -> u64,
+        (first_ns, step_ns, n): (u64, u64, u64),
+    ) -> Option<u128> {
+        self.streams
+            .iter()
+            .filter(|s| s.root_port == Some(rp))
+            .try_fold(0u128, |sum, s| {
+                let stream = s
+                    .emission
+                    .progression_sum(&s.bundle, &per_tlp, first_ns, step_ns, n)?;
+                sum.checked_add(stream)
+            })
     }
 
     /// The ground truth of `pmus`' events over this run, for [`crate::pmu::session`].
@@ -165,38 +178,10 @@ impl SimRun {
                     _ => 0, // L1.1, L1.2 (no substates modelled), Configuration/Recovery
                 }
             }
-            Group::TimeBased(_) => {
-                let dir = match number {
-                    0x20 => Dir::Down,
-                    0x21 => Dir::Up,
-                    _ => return 0, // CCIX
-                };
-                self.port_sum(
-                    rp,
-                    t_ns,
-                    |r| {
-                        if r.dir == dir {
-                            r.payload_units()
-                        } else {
-                            0
-                        }
-                    },
-                )
-            }
-            Group::Lane(7) => {
-                let (dir, kind) = match number {
-                    0x00 => (Dir::Down, Kind::MemWrite),
-                    0x01 => (Dir::Down, Kind::MemRead),
-                    0x07 => (Dir::Down, Kind::CplD),
-                    0x0B => (Dir::Up, Kind::MemWrite),
-                    0x0C => (Dir::Up, Kind::MemRead),
-                    0x12 => (Dir::Up, Kind::CplD),
-                    // Completions without data, config, I/O, messages, atomics, prefixes, CCIX:
-                    // simulated traffic has none.
-                    _ => return 0,
-                };
-                self.port_sum(rp, t_ns, |r| u64::from(r.dir == dir && r.kind == kind))
-            }
+            Group::TimeBased(_) | Group::Lane(7) => match TlpField::of(def) {
+                Some(field) => self.port_sum(rp, t_ns, |r| field.of_run(r)),
+                None => 0,
+            },
             Group::Lane(6) => {
                 let (tx_ack, tx_fc) = self.port_dllps(rp, t_ns, Dir::Down);
                 let (rx_ack, rx_fc) = self.port_dllps(rp, t_ns, Dir::Up);
@@ -272,6 +257,45 @@ impl<'m> SimBackend<'m> {
     }
 }
 
+/// What a TLP-counting event adds per TLP.
+#[derive(Debug, Clone, Copy)]
+enum TlpField {
+    /// Payload in 16-byte units, of TLPs in one direction.
+    Payload(Dir),
+    /// One per TLP of a direction and kind.
+    Tlps(Dir, Kind),
+}
+
+impl TlpField {
+    /// The field a DWC throughput (time-based group) or TLP-count (lane group 7) event counts;
+    /// `None` for events of those groups simulated traffic never moves, and for other groups.
+    fn of(def: &EventDef) -> Option<TlpField> {
+        let number = def.config & 0xff;
+        let field = match (def.group, number) {
+            (Group::TimeBased(g), 0x20) if g != 0 => TlpField::Payload(Dir::Down),
+            (Group::TimeBased(g), 0x21) if g != 0 => TlpField::Payload(Dir::Up),
+            (Group::Lane(7), 0x00) => TlpField::Tlps(Dir::Down, Kind::MemWrite),
+            (Group::Lane(7), 0x01) => TlpField::Tlps(Dir::Down, Kind::MemRead),
+            (Group::Lane(7), 0x07) => TlpField::Tlps(Dir::Down, Kind::CplD),
+            (Group::Lane(7), 0x0B) => TlpField::Tlps(Dir::Up, Kind::MemWrite),
+            (Group::Lane(7), 0x0C) => TlpField::Tlps(Dir::Up, Kind::MemRead),
+            (Group::Lane(7), 0x12) => TlpField::Tlps(Dir::Up, Kind::CplD),
+            // CCIX, completions without data, config, I/O, messages, atomics, prefixes:
+            // simulated traffic has none.
+            _ => return None,
+        };
+        Some(field)
+    }
+
+    fn of_run(self, run: &Run) -> u64 {
+        match self {
+            TlpField::Payload(dir) if run.dir == dir => run.payload_units(),
+            TlpField::Tlps(dir, kind) => u64::from(run.dir == dir && run.kind == kind),
+            TlpField::Payload(_) => 0,
+        }
+    }
+}
+
 struct Truth<'a> {
     run: &'a SimRun,
     pmus: &'a [PmuDevice],
@@ -283,6 +307,23 @@ impl TrueCounts for Truth<'_> {
             Some(rp) => self.run.dwc_count(rp, event.def, event.lane, t_ns),
             None => 0,
         }
+    }
+
+    fn progression_sum(
+        &self,
+        event: &ResolvedEvent,
+        first_ns: u64,
+        step_ns: u64,
+        n: u64,
+    ) -> Option<u128> {
+        let rp = self.pmus[event.device].root_port?;
+        let field = TlpField::of(event.def)?;
+        self.run
+            .port_sum_progression(rp, |r| field.of_run(r), (first_ns, step_ns, n))
+    }
+
+    fn sums_progressions(&self, event: &ResolvedEvent) -> bool {
+        self.pmus[event.device].root_port.is_some() && TlpField::of(event.def).is_some()
     }
 }
 

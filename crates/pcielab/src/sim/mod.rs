@@ -7,6 +7,7 @@
 pub mod config;
 mod counters;
 pub mod device;
+mod emission;
 pub mod engine;
 pub mod fio;
 pub mod stat;
@@ -19,7 +20,6 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::model::latency::ReadConcurrency;
-use crate::model::path::path_ceiling;
 use crate::model::platform::{PlatformModel, P};
 use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
 use crate::pcie::dllp::DLLP_WIRE_BYTES;
@@ -29,6 +29,7 @@ use crate::pmu::{root_port_pmus, PmuDevice};
 use crate::topology::{Aspm, Kind as FnKind, Topology};
 use config::SimConfig;
 use device::{BlockDevice, Device};
+use emission::Emission;
 use engine::{Demand, FlowSpec, Progress};
 use fio::{DirectionStats, GroupStats};
 use tlp::{Bundle, Dir};
@@ -57,25 +58,14 @@ pub struct SimulatedPcie {
 struct Stream {
     progress: usize,
     bundle: Bundle,
-    /// I/Os of this stream over the flow's total I/Os.
-    share: f64,
+    /// When its TLPs cross the link.
+    emission: Emission,
     ios: u64,
     /// A disk read (data DMA-written to memory) rather than a write.
     read: bool,
     /// The function whose I/O this is.
     device: Bdf,
     root_port: Option<Bdf>,
-}
-
-impl Stream {
-    fn emitted(&self, progress: &Progress, t: f64) -> u64 {
-        let total = self.ios * self.bundle.tlps;
-        if t >= progress.end() {
-            return total;
-        }
-        let position = progress.done_at(t) * self.share * self.bundle.tlps as f64;
-        (position.max(0.0) as u64).min(total)
-    }
 }
 
 /// A root port's link as the counters see it.
@@ -93,7 +83,6 @@ struct PortState {
 pub struct SimRun {
     pub duration_ns: u64,
     pub summary: Summary,
-    progress: Vec<Progress>,
     streams: Vec<Stream>,
     ports: BTreeMap<Bdf, PortState>,
     config: SimConfig,
@@ -236,12 +225,6 @@ impl SimulatedPcie {
         model
     }
 
-    /// The link-achievable payload MB/s per direction of the link below root port `rp`: what
-    /// "% of link" compares against.
-    pub fn port_ceiling_mbps(&self, rp: Bdf) -> Option<f64> {
-        path_ceiling(&self.topology, rp).map(|c| c.achievable_mbps)
-    }
-
     /// Runs `workload` from time 0 and returns the finished simulation.
     pub fn run(&self, workload: &Workload) -> Result<SimRun> {
         let mut builder = RunBuilder::new(self);
@@ -364,9 +347,11 @@ impl<'m> RunBuilder<'m> {
                 };
                 left -= ios;
                 if ios > 0 {
+                    let tlps = half.bundle.tlps;
+                    let tlps_per_io = ios as f64 / total as f64 * tlps as f64;
                     self.streams.push(Stream {
                         progress: index,
-                        share: ios as f64 / total as f64,
+                        emission: Emission::new(&p, tlps_per_io, ios * tlps),
                         ios,
                         bundle: half.bundle,
                         read: half.read,
@@ -733,7 +718,6 @@ impl<'m> RunBuilder<'m> {
         SimRun {
             duration_ns,
             summary,
-            progress: self.progress,
             streams: self.streams,
             ports,
             config: self.machine.config.clone(),

@@ -13,7 +13,7 @@ use crate::pmu::counters::{
 use crate::pmu::host::{place_in, worst_case_events_per_s, wrap_plan};
 use crate::pmu::list::only_pmu;
 use crate::pmu::session::{CountOptions, DEFAULT_MUX_INTERVAL_NS};
-use crate::pmu::stat::{count_events, resolve_groups, StatOutcome};
+use crate::pmu::stat::{count_events, resolve_groups, LinkRates, StatOutcome};
 use crate::pmu::sysfs::PciePlace;
 use crate::pmu::{parse_event_list, PmuDevice, ResolvedEvent};
 
@@ -66,9 +66,13 @@ impl SimulatedPcie {
         let work = workload::parse(request.workload, request.read_file)?;
         let pmus = machine.pmus();
         let resolved = resolve_groups(&pmus, &groups)?;
-        let ceilings = pmus
+        let platform = request.platform.unwrap_or(&machine.platform);
+        let links = pmus
             .iter()
-            .map(|p| p.root_port.and_then(|rp| machine.port_ceiling_mbps(rp)))
+            .map(|p| {
+                p.root_port
+                    .and_then(|rp| LinkRates::of_port(&machine.topology, rp, Some(platform)))
+            })
             .collect();
         let (read_period, notes) = machine.wrap_reads(&pmus, &resolved);
         let options = CountOptions {
@@ -77,7 +81,7 @@ impl SimulatedPcie {
             read_period_ns: read_period.map(|p| p.as_nanos() as u64),
         };
         let mut backend = SimBackend::new(&machine, work.clone());
-        let outcome = count_events(&mut backend, &resolved, &options, ceilings)?;
+        let outcome = count_events(&mut backend, &resolved, &options, links)?;
         let run = backend
             .run
             .take()
@@ -184,6 +188,7 @@ mod tests {
             ber: None,
             workload,
             read_file: &no_files,
+            platform: None,
         }
     }
 

@@ -1,13 +1,15 @@
 //! Writers that turn a topology into text for people and programs: an `lspci -tv`-like tree
 //! annotated with links, ceilings and warnings; JSON with the shape documented in
 //! `docs/topology.md`; and Graphviz DOT. Ceilings come from [`crate::model::path`], findings
-//! from [`super::check`].
+//! from [`super::check`], endpoints' platform predictions from [`crate::model::platform`].
 
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::model::path::{path_ceiling, PathCeiling};
+use crate::model::platform::PlatformModel;
+use crate::model::transfer::LinkParams;
 use crate::pcie::{Bdf, Generation};
 use crate::report::round_to;
 use crate::topology::check::warnings;
@@ -52,6 +54,18 @@ pub struct FunctionJson {
     #[serde(rename = "ceiling_capable_MBps")]
     pub ceiling_capable_mbps: Option<f64>,
     pub ceiling_limited_by: Option<String>,
+    /// The platform model's predicted streaming endpoint DMA on this endpoint's link (write:
+    /// device to memory), where a model is given.
+    #[serde(
+        rename = "platform_dma_write_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub platform_write_mbps: Option<f64>,
+    #[serde(
+        rename = "platform_dma_read_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub platform_read_mbps: Option<f64>,
     pub warnings: Vec<String>,
 }
 
@@ -79,8 +93,14 @@ pub struct AcsJson {
 /// Ceilings are rounded to 0.001 MB/s, so JSON compares equal across readers.
 const MBPS_DECIMALS: i32 = 3;
 
-/// The JSON view of a platform.
-pub fn to_json(platform: &Platform) -> TopologyJson {
+/// An endpoint's streaming DMA (write, read) MB/s on its own link, as `model` predicts it.
+fn platform_dma(model: Option<&PlatformModel>, f: &Function) -> Option<(f64, f64)> {
+    let model = model.filter(|m| m.given && f.kind == Kind::Endpoint)?;
+    Some(model.streaming_dma_mbps(&LinkParams::for_function(f)?))
+}
+
+/// The JSON view of a platform, with `model`'s predictions on its endpoints' links.
+pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJson {
     let topo = &platform.topology;
     let mut found = warnings(topo);
     let functions = topo
@@ -88,6 +108,7 @@ pub fn to_json(platform: &Platform) -> TopologyJson {
         .iter()
         .map(|f| {
             let ceiling = path_ceiling(topo, f.bdf);
+            let dma = platform_dma(model, f);
             FunctionJson {
                 bdf: f.bdf.to_string(),
                 vendor: format!("{:#06x}", f.vendor),
@@ -127,6 +148,8 @@ pub fn to_json(platform: &Platform) -> TopologyJson {
                     .map(|c| round_to(c.achievable_mbps, MBPS_DECIMALS)),
                 ceiling_capable_mbps: ceiling.map(|c| round_to(c.capable_mbps, MBPS_DECIMALS)),
                 ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
+                platform_write_mbps: dma.map(|d| round_to(d.0, MBPS_DECIMALS)),
+                platform_read_mbps: dma.map(|d| round_to(d.1, MBPS_DECIMALS)),
                 warnings: found.remove(&f.bdf).unwrap_or_default(),
             }
         })
@@ -175,7 +198,7 @@ fn ceiling_text(c: &PathCeiling, own: Bdf) -> String {
 }
 
 /// One function's line in the tree (without the tree drawing).
-fn function_line(topo: &Topology, f: &Function) -> String {
+fn function_line(topo: &Topology, model: Option<&PlatformModel>, f: &Function) -> String {
     let mut line = format!(
         "{:02x}:{:02x}.{:x} {} [{:04x}:{:04x}]",
         f.bdf.bus,
@@ -205,14 +228,21 @@ fn function_line(topo: &Topology, f: &Function) -> String {
             let _ = write!(line, " | {}", ceiling_text(&c, f.bdf));
         }
     }
+    if let Some((write, read)) = platform_dma(model, f) {
+        let _ = write!(
+            line,
+            " | platform DMA write {write:.0} MB/s, read {read:.0} MB/s"
+        );
+    }
     if let Some(d) = &f.driver {
         let _ = write!(line, " | driver {d}");
     }
     line
 }
 
-/// The tree: one block per root bus, children indented below their bridge, warnings last.
-pub fn to_tree(platform: &Platform) -> String {
+/// The tree: one block per root bus, children indented below their bridge, warnings last;
+/// endpoints show `model`'s streaming DMA prediction.
+pub fn to_tree(platform: &Platform, model: Option<&PlatformModel>) -> String {
     let topo = &platform.topology;
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", platform.name, platform.description);
@@ -231,7 +261,7 @@ pub fn to_tree(platform: &Platform) -> String {
             let _ = write!(out, " NUMA node {n}");
         }
         out.push('\n');
-        draw(topo, &children, funcs, "", &mut out);
+        draw(topo, model, &children, funcs, "", &mut out);
     }
     let found = warnings(topo);
     if !found.is_empty() {
@@ -247,6 +277,7 @@ pub fn to_tree(platform: &Platform) -> String {
 
 fn draw(
     topo: &Topology,
+    model: Option<&PlatformModel>,
     children: &BTreeMap<Bdf, Vec<&Function>>,
     level: &[&Function],
     prefix: &str,
@@ -258,11 +289,11 @@ fn draw(
             out,
             "{prefix}{}{}",
             if last { "\\-" } else { "+-" },
-            function_line(topo, f)
+            function_line(topo, model, f)
         );
         if let Some(kids) = children.get(&f.bdf) {
             let deeper = format!("{prefix}{}", if last { "  " } else { "| " });
-            draw(topo, children, kids, &deeper, out);
+            draw(topo, model, children, kids, &deeper, out);
         }
     }
 }

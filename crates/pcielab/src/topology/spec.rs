@@ -26,6 +26,17 @@ pub struct Platform {
     pub platform: toml::Table,
 }
 
+impl Platform {
+    /// The platform model of the spec's `[platform]` table (checked when the spec was parsed);
+    /// `None` without one, as for machines read from sysfs.
+    pub fn platform_model(&self) -> Result<Option<crate::model::platform::PlatformModel>> {
+        if self.platform.is_empty() {
+            return Ok(None);
+        }
+        crate::model::platform::PlatformModel::from_table(&self.name, &self.platform).map(Some)
+    }
+}
+
 /// Widths a link can train to (LnkCap/LnkSta encodings the spec defines).
 pub const VALID_WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
 
