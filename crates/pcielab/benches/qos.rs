@@ -1,6 +1,7 @@
 //! Benchmarks of the QoS simulator: raw speed of the way-partitioned L3 model (simulated
-//! accesses per second; target ≥ 50 M/s on the full domain, with `reference_*` rows running
-//! the same accesses through `qos::cache::reference`, the implementation it must decide exactly as) and the wall time of each shipped scenario.
+//! accesses per second; target ≥ 50 M/s per core on the full domain), with `reference_*` rows
+//! running the same accesses through `qos::cache::reference`, the model it replaced and must
+//! decide exactly as; and the wall time of each shipped scenario.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pcielab::qos::cache::{reference, L3Cache};
