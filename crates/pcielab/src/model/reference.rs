@@ -5,7 +5,7 @@
 
 use crate::model::transfer::{CompletionSize, LinkParams, Overheads, Traffic};
 use crate::pcie::dllp::{ack_factor, internal_delay_symbols};
-use crate::pcie::link::{raw_mbps, skp_fraction};
+use crate::pcie::link::skp_fraction;
 use crate::pcie::tlp::{overhead_bytes, TlpKind};
 use crate::pcie::Generation;
 
@@ -115,7 +115,9 @@ pub fn throughput_mbps(traffic: &Traffic, link: &LinkParams, overheads: Overhead
     if wire == 0.0 {
         return 0.0;
     }
-    let raw = raw_mbps(link.gen, link.width);
+    // `pcie::link::raw_mbps` as first written (it is now a table of the same values).
+    let raw =
+        link.gen.gt_s() * 1000.0 * link.gen.encoding().efficiency() / 8.0 * f64::from(link.width);
     let capacity = match overheads {
         Overheads::Full => raw * (1.0 - skp_fraction(link.gen)),
         Overheads::Ideal => raw,
