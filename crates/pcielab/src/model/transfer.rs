@@ -350,29 +350,31 @@ fn completions_for_request(start: u64, end: u64, mps: u64, rcb: u64) -> u64 {
     1 + whole + u64::from(part > 0)
 }
 
-/// Completions for the read `[addr, addr + len)` once split into MRRS-aligned requests.
+/// The read `[addr, addr + len)` (`len > 0`) split into MRRS-aligned requests: (requests,
+/// completions). The requests are the first one (up to the first MRRS boundary), whole MRRS
+/// requests and a tail, so both counts come from one split.
 #[inline]
-fn completions_for_read(addr: u64, len: u64, link: &LinkParams) -> u64 {
+fn read_split(addr: u64, len: u64, link: &LinkParams) -> (u64, u64) {
     let (mps, mrrs, rcb) = (
         u64::from(link.mps),
         u64::from(link.mrrs),
         u64::from(link.rcb),
     );
-    if link.completion_size == CompletionSize::Rcb {
-        return blocks_touched(addr, len, rcb);
-    }
     let end = addr + len;
     let first_end = end.min((div_rem(addr, mrrs).0 + 1) * mrrs);
-    let mut total = completions_for_request(addr, first_end, mps, rcb);
-    if first_end == end {
-        return total;
-    }
     let (full_requests, tail) = div_rem(end - first_end, mrrs);
-    total += full_requests * completions_for_request(0, mrrs, mps, rcb);
-    if tail > 0 {
-        total += completions_for_request(0, tail, mps, rcb);
+    let requests = 1 + full_requests + u64::from(tail > 0);
+    if link.completion_size == CompletionSize::Rcb {
+        return (requests, blocks_touched(addr, len, rcb));
     }
-    total
+    let mut completions = completions_for_request(addr, first_end, mps, rcb);
+    if full_requests > 0 {
+        completions += full_requests * completions_for_request(0, mrrs, mps, rcb);
+    }
+    if tail > 0 {
+        completions += completions_for_request(0, tail, mps, rcb);
+    }
+    (requests, completions)
 }
 
 /// A device DMA write of `size` bytes starting at an MPS-aligned address.
@@ -420,8 +422,7 @@ pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
     if size == 0 {
         return traffic;
     }
-    let requests = blocks_touched(addr, size, u64::from(link.mrrs));
-    let completions = completions_for_read(addr, size, link);
+    let (requests, completions) = read_split(addr, size, link);
     traffic.mem_reads = requests;
     traffic.completions = completions;
     traffic.payload_bytes = size;
