@@ -32,6 +32,9 @@ use pcielab::Result;
   pcielab stat --machine sim:yitian710 -a -e dwc_rootport_10/L1/ -- sleep 1
   pcielab stat --machine sim:yitian710 -a -e pcie_bdf_b00000/Rx_PCIe_TLP_Data_Payload/ -- \\
       nettest --dir rx --seconds 2
+  pcielab stat --machine sim:rk3588-ep -a -e pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/ -- \\
+      dmatest --sizes 4M --dir write
+  pcielab stat -a -e dwc_rootport_10/rx_pcie_tlp_data_payload/ --platform my-board.toml -- sleep 10
   pcielab stat --machine sim:rk3588-evb -a -e pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/ --json -- \\
       fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw=read -ioengine=libaio -bs=1024K \\
       -size=10G -numjobs=1 -runtime=180 -group_reporting -name=read_seq_1024k_q32_t1
