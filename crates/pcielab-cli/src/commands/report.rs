@@ -61,13 +61,11 @@ pub fn run(args: Args) -> Result<()> {
             let machine = Machine::open(&name.parse()?)?;
             Some(MachineFacts {
                 selector: machine.selector().to_string(),
-                topology: view_of(
-                    Kind::Topology,
-                    &render::to_json(
-                        machine.platform()?,
-                        machine.platform()?.platform_model()?.as_ref(),
-                    ),
-                )?,
+                topology: {
+                    let platform = machine.platform()?;
+                    let model = platform.platform_model()?;
+                    view_of(Kind::Topology, &render::to_json(platform, model.as_ref()))?
+                },
                 pmus: machine.counters()?.pcie_pmus()?,
             })
         }

@@ -309,7 +309,7 @@ pub struct PlatformModel {
     /// Keys (`section.key`) whose values were fitted rather than defaulted.
     pub fitted: Vec<String>,
     /// Whether a spec gave it (a non-empty `[platform]` table) rather than the defaults alone:
-    /// only then do `topo` and `stat` print its predictions beside the link's rates.
+    /// only then does `stat` on `sim:` print its predictions beside the link's rates.
     pub given: bool,
 }
 

@@ -48,7 +48,7 @@ pub struct LinkRates {
     /// "% of link" base.
     pub achievable_mbps: f64,
     /// The platform model's predicted streaming endpoint DMA (write, read), where the machine's
-    /// spec or `--platform` gives a model.
+    /// spec or `--platform` gives a model (callers pass `None` otherwise).
     pub platform_dma_mbps: Option<(f64, f64)>,
 }
 
@@ -65,7 +65,6 @@ impl LinkRates {
             line_mbps: ceiling.mbps,
             achievable_mbps: ceiling.achievable_mbps,
             platform_dma_mbps: platform
-                .filter(|p| p.given)
                 .zip(link)
                 .map(|(p, link)| p.streaming_dma_mbps(&link)),
         })

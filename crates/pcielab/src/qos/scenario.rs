@@ -178,8 +178,8 @@ impl Outcome {
         self.lines.iter().find(|l| l.label == label)
     }
 
-    /// An aligned text table: one row per x, one column per line.
-    pub fn table(&self) -> String {
+    /// Every x any line has a point at, in order, once: the rows of a table of the outcome.
+    pub fn xs(&self) -> Vec<f64> {
         let mut xs: Vec<f64> = self
             .lines
             .iter()
@@ -187,10 +187,15 @@ impl Outcome {
             .collect();
         xs.sort_by(|a, b| a.total_cmp(b));
         xs.dedup();
+        xs
+    }
+
+    /// An aligned text table: one row per x, one column per line.
+    pub fn table(&self) -> String {
         let mut header = vec![self.x_label.clone()];
         header.extend(self.lines.iter().map(|l| l.label.clone()));
         let mut rows = vec![header];
-        for x in xs {
+        for x in self.xs() {
             let mut row = vec![format_num(x)];
             row.extend(
                 self.lines

@@ -546,17 +546,10 @@ fn scenario_body(outcome: &Outcome) -> Result<String> {
         escape(&outcome.title),
         escape(&outcome.machine)
     );
-    let mut xs: Vec<f64> = outcome
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.0))
-        .collect();
-    xs.sort_by(|a, b| a.total_cmp(b));
-    xs.dedup();
     let mut headings = vec![outcome.x_label.as_str()];
     headings.extend(outcome.lines.iter().map(|l| l.label.as_str()));
     let mut t = Table::new(&headings);
-    for x in xs {
+    for x in outcome.xs() {
         let mut row = vec![value_text(x)];
         row.extend(outcome.lines.iter().map(|l| optional(l.at(x))));
         t.row(row);

@@ -66,12 +66,15 @@ impl SimulatedPcie {
         let work = workload::parse(request.workload, request.read_file)?;
         let pmus = machine.pmus();
         let resolved = resolve_groups(&pmus, &groups)?;
-        let platform = request.platform.unwrap_or(&machine.platform);
+        // The spec's own model only where it has a [platform] table: defaults predict nothing.
+        let platform = request
+            .platform
+            .or(Some(&machine.platform).filter(|p| p.given));
         let links = pmus
             .iter()
             .map(|p| {
                 p.root_port
-                    .and_then(|rp| LinkRates::of_port(&machine.topology, rp, Some(platform)))
+                    .and_then(|rp| LinkRates::of_port(&machine.topology, rp, platform))
             })
             .collect();
         let (read_period, notes) = machine.wrap_reads(&pmus, &resolved);
