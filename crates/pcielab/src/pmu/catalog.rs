@@ -1,10 +1,14 @@
 //! Event catalogs as data, one table per PMU family: the DesignWare/Yitian root-port PMU (every
 //! event of the seed's time-based groups 0-1 and event groups 0-7, with the seed's mixed-case
-//! names and the upstream `dwc_pcie_pmu` lowercase names), HiSilicon `hisi_pcie_pmu` and Intel IIO
-//! free-running counters. Everything else (naming, counting rules, the simulator) reads these
-//! tables; no event is described anywhere else.
+//! names and the upstream `dwc_pcie_pmu` names), HiSilicon `hisi_pcie_pmu`, NVIDIA Grace
+//! `nvidia_pcie_pmu` and the Intel IIO free-running counters of Skylake-SP and of Ice Lake and
+//! later. Everything else (naming, counting rules, the simulator, the sysfs files a driver
+//! writes: [`driver_files`]) reads these tables; no event is described anywhere else.
+//! `tests/pmu_driver_catalog.rs` compares them with the drivers in the installed kernel source.
 
 use serde::Serialize;
+
+use super::kernel::{dwc_name_in, KernelVersion};
 
 /// The PMU families pcielab knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -14,8 +18,15 @@ pub enum Family {
     DwcRootPort,
     /// HiSilicon `hisi_pcie_pmu`: 8 general 64-bit counters per PCIe core.
     HisiPcie,
-    /// Intel IIO free-running counters (Ice Lake and later: 32 B per count, 48 bits).
+    /// Intel IIO free-running counters, Ice Lake and later (the kernel's SNR/ICX table:
+    /// `bw_in_port0-7`, 32 B per count, 48 bits).
     IntelIio,
+    /// Intel IIO free-running counters of Skylake-SP (`bw_in_port0-3`, `bw_out_port0-3`,
+    /// `util_*`: 4 B per count, 36 bits).
+    IntelIioSkylake,
+    /// NVIDIA Grace `nvidia_pcie_pmu_<socket>` (Arm CoreSight PMU): local and remote bytes,
+    /// requests and outstanding reads, filtered by the `root_port` bitmap.
+    NvidiaPcie,
 }
 
 /// What one count of an event means.
@@ -70,6 +81,7 @@ impl Group {
             (_, Group::Lane(1..=3)) => 8,
             (_, Group::Lane(_)) => 32,
             (Family::IntelIio, _) => 48,
+            (Family::IntelIioSkylake, _) => 36,
             _ => 64,
         }
     }
@@ -89,7 +101,8 @@ impl Group {
         }
     }
 
-    /// Per-lane counters need a `lane=N` term; the others count all lanes together.
+    /// The hardware counts one lane (groups 0 and 4 of the guide); the others count all lanes
+    /// together, although the upstream driver asks every lane event for a `lane=`.
     pub fn per_lane(self) -> bool {
         matches!(self, Group::Lane(0 | 4))
     }
@@ -119,16 +132,24 @@ pub struct EventDef {
 }
 
 impl EventDef {
-    /// The event's encoding as the driver's sysfs `events/` file writes it.
+    /// The event's encoding as the driver's sysfs `events/` file writes it (without the
+    /// newline): the DWC driver asks every lane event for `lane=?`.
     pub fn encoding(&self, family: Family) -> String {
         match family {
             Family::DwcRootPort => {
                 let kind = self.config >> 16;
-                let lane = if self.group.per_lane() { ",lane=?" } else { "" };
+                let lane = if kind == 1 { ",lane=?" } else { "" };
                 format!("eventid={:#x},type={kind:#x}{lane}", self.config & 0xffff)
             }
-            Family::HisiPcie => format!("event={:#x}", self.config),
-            Family::IntelIio => format!("event=0xff,umask={:#x}", self.config >> 8),
+            Family::HisiPcie => format!("config={:#x}", self.config),
+            Family::IntelIio | Family::IntelIioSkylake => {
+                format!(
+                    "event={:#x},umask={:#x}",
+                    self.config & 0xff,
+                    self.config >> 8
+                )
+            }
+            Family::NvidiaPcie => format!("event={:#x}", self.config),
         }
     }
 
@@ -173,10 +194,11 @@ macro_rules! lane_event {
     };
 }
 
-/// The DesignWare root-port PMU. Time-based group 0 uses the upstream driver's encodings; the
-/// seed's table lists 0x08 and 0x09 the other way round (L1 aux 0x08, Tx+Rx L0s 0x09), and the
-/// driver is what programs the hardware. Event groups 0-5 are in the seed only (the upstream
-/// driver exposes groups 6 and 7); they use the same `group << 8 | number` encoding.
+/// The DesignWare root-port PMU, named as the newest upstream driver names it (a kernel's own
+/// names: `kernel::dwc_name_in`). Time-based 0x08 is L1 aux and 0x09 Tx-and-Rx L0s, as the
+/// databook, the Yitian 710 PMU guide and kernels since 6.14 number them (6.8-6.13 named them the
+/// other way round, programming the same hardware events). Event groups 0-5 are in the guide
+/// only (no upstream driver exposes them); they use the same `group << 8 | number` encoding.
 pub static DWC_EVENTS: &[EventDef] = &[
     time_event!(
         0,
@@ -217,18 +239,18 @@ pub static DWC_EVENTS: &[EventDef] = &[
     time_event!(
         0,
         0x08,
-        "TX_RX_L0S",
-        "Tx_L0s_and_Rx_L0s",
-        Unit::Cycles,
-        "cycles with both directions in L0s"
-    ),
-    time_event!(
-        0,
-        0x09,
         "L1_AUX",
         "L1_aux",
         Unit::Cycles,
         "cycles in L1 counted on aux_clk"
+    ),
+    time_event!(
+        0,
+        0x09,
+        "TX_RX_L0S",
+        "Tx_L0s_and_Rx_L0s",
+        Unit::Cycles,
+        "cycles with both directions in L0s"
     ),
     time_event!(
         1,
@@ -910,12 +932,207 @@ pub static IIO_EVENTS: &[EventDef] = &[
     ),
 ];
 
+/// Intel IIO free-running counters of Skylake-SP: four ports in, four out (umask 0x24-0x27
+/// are `bw_out_port0-3` here, not inbound ports 4-7), 4 bytes per count, and utilisation.
+pub static IIO_SKYLAKE_EVENTS: &[EventDef] = &[
+    iio_event!(0x10, "ioclk", Unit::Cycles, "IIO clock ticks"),
+    iio_event!(0x20, "bw_in_port0", Unit::Bytes(4), "inbound bytes, port 0"),
+    iio_event!(0x21, "bw_in_port1", Unit::Bytes(4), "inbound bytes, port 1"),
+    iio_event!(0x22, "bw_in_port2", Unit::Bytes(4), "inbound bytes, port 2"),
+    iio_event!(0x23, "bw_in_port3", Unit::Bytes(4), "inbound bytes, port 3"),
+    iio_event!(
+        0x24,
+        "bw_out_port0",
+        Unit::Bytes(4),
+        "outbound bytes, port 0"
+    ),
+    iio_event!(
+        0x25,
+        "bw_out_port1",
+        Unit::Bytes(4),
+        "outbound bytes, port 1"
+    ),
+    iio_event!(
+        0x26,
+        "bw_out_port2",
+        Unit::Bytes(4),
+        "outbound bytes, port 2"
+    ),
+    iio_event!(
+        0x27,
+        "bw_out_port3",
+        Unit::Bytes(4),
+        "outbound bytes, port 3"
+    ),
+    iio_event!(
+        0x30,
+        "util_in_port0",
+        Unit::Cycles,
+        "inbound busy cycles, port 0"
+    ),
+    iio_event!(
+        0x31,
+        "util_out_port0",
+        Unit::Cycles,
+        "outbound busy cycles, port 0"
+    ),
+    iio_event!(
+        0x32,
+        "util_in_port1",
+        Unit::Cycles,
+        "inbound busy cycles, port 1"
+    ),
+    iio_event!(
+        0x33,
+        "util_out_port1",
+        Unit::Cycles,
+        "outbound busy cycles, port 1"
+    ),
+    iio_event!(
+        0x34,
+        "util_in_port2",
+        Unit::Cycles,
+        "inbound busy cycles, port 2"
+    ),
+    iio_event!(
+        0x35,
+        "util_out_port2",
+        Unit::Cycles,
+        "outbound busy cycles, port 2"
+    ),
+    iio_event!(
+        0x36,
+        "util_in_port3",
+        Unit::Cycles,
+        "inbound busy cycles, port 3"
+    ),
+    iio_event!(
+        0x37,
+        "util_out_port3",
+        Unit::Cycles,
+        "outbound busy cycles, port 3"
+    ),
+];
+
+macro_rules! nvidia_event {
+    ($config:expr, $name:expr, $unit:expr, $desc:expr) => {
+        EventDef {
+            name: $name,
+            seed_name: $name,
+            config: $config,
+            group: Group::General,
+            unit: $unit,
+            description: $desc,
+        }
+    };
+}
+
+/// NVIDIA Grace PCIe PMU (the driver's `mcf` table): each quantity for traffic to the local
+/// socket's memory (`_loc`) and a remote socket's (`_rem`), and the CoreSight PMU's cycle
+/// counter at event 1 << 32. Without `root_port=` no port is selected and nothing counts.
+pub static NVIDIA_PCIE_EVENTS: &[EventDef] = &[
+    nvidia_event!(
+        0x0,
+        "rd_bytes_loc",
+        Unit::Bytes(1),
+        "bytes read, local memory"
+    ),
+    nvidia_event!(
+        0x1,
+        "rd_bytes_rem",
+        Unit::Bytes(1),
+        "bytes read, remote memory"
+    ),
+    nvidia_event!(
+        0x2,
+        "wr_bytes_loc",
+        Unit::Bytes(1),
+        "bytes written, local memory"
+    ),
+    nvidia_event!(
+        0x3,
+        "wr_bytes_rem",
+        Unit::Bytes(1),
+        "bytes written, remote memory"
+    ),
+    nvidia_event!(
+        0x4,
+        "total_bytes_loc",
+        Unit::Bytes(1),
+        "bytes read and written, local"
+    ),
+    nvidia_event!(
+        0x5,
+        "total_bytes_rem",
+        Unit::Bytes(1),
+        "bytes read and written, remote"
+    ),
+    nvidia_event!(
+        0x6,
+        "rd_req_loc",
+        Unit::Events,
+        "read requests, local memory"
+    ),
+    nvidia_event!(
+        0x7,
+        "rd_req_rem",
+        Unit::Events,
+        "read requests, remote memory"
+    ),
+    nvidia_event!(
+        0x8,
+        "wr_req_loc",
+        Unit::Events,
+        "write requests, local memory"
+    ),
+    nvidia_event!(
+        0x9,
+        "wr_req_rem",
+        Unit::Events,
+        "write requests, remote memory"
+    ),
+    nvidia_event!(0xa, "total_req_loc", Unit::Events, "requests, local memory"),
+    nvidia_event!(
+        0xb,
+        "total_req_rem",
+        Unit::Events,
+        "requests, remote memory"
+    ),
+    nvidia_event!(
+        0xc,
+        "rd_cum_outs_loc",
+        Unit::Raw,
+        "outstanding reads summed per cycle, local"
+    ),
+    nvidia_event!(
+        0xd,
+        "rd_cum_outs_rem",
+        Unit::Raw,
+        "outstanding reads summed per cycle, remote"
+    ),
+    nvidia_event!(1 << 32, "cycles", Unit::Cycles, "PMU clock cycles"),
+];
+
+/// The files one PMU directory holds as its driver writes them, for one kernel release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriverFiles {
+    /// `format/NAME` and its text (`config:0-15`).
+    pub formats: Vec<(&'static str, &'static str)>,
+    /// `events/NAME` and its text (`eventid=0x21,type=0x0`), and `.scale`/`.unit` files.
+    pub events: Vec<(String, String)>,
+    /// Other attribute files the driver creates besides `type`, `cpumask` and
+    /// `perf_event_mux_interval_ms`, with example contents (`identifier`, `bdf_min`, …).
+    pub attributes: Vec<(&'static str, &'static str)>,
+}
+
 impl Family {
     pub fn events(self) -> &'static [EventDef] {
         match self {
             Family::DwcRootPort => DWC_EVENTS,
             Family::HisiPcie => HISI_EVENTS,
             Family::IntelIio => IIO_EVENTS,
+            Family::IntelIioSkylake => IIO_SKYLAKE_EVENTS,
+            Family::NvidiaPcie => NVIDIA_PCIE_EVENTS,
         }
     }
 
@@ -924,6 +1141,92 @@ impl Family {
             Family::DwcRootPort => "dwc_rootport",
             Family::HisiPcie => "hisi_pcie",
             Family::IntelIio => "intel_iio",
+            Family::IntelIioSkylake => "intel_iio_skylake",
+            Family::NvidiaPcie => "nvidia_pcie",
+        }
+    }
+
+    /// The `format/` files of the family's driver.
+    pub fn formats(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Family::DwcRootPort => &[
+                ("eventid", "config:0-15"),
+                ("type", "config:16-19"),
+                ("lane", "config:20-27"),
+            ],
+            Family::HisiPcie => &[
+                ("event", "config:0-16"),
+                ("thr_len", "config1:0-3"),
+                ("thr_mode", "config1:4"),
+                ("trig_len", "config1:5-8"),
+                ("trig_mode", "config1:9"),
+                ("len_mode", "config1:10-11"),
+                ("port", "config2:0-15"),
+                ("bdf", "config2:16-31"),
+            ],
+            Family::IntelIio | Family::IntelIioSkylake => {
+                &[("event", "config:0-7"), ("umask", "config:8-15")]
+            }
+            Family::NvidiaPcie => &[("event", "config:0-32"), ("root_port", "config1:0-9")],
+        }
+    }
+
+    /// The `.scale` the IIO driver writes for a byte counter (MiB per count), as written in
+    /// its source.
+    fn scale_text(self, unit: Unit) -> Option<&'static str> {
+        match (self, unit) {
+            (Family::IntelIio, Unit::Bytes(32)) => Some("3.0517578125e-5"),
+            (Family::IntelIioSkylake, Unit::Bytes(4)) => Some("3.814697266e-6"),
+            _ => None,
+        }
+    }
+
+    /// The events `kernel`'s driver exposes, each under the name that kernel gives it. The DWC
+    /// driver exposes time-based groups 0-1 and event groups 6-7 only.
+    pub fn kernel_events(self, kernel: KernelVersion) -> Vec<(String, &'static EventDef)> {
+        self.events()
+            .iter()
+            .filter(|e| {
+                self != Family::DwcRootPort
+                    || matches!(e.group, Group::TimeBased(_) | Group::Lane(6 | 7))
+            })
+            .map(|e| {
+                let name = match self {
+                    Family::DwcRootPort => dwc_name_in(kernel, e.config, e.name),
+                    _ => e.name.to_string(),
+                };
+                (name, e)
+            })
+            .collect()
+    }
+
+    /// The directory `kernel`'s driver creates for one PMU of this family.
+    pub fn driver_files(self, kernel: KernelVersion) -> DriverFiles {
+        let mut events = Vec::new();
+        for (name, def) in self.kernel_events(kernel) {
+            events.push((name.clone(), def.encoding(self)));
+            if let Some(scale) = self.scale_text(def.unit) {
+                events.push((format!("{name}.scale"), scale.to_string()));
+                events.push((format!("{name}.unit"), "MiB".to_string()));
+            }
+        }
+        let attributes: &[(&str, &str)] = match self {
+            // The 6.12 driver prints bus, bdf_min and bdf_max with "%#04x" and the version
+            // register with "%#x".
+            Family::HisiPcie => &[
+                ("bus", "0x30"),
+                ("bdf_min", "0x3000"),
+                ("bdf_max", "0x3018"),
+                ("identifier", "0x30"),
+            ],
+            // arm_cspmu prints PMIIDR with "%x": product 0x103, implementer NVIDIA (0x36b).
+            Family::NvidiaPcie => &[("identifier", "1030036b"), ("associated_cpus", "0-71")],
+            _ => &[],
+        };
+        DriverFiles {
+            formats: self.formats().to_vec(),
+            events,
+            attributes: attributes.to_vec(),
         }
     }
 

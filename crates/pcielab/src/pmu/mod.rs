@@ -10,6 +10,7 @@ pub mod counters;
 pub mod event;
 pub mod host;
 pub mod hostlist;
+pub mod kernel;
 pub mod list;
 pub mod perf;
 pub mod session;
