@@ -1,15 +1,21 @@
-//! `pcielab stat --machine host` against the real `perf` and the real kernel. The fixture PMU
-//! trees of fixtures/pmu (DWC both numberings, the seed's pcie_bdf, HiSilicon, Intel IIO,
-//! NVIDIA Grace) are bind-mounted over /sys/bus/event_source/devices in a private mount
-//! namespace next to the machine's real PMUs (software, tracepoint, msr). There `perf stat -vv`
-//! prints the perf_event_attr it tries, which pcielab's --dry-run must match; a DWC fixture
-//! whose `type` is the real msr PMU's counts the real TSC through pcielab's whole DWC path.
+//! `pcielab stat --machine host` against the real `perf` and the real kernel. PMU trees exactly
+//! as the drivers write them, generated from the catalogs (DesignWare as kernels 6.12, 6.13 and
+//! 6.14+ write it, HiSilicon, NVIDIA Grace, Intel IIO Skylake-SP and Ice Lake), and the trees of
+//! fixtures/pmu (the Yitian guide's pcie_bdf naming, a synthetic tree for encoder corner cases)
+//! are bind-mounted over /sys/bus/event_source/devices in a private mount namespace next to the
+//! machine's real PMUs (software, tracepoint, msr). There `perf stat -vv` prints the
+//! perf_event_attr it tries, which pcielab's --dry-run must match for every event of every
+//! tree; a DWC tree whose `type` is the real msr PMU's counts the real TSC through pcielab's
+//! whole DWC path.
 //! These tests need root, unshare(1) and perf (CI runs as root with linux-perf installed): when
 //! any is missing they fail, never pass silently.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use pcielab::pmu::catalog::Family;
+use pcielab::pmu::kernel::KernelVersion;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pcielab");
 const DEVICES: &str = "/sys/bus/event_source/devices";
@@ -42,8 +48,46 @@ fn real_type(pmu: &str) -> String {
         .to_string()
 }
 
-/// A devices directory: the real PMUs (links to their /sys/devices directories) and the
-/// fixtures; `dwc_rootport_3018` counts with the real msr PMU's type.
+/// The driver-exact trees: (PMU name, family, kernel release whose driver writes it, type).
+/// `dwc_rootport_13018` (0001:30:03.0) gets the real msr PMU's type in [`devices_dir`].
+const DRIVER_TREES: &[(&str, Family, &str, u32)] = &[
+    ("dwc_rootport_10", Family::DwcRootPort, "6.12", 901),
+    ("dwc_rootport_18", Family::DwcRootPort, "6.13", 902),
+    ("dwc_rootport_13018", Family::DwcRootPort, "6.14", 0),
+    ("hisi_pcie0_core1", Family::HisiPcie, "6.12", 904),
+    ("nvidia_pcie_pmu_0", Family::NvidiaPcie, "6.12", 905),
+    (
+        "uncore_iio_free_running_0",
+        Family::IntelIioSkylake,
+        "6.12",
+        907,
+    ),
+    ("uncore_iio_free_running_2", Family::IntelIio, "6.12", 908),
+];
+
+/// Writes one PMU directory as `kernel`'s driver for `family` creates it.
+fn write_driver_tree(dir: &Path, family: Family, kernel: &str, type_id: &str) {
+    let files = family.driver_files(KernelVersion::parse(kernel).unwrap());
+    fs::create_dir_all(dir.join("format")).unwrap();
+    fs::create_dir_all(dir.join("events")).unwrap();
+    fs::write(dir.join("type"), format!("{type_id}\n")).unwrap();
+    fs::write(dir.join("cpumask"), "0\n").unwrap();
+    fs::write(dir.join("perf_event_mux_interval_ms"), "4\n").unwrap();
+    for (name, layout) in &files.formats {
+        fs::write(dir.join("format").join(name), format!("{layout}\n")).unwrap();
+    }
+    for (name, text) in &files.events {
+        fs::write(dir.join("events").join(name), format!("{text}\n")).unwrap();
+    }
+    for (name, text) in &files.attributes {
+        fs::write(dir.join(name), format!("{text}\n")).unwrap();
+    }
+}
+
+/// A devices directory: the real PMUs (links to their /sys/devices directories), the
+/// driver-exact trees and the fixtures; `dwc_rootport_13018` counts with the real msr PMU's
+/// type. `uncore_iio_2` holds only the `die0` file that places IIO stack 2 (pcielab does not
+/// model the non-free-running IIO PMU).
 fn devices_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for entry in fs::read_dir(DEVICES).unwrap() {
@@ -57,11 +101,19 @@ fn devices_dir() -> tempfile::TempDir {
             copy_tree(&entry.path(), &dir.path().join(entry.file_name()));
         }
     }
-    fs::write(
-        dir.path().join("dwc_rootport_3018/type"),
-        format!("{}\n", real_type("msr")),
-    )
-    .unwrap();
+    let msr = real_type("msr");
+    for (name, family, kernel, type_id) in DRIVER_TREES {
+        let type_id = if *type_id == 0 {
+            msr.clone()
+        } else {
+            type_id.to_string()
+        };
+        write_driver_tree(&dir.path().join(name), *family, kernel, &type_id);
+    }
+    let iio = dir.path().join("uncore_iio_2");
+    fs::create_dir_all(&iio).unwrap();
+    fs::write(iio.join("type"), "909\n").unwrap();
+    fs::write(iio.join("die0"), "0000:b0\n").unwrap();
     dir
 }
 
@@ -141,8 +193,10 @@ fn dry_run_attr(devices: &Path, event: &str) -> [u64; 4] {
 }
 
 const EVENTS: &[&str] = &[
-    // DesignWare root-port PMU, upstream naming with the domain.
+    // DesignWare root-port PMU, 6.14+ (with the domain in the name) and 6.12 trees; perf's own
+    // terms (name=, period=, percore, metric-id=) set no config bit.
     "dwc_rootport_13018/one_cycle/",
+    "dwc_rootport_13018/L0,name=l0,period=3,percore,metric-id=x/",
     "dwc_rootport_13018/L0/",
     "dwc_rootport_13018/L1_2/",
     "dwc_rootport_13018/CFG_RCVRY/",
@@ -157,18 +211,19 @@ const EVENTS: &[&str] = &[
     "dwc_rootport_13018/eventid=0x700,type=0x1,lane=7/",
     "dwc_rootport_13018/config=0x123456/",
     "dwc_rootport_13018/eventid=0xffff,type=0xf,lane=0xff/",
-    // An older kernel's name without the domain, and the seed's pcie_bdf naming.
-    "dwc_rootport_3018/one_cycle/",
-    "dwc_rootport_3018/rx_completion_with_data,lane=1/",
-    "dwc_rootport_3018/tx_update_fc_dllp,lane=2/",
+    // 6.12's names, and the Yitian guide's pcie_bdf naming.
+    "dwc_rootport_10/one_cycle/",
+    "dwc_rootport_10/Rx_PCIe_TLP_Data_Payload/",
+    "dwc_rootport_10/rx_nulified_tlp,lane=1/",
+    "dwc_rootport_10/tx_update_fc_dllp,lane=2/",
     "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
     "pcie_bdf_200/rx_pcie_tlp_data_payload/",
     "pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/",
     "pcie_bdf_200/EBUF_SKP_Add,lane=1/",
     "pcie_bdf_200/eventid=0x20/",
     // HiSilicon: config1 filters and config2 port/bdf targets.
-    "hisi_pcie0_core1/rx_mwr_latency/",
-    "hisi_pcie0_core1/rx_mwr_cnt/",
+    "hisi_pcie0_core1/rx_mwr_latency,port=0x2/",
+    "hisi_pcie0_core1/rx_mwr_cnt,bdf=0x3008/",
     "hisi_pcie0_core1/rx_mrd_flux,port=0x1/",
     "hisi_pcie0_core1/rx_mrd_time,bdf=0x3010/",
     "hisi_pcie0_core1/tx_cpl_flux,thr_len=0x4,thr_mode=1/",
@@ -176,19 +231,21 @@ const EVENTS: &[&str] = &[
     "hisi_pcie0_core1/event=0x10804,len_mode=0x2,port=0xffff/",
     "hisi_pcie0_core1/rx_mwr_flux,port=0x1,thr_len=3,bdf=0x3010/",
     "hisi_pcie0_core1/config=0x104,config1=0x3,config2=0x30100001/",
-    "hisi_pcie0_core1/thr_mode,event=0x2004/",
-    // Intel IIO: free-running bandwidth counters and a split umask field.
+    "hisi_pcie0_core1/thr_mode,event=0x2004,port=0x4/",
+    // Intel IIO free-running counters (Ice Lake's and Skylake-SP's tables).
     "uncore_iio_free_running_2/bw_in_port0/",
     "uncore_iio_free_running_2/bw_in_port7/",
     "uncore_iio_free_running_2/ioclk/",
     "uncore_iio_free_running_2/event=0xff,umask=0x21/",
-    "uncore_iio_2/event=0x83,umask=0x1ff/",
-    "uncore_iio_2/event=0xd5,umask=0xfff,ch_mask=0x3,fc_mask=0x7/",
-    "uncore_iio_2/event=0x1,edge,inv,thresh=0x10/",
-    "uncore_iio_2/comp_buf_occupancy/",
+    "uncore_iio_free_running_0/bw_out_port3/",
+    // The synthetic tree: a split umask field, an alias with a parameter.
+    "synthetic_split_fields/event=0x83,umask=0x1ff/",
+    "synthetic_split_fields/event=0xd5,umask=0xfff,ch_mask=0x3,fc_mask=0x7/",
+    "synthetic_split_fields/event=0x1,edge,inv,thresh=0x10/",
+    "synthetic_split_fields/comp_buf_occupancy/",
     // NVIDIA Grace PCIe PMU with its root_port bitmap.
-    "nvidia_pcie_pmu_0/rd_bytes/",
-    "nvidia_pcie_pmu_0/wr_bytes,root_port=0x3/",
+    "nvidia_pcie_pmu_0/rd_bytes_loc,root_port=0x1/",
+    "nvidia_pcie_pmu_0/wr_bytes_rem,root_port=0x3/",
     "nvidia_pcie_pmu_0/event=0x4,root_port=0x3ff/",
     "nvidia_pcie_pmu_0/cycles/",
     // The machine's real PMUs.
@@ -248,6 +305,178 @@ fn dry_run_encodes_every_event_as_perf_does() {
     assert!(filters[0] >= 4 && filters[1] >= 4, "{filters:?}");
 }
 
+/// Every event each driver-exact tree exposes, written as a user would (a lane for DWC lane
+/// events, a port filter for HiSilicon, a root-port bitmap for NVIDIA, each different so that
+/// two events never encode alike), with the attr the catalog says it encodes to.
+fn every_driver_event() -> Vec<(String, [u64; 3])> {
+    let mut out = Vec::new();
+    for (pmu, family, kernel, _) in DRIVER_TREES {
+        let events = family.kernel_events(KernelVersion::parse(kernel).unwrap());
+        for (i, (name, def)) in events.iter().enumerate() {
+            let n = i as u64 + 1;
+            let (terms, attr) = match family {
+                Family::DwcRootPort if def.config >> 16 == 1 => {
+                    let lane = n % 16;
+                    (format!(",lane={lane}"), [def.config | lane << 20, 0, 0])
+                }
+                Family::HisiPcie => (format!(",port={n:#x}"), [def.config, 0, n]),
+                Family::NvidiaPcie => (format!(",root_port={n:#x}"), [def.config, n, 0]),
+                _ => (String::new(), [def.config, 0, 0]),
+            };
+            out.push((format!("{pmu}/{name}{terms}/"), attr));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_event_of_every_driver_tree_encodes_as_perf_and_the_catalog_say() {
+    let devices = devices_dir();
+    let events = every_driver_event();
+    let mut mismatches = Vec::new();
+    for (event, catalog) in &events {
+        let perf = perf_attr(devices.path(), event);
+        let ours = dry_run_attr(devices.path(), event);
+        if perf != ours || perf[1..] != catalog[..] {
+            mismatches.push(format!(
+                "{event}: perf {perf:x?}, pcielab {ours:x?}, catalog {catalog:x?}"
+            ));
+        }
+    }
+    eprintln!(
+        "{} driver events of {} trees: {} mismatches",
+        events.len(),
+        DRIVER_TREES.len(),
+        mismatches.len()
+    );
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    // 43 DWC events in each of three eras, 18 HiSilicon, 15 NVIDIA, 17 + 9 IIO.
+    assert_eq!(events.len(), 3 * 43 + 18 + 15 + 17 + 9);
+}
+
+#[test]
+fn groups_the_kernel_refuses_are_refused_before_open_with_its_error() {
+    let devices = devices_dir();
+    let d = devices.path();
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let running = KernelVersion::parse(&release).unwrap();
+    let stat = |events: &str| pcielab_in(d, &["stat", "-a", "-e", events, "--", "true"]);
+    // The 6.12 tree's driver takes no group of DWC events, whatever kernel runs.
+    let (code, stderr) = stat("{dwc_rootport_10/one_cycle/,dwc_rootport_10/L0/}");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("EINVAL")
+            && stderr.contains("kernel 6.12")
+            && !stderr.contains("<not counted>"),
+        "{stderr}"
+    );
+    // The 6.14+ tree follows the running kernel: ENOSPC from 6.18, EINVAL before.
+    let (code, stderr) = stat("{dwc_rootport_13018/one_cycle/,dwc_rootport_13018/L0/}");
+    assert_eq!(code, 2, "{stderr}");
+    let errno = if running >= KernelVersion::new(6, 18) {
+        "ENOSPC"
+    } else {
+        "EINVAL"
+    };
+    assert!(stderr.contains(errno), "kernel {running}: {stderr}");
+    // HiSilicon counts nothing unfiltered: refused naming port= and bdf=.
+    let (code, stderr) = stat("hisi_pcie0_core1/rx_mrd_flux/");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("EINVAL") && stderr.contains("port=") && stderr.contains("bdf="),
+        "{stderr}"
+    );
+    // A lane event without lane=: perf refuses to parse it, so does pcielab.
+    let perf = in_namespace(
+        d,
+        "perf",
+        &[
+            "stat",
+            "-a",
+            "-e",
+            "dwc_rootport_13018/tx_ack_dllp/",
+            "true",
+        ],
+    );
+    assert!(
+        !perf.status.success(),
+        "perf takes no lane event without lane="
+    );
+    let (code, stderr) = stat("dwc_rootport_13018/tx_ack_dllp/");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("lane=N"), "{stderr}");
+    // --dry-run prints the attrs perf would pass, the kernel rules assumed and the refusal.
+    let out = in_namespace(
+        d,
+        BIN,
+        &[
+            "stat",
+            "-a",
+            "--dry-run",
+            "-e",
+            "{dwc_rootport_10/one_cycle/,dwc_rootport_10/L0/}",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("dwc_rootport_10's event files are kernel 6.12's")
+            && stdout.contains("# refused:"),
+        "{stdout}"
+    );
+}
+
+/// The `pcielab stat` examples of docs/pmu.md's "On a real server" section, continuation lines
+/// joined, as argv words.
+fn documented_host_examples() -> Vec<Vec<String>> {
+    let doc = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/pmu.md"))
+        .unwrap();
+    let section = &doc[doc.find("## On a real server").unwrap()..];
+    let joined = section.replace("\\\n", " ");
+    joined
+        .lines()
+        .filter(|l| l.starts_with("pcielab stat "))
+        .map(|l| {
+            let command = l.split(" # ").next().unwrap();
+            let mut words = Vec::new();
+            let mut rest = command;
+            while let Some(start) = rest.find(|c: char| !c.is_whitespace()) {
+                rest = &rest[start..];
+                let (word, after) = match rest.strip_prefix('\'') {
+                    Some(quoted) => quoted.split_once('\'').unwrap(),
+                    None => rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len())),
+                };
+                words.push(word.to_string());
+                rest = after;
+            }
+            words
+        })
+        .collect()
+}
+
+#[test]
+fn the_documented_host_examples_encode_on_the_matching_trees() {
+    let devices = devices_dir();
+    let examples = documented_host_examples();
+    assert!(examples.len() >= 7, "{examples:?}");
+    for words in &examples {
+        // Everything before the workload, with --dry-run: the encoding and the kernel's rules.
+        let mut args: Vec<&str> = words[1..]
+            .iter()
+            .map(String::as_str)
+            .take_while(|w| *w != "--")
+            .filter(|w| *w != "--dry-run")
+            .collect();
+        args.push("--dry-run");
+        let out = in_namespace(devices.path(), BIN, &args);
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success() && !stdout.contains("# refused"),
+            "{words:?}: {stdout}{}",
+            text(&out.stderr)
+        );
+    }
+}
+
 /// The count and elapsed seconds of one event from `perf stat`'s text report.
 fn perf_count(stderr: &str, event: &str) -> (f64, f64) {
     let count = stderr
@@ -280,7 +509,7 @@ fn pcielab_json(devices: &Path, events: &[&str], workload: &[&str]) -> serde_jso
 #[test]
 fn dwc_path_counts_the_real_tsc_like_perf() {
     let devices = devices_dir();
-    let event = "dwc_rootport_3018/one_cycle/";
+    let event = "dwc_rootport_13018/one_cycle/";
     let doc = pcielab_json(devices.path(), &[event, "cpu-clock"], &["sleep", "1"]);
     let ev = &doc["events"][0];
     assert_eq!(ev["status"], "counted", "{doc}");
@@ -315,7 +544,7 @@ fn dwc_path_counts_the_real_tsc_like_perf() {
     // is held to perf's rate per counting second, within 1 %.
     let percent = |ours: f64, theirs: f64| 100.0 * (ours / theirs - 1.0);
     eprintln!(
-        "TSC through dwc_rootport_3018: per second of counting pcielab {per_window:.0}, perf \
+        "TSC through dwc_rootport_13018: per second of counting pcielab {per_window:.0}, perf \
          {perf_per_window:.0} ({:+.3} %); per elapsed second pcielab {per_elapsed:.0} ({:+.3} \
          %), perf {perf_per_elapsed:.0} ({:+.3} %)",
         percent(per_window, perf_per_window),
@@ -439,7 +668,7 @@ fn bad_events_and_workloads_exit_like_perf_users_expect() {
             "stat",
             "-a",
             "-e",
-            "dwc_rootport_13018/tx_ack_dllp,lane=0/",
+            "dwc_rootport_10/tx_ack_dllp,lane=0/",
             "-e",
             "pcie_bdf_200/EBUF_SKP_Add,lane=1/",
             "--",
@@ -501,7 +730,7 @@ fn pmu_list_places_the_fixture_pcie_pmus() {
     let out = in_namespace(devices.path(), BIN, &["pmu", "list", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(doc["pcie_pmus"], 7, "{doc}");
+    assert_eq!(doc["pcie_pmus"], 9, "{doc}");
     let pmu = |name: &str| {
         doc["pmus"]
             .as_array()
@@ -514,7 +743,10 @@ fn pmu_list_places_the_fixture_pcie_pmus() {
     assert_eq!(pmu("dwc_rootport_13018")["root_ports"][0], "0001:30:03.0");
     assert_eq!(pmu("pcie_bdf_200")["root_ports"][0], "0000:00:02.0");
     assert_eq!(pmu("hisi_pcie0_core1")["driver"], "hisi_pcie");
-    assert_eq!(pmu("uncore_iio_2")["formats"]["umask"], "config:8-15,32-35");
+    assert_eq!(
+        pmu("synthetic_split_fields")["formats"]["umask"],
+        "config:8-15,32-35"
+    );
     let bw = &pmu("uncore_iio_free_running_2")["events"][0];
     assert_eq!(
         (bw["name"].as_str(), bw["unit"].as_str()),
@@ -524,7 +756,7 @@ fn pmu_list_places_the_fixture_pcie_pmus() {
     let one = in_namespace(
         devices.path(),
         BIN,
-        &["pmu", "list", "--pmu", "dwc_rootport_3018"],
+        &["pmu", "list", "--pmu", "dwc_rootport_10"],
     );
     let listing = text(&one.stdout);
     assert!(
@@ -543,7 +775,7 @@ fn intervals_add_up_to_the_total_and_ctrl_c_still_prints() {
         "-I",
         "200",
         "-e",
-        "dwc_rootport_3018/one_cycle/",
+        "dwc_rootport_13018/one_cycle/",
         "--",
         "sleep",
         "1",

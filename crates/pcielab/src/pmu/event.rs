@@ -296,7 +296,18 @@ impl EventContext<'_> {
         // A bare term naming an alias expands to the alias's terms, in place; its `?`
         // parameters must come from the user's NAME=VALUE terms.
         let mut assignments: Vec<(String, u64)> = Vec::new();
+        let mut perf_name = None;
         for (key, value) in &user_terms {
+            // perf's own terms name the event, set its sampling period (counting ignores it)
+            // or aggregate and label it in perf's reports: none sets a config bit.
+            match (*key, value) {
+                ("name", Some(name)) => {
+                    perf_name = Some(name.to_string());
+                    continue;
+                }
+                ("period" | "metric-id", Some(_)) | ("percore", None) => continue,
+                _ => {}
+            }
             match value {
                 None if pmu.format(key).is_none() && !is_config_word(key) => {
                     let Some(event) = pmu.event(key) else {
@@ -371,7 +382,7 @@ impl EventContext<'_> {
             .zip(event_name)
             .and_then(|(d, e)| d.payload_unit_bytes(e));
         Ok(EventAttr {
-            text: text.to_string(),
+            text: perf_name.unwrap_or_else(|| text.to_string()),
             pmu: pmu_name.to_string(),
             type_id: pmu.type_id,
             config: words,
@@ -530,6 +541,13 @@ mod tests {
             ("dwc_rootport_10", rx.config)
         );
         assert_eq!(bare.text, "rx_pcie_tlp_data_payload");
+        // perf's own terms set no config bit; name= is what the report calls the event.
+        let named = encode(
+            root.path(),
+            "dwc_rootport_10/rx_pcie_tlp_data_payload,name=rx,period=3,percore,metric-id=m/",
+        )
+        .unwrap();
+        assert_eq!((named.text.as_str(), named.config), ("rx", rx.config));
     }
 
     #[test]

@@ -13,11 +13,12 @@ use crate::model::path::path_ceiling;
 use crate::model::platform::PlatformModel;
 use crate::pcie::link::raw_mbps;
 use crate::pcie::{Bdf, Generation};
-use crate::pmu::catalog::Group;
 use crate::pmu::counters::{Counters, PmuListing, StatDone, StatEnd, StatRequest};
 use crate::pmu::event::{EventAttr, EventContext};
 use crate::pmu::hostlist::{host_listing, host_pcie_devices};
+use crate::pmu::kernel::KernelVersion;
 use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
+use crate::pmu::rules::{driver_kernel, group_refusals, Refusal};
 use crate::pmu::session::Reading;
 use crate::pmu::stat::{EventLabel, LinkRates, StatOutcome};
 use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
@@ -40,9 +41,14 @@ pub struct HostStatRequest<'a> {
 pub struct EncodedEvents {
     pub pmus: Vec<SysfsPmu>,
     pub groups: Vec<Vec<EventAttr>>,
+    /// What the kernel's drivers would refuse at open (`stat` refuses them first).
+    pub refusals: Vec<Refusal>,
+    /// Which kernel's PMU rules were assumed, and from what.
+    pub kernel_note: String,
 }
 
-/// Discovers the PMUs under `root` and encodes every `-e` argument.
+/// Discovers the PMUs under `root`, encodes every `-e` argument and checks each group against
+/// the rules of the kernel its PMU driver comes from.
 pub fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
     let pmus = discover(root)?;
     let context = EventContext { pmus: &pmus, root };
@@ -50,7 +56,37 @@ pub fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
     for text in events {
         groups.extend(context.encode_list(text)?);
     }
-    Ok(EncodedEvents { pmus, groups })
+    let (running, mut kernel_note) = match KernelVersion::of_host(root) {
+        Ok(v) => (v, format!("PMU rules of kernel {v} (uname -r)")),
+        Err(e) => (
+            KernelVersion::NEWEST,
+            format!(
+                "PMU rules of kernel {} (the newest modelled: {})",
+                KernelVersion::NEWEST,
+                e.message()
+            ),
+        ),
+    };
+    let used: BTreeSet<&str> = groups.iter().flatten().map(|a| a.pmu.as_str()).collect();
+    for pmu in pmus.iter().filter(|p| used.contains(p.name.as_str())) {
+        let follows = driver_kernel(pmu, running);
+        if follows != running {
+            kernel_note.push_str(&format!(
+                "; {}'s event files are kernel {follows}'s: its rules apply to it",
+                pmu.name
+            ));
+        }
+    }
+    let refusals = groups
+        .iter()
+        .flat_map(|g| group_refusals(g, &pmus, running))
+        .collect();
+    Ok(EncodedEvents {
+        pmus,
+        groups,
+        refusals,
+        kernel_note,
+    })
 }
 
 /// A PCIe PMU placed in the live topology.
@@ -179,6 +215,10 @@ pub fn dry_run(encoded: &EncodedEvents) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&format!("# {}\n", encoded.kernel_note));
+    for refusal in &encoded.refusals {
+        out.push_str(&format!("# refused: {}\n", refusal.message()));
+    }
     out
 }
 
@@ -216,6 +256,14 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
             "no workload: give the command to count after `--` (e.g. -- sleep 1)",
         ));
     }
+    if !encoded.refusals.is_empty() {
+        let lines: Vec<String> = encoded.refusals.iter().map(Refusal::message).collect();
+        return Err(Error::bad_input(format!(
+            "{} ({})",
+            lines.join("\n"),
+            encoded.kernel_note
+        )));
+    }
     // The PCI tree is read only when a PCIe PMU needs placing (it costs more than counting).
     let placed = |name: &str| {
         encoded
@@ -231,12 +279,20 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
         .then(|| crate::topology::sysfs::read_sysfs(&request.root.join("sys/bus/pci")).ok())
         .flatten();
     let mut notes = Vec::new();
+    if encoded
+        .groups
+        .iter()
+        .flatten()
+        .any(|a| a.dwc_group.is_some())
+    {
+        notes.push(encoded.kernel_note.clone());
+    }
     let mut wrap_period: Option<Duration> = None;
     let labels: Vec<EventLabel> = encoded
         .groups
         .iter()
-        .flat_map(|group| group.iter().map(move |attr| (attr, never_fits(group))))
-        .map(|(attr, conflict)| {
+        .flatten()
+        .map(|attr| {
             let pmu = encoded.pmus.iter().find(|p| p.name == attr.pmu);
             let placement = pmu
                 .and_then(|p| p.place.as_ref())
@@ -255,7 +311,7 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
                 .and_then(|p| p.root_ports.first())
                 .zip(topology.as_ref())
                 .and_then(|(rp, topo)| LinkRates::of_port(topo, *rp, request.platform));
-            host_label(attr, link, conflict)
+            host_label(attr, link)
         })
         .collect();
     let online = online_cpus(request.root)?;
@@ -444,17 +500,7 @@ impl PayloadCounters {
     }
 }
 
-/// Why a group can never be on the counters at once, when the catalog's rules say so: two
-/// events needing a DesignWare port's one time-based counter.
-fn never_fits(group: &[EventAttr]) -> Option<String> {
-    let time_based = group
-        .iter()
-        .filter(|a| matches!(a.dwc_group, Some(Group::TimeBased(_))))
-        .count();
-    (time_based > 1).then(|| Group::TimeBased(0).sharing_rule())
-}
-
-fn host_label(attr: &EventAttr, link: Option<LinkRates>, conflict: Option<String>) -> EventLabel {
+fn host_label(attr: &EventAttr, link: Option<LinkRates>) -> EventLabel {
     let bytes_per_count = attr.payload_bytes.map(f64::from);
     EventLabel {
         pmu: attr.pmu.clone(),
@@ -468,11 +514,9 @@ fn host_label(attr: &EventAttr, link: Option<LinkRates>, conflict: Option<String
         bytes_per_count,
         link: link.filter(|_| bytes_per_count.is_some()),
         not_supported: None,
-        not_counted_reason: conflict.unwrap_or_else(|| {
-            "the kernel never scheduled it on a counter (all counters busy, or the group needs \
-             more counters than the PMU has)"
-                .into()
-        }),
+        not_counted_reason: "the kernel never scheduled it on a counter (all counters busy, or \
+                             the group needs more counters than the PMU has)"
+            .into(),
     }
 }
 
@@ -482,7 +526,7 @@ mod tests {
     use crate::topology::{Function, Link};
 
     #[test]
-    fn two_time_based_dwc_events_in_a_group_say_why_they_never_count() {
+    fn groups_the_dwc_driver_refuses_are_refused_per_kernel() {
         use crate::pmu::sysfs::{discover, EVENT_SOURCE_DIR};
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join(EVENT_SOURCE_DIR).join("dwc_rootport_10");
@@ -500,17 +544,30 @@ mod tests {
             pmus: &pmus,
             root: root.path(),
         };
-        let both = context
-            .encode_list("{dwc_rootport_10/eventid=0x20/,dwc_rootport_10/eventid=0x21/}")
-            .unwrap();
-        let why = never_fits(&both[0]).unwrap();
-        assert!(why.contains("one time-based counter"), "{why}");
-        let mixed = context
-            .encode_list(
-                "{dwc_rootport_10/eventid=0x21/,dwc_rootport_10/eventid=0x600,type=1,lane=0/}",
-            )
-            .unwrap();
-        assert_eq!(never_fits(&mixed[0]), None);
+        let refusals = |text: &str, kernel| {
+            let groups = context.encode_list(text).unwrap();
+            group_refusals(&groups[0], &pmus, KernelVersion::parse(kernel).unwrap())
+        };
+        let two_time = "{dwc_rootport_10/eventid=0x20/,dwc_rootport_10/eventid=0x21/}";
+        let old = refusals(two_time, "6.12");
+        assert_eq!(old.len(), 1);
+        assert_eq!(old[0].errno, "EINVAL");
+        assert!(old[0].reason.contains("6.8-6.17"), "{}", old[0].reason);
+        let new = refusals(two_time, "6.18");
+        assert_eq!(new.len(), 2);
+        assert_eq!(new[0].errno, "ENOSPC");
+        let time_and_lane =
+            "{dwc_rootport_10/eventid=0x21/,dwc_rootport_10/eventid=0x600,type=1,lane=0/}";
+        assert_eq!(refusals(time_and_lane, "6.17")[0].errno, "EINVAL");
+        assert!(refusals(time_and_lane, "6.18").is_empty());
+        let same_lane_event = "{dwc_rootport_10/eventid=0x600,type=1,lane=0/,\
+                               dwc_rootport_10/eventid=0x600,type=1,lane=1/}";
+        assert_eq!(refusals(same_lane_event, "6.18").len(), 2);
+        let seed_group = "dwc_rootport_10/eventid=0x400,type=1,lane=0/";
+        assert!(refusals(seed_group, "6.17").is_empty());
+        assert_eq!(refusals(seed_group, "6.18")[0].errno, "EINVAL");
+        // A software leader may lead DWC events on every kernel.
+        assert!(refusals("{cpu-clock,dwc_rootport_10/eventid=0x21/}", "6.12").is_empty());
     }
 
     #[test]

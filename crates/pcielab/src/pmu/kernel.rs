@@ -192,19 +192,27 @@ pub fn dwc_vendors(kernel: KernelVersion) -> Vec<u16> {
     vendors
 }
 
-/// What a DWC PMU's event files say about its driver's age, when they say anything: the
-/// 6.12 spellings exist only before 6.13.
+/// The newest kernel whose DWC driver writes these event files, when they are older than
+/// every change of [`DWC_CHANGES`] that renamed an event: `(name, type << 16 | eventid)` pairs
+/// from the PMU's `events/`. 6.12's spellings give 6.12; `TX_RX_L0S` at 0x08 gives 6.13.
 pub fn dwc_version_from_events<'a>(
-    names: impl IntoIterator<Item = &'a str>,
+    events: impl IntoIterator<Item = (&'a str, u64)>,
 ) -> Option<KernelVersion> {
-    let old: Vec<&str> = DWC_6_13_RENAMES
+    let events: Vec<(&str, u64)> = events.into_iter().collect();
+    DWC_CHANGES
         .iter()
-        .map(|(_, before, _)| *before)
-        .collect();
-    names
-        .into_iter()
-        .any(|n| old.contains(&n))
-        .then_some(KernelVersion::SOURCE_PACKAGE)
+        .filter(|change| match change.effect {
+            Effect::Renames(renames) => renames.iter().any(|(id, before, after)| {
+                // A name that only the older driver gives that event id.
+                before != after
+                    && events
+                        .iter()
+                        .any(|(name, config)| name == before && config == id)
+            }),
+            _ => false,
+        })
+        .map(|change| KernelVersion::new(change.since.major, change.since.minor - 1))
+        .min()
 }
 
 #[cfg(test)]
@@ -249,5 +257,20 @@ mod tests {
         assert!(!dwc_vendors(v(6, 12)).contains(&0x1def));
         assert!(dwc_vendors(v(6, 13)).contains(&0x1def));
         assert!(!dwc_vendors(v(6, 18)).contains(&0x1d87));
+    }
+
+    #[test]
+    fn event_files_date_their_driver() {
+        let v = KernelVersion::new;
+        let of = |events: &[(&str, u64)]| dwc_version_from_events(events.iter().copied());
+        assert_eq!(
+            of(&[("rx_nulified_tlp", 0x10604), ("L1_AUX", 0x09)]),
+            Some(v(6, 12))
+        );
+        assert_eq!(
+            of(&[("TX_RX_L0S", 0x08), ("rx_nullified_tlp", 0x10604)]),
+            Some(v(6, 13))
+        );
+        assert_eq!(of(&[("TX_RX_L0S", 0x09), ("L1_AUX", 0x08)]), None);
     }
 }
