@@ -399,8 +399,10 @@ impl EventContext<'_> {
     }
 }
 
-/// The DWC counter group an event's `type` and `eventid` fields select: type 0 is the port's
-/// time-based counter, type 1 an event counter of group `eventid >> 8`.
+/// The DWC counter group an event's `type` and `eventid` fields select: the port's time-based
+/// counter or an event counter of group `eventid >> 8`, by the `type` values the PMU's own
+/// event files give time-based and lane events (upstream writes 0 and 1; a vendor driver may
+/// number them otherwise).
 fn dwc_group(pmu: &SysfsPmu, words: &[u64; 4]) -> Option<Group> {
     if !matches!(
         pmu.driver,
@@ -410,11 +412,29 @@ fn dwc_group(pmu: &SysfsPmu, words: &[u64; 4]) -> Option<Group> {
     }
     let kind = pmu.format("type")?.unpack(words);
     let eventid = pmu.format("eventid")?.unpack(words);
-    match kind {
-        0 => Some(Group::TimeBased(u8::from(eventid >= 0x20))),
-        1 => Some(Group::Lane((eventid >> 8) as u8)),
-        _ => None,
+    let (time_based, lane) = dwc_type_values(pmu);
+    if kind == time_based {
+        Some(Group::TimeBased(u8::from(eventid >= 0x20)))
+    } else if kind == lane {
+        Some(Group::Lane((eventid >> 8) as u8))
+    } else {
+        None
     }
+}
+
+/// The `type` values a DWC PMU's event files write for its time-based and its lane events,
+/// told apart by the catalog's names; 0 and 1 where it has none of either.
+fn dwc_type_values(pmu: &SysfsPmu) -> (u64, u64) {
+    let type_of = |time_based: bool| {
+        pmu.events.iter().find_map(|event| {
+            let def = Family::DwcRootPort.find(&event.name)?;
+            if matches!(def.group, Group::TimeBased(_)) != time_based {
+                return None;
+            }
+            event.terms.iter().find(|t| t.name == "type")?.value
+        })
+    };
+    (type_of(true).unwrap_or(0), type_of(false).unwrap_or(1))
 }
 
 fn same_context(a: &EventAttr, b: &EventAttr) -> bool {
@@ -548,6 +568,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!((named.text.as_str(), named.config), ("rx", rx.config));
+    }
+
+    #[test]
+    fn a_vendor_drivers_own_type_values_select_the_counter() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(EVENT_SOURCE_DIR).join("pcie_bdf_200");
+        fs::create_dir_all(dir.join("format")).unwrap();
+        fs::create_dir_all(dir.join("events")).unwrap();
+        fs::write(dir.join("type"), "12\n").unwrap();
+        fs::write(dir.join("format/eventid"), "config:0-15\n").unwrap();
+        fs::write(dir.join("format/type"), "config:16-19\n").unwrap();
+        fs::write(dir.join("format/lane"), "config:20-27\n").unwrap();
+        fs::write(dir.join("events/One_Cycle"), "eventid=0x0,type=0x2\n").unwrap();
+        fs::write(
+            dir.join("events/Tx_Ack_DLLP"),
+            "eventid=0x600,type=0x3,lane=?\n",
+        )
+        .unwrap();
+        let lane = encode(root.path(), "pcie_bdf_200/Tx_Ack_DLLP,lane=1/").unwrap();
+        assert_eq!(lane.dwc_group, Some(Group::Lane(6)));
+        assert_eq!(lane.counter_bits, Some(32));
+        let cycles = encode(root.path(), "pcie_bdf_200/One_Cycle/").unwrap();
+        assert_eq!(cycles.dwc_group, Some(Group::TimeBased(0)));
+        // Upstream's numbering means nothing to this driver.
+        let other = encode(root.path(), "pcie_bdf_200/eventid=0x600,type=1/").unwrap();
+        assert_eq!(other.dwc_group, None);
     }
 
     #[test]

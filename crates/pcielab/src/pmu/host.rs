@@ -100,29 +100,17 @@ pub struct PortPlacement {
     pub ceiling_mbps: Option<f64>,
 }
 
-/// The root ports a PMU's place names in `topo`: an older kernel's `dwc_rootport_<hex>`
-/// without the domain matches the root port with that bus and devfn in any domain.
+/// The root ports a PMU's place names in `topo`.
 pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
     let root_ports = topo.functions().iter().filter(|f| f.kind == Kind::RootPort);
     let ports: Vec<Bdf> = match *place {
-        PciePlace::RootPort {
-            bdf,
-            domain_in_name: true,
-        } => vec![bdf],
-        PciePlace::RootPort {
-            bdf,
-            domain_in_name: false,
-        } => {
-            let found: Vec<Bdf> = root_ports
-                .filter(|f| f.bdf.bus == bdf.bus && f.bdf.devfn() == bdf.devfn())
-                .map(|f| f.bdf)
-                .collect();
-            if found.is_empty() {
-                vec![bdf]
-            } else {
-                found
-            }
-        }
+        PciePlace::RootPort { bdf } => vec![bdf],
+        PciePlace::RequesterRange { min, max } => root_ports
+            .filter(|f| {
+                (min..=max).contains(&(u16::from(f.bdf.bus) << 8 | u16::from(f.bdf.devfn())))
+            })
+            .map(|f| f.bdf)
+            .collect(),
         PciePlace::RootBus { domain, bus } => root_ports
             .filter(|f| f.bdf.domain == domain && f.bdf.bus == bus)
             .map(|f| f.bdf)
@@ -571,7 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn domainless_dwc_names_find_their_port_in_any_domain() {
+    fn places_are_the_root_ports_the_drivers_name() {
         let mut rp = Function::new(
             "0001:30:03.0".parse().unwrap(),
             0x1ded,
@@ -588,14 +576,24 @@ mod tests {
         rp.numa_node = Some(1);
         let topo = Topology::new(vec![rp]);
         let place = PciePlace::RootPort {
-            bdf: "30:03.0".parse().unwrap(),
-            domain_in_name: false,
+            bdf: "0001:30:03.0".parse().unwrap(),
         };
         let p = place_in(&place, &topo);
         assert_eq!(p.root_ports, vec!["0001:30:03.0".parse().unwrap()]);
         assert_eq!(p.lanes, Some(8));
+        // Domain 0's 30:03.0 is another port: no PMU of domain 0 lands in domain 1.
+        let domain0 = place_in(
+            &PciePlace::RootPort {
+                bdf: "0000:30:03.0".parse().unwrap(),
+            },
+            &topo,
+        );
+        assert_eq!(domain0.lanes, None);
         let socket = place_in(&PciePlace::Socket(1), &topo);
         assert_eq!(socket.root_ports.len(), 1);
+        let range = |min, max| place_in(&PciePlace::RequesterRange { min, max }, &topo);
+        assert_eq!(range(0x3000, 0x3018).root_ports.len(), 1);
+        assert!(range(0x3000, 0x3017).root_ports.is_empty());
         let bus = place_in(
             &PciePlace::RootBus {
                 domain: 0,

@@ -238,10 +238,14 @@ impl PcieDriver {
 /// What a PCIe PMU's name and files say about where it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PciePlace {
-    /// One root port; `domain_in_name` is false when an older kernel left the domain out of
-    /// `dwc_rootport_<hex>` (the domain is then resolved against the live topology).
-    RootPort { bdf: Bdf, domain_in_name: bool },
-    /// Root ports on one bus (HiSilicon `bus`, Intel IIO `dieN`: "segment:bus").
+    /// One root port: every kernel's `dwc_rootport_<hex>` and the guide's `pcie_bdf_<hex>`
+    /// hold its domain.
+    RootPort { bdf: Bdf },
+    /// Root ports whose requester id (`bus << 8 | devfn`) is in `min..=max`: HiSilicon's
+    /// `bdf_min` and `bdf_max`, the range its driver checks a `bdf=` filter against.
+    RequesterRange { min: u16, max: u16 },
+    /// Root ports on one bus (HiSilicon's `bus` on a kernel without `bdf_min`, Intel IIO
+    /// `dieN`: "segment:bus").
     RootBus { domain: u16, bus: u8 },
     /// A Grace socket's root ports (`nvidia_pcie_pmu_<socket>`, `root_port=` bitmap filter).
     Socket(u32),
@@ -408,10 +412,7 @@ fn pcie_place(name: &str, dir: &Path) -> Result<(Option<PcieDriver>, Option<Pcie
     if let Some(v) = hex("dwc_rootport_") {
         let devfn = (v & 0xff) as u8;
         let bdf = Bdf::new((v >> 16) as u16, (v >> 8) as u8, devfn >> 3, devfn & 7);
-        let place = PciePlace::RootPort {
-            bdf,
-            domain_in_name: v > 0xffff,
-        };
+        let place = PciePlace::RootPort { bdf };
         return Ok((Some(PcieDriver::DwcUpstream), Some(place)));
     }
     if let Some(v) = hex("pcie_bdf_") {
@@ -421,17 +422,21 @@ fn pcie_place(name: &str, dir: &Path) -> Result<(Option<PcieDriver>, Option<Pcie
             ((v >> 8) & 0x1f) as u8,
             (v & 7) as u8,
         );
-        let place = PciePlace::RootPort {
-            bdf,
-            domain_in_name: true,
-        };
+        let place = PciePlace::RootPort { bdf };
         return Ok((Some(PcieDriver::DwcSeed), Some(place)));
     }
     if name.starts_with("hisi_pcie") && name.contains("_core") {
-        let place = read_optional(&dir.join("bus"))?
-            .and_then(|t| parse_number(&t))
-            .and_then(|bus| u8::try_from(bus).ok())
-            .map(|bus| PciePlace::RootBus { domain: 0, bus });
+        let id = |file: &str| -> Result<Option<u16>> {
+            Ok(read_optional(&dir.join(file))?
+                .and_then(|t| parse_number(&t))
+                .and_then(|v| u16::try_from(v).ok()))
+        };
+        let place = match (id("bdf_min")?, id("bdf_max")?) {
+            (Some(min), Some(max)) => Some(PciePlace::RequesterRange { min, max }),
+            _ => id("bus")?
+                .and_then(|bus| u8::try_from(bus).ok())
+                .map(|bus| PciePlace::RootBus { domain: 0, bus }),
+        };
         return Ok((Some(PcieDriver::HisiPcie), place));
     }
     if let Some(stack) = name
@@ -638,6 +643,7 @@ mod tests {
             "dwc_rootport_3018",
             "pcie_bdf_200",
             "hisi_pcie0_core1",
+            "hisi_pcie0_core2",
             "uncore_iio_2",
             "uncore_iio_free_running_2",
             "nvidia_pcie_pmu_1",
@@ -647,6 +653,9 @@ mod tests {
             fs::write(dir.join(name).join("type"), "42\n").unwrap();
         }
         fs::write(dir.join("hisi_pcie0_core1/bus"), "0x30\n").unwrap();
+        fs::write(dir.join("hisi_pcie0_core1/bdf_min"), "0x3000\n").unwrap();
+        fs::write(dir.join("hisi_pcie0_core1/bdf_max"), "0x3018\n").unwrap();
+        fs::write(dir.join("hisi_pcie0_core2/bus"), "0x40\n").unwrap();
         fs::write(dir.join("uncore_iio_2/die0"), "0000:b0\n").unwrap();
         fs::create_dir_all(dir.join("gone")).unwrap();
         let pmus = discover(root.path()).unwrap();
@@ -655,28 +664,33 @@ mod tests {
             place("dwc_rootport_13018"),
             Some(PciePlace::RootPort {
                 bdf: "0001:30:03.0".parse().unwrap(),
-                domain_in_name: true
             })
         );
+        // Every kernel writes the domain: 0x3018 is domain 0's bus 0x30, device 3.
         assert_eq!(
             place("dwc_rootport_3018"),
             Some(PciePlace::RootPort {
-                bdf: "30:03.0".parse().unwrap(),
-                domain_in_name: false
+                bdf: "0000:30:03.0".parse().unwrap(),
             })
         );
         assert_eq!(
             place("pcie_bdf_200"),
             Some(PciePlace::RootPort {
                 bdf: "00:02.0".parse().unwrap(),
-                domain_in_name: true
             })
         );
         assert_eq!(
             place("hisi_pcie0_core1"),
+            Some(PciePlace::RequesterRange {
+                min: 0x3000,
+                max: 0x3018
+            })
+        );
+        assert_eq!(
+            place("hisi_pcie0_core2"),
             Some(PciePlace::RootBus {
                 domain: 0,
-                bus: 0x30
+                bus: 0x40
             })
         );
         assert_eq!(

@@ -113,15 +113,9 @@ impl SimulatedPcie {
             if bits >= 64 {
                 continue;
             }
-            let placement = pmu.root_port.map(|bdf| {
-                place_in(
-                    &PciePlace::RootPort {
-                        bdf,
-                        domain_in_name: true,
-                    },
-                    &self.topology,
-                )
-            });
+            let placement = pmu
+                .root_port
+                .map(|bdf| place_in(&PciePlace::RootPort { bdf }, &self.topology));
             let rate = worst_case_events_per_s(placement.as_ref());
             let (read_every, note) = wrap_plan(&event.display, bits, rate);
             period = Some(period.map_or(read_every, |p| p.min(read_every)));
