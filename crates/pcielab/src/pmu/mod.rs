@@ -92,11 +92,12 @@ impl PmuDevice {
 }
 
 /// The root-port PMUs a machine with this topology has: one DWC PMU per PCIe root port of a
-/// DesignWare-based vendor (the seed's Alibaba 1ded root ports).
-pub fn root_port_pmus(topo: &Topology) -> Vec<PmuDevice> {
+/// vendor in `vendors` (a topology does not record the RAS DES capability the driver also
+/// needs).
+pub fn root_port_pmus(topo: &Topology, vendors: &[u16]) -> Vec<PmuDevice> {
     topo.functions()
         .iter()
-        .filter(|f| f.kind == Kind::RootPort && DWC_VENDORS.contains(&f.vendor))
+        .filter(|f| f.kind == Kind::RootPort && vendors.contains(&f.vendor))
         .map(|f| {
             let lanes = f.link.and_then(|l| l.max_width.or(l.width)).unwrap_or(1);
             PmuDevice::dwc_root_port(f.bdf, lanes)
@@ -104,9 +105,18 @@ pub fn root_port_pmus(topo: &Topology) -> Vec<PmuDevice> {
         .collect()
 }
 
-/// Vendors whose root ports carry the RAS DES capability the DWC PMU driver binds to:
-/// Alibaba (Yitian), Qualcomm, Ampere, and Rockchip's DWC controllers.
-const DWC_VENDORS: [u16; 4] = [0x1ded, 0x17cb, 0x1def, 0x1d87];
+/// The vendors whose root ports get a DWC PMU in the simulator: those the newest
+/// `dwc_pcie_pmu` binds, and Rockchip (1d87). No kernel binds a Rockchip root port, but its
+/// DesignWare controllers carry the same RAS DES counters, and the Rockchip presets keep a
+/// simulated PMU as the instrument through which `stat` reproduces the Rockchip performance
+/// guide's DMA tables; a snapshot or host of Rockchip silicon has none.
+pub fn simulated_dwc_vendors() -> Vec<u16> {
+    let mut vendors = kernel::dwc_vendors(kernel::KernelVersion::NEWEST);
+    vendors.push(ROCKCHIP);
+    vendors
+}
+
+const ROCKCHIP: u16 = 0x1d87;
 
 /// An event as the user wrote it: `PMU/EVENT/`, `PMU/EVENT,lane=N/` or
 /// `PMU/eventid=0x21,type=0x0/`.
@@ -334,6 +344,41 @@ pub fn fits(active: &[&ResolvedEvent], candidate: &ResolvedEvent) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_bound_vendors_get_pmus_beyond_the_simulator() {
+        use crate::topology::Function;
+        let port = |bdf: &str, vendor| {
+            Function::new(
+                bdf.parse().unwrap(),
+                vendor,
+                0x3588,
+                0x060400,
+                Kind::RootPort,
+            )
+        };
+        let topo = Topology::new(vec![
+            port("0000:00:00.0", 0x1d87),
+            port("0001:00:00.0", 0x1ded),
+            port("0002:00:00.0", 0x1def),
+        ]);
+        let names = |vendors: &[u16]| -> Vec<String> {
+            root_port_pmus(&topo, vendors)
+                .into_iter()
+                .flat_map(|p| p.aliases)
+                .collect()
+        };
+        let v = kernel::KernelVersion::new;
+        assert_eq!(
+            names(&kernel::dwc_vendors(v(6, 12))),
+            ["dwc_rootport_10000"]
+        );
+        assert_eq!(
+            names(&kernel::dwc_vendors(v(6, 13))),
+            ["dwc_rootport_10000", "dwc_rootport_20000"]
+        );
+        assert_eq!(names(&simulated_dwc_vendors()).len(), 3);
+    }
 
     fn devices() -> Vec<PmuDevice> {
         vec![

@@ -25,7 +25,7 @@ use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
 use crate::pcie::dllp::DLLP_WIRE_BYTES;
 use crate::pcie::tlp::TlpFormat;
 use crate::pcie::{Bdf, Generation};
-use crate::pmu::{root_port_pmus, PmuDevice};
+use crate::pmu::{root_port_pmus, simulated_dwc_vendors, PmuDevice};
 use crate::topology::{Aspm, Kind as FnKind, Topology};
 use config::SimConfig;
 use device::{BlockDevice, Device};
@@ -117,9 +117,10 @@ impl SimulatedPcie {
         })
     }
 
-    /// One DesignWare PMU per DWC root port, as the seed's kernel registers them.
+    /// One DesignWare PMU per DWC root port, as the seed's kernel registers them (and on
+    /// Rockchip root ports, as a simulator instrument: `simulated_dwc_vendors`).
     pub fn pmus(&self) -> Vec<PmuDevice> {
-        root_port_pmus(&self.topology)
+        root_port_pmus(&self.topology, &simulated_dwc_vendors())
     }
 
     /// The root port above `device` (itself if it is one).
