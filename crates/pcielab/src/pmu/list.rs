@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::pmu::catalog::nearest;
+use crate::pmu::kernel::KernelVersion;
 use crate::pmu::PmuDevice;
 
 /// The PMU named `only` (any of its names), or all of them when `None`; bad input naming the
@@ -28,10 +29,23 @@ pub fn only_pmu(pmus: Vec<PmuDevice>, only: Option<&str>) -> Result<Vec<PmuDevic
     Ok(pmus.into_iter().filter(|p| p.answers_to(name)).collect())
 }
 
+/// Which kernel each of a catalog PMU's names stands for: the seed's `pcie_bdf_*` is the Yitian
+/// guide's vendor kernel, the upstream `dwc_rootport_*` the newest modelled driver.
+pub fn kernels_line() -> String {
+    format!(
+        "pcie_bdf_* follows the Yitian 710 PMU guide's vendor kernel (every guide event, lane= \
+         only for per-lane events, impossible groups <not counted>); dwc_rootport_* follows \
+         upstream kernel {} (event groups 6-7 only, lane= on every lane event, impossible \
+         groups refused)",
+        KernelVersion::NEWEST
+    )
+}
+
 /// The `--json` document: the machine and every PMU with its full event catalog.
 pub fn list_json(machine: &str, pmus: &[PmuDevice]) -> Value {
     json!({
         "machine": machine,
+        "kernels": kernels_line(),
         "pmus": pmus.iter().map(|p| json!({
             "name": p.name,
             "aliases": p.aliases,
@@ -58,7 +72,7 @@ pub fn render_list(machine: &str, pmus: &[PmuDevice]) -> String {
     if pmus.is_empty() {
         return format!("{machine}: no PCIe PMUs\n");
     }
-    let mut out = String::new();
+    let mut out = format!("{}\n\n", kernels_line());
     for p in pmus {
         let aliases = if p.aliases.is_empty() {
             String::new()
@@ -120,7 +134,9 @@ mod tests {
     #[test]
     fn text_has_a_heading_and_one_row_per_event() {
         let text = render_list("sim:yitian710", &one_port());
-        let lines: Vec<&str> = text.lines().collect();
+        let (kernels, blocks) = text.split_once("\n\n").unwrap();
+        assert!(kernels.contains("upstream kernel 6.18"), "{kernels}");
+        let lines: Vec<&str> = blocks.lines().collect();
         assert!(
             lines[0].starts_with("pcie_bdf_200 (also dwc_rootport_"),
             "{}",

@@ -277,6 +277,10 @@ pub fn resolve(devices: &[PmuDevice], spec: &EventSpec) -> Result<ResolvedEvent>
             }
         }
     }
+    let driver = pmu.driver_for(&spec.pmu);
+    if driver == Driver::Upstream {
+        upstream_lane_rules(def, lane.is_some(), spec)?;
+    }
     let lane = match (def.group.per_lane(), lane) {
         (true, None) => {
             return Err(Error::bad_input(format!(
@@ -297,9 +301,35 @@ pub fn resolve(devices: &[PmuDevice], spec: &EventSpec) -> Result<ResolvedEvent>
         pmu_name: spec.pmu.clone(),
         def,
         lane,
-        driver: pmu.driver_for(&spec.pmu),
+        driver,
         display: spec.text.clone(),
     })
+}
+
+/// What the newest upstream `dwc_pcie_pmu` (the kernel a simulated `dwc_rootport_*` name
+/// stands for) refuses: a lane event of the guide's groups 0-5 (EINVAL since 6.18), and a lane
+/// event without `lane=` (its event file says `lane=?`, so perf refuses to parse it).
+fn upstream_lane_rules(def: &EventDef, has_lane: bool, spec: &EventSpec) -> Result<()> {
+    let Group::Lane(group) = def.group else {
+        return Ok(());
+    };
+    let kernel = kernel::KernelVersion::NEWEST;
+    if group < 6 {
+        return Err(Error::bad_input(format!(
+            "'{}': kernel {kernel}'s dwc_pcie_pmu refuses lane events outside event groups 6 \
+             and 7 (EINVAL); {} (group {group}) is only on the Yitian guide's vendor kernel: \
+             use the pcie_bdf_* name of this PMU",
+            spec.text, def.seed_name
+        )));
+    }
+    if !has_lane {
+        return Err(Error::bad_input(format!(
+            "'{}': the dwc_pcie_pmu driver writes lane=? for every lane event and perf takes \
+             none without it: write {}/{},lane=N/",
+            spec.text, spec.pmu, def.name
+        )));
+    }
+    Ok(())
 }
 
 /// The event whose encoding the `eventid=`/`type=` terms give (DWC format: type 0 time-based,
@@ -344,6 +374,35 @@ pub fn fits(active: &[&ResolvedEvent], candidate: &ResolvedEvent) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstream_names_follow_the_newest_drivers_refusals() {
+        let refused = |s: &str| resolve_str(s).unwrap_err().message().to_string();
+        assert!(refused("dwc_rootport_10/tx_ack_dllp/").contains("lane=?"));
+        assert!(refused("dwc_rootport_10/EBUF_SKP_Add,lane=0/").contains("EINVAL"));
+        // The guide's vendor kernel (pcie_bdf_*) counts both.
+        assert!(resolve_str("pcie_bdf_200/tx_ack_dllp/").is_ok());
+        assert!(resolve_str("pcie_bdf_200/EBUF_SKP_Add,lane=0/").is_ok());
+        let group = |a: &str, b: &str| {
+            session::check_groups(&[vec![resolve_str(a).unwrap(), resolve_str(b).unwrap()]])
+        };
+        let err = group(
+            "dwc_rootport_10/rx_pcie_tlp_data_payload/",
+            "dwc_rootport_10/tx_pcie_tlp_data_payload/",
+        )
+        .unwrap_err();
+        assert!(err.message().contains("ENOSPC"), "{err}");
+        assert!(group(
+            "dwc_rootport_10/tx_ack_dllp,lane=0/",
+            "dwc_rootport_10/rx_ack_dllp,lane=0/"
+        )
+        .is_ok());
+        assert!(group(
+            "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+            "pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/"
+        )
+        .is_ok());
+    }
 
     #[test]
     fn only_bound_vendors_get_pmus_beyond_the_simulator() {

@@ -16,7 +16,8 @@ use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
 use crate::pmu::counter::{mask, HwCounter};
-use crate::pmu::{fits, PmuDevice, ResolvedEvent};
+use crate::pmu::kernel::KernelVersion;
+use crate::pmu::{fits, Driver, PmuDevice, ResolvedEvent};
 
 /// perf's default `perf_event_mux_interval_ms`.
 pub const DEFAULT_MUX_INTERVAL_NS: u64 = 4_000_000;
@@ -120,7 +121,10 @@ pub trait TrueCounts {
     }
 }
 
-/// Rejects groups perf would refuse: empty groups and groups spanning PMUs.
+/// Rejects groups perf would refuse (empty groups, groups spanning PMUs) and, under an upstream
+/// `dwc_rootport_*` name, groups the newest driver refuses at open because they can never be
+/// scheduled (ENOSPC). Under the guide's `pcie_bdf_*` names such a group is counted as perf
+/// schedules it: never, `<not counted>`.
 pub fn check_groups(groups: &[Vec<ResolvedEvent>]) -> Result<()> {
     for group in groups {
         let Some(leader) = group.first() else {
@@ -131,6 +135,17 @@ pub fn check_groups(groups: &[Vec<ResolvedEvent>]) -> Result<()> {
                 "events of one group must be on one PMU: '{}' and '{}' are not",
                 leader.display, other.display
             )));
+        }
+        for (i, event) in group.iter().enumerate() {
+            let before: Vec<&ResolvedEvent> = group[..i].iter().collect();
+            if event.driver == Driver::Upstream && !fits(&before, event) {
+                return Err(Error::bad_input(format!(
+                    "'{}': kernel {}'s dwc_pcie_pmu refuses this group at open (ENOSPC): {}",
+                    event.display,
+                    KernelVersion::NEWEST,
+                    event.def.group.sharing_rule()
+                )));
+            }
         }
     }
     Ok(())
