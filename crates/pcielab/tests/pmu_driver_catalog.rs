@@ -364,7 +364,7 @@ fn iio_view(src: &str, uncore_type: &str) -> (DriverView, u32) {
 fn differences(src: &BTreeMap<&str, String>) -> Vec<String> {
     let kernel = KernelVersion::SOURCE_PACKAGE;
     let mut out = Vec::new();
-    let mut check = |out: &mut Vec<String>, what: &str, driver: DriverView, family: Family| {
+    let check = |out: &mut Vec<String>, what: &str, driver: DriverView, family: Family| {
         let ours = view_of(&family.driver_files(kernel));
         for (kind, theirs, mine) in [
             ("format", &driver.formats, &ours.formats),

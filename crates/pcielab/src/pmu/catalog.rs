@@ -754,7 +754,8 @@ pub static DWC_EVENTS: &[EventDef] = &[
     ),
 ];
 
-macro_rules! hisi_event {
+/// An event on one of a family's general counters (HiSilicon, NVIDIA), named alike everywhere.
+macro_rules! general_event {
     ($config:expr, $name:expr, $unit:expr, $desc:expr) => {
         EventDef {
             name: $name,
@@ -770,94 +771,94 @@ macro_rules! hisi_event {
 /// HiSilicon PCIe PMU: events pair up on one counter (bit 16 selects the partner), so each
 /// ratio (flux/time, latency/cnt) must be read from one group.
 pub static HISI_EVENTS: &[EventDef] = &[
-    hisi_event!(
+    general_event!(
         0x0010,
         "rx_mwr_latency",
         Unit::Raw,
         "inbound memory write latency sum"
     ),
-    hisi_event!(
+    general_event!(
         0x10010,
         "rx_mwr_cnt",
         Unit::Events,
         "inbound memory writes (latency partner)"
     ),
-    hisi_event!(
+    general_event!(
         0x0210,
         "rx_mrd_latency",
         Unit::Raw,
         "inbound memory read latency sum"
     ),
-    hisi_event!(
+    general_event!(
         0x10210,
         "rx_mrd_cnt",
         Unit::Events,
         "inbound memory reads (latency partner)"
     ),
-    hisi_event!(
+    general_event!(
         0x0011,
         "tx_mrd_latency",
         Unit::Raw,
         "outbound memory read latency sum"
     ),
-    hisi_event!(
+    general_event!(
         0x10011,
         "tx_mrd_cnt",
         Unit::Events,
         "outbound memory reads (latency partner)"
     ),
-    hisi_event!(
+    general_event!(
         0x0104,
         "rx_mwr_flux",
         Unit::Raw,
         "inbound memory write data"
     ),
-    hisi_event!(
+    general_event!(
         0x10104,
         "rx_mwr_time",
         Unit::Raw,
         "time base for rx_mwr_flux"
     ),
-    hisi_event!(0x0804, "rx_mrd_flux", Unit::Raw, "inbound memory read data"),
-    hisi_event!(
+    general_event!(0x0804, "rx_mrd_flux", Unit::Raw, "inbound memory read data"),
+    general_event!(
         0x10804,
         "rx_mrd_time",
         Unit::Raw,
         "time base for rx_mrd_flux"
     ),
-    hisi_event!(0x2004, "rx_cpl_flux", Unit::Raw, "inbound completion data"),
-    hisi_event!(
+    general_event!(0x2004, "rx_cpl_flux", Unit::Raw, "inbound completion data"),
+    general_event!(
         0x12004,
         "rx_cpl_time",
         Unit::Raw,
         "time base for rx_cpl_flux"
     ),
-    hisi_event!(
+    general_event!(
         0x0105,
         "tx_mwr_flux",
         Unit::Raw,
         "outbound memory write data"
     ),
-    hisi_event!(
+    general_event!(
         0x10105,
         "tx_mwr_time",
         Unit::Raw,
         "time base for tx_mwr_flux"
     ),
-    hisi_event!(
+    general_event!(
         0x0405,
         "tx_mrd_flux",
         Unit::Raw,
         "outbound memory read data"
     ),
-    hisi_event!(
+    general_event!(
         0x10405,
         "tx_mrd_time",
         Unit::Raw,
         "time base for tx_mrd_flux"
     ),
-    hisi_event!(0x1005, "tx_cpl_flux", Unit::Raw, "outbound completion data"),
-    hisi_event!(
+    general_event!(0x1005, "tx_cpl_flux", Unit::Raw, "outbound completion data"),
+    general_event!(
         0x11005,
         "tx_cpl_time",
         Unit::Raw,
@@ -1014,103 +1015,90 @@ pub static IIO_SKYLAKE_EVENTS: &[EventDef] = &[
     ),
 ];
 
-macro_rules! nvidia_event {
-    ($config:expr, $name:expr, $unit:expr, $desc:expr) => {
-        EventDef {
-            name: $name,
-            seed_name: $name,
-            config: $config,
-            group: Group::General,
-            unit: $unit,
-            description: $desc,
-        }
-    };
-}
-
 /// NVIDIA Grace PCIe PMU (the driver's `mcf` table): each quantity for traffic to the local
 /// socket's memory (`_loc`) and a remote socket's (`_rem`), and the CoreSight PMU's cycle
 /// counter at event 1 << 32. Without `root_port=` no port is selected and nothing counts.
 pub static NVIDIA_PCIE_EVENTS: &[EventDef] = &[
-    nvidia_event!(
+    general_event!(
         0x0,
         "rd_bytes_loc",
         Unit::Bytes(1),
         "bytes read, local memory"
     ),
-    nvidia_event!(
+    general_event!(
         0x1,
         "rd_bytes_rem",
         Unit::Bytes(1),
         "bytes read, remote memory"
     ),
-    nvidia_event!(
+    general_event!(
         0x2,
         "wr_bytes_loc",
         Unit::Bytes(1),
         "bytes written, local memory"
     ),
-    nvidia_event!(
+    general_event!(
         0x3,
         "wr_bytes_rem",
         Unit::Bytes(1),
         "bytes written, remote memory"
     ),
-    nvidia_event!(
+    general_event!(
         0x4,
         "total_bytes_loc",
         Unit::Bytes(1),
         "bytes read and written, local"
     ),
-    nvidia_event!(
+    general_event!(
         0x5,
         "total_bytes_rem",
         Unit::Bytes(1),
         "bytes read and written, remote"
     ),
-    nvidia_event!(
+    general_event!(
         0x6,
         "rd_req_loc",
         Unit::Events,
         "read requests, local memory"
     ),
-    nvidia_event!(
+    general_event!(
         0x7,
         "rd_req_rem",
         Unit::Events,
         "read requests, remote memory"
     ),
-    nvidia_event!(
+    general_event!(
         0x8,
         "wr_req_loc",
         Unit::Events,
         "write requests, local memory"
     ),
-    nvidia_event!(
+    general_event!(
         0x9,
         "wr_req_rem",
         Unit::Events,
         "write requests, remote memory"
     ),
-    nvidia_event!(0xa, "total_req_loc", Unit::Events, "requests, local memory"),
-    nvidia_event!(
+    general_event!(0xa, "total_req_loc", Unit::Events, "requests, local memory"),
+    general_event!(
         0xb,
         "total_req_rem",
         Unit::Events,
         "requests, remote memory"
     ),
-    nvidia_event!(
+    general_event!(
         0xc,
         "rd_cum_outs_loc",
         Unit::Raw,
         "outstanding reads summed per cycle, local"
     ),
-    nvidia_event!(
+    general_event!(
         0xd,
         "rd_cum_outs_rem",
         Unit::Raw,
         "outstanding reads summed per cycle, remote"
     ),
-    nvidia_event!(1 << 32, "cycles", Unit::Cycles, "PMU clock cycles"),
+    general_event!(1 << 32, "cycles", Unit::Cycles, "PMU clock cycles"),
 ];
 
 /// The files one PMU directory holds as its driver writes them, for one kernel release.

@@ -495,16 +495,22 @@ mod tests {
     use crate::pmu::sysfs::{discover, EVENT_SOURCE_DIR};
     use std::fs;
 
-    fn fixture() -> tempfile::TempDir {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join(EVENT_SOURCE_DIR).join("dwc_rootport_10");
+    /// A DWC PMU directory `name` under `root` with the driver's three format fields.
+    fn dwc_dir(root: &Path, name: &str, type_id: u32) -> PathBuf {
+        let dir = root.join(EVENT_SOURCE_DIR).join(name);
         fs::create_dir_all(dir.join("format")).unwrap();
         fs::create_dir_all(dir.join("events")).unwrap();
-        fs::write(dir.join("type"), "11\n").unwrap();
-        fs::write(dir.join("cpumask"), "3\n").unwrap();
+        fs::write(dir.join("type"), format!("{type_id}\n")).unwrap();
         fs::write(dir.join("format/eventid"), "config:0-15\n").unwrap();
         fs::write(dir.join("format/type"), "config:16-19\n").unwrap();
         fs::write(dir.join("format/lane"), "config:20-27\n").unwrap();
+        dir
+    }
+
+    fn fixture() -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        let dir = dwc_dir(root.path(), "dwc_rootport_10", 11);
+        fs::write(dir.join("cpumask"), "3\n").unwrap();
         fs::write(
             dir.join("events/rx_pcie_tlp_data_payload"),
             "eventid=0x21,type=0x0\n",
@@ -573,13 +579,7 @@ mod tests {
     #[test]
     fn a_vendor_drivers_own_type_values_select_the_counter() {
         let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join(EVENT_SOURCE_DIR).join("pcie_bdf_200");
-        fs::create_dir_all(dir.join("format")).unwrap();
-        fs::create_dir_all(dir.join("events")).unwrap();
-        fs::write(dir.join("type"), "12\n").unwrap();
-        fs::write(dir.join("format/eventid"), "config:0-15\n").unwrap();
-        fs::write(dir.join("format/type"), "config:16-19\n").unwrap();
-        fs::write(dir.join("format/lane"), "config:20-27\n").unwrap();
+        let dir = dwc_dir(root.path(), "pcie_bdf_200", 12);
         fs::write(dir.join("events/One_Cycle"), "eventid=0x0,type=0x2\n").unwrap();
         fs::write(
             dir.join("events/Tx_Ack_DLLP"),

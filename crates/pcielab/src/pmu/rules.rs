@@ -39,19 +39,14 @@ pub fn driver_kernel(pmu: &SysfsPmu, running: KernelVersion) -> KernelVersion {
         return running;
     }
     let events = pmu.events.iter().map(|e| {
-        let eventid = e
-            .terms
-            .iter()
-            .find(|t| t.name == "eventid")
-            .and_then(|t| t.value)
-            .unwrap_or(0);
-        let kind = e
-            .terms
-            .iter()
-            .find(|t| t.name == "type")
-            .and_then(|t| t.value)
-            .unwrap_or(0);
-        (e.name.as_str(), (kind << 16) | eventid)
+        let term = |name: &str| {
+            e.terms
+                .iter()
+                .find(|t| t.name == name)
+                .and_then(|t| t.value)
+                .unwrap_or(0)
+        };
+        (e.name.as_str(), (term("type") << 16) | term("eventid"))
     });
     dwc_version_from_events(events).map_or(running, |v| v.min(running))
 }
