@@ -743,6 +743,12 @@ fn pmu_list_places_the_fixture_pcie_pmus() {
     assert_eq!(pmu("dwc_rootport_13018")["root_ports"][0], "0001:30:03.0");
     assert_eq!(pmu("pcie_bdf_200")["root_ports"][0], "0000:00:02.0");
     assert_eq!(pmu("hisi_pcie0_core1")["driver"], "hisi_pcie");
+    // The 6.12 and 6.13 trees date themselves; the 6.14+ tree follows the running kernel.
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let running = KernelVersion::parse(&release).unwrap().to_string();
+    assert_eq!(pmu("dwc_rootport_10")["kernel"], "6.12");
+    assert_eq!(pmu("dwc_rootport_18")["kernel"], "6.13");
+    assert_eq!(pmu("dwc_rootport_13018")["kernel"], running.as_str());
     assert_eq!(
         pmu("synthetic_split_fields")["formats"]["umask"],
         "config:8-15,32-35"

@@ -11,6 +11,8 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::pmu::catalog::{nearest, Family};
 use crate::pmu::host::{place_in, PortPlacement};
+use crate::pmu::kernel::KernelVersion;
+use crate::pmu::rules::driver_kernel;
 use crate::pmu::sysfs::{discover, perf_event_paranoid, PcieDriver, SysfsPmu, EVENT_SOURCE_DIR};
 use crate::pmu::PmuDevice;
 use crate::topology::sysfs::read_sysfs;
@@ -22,8 +24,8 @@ pub const PROVIDERS: &[(&str, &str, &str, &str, &str)] = &[
         "dwc_rootport_<hex>",
         "dwc_pcie_pmu",
         "CONFIG_DWC_PCIE_PMU",
-        "6.8 (older kernels name it without the PCI domain)",
-        "Alibaba Yitian 710; root ports with the DesignWare RAS DES capability (Qualcomm, Ampere on newer kernels)",
+        "6.8 (Ampere root ports from 6.13)",
+        "Alibaba Yitian 710 and Qualcomm root ports with the DesignWare RAS DES capability; Ampere from 6.13; no kernel binds Rockchip's",
     ),
     (
         "pcie_bdf_<hex>",
@@ -60,6 +62,8 @@ pub struct HostListing {
     pub dir: std::path::PathBuf,
     pub paranoid: Option<i32>,
     pub pmus: Vec<(SysfsPmu, Option<PortPlacement>)>,
+    /// The running kernel (`uname -r`), when readable: whose PMU rules apply.
+    pub running: Option<KernelVersion>,
 }
 
 /// Discovers the PMUs under `root`, keeps the one named `only` when given (bad input naming
@@ -94,6 +98,7 @@ pub fn host_listing(root: &Path, only: Option<&str>) -> Result<HostListing> {
         dir: root.join(EVENT_SOURCE_DIR),
         paranoid: perf_event_paranoid(root),
         pmus: placed,
+        running: KernelVersion::of_host(root).ok(),
     })
 }
 
@@ -108,8 +113,12 @@ pub fn host_pcie_devices(root: &Path) -> Result<Vec<PmuDevice>> {
             let family = match p.driver? {
                 PcieDriver::DwcUpstream | PcieDriver::DwcSeed => Family::DwcRootPort,
                 PcieDriver::HisiPcie => Family::HisiPcie,
+                // Skylake-SP's table is the one with outbound bandwidth counters.
+                PcieDriver::IntelIio if p.event("bw_out_port0").is_some() => {
+                    Family::IntelIioSkylake
+                }
                 PcieDriver::IntelIio => Family::IntelIio,
-                PcieDriver::NvidiaPcie => return None,
+                PcieDriver::NvidiaPcie => Family::NvidiaPcie,
             };
             Some(PmuDevice {
                 name: p.name,
@@ -136,6 +145,12 @@ fn encoding(terms: &[crate::pmu::sysfs::AliasTerm]) -> String {
 }
 
 impl HostListing {
+    /// The kernel whose rules a PCIe PMU's driver follows, when the running one is known.
+    fn kernel_of(&self, pmu: &SysfsPmu) -> Option<String> {
+        pmu.driver?;
+        self.running.map(|v| driver_kernel(pmu, v).to_string())
+    }
+
     fn pcie_count(&self) -> usize {
         self.pmus.iter().filter(|(p, _)| p.driver.is_some()).count()
     }
@@ -151,6 +166,7 @@ impl HostListing {
                 "name": p.name,
                 "type": p.type_id,
                 "driver": p.driver,
+                "kernel": self.kernel_of(p),
                 "cpumask": p.cpus,
                 "mux_interval_ms": p.mux_interval_ms,
                 "root_ports": placement.as_ref().map(|pl| pl.root_ports.iter().map(|b| b.to_string()).collect::<Vec<_>>()),
@@ -176,7 +192,7 @@ impl HostListing {
             .iter()
             .filter(|(p, _)| p.driver.is_some() || detail)
         {
-            out += &pmu_line(p, placement.as_ref());
+            out += &pmu_line(p, placement.as_ref(), self.kernel_of(p));
             if detail {
                 for f in &p.formats {
                     out += &format!("    format {:<16} {}\n", f.name, f.layout());
@@ -229,8 +245,11 @@ impl HostListing {
     }
 }
 
-fn pmu_line(p: &SysfsPmu, placement: Option<&PortPlacement>) -> String {
+fn pmu_line(p: &SysfsPmu, placement: Option<&PortPlacement>, kernel: Option<String>) -> String {
     let mut line = format!("{} (type {})", p.name, p.type_id);
+    if let Some(kernel) = kernel {
+        line += &format!(" [kernel {kernel} rules]");
+    }
     if let Some(driver) = p.driver {
         line += &format!(
             ": {}",
