@@ -405,6 +405,23 @@ fn groups_the_kernel_refuses_are_refused_before_open_with_its_error() {
     let (code, stderr) = stat("dwc_rootport_13018/tx_ack_dllp/");
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("lane=N"), "{stderr}");
+    // NVIDIA Grace without root_port= opens but counts nothing: said, not refused.
+    let out = in_namespace(
+        d,
+        BIN,
+        &[
+            "stat",
+            "-a",
+            "--dry-run",
+            "-e",
+            "nvidia_pcie_pmu_0/rd_bytes_loc/",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("selects no root port"),
+        "{stdout}"
+    );
     // --dry-run prints the attrs perf would pass, the kernel rules assumed and the refusal.
     let out = in_namespace(
         d,

@@ -18,7 +18,7 @@ use crate::pmu::event::{EventAttr, EventContext};
 use crate::pmu::hostlist::{host_listing, host_pcie_devices};
 use crate::pmu::kernel::KernelVersion;
 use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
-use crate::pmu::rules::{driver_kernel, group_refusals, Refusal};
+use crate::pmu::rules::{driver_kernel, group_refusals, silent_events, Refusal};
 use crate::pmu::session::Reading;
 use crate::pmu::stat::{EventLabel, LinkRates, StatOutcome};
 use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
@@ -45,6 +45,8 @@ pub struct EncodedEvents {
     pub refusals: Vec<Refusal>,
     /// Which kernel's PMU rules were assumed, and from what.
     pub kernel_note: String,
+    /// Events that open but can count nothing, one warning each.
+    pub warnings: Vec<String>,
 }
 
 /// Discovers the PMUs under `root`, encodes every `-e` argument and checks each group against
@@ -81,11 +83,16 @@ pub fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
         .iter()
         .flat_map(|g| group_refusals(g, &pmus, running))
         .collect();
+    let warnings = groups
+        .iter()
+        .flat_map(|g| silent_events(g, &pmus))
+        .collect();
     Ok(EncodedEvents {
         pmus,
         groups,
         refusals,
         kernel_note,
+        warnings,
     })
 }
 
@@ -206,6 +213,9 @@ pub fn dry_run(encoded: &EncodedEvents) -> String {
     out.push_str(&format!("# {}\n", encoded.kernel_note));
     for refusal in &encoded.refusals {
         out.push_str(&format!("# refused: {}\n", refusal.message()));
+    }
+    for warning in &encoded.warnings {
+        out.push_str(&format!("# {warning}\n"));
     }
     out
 }

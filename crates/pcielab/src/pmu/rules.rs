@@ -167,3 +167,23 @@ fn dwc_refusal(
         _ => None,
     }
 }
+
+/// Events the kernel opens but that can count nothing: an NVIDIA Grace PCIe event without a
+/// `root_port=` bitmap (the driver then selects no port). One warning line each.
+pub fn silent_events(attrs: &[EventAttr], pmus: &[SysfsPmu]) -> Vec<String> {
+    attrs
+        .iter()
+        .filter_map(|attr| {
+            let pmu = pmus.iter().find(|p| p.name == attr.pmu)?;
+            let ports = pmu.format("root_port")?.unpack(&attr.config);
+            (pmu.driver == Some(PcieDriver::NvidiaPcie) && ports == 0).then(|| {
+                format!(
+                    "warning: '{}' selects no root port, so nvidia_cspmu counts nothing: add \
+                     root_port=BITMAP (bit N = root port N of the socket, e.g. root_port=0x3ff \
+                     for all ten)",
+                    attr.text
+                )
+            })
+        })
+        .collect()
+}
