@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand};
+use pcielab::machine::presets::catalog;
 use pcielab::machine::Machine;
 use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
-use pcielab::qos::presets::PRESETS;
 use pcielab::qos::scenario::Scenario;
 use pcielab::qos::sim::SimulatedResctrl;
 use pcielab::report::json_text;
@@ -67,7 +67,7 @@ enum SimCommand {
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
     },
-    /// List the simulated QoS machines
+    /// List the simulated QoS machines (`pcielab presets` lists every kind)
     #[command(after_help = EXAMPLES)]
     Presets,
 }
@@ -120,15 +120,8 @@ pub fn run(args: Args) -> Result<()> {
             sim.save()
         }
         SimCommand::Presets => {
-            for p in PRESETS {
-                println!(
-                    "sim:{:<14} {}",
-                    p.name,
-                    p.description
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                );
+            for p in catalog()?.iter().filter(|p| p.kind == "qos") {
+                println!("sim:{:<14} {}", p.name, p.models);
             }
             Ok(())
         }

@@ -15,7 +15,11 @@ use pcielab::report::json_text;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
-#[command(after_help = "Examples:
+#[command(after_help = "Output: the counters go to stderr and the workload's own output to stdout, as with
+perf stat, so `> out.txt` keeps only the workload's; `2> counts.txt` or --json (one object on
+stdout) captures the counters.
+
+Examples:
   pcielab stat -a -e dwc_rootport_10/rx_pcie_tlp_data_payload/ -- fio --rw=read ...   (live host)
   pcielab stat -a -e '{msr/tsc/,cpu-clock}' -e syscalls:sys_enter_getpid -I 1000 -- sleep 5
   pcielab stat -a -e hisi_pcie0_core0/rx_mwr_flux,port=0x1/ --dry-run
@@ -39,11 +43,10 @@ use pcielab::Result;
       fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw=read -ioengine=libaio -bs=1024K \\
       -size=10G -numjobs=1 -runtime=180 -group_reporting -name=read_seq_1024k_q32_t1
 
-Events are PMU/EVENT/ (seed or upstream names, any case), PMU/EVENT,lane=N/ for per-lane
+Events are PMU/EVENT/ (the Yitian 710 PMU guide's or upstream names, any case), PMU/EVENT,lane=N/ for per-lane
 events, or PMU/eventid=0x21,type=0x0/; -e a,b gives two events, -e '{a,b}' a group that counts
 all-or-nothing. Events that need the same counter are time-shared every mux interval and
-scaled (perf's (NN.NN%)). The perf report goes to stderr, the workload's output to stdout;
---json prints one object to stdout (fields in docs/pmu.md).
+scaled (perf's (NN.NN%)). JSON fields are in docs/pmu.md.
 
 On a host every PMU under /sys/bus/event_source/devices works as with perf (format terms,
 PMU/config=0x..,config1=0x../, cpu-clock, context-switches, SUBSYS:TRACEPOINT); --dry-run
