@@ -1,5 +1,5 @@
-//! The platform model against the Rockchip guide's tables (fixtures/rockchip/, copied from
-//! /work/shared/seeds/rockchip-pcie-performance.txt): fit on one table, then assert only
+//! The platform model against the Rockchip PCIe performance guide's tables (fixtures/rockchip/,
+//! copied from the guide's §4.3 and §8.2; docs/sources.md): fit on one table, then assert only
 //! predictions of tables (or table cells) the fit did not see. docs/calibration.md holds every
 //! cell, including the ones that miss.
 

@@ -68,7 +68,9 @@ is AMD family 0x17, which the kernel exempts from the host-bridge whitelist).")]
   pcielab lab kernel --jobs 2
 
 Needs the Debian packages linux-source-6.12, make, gcc, flex, bison, bc and libelf-dev.
-Takes a few minutes; a second call returns at once.")]
+Takes a few minutes; a second call returns at once. The cache is $PCIELAB_CACHE,
+$XDG_CACHE_HOME/pcielab or ~/.cache/pcielab (target/pcielab-cache under cargo in this
+repository, set by .cargo/config.toml).")]
     Kernel(KernelArgs),
 }
 

@@ -15,7 +15,8 @@ use pcielab::report::json_text;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
-#[command(after_help = "Output: the counters go to stderr and the workload's own output to stdout, as with
+#[command(
+    after_help = "Output: the counters go to stderr and the workload's own output to stdout, as with
 perf stat, so `> out.txt` keeps only the workload's; `2> counts.txt` or --json (one object on
 stdout) captures the counters.
 
@@ -53,7 +54,8 @@ PMU/config=0x..,config1=0x../, cpu-clock, context-switches, SUBSYS:TRACEPOINT); 
 prints each event's perf_event_attr (type, config, config1, config2) without opening it; the
 workload's exit status is pcielab's (127 when it does not exist); Ctrl-C stops the workload
 and still prints the counts. Permissions: root, CAP_PERFMON, or kernel.perf_event_paranoid
-<= 0 (docs/pmu.md, \"On a real server\"). Simulated workloads are in docs/sim.md.")]
+<= 0 (docs/pmu.md, \"On a real server\"). Simulated workloads are in docs/sim.md."
+)]
 pub struct Args {
     /// Where facts come from: host or sim:PRESET / sim:FILE.toml
     #[arg(long, default_value = "host")]
