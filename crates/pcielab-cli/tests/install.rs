@@ -285,3 +285,69 @@ fn tests_cache_lives_under_target() {
     let help = ok(pcielab(&["lab", "kernel", "--help"]));
     assert!(help.contains("PCIELAB_CACHE"), "{help}");
 }
+
+/// Places where `text` speaks of "the seed" (a source document the reader does not have) rather
+/// than naming it; identifiers that merely contain the word (`qemu-seed`, `seed_name`,
+/// `sim_seed.rs`, a scenario's `seed` key) are names, not references.
+fn unnamed_source_references(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let part_of_name = |c: Option<char>| {
+        c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '`' | '\\'))
+    };
+    lower
+        .match_indices("seed")
+        .filter(|(at, _)| {
+            let word_end = if lower[at + 4..].starts_with('s') {
+                at + 5
+            } else {
+                at + 4
+            };
+            !part_of_name(lower[..*at].chars().next_back())
+                && !part_of_name(lower[word_end..].chars().next())
+        })
+        .map(|(at, _)| {
+            let from = (0..=at.saturating_sub(30))
+                .rev()
+                .find(|i| lower.is_char_boundary(*i));
+            let to =
+                ((at + 30).min(lower.len())..=lower.len()).find(|i| lower.is_char_boundary(*i));
+            lower[from.unwrap_or(0)..to.unwrap_or(lower.len())].to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn readme_docs_and_help_name_their_sources() {
+    let mut offenders = Vec::new();
+    let mut files = vec![repo_root().join("README.md")];
+    for entry in std::fs::read_dir(repo_root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        // Fuzzing's seeds are corpus inputs, not documents.
+        if path.extension().is_some_and(|e| e == "md") && !path.ends_with("fuzzing.md") {
+            files.push(path);
+        }
+    }
+    for file in &files {
+        for hit in unnamed_source_references(&std::fs::read_to_string(file).unwrap()) {
+            offenders.push(format!("{}: …{hit}…", file.display()));
+        }
+    }
+    let pages = tempfile::tempdir().unwrap();
+    ok(pcielab(&["man", pages.path().to_str().unwrap()]));
+    for entry in std::fs::read_dir(pages.path()).unwrap() {
+        let path = entry.unwrap().path();
+        for hit in unnamed_source_references(&std::fs::read_to_string(&path).unwrap()) {
+            offenders.push(format!("--help of {}: …{hit}…", path.display()));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "name the document (docs/sources.md):\n{}",
+        offenders.join("\n")
+    );
+    assert_eq!(unnamed_source_references("the seed's §4.4").len(), 1);
+    assert_eq!(unnamed_source_references("the seeds").len(), 1);
+    assert!(
+        unnamed_source_references("sim:qemu-seed, `seed_name`, sim_seed.rs, `seed`").is_empty()
+    );
+}

@@ -49,7 +49,7 @@ docs/calibration.md) predicts the rates; nothing is mapped. JSON fields: docs/ca
 
 The interval is the slower of the trigger (an MSI is a 4-byte posted write; ELBI a config write by
 the root complex) and the receiving CPU's interrupt entry and handler ([platform.interrupts]).
-Measuring it needs the seed's endpoint-mode drivers, which a host does not have: only sim: works.")]
+Measuring it needs the Rockchip PCIe performance guide's endpoint-mode test drivers, which a host does not have: only sim: works.")]
     Irq(IrqArgs),
 }
 

@@ -1,4 +1,4 @@
-//! `pcielab fit`: fits the platform model to measurements (CSV, fio JSON or the seed's dmatest
+//! `pcielab fit`: fits the platform model to measurements (CSV, fio JSON or the Rockchip guide's dmatest
 //! table) on one link and prints each parameter with its uncertainty and every row's residual,
 //! or writes the `[platform]` spec fragment. Argument wiring only; the work is
 //! `pcielab::model::fit`.

@@ -33,7 +33,7 @@ enum SimCommand {
     /// Run a scenario file: prints a table (or JSON) and can write an SVG plot
     #[command(after_help = EXAMPLES)]
     Run {
-        /// Scenario file (format in docs/qos.md; the seed's experiments are in scenarios/)
+        /// Scenario file (format in docs/qos.md; the MPAM/resctrl article's experiments are in scenarios/)
         scenario: PathBuf,
         /// JSON output (shape in docs/qos.md)
         #[arg(long)]
@@ -42,7 +42,7 @@ enum SimCommand {
         #[arg(long, value_name = "OUT.svg")]
         svg: Option<PathBuf>,
     },
-    /// Start a simulated process (seed-style command line) on a --state machine; prints its pid
+    /// Start a simulated process (the MPAM/resctrl article's command lines: numactl, bw_mem, stress-ng) on a --state machine; prints its pid
     #[command(after_help = EXAMPLES)]
     Spawn {
         /// sim:mpam-seed or sim:rdt-xeon8163
