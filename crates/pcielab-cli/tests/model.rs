@@ -30,9 +30,11 @@ fn json_has_exactly_the_documented_shape() {
             "mrrs",
             "points",
             "rcb",
+            "schema",
             "width"
         ]
     );
+    assert_eq!(v["schema"], "pcielab.model/v1");
     assert_eq!(v["gen"], 3);
     assert_eq!(v["width"], 4);
     assert_eq!(

@@ -578,7 +578,7 @@ fn wrong_kind_and_truncated_results_are_named_with_exit_2() {
     let err = report_refuses(&pmus, &html);
     assert!(
         err.contains(&format!(
-            "{}: not a result pcielab can draw (top-level fields: machine, pmus)",
+            "{}: not a result pcielab can draw (top-level fields: machine, pmus, schema)",
             pmus.display()
         )),
         "{err}"

@@ -82,8 +82,9 @@ fn groups_persist_in_the_state_file_and_refusals_quote_the_kernel() {
     assert_eq!(v["info"]["mon"]["rmids_per_closid"], 2);
     // The monitor sees the stream in p1, throttled to 34 % of 40 GB/s and read 30 % low.
     let o = with(&["qos", "monitor", "-I", "500", "--json"]);
-    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let p1 = rows[0]
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["schema"], "pcielab.qos-monitor/v1");
+    let p1 = doc["intervals"][0]
         .as_array()
         .unwrap()
         .iter()

@@ -200,8 +200,8 @@ fn machine_options(m: &MachineArgs) -> MachineOptions {
     }
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<()> {
-    print!("{}", json_text(value)?);
+fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
+    print!("{}", json_text(kind, value)?);
     Ok(())
 }
 
@@ -215,7 +215,7 @@ fn run_argv(args: ArgvArgs) -> Result<()> {
     let platform = load_spec(&args.machine.spec)?;
     let plan = argv::plan(&platform.topology, &machine_options(&args.machine))?;
     if args.json {
-        return json(&plan);
+        return json("lab-argv", &plan);
     }
     print_limits(&plan.limits);
     println!("{}", plan.shell_command());
@@ -291,7 +291,7 @@ fn run_run(args: RunArgs) -> Result<()> {
         &mut progress_printer(args.boot.output.json),
     )?;
     if args.boot.output.json {
-        json(&report)?;
+        json("lab-run", &report)?;
     } else {
         print_limits(&report.limits);
         print!("{}", report.to_text());
@@ -321,7 +321,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
     );
     let verdict = CheckReport::new(&args.boot.machine.spec, &rows, &report);
     if args.boot.output.json {
-        json(&verdict)?;
+        json("lab-check", &verdict)?;
     } else {
         print!("{}", verdict.to_text());
     }
@@ -357,7 +357,7 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     let (cpu, outcomes) = oracle::evaluate(&platform.topology, &report.results_dir)?;
     let verdict = P2pReport::new(&args.machine.spec, cpu, &outcomes, &report);
     if args.output.json {
-        json(&verdict)?;
+        json("lab-p2p", &verdict)?;
     } else {
         print!("{}", verdict.to_text());
     }

@@ -22,20 +22,13 @@ pub struct Args {
 
 #[derive(serde::Serialize)]
 struct PresetList {
-    schema: &'static str,
     presets: Vec<PresetSummary>,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let presets = catalog()?;
     if args.json {
-        print!(
-            "{}",
-            json_text(&PresetList {
-                schema: "pcielab.presets/v1",
-                presets,
-            })?
-        );
+        print!("{}", json_text("presets", &PresetList { presets })?);
     } else {
         print!("{}", render(&presets));
     }

@@ -211,8 +211,8 @@ fn perform_all(b: &mut dyn QosBackend, ops: &[Op], precheck: bool) -> Result<()>
     b.save()
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<()> {
-    print!("{}", json_text(value)?);
+fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
+    print!("{}", json_text(kind, value)?);
     Ok(())
 }
 
@@ -225,7 +225,7 @@ pub fn run(args: Args) -> Result<()> {
             let mut b = open(&machine)?;
             let v = view::show(&b.name(), &b.read()?);
             if as_json {
-                json(&v)
+                json("qos-show", &v)
             } else {
                 print!("{}", v.text());
                 Ok(())
@@ -298,7 +298,7 @@ pub fn run(args: Args) -> Result<()> {
             let desired = apply::parse_desired(&text, &file.display().to_string(), &info)?;
             let report = apply::apply(b.as_mut(), &desired, dry_run)?;
             if as_json {
-                return json(&report);
+                return json("qos-apply", &report);
             }
             for (i, p) in report.plan.iter().enumerate() {
                 println!("{:>3}. {}", i + 1, p.shell);
@@ -340,7 +340,7 @@ pub fn run(args: Args) -> Result<()> {
             }
             b.save()?;
             if as_json {
-                json(&all)?;
+                json("qos-monitor", &serde_json::json!({ "intervals": all }))?;
             }
             Ok(())
         }

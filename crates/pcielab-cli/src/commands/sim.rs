@@ -89,7 +89,7 @@ pub fn run(args: Args) -> Result<()> {
                 plot::write_output(path, &plot::scenario::svg(&outcome)?)?;
             }
             if json {
-                print!("{}", json_text(&outcome)?);
+                print!("{}", json_text("sim-run", &outcome)?);
             } else {
                 print!("{}", outcome.table());
                 println!("simulated in {:.2} s", outcome.wall_s);

@@ -133,7 +133,7 @@ pub fn run(args: Args) -> Result<()> {
         plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
     }
     if args.json {
-        print!("{}", json_text(&doc)?);
+        print!("{}", json_text("stat", &doc)?);
     } else {
         print!("{}", done.workload_report);
         for note in &done.notes {
