@@ -2,7 +2,7 @@
 //! `--machine` parser itself opens (so the list cannot disagree with what is accepted).
 
 use clap::Args as ClapArgs;
-use pcielab::machine::presets::{catalog, PresetSummary};
+use pcielab::machine::presets::{catalog, PresetList, PresetSummary};
 use pcielab::report::json_text;
 use pcielab::Result;
 
@@ -18,11 +18,6 @@ pub struct Args {
     /// Print JSON: {"schema": "pcielab.presets/v1", "presets": [{name, kind, models, source}]}
     #[arg(long)]
     json: bool,
-}
-
-#[derive(serde::Serialize)]
-struct PresetList {
-    presets: Vec<PresetSummary>,
 }
 
 pub fn run(args: Args) -> Result<()> {

@@ -74,7 +74,7 @@ pub fn names() -> Vec<&'static str> {
 }
 
 /// One line of `pcielab presets`: every `sim:NAME` a command accepts, of either kind.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PresetSummary {
     pub name: &'static str,
     /// `topology` (a PCIe platform: topo, pmu, stat, top, exporter, lab) or `qos` (a resctrl
@@ -83,6 +83,12 @@ pub struct PresetSummary {
     /// What it models: the preset's own description.
     pub models: String,
     pub source: &'static str,
+}
+
+/// The `pcielab presets --json` document.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct PresetList {
+    pub presets: Vec<PresetSummary>,
 }
 
 /// Every preset, topology presets first, in registry order. A topology preset's description is

@@ -123,7 +123,7 @@ pub struct Metric {
     pub right_axis: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricKind {
     /// A group's `llc_occupancy` (KiB), control group including its monitor groups.
@@ -141,7 +141,7 @@ pub enum MetricKind {
 }
 
 /// One plotted line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Line {
     pub label: String,
     pub kind: MetricKind,
@@ -158,7 +158,7 @@ impl Line {
 }
 
 /// A finished run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub name: String,
     pub title: String,

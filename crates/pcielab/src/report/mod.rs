@@ -1,9 +1,10 @@
 //! Rendering pieces more than one area needs: rounding the numbers a report prints or
 //! compares, counts with thousands separators, the text of a `--json` document, and messages
-//! made safe for a terminal. Area-specific tables and plots stay with their area; the HTML
+//! made safe for a terminal; the JSON Schemas of the documents are [`schema`]. Area-specific tables and plots stay with their area; the HTML
 //! page of `pcielab report` is [`html`].
 
 pub mod html;
+pub mod schema;
 
 use serde::Serialize;
 
