@@ -351,3 +351,18 @@ fn readme_docs_and_help_name_their_sources() {
         unnamed_source_references("sim:qemu-seed, `seed_name`, sim_seed.rs, `seed`").is_empty()
     );
 }
+
+#[test]
+fn the_command_summary_names_every_bench() {
+    let help = ok(pcielab(&["--help"]));
+    let bench_line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("bench "))
+        .unwrap_or_else(|| panic!("{help}"));
+    let benches = ok(pcielab(&["bench", "--help"]));
+    // Each bench subcommand (p2p, mmio, irq) has a word in the one-line summary.
+    for (sub, word) in [("p2p", "P2P"), ("mmio", "MMIO"), ("irq", "interrupt")] {
+        assert!(benches.contains(&format!("  {sub} ")), "{benches}");
+        assert!(bench_line.contains(word), "{bench_line}");
+    }
+}

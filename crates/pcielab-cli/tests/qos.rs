@@ -236,3 +236,26 @@ metrics = [{ label = \"measured\", kind = \"bandwidth\", job = \"bw\" }, { label
         "{point}"
     );
 }
+
+#[test]
+fn the_state_note_is_only_for_changes_that_would_be_lost() {
+    for read_only in [
+        &["qos", "show", "--machine", "sim:mpam-seed"][..],
+        &["qos", "monitor", "--machine", "sim:mpam-seed", "-I", "100"][..],
+    ] {
+        let o = pcielab(read_only);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("--state"),
+            "{read_only:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = pcielab(&["qos", "create", "p1", "--machine", "sim:mpam-seed"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not kept (give --state FILE to keep it)"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -191,6 +191,12 @@ fn host_without_that_pmu_names_what_it_has() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("unknown PMU 'pcie_bdf_200'"), "{stderr}");
     assert!(stderr.contains("/sys/bus/event_source/devices"), "{stderr}");
+    // ... and what to do about it.
+    assert!(stderr.contains("run `pcielab pmu list`"), "{stderr}");
+    assert!(
+        stderr.contains("which driver and kernel would provide one"),
+        "{stderr}"
+    );
 }
 
 #[test]
