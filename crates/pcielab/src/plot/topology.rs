@@ -495,9 +495,18 @@ mod tests {
             "ceiling_achievable_MBps": 3643.35
         }))
         .unwrap();
+        // lspci's "(downgraded)" alone: the partner may be the slower end; not marked.
         assert_eq!(
             link_text(&f).unwrap(),
-            "Gen3 x4 (capable Gen4 x4) DOWNGRADED, achievable 3643 MB/s"
+            "Gen3 x4 (capable Gen4 x4), achievable 3643 MB/s"
+        );
+        let mut warned = f.clone();
+        warned.warnings = vec![format!(
+            "{DOWNTRAINED} 0000:00:00.0 -> 0000:01:00.0: running …"
+        )];
+        assert_eq!(
+            link_text(&warned).unwrap(),
+            "Gen3 x4 (capable Gen4 x4) DOWNTRAINED, achievable 3643 MB/s"
         );
         assert_eq!(stroke_for(Some(1)), 1);
         assert_eq!(stroke_for(Some(16)), 5);
