@@ -380,6 +380,15 @@ fn live_host_lists_the_same_functions_as_lspci() {
         };
         let doc: Value = serde_json::from_str(&ok(out)).unwrap();
         assert_eq!(host_bdfs(&doc), ours);
+    } else {
+        // Not root: the unprivileged re-read cannot be arranged. Fail, unless the runner said
+        // it knows (README, "Tests"), and then say it was skipped.
+        assert!(
+            std::env::var_os("PCIELAB_TEST_NO_ROOT").is_some(),
+            "the re-read as `nobody` needs root (setpriv); run as root, or set \
+             PCIELAB_TEST_NO_ROOT=1 to skip only this sub-check"
+        );
+        eprintln!("skipped (PCIELAB_TEST_NO_ROOT): re-reading the host as `nobody` needs root");
     }
 }
 
