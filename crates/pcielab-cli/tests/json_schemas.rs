@@ -62,47 +62,25 @@ fn typed_outputs_validate_against_their_shipped_schemas() {
         dmatest.to_str().unwrap(),
         scenario.to_str().unwrap(),
     );
-    check_output(
-        &["model", "--gen", "3", "--width", "4", "--json"],
-        "model",
-        true,
-    );
-    let predicted = check_output(
-        &[
-            "model",
-            "--gen",
-            "3",
-            "--width",
-            "4",
-            "--platform",
-            preset,
-            "--json",
-        ],
-        "model",
-        true,
-    );
-    assert!(predicted["points"][0]["predicted_write_MBps"].is_number());
-    let fit = check_output(
-        &["fit", dmatest, "--gen", "3", "--width", "4", "--json"],
-        "fit",
-        true,
-    );
-    assert_eq!(fit["rows_used"], 12);
-    check_output(
-        &[
-            "fit",
-            dmatest,
-            "--gen",
-            "3",
-            "--width",
-            "4",
-            "--platform",
-            preset,
-            "--json",
-        ],
-        "fit-prediction",
-        true,
-    );
+    // model and fit, each on its own and with a platform model beside it.
+    for (command, plain, with_platform) in [
+        (&["model"][..], "model", "model"),
+        (&["fit", dmatest][..], "fit", "fit-prediction"),
+    ] {
+        let link = ["--gen", "3", "--width", "4", "--json"];
+        let alone = check_output(&[command, &link[..]].concat(), plain, true);
+        let beside = check_output(
+            &[command, &link[..], &["--platform", preset][..]].concat(),
+            with_platform,
+            true,
+        );
+        if plain == "model" {
+            assert!(beside["points"][0]["predicted_write_MBps"].is_number());
+        } else {
+            assert_eq!(alone["rows_used"], 12);
+            assert_eq!(beside["rows_used"], 12);
+        }
+    }
     check_output(&["sim", "run", scenario, "--json"], "sim-run", true);
     check_output(&["presets", "--json"], "presets", true);
 }

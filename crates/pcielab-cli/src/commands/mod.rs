@@ -42,7 +42,7 @@ pub enum Command {
     Top(top::Args),
     /// Prometheus metrics of per-port traffic and link health at /metrics (sim: plays a workload)
     Exporter(exporter::Args),
-    /// Device measurements: P2P copies through p2pmem, MMIO (BAR) load/store rates, interrupts
+    /// P2P copies through p2pmem, MMIO (BAR) load/store rates, interrupt delivery
     Bench(bench::Args),
     /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
     Lab(lab::Args),
