@@ -1,5 +1,5 @@
 //! `pcielab stat --machine host` against the real `perf` and the real kernel. The fixture PMU
-//! trees of fixtures/pmu (DWC both numberings, the seed's pcie_bdf, HiSilicon, Intel IIO,
+//! trees of fixtures/pmu (DWC both numberings, the Yitian 710 PMU guide's pcie_bdf, HiSilicon, Intel IIO,
 //! NVIDIA Grace) are bind-mounted over /sys/bus/event_source/devices in a private mount
 //! namespace next to the machine's real PMUs (software, tracepoint, msr). There `perf stat -vv`
 //! prints the perf_event_attr it tries, which pcielab's --dry-run must match; a DWC fixture
@@ -157,7 +157,7 @@ const EVENTS: &[&str] = &[
     "dwc_rootport_13018/eventid=0x700,type=0x1,lane=7/",
     "dwc_rootport_13018/config=0x123456/",
     "dwc_rootport_13018/eventid=0xffff,type=0xf,lane=0xff/",
-    // An older kernel's name without the domain, and the seed's pcie_bdf naming.
+    // An older kernel's name without the domain, and the Yitian 710 PMU guide's pcie_bdf naming.
     "dwc_rootport_3018/one_cycle/",
     "dwc_rootport_3018/rx_completion_with_data,lane=1/",
     "dwc_rootport_3018/tx_update_fc_dllp,lane=2/",

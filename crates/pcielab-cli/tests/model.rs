@@ -1,4 +1,4 @@
-//! `pcielab model` end to end: the JSON shape, the seed's §2.2 numbers through the command line,
+//! `pcielab model` end to end: the JSON shape, the Rockchip guide's §2.2 numbers through the command line,
 //! and exit code 2 with the flag named for every invalid value.
 
 mod common;

@@ -643,7 +643,7 @@ fn tree_and_dot_show_links_ceilings_and_warnings() {
 
 #[test]
 fn yitian710_export_reproduces_the_seeds_lspci_tree() {
-    // The seed's `lspci -tv` excerpt of bus 00 (root-bus order and the drawing to the left of
+    // The Yitian 710 PMU guide's `lspci -tv` excerpt of bus 00 (root-bus order and the drawing to the left of
     // each line depend on the machine's other buses, so each line is matched from its device on).
     let seed = [
         "00.0-[01-02]----00.0-[02]----00.0  ASPEED Technology, Inc. ASPEED Graphics Family",
@@ -724,7 +724,7 @@ fn line_rate_of(lnksta: &str) -> f64 {
 
 /// Every link shows three different rates: the line rate lspci's LnkSta implies, the
 /// link-achievable payload rate below it, and on endpoints, where the spec has a [platform]
-/// model, its streaming DMA prediction. rk3588-ep's model is FITTED on the seed's §4.3.2 table,
+/// model, its streaming DMA prediction. rk3588-ep's model is FITTED on the Rockchip guide's §4.3.2 table,
 /// so its 4 MB cells (write 3066.1, read 1660.6 MB/s) check the wiring, not the model.
 #[test]
 fn links_show_line_achievable_and_platform_rates() {
