@@ -362,3 +362,113 @@ fn the_command_summary_names_every_bench() {
         assert!(bench_line.contains(word), "{bench_line}");
     }
 }
+
+/// The lines of the README's "Install" code block.
+fn readme_install_lines() -> Vec<String> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("## Install")
+        .expect("README has an Install section")..];
+    let block = &section[section.find("```sh\n").unwrap() + "```sh\n".len()..];
+    block[..block.find("```").unwrap()]
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_readme_install_lines_give_man_pages_and_tab_completion() {
+    // A fresh user: `cargo install` puts the binary in ~/.cargo/bin, which is on PATH.
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join(".cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_pcielab"), bin.join("pcielab")).unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let lines = readme_install_lines();
+    assert!(
+        lines[0].starts_with("cargo install --locked --path crates/pcielab-cli"),
+        "{lines:?}"
+    );
+    for line in &lines[1..] {
+        let out = Command::new("bash")
+            .args(["--norc", "--noprofile", "-e", "-c", line])
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // `man pcielab-stat` finds the page through man's own search path.
+    let man = Command::new("man")
+        .arg("pcielab-stat")
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", &path)
+        .env("MANWIDTH", "100")
+        .output()
+        .expect("man (man-db)");
+    let page = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        man.status.success() && page.contains("pcielab-stat - Count PCIe PMU events"),
+        "man pcielab-stat: {}{page}",
+        String::from_utf8_lossy(&man.stderr)
+    );
+    // An interactive bash that loads bash-completion (as a distribution's bashrc does) completes
+    // `pcielab st<TAB>` to `pcielab stat`.
+    let rc = home.path().join("bashrc");
+    std::fs::write(
+        &rc,
+        "source /usr/share/bash-completion/bash_completion\nPS1='$ '\n",
+    )
+    .unwrap();
+    let socket = format!("pcielab-install-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("tmux (.ci/run installs it)")
+    };
+    let shell = format!(
+        "env -i HOME={} TERM=xterm PATH={path} bash --noprofile --rcfile {} -i",
+        home.path().display(),
+        rc.display()
+    );
+    assert!(tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "c",
+        "-x",
+        "120",
+        "-y",
+        "10",
+        &shell
+    ])
+    .status
+    .success());
+    let screen = |wait_for: &str| {
+        let started = std::time::Instant::now();
+        loop {
+            let text = String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "c"]).stdout)
+                .into_owned();
+            if text.contains(wait_for) || started.elapsed() > std::time::Duration::from_secs(20) {
+                return text;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    screen("$ ");
+    tmux(&["send-keys", "-t", "c", "pcielab st", "Tab"]);
+    let text = screen("$ pcielab stat");
+    tmux(&["kill-server"]);
+    assert!(
+        text.contains("$ pcielab stat"),
+        "after pcielab st<TAB>:\n{text}"
+    );
+}

@@ -83,6 +83,28 @@ fn typed_outputs_validate_against_their_shipped_schemas() {
     }
     check_output(&["sim", "run", scenario, "--json"], "sim-run", true);
     check_output(&["presets", "--json"], "presets", true);
+    let irq = check_output(
+        &["bench", "irq", "--machine", "sim:rk3588-ep", "--json"],
+        "bench-irq",
+        true,
+    );
+    assert_eq!(irq["kind"], "msi");
+    let monitor = check_output(
+        &[
+            "qos",
+            "monitor",
+            "--machine",
+            "sim:mpam-seed",
+            "-I",
+            "100",
+            "--count",
+            "2",
+            "--json",
+        ],
+        "qos-monitor",
+        true,
+    );
+    assert_eq!(monitor["intervals"].as_array().unwrap().len(), 2);
 }
 
 #[test]
@@ -128,10 +150,6 @@ fn every_other_json_output_is_tagged() {
             "qos-show",
         ),
         (&["lab", "argv", "qemu-seed", "--json"][..], "lab-argv"),
-        (
-            &["bench", "irq", "--machine", "sim:rk3588-ep", "--json"][..],
-            "bench-irq",
-        ),
     ] {
         check_output(args, kind, false);
     }

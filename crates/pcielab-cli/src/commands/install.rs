@@ -8,9 +8,10 @@ use std::path::PathBuf;
 #[derive(ClapArgs)]
 #[command(after_help = "Examples:
   pcielab man | man -l -                     read pcielab(1) now
-  pcielab man ~/.local/share/man/man1        install every page (pcielab.1, pcielab-stat.1, ...)
-  man pcielab-stat                           then open one (~/.local/share/man is on man's path
-                                             when ~/.local/bin is on PATH)
+  pcielab man ~/.cargo/share/man/man1        install every page (pcielab.1, pcielab-stat.1, ...)
+  man pcielab-stat                           then open one (man searches ~/.cargo/share/man
+                                             because ~/.cargo/bin, where cargo install put
+                                             pcielab, is on PATH)
 
 With DIR, one page per command and subcommand is written there (the directory must exist);
 without, pcielab.1 is printed to standard output.")]

@@ -349,7 +349,7 @@ pub fn run(args: Args) -> Result<()> {
             }
             b.save()?;
             if as_json {
-                json("qos-monitor", &serde_json::json!({ "intervals": all }))?;
+                json("qos-monitor", &view::MonitorDocument { intervals: all })?;
             }
             Ok(())
         }

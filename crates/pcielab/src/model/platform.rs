@@ -291,7 +291,7 @@ pub enum MmioOp {
 }
 
 /// Which interrupt mechanism.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IrqKind {
     /// The endpoint writes the host's MSI address; the host CPU takes the interrupt.
@@ -650,7 +650,7 @@ impl IrqKind {
 }
 
 /// Back-to-back interrupt delivery as the seed's §6/§7 tests report it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct IrqPrediction {
     pub kind: IrqKind,
     /// Time between interrupts when raised back to back (the seed prints it in µs).

@@ -9,8 +9,10 @@ use serde_json::json;
 use super::schema_tag;
 use crate::machine::presets::PresetList;
 use crate::model::fit::{FitReport, PredictionReport};
+use crate::model::platform::IrqPrediction;
 use crate::model::sweep::SizeSweep;
 use crate::qos::scenario::Outcome;
+use crate::qos::view::MonitorDocument;
 
 /// Every document kind that has a schema, with it.
 pub fn documents() -> Vec<(&'static str, Schema)> {
@@ -20,6 +22,8 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         document::<PredictionReport>("fit-prediction", "pcielab fit --platform SPEC --json"),
         document::<Outcome>("sim-run", "pcielab sim run --json"),
         document::<PresetList>("presets", "pcielab presets --json"),
+        document::<MonitorDocument>("qos-monitor", "pcielab qos monitor --json"),
+        document::<IrqPrediction>("bench-irq", "pcielab bench irq --json"),
     ]
 }
 
