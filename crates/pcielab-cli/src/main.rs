@@ -20,7 +20,8 @@ pcielab stat --machine sim:yitian710 -a -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload
 fio --filename=./test.big --rw=read --bs=1m --size=2g --numjobs=4 --name=test-read\n  \
 pcielab qos show --machine sim:mpam-seed                  resctrl groups and capabilities\n  \
 pcielab sim run scenarios/colocation.toml --svg out.svg   an MPAM experiment with a plot\n  \
-pcielab lab check qemu-seed                               boot the topology in QEMU and compare\n\n\
+pcielab lab check qemu-seed                               boot the topology in QEMU and compare\n  \
+pcielab presets                                           every sim: machine and its source\n\n\
 Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml. Exit codes: 0 ok, 1 runtime failure, 2 bad input."
 )]
 struct Cli {
@@ -53,9 +54,15 @@ fn with_negative_numbers(cmd: clap::Command) -> clap::Command {
         })
 }
 
+/// The whole command line as clap sees it: what parses arguments, and what `pcielab man` and
+/// `pcielab completions` describe, so pages and completions cannot drift from the parser.
+pub fn cli_command() -> clap::Command {
+    with_negative_numbers(Cli::command())
+}
+
 fn main() {
     quiet_on_broken_pipe();
-    let parsed = with_negative_numbers(Cli::command())
+    let parsed = cli_command()
         .try_get_matches()
         .and_then(|matches| Cli::from_arg_matches(&matches));
     let cli = match parsed {

@@ -1,7 +1,8 @@
 //! `pcielab exporter` against real clients: a real Prometheus (Debian's `prometheus`, installed by
 //! .ci/run) scraping a simulated fio read played in real time, `promtool check metrics`, 100
 //! concurrent scrapes with bounded RSS and threads, malformed and oversized requests, a port in
-//! use and a non-loopback address.
+//! use and a non-loopback address; and every query of the Grafana dashboard
+//! (dashboards/pcielab.json) run by that Prometheus.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -156,24 +157,159 @@ fn fleet_query(lead: &str) -> String {
     block[..block.find("```").unwrap()].trim().to_string()
 }
 
+/// A GET of Prometheus' API as HTTP/1.0, so that a large answer comes whole, not chunked.
+fn prometheus_get(port: u16, path: &str) -> (u16, String) {
+    let addr = format!("127.0.0.1:{port}");
+    exchange(
+        &addr,
+        format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes(),
+    )
+}
+
+/// Every series an instant query returns (a query Prometheus rejects fails the test).
+fn prometheus_series(port: u16, query: &str) -> Vec<serde_json::Value> {
+    let encoded: String = query.bytes().map(|b| format!("%{b:02X}")).collect();
+    let (status, body) = prometheus_get(port, &format!("/api/v1/query?query={encoded}"));
+    assert_eq!(status, 200, "{query}: {body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    doc["data"]["result"].as_array().unwrap().clone()
+}
+
 /// The `function` labels of every series an instant query returns, sorted.
 fn prometheus_functions(port: u16, query: &str) -> Vec<String> {
-    let encoded: String = query.bytes().map(|b| format!("%{b:02X}")).collect();
-    let (status, body) = get(
-        &format!("127.0.0.1:{port}"),
-        &format!("/api/v1/query?query={encoded}"),
-    );
-    assert_eq!(status, 200, "{body}");
-    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let mut functions: Vec<String> = doc["data"]["result"]
-        .as_array()
-        .unwrap()
+    let mut functions: Vec<String> = prometheus_series(port, query)
         .iter()
         .map(|r| r["metric"]["function"].as_str().unwrap().to_string())
         .collect();
     functions.sort();
     functions.dedup();
     functions
+}
+
+/// A real Prometheus scraping `target` every second, on a free loopback port (returned), its
+/// data in a directory that lives as long as the returned guard.
+fn start_prometheus(target: &str) -> (Running, u16, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+             scrape_configs:\n  - job_name: pcielab\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let prometheus = Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (Debian package) must be installed: .ci/run installs it"),
+    );
+    (prometheus, port, dir)
+}
+
+/// Blocks until Prometheus on `port` holds at least `scrapes` scrapes of the last 15 s.
+fn wait_for_scrapes(port: u16, scrapes: f64) {
+    let started = Instant::now();
+    while !(TcpStream::connect(("127.0.0.1", port)).is_ok()
+        && prometheus_query(port, "count_over_time(pcielab_machine_info[15s])")
+            .is_some_and(|n| n >= scrapes))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "Prometheus had not scraped {scrapes} times in 120 s"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// A Grafana query with the dashboard's variables as a user would set them: this exporter's
+/// instance, root port 00:02.0 (the busy one), and windows this young Prometheus can fill.
+fn with_grafana_variables(query: &str, instance: &str) -> String {
+    query
+        .replace("$instance", instance)
+        .replace("$port", "0000:00:02.0")
+        .replace("$__rate_interval", "10s")
+        .replace("$__range", "15s")
+}
+
+#[test]
+fn every_dashboard_query_returns_series_from_a_real_prometheus() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(include_str!("../../../dashboards/pcielab.json")).unwrap();
+    let (_exporter, addr) = start_exporter(&[&["--"][..], &FIO_READ[..]].concat());
+    let (_prometheus, port, _data) = start_prometheus(&addr);
+    wait_for_scrapes(port, 12.0);
+
+    // Variables: Grafana's label_values(SELECTOR, LABEL) is Prometheus' label values API.
+    for variable in dashboard["templating"]["list"].as_array().unwrap() {
+        let definition = variable["definition"].as_str().unwrap();
+        let inner = definition
+            .strip_prefix("label_values(")
+            .and_then(|d| d.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("not label_values(): {definition}"));
+        let (selector, label) = inner.rsplit_once(", ").unwrap();
+        let selector = with_grafana_variables(selector, &addr);
+        let encoded: String = selector.bytes().map(|b| format!("%{b:02X}")).collect();
+        let (status, body) = prometheus_get(
+            port,
+            &format!("/api/v1/label/{label}/values?match[]={encoded}"),
+        );
+        assert_eq!(status, 200, "{definition}: {body}");
+        let values: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let values: Vec<&str> = values["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let expected = if label == "instance" {
+            addr.as_str()
+        } else {
+            "0000:00:02.0"
+        };
+        assert!(values.contains(&expected), "{definition}: {values:?}");
+    }
+
+    // Panels: every target of every panel returns at least one series.
+    let mut queries = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let expr = with_grafana_variables(target["expr"].as_str().unwrap(), &addr);
+            let series = prometheus_series(port, &expr);
+            assert!(
+                !series.is_empty(),
+                "panel {:?}: {expr} returned nothing",
+                panel["title"]
+            );
+            queries += 1;
+        }
+    }
+    assert!(queries >= 12, "{queries} queries");
+    // The fleet top-N ranks the one busy port first; the sim's ports are PMU-counted.
+    let top = prometheus_series(
+        port,
+        &with_grafana_variables(
+            "topk(1, rate(pcielab_rx_bytes_total{kind=\"root_port\"}[$__rate_interval]))",
+            &addr,
+        ),
+    );
+    assert_eq!(top[0]["metric"]["function"], "0000:00:02.0");
+    // The annotation is a valid query (empty while no AER error is logged).
+    for annotation in dashboard["annotations"]["list"].as_array().unwrap() {
+        prometheus_series(
+            port,
+            &with_grafana_variables(annotation["expr"].as_str().unwrap(), &addr),
+        );
+    }
 }
 
 #[test]
@@ -205,30 +341,7 @@ fn prometheus_reads_the_simulated_rate_within_two_percent() {
         String::from_utf8_lossy(&checked.stderr)
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: pcielab\n    static_configs:\n      - targets: ['{addr}']\n"
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let _prometheus = Running(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus (Debian package) must be installed: .ci/run installs it"),
-    );
+    let (_prometheus, port, _data) = start_prometheus(&addr);
     let query =
         "rate(pcielab_rx_bytes_total{port=\"0000:00:02.0\",function=\"0000:00:02.0\"}[10s])";
     // Wait until Prometheus has a full 10 s window of 1 s scrapes, then read the rate a few

@@ -1,4 +1,4 @@
-//! `pcielab fit` end to end: fitting the seed's dmatest table, writing the [platform] fragment,
+//! `pcielab fit` end to end: fitting the Rockchip guide's dmatest table, writing the [platform] fragment,
 //! `model --platform` reading it back, and exit 2 naming row and column for bad CSVs.
 
 use std::process::Command;
@@ -72,7 +72,7 @@ fn fit_writes_a_platform_that_model_predicts_with() {
     let predicted = point["predicted_write_MBps"].as_f64().unwrap();
     assert!(
         (predicted / 3066.1 - 1.0).abs() < 0.05,
-        "4 MB write {predicted} vs seed 3066.1"
+        "4 MB write {predicted} vs the Rockchip guide's 3066.1"
     );
     assert!(point["predicted_read_latency_ns"].as_f64().is_some());
 }

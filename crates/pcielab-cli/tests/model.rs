@@ -1,4 +1,4 @@
-//! `pcielab model` end to end: the JSON shape, the seed's §2.2 numbers through the command line,
+//! `pcielab model` end to end: the JSON shape, the Rockchip guide's §2.2 numbers through the command line,
 //! and exit code 2 with the flag named for every invalid value.
 
 mod common;
@@ -30,9 +30,11 @@ fn json_has_exactly_the_documented_shape() {
             "mrrs",
             "points",
             "rcb",
+            "schema",
             "width"
         ]
     );
+    assert_eq!(v["schema"], "pcielab.model/v1");
     assert_eq!(v["gen"], 3);
     assert_eq!(v["width"], 4);
     assert_eq!(

@@ -82,8 +82,9 @@ fn groups_persist_in_the_state_file_and_refusals_quote_the_kernel() {
     assert_eq!(v["info"]["mon"]["rmids_per_closid"], 2);
     // The monitor sees the stream in p1, throttled to 34 % of 40 GB/s and read 30 % low.
     let o = with(&["qos", "monitor", "-I", "500", "--json"]);
-    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let p1 = rows[0]
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["schema"], "pcielab.qos-monitor/v1");
+    let p1 = doc["intervals"][0]
         .as_array()
         .unwrap()
         .iter()
@@ -233,5 +234,28 @@ metrics = [{ label = \"measured\", kind = \"bandwidth\", job = \"bw\" }, { label
     assert!(
         (point[1].as_f64().unwrap() - 4000.0).abs() < 1e-6,
         "{point}"
+    );
+}
+
+#[test]
+fn the_state_note_is_only_for_changes_that_would_be_lost() {
+    for read_only in [
+        &["qos", "show", "--machine", "sim:mpam-seed"][..],
+        &["qos", "monitor", "--machine", "sim:mpam-seed", "-I", "100"][..],
+    ] {
+        let o = pcielab(read_only);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            !stderr(&o).contains("--state"),
+            "{read_only:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = pcielab(&["qos", "create", "p1", "--machine", "sim:mpam-seed"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not kept (give --state FILE to keep it)"),
+        "{}",
+        stderr(&o)
     );
 }

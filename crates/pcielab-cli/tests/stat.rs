@@ -1,4 +1,4 @@
-//! `pcielab stat` and `pcielab pmu list` end to end: the seed's commands on sim:yitian710, the
+//! `pcielab stat` and `pcielab pmu list` end to end: the Yitian 710 PMU guide's commands on sim:yitian710, the
 //! JSON shape, CSV and interval output, and every class of bad input (exit 2).
 
 use std::process::Output;
@@ -191,6 +191,12 @@ fn host_without_that_pmu_names_what_it_has() {
     let stderr = text(&out.stderr);
     assert!(stderr.contains("unknown PMU 'pcie_bdf_200'"), "{stderr}");
     assert!(stderr.contains("/sys/bus/event_source/devices"), "{stderr}");
+    // ... and what to do about it.
+    assert!(stderr.contains("run `pcielab pmu list`"), "{stderr}");
+    assert!(
+        stderr.contains("which driver and kernel would provide one"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -268,7 +274,7 @@ fn narrow_counters_carry_their_wraps_and_say_so_like_on_a_host() {
 
 /// Payload events print three different rates: the line rate (the kernel's 7876 Mb/s per Gen3
 /// lane, x4), the link-achievable rate "% of link" is taken of, and the spec's platform model's
-/// streaming DMA prediction (rk3588-ep: fitted on the seed's §4.3.2 table, so the 4 MB cells,
+/// streaming DMA prediction (rk3588-ep: fitted on the Rockchip guide's §4.3.2 table, so the 4 MB cells,
 /// 3066.1 and 1660.6 MB/s, check the wiring).
 #[test]
 fn payload_events_show_line_achievable_and_platform_rates() {

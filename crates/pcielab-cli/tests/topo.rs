@@ -380,6 +380,15 @@ fn live_host_lists_the_same_functions_as_lspci() {
         };
         let doc: Value = serde_json::from_str(&ok(out)).unwrap();
         assert_eq!(host_bdfs(&doc), ours);
+    } else {
+        // Not root: the unprivileged re-read cannot be arranged. Fail, unless the runner said
+        // it knows (README, "Tests"), and then say it was skipped.
+        assert!(
+            std::env::var_os("PCIELAB_TEST_NO_ROOT").is_some(),
+            "the re-read as `nobody` needs root (setpriv); run as root, or set \
+             PCIELAB_TEST_NO_ROOT=1 to skip only this sub-check"
+        );
+        eprintln!("skipped (PCIELAB_TEST_NO_ROOT): re-reading the host as `nobody` needs root");
     }
 }
 
@@ -634,7 +643,7 @@ fn tree_and_dot_show_links_ceilings_and_warnings() {
 
 #[test]
 fn yitian710_export_reproduces_the_seeds_lspci_tree() {
-    // The seed's `lspci -tv` excerpt of bus 00 (root-bus order and the drawing to the left of
+    // The Yitian 710 PMU guide's `lspci -tv` excerpt of bus 00 (root-bus order and the drawing to the left of
     // each line depend on the machine's other buses, so each line is matched from its device on).
     let seed = [
         "00.0-[01-02]----00.0-[02]----00.0  ASPEED Technology, Inc. ASPEED Graphics Family",
@@ -715,7 +724,7 @@ fn line_rate_of(lnksta: &str) -> f64 {
 
 /// Every link shows three different rates: the line rate lspci's LnkSta implies, the
 /// link-achievable payload rate below it, and on endpoints, where the spec has a [platform]
-/// model, its streaming DMA prediction. rk3588-ep's model is FITTED on the seed's §4.3.2 table,
+/// model, its streaming DMA prediction. rk3588-ep's model is FITTED on the Rockchip guide's §4.3.2 table,
 /// so its 4 MB cells (write 3066.1, read 1660.6 MB/s) check the wiring, not the model.
 #[test]
 fn links_show_line_achievable_and_platform_rates() {

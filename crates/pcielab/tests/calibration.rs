@@ -1,5 +1,5 @@
-//! The platform model against the Rockchip guide's tables (fixtures/rockchip/, copied from
-//! /work/shared/seeds/rockchip-pcie-performance.txt): fit on one table, then assert only
+//! The platform model against the Rockchip PCIe performance guide's tables (fixtures/rockchip/,
+//! copied from the guide's §4.3 and §8.2; docs/sources.md): fit on one table, then assert only
 //! predictions of tables (or table cells) the fit did not see. docs/calibration.md holds every
 //! cell, including the ones that miss.
 
@@ -56,7 +56,7 @@ fn within(rows: &[RowResult], percent: f64) {
 #[test]
 fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_within_ten_percent_only_at_1mb_and_above() {
     // Fitted on §4.3.2 only; §4.3.3 is the same controller trained to Gen2 x1. 64-bit
-    // addresses as the rk3588-ep presets (the seed does not say; with 32-bit ones 1 MB writes
+    // addresses as the rk3588-ep presets (the Rockchip guide does not say; with 32-bit ones 1 MB writes
     // come out at +10.05 %, docs/calibration.md).
     let gen3x4 = with_addr64(link(Gen3, 4, 256));
     let fitted = fit(&fixture("rk3588-gen3x4-dmatest.txt"), &gen3x4, "§4.3.2").unwrap();
@@ -222,7 +222,7 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
 fn interrupt_defaults_from_the_rk3588_rows_predict_the_rk3568_rows() {
     // §6.3 and §7.3 each give an RK3568 row beside the RK3588 one. The defaults come from the
     // RK3588 rows (msi_cpu_ns, elbi_cpu_ns) and §6.4 (elbi_trigger_ns); the RK3568 boards sit on
-    // another link (Gen3 x2, MPS 128). The seed prints whole microseconds.
+    // another link (Gen3 x2, MPS 128). The Rockchip guide prints whole microseconds.
     let model = PlatformModel::default();
     let rk3568 = link(Gen3, 2, 128);
     let msi_us = model.irq_interval_ns(IrqKind::Msi, &rk3568) / 1000.0;

@@ -15,7 +15,7 @@ fn g(name: &str) -> GroupRef {
 
 #[test]
 fn closids_run_out_at_num_closids_with_enospc() {
-    // MPAM seed: 16 PARTIDs, the root holds one.
+    // The MPAM/resctrl article: 16 PARTIDs, the root holds one.
     let mut sim = SimulatedResctrl::boot(&MPAM_SEED, false);
     let rs = &mut sim.state.resctrl;
     for i in 1..16 {

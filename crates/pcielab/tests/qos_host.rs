@@ -1,5 +1,5 @@
 //! The host backend against `fixtures/resctrl` (a directory shaped like /sys/fs/resctrl on the
-//! seed's MPAM machine): every read path, and writes on a copy: a request the kernel would refuse
+//! the MPAM/resctrl article's MPAM machine): every read path, and writes on a copy: a request the kernel would refuse
 //! never reaches the files, an accepted one lands as the kernel would receive it.
 
 use std::path::{Path, PathBuf};
@@ -58,7 +58,7 @@ fn reads_mon_data_with_unavailable_counters() {
     let mut host = HostResctrl::new(fixture());
     let data = host.mon_data().unwrap();
     let get = |g: &str, d: u32| data.iter().find(|r| r.group == g && r.domain == d).unwrap();
-    // The seed's readings of p1 on nodes 0-3.
+    // The MPAM/resctrl article's readings of p1 on nodes 0-3.
     let occ: Vec<u64> = (0..4)
         .map(|d| get("p1", d).llc_occupancy.unwrap())
         .collect();

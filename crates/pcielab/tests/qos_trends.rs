@@ -1,4 +1,4 @@
-//! The seed's findings, checked on the shipped scenarios (`scenarios/*.toml`) against the
+//! The MPAM/resctrl article's findings, checked on the shipped scenarios (`scenarios/*.toml`) against the
 //! simulated machines' parameters: nothing here is a recorded output, every bound is derived
 //! from a preset or from another measured curve.
 
@@ -84,7 +84,7 @@ fn overlapping_aggressors_cost_the_victim_more_than_disjoint_ones() {
 
 #[test]
 fn one_core_saturates_at_its_miss_limit_and_mbwu_keeps_its_input_bias() {
-    // Nothing here is a prediction of the seed: core_outstanding was chosen so one core
+    // Nothing here is a prediction of the MPAM/resctrl article: core_outstanding was chosen so one core
     // saturates near 20 % MB, the node peak so a node saturates near 80 %, and the 0.70 monitor
     // bias is an input (docs/qos.md marks them fitted). Checked: the knee follows from
     // outstanding misses / latency, the throttle rules below it, the bias applies everywhere.
@@ -165,7 +165,7 @@ fn isolating_the_online_service_more_than_triples_its_occupancy() {
     let shared = mean("online occupancy", 50.0, 200.0);
     let isolated = mean("online occupancy", 300.0, 400.0);
     // The simulator gives 4.04×: the cache thrasher held most of L3 while shared. The bound
-    // says that (not the seed's loose "more"), and the ceiling is the online group's 11 ways.
+    // says that (not the MPAM/resctrl article's loose "more"), and the ceiling is the online group's 11 ways.
     assert!(
         isolated >= 3.5 * shared,
         "online {shared} -> {isolated} KiB"

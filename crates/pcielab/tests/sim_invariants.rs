@@ -190,7 +190,7 @@ proptest! {
     }
 }
 
-/// A long run counted in closed form (the seed's §4.2 reads for 900 s, Rx, Tx and two TLP counters
+/// A long run counted in closed form (the Yitian 710 PMU guide's §4.2 reads for 900 s, Rx, Tx and two TLP counters
 /// in three groups rotated every millisecond: 900,000 rotations) gives the kernel's
 /// tick-by-tick readings exactly.
 #[test]

@@ -1,4 +1,4 @@
-//! Simulator scenarios beyond the Yitian seed: the Rockchip "standard EP + dmatest" DMA-vs-size
+//! Simulator scenarios beyond the Yitian 710 PMU guide: the Rockchip "standard EP + dmatest" DMA-vs-size
 //! table, fair sharing of a switch uplink by two NVMe drives, ASPM L1 residency of an idle link,
 //! and bit-error injection moving the error counters.
 
@@ -10,7 +10,7 @@ use pcielab::sim::workload::{self, DmaDirection, Summary};
 use pcielab::sim::{SimRun, SimulatedPcie};
 
 /// An RK3588 root complex (Gen3 x4) with a second RK3588 as a standard endpoint whose DMA
-/// engine runs dmatest (the Rockchip seed §4.3.2 setup), with ASPM L1 enabled and the platform
+/// engine runs dmatest (the Rockchip guide's §4.3.2 setup), with ASPM L1 enabled and the platform
 /// model's defaults.
 const RK3588_EP: &str = r#"
 name = "rk3588-ep"
@@ -64,9 +64,9 @@ fn run(machine: &SimulatedPcie, argv: &str) -> SimRun {
 
 #[test]
 fn dmatest_times_every_transfer_with_the_platform_model() {
-    // sim:rk3588-ep's [platform] is fitted on the seed's §4.3.2 table, so agreeing with that
+    // sim:rk3588-ep's [platform] is fitted on the Rockchip guide's §4.3.2 table, so agreeing with that
     // table would prove nothing; what is checked is that the simulator and `pcielab model
-    // --platform` are one model (docs/calibration.md has the fit against the seed).
+    // --platform` are one model (docs/calibration.md has the fit against the Rockchip guide).
     let m = Machine::open(&"sim:rk3588-ep".parse().unwrap())
         .and_then(|m| m.simulated_pcie())
         .unwrap();
@@ -240,7 +240,7 @@ fn every_preset_opens_as_a_simulated_machine() {
 
 #[test]
 fn the_labs_seed_job_file_runs_on_qemu_seed() {
-    // The QEMU P2PDMA seed's job file as the lab ships it (escaped colons, stonewall groups).
+    // The QEMU P2PDMA lab write-up's job file as the lab ships it (escaped colons, stonewall groups).
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../pcielab-cli/tests/fixtures/nvme.fio"

@@ -49,7 +49,7 @@ docs/calibration.md) predicts the rates; nothing is mapped. JSON fields: docs/ca
 
 The interval is the slower of the trigger (an MSI is a 4-byte posted write; ELBI a config write by
 the root complex) and the receiving CPU's interrupt entry and handler ([platform.interrupts]).
-Measuring it needs the seed's endpoint-mode drivers, which a host does not have: only sim: works.")]
+Measuring it needs the Rockchip PCIe performance guide's endpoint-mode test drivers, which a host does not have: only sim: works.")]
     Irq(IrqArgs),
 }
 
@@ -195,7 +195,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         }
     };
     if args.json {
-        print!("{}", json_text(&report)?);
+        print!("{}", json_text("bench-mmio", &report)?);
     } else {
         print!("{}", report.to_text());
     }
@@ -221,7 +221,7 @@ fn run_irq(args: IrqArgs) -> Result<()> {
         .platform
         .irq_prediction(kind, &machine.link_params(device));
     if args.json {
-        print!("{}", json_text(&prediction)?);
+        print!("{}", json_text("bench-irq", &prediction)?);
     } else {
         println!(
             "{} on {device}: one interrupt every {:.2} us ({:.0} per second), predicted from [platform.interrupts] ({})",
@@ -247,7 +247,7 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     };
     let report = p2pcopy::run(&options)?;
     if args.json {
-        print!("{}", json_text(&report)?);
+        print!("{}", json_text("bench-p2p", &report)?);
     } else {
         print!("{}", report.to_text());
     }

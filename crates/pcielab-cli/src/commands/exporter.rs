@@ -61,7 +61,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.once {
         let sample = observer.sample()?;
         if args.json {
-            print!("{}", json_text(&sample)?);
+            print!("{}", json_text("exporter-sample", &sample)?);
         } else {
             print!("{}", exporter::render_metrics(&sample));
         }

@@ -1,4 +1,4 @@
-//! `pcielab fit`: fits the platform model to measurements (CSV, fio JSON or the seed's dmatest
+//! `pcielab fit`: fits the platform model to measurements (CSV, fio JSON or the Rockchip guide's dmatest
 //! table) on one link and prints each parameter with its uncertainty and every row's residual,
 //! or writes the `[platform]` spec fragment. Argument wiring only; the work is
 //! `pcielab::model::fit`.
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
         let report = predict_rows(&read_platform_file(spec)?, &rows, &link)?;
         draw(&args, &report)?;
         if args.json {
-            print!("{}", json_text(&report)?);
+            print!("{}", json_text("fit-prediction", &report)?);
         } else {
             print!("{}", report.to_text());
         }
@@ -84,7 +84,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     draw(&args, &report)?;
     if args.json {
-        print!("{}", json_text(&report)?);
+        print!("{}", json_text("fit", &report)?);
     } else {
         print!("{}", report.to_text());
         if let Some(out) = &args.out {

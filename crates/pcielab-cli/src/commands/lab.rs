@@ -68,7 +68,9 @@ is AMD family 0x17, which the kernel exempts from the host-bridge whitelist).")]
   pcielab lab kernel --jobs 2
 
 Needs the Debian packages linux-source-6.12, make, gcc, flex, bison, bc and libelf-dev.
-Takes a few minutes; a second call returns at once.")]
+Takes a few minutes; a second call returns at once. The cache is $PCIELAB_CACHE,
+$XDG_CACHE_HOME/pcielab or ~/.cache/pcielab (target/pcielab-cache under cargo in this
+repository, set by .cargo/config.toml).")]
     Kernel(KernelArgs),
 }
 
@@ -198,8 +200,8 @@ fn machine_options(m: &MachineArgs) -> MachineOptions {
     }
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<()> {
-    print!("{}", json_text(value)?);
+fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
+    print!("{}", json_text(kind, value)?);
     Ok(())
 }
 
@@ -213,7 +215,7 @@ fn run_argv(args: ArgvArgs) -> Result<()> {
     let platform = load_spec(&args.machine.spec)?;
     let plan = argv::plan(&platform.topology, &machine_options(&args.machine))?;
     if args.json {
-        return json(&plan);
+        return json("lab-argv", &plan);
     }
     print_limits(&plan.limits);
     println!("{}", plan.shell_command());
@@ -289,7 +291,7 @@ fn run_run(args: RunArgs) -> Result<()> {
         &mut progress_printer(args.boot.output.json),
     )?;
     if args.boot.output.json {
-        json(&report)?;
+        json("lab-run", &report)?;
     } else {
         print_limits(&report.limits);
         print!("{}", report.to_text());
@@ -319,7 +321,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
     );
     let verdict = CheckReport::new(&args.boot.machine.spec, &rows, &report);
     if args.boot.output.json {
-        json(&verdict)?;
+        json("lab-check", &verdict)?;
     } else {
         print!("{}", verdict.to_text());
     }
@@ -355,7 +357,7 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     let (cpu, outcomes) = oracle::evaluate(&platform.topology, &report.results_dir)?;
     let verdict = P2pReport::new(&args.machine.spec, cpu, &outcomes, &report);
     if args.output.json {
-        json(&verdict)?;
+        json("lab-p2p", &verdict)?;
     } else {
         print!("{}", verdict.to_text());
     }

@@ -3,10 +3,12 @@
 mod bench;
 mod exporter;
 mod fit;
+mod install;
 mod lab;
 mod model;
 mod plot;
 mod pmu;
+mod presets;
 mod qos;
 mod report;
 mod sim;
@@ -40,7 +42,7 @@ pub enum Command {
     Top(top::Args),
     /// Prometheus metrics of per-port traffic and link health at /metrics (sim: plays a workload)
     Exporter(exporter::Args),
-    /// Measurements on real devices: p2p copies through p2pmem.
+    /// P2P copies through p2pmem, MMIO (BAR) load/store rates, interrupt delivery
     Bench(bench::Args),
     /// QEMU guests built from a topology: argv, run, check, P2PDMA kernel.
     Lab(lab::Args),
@@ -48,6 +50,12 @@ pub enum Command {
     Report(report::Args),
     /// Draw a saved --json result as the SVG its command's --svg draws
     Plot(plot::Args),
+    /// Every built-in sim:NAME machine: kind, what it models, where its values come from
+    Presets(presets::Args),
+    /// Manual pages from this command line's own definition (one per command with DIR)
+    Man(install::ManArgs),
+    /// Shell completion script (bash, zsh, fish, elvish, powershell) on standard output
+    Completions(install::CompletionArgs),
 }
 
 pub fn run(command: Command) -> Result<()> {
@@ -66,6 +74,9 @@ pub fn run(command: Command) -> Result<()> {
         Command::Lab(args) => lab::run(args),
         Command::Report(args) => report::run(args),
         Command::Plot(args) => plot::run(args),
+        Command::Presets(args) => presets::run(args),
+        Command::Man(args) => install::run_man(args),
+        Command::Completions(args) => install::run_completions(args),
     }
 }
 

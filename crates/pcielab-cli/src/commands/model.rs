@@ -120,7 +120,7 @@ pub fn run(args: Args) -> Result<()> {
         plot::write_output(path, &plot::model::svg(&report)?)?;
     }
     if args.json {
-        print!("{}", json_text(&report)?);
+        print!("{}", json_text("model", &report)?);
     } else {
         print!("{}", report.to_text(&link, overheads));
     }

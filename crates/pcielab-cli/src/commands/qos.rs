@@ -137,7 +137,10 @@ enum QosCommand {
     },
 }
 
-fn open(m: &MachineArgs) -> Result<Box<dyn QosBackend>> {
+/// Opens the machine a `qos` command works on. `changes`: the command writes to it, so a
+/// simulated machine without `--state` (whose change is lost when pcielab exits) is worth a note;
+/// reading one (`show`, `monitor`, `apply --dry-run`) is not.
+fn open(m: &MachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
     let machine = m.machine.parse::<Machine>()?;
     let backend = machine.qos(&QosOptions {
         resctrl_dir: m.resctrl.clone(),
@@ -145,8 +148,14 @@ fn open(m: &MachineArgs) -> Result<Box<dyn QosBackend>> {
         cdp: m.cdp,
         precheck: !m.no_precheck,
     })?;
-    if matches!(machine.selector(), MachineSelector::SimPreset { .. }) && m.state.is_none() {
-        eprintln!("pcielab: note: no --state: this simulated machine starts fresh and is not kept");
+    if changes
+        && matches!(machine.selector(), MachineSelector::SimPreset { .. })
+        && m.state.is_none()
+    {
+        eprintln!(
+            "pcielab: note: no --state: this simulated machine starts fresh and the change is not \
+             kept (give --state FILE to keep it)"
+        );
     }
     Ok(backend)
 }
@@ -211,8 +220,8 @@ fn perform_all(b: &mut dyn QosBackend, ops: &[Op], precheck: bool) -> Result<()>
     b.save()
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<()> {
-    print!("{}", json_text(value)?);
+fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
+    print!("{}", json_text(kind, value)?);
     Ok(())
 }
 
@@ -222,10 +231,10 @@ pub fn run(args: Args) -> Result<()> {
             machine,
             json: as_json,
         } => {
-            let mut b = open(&machine)?;
+            let mut b = open(&machine, false)?;
             let v = view::show(&b.name(), &b.read()?);
             if as_json {
-                json(&v)
+                json("qos-show", &v)
             } else {
                 print!("{}", v.text());
                 Ok(())
@@ -236,7 +245,7 @@ pub fn run(args: Args) -> Result<()> {
             machine,
             settings,
         } => {
-            let mut b = open(&machine)?;
+            let mut b = open(&machine, true)?;
             let mut ops = vec![Op::Mkdir {
                 group: group.clone(),
             }];
@@ -251,7 +260,7 @@ pub fn run(args: Args) -> Result<()> {
             if settings.is_empty() {
                 return Err(Error::bad_input("qos set: give --schemata and/or --mode"));
             }
-            let mut b = open(&machine)?;
+            let mut b = open(&machine, true)?;
             perform_all(b.as_mut(), &settings.ops(group), !machine.no_precheck)
         }
         QosCommand::Assign {
@@ -263,7 +272,7 @@ pub fn run(args: Args) -> Result<()> {
             if tasks.is_none() && cpus.is_none() {
                 return Err(Error::bad_input("qos assign: give --tasks and/or --cpus"));
             }
-            let mut b = open(&machine)?;
+            let mut b = open(&machine, true)?;
             let mut ops = Vec::new();
             if let Some(cpus_list) = cpus {
                 if CpuSet::parse_list(&cpus_list).is_none() {
@@ -283,7 +292,7 @@ pub fn run(args: Args) -> Result<()> {
             perform_all(b.as_mut(), &ops, !machine.no_precheck)
         }
         QosCommand::Delete { group, machine } => {
-            let mut b = open(&machine)?;
+            let mut b = open(&machine, true)?;
             perform_all(b.as_mut(), &[Op::Rmdir { group }], !machine.no_precheck)
         }
         QosCommand::Apply {
@@ -292,13 +301,13 @@ pub fn run(args: Args) -> Result<()> {
             dry_run,
             json: as_json,
         } => {
-            let mut b = open(&machine)?;
+            let mut b = open(&machine, !dry_run)?;
             let text = pcielab::input::read_input_file(&file, "desired-state file")?;
             let info = b.read()?.info;
             let desired = apply::parse_desired(&text, &file.display().to_string(), &info)?;
             let report = apply::apply(b.as_mut(), &desired, dry_run)?;
             if as_json {
-                return json(&report);
+                return json("qos-apply", &report);
             }
             for (i, p) in report.plan.iter().enumerate() {
                 println!("{:>3}. {}", i + 1, p.shell);
@@ -324,7 +333,7 @@ pub fn run(args: Args) -> Result<()> {
             if interval_ms == 0 {
                 return Err(Error::bad_input("-I must be at least 1 ms"));
             }
-            let mut b = open(&machine)?;
+            let mut b = open(&machine, false)?;
             b.check_waits(Duration::from_millis(interval_ms), count)?;
             let mut all = Vec::new();
             for _ in 0..count.max(1) {
@@ -340,7 +349,7 @@ pub fn run(args: Args) -> Result<()> {
             }
             b.save()?;
             if as_json {
-                json(&all)?;
+                json("qos-monitor", &view::MonitorDocument { intervals: all })?;
             }
             Ok(())
         }

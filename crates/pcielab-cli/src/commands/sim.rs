@@ -5,10 +5,10 @@
 use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand};
+use pcielab::machine::presets::catalog;
 use pcielab::machine::Machine;
 use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
-use pcielab::qos::presets::PRESETS;
 use pcielab::qos::scenario::Scenario;
 use pcielab::qos::sim::SimulatedResctrl;
 use pcielab::report::json_text;
@@ -33,7 +33,7 @@ enum SimCommand {
     /// Run a scenario file: prints a table (or JSON) and can write an SVG plot
     #[command(after_help = EXAMPLES)]
     Run {
-        /// Scenario file (format in docs/qos.md; the seed's experiments are in scenarios/)
+        /// Scenario file (format in docs/qos.md; the MPAM/resctrl article's experiments are in scenarios/)
         scenario: PathBuf,
         /// JSON output (shape in docs/qos.md)
         #[arg(long)]
@@ -42,7 +42,7 @@ enum SimCommand {
         #[arg(long, value_name = "OUT.svg")]
         svg: Option<PathBuf>,
     },
-    /// Start a simulated process (seed-style command line) on a --state machine; prints its pid
+    /// Start a simulated process (the MPAM/resctrl article's command lines: numactl, bw_mem, stress-ng) on a --state machine; prints its pid
     #[command(after_help = EXAMPLES)]
     Spawn {
         /// sim:mpam-seed or sim:rdt-xeon8163
@@ -67,7 +67,7 @@ enum SimCommand {
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
     },
-    /// List the simulated QoS machines
+    /// List the simulated QoS machines (`pcielab presets` lists every kind)
     #[command(after_help = EXAMPLES)]
     Presets,
 }
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> Result<()> {
                 plot::write_output(path, &plot::scenario::svg(&outcome)?)?;
             }
             if json {
-                print!("{}", json_text(&outcome)?);
+                print!("{}", json_text("sim-run", &outcome)?);
             } else {
                 print!("{}", outcome.table());
                 println!("simulated in {:.2} s", outcome.wall_s);
@@ -120,15 +120,8 @@ pub fn run(args: Args) -> Result<()> {
             sim.save()
         }
         SimCommand::Presets => {
-            for p in PRESETS {
-                println!(
-                    "sim:{:<14} {}",
-                    p.name,
-                    p.description
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                );
+            for p in catalog()?.iter().filter(|p| p.kind == "qos") {
+                println!("sim:{:<14} {}", p.name, p.models);
             }
             Ok(())
         }

@@ -15,7 +15,12 @@ use pcielab::report::json_text;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
-#[command(after_help = "Examples:
+#[command(
+    after_help = "Output: the counters go to stderr and the workload's own output to stdout, as with
+perf stat, so `> out.txt` keeps only the workload's; `2> counts.txt` or --json (one object on
+stdout) captures the counters.
+
+Examples:
   pcielab stat -a -e dwc_rootport_10/rx_pcie_tlp_data_payload/ -- fio --rw=read ...   (live host)
   pcielab stat -a -e '{msr/tsc/,cpu-clock}' -e syscalls:sys_enter_getpid -I 1000 -- sleep 5
   pcielab stat -a -e hisi_pcie0_core0/rx_mwr_flux,port=0x1/ --dry-run
@@ -39,18 +44,18 @@ use pcielab::Result;
       fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw=read -ioengine=libaio -bs=1024K \\
       -size=10G -numjobs=1 -runtime=180 -group_reporting -name=read_seq_1024k_q32_t1
 
-Events are PMU/EVENT/ (seed or upstream names, any case), PMU/EVENT,lane=N/ for per-lane
+Events are PMU/EVENT/ (the Yitian 710 PMU guide's or upstream names, any case), PMU/EVENT,lane=N/ for per-lane
 events, or PMU/eventid=0x21,type=0x0/; -e a,b gives two events, -e '{a,b}' a group that counts
 all-or-nothing. Events that need the same counter are time-shared every mux interval and
-scaled (perf's (NN.NN%)). The perf report goes to stderr, the workload's output to stdout;
---json prints one object to stdout (fields in docs/pmu.md).
+scaled (perf's (NN.NN%)). JSON fields are in docs/pmu.md.
 
 On a host every PMU under /sys/bus/event_source/devices works as with perf (format terms,
 PMU/config=0x..,config1=0x../, cpu-clock, context-switches, SUBSYS:TRACEPOINT); --dry-run
 prints each event's perf_event_attr (type, config, config1, config2) without opening it; the
 workload's exit status is pcielab's (127 when it does not exist); Ctrl-C stops the workload
 and still prints the counts. Permissions: root, CAP_PERFMON, or kernel.perf_event_paranoid
-<= 0 (docs/pmu.md, \"On a real server\"). Simulated workloads are in docs/sim.md.")]
+<= 0 (docs/pmu.md, \"On a real server\"). Simulated workloads are in docs/sim.md."
+)]
 pub struct Args {
     /// Where facts come from: host or sim:PRESET / sim:FILE.toml
     #[arg(long, default_value = "host")]
@@ -128,7 +133,7 @@ pub fn run(args: Args) -> Result<()> {
         plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
     }
     if args.json {
-        print!("{}", json_text(&doc)?);
+        print!("{}", json_text("stat", &doc)?);
     } else {
         print!("{}", done.workload_report);
         for note in &done.notes {

@@ -85,7 +85,7 @@ pub fn run(args: Args) -> Result<()> {
             plot::write_output(path, &plot::topology::p2p_svg(&doc)?)?;
         }
         return emit(&if args.json {
-            json_text(&report)?
+            json_text("topo-p2p", &report)?
         } else {
             p2p::to_text(&report)
         });
@@ -100,7 +100,7 @@ pub fn run(args: Args) -> Result<()> {
         plot::write_output(path, &plot::topology::svg(&doc)?)?;
     }
     let text = if args.json {
-        json_text(&topology)?
+        json_text("topo", &topology)?
     } else if args.dot {
         render::to_dot(platform)
     } else {

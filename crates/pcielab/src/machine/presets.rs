@@ -1,60 +1,130 @@
 //! The built-in platform presets: the spec files under `presets/` at the repository root,
-//! embedded in the library so `--machine sim:NAME` works from any directory.
+//! embedded in the library so `--machine sim:NAME` works from any directory, and the one list
+//! of every preset of either kind (`pcielab presets`).
 
-/// Every preset: name and spec text.
-pub const PRESETS: [(&str, &str); 9] = [
-    (
-        "yitian710",
-        include_str!("../../../../presets/yitian710.toml"),
-    ),
-    (
-        "rk3588-evb",
-        include_str!("../../../../presets/rk3588-evb.toml"),
-    ),
-    (
-        "rk3568-evb",
-        include_str!("../../../../presets/rk3568-evb.toml"),
-    ),
-    (
-        "qemu-seed",
-        include_str!("../../../../presets/qemu-seed.toml"),
-    ),
-    (
-        "qemu-wide",
-        include_str!("../../../../presets/qemu-wide.toml"),
-    ),
-    (
-        "rk3588-ep",
-        include_str!("../../../../presets/rk3588-ep.toml"),
-    ),
-    (
-        "rk3588-ep-gen2x1",
-        include_str!("../../../../presets/rk3588-ep-gen2x1.toml"),
-    ),
-    (
-        "rk3568-ep",
-        include_str!("../../../../presets/rk3568-ep.toml"),
-    ),
-    (
-        "rk3528-evb",
-        include_str!("../../../../presets/rk3528-evb.toml"),
-    ),
+use super::MachineSelector;
+
+/// One built-in topology preset: what `--machine sim:NAME` opens.
+#[derive(Debug, Clone, Copy)]
+pub struct TopologyPreset {
+    pub name: &'static str,
+    /// The document (by title and section) or experiment its values come from, for `pcielab presets`.
+    pub source: &'static str,
+    /// The spec TOML (format in docs/topology.md).
+    pub spec: &'static str,
+}
+
+/// Every topology preset.
+pub const PRESETS: [TopologyPreset; 9] = [
+    TopologyPreset {
+        name: "yitian710",
+        source: "the Yitian 710 PCIe PMU guide, §1 and §3 (lspci, root ports, PMU list)",
+        spec: include_str!("../../../../presets/yitian710.toml"),
+    },
+    TopologyPreset {
+        name: "rk3588-evb",
+        source: "the Rockchip PCIe performance guide, §1-2, §4.3.2 and §8.2.2",
+        spec: include_str!("../../../../presets/rk3588-evb.toml"),
+    },
+    TopologyPreset {
+        name: "rk3568-evb",
+        source: "the Rockchip PCIe performance guide, §1-2, §4.3.1 and §8.2.1",
+        spec: include_str!("../../../../presets/rk3568-evb.toml"),
+    },
+    TopologyPreset {
+        name: "qemu-seed",
+        source: "the QEMU P2PDMA lab write-up (its q35 guest and lspci -t)",
+        spec: include_str!("../../../../presets/qemu-seed.toml"),
+    },
+    TopologyPreset {
+        name: "qemu-wide",
+        source: "QEMU 7.2's q35 devices as booted by `pcielab lab run` (no outside document)",
+        spec: include_str!("../../../../presets/qemu-wide.toml"),
+    },
+    TopologyPreset {
+        name: "rk3588-ep",
+        source: "the Rockchip PCIe performance guide, §4.2 and §4.3.2 (dmatest table, fitted)",
+        spec: include_str!("../../../../presets/rk3588-ep.toml"),
+    },
+    TopologyPreset {
+        name: "rk3588-ep-gen2x1",
+        source: "the Rockchip PCIe performance guide, §4.3.3 (dmatest table, fitted)",
+        spec: include_str!("../../../../presets/rk3588-ep-gen2x1.toml"),
+    },
+    TopologyPreset {
+        name: "rk3568-ep",
+        source: "the Rockchip PCIe performance guide, §4.2 and §4.3.1 (dmatest table, fitted)",
+        spec: include_str!("../../../../presets/rk3568-ep.toml"),
+    },
+    TopologyPreset {
+        name: "rk3528-evb",
+        source: "the Rockchip PCIe performance guide, §8.2.5 (fio table, fitted)",
+        spec: include_str!("../../../../presets/rk3528-evb.toml"),
+    },
 ];
 
 /// The spec text of preset `name`.
 pub fn preset(name: &str) -> Option<&'static str> {
-    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+    PRESETS.iter().find(|p| p.name == name).map(|p| p.spec)
 }
 
 /// Preset names, for messages and `--help`.
 pub fn names() -> Vec<&'static str> {
-    PRESETS.iter().map(|(n, _)| *n).collect()
+    PRESETS.iter().map(|p| p.name).collect()
+}
+
+/// One line of `pcielab presets`: every `sim:NAME` a command accepts, of either kind.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct PresetSummary {
+    pub name: &'static str,
+    /// `topology` (a PCIe platform: topo, pmu, stat, top, exporter, lab) or `qos` (a resctrl
+    /// machine: qos, sim run).
+    pub kind: &'static str,
+    /// What it models: the preset's own description.
+    pub models: String,
+    pub source: &'static str,
+}
+
+/// The `pcielab presets --json` document.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct PresetList {
+    pub presets: Vec<PresetSummary>,
+}
+
+/// Every preset, topology presets first, in registry order. A topology preset's description is
+/// read from its spec so the list cannot drift from what `sim:NAME` opens.
+pub fn catalog() -> crate::error::Result<Vec<PresetSummary>> {
+    let mut all = Vec::new();
+    for preset in PRESETS {
+        let platform = MachineSelector::SimPreset {
+            name: preset.name.to_string(),
+        }
+        .open()?;
+        all.push(PresetSummary {
+            name: preset.name,
+            kind: "topology",
+            models: platform.description,
+            source: preset.source,
+        });
+    }
+    all.extend(crate::qos::presets::PRESETS.iter().map(|preset| {
+        PresetSummary {
+            name: preset.name,
+            kind: "qos",
+            models: preset
+                .description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            source: preset.source,
+        }
+    }));
+    Ok(all)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::MachineSelector;
     use crate::pcie::Generation;
     use crate::topology::Kind;
 

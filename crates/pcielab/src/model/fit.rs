@@ -39,7 +39,7 @@ pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) ->
 }
 
 /// One row's measured and predicted figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RowResult {
     /// Line in the input (0 for fio JSON jobs).
     pub line: usize,
@@ -79,7 +79,7 @@ pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -
 }
 
 /// How a parameter came out of the fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Fitted,
@@ -88,7 +88,7 @@ pub enum Status {
 }
 
 /// One fitted (or not determined) parameter.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ParamResult {
     pub key: &'static str,
     pub unit: &'static str,
@@ -104,7 +104,7 @@ pub struct ParamResult {
 }
 
 /// The result of `pcielab fit`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FitReport {
     pub fitted_on: String,
     pub rows_used: usize,
@@ -674,7 +674,7 @@ fn rows_text(rows: &[RowResult]) -> String {
 /// Measurements set against a platform model fitted elsewhere, nothing fitted: what
 /// `pcielab fit --platform SPEC` prints. Each residual is a prediction error unless the model
 /// was fitted on these very rows (`platform_fitted_on` says what it was fitted on).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PredictionReport {
     pub platform_fitted_on: String,
     pub rows_used: usize,

@@ -196,7 +196,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         max: 1e6,
         integer: false,
         meaning: "interval between posted MMIO stores leaving the CPU for the link (one TLP each)",
-        source: "Rockchip seed 5.3: RK3588 Gen3x4 32-bit stores 53.3 MB/s = 4 B per 75 ns",
+        source: "Rockchip PCIe performance guide §5.3: RK3588 Gen3x4 32-bit stores 53.3 MB/s = 4 B per 75 ns",
     },
     ParamSpec {
         key: "mmio.load_latency_ns",
@@ -206,7 +206,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         max: 1e6,
         integer: false,
         meaning: "round trip of one non-posted MMIO load beyond the link's serialisation",
-        source: "Rockchip seed 5.3: RK3588 Gen3x4 32-bit loads 4.2 MB/s = 4 B per 952 ns",
+        source: "Rockchip PCIe performance guide §5.3: RK3588 Gen3x4 32-bit loads 4.2 MB/s = 4 B per 952 ns",
     },
     ParamSpec {
         key: "mmio.loads_outstanding",
@@ -216,7 +216,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         max: 64.0,
         integer: true,
         meaning: "MMIO loads in flight at once across all threads (the root complex's outbound non-posted slots)",
-        source: "Rockchip seed 5.4.2: more threads raise BAR throughput by under 10 %",
+        source: "Rockchip PCIe performance guide §5.4.2: more threads raise BAR throughput by under 10 %",
     },
     ParamSpec {
         key: "mmio.loads_per_thread",
@@ -226,7 +226,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         max: 64.0,
         integer: true,
         meaning: "MMIO loads one CPU thread keeps in flight (device memory: each load waits for its data)",
-        source: "Rockchip seed 5.4.1: load throughput scales with access width, not with more loads in flight",
+        source: "Rockchip PCIe performance guide §5.4.1: load throughput scales with access width, not with more loads in flight",
     },
     ParamSpec {
         key: "mmio.write_combining_bytes",
@@ -246,7 +246,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         max: 1e7,
         integer: false,
         meaning: "host CPU interrupt entry and handler per MSI (the MSI itself is a 4-byte posted write)",
-        source: "Rockchip seed 7.3, RK3588 row: one MSI per 2 us",
+        source: "Rockchip PCIe performance guide §7.3, RK3588 row: one MSI per 2 us",
     },
     ParamSpec {
         key: "interrupts.elbi_trigger_ns",
@@ -256,7 +256,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         max: 1e7,
         integer: false,
         meaning: "interval at which the root complex can write the endpoint's ELBI register (config write)",
-        source: "Rockchip seed 6.4: ELBI register write rate 2 us on RK3588",
+        source: "Rockchip PCIe performance guide §6.4: ELBI register write rate 2 us on RK3588",
     },
     ParamSpec {
         key: "interrupts.elbi_cpu_ns",
@@ -266,7 +266,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         max: 1e7,
         integer: false,
         meaning: "endpoint CPU interrupt entry and handler per ELBI interrupt",
-        source: "Rockchip seed 6.3, RK3588 row: one ELBI per 6 us",
+        source: "Rockchip PCIe performance guide §6.3, RK3588 row: one ELBI per 6 us",
     },
 ];
 
@@ -291,7 +291,7 @@ pub enum MmioOp {
 }
 
 /// Which interrupt mechanism.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum IrqKind {
     /// The endpoint writes the host's MSI address; the host CPU takes the interrupt.
@@ -650,7 +650,7 @@ impl IrqKind {
 }
 
 /// Back-to-back interrupt delivery as the seed's §6/§7 tests report it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct IrqPrediction {
     pub kind: IrqKind,
     /// Time between interrupts when raised back to back (the seed prints it in µs).

@@ -17,7 +17,7 @@ use crate::report::round_to;
 pub const DEFAULT_SIZES: [u64; 8] = [64, 128, 256, 512, 4096, 65536, 1 << 20, 4 << 20];
 
 /// One transfer size's figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SizePoint {
     pub size: u64,
     #[serde(rename = "write_MBps")]
@@ -46,7 +46,7 @@ pub struct SizePoint {
 }
 
 /// The whole sweep for one link; serialises to the documented `pcielab model --json` shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SizeSweep {
     pub gen: u8,
     pub width: u8,

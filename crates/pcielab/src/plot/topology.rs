@@ -13,6 +13,7 @@ use super::document::{FunctionDoc, P2pDoc, TopologyDoc};
 use super::{drawing_failed, matrix_svg, svg_document, Area, Cell, Matrix, CHAR_WIDTH, FONT};
 use crate::error::Result;
 use crate::pcie::Generation;
+use crate::topology::check::DOWNTRAINED;
 
 const MIN_WIDTH: i32 = 1000;
 const INDENT: i32 = 34;
@@ -29,7 +30,8 @@ const DOWNGRADE: RGBColor = RGBColor(0xc6, 0x00, 0x00);
 fn generation_colour(n: Option<u8>) -> RGBColor {
     match n {
         Some(1) => RGBColor(0x99, 0x99, 0x99),
-        Some(2) => RGBColor(0x8c, 0x56, 0x4b),
+        // Olive, not brown: nothing but a downtrained link may look red.
+        Some(2) => RGBColor(0xbc, 0xbd, 0x22),
         Some(3) => RGBColor(0x1f, 0x77, 0xb4),
         Some(4) => RGBColor(0x2c, 0xa0, 0x2c),
         Some(5) => RGBColor(0xff, 0x7f, 0x0e),
@@ -50,6 +52,13 @@ fn stroke_for(width: Option<u8>) -> u32 {
         .map_or(0, |w| f64::from(w).log2() as u32)
 }
 
+/// Whether the link above `f` trained below what both its ends can do: what the Warnings list
+/// reports (a root port whose device is slower is merely limited by it, as lspci's
+/// "(downgraded)" says of it, and is not marked).
+fn downtrained(f: &FunctionDoc) -> bool {
+    f.warnings.iter().any(|w| w.starts_with(DOWNTRAINED))
+}
+
 /// A function's link as "Gen3 x4" and, when it trained below its capability, "of Gen5 x4".
 fn link_text(f: &FunctionDoc) -> Option<String> {
     let link = f.link.as_ref()?;
@@ -67,8 +76,8 @@ fn link_text(f: &FunctionDoc) -> Option<String> {
     } else {
         format!("{now} (capable {capable})")
     };
-    if link.downgraded {
-        text.push_str(" DOWNGRADED");
+    if downtrained(f) {
+        text.push_str(" DOWNTRAINED");
     }
     if let Some(mbps) = f.ceiling_achievable_mbps {
         text.push_str(&format!(", achievable {mbps:.0} MB/s"));
@@ -272,7 +281,7 @@ pub fn svg(doc: &TopologyDoc) -> Result<String> {
         )?;
         text(
             area,
-            "red box and DOWNGRADED: link trained below what both ends can do;  \u{26a0} red lines: warnings",
+            "red box and DOWNTRAINED: link trained below what both ends can do;  \u{26a0} red lines: warnings",
             (20, y + 14),
             14.0,
             DOWNGRADE,
@@ -308,7 +317,7 @@ pub fn svg(doc: &TopologyDoc) -> Result<String> {
                         ))
                         .map_err(drawing_failed)?;
                     }
-                    let downgraded = f.link.as_ref().is_some_and(|l| l.downgraded);
+                    let downgraded = downtrained(f);
                     let fill = if f.kind.contains("endpoint") {
                         RGBColor(0xf4, 0xf8, 0xfc)
                     } else {
@@ -486,9 +495,18 @@ mod tests {
             "ceiling_achievable_MBps": 3643.35
         }))
         .unwrap();
+        // lspci's "(downgraded)" alone: the partner may be the slower end; not marked.
         assert_eq!(
             link_text(&f).unwrap(),
-            "Gen3 x4 (capable Gen4 x4) DOWNGRADED, achievable 3643 MB/s"
+            "Gen3 x4 (capable Gen4 x4), achievable 3643 MB/s"
+        );
+        let mut warned = f.clone();
+        warned.warnings = vec![format!(
+            "{DOWNTRAINED} 0000:00:00.0 -> 0000:01:00.0: running …"
+        )];
+        assert_eq!(
+            link_text(&warned).unwrap(),
+            "Gen3 x4 (capable Gen4 x4) DOWNTRAINED, achievable 3643 MB/s"
         );
         assert_eq!(stroke_for(Some(1)), 1);
         assert_eq!(stroke_for(Some(16)), 5);

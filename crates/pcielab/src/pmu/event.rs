@@ -270,7 +270,9 @@ impl EventContext<'_> {
             let near = nearest(pmu_name, self.pmus.iter().map(|p| p.name.as_str()));
             return Err(Error::bad_input(format!(
                 "unknown PMU '{pmu_name}' in '{text}': no {pmu_name} under \
-                 /sys/bus/event_source/devices; nearest: {} (see `pcielab pmu list --machine host`)",
+                 /sys/bus/event_source/devices; the nearest names here: {}. Use one of them, or \
+                 run `pcielab pmu list` for every PMU of this machine with its events and, when \
+                 none counts PCIe, which driver and kernel would provide one",
                 near.join(", ")
             )));
         };

@@ -61,6 +61,8 @@ pub const PROVIDERS: &[(&str, &str, &str, &str, &str)] = &[
 pub struct HostListing {
     pub dir: std::path::PathBuf,
     pub paranoid: Option<i32>,
+    /// Running as root: perf_event_paranoid does not limit this process, so no advice is due.
+    pub privileged: bool,
     pub pmus: Vec<(SysfsPmu, Option<PortPlacement>)>,
     /// The running kernel (`uname -r`), when readable: whose PMU rules apply.
     pub running: Option<KernelVersion>,
@@ -74,7 +76,9 @@ pub fn host_listing(root: &Path, only: Option<&str>) -> Result<HostListing> {
         if !pmus.iter().any(|p| p.name == name) {
             let near = nearest(name, pmus.iter().map(|p| p.name.as_str()));
             return Err(Error::bad_input(format!(
-                "--pmu {name}: no such PMU under {}; nearest: {}",
+                "--pmu {name}: no such PMU under {}; the nearest names here: {} (give one of \
+                 them to --pmu, or run `pcielab pmu list` without --pmu to see every PMU and, \
+                 when none counts PCIe, which driver and kernel would provide one)",
                 root.join(EVENT_SOURCE_DIR).display(),
                 near.join(", ")
             )));
@@ -97,6 +101,8 @@ pub fn host_listing(root: &Path, only: Option<&str>) -> Result<HostListing> {
     Ok(HostListing {
         dir: root.join(EVENT_SOURCE_DIR),
         paranoid: perf_event_paranoid(root),
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        privileged: unsafe { libc::geteuid() } == 0,
         pmus: placed,
         running: KernelVersion::of_host(root).ok(),
     })
@@ -234,6 +240,9 @@ impl HostListing {
             );
         }
         out += &match self.paranoid {
+            Some(p) if self.privileged => {
+                format!("perf_event_paranoid is {p}; running as root, system-wide counting is allowed\n")
+            }
             Some(p) => format!(
                 "perf_event_paranoid is {p}: system-wide counting needs root, CAP_PERFMON, or \
                  a value <= 0\n"
@@ -315,6 +324,17 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("perf_event_paranoid is 2"), "{text}");
+        // The advice is for those it limits: as root there is nothing to lift.
+        let mut as_user = host_listing(root.path(), None).unwrap();
+        as_user.privileged = false;
+        assert!(as_user.render(false).contains("needs root, CAP_PERFMON"));
+        let mut as_root = as_user;
+        as_root.privileged = true;
+        let text = as_root.render(false);
+        assert!(
+            !text.contains("needs root") && text.contains("running as root"),
+            "{text}"
+        );
         let doc = listing.to_json();
         assert_eq!(doc["pcie_pmus"], 0);
         assert_eq!(doc["providers"].as_array().unwrap().len(), PROVIDERS.len());
@@ -325,6 +345,10 @@ mod tests {
         );
         let e = host_listing(root.path(), Some("mrs")).err().unwrap();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.message().contains("nearest: msr"), "{e}");
+        assert!(e.message().contains("the nearest names here: msr"), "{e}");
+        assert!(
+            e.message().contains("run `pcielab pmu list` without --pmu"),
+            "{e}"
+        );
     }
 }

@@ -16,6 +16,8 @@ pub const SIM_KERNEL_RELEASE: &str = "6.11";
 pub struct Preset {
     pub name: &'static str,
     pub description: &'static str,
+    /// The document its numbers come from, by title (docs/sources.md), for `pcielab presets`.
+    pub source: &'static str,
     /// NUMA nodes; each has one L3 domain (cache id = node id), one memory controller group and
     /// one MB domain.
     pub nodes: u32,
@@ -49,8 +51,10 @@ pub struct Preset {
 
 pub const MPAM_SEED: Preset = Preset {
     name: "mpam-seed",
-    description: "the seed's Arm64 MPAM machine: 4 nodes x 24 CPUs, 15-way L3 per node, \
+    description:
+        "the MPAM/resctrl article's Arm64 machine: 4 nodes x 24 CPUs, 15-way L3 per node, \
                   MB in 2 % steps, 16 PARTIDs x 2 PMGs, MBWU reading ~30 % low",
+    source: "the MPAM/resctrl article (its test machine and measurements; docs/qos.md)",
     nodes: 4,
     cpus_per_node: 24,
     l3_bytes: 15 << 20,
@@ -76,8 +80,10 @@ pub const MPAM_SEED: Preset = Preset {
 
 pub const RDT_XEON8163: Preset = Preset {
     name: "rdt-xeon8163",
-    description: "the seed's Intel comparison, Xeon Platinum 8163 (Skylake-SP), 2 sockets x \
+    description:
+        "the MPAM/resctrl article's Intel comparison, Xeon Platinum 8163 (Skylake-SP), 2 sockets x \
                   48 CPUs, 33 MiB 11-way L3, MB in 10 % steps, 176 RMIDs, MBM within ~5 %",
+    source: "the MPAM/resctrl article's Intel comparison and Intel's published Xeon 8163 figures",
     nodes: 2,
     cpus_per_node: 48,
     l3_bytes: 33 << 20,

@@ -123,7 +123,7 @@ pub struct Metric {
     pub right_axis: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MetricKind {
     /// A group's `llc_occupancy` (KiB), control group including its monitor groups.
@@ -141,7 +141,7 @@ pub enum MetricKind {
 }
 
 /// One plotted line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Line {
     pub label: String,
     pub kind: MetricKind,
@@ -158,7 +158,7 @@ impl Line {
 }
 
 /// A finished run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub name: String,
     pub title: String,
@@ -190,10 +190,21 @@ impl Outcome {
         xs
     }
 
-    /// An aligned text table: one row per x, one column per line.
+    /// An aligned text table: one row per x, one column per line, each headed by its label and
+    /// the unit of the axis it is drawn on (a right-axis throughput is not in the left axis' KiB).
     pub fn table(&self) -> String {
         let mut header = vec![self.x_label.clone()];
-        header.extend(self.lines.iter().map(|l| l.label.clone()));
+        header.extend(self.lines.iter().map(|l| {
+            let axis = if l.right_axis {
+                self.y2_label.as_deref().unwrap_or(&self.y_label)
+            } else {
+                &self.y_label
+            };
+            match axis_unit(axis) {
+                Some(unit) if !l.label.ends_with(')') => format!("{} ({unit})", l.label),
+                _ => l.label.clone(),
+            }
+        }));
         let mut rows = vec![header];
         for x in self.xs() {
             let mut row = vec![format_num(x)];
@@ -219,6 +230,12 @@ impl Outcome {
         }
         out
     }
+}
+
+/// The unit an axis label ends with in parentheses: `KiB` of "L3 occupancy (KiB)".
+fn axis_unit(label: &str) -> Option<&str> {
+    let inner = label.strip_suffix(')')?;
+    Some(&inner[inner.rfind('(')? + 1..])
 }
 
 fn format_num(v: f64) -> String {
@@ -549,4 +566,41 @@ fn measure(
                 .sum()
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_columns_carry_their_axis_unit() {
+        let line = |label: &str, right_axis| Line {
+            label: label.into(),
+            kind: MetricKind::Throughput,
+            right_axis,
+            points: vec![(5.0, 1.0)],
+        };
+        let outcome = Outcome {
+            name: "c".into(),
+            title: "t".into(),
+            machine: "sim:mpam-seed".into(),
+            x_label: "time (s)".into(),
+            y_label: "L3 occupancy, all domains (KiB)".into(),
+            y2_label: Some("online throughput (operations/s)".into()),
+            lines: vec![
+                line("online occupancy", false),
+                line("online throughput", true),
+            ],
+            markers: Vec::new(),
+            wall_s: 0.0,
+        };
+        let header = outcome.table().lines().nth(1).unwrap().to_string();
+        assert!(header.contains("online occupancy (KiB)"), "{header}");
+        assert!(
+            header.contains("online throughput (operations/s)"),
+            "{header}"
+        );
+        assert_eq!(axis_unit("bandwidth (MB/s)"), Some("MB/s"));
+        assert_eq!(axis_unit("online operations/s"), None);
+    }
 }

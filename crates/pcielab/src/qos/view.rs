@@ -180,7 +180,7 @@ impl ShowView {
 }
 
 /// One row of `qos monitor`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MonitorRow {
     pub group: String,
     pub domain: u32,
@@ -189,6 +189,12 @@ pub struct MonitorRow {
     /// `mbm_total_bytes` rate over the interval, MB/s (10^6 bytes/s).
     pub mbm_total_mbps: Option<f64>,
     pub mbm_local_mbps: Option<f64>,
+}
+
+/// `qos monitor --json`: every interval's rows.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct MonitorDocument {
+    pub intervals: Vec<Vec<MonitorRow>>,
 }
 
 /// Turn two readings `seconds` apart into rates.

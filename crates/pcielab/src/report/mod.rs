@@ -1,9 +1,10 @@
 //! Rendering pieces more than one area needs: rounding the numbers a report prints or
 //! compares, counts with thousands separators, the text of a `--json` document, and messages
-//! made safe for a terminal. Area-specific tables and plots stay with their area; the HTML
+//! made safe for a terminal; the JSON Schemas of the documents are [`schema`]. Area-specific tables and plots stay with their area; the HTML
 //! page of `pcielab report` is [`html`].
 
 pub mod html;
+pub mod schema;
 
 use serde::Serialize;
 
@@ -79,9 +80,29 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// A `--json` document as printed: pretty JSON ending in a newline.
-pub fn json_text<T: Serialize>(value: &T) -> Result<String> {
-    let mut text = serde_json::to_string_pretty(value)
+/// The `schema` tag of a `--json` document of `kind` (`stat`, `topo`, …): what a script checks
+/// before trusting the fields, and the name of its JSON Schema in docs/json/.
+pub fn schema_tag(kind: &str) -> String {
+    format!("pcielab.{kind}/v1")
+}
+
+/// `value` as a `--json` document of `kind`: its own fields plus `"schema": "pcielab.<kind>/v1"`.
+pub fn tagged<T: Serialize>(kind: &str, value: &T) -> Result<serde_json::Value> {
+    let mut doc = serde_json::to_value(value)
+        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+    let serde_json::Value::Object(fields) = &mut doc else {
+        return Err(Error::runtime(format!(
+            "a pcielab.{kind} document must be a JSON object to carry its schema tag"
+        )));
+    };
+    fields.insert("schema".to_string(), schema_tag(kind).into());
+    Ok(doc)
+}
+
+/// A `--json` document of `kind` as printed: pretty JSON with its `schema` tag, ending in a
+/// newline.
+pub fn json_text<T: Serialize>(kind: &str, value: &T) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(&tagged(kind, value)?)
         .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
     text.push('\n');
     Ok(text)
@@ -132,14 +153,14 @@ mod tests {
     }
 
     #[test]
-    fn json_text_is_pretty_and_ends_in_a_newline() {
+    fn json_text_is_pretty_tagged_and_ends_in_a_newline() {
         let doc = serde_json::json!({"ok": true, "pairs": [1, 2]});
         assert_eq!(
-            json_text(&doc).unwrap(),
-            "{\n  \"ok\": true,\n  \"pairs\": [\n    1,\n    2\n  ]\n}\n"
+            json_text("demo", &doc).unwrap(),
+            "{\n  \"ok\": true,\n  \"pairs\": [\n    1,\n    2\n  ],\n  \"schema\": \"pcielab.demo/v1\"\n}\n"
         );
         let bad: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
-        let e = json_text(&bad).unwrap_err();
+        let e = json_text("demo", &bad).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         assert!(e.to_string().starts_with("JSON encoding failed: "), "{e}");
     }

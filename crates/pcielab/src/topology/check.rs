@@ -50,6 +50,9 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
 }
 
 /// The link between `parent` and `f` trained below the best both ends support.
+/// How a downtrained link's warning starts: pictures mark exactly the links this warns about.
+pub const DOWNTRAINED: &str = "downtrained link";
+
 fn downtrained(parent: &Function, f: &Function) -> Option<String> {
     let mine = f.link?;
     let (Some(speed), Some(width)) = (mine.speed, mine.width) else {
@@ -67,7 +70,7 @@ fn downtrained(parent: &Function, f: &Function) -> Option<String> {
         return None;
     }
     Some(format!(
-        "downtrained link {} -> {}: running {} x{} but both ends support {} x{}; check the slot, riser or signal integrity",
+        "{DOWNTRAINED} {} -> {}: running {} x{} but both ends support {} x{}; check the slot, riser or signal integrity",
         parent.bdf,
         f.bdf,
         speed,

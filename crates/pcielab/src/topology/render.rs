@@ -263,6 +263,9 @@ pub fn to_tree(platform: &Platform, model: Option<&PlatformModel>) -> String {
         out.push('\n');
         draw(topo, model, &children, funcs, "", &mut out);
     }
+    if let Some(note) = missing_ceilings_note(topo) {
+        let _ = writeln!(out, "\n{note}");
+    }
     let found = warnings(topo);
     if !found.is_empty() {
         out.push('\n');
@@ -273,6 +276,45 @@ pub fn to_tree(platform: &Platform, model: Option<&PlatformModel>) -> String {
         }
     }
     out
+}
+
+/// Why some (or all) functions show no ceiling: a ceiling needs the PCIe link's speed and width,
+/// which root-complex integrated endpoints, conventional PCI functions and most of a VM's
+/// virtual devices do not report. Host bridges have no link by nature and are not counted.
+fn missing_ceilings_note(topo: &Topology) -> Option<String> {
+    let devices: Vec<&Function> = topo
+        .functions()
+        .iter()
+        .filter(|f| f.kind != Kind::HostBridge)
+        .collect();
+    let without: Vec<String> = devices
+        .iter()
+        .filter(|f| path_ceiling(topo, f.bdf).is_none())
+        .map(|f| f.bdf.to_string())
+        .collect();
+    if without.is_empty() {
+        return None;
+    }
+    let why = "they report no PCIe link speed and width (no LnkCap/LnkSta in `lspci -vv`): \
+               root-complex integrated endpoints, conventional PCI functions and virtual devices \
+               (virtio on a VM's root bus) have none, so no path ceiling can be computed";
+    Some(if without.len() == devices.len() {
+        format!("note: no ceilings: none of the {} functions here has a link to compute one from; {why}", devices.len())
+    } else {
+        let shown = without
+            .iter()
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = without.len().saturating_sub(8);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        format!("note: no ceiling for {shown}{more}: {why}")
+    })
 }
 
 fn draw(
@@ -348,4 +390,65 @@ pub fn to_dot(platform: &Platform) -> String {
 
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::MachineSelector;
+    use crate::topology::spec::parse_spec;
+
+    #[test]
+    fn functions_without_a_link_say_why_they_have_no_ceiling() {
+        // Like a VM: virtio endpoints on the root bus, none with a PCIe link.
+        let vm = parse_spec(
+            "vm.toml",
+            r#"name = "vm"
+description = "virtio devices"
+[[function]]
+bdf = "0000:00:00.0"
+kind = "host_bridge"
+vendor = 0x8086
+device_id = 0x0d57
+class = 0x060000
+[[function]]
+bdf = "0000:00:02.0"
+kind = "endpoint"
+vendor = 0x1af4
+device_id = 0x1042
+class = 0x010000
+[[function]]
+bdf = "0000:00:03.0"
+kind = "endpoint"
+vendor = 0x1af4
+device_id = 0x1041
+class = 0x020000
+"#,
+        )
+        .unwrap();
+        let tree = to_tree(&vm, None);
+        assert!(
+            tree.contains("note: no ceilings: none of the 2 functions here"),
+            "{tree}"
+        );
+        assert!(tree.contains("virtio"), "{tree}");
+        // qemu-seed: every linked function has a ceiling; only the integrated NVMe has none.
+        let seed = MachineSelector::SimPreset {
+            name: "qemu-seed".into(),
+        }
+        .open()
+        .unwrap();
+        let tree = to_tree(&seed, None);
+        assert!(
+            tree.contains("note: no ceiling for 0000:00:03.0: they report"),
+            "{tree}"
+        );
+        // A machine where every device has a link gets no note.
+        let rk = MachineSelector::SimPreset {
+            name: "rk3588-evb".into(),
+        }
+        .open()
+        .unwrap();
+        assert!(!to_tree(&rk, None).contains("note: no ceiling"));
+    }
 }

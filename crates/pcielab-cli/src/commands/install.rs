@@ -1,0 +1,67 @@
+//! `pcielab man` and `pcielab completions`: manual pages and shell completions generated from the
+//! same clap definition that parses the command line.
+
+use clap::Args as ClapArgs;
+use pcielab::{Error, Result};
+use std::path::PathBuf;
+
+#[derive(ClapArgs)]
+#[command(after_help = "Examples:
+  pcielab man | man -l -                     read pcielab(1) now
+  pcielab man ~/.cargo/share/man/man1        install every page (pcielab.1, pcielab-stat.1, ...)
+  man pcielab-stat                           then open one (man searches ~/.cargo/share/man
+                                             because ~/.cargo/bin, where cargo install put
+                                             pcielab, is on PATH)
+
+With DIR, one page per command and subcommand is written there (the directory must exist);
+without, pcielab.1 is printed to standard output.")]
+pub struct ManArgs {
+    /// Directory to write every page into (e.g. /usr/local/share/man/man1)
+    #[arg(value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+#[derive(ClapArgs)]
+#[command(after_help = "Examples:
+  pcielab completions bash > ~/.local/share/bash-completion/completions/pcielab
+  pcielab completions zsh > \"${fpath[1]}/_pcielab\"
+  pcielab completions fish > ~/.config/fish/completions/pcielab.fish
+
+bash loads the file on the first `pcielab <TAB>` of a new shell (bash-completion package); to try
+it in the current shell: source <(pcielab completions bash).")]
+pub struct CompletionArgs {
+    /// The shell to write a completion script for
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
+}
+
+pub fn run_man(args: ManArgs) -> Result<()> {
+    let cmd = crate::cli_command();
+    match args.dir {
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut page)
+                .map_err(|e| Error::runtime(format!("rendering pcielab.1: {e}")))?;
+            print!("{}", String::from_utf8_lossy(&page));
+            Ok(())
+        }
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::bad_input(format!(
+                    "man: '{}' is not an existing directory: give the man1 directory to write \
+                     the pages into (e.g. ~/.local/share/man/man1, created with mkdir -p)",
+                    dir.display()
+                )));
+            }
+            clap_mangen::generate_to(cmd, &dir).map_err(|e| Error::io(&dir, e))?;
+            Ok(())
+        }
+    }
+}
+
+pub fn run_completions(args: CompletionArgs) -> Result<()> {
+    let mut cmd = crate::cli_command();
+    clap_complete::generate(args.shell, &mut cmd, "pcielab", &mut std::io::stdout());
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! JSON a script can trust: every command's real `--json` output names what it is in its
+//! `schema` tag, and where docs/json/ ships a schema for that tag (generated with schemars from
+//! the serialized types), the output validates against it with an independent JSON Schema
+//! validator (the `jsonschema` crate, draft 2020-12).
+
+mod common;
+
+use common::{ok, pcielab};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The schema docs/json/ ships for `tag` (`pcielab.<kind>/v1`), if any.
+fn shipped_schema(tag: &str) -> Option<Value> {
+    let kind = tag.strip_prefix("pcielab.")?.strip_suffix("/v1")?;
+    let path = repo_root().join(format!("docs/json/{kind}.schema.json"));
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(serde_json::from_str(&text).unwrap())
+}
+
+/// Every way `doc` breaks `schema`, as text.
+fn violations(schema: &Value, doc: &Value) -> Vec<String> {
+    let validator = jsonschema::validator_for(schema).expect("a valid JSON Schema");
+    validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect()
+}
+
+/// Runs `args`, checks the document's tag is `pcielab.<kind>/v1`, validates it against the
+/// shipped schema when `has_schema`, and returns it.
+fn check_output(args: &[&str], kind: &str, has_schema: bool) -> Value {
+    let doc: Value = serde_json::from_str(&ok(pcielab(args))).unwrap();
+    let tag = format!("pcielab.{kind}/v1");
+    assert_eq!(doc["schema"], tag.as_str(), "{args:?}");
+    match shipped_schema(&tag) {
+        Some(schema) => {
+            assert!(has_schema, "{tag} has a schema now: list it as such");
+            let broken = violations(&schema, &doc);
+            assert!(
+                broken.is_empty(),
+                "{args:?} against {kind}.schema.json:\n{}",
+                broken.join("\n")
+            );
+        }
+        None => assert!(!has_schema, "docs/json/{kind}.schema.json is missing"),
+    }
+    doc
+}
+
+#[test]
+fn typed_outputs_validate_against_their_shipped_schemas() {
+    let root = repo_root();
+    let preset = root.join("presets/rk3588-ep.toml");
+    let dmatest = root.join("fixtures/rockchip/rk3588-gen3x4-dmatest.txt");
+    let scenario = root.join("scenarios/mb-throttling-rdt.toml");
+    let (preset, dmatest, scenario) = (
+        preset.to_str().unwrap(),
+        dmatest.to_str().unwrap(),
+        scenario.to_str().unwrap(),
+    );
+    // model and fit, each on its own and with a platform model beside it.
+    for (command, plain, with_platform) in [
+        (&["model"][..], "model", "model"),
+        (&["fit", dmatest][..], "fit", "fit-prediction"),
+    ] {
+        let link = ["--gen", "3", "--width", "4", "--json"];
+        let alone = check_output(&[command, &link[..]].concat(), plain, true);
+        let beside = check_output(
+            &[command, &link[..], &["--platform", preset][..]].concat(),
+            with_platform,
+            true,
+        );
+        if plain == "model" {
+            assert!(beside["points"][0]["predicted_write_MBps"].is_number());
+        } else {
+            assert_eq!(alone["rows_used"], 12);
+            assert_eq!(beside["rows_used"], 12);
+        }
+    }
+    check_output(&["sim", "run", scenario, "--json"], "sim-run", true);
+    check_output(&["presets", "--json"], "presets", true);
+    let irq = check_output(
+        &["bench", "irq", "--machine", "sim:rk3588-ep", "--json"],
+        "bench-irq",
+        true,
+    );
+    assert_eq!(irq["kind"], "msi");
+    let monitor = check_output(
+        &[
+            "qos",
+            "monitor",
+            "--machine",
+            "sim:mpam-seed",
+            "-I",
+            "100",
+            "--count",
+            "2",
+            "--json",
+        ],
+        "qos-monitor",
+        true,
+    );
+    assert_eq!(monitor["intervals"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn every_other_json_output_is_tagged() {
+    for (args, kind) in [
+        (
+            &["topo", "--machine", "sim:yitian710", "--json"][..],
+            "topo",
+        ),
+        (
+            &["topo", "--machine", "sim:qemu-wide", "--p2p", "--json"][..],
+            "topo-p2p",
+        ),
+        (
+            &["pmu", "list", "--machine", "sim:yitian710", "--json"][..],
+            "pmu-list",
+        ),
+        (
+            &[
+                "stat",
+                "--machine",
+                "sim:yitian710",
+                "-a",
+                "--json",
+                "-e",
+                "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+                "--",
+                "fio",
+                "--filename=/dev/sda",
+                "--rw=read",
+                "--bs=1m",
+                "--size=64m",
+                "--name=r",
+            ][..],
+            "stat",
+        ),
+        (
+            &["exporter", "--machine", "sim:yitian710", "--once", "--json"][..],
+            "exporter-sample",
+        ),
+        (
+            &["qos", "show", "--machine", "sim:mpam-seed", "--json"][..],
+            "qos-show",
+        ),
+        (&["lab", "argv", "qemu-seed", "--json"][..], "lab-argv"),
+    ] {
+        check_output(args, kind, false);
+    }
+    // `top -b --json` prints one tagged object per line.
+    let frames = ok(pcielab(&[
+        "top",
+        "--machine",
+        "sim:yitian710",
+        "-b",
+        "-n",
+        "2",
+        "-d",
+        "0.1",
+        "--json",
+    ]));
+    for line in frames.lines() {
+        let frame: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(frame["schema"], "pcielab.top-frame/v1");
+    }
+}
+
+#[test]
+fn the_validator_rejects_what_breaks_a_schema() {
+    let doc: Value = serde_json::from_str(&ok(pcielab(&["presets", "--json"]))).unwrap();
+    let schema = shipped_schema("pcielab.presets/v1").unwrap();
+    assert!(violations(&schema, &doc).is_empty());
+    let mut wrong_tag = doc.clone();
+    wrong_tag["schema"] = "pcielab.presets/v2".into();
+    assert_eq!(violations(&schema, &wrong_tag).len(), 1);
+    let mut missing = doc.clone();
+    missing["presets"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("kind");
+    assert!(
+        violations(&schema, &missing)
+            .iter()
+            .any(|v| v.contains("kind")),
+        "{:?}",
+        violations(&schema, &missing)
+    );
+}
