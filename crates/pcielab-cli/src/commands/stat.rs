@@ -125,7 +125,10 @@ pub fn run(args: Args) -> Result<()> {
     let doc = done.outcome.to_json(done.workload_json);
     if let Some(path) = &args.svg {
         let stat = view_of(Kind::Stat, &doc)?;
-        plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
+        pcielab::input::write_output(
+            path.as_ref(),
+            plot::stat::svg(&stat, "this run")?.as_bytes(),
+        )?;
     }
     if args.json {
         print!("{}", json_text(&doc)?);

@@ -82,7 +82,7 @@ pub fn run(args: Args) -> Result<()> {
         };
         if let Some(path) = &args.svg {
             let doc = view_of(Kind::P2p, &report)?;
-            plot::write_output(path, &plot::topology::p2p_svg(&doc)?)?;
+            pcielab::input::write_output(path.as_ref(), plot::topology::p2p_svg(&doc)?.as_bytes())?;
         }
         return emit(&if args.json {
             json_text(&report)?
@@ -97,7 +97,7 @@ pub fn run(args: Args) -> Result<()> {
     let topology = render::to_json(platform, model.as_ref());
     if let Some(path) = &args.svg {
         let doc = view_of(Kind::Topology, &topology)?;
-        plot::write_output(path, &plot::topology::svg(&doc)?)?;
+        pcielab::input::write_output(path.as_ref(), plot::topology::svg(&doc)?.as_bytes())?;
     }
     let text = if args.json {
         json_text(&topology)?

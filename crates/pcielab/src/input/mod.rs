@@ -14,7 +14,10 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
+mod output;
 pub mod yaml;
+
+pub use output::{output_target, write_output, OutputTarget};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
 pub const MAX_INPUT_FILE: u64 = 4 << 20;
