@@ -98,22 +98,58 @@ pub fn to_u32(what: &str, value: u64) -> Result<u32> {
     })
 }
 
-/// Read at most `cap` bytes of `path` (a config space, a sysfs attribute). A link to an endless
-/// file such as /dev/zero or /dev/urandom ends after `cap` bytes, as lspci's 4 KiB read does.
+/// Read at most `cap` bytes of `path` (a config space, a sysfs attribute, an input file). Only a
+/// regular file (or a link to one) is read: a FIFO, socket or device found where a file should be
+/// is refused before it is opened, so a planted FIFO cannot hang the reader and a device node is
+/// never opened; the cap bounds a file that grows while it is read.
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    let file = File::open(path)?;
+    let file = open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(cap).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// `path` opened for reading when it is a regular file; otherwise an error saying what it is.
+/// Checked before opening (opening a FIFO waits for a writer; opening some devices acts) and
+/// again on the open file, in case it was swapped in between.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    not_regular(&std::fs::metadata(path)?)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    not_regular(&file.metadata()?)?;
+    Ok(file)
+}
+
+fn not_regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("is {what}, not a regular file; pcielab reads input only from regular files"),
+    ))
 }
 
 /// Read a text file the user named as input (`what`: "plan", "scenario", …). Missing, unreadable,
 /// a directory, larger than [`MAX_INPUT_FILE`] or not UTF-8 are all bad input (exit 2).
 pub fn read_input_file(path: &Path, what: &str) -> Result<String> {
     let bad = |why: String| Error::bad_input(format!("{what} {}: {why}", path.display()));
-    if path.is_dir() {
-        return Err(bad("is a directory, expected a file".into()));
-    }
     let bytes = read_capped(path, MAX_INPUT_FILE + 1).map_err(|e| bad(e.to_string()))?;
     if bytes.len() as u64 > MAX_INPUT_FILE {
         return Err(bad(format!(
@@ -376,16 +412,34 @@ mod tests {
     }
 
     #[test]
-    fn endless_files_are_read_to_the_cap() {
-        assert_eq!(
-            read_capped(Path::new("/dev/zero"), 4096).unwrap().len(),
-            4096
-        );
+    fn only_regular_files_are_read_and_streams_never_hang() {
+        let e = read_capped(Path::new("/dev/zero"), 4096).unwrap_err();
+        assert!(e.to_string().contains("is a character device"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let e = read_input_file(dir.path(), "plan").unwrap_err();
         assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("is a directory"), "{e}");
         let e = read_input_file(&dir.path().join("missing"), "plan").unwrap_err();
         assert_eq!(e.exit_code(), 2);
+        // A FIFO nobody writes: opening it for reading would wait forever.
+        let fifo = dir.path().join("label");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: c is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (sent, got) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sent.send(read_input_file(&fifo, "plan")));
+        let e = got
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("reading a FIFO returned")
+            .unwrap_err();
+        assert!(e.to_string().contains("label: is a FIFO"), "{e}");
+        let linked = dir.path().join("linked");
+        std::fs::write(dir.path().join("real"), "text").unwrap();
+        std::os::unix::fs::symlink("real", &linked).unwrap();
+        assert_eq!(read_input_file(&linked, "plan").unwrap(), "text");
+        let grown = dir.path().join("big");
+        std::fs::write(&grown, vec![b'a'; 10_000]).unwrap();
+        assert_eq!(read_capped(&grown, 4096).unwrap().len(), 4096);
     }
 
     #[test]
