@@ -5,11 +5,11 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "common/hostile.rs"]
 mod hostile;
-use hostile::{expect, run_in};
+use hostile::{expect, run_in, HANG};
 
 #[test]
 fn a_closed_pipe_ends_quietly() {
