@@ -204,3 +204,170 @@ fn crafted_results_with_degenerate_ceilings_are_drawn_not_a_panic() {
         }
     }
 }
+
+#[test]
+fn sizes_and_rates_past_their_physical_bounds_are_usage_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    // Wire bytes of a 2^64-1 byte transfer overflowed u64 and printed 1380 % of the link.
+    expect(
+        d,
+        &[
+            "model",
+            "--gen",
+            "3",
+            "--width",
+            "4",
+            "--sizes",
+            "18446744073709551615",
+        ],
+        2,
+        "--sizes: 18446744073709551615 bytes is not a transfer size: expected 1 to 1099511627776",
+    );
+    expect(
+        d,
+        &[
+            "model",
+            "--gen",
+            "3",
+            "--width",
+            "4",
+            "--sizes",
+            "17179869184G",
+        ],
+        2,
+        "--sizes:",
+    );
+    let r = expect(
+        d,
+        &[
+            "model", "--gen", "3", "--width", "4", "--sizes", "1G", "--json",
+        ],
+        0,
+        "",
+    );
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let line_rate = doc["line_rate_MBps"].as_f64().unwrap();
+    for point in doc["points"].as_array().unwrap() {
+        for (key, value) in point.as_object().unwrap() {
+            if key.ends_with("MBps") {
+                let v = value.as_f64().unwrap();
+                assert!(
+                    v <= line_rate,
+                    "{key} = {v} above the line rate {line_rate}"
+                );
+            }
+        }
+    }
+    for (row, needle) in [
+        ("1e30,write,100", "column 'size_bytes': 1e30 is larger than"),
+        (
+            "4096,write,1e308",
+            "column 'MBps': 1e308 MB/s is not a measured rate: expected 0.001",
+        ),
+        (
+            "4096,write,1e-300",
+            "column 'MBps': 1e-300 MB/s is not a measured rate",
+        ),
+    ] {
+        std::fs::write(
+            d.join("rows.csv"),
+            format!("size_bytes,direction,MBps\n{row}\n"),
+        )
+        .unwrap();
+        expect(
+            d,
+            &["fit", "rows.csv", "--gen", "3", "--width", "4"],
+            2,
+            needle,
+        );
+    }
+}
+
+#[test]
+fn zero_interrupt_costs_and_benchmarks_of_ports_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../presets/rk3588-ep.toml"
+    ))
+    .unwrap();
+    let zeroed = spec.replace("msi_cpu_ns = 2000", "msi_cpu_ns = 0");
+    assert_ne!(zeroed, spec, "the preset sets msi_cpu_ns");
+    std::fs::write(d.join("zero.toml"), zeroed).unwrap();
+    expect(
+        d,
+        &[
+            "bench",
+            "irq",
+            "--machine",
+            "sim:zero.toml",
+            "--kind",
+            "msi",
+        ],
+        2,
+        "interrupts.msi_cpu_ns = 0 is out of range",
+    );
+    let given = spec.replace("msi_cpu_ns = 2000", "msi_cpu_ns = 3000");
+    std::fs::write(d.join("given.toml"), given).unwrap();
+    let r = expect(
+        d,
+        &[
+            "bench",
+            "irq",
+            "--machine",
+            "sim:given.toml",
+            "--kind",
+            "msi",
+            "--json",
+        ],
+        0,
+        "",
+    );
+    assert!(
+        r.stdout
+            .contains("given in [platform] as interrupts.msi_cpu_ns"),
+        "{}",
+        r.stdout
+    );
+    let topo = expect(d, &["topo", "--machine", "sim:rk3588-ep", "--json"], 0, "").stdout;
+    let doc: serde_json::Value = serde_json::from_str(&topo).unwrap();
+    let port = doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "root_port")
+        .and_then(|f| f["bdf"].as_str())
+        .expect("rk3588-ep has a root port")
+        .to_string();
+    expect(
+        d,
+        &[
+            "bench",
+            "irq",
+            "--machine",
+            "sim:rk3588-ep",
+            "--kind",
+            "msi",
+            "--device",
+            &port,
+        ],
+        2,
+        &format!("bench irq --device {port}: is a root port"),
+    );
+    expect(
+        d,
+        &[
+            "bench",
+            "mmio",
+            &port,
+            "--bar",
+            "0",
+            "--machine",
+            "sim:rk3588-ep",
+        ],
+        2,
+        &format!("bench mmio {port}: is a root port"),
+    );
+}

@@ -186,7 +186,10 @@ fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
                     .split(',')
                     .map(|s| fio::parse_size(s).filter(|n| *n > 0))
                     .collect::<Option<Vec<u64>>>()
-                    .ok_or_else(|| bad("sizes such as 64,256,4K,1M"))?
+                    .ok_or_else(|| bad("sizes such as 64,256,4K,1M"))?;
+                for &size in &test.sizes {
+                    crate::model::transfer::transfer_size("dmatest --sizes", size)?;
+                }
             }
             "--dir" => {
                 test.directions = value
