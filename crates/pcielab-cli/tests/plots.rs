@@ -459,10 +459,9 @@ fn p2p_svg_draws_one_row_per_group() {
         .map(|g| g["functions"].as_array().unwrap().len())
         .sum();
     assert_eq!(functions, 4, "every endpoint is in one group");
-    assert!(svg
-        .labels
-        .iter()
-        .any(|l| l.text.starts_with("P2PDMA verdicts between groups of endpoints")));
+    assert!(svg.labels.iter().any(|l| l
+        .text
+        .starts_with("P2PDMA verdicts between groups of endpoints")));
 }
 
 #[test]
