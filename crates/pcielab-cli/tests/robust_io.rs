@@ -371,3 +371,233 @@ fn zero_interrupt_costs_and_benchmarks_of_ports_are_refused() {
         &format!("bench mmio {port}: is a root port"),
     );
 }
+
+const RX: &str = "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/";
+
+#[test]
+fn an_impossible_simulated_duration_is_bad_input_naming_seconds() {
+    let d = tempfile::tempdir().unwrap();
+    let stat = ["stat", "--machine", "sim:yitian710", "-a", "-e", RX, "--"];
+    let args = [&stat[..], &["nettest", "--seconds", "1e300"]].concat();
+    expect(
+        d.path(),
+        &args,
+        2,
+        "nettest --seconds: 1e300 s is not a duration",
+    );
+    let args = [
+        &stat[..],
+        &["dmatest", "--transfers", "18446744073709551615"],
+    ]
+    .concat();
+    expect(d.path(), &args, 2, "dmatest: invalid --transfers");
+}
+
+#[test]
+fn an_empty_field_separator_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let args = [
+        "stat",
+        "--machine",
+        "sim:yitian710",
+        "-a",
+        "-e",
+        RX,
+        "-x",
+        "",
+        "--",
+        "sleep",
+        "1",
+    ];
+    expect(d.path(), &args, 2, "--field-separator");
+}
+
+/// A snapshot of the yitian710 preset, exported as `pcielab topo --sysfs-export` writes it.
+fn exported(dir: &Path, name: &str) -> std::path::PathBuf {
+    expect(
+        dir,
+        &["topo", "--machine", "sim:yitian710", "--sysfs-export", name],
+        0,
+        "",
+    );
+    dir.join(name)
+}
+
+#[test]
+fn a_dangling_devices_link_in_a_snapshot_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = exported(d.path(), "snap");
+    symlink(
+        "/nonexistent/0000:7f:00.0",
+        snap.join("devices/0000:7f:00.0"),
+    )
+    .unwrap();
+    expect(
+        d.path(),
+        &["topo", "--machine", "snapshot:snap"],
+        2,
+        "snap/devices/0000:7f:00.0: is a dangling symlink to /nonexistent/0000:7f:00.0",
+    );
+}
+
+#[test]
+fn a_looping_devices_link_in_a_snapshot_is_named() {
+    let d = tempfile::tempdir().unwrap();
+    let snap = exported(d.path(), "snap");
+    symlink("0000:7f:00.1", snap.join("devices/0000:7f:00.0")).unwrap();
+    symlink("0000:7f:00.0", snap.join("devices/0000:7f:00.1")).unwrap();
+    expect(
+        d.path(),
+        &["topo", "--machine", "snapshot:snap"],
+        2,
+        "snap/devices/0000:7f:00.0: is a symlink loop",
+    );
+}
+
+#[test]
+fn a_snapshot_whose_devices_holds_no_functions_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("root")).unwrap();
+    symlink("/", d.path().join("root/devices")).unwrap();
+    expect(
+        d.path(),
+        &["topo", "--machine", "snapshot:root"],
+        2,
+        "snapshot:root: devices/ holds no PCI functions",
+    );
+}
+
+#[test]
+fn snapshot_of_a_root_without_pci_saves_nothing_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    expect(
+        d.path(),
+        &["snapshot", "--root", "/proc/self", "out"],
+        2,
+        "--root /proc/self: cannot read /proc/self/sys/bus/pci/devices",
+    );
+    assert!(!d.path().join("out").exists());
+    std::fs::create_dir_all(d.path().join("empty/sys/bus/pci/devices")).unwrap();
+    expect(
+        d.path(),
+        &["snapshot", "--root", "empty", "out"],
+        2,
+        "holds no PCI functions; nothing to save",
+    );
+    assert!(!d.path().join("out").exists());
+}
+
+#[test]
+fn a_refused_export_leaves_nothing_so_the_retry_succeeds() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.join("out")).unwrap();
+    // A planted `drivers` link: the export refuses to write through it.
+    symlink(outside.path(), d.join("out/drivers")).unwrap();
+    let r = run_in(
+        d,
+        &[
+            "topo",
+            "--machine",
+            "sim:yitian710",
+            "--sysfs-export",
+            "out",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("out/drivers"), "{}", r.stderr);
+    assert!(!d.join("out/devices").exists() && !d.join("out/tree").exists());
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    std::fs::remove_file(d.join("out/drivers")).unwrap();
+    expect(
+        d,
+        &[
+            "topo",
+            "--machine",
+            "sim:yitian710",
+            "--sysfs-export",
+            "out",
+        ],
+        0,
+        "",
+    );
+}
+
+#[test]
+fn a_number_too_large_for_its_key_names_the_key() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../presets/rk3588-ep.toml"
+    ))
+    .unwrap()
+    .replacen("max_width = 4,", "max_width = 99999999999999999999999,", 1);
+    std::fs::write(d.path().join("wide.toml"), spec).unwrap();
+    expect(
+        d.path(),
+        &["topo", "--machine", "sim:wide.toml"],
+        2,
+        "max_width: number too large to fit in target type",
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_read_past_and_a_duplicated_column_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let rows = "4096,write,600\n65536,write,2300\n1048576,write,3000\n4096,read,500\n65536,read,1400\n1048576,read,1600\n";
+    std::fs::write(
+        d.path().join("bom.csv"),
+        format!("\u{feff}size_bytes,direction,MBps\n{rows}"),
+    )
+    .unwrap();
+    expect(
+        d.path(),
+        &["fit", "bom.csv", "--gen", "3", "--width", "4"],
+        0,
+        "",
+    );
+    std::fs::write(
+        d.path().join("twice.csv"),
+        "size_bytes,direction,MBps,MBps\n4096,write,100,200\n",
+    )
+    .unwrap();
+    expect(
+        d.path(),
+        &["fit", "twice.csv", "--gen", "3", "--width", "4"],
+        2,
+        "twice.csv:1: column 'MBps' appears twice",
+    );
+}
+
+#[test]
+fn a_moved_sim_key_is_refused_by_topo_too() {
+    let d = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../presets/yitian710.toml"
+    ))
+    .unwrap();
+    let moved = spec.replacen("[sim]\n", "[sim]\ncpu_io_ns = 5000\n", 1);
+    assert_ne!(moved, spec, "the preset has a [sim] table");
+    std::fs::write(d.path().join("moved.toml"), moved).unwrap();
+    expect(
+        d.path(),
+        &["topo", "--machine", "sim:moved.toml"],
+        2,
+        "'cpu_io_ns' moved to the platform model",
+    );
+}
+
+#[test]
+fn a_300_digit_number_is_quoted_cut() {
+    let d = tempfile::tempdir().unwrap();
+    let huge = "9".repeat(300);
+    let r = expect(
+        d.path(),
+        &["qos", "monitor", "--machine", "sim:mpam-seed", "-I", &huge],
+        2,
+        "(300 characters)' is not a number in",
+    );
+    assert!(r.stderr.matches(&huge).count() <= 1, "{}", r.stderr);
+}

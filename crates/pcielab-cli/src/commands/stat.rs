@@ -65,7 +65,7 @@ pub struct Args {
     #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = number_in(1..=3_600_000u64))]
     pub interval_ms: Option<u64>,
     /// CSV output with this field separator (perf stat -x)
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub separator: Option<String>,
     /// Print one JSON object (shape in docs/pmu.md) instead of perf's report
     #[arg(long, conflicts_with = "separator")]

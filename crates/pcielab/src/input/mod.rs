@@ -50,7 +50,8 @@ where
 {
     let out_of_range = || {
         Error::bad_input(format!(
-            "{what}: '{text}' is not a number in {}..={}",
+            "{what}: '{}' is not a number in {}..={}",
+            cut_for_message(text),
             range.start(),
             range.end()
         ))
@@ -60,6 +61,21 @@ where
         Ok(value)
     } else {
         Err(out_of_range())
+    }
+}
+
+/// The most of a user's text a message quotes back: enough to recognise it, not a screenful.
+const MAX_QUOTED_CHARS: usize = 40;
+
+/// `text` as a message quotes it: cut to [`MAX_QUOTED_CHARS`] with its length said, so a
+/// 300-digit number does not fill the terminal.
+pub fn cut_for_message(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MAX_QUOTED_CHARS {
+        text.to_string()
+    } else {
+        let head: String = text.chars().take(MAX_QUOTED_CHARS).collect();
+        format!("{head}… ({count} characters)")
     }
 }
 

@@ -151,7 +151,19 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
             "{file}: empty: expected a header line"
         )));
     };
+    // Spreadsheets save CSV with a byte-order mark before the first column's name.
+    let header = header.strip_prefix('\u{feff}').unwrap_or(header);
     let columns: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
+    for (i, c) in columns.iter().enumerate() {
+        if columns[..i]
+            .iter()
+            .any(|earlier| earlier.eq_ignore_ascii_case(c))
+        {
+            return Err(Error::bad_input(format!(
+                "{file}:1: column '{c}' appears twice in the header: name each column once"
+            )));
+        }
+    }
     let find = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
     let required = |name: &str| {
         find(name).ok_or_else(|| {
