@@ -18,6 +18,15 @@ fn model_svg(dir: &Path, out: &str) -> hostile::Run {
     run_in(dir, &args)
 }
 
+/// The text of a built-in preset's spec file, to be altered into a hostile one.
+fn preset(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../../presets/{name}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
 fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: c is a NUL-terminated path.
@@ -212,15 +221,7 @@ fn sizes_and_rates_past_their_physical_bounds_are_usage_errors() {
     // Wire bytes of a 2^64-1 byte transfer overflowed u64 and printed 1380 % of the link.
     expect(
         d,
-        &[
-            "model",
-            "--gen",
-            "3",
-            "--width",
-            "4",
-            "--sizes",
-            "18446744073709551615",
-        ],
+        &[&MODEL[..], &["--sizes", "18446744073709551615"]].concat(),
         2,
         "--sizes: 18446744073709551615 bytes is not a transfer size: expected 1 to 1099511627776",
     );
@@ -288,11 +289,7 @@ fn sizes_and_rates_past_their_physical_bounds_are_usage_errors() {
 fn zero_interrupt_costs_and_benchmarks_of_ports_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let d = d.path();
-    let spec = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../presets/rk3588-ep.toml"
-    ))
-    .unwrap();
+    let spec = preset("rk3588-ep");
     let zeroed = spec.replace("msi_cpu_ns = 2000", "msi_cpu_ns = 0");
     assert_ne!(zeroed, spec, "the preset sets msi_cpu_ns");
     std::fs::write(d.join("zero.toml"), zeroed).unwrap();
@@ -527,12 +524,8 @@ fn a_refused_export_leaves_nothing_so_the_retry_succeeds() {
 #[test]
 fn a_number_too_large_for_its_key_names_the_key() {
     let d = tempfile::tempdir().unwrap();
-    let spec = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../presets/rk3588-ep.toml"
-    ))
-    .unwrap()
-    .replacen("max_width = 4,", "max_width = 99999999999999999999999,", 1);
+    let spec =
+        preset("rk3588-ep").replacen("max_width = 4,", "max_width = 99999999999999999999999,", 1);
     std::fs::write(d.path().join("wide.toml"), spec).unwrap();
     expect(
         d.path(),
@@ -573,11 +566,7 @@ fn a_byte_order_mark_is_read_past_and_a_duplicated_column_is_refused() {
 #[test]
 fn a_moved_sim_key_is_refused_by_topo_too() {
     let d = tempfile::tempdir().unwrap();
-    let spec = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../presets/yitian710.toml"
-    ))
-    .unwrap();
+    let spec = preset("yitian710");
     let moved = spec.replacen("[sim]\n", "[sim]\ncpu_io_ns = 5000\n", 1);
     assert_ne!(moved, spec, "the preset has a [sim] table");
     std::fs::write(d.path().join("moved.toml"), moved).unwrap();

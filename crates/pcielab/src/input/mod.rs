@@ -299,20 +299,17 @@ impl ConfinedDir {
     pub fn write(&self, rel: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
         let (parent, name) = self.split(rel).map_err(to_io)?;
         let dir = self.open_dir(&parent, false).map_err(to_io)?;
-        let flags = libc::O_WRONLY
-            | libc::O_NOFOLLOW
-            | libc::O_TRUNC
-            | if create { libc::O_CREAT } else { 0 };
-        let mut file = openat(&dir, name, flags, 0o644)?;
-        // One write, as `echo … >` does: resctrl parses each write on its own.
-        let written = std::io::Write::write(&mut file, bytes)?;
-        if written != bytes.len() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::WriteZero,
-                format!("short write: {written} of {} bytes", bytes.len()),
-            ));
-        }
-        Ok(())
+        write_at(&dir, name, bytes, create)
+    }
+
+    /// The directory `rel` under the root, opened once (refusing symlinks on the way) so that
+    /// many files can be written into it without walking the path again for each.
+    pub fn open(&self, rel: &str) -> Result<OpenedDir> {
+        let parts = self.parts(rel)?;
+        Ok(OpenedDir {
+            dir: self.open_dir(&parts, false)?,
+            path: self.root.join(rel),
+        })
     }
 
     /// Make `rel` under the root a symlink to `target` (which is stored, not followed).
@@ -338,17 +335,44 @@ impl ConfinedDir {
         }
     }
 
-    /// [`ConfinedDir::write`] of a new file, as a pcielab error naming the path.
-    pub fn create_file(&self, rel: &str, bytes: &[u8]) -> Result<()> {
-        self.write(rel, bytes, true)
-            .map_err(|e| Error::io(self.root.join(rel), e))
-    }
-
     fn split<'a>(&self, rel: &'a str) -> Result<(Vec<&'a str>, &'a str)> {
         let mut parts = self.parts(rel)?;
         let name = parts.pop().expect("split yields at least one part");
         Ok((parts, name))
     }
+}
+
+/// A directory of a [`ConfinedDir`] held open: files are created in it by name, never through a
+/// symlink.
+pub struct OpenedDir {
+    dir: File,
+    path: PathBuf,
+}
+
+impl OpenedDir {
+    /// Writes the new file `name` (one plain component) here, as a pcielab error naming the path.
+    pub fn create_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let at = self.path.join(name);
+        path_component(&format!("file name under {}", self.path.display()), name)?;
+        write_at(&self.dir, name, bytes, true).map_err(|e| Error::io(&at, e))
+    }
+}
+
+/// Writes `bytes` to `name` in `dir` in one write(2) (as `echo … >` does: opened with O_TRUNC),
+/// creating it when `create`, never through a symlink.
+fn write_at(dir: &File, name: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
+    let flags =
+        libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_TRUNC | if create { libc::O_CREAT } else { 0 };
+    let mut file = openat(dir, name, flags, 0o644)?;
+    // One write: resctrl parses each write on its own.
+    let written = std::io::Write::write(&mut file, bytes)?;
+    if written != bytes.len() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::WriteZero,
+            format!("short write: {written} of {} bytes", bytes.len()),
+        ));
+    }
+    Ok(())
 }
 
 fn to_io(e: Error) -> std::io::Error {
@@ -481,6 +505,14 @@ mod tests {
         tree.create_dir_all("a/b").unwrap();
         tree.write("a/b/c", b"hello", true).unwrap();
         assert_eq!(std::fs::read(dir.path().join("a/b/c")).unwrap(), b"hello");
+        let opened = tree.open("a/b").unwrap();
+        opened.create_file("d", b"held").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a/b/d")).unwrap(), b"held");
+        assert!(opened.create_file("../up", b"x").is_err());
+        assert!(tree.open("g").is_err());
+        std::os::unix::fs::symlink(outside.path().join("e"), dir.path().join("a/b/e")).unwrap();
+        assert!(opened.create_file("e", b"x").is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
         tree.create_dir("a/d").unwrap();
         assert!(tree.create_dir("a/d").is_err());
         tree.remove_dir("a/d").unwrap();

@@ -109,11 +109,12 @@ fn tree_path(entry: &Path, name: &str) -> String {
 const ATTRIBUTE_BYTES: u64 = 4096;
 
 fn copy_device(src: &Path, out: &ConfinedDir, rel: &str) -> Result<()> {
+    let here = out.open(rel)?;
     for name in KEPT_FILES {
         // Unreadable or absent attributes (a device without a link, a non-root reader) are
         // simply not part of the snapshot, as they are not part of what the reader saw.
         if let Ok(bytes) = read_capped(&src.join(name), ATTRIBUTE_BYTES) {
-            out.create_file(&format!("{rel}/{name}"), &bytes)?;
+            here.create_file(name, &bytes)?;
         }
     }
     if let Some(driver) = fs::read_link(src.join("driver"))

@@ -345,46 +345,73 @@ pub struct GroupVerdict {
 /// endpoints. Within a group the pair is its first two functions; a group of one has no pair
 /// with itself.
 pub fn group_verdicts(topology: &Topology, groups: &[Group], cpu: Cpu) -> Vec<GroupVerdict> {
-    let path = |bdf: Bdf| topology.path_to_root(bdf);
-    let firsts: Vec<Vec<&Function>> = groups.iter().map(|g| path(g.functions[0])).collect();
-    let mut out: Vec<GroupVerdict> = Vec::new();
-    for (p, provider) in groups.iter().enumerate() {
-        let mut run_open = false;
-        for (c, client) in groups.iter().enumerate() {
+    let firsts: Vec<Vec<&Function>> = groups
+        .iter()
+        .map(|g| topology.path_to_root(g.functions[0]))
+        .collect();
+    let seconds: Vec<Option<Vec<&Function>>> = groups
+        .iter()
+        .map(|g| g.functions.get(1).map(|&b| topology.path_to_root(b)))
+        .collect();
+    // Paths below different tops (root ports, integrated endpoints) never meet, and then the
+    // kernel's verdict reads of the client only how far it is from its top and which root bus
+    // that top is on: clients alike in both share the verdict, computed once per provider.
+    let top = |path: &[&Function]| path.last().map_or(path[0].bdf, |f| f.bdf);
+    let apart_key: Vec<(usize, (u16, u8))> = firsts
+        .iter()
+        .map(|path| (path.len(), (top(path).domain, top(path).bus)))
+        .collect();
+    // (provider, first client, last client, verdict), client indices in group order.
+    let mut runs: Vec<(usize, usize, usize, Verdict)> = Vec::new();
+    for p in 0..groups.len() {
+        let mut apart: std::collections::HashMap<(usize, (u16, u8)), Verdict> =
+            std::collections::HashMap::new();
+        let mut open: Option<usize> = None; // the run the previous client joined
+        for c in 0..groups.len() {
             let client_path = if p == c {
-                match client.functions.get(1) {
-                    Some(&second) => path(second),
+                match &seconds[c] {
+                    Some(path) => path,
                     None => {
-                        run_open = false;
+                        open = None;
                         continue;
                     }
                 }
             } else {
-                firsts[c].clone()
+                &firsts[c]
             };
-            let v = verdict_on_paths(topology, &firsts[p], &client_path, cpu);
-            match out.last_mut() {
-                Some(last)
-                    if run_open
-                        && (
-                            last.verdict.distance,
-                            last.verdict.map,
-                            &last.verdict.reasons,
-                        ) == (v.distance, v.map, &v.reasons) =>
-                {
-                    last.last_client_group.clone_from(&client.group);
+            let verdict = if top(client_path) == top(&firsts[p]) {
+                std::borrow::Cow::Owned(verdict_on_paths(topology, &firsts[p], client_path, cpu))
+            } else {
+                std::borrow::Cow::Borrowed(
+                    &*apart.entry(apart_key[c]).or_insert_with(|| {
+                        verdict_on_paths(topology, &firsts[p], client_path, cpu)
+                    }),
+                )
+            };
+            let joins = open.is_some_and(|at| {
+                let last = &runs[at].3;
+                (last.distance, last.map, &last.reasons)
+                    == (verdict.distance, verdict.map, &verdict.reasons)
+            });
+            match open {
+                Some(at) if joins => runs[at].2 = c,
+                _ => {
+                    let mut first = verdict.into_owned();
+                    first.client = client_path[0].bdf;
+                    runs.push((p, c, c, first));
+                    open = Some(runs.len() - 1);
                 }
-                _ => out.push(GroupVerdict {
-                    provider_group: provider.group.clone(),
-                    first_client_group: client.group.clone(),
-                    last_client_group: client.group.clone(),
-                    verdict: v,
-                }),
             }
-            run_open = true;
         }
     }
-    out
+    runs.into_iter()
+        .map(|(p, first, last, verdict)| GroupVerdict {
+            provider_group: groups[p].group.clone(),
+            first_client_group: groups[first].group.clone(),
+            last_client_group: groups[last].group.clone(),
+            verdict,
+        })
+        .collect()
 }
 
 /// The `pcielab topo --p2p --json` document: the groups and their verdicts, and with `--full`

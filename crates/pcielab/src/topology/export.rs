@@ -104,8 +104,8 @@ pub fn speed_text(g: Option<Generation>) -> String {
 }
 
 fn write_attributes(f: &Function, out: &ConfinedDir, rel: &str) -> Result<()> {
-    let write_file =
-        |name: &str, content: &[u8]| out.create_file(&format!("{rel}/{name}"), content);
+    let here = out.open(rel)?;
+    let write_file = |name: &str, content: &[u8]| here.create_file(name, content);
     write_file("config", &encode(f))?;
     let text = [
         ("vendor", format!("{:#06x}", f.vendor)),
