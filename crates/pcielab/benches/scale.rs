@@ -109,7 +109,7 @@ fn p2p(c: &mut Criterion) {
             })
         });
     }
-    for endpoints in [256, 512, 1024, 2048] {
+    for endpoints in [256, 512, 1024, 2048, 4096, 8192] {
         let host = fanout_host(endpoints);
         group.bench_with_input(BenchmarkId::new("fanout", endpoints), &host, |b, host| {
             b.iter(|| {
