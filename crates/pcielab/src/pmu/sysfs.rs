@@ -585,7 +585,8 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", pmu.join("type")).unwrap();
         let e = read_pmu(&pmu).unwrap_err();
         assert!(
-            e.to_string().contains("evil_pmu/type: is a character device"),
+            e.to_string()
+                .contains("evil_pmu/type: is a character device"),
             "{e}"
         );
         fs::remove_file(pmu.join("type")).unwrap();
