@@ -55,6 +55,16 @@ pub fn run(args: Args) -> Result<()> {
     let link = args.link.params()?;
     let text = pcielab::input::read_input_file(std::path::Path::new(&args.file), "measurements")?;
     let rows = parse_measurements(&args.file, &text, &link)?;
+    // A fit takes seconds: an output that will be refused is refused before it starts.
+    for out in [
+        args.out.as_deref().map(std::path::Path::new),
+        args.svg.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        pcielab::input::output_target(out)?;
+    }
     if let Some(spec) = &args.platform {
         let report = predict_rows(&read_platform_file(spec)?, &rows, &link)?;
         draw(&args, &report)?;
