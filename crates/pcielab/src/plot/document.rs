@@ -308,11 +308,14 @@ pub struct GroupPairDoc {
     pub verdict: PairDoc,
 }
 
+/// Row/column labels of a verdict matrix and each (provider, client) index pair's verdict.
+pub type VerdictGrid<'a> = (Vec<String>, Vec<((usize, usize), &'a PairDoc)>);
+
 impl P2pDoc {
     /// What a picture or table of this document shows: the endpoint pairs when it has them
     /// (`--full`), else the groups. Returns the row/column labels and each (provider, client)
     /// index pair's verdict.
-    pub fn verdict_grid(&self) -> (Vec<String>, Vec<((usize, usize), &PairDoc)>) {
+    pub fn verdict_grid(&self) -> VerdictGrid<'_> {
         if !self.pairs.is_empty() || self.groups.is_empty() {
             let mut labels: Vec<String> = self
                 .pairs

@@ -144,7 +144,7 @@ pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
         // toml's messages for a bad value ("number too large to fit in target type") do not
         // say which key holds it: name the key written before the value.
         match key_before(text, offset) {
-            Some(key) => loc.err(offset, &format!("{key}: {}", e.message().trim_end())),
+            Some(key) => loc.err(offset, format!("{key}: {}", e.message().trim_end())),
             None => loc.err(offset, e.message().trim_end()),
         }
     })?;
