@@ -227,23 +227,13 @@ fn sizes_and_rates_past_their_physical_bounds_are_usage_errors() {
     );
     expect(
         d,
-        &[
-            "model",
-            "--gen",
-            "3",
-            "--width",
-            "4",
-            "--sizes",
-            "17179869184G",
-        ],
+        &[&MODEL[..], &["--sizes", "17179869184G"]].concat(),
         2,
         "--sizes:",
     );
     let r = expect(
         d,
-        &[
-            "model", "--gen", "3", "--width", "4", "--sizes", "1G", "--json",
-        ],
+        &[&MODEL[..], &["--sizes", "1G", "--json"]].concat(),
         0,
         "",
     );
