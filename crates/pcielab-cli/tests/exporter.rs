@@ -546,3 +546,68 @@ fn a_port_in_use_and_a_remote_address_are_clear_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sim: machines only"));
 }
+
+#[test]
+fn scrapes_are_answered_while_200_clients_trickle_their_heads() {
+    let (_exporter, addr) = start_exporter(&[]);
+    // A slowloris: 200 connections each sending its head one byte at a time.
+    let head = b"GET /metrics HTTP/1.1\r\nHost: slow\r\n\r\n";
+    let mut tricklers: Vec<TcpStream> = (0..200)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let trickling = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut sent = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && sent < head.len() - 1 {
+                for t in &mut tricklers {
+                    // A shed connection fails the write; the attacker does not care.
+                    let _ = t.write_all(&head[sent..=sent]);
+                }
+                sent += 1;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            tricklers
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    let scrapes: Vec<_> = (0..10)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || get(&addr, "/metrics").0)
+        })
+        .collect();
+    let statuses: Vec<u16> = scrapes.into_iter().map(|s| s.join().unwrap()).collect();
+    assert_eq!(statuses, vec![200; 10], "scrapes during the attack");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the scrapes took {:?}",
+        started.elapsed()
+    );
+    // Every trickling head is cut off by the deadline from accept (3 s), not left open: each
+    // connection has been answered 408 or closed well before the attack would have ended.
+    std::thread::sleep(Duration::from_secs(3));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut cut_with_408 = 0;
+    for mut t in trickling.join().unwrap() {
+        t.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut answer = Vec::new();
+        match t.read_to_end(&mut answer) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                panic!("a trickling connection is still open after the head deadline")
+            }
+            _ => {}
+        }
+        if answer.starts_with(b"HTTP/1.1 408") {
+            cut_with_408 += 1;
+        }
+    }
+    assert!(cut_with_408 > 0, "no trickling head was answered 408");
+}

@@ -399,12 +399,14 @@ fn p2p_svg_shows_every_verdict() {
         "--machine",
         "sim:qemu-wide",
         "--p2p",
+        "--full",
         "--json",
         "--svg",
         out.to_str().unwrap(),
     ]));
     let svg = read(&svg_text(&out));
     let pairs = doc["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 4 * 3, "--full lists every ordered pair");
     let mark = |map: &str| match map {
         "bus_address" => "B",
         "through_host_bridge" => "H",
@@ -441,6 +443,41 @@ fn p2p_svg_shows_every_verdict() {
         );
     }
     assert!(svg.has_text("B: bus address (through a common switch)"));
+}
+
+#[test]
+fn p2p_svg_draws_one_row_per_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("groups.svg");
+    let doc = json(pcielab(&[
+        "topo",
+        "--machine",
+        "sim:qemu-wide",
+        "--p2p",
+        "--json",
+        "--svg",
+        out.to_str().unwrap(),
+    ]));
+    assert!(doc["pairs"].as_array().unwrap().is_empty());
+    let groups = doc["groups"].as_array().unwrap();
+    let svg = read(&svg_text(&out));
+    for g in groups {
+        let name = g["group"].as_str().unwrap();
+        let row = svg
+            .labels
+            .iter()
+            .filter(|l| l.anchor == "end" && l.text.starts_with(&format!("{name} ")))
+            .count();
+        assert_eq!(row, 1, "group {name} has one row heading");
+    }
+    let functions: usize = groups
+        .iter()
+        .map(|g| g["functions"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(functions, 4, "every endpoint is in one group");
+    assert!(svg.labels.iter().any(|l| l
+        .text
+        .starts_with("P2PDMA verdicts between groups of endpoints")));
 }
 
 #[test]

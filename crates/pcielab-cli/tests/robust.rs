@@ -3,86 +3,13 @@
 //! with exit code 0, 1 or 2 (141 for a closed pipe) and the message the finding calls for.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-/// A hang fails the test: far above the < 2 s every case takes on an idle machine, so a loaded
-/// CI machine does not fail it, while an input that never ends still does.
-const HANG: Duration = Duration::from_secs(20);
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_in(dir: &Path, args: &[&str]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pcielab"));
-    cmd.args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit is async-signal-safe; it only caps the child's address space.
-    unsafe {
-        cmd.pre_exec(|| {
-            let cap = libc::rlimit {
-                rlim_cur: 1 << 30,
-                rlim_max: 1 << 30,
-            };
-            libc::setrlimit(libc::RLIMIT_AS, &cap);
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > HANG {
-            child.kill().unwrap();
-            panic!("pcielab {args:?} hung for {HANG:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let code = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        128 + status.signal().unwrap_or(0)
-    });
-    Run {
-        code,
-        stdout,
-        stderr,
-    }
-}
-
-/// Run and demand exit code `code` with `needle` in stderr.
-fn expect(dir: &Path, args: &[&str], code: i32, needle: &str) -> Run {
-    let r = run_in(dir, args);
-    assert_eq!(r.code, code, "pcielab {args:?}\nstderr: {}", r.stderr);
-    assert!(
-        r.stderr.contains(needle),
-        "pcielab {args:?}: stderr lacks {needle:?}:\n{}",
-        r.stderr
-    );
-    r
-}
+#[path = "common/hostile.rs"]
+mod hostile;
+use hostile::{expect, run_in, HANG};
 
 #[test]
 fn a_closed_pipe_ends_quietly() {

@@ -185,12 +185,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         })?,
         _ => {
             let machine = machine.simulated_pcie()?;
-            machine.topology.get(args.bdf).ok_or_else(|| {
-                Error::bad_input(format!(
-                    "{}: no such function on {}",
-                    args.bdf, machine.name
-                ))
-            })?;
+            endpoint(&machine.topology, args.bdf, &machine.name, "bench mmio")?;
             mmio::predict(&options, &machine.platform, &machine.link_params(args.bdf))?
         }
     };
@@ -206,7 +201,7 @@ fn run_irq(args: IrqArgs) -> Result<()> {
     let kind = IrqKind::parse(&args.kind)?;
     let machine = args.machine.parse::<Machine>()?.simulated_pcie()?;
     let device = match args.device {
-        Some(bdf) => bdf,
+        Some(bdf) => endpoint(&machine.topology, bdf, &machine.name, "bench irq --device")?,
         None => machine
             .topology
             .functions()
@@ -232,6 +227,28 @@ fn run_irq(args: IrqArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `bdf` when it names an endpoint of `topology`: bridges and ports have no BAR to load from and
+/// raise no device interrupts, so benchmarking one is bad input naming what it is.
+fn endpoint(
+    topology: &pcielab::topology::Topology,
+    bdf: pcielab::pcie::Bdf,
+    machine: &str,
+    what: &str,
+) -> Result<pcielab::pcie::Bdf> {
+    use pcielab::topology::Kind;
+    let f = topology
+        .get(bdf)
+        .ok_or_else(|| Error::bad_input(format!("{what} {bdf}: no such function on {machine}")))?;
+    if matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint) {
+        Ok(bdf)
+    } else {
+        Err(Error::bad_input(format!(
+            "{what} {bdf}: is a {} on {machine}, not an endpoint: name a device (`pcielab topo` lists them)",
+            f.kind.name().replace('_', " ")
+        )))
+    }
 }
 
 fn run_p2p(args: P2pArgs) -> Result<()> {

@@ -10,7 +10,7 @@ use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
 use pcielab::report::json_text;
-use pcielab::{Error, Result};
+use pcielab::Result;
 
 use super::model::LinkArgs;
 
@@ -55,6 +55,16 @@ pub fn run(args: Args) -> Result<()> {
     let link = args.link.params()?;
     let text = pcielab::input::read_input_file(std::path::Path::new(&args.file), "measurements")?;
     let rows = parse_measurements(&args.file, &text, &link)?;
+    // A fit takes seconds: an output that will be refused is refused before it starts.
+    for out in [
+        args.out.as_deref().map(std::path::Path::new),
+        args.svg.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        pcielab::input::output_target(out)?;
+    }
     if let Some(spec) = &args.platform {
         let report = predict_rows(&read_platform_file(spec)?, &rows, &link)?;
         draw(&args, &report)?;
@@ -79,8 +89,7 @@ pub fn run(args: Args) -> Result<()> {
     eprintln!("fitting {} rows from {}…", rows.len(), args.file);
     let report = fit(&rows, &link, &label)?;
     if let Some(out) = &args.out {
-        std::fs::write(out, report.model.to_toml())
-            .map_err(|e| Error::runtime(format!("{out}: cannot write: {e}")))?;
+        pcielab::input::write_output(out.as_ref(), report.model.to_toml().as_bytes())?;
     }
     draw(&args, &report)?;
     if args.json {
@@ -100,5 +109,5 @@ fn draw(args: &Args, report: &impl serde::Serialize) -> Result<()> {
         return Ok(());
     };
     let doc = view_of(Kind::Fit, report)?;
-    plot::write_output(path, &plot::fit::svg(&doc)?)
+    pcielab::input::write_output(path.as_ref(), plot::fit::svg(&doc)?.as_bytes())
 }

@@ -117,7 +117,7 @@ pub fn run(args: Args) -> Result<()> {
         report.add_platform(&read_platform_file(file)?, &link);
     }
     if let Some(path) = &args.svg {
-        plot::write_output(path, &plot::model::svg(&report)?)?;
+        pcielab::input::write_output(path.as_ref(), plot::model::svg(&report)?.as_bytes())?;
     }
     if args.json {
         print!("{}", json_text("model", &report)?);

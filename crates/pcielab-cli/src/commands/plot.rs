@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
+use pcielab::input::write_output;
 use pcielab::plot::document::Document;
-use pcielab::plot::{svg_of, write_output};
+use pcielab::plot::svg_of;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
@@ -30,5 +31,5 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let doc = Document::read_file(&args.result)?;
     let svg = svg_of(&doc, &args.result.display().to_string())?;
-    write_output(&args.output, &svg)
+    write_output(args.output.as_ref(), svg.as_bytes())
 }

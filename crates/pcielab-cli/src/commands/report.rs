@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
+use pcielab::input::write_output;
 use pcielab::machine::Machine;
 use pcielab::plot::document::{view_of, Document, Kind};
-use pcielab::plot::write_output;
 use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::topology::render;
 use pcielab::{Error, Result};
@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<()> {
         None => None,
     };
     let html = page(machine.as_ref(), &results)?;
-    write_output(&args.output, &html)?;
+    write_output(args.output.as_ref(), html.as_bytes())?;
     eprintln!(
         "wrote {} ({} result section(s))",
         args.output.display(),

@@ -86,7 +86,10 @@ pub fn run(args: Args) -> Result<()> {
         } => {
             let outcome = Scenario::load(&scenario)?.run()?;
             if let Some(path) = &svg {
-                plot::write_output(path, &plot::scenario::svg(&outcome)?)?;
+                pcielab::input::write_output(
+                    path.as_ref(),
+                    plot::scenario::svg(&outcome)?.as_bytes(),
+                )?;
             }
             if json {
                 print!("{}", json_text("sim-run", &outcome)?);

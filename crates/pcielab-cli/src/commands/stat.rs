@@ -70,7 +70,7 @@ pub struct Args {
     #[arg(short = 'I', long = "interval-print", value_name = "MS", value_parser = number_in(1..=3_600_000u64))]
     pub interval_ms: Option<u64>,
     /// CSV output with this field separator (perf stat -x)
-    #[arg(short = 'x', long = "field-separator", value_name = "SEP")]
+    #[arg(short = 'x', long = "field-separator", value_name = "SEP", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub separator: Option<String>,
     /// Print one JSON object (shape in docs/pmu.md) instead of perf's report
     #[arg(long, conflicts_with = "separator")]
@@ -130,7 +130,10 @@ pub fn run(args: Args) -> Result<()> {
     let doc = done.outcome.to_json(done.workload_json);
     if let Some(path) = &args.svg {
         let stat = view_of(Kind::Stat, &doc)?;
-        plot::write_output(path, &plot::stat::svg(&stat, "this run")?)?;
+        pcielab::input::write_output(
+            path.as_ref(),
+            plot::stat::svg(&stat, "this run")?.as_bytes(),
+        )?;
     }
     if args.json {
         print!("{}", json_text("stat", &doc)?);

@@ -24,6 +24,7 @@ use std::path::PathBuf;
   pcielab topo --machine sim:qemu-wide --p2p --cpu amd:0x17
   pcielab topo --machine sim:yitian710 --svg yitian.svg
   pcielab topo --machine sim:qemu-wide --p2p --svg p2p.svg
+  pcielab topo --machine sim:qemu-seed --p2p --full
   pcielab topo --machine sim:rk3588-ep
   pcielab topo --machine host --platform my-board.toml
 
@@ -46,15 +47,20 @@ pub struct Args {
     /// read it with `lspci -A linux-sysfs -O sysfs.path=DIR -tv` or `--machine snapshot:DIR`
     #[arg(long, value_name = "DIR", conflicts_with = "json")]
     pub sysfs_export: Option<PathBuf>,
-    /// Print the P2PDMA distance matrix and the kernel's verdict per endpoint pair
-    /// (drivers/pci/p2pdma.c rules; JSON shape in docs/lab.md)
+    /// Print the kernel's P2PDMA distance and verdict (drivers/pci/p2pdma.c rules; JSON shape
+    /// in docs/lab.md) between groups of endpoints that share every verdict (those below one
+    /// port with the same ACS state: an SR-IOV device's virtual functions are one group)
     #[arg(long, conflicts_with_all = ["dot", "sysfs_export"])]
     pub p2p: bool,
+    /// With --p2p: also every ordered pair of endpoints, one line each (up to 1,024 endpoints)
+    #[arg(long, requires = "p2p")]
+    pub full: bool,
     /// The CPU for --p2p: intel, amd or other, optionally with a family (amd:0x19);
     /// QEMU 7.2 TCG `-cpu max` is amd:0xf, `-cpu EPYC` amd:0x17
     #[arg(long, default_value = "intel", requires = "p2p", value_parser = Cpu::parse)]
     pub cpu: Cpu,
-    /// Also draw the tree (or with --p2p the verdict matrix) as an SVG here
+    /// Also draw the tree (or with --p2p the matrix of group verdicts; with --full, of endpoint
+    /// pairs) as an SVG here
     #[arg(long, value_name = "OUT.svg", conflicts_with_all = ["dot", "sysfs_export"])]
     pub svg: Option<PathBuf>,
     /// A spec or fragment with a [platform] table (e.g. from `pcielab fit --out`): endpoints show
@@ -76,13 +82,10 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     if args.p2p {
-        let report = p2p::Report {
-            cpu: args.cpu,
-            pairs: p2p::matrix(&platform.topology, args.cpu),
-        };
+        let report = p2p::Report::new(&platform.topology, args.cpu, args.full)?;
         if let Some(path) = &args.svg {
             let doc = view_of(Kind::P2p, &report)?;
-            plot::write_output(path, &plot::topology::p2p_svg(&doc)?)?;
+            pcielab::input::write_output(path.as_ref(), plot::topology::p2p_svg(&doc)?.as_bytes())?;
         }
         return emit(&if args.json {
             json_text("topo-p2p", &report)?
@@ -97,7 +100,7 @@ pub fn run(args: Args) -> Result<()> {
     let topology = render::to_json(platform, model.as_ref());
     if let Some(path) = &args.svg {
         let doc = view_of(Kind::Topology, &topology)?;
-        plot::write_output(path, &plot::topology::svg(&doc)?)?;
+        pcielab::input::write_output(path.as_ref(), plot::topology::svg(&doc)?.as_bytes())?;
     }
     let text = if args.json {
         json_text("topo", &topology)?

@@ -14,7 +14,10 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
+mod output;
 pub mod yaml;
+
+pub use output::{output_target, write_output, OutputTarget};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
 pub const MAX_INPUT_FILE: u64 = 4 << 20;
@@ -47,7 +50,8 @@ where
 {
     let out_of_range = || {
         Error::bad_input(format!(
-            "{what}: '{text}' is not a number in {}..={}",
+            "{what}: '{}' is not a number in {}..={}",
+            cut_for_message(text),
             range.start(),
             range.end()
         ))
@@ -57,6 +61,21 @@ where
         Ok(value)
     } else {
         Err(out_of_range())
+    }
+}
+
+/// The most of a user's text a message quotes back: enough to recognise it, not a screenful.
+const MAX_QUOTED_CHARS: usize = 40;
+
+/// `text` as a message quotes it: cut to [`MAX_QUOTED_CHARS`] with its length said, so a
+/// 300-digit number does not fill the terminal.
+pub fn cut_for_message(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MAX_QUOTED_CHARS {
+        text.to_string()
+    } else {
+        let head: String = text.chars().take(MAX_QUOTED_CHARS).collect();
+        format!("{head}… ({count} characters)")
     }
 }
 
@@ -95,22 +114,58 @@ pub fn to_u32(what: &str, value: u64) -> Result<u32> {
     })
 }
 
-/// Read at most `cap` bytes of `path` (a config space, a sysfs attribute). A link to an endless
-/// file such as /dev/zero or /dev/urandom ends after `cap` bytes, as lspci's 4 KiB read does.
+/// Read at most `cap` bytes of `path` (a config space, a sysfs attribute, an input file). Only a
+/// regular file (or a link to one) is read: a FIFO, socket or device found where a file should be
+/// is refused before it is opened, so a planted FIFO cannot hang the reader and a device node is
+/// never opened; the cap bounds a file that grows while it is read.
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    let file = File::open(path)?;
+    let file = open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(cap).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// `path` opened for reading when it is a regular file; otherwise an error saying what it is.
+/// Checked before opening (opening a FIFO waits for a writer; opening some devices acts) and
+/// again on the open file, in case it was swapped in between.
+pub fn open_regular(path: &Path) -> std::io::Result<File> {
+    not_regular(&std::fs::metadata(path)?)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    not_regular(&file.metadata()?)?;
+    Ok(file)
+}
+
+fn not_regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("is {what}, not a regular file; pcielab reads input only from regular files"),
+    ))
 }
 
 /// Read a text file the user named as input (`what`: "plan", "scenario", …). Missing, unreadable,
 /// a directory, larger than [`MAX_INPUT_FILE`] or not UTF-8 are all bad input (exit 2).
 pub fn read_input_file(path: &Path, what: &str) -> Result<String> {
     let bad = |why: String| Error::bad_input(format!("{what} {}: {why}", path.display()));
-    if path.is_dir() {
-        return Err(bad("is a directory, expected a file".into()));
-    }
     let bytes = read_capped(path, MAX_INPUT_FILE + 1).map_err(|e| bad(e.to_string()))?;
     if bytes.len() as u64 > MAX_INPUT_FILE {
         return Err(bad(format!(
@@ -244,20 +299,17 @@ impl ConfinedDir {
     pub fn write(&self, rel: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
         let (parent, name) = self.split(rel).map_err(to_io)?;
         let dir = self.open_dir(&parent, false).map_err(to_io)?;
-        let flags = libc::O_WRONLY
-            | libc::O_NOFOLLOW
-            | libc::O_TRUNC
-            | if create { libc::O_CREAT } else { 0 };
-        let mut file = openat(&dir, name, flags, 0o644)?;
-        // One write, as `echo … >` does: resctrl parses each write on its own.
-        let written = std::io::Write::write(&mut file, bytes)?;
-        if written != bytes.len() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::WriteZero,
-                format!("short write: {written} of {} bytes", bytes.len()),
-            ));
-        }
-        Ok(())
+        write_at(&dir, name, bytes, create)
+    }
+
+    /// The directory `rel` under the root, opened once (refusing symlinks on the way) so that
+    /// many files can be written into it without walking the path again for each.
+    pub fn open(&self, rel: &str) -> Result<OpenedDir> {
+        let parts = self.parts(rel)?;
+        Ok(OpenedDir {
+            dir: self.open_dir(&parts, false)?,
+            path: self.root.join(rel),
+        })
     }
 
     /// Make `rel` under the root a symlink to `target` (which is stored, not followed).
@@ -283,17 +335,44 @@ impl ConfinedDir {
         }
     }
 
-    /// [`ConfinedDir::write`] of a new file, as a pcielab error naming the path.
-    pub fn create_file(&self, rel: &str, bytes: &[u8]) -> Result<()> {
-        self.write(rel, bytes, true)
-            .map_err(|e| Error::io(self.root.join(rel), e))
-    }
-
     fn split<'a>(&self, rel: &'a str) -> Result<(Vec<&'a str>, &'a str)> {
         let mut parts = self.parts(rel)?;
         let name = parts.pop().expect("split yields at least one part");
         Ok((parts, name))
     }
+}
+
+/// A directory of a [`ConfinedDir`] held open: files are created in it by name, never through a
+/// symlink.
+pub struct OpenedDir {
+    dir: File,
+    path: PathBuf,
+}
+
+impl OpenedDir {
+    /// Writes the new file `name` (one plain component) here, as a pcielab error naming the path.
+    pub fn create_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let at = self.path.join(name);
+        path_component(&format!("file name under {}", self.path.display()), name)?;
+        write_at(&self.dir, name, bytes, true).map_err(|e| Error::io(&at, e))
+    }
+}
+
+/// Writes `bytes` to `name` in `dir` in one write(2) (as `echo … >` does: opened with O_TRUNC),
+/// creating it when `create`, never through a symlink.
+fn write_at(dir: &File, name: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
+    let flags =
+        libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_TRUNC | if create { libc::O_CREAT } else { 0 };
+    let mut file = openat(dir, name, flags, 0o644)?;
+    // One write: resctrl parses each write on its own.
+    let written = std::io::Write::write(&mut file, bytes)?;
+    if written != bytes.len() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::WriteZero,
+            format!("short write: {written} of {} bytes", bytes.len()),
+        ));
+    }
+    Ok(())
 }
 
 fn to_io(e: Error) -> std::io::Error {
@@ -373,16 +452,34 @@ mod tests {
     }
 
     #[test]
-    fn endless_files_are_read_to_the_cap() {
-        assert_eq!(
-            read_capped(Path::new("/dev/zero"), 4096).unwrap().len(),
-            4096
-        );
+    fn only_regular_files_are_read_and_streams_never_hang() {
+        let e = read_capped(Path::new("/dev/zero"), 4096).unwrap_err();
+        assert!(e.to_string().contains("is a character device"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let e = read_input_file(dir.path(), "plan").unwrap_err();
         assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("is a directory"), "{e}");
         let e = read_input_file(&dir.path().join("missing"), "plan").unwrap_err();
         assert_eq!(e.exit_code(), 2);
+        // A FIFO nobody writes: opening it for reading would wait forever.
+        let fifo = dir.path().join("label");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: c is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (sent, got) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sent.send(read_input_file(&fifo, "plan")));
+        let e = got
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("reading a FIFO returned")
+            .unwrap_err();
+        assert!(e.to_string().contains("label: is a FIFO"), "{e}");
+        let linked = dir.path().join("linked");
+        std::fs::write(dir.path().join("real"), "text").unwrap();
+        std::os::unix::fs::symlink("real", &linked).unwrap();
+        assert_eq!(read_input_file(&linked, "plan").unwrap(), "text");
+        let grown = dir.path().join("big");
+        std::fs::write(&grown, vec![b'a'; 10_000]).unwrap();
+        assert_eq!(read_capped(&grown, 4096).unwrap().len(), 4096);
     }
 
     #[test]
@@ -408,6 +505,14 @@ mod tests {
         tree.create_dir_all("a/b").unwrap();
         tree.write("a/b/c", b"hello", true).unwrap();
         assert_eq!(std::fs::read(dir.path().join("a/b/c")).unwrap(), b"hello");
+        let opened = tree.open("a/b").unwrap();
+        opened.create_file("d", b"held").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a/b/d")).unwrap(), b"held");
+        assert!(opened.create_file("../up", b"x").is_err());
+        assert!(tree.open("g").is_err());
+        std::os::unix::fs::symlink(outside.path().join("e"), dir.path().join("a/b/e")).unwrap();
+        assert!(opened.create_file("e", b"x").is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
         tree.create_dir("a/d").unwrap();
         assert!(tree.create_dir("a/d").is_err());
         tree.remove_dir("a/d").unwrap();

@@ -197,12 +197,13 @@ const IORESOURCE_PREFETCH: u64 = 0x2000;
 /// BAR `bar` of the function at `dir`: size and whether it is prefetchable; errors for I/O,
 /// unassigned or missing BARs.
 fn memory_bar(dir: &Path, bdf: Bdf, bar: u8) -> Result<(u64, bool)> {
-    let table = std::fs::read_to_string(dir.join("resource")).map_err(|e| {
+    let table = crate::input::read_capped(&dir.join("resource"), 4096).map_err(|e| {
         Error::bad_input(format!(
             "{bdf}: cannot read {}: {e} (no such PCI function?)",
             dir.join("resource").display()
         ))
     })?;
+    let table = String::from_utf8_lossy(&table);
     let Some((start, end, flags)) = bar_resource(&table, usize::from(bar)) else {
         return Err(Error::runtime(format!(
             "{bdf}: resource line {bar} is missing or unreadable"

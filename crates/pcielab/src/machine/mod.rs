@@ -114,11 +114,11 @@ impl MachineSelector {
                         presets::names().join(", ")
                     ))
                 })?;
-                parse_spec(&format!("presets/{name}.toml"), text)
+                parse_spec(&format!("presets/{name}.toml"), text).and_then(sim_table_checked)
             }
             MachineSelector::SimFile { path } => {
                 let text = crate::input::read_input_file(path, "spec file")?;
-                parse_spec(&path.display().to_string(), &text)
+                parse_spec(&path.display().to_string(), &text).and_then(sim_table_checked)
             }
             MachineSelector::Host { root } => Ok(Platform {
                 name: "host".to_string(),
@@ -127,15 +127,38 @@ impl MachineSelector {
                 sim: toml::Table::new(),
                 platform: toml::Table::new(),
             }),
-            MachineSelector::Snapshot { dir } => Ok(Platform {
-                name: "snapshot".to_string(),
-                description: format!("sysfs snapshot {}", dir.display()),
-                topology: named(read_sysfs(dir)?),
-                sim: toml::Table::new(),
-                platform: toml::Table::new(),
-            }),
+            MachineSelector::Snapshot { dir } => {
+                let topology = read_sysfs(dir)?;
+                // A live host may have no PCI (a container); a saved one always had some.
+                if topology.functions().is_empty() {
+                    return Err(Error::bad_input(format!(
+                        "snapshot:{}: devices/ holds no PCI functions (entries named like 0000:00:00.0); \
+                         expected a directory saved by `pcielab snapshot` or `topo --sysfs-export`",
+                        dir.display()
+                    )));
+                }
+                Ok(Platform {
+                    name: "snapshot".to_string(),
+                    description: format!("sysfs snapshot {}", dir.display()),
+                    topology: named(topology),
+                    sim: toml::Table::new(),
+                    platform: toml::Table::new(),
+                })
+            }
         }
     }
+}
+
+/// `platform` once its `[sim]` table is valid: checked whenever a spec is opened, so `topo`
+/// refuses a moved or unknown key just as a simulated run does.
+fn sim_table_checked(platform: Platform) -> Result<Platform> {
+    let sim: std::collections::BTreeMap<String, toml::Value> = platform
+        .sim
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    crate::sim::config::SimConfig::from_table(Some(&sim))?;
+    Ok(platform)
 }
 
 /// An opened machine: the one object a command asks for topology, counters and resctrl.

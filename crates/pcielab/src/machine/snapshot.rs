@@ -10,7 +10,7 @@ use std::path::{Component, Path};
 use crate::error::{Error, Result};
 use crate::input::{read_capped, ConfinedDir};
 use crate::pcie::Bdf;
-use crate::topology::export::link_driver;
+use crate::topology::export::{link_driver, write_sysfs_tree};
 
 /// Attribute files worth keeping: what lspci and the sysfs reader read, plus the kernel's own
 /// view of links and resources.
@@ -47,32 +47,38 @@ const KEPT_FILES: [&str; 26] = [
 /// inside `dir` and never follow a symlink found there.
 pub fn save_snapshot(root: &Path, dir: &Path) -> Result<usize> {
     let devices = root.join("sys/bus/pci/devices");
-    let entries = fs::read_dir(&devices).map_err(|e| Error::io(&devices, e))?;
-    let out_devices = dir.join("devices");
-    if out_devices.symlink_metadata().is_ok() {
-        return Err(Error::bad_input(format!(
-            "{} already exists; save the snapshot into an empty or new directory",
-            out_devices.display()
-        )));
-    }
-    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let out = ConfinedDir::new(dir);
-    out.create_dir_all("devices")?;
-    let mut saved = 0;
+    let entries = fs::read_dir(&devices).map_err(|e| {
+        Error::bad_input(format!(
+            "--root {}: cannot read {}: {e}; expected the root of a Linux filesystem with sysfs",
+            root.display(),
+            devices.display()
+        ))
+    })?;
+    // Read every name first: a root without PCI functions saves nothing and says so.
+    let mut functions: Vec<(String, std::path::PathBuf)> = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(&devices, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.parse::<Bdf>().is_err() {
-            continue;
+        if name.parse::<Bdf>().is_ok() {
+            functions.push((name, entry.path()));
         }
-        let src = entry.path();
-        let rel = tree_path(&src, &name);
-        out.create_dir_all(&rel)?;
-        copy_device(&src, &out, &rel)?;
-        out.symlink(&format!("../{rel}"), &format!("devices/{name}"))?;
-        saved += 1;
     }
-    Ok(saved)
+    if functions.is_empty() {
+        return Err(Error::bad_input(format!(
+            "--root {}: {} holds no PCI functions; nothing to save",
+            root.display(),
+            devices.display()
+        )));
+    }
+    write_sysfs_tree(dir, "save the snapshot", |out| {
+        for (name, src) in &functions {
+            let rel = tree_path(src, name);
+            out.create_dir_all(&rel)?;
+            copy_device(src, out, &rel)?;
+            out.symlink(&format!("../{rel}"), &format!("devices/{name}"))?;
+        }
+        Ok(functions.len())
+    })
 }
 
 /// `tree/pciDDDD:BB/…/<bdf>`: the entry's device path from its `pci` host-bridge directory on;
@@ -103,11 +109,12 @@ fn tree_path(entry: &Path, name: &str) -> String {
 const ATTRIBUTE_BYTES: u64 = 4096;
 
 fn copy_device(src: &Path, out: &ConfinedDir, rel: &str) -> Result<()> {
+    let here = out.open(rel)?;
     for name in KEPT_FILES {
         // Unreadable or absent attributes (a device without a link, a non-root reader) are
         // simply not part of the snapshot, as they are not part of what the reader saw.
         if let Ok(bytes) = read_capped(&src.join(name), ATTRIBUTE_BYTES) {
-            out.create_file(&format!("{rel}/{name}"), &bytes)?;
+            here.create_file(name, &bytes)?;
         }
     }
     if let Some(driver) = fs::read_link(src.join("driver"))

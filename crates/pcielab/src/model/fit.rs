@@ -198,11 +198,43 @@ fn spec(p: P) -> &'static super::platform::ParamSpec {
     &PARAMS[p as usize]
 }
 
+/// The distinct (workload, link) pairs of a fit's rows and which one each row is: the model is
+/// evaluated once per pair at every step, so repeated measurements of one workload (several runs
+/// of a size) cost one prediction, and a fit's work grows with its rows only through the sums.
+struct Distinct {
+    pairs: Vec<(Workload, LinkParams)>,
+    of_row: Vec<usize>,
+}
+
+impl Distinct {
+    fn new(rows: &[Measurement], link: &LinkParams) -> Distinct {
+        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        let mut pairs = Vec::new();
+        let of_row = rows
+            .iter()
+            .map(|m| {
+                let pair = (m.workload, m.link.unwrap_or(*link));
+                // Both are plain integers and enums: their Debug text is an exact key.
+                *index.entry(format!("{pair:?}")).or_insert_with(|| {
+                    pairs.push(pair);
+                    pairs.len() - 1
+                })
+            })
+            .collect();
+        Distinct { pairs, of_row }
+    }
+}
+
 /// Log-ratio residuals of every row (and every measured latency).
-fn residuals(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -> Vec<f64> {
+fn residuals(model: &PlatformModel, rows: &[Measurement], distinct: &Distinct) -> Vec<f64> {
+    let predicted: Vec<(f64, f64)> = distinct
+        .pairs
+        .iter()
+        .map(|(workload, link)| predict(model, workload, link))
+        .collect();
     let mut r = Vec::with_capacity(rows.len());
-    for m in rows {
-        let (mbps, latency) = predict(model, &m.workload, &m.link.unwrap_or(*link));
+    for (m, &at) in rows.iter().zip(&distinct.of_row) {
+        let (mbps, latency) = predicted[at];
         r.push((mbps / m.mbps).ln());
         if let (Some(measured), false) = (m.latency_ns, latency.is_nan()) {
             r.push((latency / measured).ln());
@@ -295,7 +327,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 /// coordinates, projected onto the bounds. Returns the model and its Jacobian (rows × free).
 struct Solver<'a> {
     rows: &'a [Measurement],
-    link: &'a LinkParams,
+    distinct: &'a Distinct,
     free: Vec<P>,
     scale: Vec<f64>,
 }
@@ -332,9 +364,9 @@ impl Solver<'_> {
                 },
             );
             let span = up[i] - down[i];
-            let ru = residuals(&self.apply(base, &up), self.rows, self.link);
+            let ru = residuals(&self.apply(base, &up), self.rows, self.distinct);
             let rd = if span > 0.0 && down[i] < x[i] {
-                residuals(&self.apply(base, &down), self.rows, self.link)
+                residuals(&self.apply(base, &down), self.rows, self.distinct)
             } else {
                 r0.to_vec()
             };
@@ -351,7 +383,7 @@ impl Solver<'_> {
 
     fn run(&self, base: &PlatformModel, start: Vec<f64>) -> (Vec<f64>, f64) {
         let mut x = start;
-        let mut r = residuals(&self.apply(base, &x), self.rows, self.link);
+        let mut r = residuals(&self.apply(base, &x), self.rows, self.distinct);
         let mut cost = sum_squares(&r);
         let mut lambda = 1e-3;
         for _ in 0..300 {
@@ -384,7 +416,7 @@ impl Solver<'_> {
                         (xi + d).clamp(s.min / self.scale[i], s.max / self.scale[i])
                     })
                     .collect();
-                let tr = residuals(&self.apply(base, &trial), self.rows, self.link);
+                let tr = residuals(&self.apply(base, &trial), self.rows, self.distinct);
                 let tc = sum_squares(&tr);
                 if tc < cost {
                     let gain = cost - tc;
@@ -450,7 +482,7 @@ type Continuous = (PlatformModel, f64, Vec<(P, String)>, Vec<P>, Vec<Vec<f64>>);
 
 fn fit_continuous(
     rows: &[Measurement],
-    link: &LinkParams,
+    distinct: &Distinct,
     base: &PlatformModel,
     continuous: &[P],
 ) -> Continuous {
@@ -465,14 +497,14 @@ fn fit_continuous(
             .collect();
         let solver = Solver {
             rows,
-            link,
+            distinct,
             free: free.clone(),
             scale: scale.clone(),
         };
         let x0: Vec<f64> = starts.iter().zip(&scale).map(|(s, k)| s / k).collect();
         let (x, cost) = solver.run(base, x0);
         let model = solver.apply(base, &x);
-        let r = residuals(&model, rows, link);
+        let r = residuals(&model, rows, distinct);
         let columns = solver.jacobian(base, &x, &r);
         match undetermined(&columns, &free) {
             Some((i, why)) => {
@@ -499,6 +531,7 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
         return Err(Error::bad_input("fit: no measurements"));
     }
     let all = candidates(rows);
+    let distinct = Distinct::new(rows, link);
     let integers: Vec<P> = all.iter().copied().filter(|&p| spec(p).integer).collect();
     let continuous: Vec<P> = all.iter().copied().filter(|&p| !spec(p).integer).collect();
     // Every combination of the whole-number parameters (at most three, small ranges).
@@ -528,7 +561,7 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
         for (&p, &v) in integers.iter().zip(&combo) {
             base.set(p, v);
         }
-        let result = fit_continuous(rows, link, &base, &continuous);
+        let result = fit_continuous(rows, &distinct, &base, &continuous);
         results.push((combo, result));
     }
     let best_cost = results
@@ -549,7 +582,7 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
         })
         .expect("at least one combination");
     let (combo, (model, cost, dropped, kept, columns)) = chosen.clone();
-    let residual_count = residuals(&model, rows, link).len();
+    let residual_count = residuals(&model, rows, &distinct).len();
     let dof = residual_count as f64 - kept.len() as f64 - integers.len() as f64;
     let covariance = if dof > 0.0 {
         let n = kept.len();

@@ -7,8 +7,9 @@
 use serde::Deserialize;
 
 use super::platform::{DmaDirection, MmioOp};
-use super::transfer::LinkParams;
+use super::transfer::{LinkParams, MAX_TRANSFER_BYTES};
 use crate::error::{Error, Result};
+use crate::input::readable_f64;
 use crate::pcie::Generation;
 
 /// What was measured.
@@ -150,7 +151,19 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
             "{file}: empty: expected a header line"
         )));
     };
+    // Spreadsheets save CSV with a byte-order mark before the first column's name.
+    let header = header.strip_prefix('\u{feff}').unwrap_or(header);
     let columns: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
+    for (i, c) in columns.iter().enumerate() {
+        if columns[..i]
+            .iter()
+            .any(|earlier| earlier.eq_ignore_ascii_case(c))
+        {
+            return Err(Error::bad_input(format!(
+                "{file}:1: column '{c}' appears twice in the header: name each column once"
+            )));
+        }
+    }
     let find = |name: &str| columns.iter().position(|c| c.eq_ignore_ascii_case(name));
     let required = |name: &str| {
         find(name).ok_or_else(|| {
@@ -195,15 +208,18 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
         let size = number(size_col, "size_bytes")?;
         if size <= 0.0 || size.fract() != 0.0 {
             return Err(Error::bad_input(format!(
-                "{file}:{n}: column 'size_bytes': {size} is not a positive whole number of bytes"
+                "{file}:{n}: column 'size_bytes': {} is not a positive whole number of bytes",
+                readable_f64(size)
             )));
         }
-        let mbps = number(mbps_col, "MBps")?;
-        if mbps <= 0.0 {
+        if size > MAX_TRANSFER_BYTES as f64 {
             return Err(Error::bad_input(format!(
-                "{file}:{n}: column 'MBps': {mbps} must be positive"
+                "{file}:{n}: column 'size_bytes': {} is larger than the {MAX_TRANSFER_BYTES} bytes (1 TiB) one transfer can be",
+                readable_f64(size)
             )));
         }
+        let mbps = physical_rate(number(mbps_col, "MBps")?)
+            .map_err(|why| Error::bad_input(format!("{file}:{n}: column 'MBps': {why}")))?;
         let latency_ns = match latency_col.filter(|&c| cells.get(c).is_some_and(|v| !v.is_empty()))
         {
             Some(c) => {
@@ -311,6 +327,26 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
     Ok(rows)
 }
 
+/// The slowest rate a row may report: 1 KB/s, below what any transfer-rate tool prints.
+pub const MIN_MEASURED_MBPS: f64 = 1e-3;
+/// The fastest: 1 TB/s, above the payload rate of any PCIe link the specification defines in one
+/// direction (Gen7 x32, about 242 GB/s) and of any memory a CPU copies at.
+pub const MAX_MEASURED_MBPS: f64 = 1e6;
+
+/// `mbps` when it is a rate some real measurement could report; otherwise why not, with the
+/// bounds.
+fn physical_rate(mbps: f64) -> std::result::Result<f64, String> {
+    if (MIN_MEASURED_MBPS..=MAX_MEASURED_MBPS).contains(&mbps) {
+        Ok(mbps)
+    } else {
+        Err(format!(
+            "{} MB/s is not a measured rate: expected {MIN_MEASURED_MBPS} (1 KB/s) to {} MB/s (1 TB/s, beyond any PCIe link)",
+            readable_f64(mbps),
+            readable_f64(MAX_MEASURED_MBPS)
+        ))
+    }
+}
+
 /// A dmatest size cell: `64B`, `4K`, `64KB`, `1MB` (1024-based).
 fn table_size(cell: &str) -> Option<u64> {
     let upper = cell.trim().to_ascii_uppercase();
@@ -326,7 +362,8 @@ fn table_size(cell: &str) -> Option<u64> {
         .parse::<u64>()
         .ok()
         .filter(|&n| n > 0)
-        .map(|n| n * unit)
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|&n| n <= MAX_TRANSFER_BYTES)
 }
 
 /// A dmatest rate cell: `12.2MB/s` (any case) or a bare number.
@@ -337,7 +374,7 @@ fn table_rate(cell: &str) -> Option<f64> {
         .trim()
         .parse::<f64>()
         .ok()
-        .filter(|v| v.is_finite() && *v > 0.0)
+        .filter(|v| physical_rate(*v).is_ok())
 }
 
 /// The seed's dmatest layout (tab or run-of-spaces separated): a header whose cells after the

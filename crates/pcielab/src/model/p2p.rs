@@ -163,9 +163,22 @@ const HOST_BRIDGE_WHITELIST: [(u16, u16, bool); 10] = [
 pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Option<Verdict> {
     topology.get(provider)?;
     topology.get(client)?;
-    let provider_path: Vec<&Function> = topology.path_to_root(provider);
-    let client_path: Vec<&Function> = topology.path_to_root(client);
+    Some(verdict_on_paths(
+        topology,
+        &topology.path_to_root(provider),
+        &topology.path_to_root(client),
+        cpu,
+    ))
+}
 
+/// [`verdict`] for two functions given by their paths to the root (the function first).
+fn verdict_on_paths(
+    topology: &Topology,
+    provider_path: &[&Function],
+    client_path: &[&Function],
+    cpu: Cpu,
+) -> Verdict {
+    let (provider, client) = (provider_path[0].bdf, client_path[0].bdf);
     let mut reasons = Vec::new();
     let mut acs_bridges = Vec::new();
     // Walk up from the provider; at each step look for that function on the client's path. The
@@ -228,41 +241,204 @@ pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Opt
         reasons.push(Reason::CpuExemption { family });
         MapType::ThroughHostBridge
     } else {
-        host_bridge_verdict(topology, &provider_path, &client_path, &mut reasons)
+        host_bridge_verdict(topology, provider_path, client_path, &mut reasons)
     };
-    Some(Verdict {
+    Verdict {
         provider,
         client,
         distance,
         map,
         reasons,
-    })
+    }
 }
 
-/// Verdicts for every ordered pair of distinct endpoints (the provider first), in address order.
-pub fn matrix(topology: &Topology, cpu: Cpu) -> Vec<Verdict> {
-    let endpoints: Vec<Bdf> = topology
+/// The most ordered pairs [`matrix`] lists (1,024 endpoints): past it the pairwise table is
+/// larger than anyone reads, and the grouped summary says the same in a few lines.
+pub const MAX_PAIRS: usize = 1 << 20;
+
+fn endpoints(topology: &Topology) -> impl Iterator<Item = &Function> {
+    topology
         .functions()
         .iter()
         .filter(|f| matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint))
-        .map(|f| f.bdf)
+}
+
+/// Verdicts for every ordered pair of distinct endpoints (the provider first), in address order;
+/// bad input naming `--full` when there are more than [`MAX_PAIRS`].
+pub fn matrix(topology: &Topology, cpu: Cpu) -> crate::Result<Vec<Verdict>> {
+    let paths: Vec<Vec<&Function>> = endpoints(topology)
+        .map(|f| topology.path_to_root(f.bdf))
         .collect();
-    let mut verdicts = Vec::new();
-    for &provider in &endpoints {
-        for &client in &endpoints {
-            if provider != client {
-                verdicts.extend(verdict(topology, provider, client, cpu));
+    let pairs = paths.len() * paths.len().saturating_sub(1);
+    if pairs > MAX_PAIRS {
+        return Err(crate::Error::bad_input(format!(
+            "--full: {} endpoints make {pairs} ordered pairs, more than the {MAX_PAIRS} pcielab lists one by one; \
+             leave out --full for the verdicts by group, which cover every pair",
+            paths.len()
+        )));
+    }
+    let mut verdicts = Vec::with_capacity(pairs);
+    for provider in &paths {
+        for client in &paths {
+            if provider[0].bdf != client[0].bdf {
+                verdicts.push(verdict_on_paths(topology, provider, client, cpu));
             }
         }
     }
-    verdicts
+    Ok(verdicts)
 }
 
-/// The `pcielab topo --p2p --json` document.
+/// Endpoints that share every verdict: the same bridge above them (hence the same path to the
+/// root; for integrated endpoints, the same root bus) and the same ACS state of their own, the
+/// only facts of an endpoint the kernel's rules read. The virtual functions of an SR-IOV device
+/// below one port are one group however many there are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Group {
+    /// `g1`, `g2`, … in the address order of their first function.
+    pub group: String,
+    /// The bridge above them; `None` for endpoints integrated in the root complex.
+    pub port: Option<Bdf>,
+    /// Its endpoints, in address order.
+    pub functions: Vec<Bdf>,
+}
+
+/// The endpoints of `topology` in groups sharing every verdict.
+pub fn groups(topology: &Topology) -> Vec<Group> {
+    type Key = (Option<Bdf>, (u16, u8), bool, bool);
+    let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    for f in endpoints(topology) {
+        let root_bus = topology
+            .path_to_root(f.bdf)
+            .last()
+            .map_or((f.bdf.domain, f.bdf.bus), |top| {
+                (top.bdf.domain, top.bdf.bus)
+            });
+        let key = (f.parent, root_bus, has_acs_redirect(f), f.acs_unreadable);
+        let at = *index.entry(key).or_insert_with(|| {
+            groups.push(Group {
+                group: format!("g{}", groups.len() + 1),
+                port: f.parent,
+                functions: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        groups[at].functions.push(f.bdf);
+    }
+    groups
+}
+
+/// One verdict standing for every pair from a provider group to a run of consecutive client
+/// groups (in group order) that all get it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupVerdict {
+    pub provider_group: String,
+    pub first_client_group: String,
+    pub last_client_group: String,
+    /// The verdict of the first pair it stands for: `provider` and `client` name those two
+    /// functions, and the reasons name what that pair's path holds.
+    pub verdict: Verdict,
+}
+
+/// Verdicts between groups: one per provider group and run of client groups, each computed
+/// once for a representative pair, so the work grows with the square of the groups, not of the
+/// endpoints. Within a group the pair is its first two functions; a group of one has no pair
+/// with itself.
+pub fn group_verdicts(topology: &Topology, groups: &[Group], cpu: Cpu) -> Vec<GroupVerdict> {
+    let firsts: Vec<Vec<&Function>> = groups
+        .iter()
+        .map(|g| topology.path_to_root(g.functions[0]))
+        .collect();
+    let seconds: Vec<Option<Vec<&Function>>> = groups
+        .iter()
+        .map(|g| g.functions.get(1).map(|&b| topology.path_to_root(b)))
+        .collect();
+    // Paths below different tops (root ports, integrated endpoints) never meet, and then the
+    // kernel's verdict reads of the client only how far it is from its top and which root bus
+    // that top is on: clients alike in both share the verdict, computed once per provider.
+    let top = |path: &[&Function]| path.last().map_or(path[0].bdf, |f| f.bdf);
+    let apart_key: Vec<(usize, (u16, u8))> = firsts
+        .iter()
+        .map(|path| (path.len(), (top(path).domain, top(path).bus)))
+        .collect();
+    // (provider, first client, last client, verdict), client indices in group order.
+    let mut runs: Vec<(usize, usize, usize, Verdict)> = Vec::new();
+    for p in 0..groups.len() {
+        let mut apart: std::collections::HashMap<(usize, (u16, u8)), Verdict> =
+            std::collections::HashMap::new();
+        let mut open: Option<usize> = None; // the run the previous client joined
+        for c in 0..groups.len() {
+            let client_path = if p == c {
+                match &seconds[c] {
+                    Some(path) => path,
+                    None => {
+                        open = None;
+                        continue;
+                    }
+                }
+            } else {
+                &firsts[c]
+            };
+            let verdict = if top(client_path) == top(&firsts[p]) {
+                std::borrow::Cow::Owned(verdict_on_paths(topology, &firsts[p], client_path, cpu))
+            } else {
+                std::borrow::Cow::Borrowed(
+                    &*apart.entry(apart_key[c]).or_insert_with(|| {
+                        verdict_on_paths(topology, &firsts[p], client_path, cpu)
+                    }),
+                )
+            };
+            let joins = open.is_some_and(|at| {
+                let last = &runs[at].3;
+                (last.distance, last.map, &last.reasons)
+                    == (verdict.distance, verdict.map, &verdict.reasons)
+            });
+            match open {
+                Some(at) if joins => runs[at].2 = c,
+                _ => {
+                    let mut first = verdict.into_owned();
+                    first.client = client_path[0].bdf;
+                    runs.push((p, c, c, first));
+                    open = Some(runs.len() - 1);
+                }
+            }
+        }
+    }
+    runs.into_iter()
+        .map(|(p, first, last, verdict)| GroupVerdict {
+            provider_group: groups[p].group.clone(),
+            first_client_group: groups[first].group.clone(),
+            last_client_group: groups[last].group.clone(),
+            verdict,
+        })
+        .collect()
+}
+
+/// The `pcielab topo --p2p --json` document: the groups and their verdicts, and with `--full`
+/// every ordered pair of endpoints (empty otherwise).
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub cpu: Cpu,
+    pub groups: Vec<Group>,
+    pub group_pairs: Vec<GroupVerdict>,
     pub pairs: Vec<Verdict>,
+}
+
+impl Report {
+    /// The grouped verdicts of `topology`, with every pair too when `full`.
+    pub fn new(topology: &Topology, cpu: Cpu, full: bool) -> crate::Result<Report> {
+        let groups = groups(topology);
+        Ok(Report {
+            cpu,
+            group_pairs: group_verdicts(topology, &groups, cpu),
+            groups,
+            pairs: if full {
+                matrix(topology, cpu)?
+            } else {
+                Vec::new()
+            },
+        })
+    }
 }
 
 impl MapType {
@@ -326,51 +502,127 @@ impl Reason {
     }
 }
 
-/// The distance matrix (distance and B/H/x per provider row and client column) and one line per
-/// pair with the verdict and its reasons.
+/// The most rows a text matrix gets; a larger host is read from the verdict lines below it.
+const MAX_MATRIX_ROWS: usize = 32;
+
+/// The groups, a matrix of group verdicts (distance and B/H/x/? per provider row and client
+/// column, when there are few groups) and one line per run of group verdicts; with `--full`,
+/// the same per endpoint pair.
 pub fn to_text(report: &Report) -> String {
     use std::fmt::Write as _;
-    let mut endpoints: Vec<Bdf> = report.pairs.iter().map(|v| v.provider).collect();
-    endpoints.dedup();
     let mut out = String::new();
+    let endpoints: usize = report.groups.iter().map(|g| g.functions.len()).sum();
     let _ = writeln!(
         out,
-        "P2PDMA between endpoints, CPU {} (distance; B bus address, H through host bridge, x not supported, ? unknown)",
+        "P2PDMA between {endpoints} endpoints in {} groups, CPU {} (endpoints below one port with the same ACS state \
+         share every verdict; --full lists every pair)",
+        report.groups.len(),
         report.cpu
     );
-    let _ = write!(out, "{:<14}", "provider\\client");
-    for c in &endpoints {
-        let _ = write!(out, " {:>8}", short(*c));
+    let _ = writeln!(out, "{:<6} {:<14} functions", "group", "below");
+    for g in &report.groups {
+        let below = g.port.map_or("root complex".to_string(), |p| p.to_string());
+        let members = match g.functions.as_slice() {
+            [one] => one.to_string(),
+            [first, .., last] => format!("{first} … {last} ({})", g.functions.len()),
+            [] => String::new(),
+        };
+        let _ = writeln!(out, "{:<6} {below:<14} {members}", g.group);
     }
     out.push('\n');
-    for p in &endpoints {
-        let _ = write!(out, "{:<15}", short(*p));
-        for c in &endpoints {
-            let cell = report
-                .pairs
-                .iter()
-                .find(|v| v.provider == *p && v.client == *c)
-                .map_or("-".to_string(), |v| {
-                    format!("{} {}", v.distance, v.map.mark())
-                });
-            let _ = write!(out, " {cell:>8}");
+    let names: Vec<&str> = report.groups.iter().map(|g| g.group.as_str()).collect();
+    if names.len() <= MAX_MATRIX_ROWS {
+        let mut cells = std::collections::HashMap::new();
+        let position = |name: &str| names.iter().position(|n| *n == name);
+        for gv in &report.group_pairs {
+            if let (Some(first), Some(last)) = (
+                position(&gv.first_client_group),
+                position(&gv.last_client_group),
+            ) {
+                if let Some(provider) = position(&gv.provider_group) {
+                    for client in first..=last {
+                        cells.insert((provider, client), &gv.verdict);
+                    }
+                }
+            }
+        }
+        write_matrix(&mut out, &names, |p, c| cells.get(&(p, c)).copied());
+    }
+    for gv in &report.group_pairs {
+        let clients = if gv.first_client_group == gv.last_client_group {
+            gv.first_client_group.clone()
+        } else {
+            format!("{}..{}", gv.first_client_group, gv.last_client_group)
+        };
+        let v = &gv.verdict;
+        let _ = writeln!(
+            out,
+            "{} -> {clients:<11} {}  (as {} -> {})",
+            gv.provider_group,
+            verdict_text(v),
+            v.provider,
+            v.client
+        );
+    }
+    if !report.pairs.is_empty() {
+        out.push('\n');
+        let mut bdfs: Vec<Bdf> = report.pairs.iter().map(|v| v.provider).collect();
+        bdfs.dedup();
+        if bdfs.len() <= MAX_MATRIX_ROWS {
+            let shorts: Vec<String> = bdfs.iter().map(|b| short(*b)).collect();
+            let labels: Vec<&str> = shorts.iter().map(String::as_str).collect();
+            let at = |bdf: Bdf| bdfs.iter().position(|b| *b == bdf);
+            let by_pair: std::collections::HashMap<(Option<usize>, Option<usize>), &Verdict> =
+                report
+                    .pairs
+                    .iter()
+                    .map(|v| ((at(v.provider), at(v.client)), v))
+                    .collect();
+            write_matrix(&mut out, &labels, |p, c| {
+                by_pair.get(&(Some(p), Some(c))).copied()
+            });
+        }
+        for v in &report.pairs {
+            let _ = writeln!(out, "{} -> {}  {}", v.provider, v.client, verdict_text(v));
+        }
+    }
+    out
+}
+
+/// `distance  N  map  reasons`, as every verdict line ends.
+fn verdict_text(v: &Verdict) -> String {
+    let reasons: Vec<String> = v.reasons.iter().map(Reason::describe).collect();
+    format!(
+        "distance {:>2}  {:<19}  {}",
+        v.distance,
+        v.map.describe(),
+        reasons.join("; ")
+    )
+}
+
+/// A square matrix of `labels`, providers down and clients across, a cell per verdict.
+fn write_matrix<'v>(
+    out: &mut String,
+    labels: &[&str],
+    cell: impl Fn(usize, usize) -> Option<&'v Verdict>,
+) {
+    use std::fmt::Write as _;
+    let _ = write!(out, "{:<14}", "provider\\client");
+    for c in labels {
+        let _ = write!(out, " {c:>8}");
+    }
+    out.push('\n');
+    for (p, provider) in labels.iter().enumerate() {
+        let _ = write!(out, "{provider:<15}");
+        for c in 0..labels.len() {
+            let text = cell(p, c).map_or("-".to_string(), |v| {
+                format!("{} {}", v.distance, v.map.mark())
+            });
+            let _ = write!(out, " {text:>8}");
         }
         out.push('\n');
     }
     out.push('\n');
-    for v in &report.pairs {
-        let reasons: Vec<String> = v.reasons.iter().map(Reason::describe).collect();
-        let _ = writeln!(
-            out,
-            "{} -> {}  distance {:>2}  {:<19}  {}",
-            v.provider,
-            v.client,
-            v.distance,
-            v.map.describe(),
-            reasons.join("; ")
-        );
-    }
-    out
 }
 
 /// `bb:dd.f`, or the full address outside domain 0.
@@ -430,10 +682,13 @@ fn host_bridge_verdict(
 /// The function the kernel takes as a root bus's host bridge: the first function on that bus if
 /// it is at devfn 00.0 or is a root port (`pci_host_bridge_dev`).
 fn host_bridge_function(topology: &Topology, (domain, bus): (u16, u8)) -> Option<&Function> {
-    let first = topology
-        .functions()
+    // Functions are in address order: start at the bus rather than scan the whole host.
+    let all = topology.functions();
+    let start = all.partition_point(|f| (f.bdf.domain, f.bdf.bus) < (domain, bus));
+    let first = all[start..]
         .iter()
-        .find(|f| f.bdf.domain == domain && f.bdf.bus == bus && f.parent.is_none())?;
+        .take_while(|f| (f.bdf.domain, f.bdf.bus) == (domain, bus))
+        .find(|f| f.parent.is_none())?;
     (first.bdf.devfn() == 0 || first.kind == Kind::RootPort).then_some(first)
 }
 
@@ -596,7 +851,7 @@ mod tests {
 
     #[test]
     fn matrix_covers_ordered_endpoint_pairs_symmetrically() {
-        let m = matrix(&seed(), INTEL);
+        let m = matrix(&seed(), INTEL).unwrap();
         assert_eq!(m.len(), 4 * 3);
         for v in &m {
             let back = m
@@ -613,11 +868,7 @@ mod tests {
 
     #[test]
     fn text_report_has_matrix_and_reasons() {
-        let report = Report {
-            cpu: INTEL,
-            pairs: matrix(&seed(), INTEL),
-        };
-        let text = to_text(&report);
+        let text = to_text(&Report::new(&seed(), INTEL, true).unwrap());
         let row = text.lines().find(|l| l.starts_with("03:00.0")).unwrap();
         assert_eq!(
             row.split_whitespace().collect::<Vec<_>>(),
@@ -627,6 +878,83 @@ mod tests {
             "0000:03:00.0 -> 0000:05:00.0  distance  6  not supported        no common upstream \
              bridge; host bridge 0000:00:00.0 (8086:29c0) not whitelisted"
         ));
+    }
+
+    /// The seed's host widened to SR-IOV size: behind root port 00:05.0 a device with `vfs`
+    /// virtual functions, one of which has ACS redirect set and one whose ACS is unreadable.
+    fn with_virtual_functions(vfs: u16) -> Topology {
+        let mut functions = seed().functions().to_vec();
+        for i in 1..=vfs {
+            let mut vf = func(
+                &format!("{:02x}:{:02x}.{:x}", 5 + i / 256, (i % 256) / 8, i % 8),
+                Kind::Endpoint,
+                0x1b36,
+                0x0010,
+                Some("00:05.0"),
+            );
+            if i == 3 {
+                vf.acs = Some(Acs {
+                    capability: 0x7f,
+                    control: 0x0004,
+                });
+            }
+            vf.acs_unreadable = i == 5;
+            functions.push(vf);
+        }
+        Topology::new(functions)
+    }
+
+    #[test]
+    fn group_verdicts_agree_with_every_pairwise_verdict() {
+        for cpu in [INTEL, Cpu::Amd { family: 0x19 }] {
+            for topology in [seed(), with_virtual_functions(40)] {
+                let groups = groups(&topology);
+                let by_group = group_verdicts(&topology, &groups, cpu);
+                let group_of = |bdf: Bdf| {
+                    groups
+                        .iter()
+                        .position(|g| g.functions.contains(&bdf))
+                        .unwrap()
+                };
+                let index = |name: &str| groups.iter().position(|g| g.group == name).unwrap();
+                for pair in matrix(&topology, cpu).unwrap() {
+                    let (p, c) = (group_of(pair.provider), group_of(pair.client));
+                    let stands_for = by_group
+                        .iter()
+                        .find(|gv| {
+                            index(&gv.provider_group) == p
+                                && (index(&gv.first_client_group)..=index(&gv.last_client_group))
+                                    .contains(&c)
+                        })
+                        .unwrap_or_else(|| panic!("no group verdict for {pair:?}"));
+                    assert_eq!(
+                        (stands_for.verdict.distance, stands_for.verdict.map),
+                        (pair.distance, pair.map),
+                        "{} -> {}",
+                        pair.provider,
+                        pair.client
+                    );
+                }
+            }
+        }
+        let wide = with_virtual_functions(40);
+        let groups = groups(&wide);
+        // 03:00.0, 04:00.0 (one switch port each), 00:03.0 (integrated), and behind 00:05.0:
+        // the plain functions, the one with ACS redirect, the one with unreadable ACS.
+        assert_eq!(groups.len(), 6, "{groups:?}");
+        assert_eq!(
+            groups.iter().map(|g| g.functions.len()).max(),
+            Some(1 + 40 - 2)
+        );
+    }
+
+    #[test]
+    fn too_many_pairs_for_the_full_table_is_bad_input_naming_full() {
+        let e = matrix(&with_virtual_functions(1100), INTEL).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.message().starts_with("--full: 1104 endpoints"), "{e}");
+        let report = Report::new(&with_virtual_functions(1100), INTEL, false).unwrap();
+        assert_eq!(report.groups.len(), 6);
     }
 
     #[test]

@@ -57,6 +57,11 @@ pub enum P {
 const UNBOUNDED: f64 = f64::INFINITY;
 
 /// Every parameter, in [`P`] order.
+/// The least an interrupt may cost the CPU (or its trigger) in the model: a few cycles. Zero would
+/// make the predicted rate infinite (and a handful of ns already means hundreds of millions per
+/// second, far beyond any measured interrupt rate).
+pub const MIN_INTERRUPT_NS: f64 = 10.0;
+
 pub const PARAMS: [ParamSpec; 21] = [
     ParamSpec {
         key: "root_complex.posted_write_MBps",
@@ -242,7 +247,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         key: "interrupts.msi_cpu_ns",
         unit: "ns",
         default: 2000.0,
-        min: 0.0,
+        min: MIN_INTERRUPT_NS,
         max: 1e7,
         integer: false,
         meaning: "host CPU interrupt entry and handler per MSI (the MSI itself is a 4-byte posted write)",
@@ -252,7 +257,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         key: "interrupts.elbi_trigger_ns",
         unit: "ns",
         default: 2000.0,
-        min: 0.0,
+        min: MIN_INTERRUPT_NS,
         max: 1e7,
         integer: false,
         meaning: "interval at which the root complex can write the endpoint's ELBI register (config write)",
@@ -262,7 +267,7 @@ pub const PARAMS: [ParamSpec; 21] = [
         key: "interrupts.elbi_cpu_ns",
         unit: "ns",
         default: 6000.0,
-        min: 0.0,
+        min: MIN_INTERRUPT_NS,
         max: 1e7,
         integer: false,
         meaning: "endpoint CPU interrupt entry and handler per ELBI interrupt",
@@ -674,6 +679,8 @@ impl PlatformModel {
             per_second: crate::report::round_to(1e9 / interval_ns, 0),
             source: if self.is_fitted(cpu) {
                 format!("fitted on {}", self.fitted_on)
+            } else if self.get(cpu) != PARAMS[cpu as usize].default {
+                format!("given in [platform] as {}", PARAMS[cpu as usize].key)
             } else {
                 format!("default: {}", PARAMS[cpu as usize].source)
             },

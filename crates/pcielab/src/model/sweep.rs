@@ -210,12 +210,13 @@ pub fn parse_sizes(list: &str) -> Result<Vec<u64>> {
                 Some((i, 'g' | 'G')) => (&item[..i], 1 << 30),
                 _ => (item, 1),
             };
-            digits
+            let size = digits
                 .parse::<u64>()
                 .ok()
                 .filter(|&n| n > 0)
-                .and_then(|n| n.checked_mul(unit))
-                .ok_or_else(|| bad(item))
+                .ok_or_else(|| bad(item))?;
+            // Overflowing the multiplication is as much too large as any size past the bound.
+            crate::model::transfer::transfer_size("--sizes", size.saturating_mul(unit))
         })
         .collect()
 }

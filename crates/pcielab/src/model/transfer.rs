@@ -33,6 +33,25 @@ pub enum Overheads {
     Ideal,
 }
 
+/// The largest single transfer pcielab models or simulates: 1 TiB, several seconds of the widest
+/// link the specification defines (Gen7 x32, about 242 GB/s of payload per direction). Larger
+/// sizes describe no DMA a device issues, and bounding them keeps every TLP and wire-byte count
+/// far inside u64.
+pub const MAX_TRANSFER_BYTES: u64 = 1 << 40;
+
+/// `size` when it is a transfer size pcielab models (1 ..= [`MAX_TRANSFER_BYTES`]); otherwise bad
+/// input naming `what` and the bound.
+pub fn transfer_size(what: &str, size: u64) -> crate::Result<u64> {
+    if (1..=MAX_TRANSFER_BYTES).contains(&size) {
+        Ok(size)
+    } else {
+        Err(crate::Error::bad_input(format!(
+            "{what}: {size} bytes is not a transfer size: expected 1 to {MAX_TRANSFER_BYTES} (1 TiB, \
+             seconds of the widest PCIe link)"
+        )))
+    }
+}
+
 /// A link and the transaction-layer settings that shape its traffic.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinkParams {
@@ -194,7 +213,7 @@ impl Flow {
     /// Payload plus per-TLP overhead.
     #[inline]
     pub fn tlp_bytes(&self) -> u64 {
-        self.payload_bytes + self.tlp_overhead_bytes
+        self.payload_bytes.saturating_add(self.tlp_overhead_bytes)
     }
 
     #[inline]

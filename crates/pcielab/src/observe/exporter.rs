@@ -3,14 +3,20 @@
 //! HTTP/1.1 server that is read-only (no endpoint changes anything), loopback-only unless asked,
 //! and bounded: one accepting thread, a fixed pool of workers, a bounded queue (a full queue is
 //! answered 503 at once), request heads capped in size and time, one request per connection.
+//! The accepting thread gathers every request head itself, without blocking ([`serve`]), and
+//! hands a worker only a complete head: a client trickling its head a byte at a time holds a
+//! descriptor for at most [`HEAD_DEADLINE`] and never a worker, and the oldest unfinished heads
+//! are shed when one peer (or all together) hold too many, so scrapes keep being answered.
 //! Malformed requests get a 4xx and the server keeps serving. docs/fleet.md lists the metrics.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc::{sync_channel, Receiver, TrySendError};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Observer, Sample};
 use crate::error::{Error, Result};
@@ -25,8 +31,15 @@ pub const WORKERS: usize = 4;
 pub const QUEUE: usize = 128;
 /// The most of a request head read: a scrape's head is a few hundred bytes.
 pub const MAX_HEAD_BYTES: usize = 8192;
-/// How long a client may take to send its head or read the answer.
+/// How long a client may take to read the answer.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client has, from the moment it is accepted, to send its whole request head (a
+/// scrape sends it at once; only a stalled or hostile client gets near this).
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(3);
+/// Unfinished heads one peer address may hold; a further connection from it sheds its oldest.
+pub const MAX_HEADS_PER_PEER: usize = 64;
+/// Unfinished heads from all peers together; a further connection sheds the oldest.
+pub const MAX_PENDING_HEADS: usize = 512;
 
 /// Parses `--listen` and refuses a non-loopback address unless `allow_remote`.
 pub fn listen_address(text: &str, allow_remote: bool) -> Result<SocketAddr> {
@@ -58,10 +71,14 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
     })
 }
 
+/// A complete request head (or all a client sent before closing or overflowing the cap), and the
+/// connection to answer it on.
+type Request = (TcpStream, Vec<u8>);
+
 /// Serves `observer` on `listener` until the process ends.
 pub fn serve(listener: TcpListener, observer: Observer) -> Result<()> {
     let observer = Arc::new(Mutex::new(observer));
-    let (queue, waiting) = sync_channel::<TcpStream>(QUEUE);
+    let (queue, waiting) = sync_channel::<Request>(QUEUE);
     let waiting = Arc::new(Mutex::new(waiting));
     for i in 0..WORKERS {
         let observer = Arc::clone(&observer);
@@ -71,37 +88,201 @@ pub fn serve(listener: TcpListener, observer: Observer) -> Result<()> {
             .spawn(move || work(&waiting, &observer))
             .map_err(|e| Error::runtime(format!("cannot start an exporter thread: {e}")))?;
     }
-    for stream in listener.incoming() {
-        // A connection that failed before we got it (reset by the client) is the client's; a
-        // failing accept (out of descriptors) is retried after a pause rather than in a spin.
-        let Ok(stream) = stream else {
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        };
-        if let Err(TrySendError::Full(mut stream)) = queue.try_send(stream) {
-            let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-            let _ = stream.write_all(&Response::text(503, "busy: try again\n").bytes(false));
-        }
+    listener.set_nonblocking(true).map_err(|e| {
+        Error::runtime(format!(
+            "cannot make the listening socket non-blocking: {e}"
+        ))
+    })?;
+    let mut gate = HeadGate::default();
+    loop {
+        gate.wait(&listener);
+        gate.read_ready(&queue);
+        gate.expire(Instant::now());
+        gate.accept(&listener, &queue);
     }
-    Ok(())
 }
 
-fn work(waiting: &Mutex<Receiver<TcpStream>>, observer: &Mutex<Observer>) {
+/// A connection whose request head has not fully arrived.
+struct PendingHead {
+    stream: TcpStream,
+    peer: IpAddr,
+    accepted: Instant,
+    bytes: Vec<u8>,
+    /// poll(2) saw it readable in the last wait.
+    readable: bool,
+}
+
+/// What reading what a client has sent so far came to.
+enum HeadProgress {
+    /// More is needed; the client has not sent it yet.
+    Waiting,
+    /// The head ended, overflowed the cap or the client closed: a worker can answer it.
+    Answerable,
+}
+
+impl PendingHead {
+    /// Reads all that has arrived, without blocking, up to just past [`MAX_HEAD_BYTES`].
+    fn read_available(&mut self) -> HeadProgress {
+        let mut chunk = [0u8; 1024];
+        loop {
+            if head_end(&self.bytes).is_some() || self.bytes.len() > MAX_HEAD_BYTES {
+                return HeadProgress::Answerable;
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return HeadProgress::Answerable,
+                Ok(n) => self.bytes.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return HeadProgress::Waiting,
+                // A reset connection: what was sent is answered (or, if nothing, dropped).
+                Err(_) => return HeadProgress::Answerable,
+            }
+        }
+    }
+}
+
+/// The accepting thread's unfinished heads, oldest first.
+#[derive(Default)]
+struct HeadGate {
+    pending: VecDeque<PendingHead>,
+}
+
+impl HeadGate {
+    /// Sleeps until the listener or a pending connection is readable, or the oldest head's
+    /// deadline passes.
+    fn wait(&mut self, listener: &TcpListener) {
+        let mut fds: Vec<libc::pollfd> = std::iter::once(listener.as_raw_fd())
+            .chain(self.pending.iter().map(|p| p.stream.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let timeout_ms = self.pending.front().map_or(-1, |oldest| {
+            let left = (oldest.accepted + HEAD_DEADLINE).saturating_duration_since(Instant::now());
+            i32::try_from(left.as_millis()).unwrap_or(i32::MAX) + 1
+        });
+        // SAFETY: fds is a live, correctly sized array of pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if ready < 0 {
+            // EINTR, or descriptors exhausted (ENOMEM): try again shortly rather than spin.
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for (pending, fd) in self.pending.iter_mut().zip(&fds[1..]) {
+            pending.readable = ready > 0 && fd.revents != 0;
+        }
+    }
+
+    /// Reads every connection poll found readable; complete heads go to the workers.
+    fn read_ready(&mut self, queue: &SyncSender<Request>) {
+        let mut still = VecDeque::with_capacity(self.pending.len());
+        for mut pending in self.pending.drain(..) {
+            if !pending.readable {
+                still.push_back(pending);
+                continue;
+            }
+            match pending.read_available() {
+                HeadProgress::Waiting => still.push_back(pending),
+                HeadProgress::Answerable => hand_to_worker(pending, queue),
+            }
+        }
+        self.pending = still;
+    }
+
+    /// Answers 408 to every head not complete [`HEAD_DEADLINE`] after it was accepted.
+    fn expire(&mut self, now: Instant) {
+        while self
+            .pending
+            .front()
+            .is_some_and(|p| now >= p.accepted + HEAD_DEADLINE)
+        {
+            if let Some(late) = self.pending.pop_front() {
+                refuse(late.stream, 408, "request head not received in time\n");
+            }
+        }
+    }
+
+    /// Accepts every waiting connection. A head that has already arrived goes straight to the
+    /// workers; otherwise the connection waits here, shedding the oldest unfinished head of its
+    /// peer (or of all) when over the caps.
+    fn accept(&mut self, listener: &TcpListener, queue: &SyncSender<Request>) {
+        loop {
+            let (stream, peer) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // WouldBlock: none left. A failing accept (out of descriptors) waits for the
+                // next poll, while the deadlines free descriptors.
+                Err(_) => return,
+            };
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let mut pending = PendingHead {
+                stream,
+                peer: peer.ip(),
+                accepted: Instant::now(),
+                bytes: Vec::new(),
+                readable: false,
+            };
+            if let HeadProgress::Answerable = pending.read_available() {
+                hand_to_worker(pending, queue);
+                continue;
+            }
+            let peer = pending.peer;
+            self.pending.push_back(pending);
+            if self.pending.iter().filter(|p| p.peer == peer).count() > MAX_HEADS_PER_PEER {
+                let oldest = self.pending.iter().position(|p| p.peer == peer);
+                self.shed(oldest);
+            }
+            if self.pending.len() > MAX_PENDING_HEADS {
+                self.shed(Some(0));
+            }
+        }
+    }
+
+    fn shed(&mut self, at: Option<usize>) {
+        if let Some(shed) = at.and_then(|i| self.pending.remove(i)) {
+            refuse(
+                shed.stream,
+                408,
+                "request head too slow while others waited\n",
+            );
+        }
+    }
+}
+
+/// Queues a complete head for a worker, or answers 503 when every worker is busy and the queue
+/// is full.
+fn hand_to_worker(pending: PendingHead, queue: &SyncSender<Request>) {
+    if pending.stream.set_nonblocking(false).is_err() {
+        return;
+    }
+    if let Err(TrySendError::Full((stream, _))) = queue.try_send((pending.stream, pending.bytes)) {
+        refuse(stream, 503, "busy: try again\n");
+    }
+}
+
+/// A short answer written without waiting on the client, then the connection closed.
+fn refuse(mut stream: TcpStream, status: u16, body: &str) {
+    let _ = stream.set_nonblocking(true);
+    let _ = stream.write_all(&Response::text(status, body).bytes(false));
+}
+
+fn work(waiting: &Mutex<Receiver<Request>>, observer: &Mutex<Observer>) {
     loop {
         let next = match waiting.lock() {
             Ok(queue) => queue.recv(),
             Err(_) => return,
         };
-        let Ok(stream) = next else { return };
-        answer(stream, observer);
+        let Ok((stream, head)) = next else { return };
+        answer(stream, &head, observer);
     }
 }
 
-/// Reads one request and writes its response; the connection is then closed.
-fn answer(mut stream: TcpStream, observer: &Mutex<Observer>) {
-    let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+/// Answers the request whose head the accepting thread gathered; the connection is then closed.
+fn answer(mut stream: TcpStream, head: &[u8], observer: &Mutex<Observer>) {
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-    let response = respond(&mut stream, || {
+    let response = respond(&mut std::io::Cursor::new(head), || {
         observer
             .lock()
             .map_err(|_| Error::runtime("an exporter thread panicked while sampling"))

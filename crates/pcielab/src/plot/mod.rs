@@ -72,20 +72,6 @@ pub fn svg_document(
     Ok(out)
 }
 
-/// Writes a picture or page to `path` whole: into a temporary file beside it, then renamed, so
-/// a failed write leaves no half-written file.
-pub fn write_output(path: &std::path::Path, text: &str) -> Result<()> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".partial");
-    let temporary = std::path::PathBuf::from(temporary);
-    std::fs::write(&temporary, text)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&temporary);
-            Error::io(path, e)
-        })
-}
-
 /// The picture of any result document: what that command's `--svg` draws. `origin` names the
 /// document in errors (a `stat` result counted without `-I` has no series to draw).
 pub fn svg_of(doc: &document::Document, origin: &str) -> Result<String> {
@@ -238,11 +224,31 @@ fn tick_step(span: f64, n: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
-/// Round tick values inside `lo..=hi`, `step` apart.
+/// The most ticks one axis gets; more only happens for a range no chart means (a result file
+/// whose values are infinite or whose step underflows), which then gets none.
+const MAX_TICKS: f64 = 1000.0;
+
+/// Round tick values inside `lo..=hi`, `step` apart; none when the range or step is not finite
+/// or would give more than [`MAX_TICKS`].
 fn ticks_every(lo: f64, hi: f64, step: f64) -> Vec<f64> {
-    let first = (lo / step).ceil() as i64;
-    let last = (hi / step + 1e-9).floor() as i64;
-    (first..=last).map(|i| i as f64 * step).collect()
+    let first = (lo / step).ceil();
+    let last = (hi / step + 1e-9).floor();
+    if !(first.is_finite() && last.is_finite()) || last - first > MAX_TICKS {
+        return Vec::new();
+    }
+    (first as i64..=last as i64)
+        .map(|i| i as f64 * step)
+        .collect()
+}
+
+/// `(lo, hi)` when both are finite and `hi > lo`, else `(0, 1)`: an axis a crafted or degenerate
+/// result (a ceiling of 0 scaling a right axis to infinity) can still be drawn on.
+fn drawable_range((lo, hi): (f64, f64)) -> (f64, f64) {
+    if lo.is_finite() && hi.is_finite() && hi > lo {
+        (lo, hi)
+    } else {
+        (0.0, 1.0)
+    }
 }
 
 /// About six round ticks over `lo..=hi`.
@@ -426,7 +432,7 @@ pub fn draw_line_chart(area: &Area, chart: &LineChart) -> Result<()> {
         XScale::Linear => x,
         XScale::Bytes => x.max(1.0).log2(),
     };
-    let (x0, x1) = range_of(
+    let (x0, x1) = drawable_range(range_of(
         chart
             .series
             .iter()
@@ -434,8 +440,8 @@ pub fn draw_line_chart(area: &Area, chart: &LineChart) -> Result<()> {
             .chain(chart.events.iter().map(|e| x_of(e.0))),
         false,
         0.03,
-    );
-    let (y0, y1) = range_of(
+    ));
+    let (y0, y1) = drawable_range(range_of(
         chart
             .series
             .iter()
@@ -444,7 +450,7 @@ pub fn draw_line_chart(area: &Area, chart: &LineChart) -> Result<()> {
             .chain(chart.references.iter().map(|r| r.y)),
         chart.y_from_zero,
         0.06,
-    );
+    ));
     let (r0, r1) = match &chart.right {
         Some(RightAxis::Own { .. }) => range_of(
             chart
@@ -458,6 +464,7 @@ pub fn draw_line_chart(area: &Area, chart: &LineChart) -> Result<()> {
         Some(RightAxis::Scaled { per_left_unit, .. }) => (y0 * per_left_unit, y1 * per_left_unit),
         None => (0.0, 1.0),
     };
+    let (r0, r1) = drawable_range((r0, r1));
 
     let mut builder = ChartBuilder::on(&plot_area);
     builder

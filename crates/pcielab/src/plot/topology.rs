@@ -423,56 +423,56 @@ const VERDICTS: [(&str, &str, RGBColor); 4] = [
     ),
 ];
 
-/// The verdict matrix: providers down, clients across, each cell the distance and verdict.
-pub fn p2p_matrix(doc: &P2pDoc) -> Matrix {
-    let mut endpoints: Vec<&str> = doc
-        .pairs
-        .iter()
-        .flat_map(|p| [p.provider.as_str(), p.client.as_str()])
-        .collect();
-    endpoints.sort_unstable();
-    endpoints.dedup();
-    let cells = endpoints
-        .iter()
-        .map(|p| {
-            endpoints
-                .iter()
-                .map(|c| {
-                    let pair = doc
-                        .pairs
-                        .iter()
-                        .find(|v| v.provider == *p && v.client == *c)?;
-                    let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
-                    let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
-                    Some(Cell {
-                        text: format!("{} {mark}", pair.distance),
-                        class,
-                    })
-                })
-                .collect()
-        })
-        .collect();
+/// The verdict matrix: providers down, clients across (groups of endpoints, or with `--full`
+/// endpoints), each cell the distance and verdict; bad input past [`MAX_MATRIX_ROWS`].
+pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
+    let (labels, verdicts) = doc.verdict_grid();
+    if labels.len() > MAX_MATRIX_ROWS {
+        return Err(crate::Error::bad_input(format!(
+            "the P2P verdict matrix would have {} rows, more than the {MAX_MATRIX_ROWS} it is drawn with; \
+             draw the groups (without --full) or read the verdicts as text or JSON",
+            labels.len()
+        )));
+    }
+    let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; labels.len()]; labels.len()];
+    for ((p, c), pair) in verdicts {
+        let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
+        let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
+        cells[p][c] = Some(Cell {
+            text: format!("{} {mark}", pair.distance),
+            class,
+        });
+    }
     let cpu = match (doc.cpu.get("vendor"), doc.cpu.get("family")) {
         (Some(v), Some(f)) => format!(", CPU {}:{f}", v.as_str().unwrap_or("?")),
         _ => String::new(),
     };
-    Matrix {
-        title: format!("P2PDMA verdicts between endpoints (distance and mapping{cpu})"),
+    let between = if doc.pairs.is_empty() && !doc.groups.is_empty() {
+        "groups of endpoints"
+    } else {
+        "endpoints"
+    };
+    Ok(Matrix {
+        title: format!("P2PDMA verdicts between {between} (distance and mapping{cpu})"),
         row_heading: "provider".into(),
         column_heading: "client".into(),
-        rows: endpoints.iter().map(|s| s.to_string()).collect(),
-        columns: endpoints.iter().map(|s| s.to_string()).collect(),
+        rows: labels.clone(),
+        columns: labels,
         cells,
         classes: VERDICTS
             .iter()
             .map(|(_, name, c)| (name.to_string(), *c))
             .collect(),
-    }
+    })
 }
+
+/// The most rows (groups, or endpoints with `--full`) the verdict matrix is drawn with: 65,536
+/// cells, a picture still readable when zoomed.
+pub const MAX_MATRIX_ROWS: usize = 256;
 
 /// The verdict matrix as a standalone SVG document.
 pub fn p2p_svg(doc: &P2pDoc) -> Result<String> {
-    matrix_svg(&p2p_matrix(doc))
+    matrix_svg(&p2p_matrix(doc)?)
 }
 
 #[cfg(test)]

@@ -580,20 +580,28 @@ pub fn online_cpus(root: &Path) -> Result<Vec<u32>> {
 mod tests {
     use super::*;
 
-    /// A PMU tree given as a root may link an attribute to an endless file: one page is read.
+    /// A PMU tree given as a root may link an attribute to an endless device: it is refused
+    /// without being opened, naming the attribute.
     #[test]
-    fn an_endless_attribute_is_read_to_one_page() {
+    fn an_attribute_linked_to_a_device_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let pmu = dir.path().join("evil_pmu");
         fs::create_dir_all(pmu.join("format")).unwrap();
         std::os::unix::fs::symlink("/dev/zero", pmu.join("type")).unwrap();
         let e = read_pmu(&pmu).unwrap_err();
-        assert!(e.to_string().contains("is not a PMU type number"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("evil_pmu/type: is a character device"),
+            "{e}"
+        );
         fs::remove_file(pmu.join("type")).unwrap();
         fs::write(pmu.join("type"), "42\n").unwrap();
         std::os::unix::fs::symlink("/dev/zero", pmu.join("format/event")).unwrap();
         assert!(read_pmu(&pmu).is_err());
-        assert_eq!(read_attribute(Path::new("/dev/zero")).unwrap().len(), 4096);
+        assert!(read_attribute(Path::new("/dev/zero")).is_err());
+        let long = dir.path().join("long");
+        fs::write(&long, "7".repeat(10_000)).unwrap();
+        assert_eq!(read_attribute(&long).unwrap().len(), 4096);
     }
 
     #[test]

@@ -431,7 +431,7 @@ impl QosBackend for SimulatedResctrl {
         if let Some(path) = &self.path {
             let text = serde_json::to_string_pretty(&self.state)
                 .map_err(|e| Error::runtime(format!("serialising sim state: {e}")))?;
-            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+            crate::input::write_output(path, text.as_bytes())?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use crate::error::Result;
 use crate::model::sweep::SizeSweep;
-use crate::plot::document::{Document, FitDoc, LabCheckDoc, P2pDoc, StatDoc, TopologyDoc};
+use crate::plot::document::{Document, FitDoc, LabCheckDoc, P2pDoc, PairDoc, StatDoc, TopologyDoc};
 use crate::plot::{self, value_text};
 use crate::pmu::PmuDevice;
 use crate::qos::scenario::Outcome;
@@ -504,7 +504,7 @@ fn fit_body(doc: &FitDoc) -> Result<String> {
 fn p2p_body(doc: &P2pDoc) -> Result<String> {
     let mut out = inline_svg(&plot::topology::p2p_svg(doc)?, "P2PDMA verdict matrix");
     let mut t = Table::new(&["provider", "client", "distance", "mapping", "reasons"]);
-    for p in &doc.pairs {
+    let mut row = |provider: String, client: String, p: &PairDoc| {
         let reasons: Vec<String> = p
             .reasons
             .iter()
@@ -524,14 +524,29 @@ fn p2p_body(doc: &P2pDoc) -> Result<String> {
             .collect();
         t.row_marked(
             vec![
-                p.provider.clone(),
-                p.client.clone(),
+                provider,
+                client,
                 p.distance.to_string(),
                 p.map.replace('_', " "),
                 reasons.join("; "),
             ],
             p.map == "not_supported",
         );
+    };
+    if doc.pairs.is_empty() {
+        // Grouped: one row per provider group and run of client groups.
+        for gp in &doc.group_pairs {
+            let clients = if gp.first_client_group == gp.last_client_group {
+                gp.first_client_group.clone()
+            } else {
+                format!("{}..{}", gp.first_client_group, gp.last_client_group)
+            };
+            row(gp.provider_group.clone(), clients, &gp.verdict);
+        }
+    } else {
+        for p in &doc.pairs {
+            row(p.provider.clone(), p.client.clone(), p);
+        }
     }
     out += &t.html();
     Ok(out)

@@ -128,11 +128,10 @@ fn parse_nettest(args: &[String]) -> Result<NetTest> {
                 }
             }
             "--seconds" => {
-                test.seconds = value
+                let seconds: f64 = value
                     .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                    .ok_or_else(|| bad("a positive number of seconds"))?
+                    .map_err(|_| bad("a positive number of seconds"))?;
+                test.seconds = crate::input::duration_s("nettest --seconds", seconds, true)?;
             }
             "--frame" => {
                 test.frame = value
@@ -186,7 +185,10 @@ fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
                     .split(',')
                     .map(|s| fio::parse_size(s).filter(|n| *n > 0))
                     .collect::<Option<Vec<u64>>>()
-                    .ok_or_else(|| bad("sizes such as 64,256,4K,1M"))?
+                    .ok_or_else(|| bad("sizes such as 64,256,4K,1M"))?;
+                for &size in &test.sizes {
+                    crate::model::transfer::transfer_size("dmatest --sizes", size)?;
+                }
             }
             "--dir" => {
                 test.directions = value
@@ -200,11 +202,12 @@ fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
                     .ok_or_else(|| bad("write, read or write,read"))?
             }
             "--transfers" => {
+                // Linux's dmatest takes its iteration count as an unsigned int.
                 test.transfers = value
                     .parse()
                     .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| bad("a positive integer"))?
+                    .filter(|n| (1..=u64::from(u32::MAX)).contains(n))
+                    .ok_or_else(|| bad("a whole number from 1 to 4294967295 (dmatest's iterations)"))?
             }
             _ => {
                 return Err(Error::bad_input(format!(

@@ -21,26 +21,57 @@ const RESOURCE_LINES_BRIDGE: usize = 17;
 /// built from single validated components and written without following symlinks, so nothing
 /// lands outside `dir` (a planted `tree` or `drivers` link fails the export).
 pub fn export_sysfs(topo: &Topology, dir: &Path) -> Result<()> {
+    write_sysfs_tree(dir, "export", |out| {
+        for f in topo.functions() {
+            let rel = device_path(topo, f);
+            out.create_dir_all(&rel)?;
+            write_attributes(f, out, &rel)?;
+            if let Some(driver) = &f.driver {
+                link_driver(out, &rel, driver)?;
+            }
+            out.symlink(&format!("../{rel}"), &format!("devices/{}", f.bdf))?;
+        }
+        Ok(())
+    })
+}
+
+/// The top-level entries a sysfs-shaped tree consists of.
+const TREE_ENTRIES: [&str; 3] = ["devices", "tree", "drivers"];
+
+/// Runs `write` on `dir` (created if needed) once it is known to hold no `devices/` yet, with
+/// `devices/` made. When `write` fails (a refused link, a full disk), every top-level entry it
+/// created is removed again, so nothing half-written is left and the same command can be retried.
+pub(crate) fn write_sysfs_tree<T>(
+    dir: &Path,
+    what: &str,
+    write: impl FnOnce(&ConfinedDir) -> Result<T>,
+) -> Result<T> {
     let devices = dir.join("devices");
     if devices.symlink_metadata().is_ok() {
         return Err(Error::bad_input(format!(
-            "{} already exists; export into an empty or new directory",
+            "{} already exists; {what} into an empty or new directory",
             devices.display()
         )));
     }
+    let there_before: Vec<bool> = TREE_ENTRIES
+        .iter()
+        .map(|name| dir.join(name).symlink_metadata().is_ok())
+        .collect();
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let out = ConfinedDir::new(dir);
-    out.create_dir_all("devices")?;
-    for f in topo.functions() {
-        let rel = device_path(topo, f);
-        out.create_dir_all(&rel)?;
-        write_attributes(f, &out, &rel)?;
-        if let Some(driver) = &f.driver {
-            link_driver(&out, &rel, driver)?;
+    let written = out.create_dir_all("devices").and_then(|()| write(&out));
+    if written.is_err() {
+        for (name, _) in TREE_ENTRIES
+            .iter()
+            .zip(there_before)
+            .filter(|(_, before)| !before)
+        {
+            // What this run created is a plain directory (links are never followed or made at
+            // the top); remove_dir_all does not follow links inside it.
+            let _ = fs::remove_dir_all(dir.join(name));
         }
-        out.symlink(&format!("../{rel}"), &format!("devices/{}", f.bdf))?;
     }
-    Ok(())
+    written
 }
 
 /// `tree/pciDDDD:BB/<ancestor bdfs…>/<bdf>`, relative to the export directory.
@@ -73,8 +104,8 @@ pub fn speed_text(g: Option<Generation>) -> String {
 }
 
 fn write_attributes(f: &Function, out: &ConfinedDir, rel: &str) -> Result<()> {
-    let write_file =
-        |name: &str, content: &[u8]| out.create_file(&format!("{rel}/{name}"), content);
+    let here = out.open(rel)?;
+    let write_file = |name: &str, content: &[u8]| here.create_file(name, content);
     write_file("config", &encode(f))?;
     let text = [
         ("vendor", format!("{:#06x}", f.vendor)),

@@ -126,12 +126,27 @@ impl Locator<'_> {
     }
 }
 
+/// The key whose value starts at `offset` (`max_width` in `link = { max_width = 300, … }`), when
+/// the text just before it reads `key =`.
+fn key_before(text: &str, offset: usize) -> Option<&str> {
+    let before = text.get(..offset)?.trim_end().strip_suffix('=')?.trim_end();
+    let start = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+        .map_or(0, |i| i + 1);
+    Some(&before[start..]).filter(|key| !key.is_empty())
+}
+
 /// Parses and validates a spec; `file` names it in messages (a path, or `presets/NAME.toml`).
 pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
     let loc = Locator { file, text };
     let raw: RawSpec = toml::from_str(text).map_err(|e| {
         let offset = e.span().map_or(0, |s| s.start);
-        loc.err(offset, e.message().trim_end())
+        // toml's messages for a bad value ("number too large to fit in target type") do not
+        // say which key holds it: name the key written before the value.
+        match key_before(text, offset) {
+            Some(key) => loc.err(offset, format!("{key}: {}", e.message().trim_end())),
+            None => loc.err(offset, e.message().trim_end()),
+        }
     })?;
     let mut functions = Vec::with_capacity(raw.functions.len());
     let mut starts: HashMap<Bdf, usize> = HashMap::new();

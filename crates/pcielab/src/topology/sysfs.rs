@@ -28,9 +28,28 @@ pub fn read_sysfs(pci_dir: &Path) -> Result<Topology> {
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(&devices, e))?;
         if let Ok(bdf) = entry.file_name().to_string_lossy().parse::<Bdf>() {
-            found.push((bdf, entry.path()));
+            let path = entry.path();
+            // A dangling or looping link fails every read below it; name it here instead.
+            if let Err(e) = fs::metadata(&path) {
+                let why = if e.raw_os_error() == Some(libc::ELOOP) {
+                    "is a symlink loop".to_string()
+                } else {
+                    match fs::read_link(&path) {
+                        Ok(target) if e.kind() == std::io::ErrorKind::NotFound => {
+                            format!("is a dangling symlink to {}", target.display())
+                        }
+                        _ => e.to_string(),
+                    }
+                };
+                return Err(Error::bad_input(format!(
+                    "{}: {why}; each devices/<bdf> entry must be (a link to) the function's directory",
+                    path.display()
+                )));
+            }
+            found.push((bdf, path));
         }
     }
+
     // Parents sit on lower bus numbers than their children, so address order reads parents first.
     found.sort();
     let mut functions: Vec<Function> = Vec::with_capacity(found.len());

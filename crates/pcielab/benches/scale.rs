@@ -1,0 +1,138 @@
+//! Criterion benchmark `scale`: how the work behind `topo --p2p` and `fit` grows with the host
+//! and the data (docs/performance.md has the growth exponents measured from it).
+//!
+//! - `p2p_groups/sriov/N`: N endpoints as 16 root ports, each with a device of N/16 functions
+//!   (an SR-IOV physical function and its virtual functions): a handful of groups however large N.
+//! - `p2p_groups/fanout/N`: N endpoints each behind its own switch downstream port (64 per switch):
+//!   every endpoint its own group, the worst case for grouping.
+//! - `fit/N`: fitting N mixed read/write DMA rows.
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
+use pcielab::model::fit::fit;
+use pcielab::model::measurements::parse_measurements;
+use pcielab::model::p2p::{group_verdicts, groups, Cpu};
+use pcielab::model::transfer::LinkParams;
+use pcielab::pcie::{Bdf, Generation};
+use pcielab::topology::{Function, Kind, Topology};
+
+const ROOT_PORTS: usize = 16;
+
+fn function(bdf: Bdf, kind: Kind, parent: Option<Bdf>) -> Function {
+    let mut f = Function::new(bdf, 0x1b36, 0x0010, 0x010802, kind);
+    f.parent = parent;
+    f
+}
+
+/// Bus `bus`'s `i`-th function (8 per device, 32 devices per bus).
+fn on_bus(bus: usize, i: usize) -> Bdf {
+    Bdf::new(0, bus as u8, (i / 8) as u8, (i % 8) as u8)
+}
+
+fn sriov_host(endpoints: usize) -> Topology {
+    let mut functions = vec![function(Bdf::new(0, 0, 0, 0), Kind::HostBridge, None)];
+    let per_port = endpoints / ROOT_PORTS;
+    let mut bus = 1;
+    for port in 0..ROOT_PORTS {
+        let rp = Bdf::new(0, 0, (port + 1) as u8, 0);
+        functions.push(function(rp, Kind::RootPort, None));
+        // Virtual functions take buses after the physical function's, 256 per bus.
+        for i in 0..per_port {
+            functions.push(function(
+                on_bus(bus + i / 256, i % 256),
+                Kind::Endpoint,
+                Some(rp),
+            ));
+        }
+        bus += per_port.div_ceil(256);
+    }
+    Topology::new(functions)
+}
+
+fn fanout_host(endpoints: usize) -> Topology {
+    const PORTS_PER_SWITCH: usize = 64;
+    let mut functions = vec![function(Bdf::new(0, 0, 0, 0), Kind::HostBridge, None)];
+    let mut domain_bus = (0u16, 1usize);
+    let mut next_bus = || {
+        if domain_bus.1 > 255 {
+            domain_bus = (domain_bus.0 + 1, 1);
+        }
+        domain_bus.1 += 1;
+        (domain_bus.0, (domain_bus.1 - 1) as u8)
+    };
+    for switch in 0..endpoints.div_ceil(PORTS_PER_SWITCH) {
+        let (d, b) = next_bus();
+        let rp = Bdf::new(d, 0, (switch % 32) as u8, (switch / 32 % 8) as u8);
+        functions.push(function(rp, Kind::RootPort, None));
+        let up = Bdf::new(d, b, 0, 0);
+        functions.push(function(up, Kind::SwitchUpstream, Some(rp)));
+        let (_, down_bus) = next_bus();
+        for port in 0..PORTS_PER_SWITCH.min(endpoints - switch * PORTS_PER_SWITCH) {
+            let down = Bdf::new(d, down_bus, (port / 8) as u8, (port % 8) as u8);
+            functions.push(function(down, Kind::SwitchDownstream, Some(up)));
+            let (_, ep_bus) = next_bus();
+            functions.push(function(
+                Bdf::new(d, ep_bus, 0, 0),
+                Kind::Endpoint,
+                Some(down),
+            ));
+        }
+    }
+    Topology::new(functions)
+}
+
+/// `rows` dmatest-like CSV rows: reads and writes at sizes from 64 B to 4 MiB.
+fn measurements(rows: usize) -> String {
+    let mut text = String::from("size_bytes,direction,MBps\n");
+    for i in 0..rows {
+        let size = 64u64 << (i % 17);
+        let write = i % 2 == 0;
+        let rate = if write { 3000.0 } else { 2500.0 } * size as f64 / (size as f64 + 2048.0);
+        let jitter = 1.0 + ((i * 7919) % 11) as f64 / 1000.0;
+        text += &format!(
+            "{size},{},{:.1}\n",
+            if write { "write" } else { "read" },
+            rate * jitter
+        );
+    }
+    text
+}
+
+fn p2p(c: &mut Criterion) {
+    let mut group = c.benchmark_group("p2p_groups");
+    group.sample_size(10);
+    for endpoints in [256, 512, 1024, 2048, 4096, 8192] {
+        let host = sriov_host(endpoints);
+        group.bench_with_input(BenchmarkId::new("sriov", endpoints), &host, |b, host| {
+            b.iter(|| {
+                let g = groups(black_box(host));
+                group_verdicts(host, &g, Cpu::Intel { family: 6 })
+            })
+        });
+    }
+    for endpoints in [256, 512, 1024, 2048, 4096, 8192] {
+        let host = fanout_host(endpoints);
+        group.bench_with_input(BenchmarkId::new("fanout", endpoints), &host, |b, host| {
+            b.iter(|| {
+                let g = groups(black_box(host));
+                group_verdicts(host, &g, Cpu::Intel { family: 6 })
+            })
+        });
+    }
+    group.finish();
+}
+
+fn fitting(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fit");
+    group.sample_size(10);
+    let link = LinkParams::new(Generation::Gen3, 4);
+    for rows in [100, 1_000, 10_000] {
+        let parsed = parse_measurements("bench.csv", &measurements(rows), &link).unwrap();
+        group.bench_with_input(BenchmarkId::from_parameter(rows), &parsed, |b, rows| {
+            b.iter(|| fit(black_box(rows), &link, "bench").unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, p2p, fitting);
+criterion_main!(benches);
