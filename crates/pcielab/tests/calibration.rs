@@ -76,8 +76,29 @@ fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_within_ten_percent_only_at_1m
     // grows about 4× on the narrow link (16.8 µs against 4.4 µs per 64 B transfer), and one
     // link's table cannot tell a fixed cost from a link-dependent one; the fit says so for
     // dma.descriptor_bytes. The model is optimistic there, never pessimistic.
-    for r in &small {
-        assert!(r.residual_percent > 20.0, "{r:?}");
+    // Bounded on both sides: each miss as docs/calibration.md's table gives it, ±5 points.
+    let documented = [
+        ("write 64 ", 270.0),
+        ("write 256 ", 255.0),
+        ("write 4096 ", 101.0),
+        ("write 65536 ", 22.0),
+        ("read 64 ", 258.0),
+        ("read 256 ", 224.0),
+        ("read 4096 ", 95.5),
+        ("read 65536 ", 20.4),
+    ];
+    assert_eq!(small.len(), documented.len());
+    for (prefix, percent) in documented {
+        let r = small
+            .iter()
+            .find(|r| r.workload.starts_with(prefix))
+            .unwrap();
+        assert!(
+            (r.residual_percent - percent).abs() <= 5.0,
+            "{}: {:+.2} %, documented {percent:+} %",
+            r.workload,
+            r.residual_percent
+        );
     }
     let descriptor = fitted
         .params
@@ -129,8 +150,19 @@ fn leaving_sizes_out_predicts_them_within_five_percent_where_the_shape_holds() {
         .partition(|r| r.workload.starts_with("write"));
     within(&reads, 5.0);
     // Gen3 x4 writes miss the 5 % target: measured per-byte cost falls with size (0.52 ns/B
-    // from 256 B to 4 KB, 0.32 ns/B past 64 KB), which setup + bytes/rate cannot follow.
+    // from 256 B to 4 KB, 0.32 ns/B past 64 KB), which setup + bytes/rate cannot follow, nor
+    // a per-TLP slot (none of these sizes is just past MPS). Bounded on both sides: 256 B
+    // −8.1 %, 64 KB +8.3 %, 4 MB −1.7 %.
     within(&writes, 9.0);
+    let at = |size: &str| {
+        writes
+            .iter()
+            .find(|r| r.workload == format!("write {size}"))
+            .unwrap()
+            .residual_percent
+    };
+    assert!((-9.0..=-7.0).contains(&at("256")), "{}", at("256"));
+    assert!((7.0..=9.0).contains(&at("65536")), "{}", at("65536"));
 }
 
 #[test]
@@ -216,6 +248,43 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
     assert!(value > 0.0 && sigma < 0.1 * value, "{value} ± {sigma}");
     // One set of parameters describes both links' 24 cells (fitted: 6.6 KB, rms 5.4 %).
     within(&fitted.rows, 15.0);
+}
+
+#[test]
+fn two_gen2x1_sizes_beside_the_gen3x4_table_predict_the_other_gen2x1_cells() {
+    // One link's table cannot split the per-transfer cost into a fixed and a link-dependent
+    // part; two sizes from a second link configuration can. Fitted on all of §4.3.2 and the
+    // 64 B and 1 MB cells of §4.3.3 (both directions), the other eight §4.3.3 cells are
+    // predictions (docs/calibration.md, "Two sizes on a second link").
+    let mut rows = fixture("rk3588-gen3x4-dmatest.txt");
+    for m in &mut rows {
+        m.link = Some(link(Gen3, 4, 256));
+    }
+    let (seen, held_out): (Vec<Measurement>, Vec<Measurement>) =
+        fixture("rk3588-gen2x1-dmatest.txt")
+            .into_iter()
+            .map(|mut m| {
+                m.link = Some(link(Gen2, 1, 256));
+                m
+            })
+            .partition(|m| matches!(size_of(m), 64 | 1_048_576));
+    assert_eq!((seen.len(), held_out.len()), (4, 8));
+    rows.extend(seen);
+    let fitted = fit(&rows, &link(Gen3, 4, 256), "§4.3.2 + §4.3.3 64 B, 1 MB").unwrap();
+    let descriptor = fitted
+        .params
+        .iter()
+        .find(|p| p.key == "dma.descriptor_bytes")
+        .unwrap();
+    assert_eq!(descriptor.status, Status::Fitted, "{}", descriptor.note);
+    let predicted = compare(&fitted.model, &held_out, &link(Gen3, 4, 256));
+    let (to_4k, larger): (Vec<RowResult>, Vec<RowResult>) = predicted
+        .into_iter()
+        .partition(|r| !r.workload.contains("65536") && !r.workload.contains("4194304"));
+    // Measured: within +1…+6 % up to 4 KB; +14 % for 64 KB writes, whose Gen3 x4 curve bends
+    // in a way no fixed cost plus rate follows (see leave-sizes-out below).
+    within(&to_4k, 6.0);
+    within(&larger, 15.0);
 }
 
 #[test]

@@ -11,8 +11,8 @@
 use serde::Serialize;
 
 use super::measurements::{Measurement, Workload};
-use super::platform::{DmaDirection, MmioOp, PlatformModel, P, PARAMS};
-use super::transfer::LinkParams;
+use super::platform::{DmaDirection, FittedCell, MmioOp, PlatformModel, P, PARAMS};
+use super::transfer::{read, write, LinkParams, Overheads};
 use crate::error::{Error, Result};
 use crate::report::round_to;
 
@@ -83,8 +83,108 @@ pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Fitted,
+    /// The data bounds it on one side only: at the reported value it just paces some row, and
+    /// any value beyond it (the note says which way) fits as well.
+    Bound,
     /// Some row depends on it, but the data cannot pin it down; left at its default.
     NotDetermined,
+}
+
+/// Relative change of a parameter used to probe whether the fit's cost rises on each side.
+const PROBE: f64 = 1e-3;
+
+/// Which sides of `p`'s value raise the cost (sensitivity, not where the optimiser stopped):
+/// (below, above). A side that leaves the cost flat is one the data does not bound.
+fn sensitive_sides(
+    model: &PlatformModel,
+    p: P,
+    rows: &[Measurement],
+    link: &LinkParams,
+    cost: f64,
+) -> (bool, bool) {
+    let s = spec(p);
+    let value = model.get(p);
+    let step = PROBE * value.abs().max(scale_of(p, value) * PROBE);
+    let rises = |v: f64| {
+        let v = v.clamp(s.min, s.max);
+        if v == value || !v.is_finite() {
+            return true;
+        }
+        let mut m = model.clone();
+        m.set(p, v);
+        sum_squares(&residuals(&m, rows, link)) > cost * (1.0 + 1e-7) + 1e-18
+    };
+    (rises(value - step), rises(value + step))
+}
+
+/// How far a parameter that paces no row can move toward binding before the cost rises: the
+/// data says it is beyond this value. Bisection in log space between `from` (flat) and the
+/// bound on the binding side.
+fn flat_limit(
+    model: &PlatformModel,
+    p: P,
+    rows: &[Measurement],
+    link: &LinkParams,
+    cost: f64,
+) -> Option<f64> {
+    let s = spec(p);
+    // Rates bind when lowered; times, bytes and slots when raised.
+    let binds_low = s.unit == "MB/s";
+    let flat = |v: f64| {
+        let mut m = model.clone();
+        m.set(p, v);
+        sum_squares(&residuals(&m, rows, link)) <= cost * (1.0 + 1e-6) + 1e-15
+    };
+    let (mut good, mut bad) = if binds_low {
+        (1e9_f64.min(s.max), s.min.max(1e-3))
+    } else {
+        (s.min.max(1e-3), s.max)
+    };
+    if !flat(good) || flat(bad) {
+        return None;
+    }
+    for _ in 0..60 {
+        let mid = (good * bad).sqrt();
+        if flat(mid) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Some(good)
+}
+
+/// The measurement that would pin a parameter down when these rows do not.
+fn what_determines(p: P) -> &'static str {
+    match p {
+        P::DmaDescriptorBytes => {
+            "two sizes (a small and a large one, e.g. 64 B and 1 MB) measured on a second link configuration"
+        }
+        P::DmaSetupNs => "a small transfer (64 B), where the fixed cost dominates",
+        P::PostedWriteMbps => {
+            "writes large enough to stream (64 KB and up) whose rate flattens below the link's"
+        }
+        P::CompletionMbps => {
+            "reads large enough to stream (64 KB and up) whose rate flattens below the link's"
+        }
+        P::DmaWriteTlpNs => {
+            "a write just past a multiple of MPS (one nearly empty extra TLP) beside one at the multiple"
+        }
+        P::DmaReadTlpNs => {
+            "a read just past a multiple of MRRS (one nearly empty extra request) beside one at the multiple"
+        }
+        P::ReadLatencyNs | P::ReadLatencyPerByteNs => {
+            "reads of several sizes up to MRRS, or read latencies (latency_ns) of the same device"
+        }
+        P::DmaMaxReadRequests => "reads of several sizes above MRRS × a few requests",
+        P::MmioLoadsOutstanding | P::MmioLoadsPerThread => {
+            "loads at several thread counts (CSV column jobs)"
+        }
+        P::CpuReadIoNs | P::CpuWriteIoNs => "small-block queued I/O at one and several jobs",
+        P::DriveReadMbps | P::DriveWriteMbps => "large-block sequential queued I/O",
+        P::DriveReadIops | P::DriveWriteIops => "small-block queued I/O at several jobs",
+        _ => "rows that this parameter alone limits",
+    }
 }
 
 /// One fitted (or not determined) parameter.
@@ -125,7 +225,12 @@ fn candidates(rows: &[Measurement]) -> Vec<P> {
             Workload::Dma {
                 direction: DmaDirection::Write,
                 ..
-            } => &[P::DmaSetupNs, P::PostedWriteMbps, P::DmaDescriptorBytes],
+            } => &[
+                P::DmaSetupNs,
+                P::PostedWriteMbps,
+                P::DmaDescriptorBytes,
+                P::DmaWriteTlpNs,
+            ],
             Workload::Dma {
                 direction: DmaDirection::Read,
                 ..
@@ -136,6 +241,7 @@ fn candidates(rows: &[Measurement]) -> Vec<P> {
                 P::CompletionMbps,
                 P::DmaMaxReadRequests,
                 P::DmaDescriptorBytes,
+                P::DmaReadTlpNs,
             ],
             Workload::Mmio {
                 op: MmioOp::Store, ..
@@ -185,6 +291,8 @@ fn candidates(rows: &[Measurement]) -> Vec<P> {
         P::ReadLatencyPerByteNs,
         P::CompletionMbps,
         P::DmaDescriptorBytes,
+        P::DmaWriteTlpNs,
+        P::DmaReadTlpNs,
         P::MmioStoreIssueNs,
         P::MmioLoadLatencyNs,
         P::DmaMaxReadRequests,
@@ -216,8 +324,9 @@ fn sum_squares(r: &[f64]) -> f64 {
 }
 
 /// A starting value that makes the parameter bind on the data (so its gradient is not zero):
-/// rates at the fastest measured figure that uses them, CPU costs at the cheapest I/O's time.
-fn start_value(p: P, rows: &[Measurement]) -> f64 {
+/// rates at the fastest measured figure that uses them, CPU costs at the cheapest I/O's time,
+/// per-TLP slots at the wire time of a full TLP (so every shorter one is paced by the slot).
+fn start_value(p: P, rows: &[Measurement], link: &LinkParams) -> f64 {
     let s = spec(p);
     let max_mbps = rows.iter().map(|m| m.mbps).fold(0.0, f64::max);
     // The cheapest I/O of the direction the CPU cost belongs to (a read I/O is a device write).
@@ -243,6 +352,8 @@ fn start_value(p: P, rows: &[Measurement]) -> f64 {
         P::DriveReadIops | P::DriveWriteIops => max_iops,
         P::CpuReadIoNs => queued_ns(DmaDirection::Write),
         P::CpuWriteIoNs => queued_ns(DmaDirection::Read),
+        P::DmaWriteTlpNs => write(u64::from(link.mps), link).link_time_ns(link, Overheads::Full),
+        P::DmaReadTlpNs => read(u64::from(link.mrrs), link).link_time_ns(link, Overheads::Full),
         _ => s.default,
     };
     if value.is_finite() {
@@ -413,7 +524,7 @@ fn undetermined(columns: &[Vec<f64>], free: &[P]) -> Option<(usize, String)> {
     for (i, col) in columns.iter().enumerate() {
         let norm: f64 = col.iter().map(|v| v * v).sum::<f64>().sqrt();
         if norm < 1e-9 {
-            return Some((i, "not limiting in this data (no row depends on it)".into()));
+            return Some((i, "no row is paced by it at the best fit".into()));
         }
         let mut v = col.clone();
         let mut overlaps = Vec::new();
@@ -448,16 +559,71 @@ fn undetermined(columns: &[Vec<f64>], free: &[P]) -> Option<(usize, String)> {
 /// parameters and the Jacobian columns of the kept ones.
 type Continuous = (PlatformModel, f64, Vec<(P, String)>, Vec<P>, Vec<Vec<f64>>);
 
+/// Where the optimiser starts the parameters whose effect is a `max` (per-TLP slots and rate
+/// limits): from a point where they bind, the gradient leads to where the data puts them; once
+/// one falls below what binds, its gradient is zero and it stays. So a fit tries a few starts.
+#[derive(Debug, Clone, Copy)]
+struct Start {
+    /// Per-TLP slots at this many full TLPs' wire time.
+    slot_tlps: f64,
+    /// Rate limits at this multiple of the fastest measured rate.
+    rate_factor: f64,
+}
+
+/// The start every whole-number combination is fitted from: slots binding on every TLP, rates
+/// binding on the fastest row.
+const FIRST_START: Start = Start {
+    slot_tlps: 4.0,
+    rate_factor: 1.0,
+};
+
+/// Further starts, tried on the chosen whole-number combination when per-TLP slots are free:
+/// rates that no row needs (the slots pace the writes) and slots near and far above the wire.
+const RESTARTS: [Start; 4] = [
+    Start {
+        slot_tlps: 4.0,
+        rate_factor: 4.0,
+    },
+    Start {
+        slot_tlps: 1.5,
+        rate_factor: 4.0,
+    },
+    Start {
+        slot_tlps: 1.5,
+        rate_factor: 1.0,
+    },
+    Start {
+        slot_tlps: 16.0,
+        rate_factor: 1.0,
+    },
+];
+
 fn fit_continuous(
     rows: &[Measurement],
     link: &LinkParams,
     base: &PlatformModel,
     continuous: &[P],
+    start: Start,
 ) -> Continuous {
     let mut free: Vec<P> = continuous.to_vec();
     let mut dropped: Vec<(P, String)> = Vec::new();
+    // After dropping a parameter the rest start where the previous fit left them: the dropped
+    // one added nothing the others could not, so that point is (close to) the best again.
+    let mut previous: Option<PlatformModel> = None;
     loop {
-        let starts: Vec<f64> = free.iter().map(|&p| start_value(p, rows)).collect();
+        let starts: Vec<f64> = free
+            .iter()
+            .map(|&p| match (&previous, p) {
+                (Some(m), _) => m.get(p),
+                (None, P::DmaWriteTlpNs | P::DmaReadTlpNs) => {
+                    start.slot_tlps * start_value(p, rows, link)
+                }
+                (None, P::PostedWriteMbps | P::CompletionMbps) => {
+                    (start.rate_factor * start_value(p, rows, link)).min(spec(p).max)
+                }
+                (None, _) => start_value(p, rows, link),
+            })
+            .collect();
         let scale: Vec<f64> = free
             .iter()
             .zip(&starts)
@@ -476,7 +642,11 @@ fn fit_continuous(
         let columns = solver.jacobian(base, &x, &r);
         match undetermined(&columns, &free) {
             Some((i, why)) => {
-                dropped.push((free.remove(i), why));
+                let gone = free.remove(i);
+                dropped.push((gone, why));
+                let mut kept = model;
+                kept.set(gone, spec(gone).default);
+                previous = Some(kept);
             }
             None => {
                 // Columns back in parameter units for the covariance.
@@ -528,7 +698,7 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
         for (&p, &v) in integers.iter().zip(&combo) {
             base.set(p, v);
         }
-        let result = fit_continuous(rows, link, &base, &continuous);
+        let result = fit_continuous(rows, link, &base, &continuous, FIRST_START);
         results.push((combo, result));
     }
     let best_cost = results
@@ -548,7 +718,23 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
                 .then(a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
         })
         .expect("at least one combination");
-    let (combo, (model, cost, dropped, kept, columns)) = chosen.clone();
+    let (combo, mut best) = chosen.clone();
+    if continuous
+        .iter()
+        .any(|p| matches!(p, P::DmaWriteTlpNs | P::DmaReadTlpNs))
+    {
+        let mut base = PlatformModel::default();
+        for (&p, &v) in integers.iter().zip(&combo) {
+            base.set(p, v);
+        }
+        for start in RESTARTS {
+            let other = fit_continuous(rows, link, &base, &continuous, start);
+            if other.1 < best.1 * (1.0 - 1e-9) {
+                best = other;
+            }
+        }
+    }
+    let (model, cost, dropped, kept, columns) = best;
     let residual_count = residuals(&model, rows, link).len();
     let dof = residual_count as f64 - kept.len() as f64 - integers.len() as f64;
     let covariance = if dof > 0.0 {
@@ -579,6 +765,27 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
         let shown = value.is_finite().then(|| round_to(value, 4));
         if let Some(i) = kept.iter().position(|&k| k == p) {
             let at_bound = value <= s.min || value >= s.max;
+            let (below, above) = sensitive_sides(&model, p, rows, link, cost);
+            if !at_bound && below != above {
+                let (side, word) = if above {
+                    ("at most", "below")
+                } else {
+                    ("at least", "above")
+                };
+                params.push(ParamResult {
+                    key: s.key,
+                    unit: s.unit,
+                    value: shown,
+                    uncertainty: None,
+                    status: Status::Bound,
+                    note: format!(
+                        "{side} this value: it just paces a row here, and any value {word} it fits as well; {} would determine it",
+                        what_determines(p)
+                    ),
+                });
+                fitted.push(s.key.to_string());
+                continue;
+            }
             params.push(ParamResult {
                 key: s.key,
                 unit: s.unit,
@@ -622,19 +829,49 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
                 .iter()
                 .find(|(d, _)| *d == p)
                 .map_or_else(String::new, |(_, w)| w.clone());
+            let limit = flat_limit(&model, p, rows, link, cost).map_or_else(String::new, |v| {
+                let side = if s.unit == "MB/s" {
+                    "at least"
+                } else {
+                    "at most"
+                };
+                format!(
+                    "; the data only says it is {side} {} {}",
+                    round_to(v, 4),
+                    s.unit
+                )
+            });
             params.push(ParamResult {
                 key: s.key,
                 unit: s.unit,
                 value: shown,
                 uncertainty: None,
                 status: Status::NotDetermined,
-                note: format!("{why}; default kept"),
+                note: format!(
+                    "{why}{limit}; default kept; {} would determine it",
+                    what_determines(p)
+                ),
             });
         }
     }
     let mut model = model;
     model.fitted_on = fitted_on.to_string();
     model.fitted = fitted;
+    model.fitted_cells = rows
+        .iter()
+        .filter_map(|m| match m.workload {
+            Workload::Dma { direction, size } => {
+                let on = m.link.unwrap_or(*link);
+                Some(FittedCell {
+                    direction,
+                    size,
+                    gen: on.gen.number(),
+                    width: on.width,
+                })
+            }
+            _ => None,
+        })
+        .collect();
     let rows_out = compare(&model, rows, link);
     Ok(FitReport {
         fitted_on: fitted_on.to_string(),
@@ -728,6 +965,7 @@ impl FitReport {
             let sigma = p.uncertainty.map_or("-".to_string(), |u| format!("{u}"));
             let status = match p.status {
                 Status::Fitted => "fitted",
+                Status::Bound => "BOUND ONLY",
                 Status::NotDetermined => "NOT DETERMINED",
             };
             text.push_str(&format!(

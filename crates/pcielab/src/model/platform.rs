@@ -38,6 +38,8 @@ pub enum P {
     DmaSetupNs,
     DmaMaxReadRequests,
     DmaDescriptorBytes,
+    DmaWriteTlpNs,
+    DmaReadTlpNs,
     CpuReadIoNs,
     CpuWriteIoNs,
     DriveReadMbps,
@@ -57,7 +59,7 @@ pub enum P {
 const UNBOUNDED: f64 = f64::INFINITY;
 
 /// Every parameter, in [`P`] order.
-pub const PARAMS: [ParamSpec; 21] = [
+pub const PARAMS: [ParamSpec; 23] = [
     ParamSpec {
         key: "root_complex.posted_write_MBps",
         unit: "MB/s",
@@ -127,6 +129,29 @@ pub const PARAMS: [ParamSpec; 21] = [
         integer: false,
         meaning: "descriptor and status bytes crossing the link per transfer, at the link-achievable rate",
         source: "none: 0 (descriptors local to the endpoint) until fitted on two links",
+    },
+    // A TLP is the unit the DMA engine, the root complex's ingress and the memory controller each
+    // handle: a path that needs a fixed time per TLP makes one more, nearly empty TLP (a size
+    // just past MPS or MRRS) cost a whole slot, the saw-tooth no per-byte rate can give.
+    ParamSpec {
+        key: "dma.write_tlp_ns",
+        unit: "ns",
+        default: 0.0,
+        min: 0.0,
+        max: 1e5,
+        integer: false,
+        meaning: "least time one posted Memory Write TLP of a DMA write occupies the path to memory, whatever its payload (the wire time when longer)",
+        source: "none: 0 (only the wire paces TLPs) until fitted",
+    },
+    ParamSpec {
+        key: "dma.read_tlp_ns",
+        unit: "ns",
+        default: 0.0,
+        min: 0.0,
+        max: 1e5,
+        integer: false,
+        meaning: "least time one read request of a DMA read and its completions occupy the path, whatever their size (the wire time when longer)",
+        source: "none: 0 (only the wire paces requests) until fitted",
     },
     ParamSpec {
         key: "cpu.read_io_ns",
@@ -311,6 +336,53 @@ pub struct PlatformModel {
     /// Whether a spec gave it (a non-empty `[platform]` table) rather than the defaults alone:
     /// only then does `stat` on `sim:` print its predictions beside the link's rates.
     pub given: bool,
+    /// The DMA measurements the fit saw: a prediction of one of these is in-sample.
+    pub fitted_cells: Vec<FittedCell>,
+}
+
+/// One DMA measurement a platform was fitted on: direction, size and the link it ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FittedCell {
+    pub direction: DmaDirection,
+    pub size: u64,
+    pub gen: u8,
+    pub width: u8,
+}
+
+impl FittedCell {
+    /// `write 64 B Gen3 x4`: how `[platform] fitted_cells` lists it.
+    pub fn text(&self) -> String {
+        let direction = match self.direction {
+            DmaDirection::Write => "write",
+            DmaDirection::Read => "read",
+        };
+        format!(
+            "{direction} {} B Gen{} x{}",
+            self.size, self.gen, self.width
+        )
+    }
+
+    fn parse(text: &str) -> Option<FittedCell> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let [direction, size, "B", gen, width] = words.as_slice() else {
+            return None;
+        };
+        Some(FittedCell {
+            direction: match *direction {
+                "write" => DmaDirection::Write,
+                "read" => DmaDirection::Read,
+                _ => return None,
+            },
+            size: size.parse().ok()?,
+            gen: gen.strip_prefix("Gen")?.parse().ok()?,
+            width: width.strip_prefix('x')?.parse().ok()?,
+        })
+    }
+
+    /// Whether this cell ran on `link`'s generation and width.
+    pub fn on(&self, link: &LinkParams) -> bool {
+        self.gen == link.gen.number() && self.width == link.width
+    }
 }
 
 /// The transfer size of a "streaming" DMA prediction (`topo`, `stat`): large enough that the
@@ -324,6 +396,7 @@ impl Default for PlatformModel {
             fitted_on: "defaults".into(),
             fitted: Vec::new(),
             given: false,
+            fitted_cells: Vec::new(),
         }
     }
 }
@@ -333,6 +406,27 @@ fn ns_at(bytes: f64, mbps: f64) -> f64 {
     bytes / mbps * 1000.0
 }
 
+/// What a per-TLP minimum `slot` adds to an aligned transfer of `size` split into pieces of at
+/// most `piece` bytes (MPS for writes, MRRS for read requests): Σ over pieces of
+/// max(0, slot − wire time of the piece), with `wire_ns` giving a piece's wire time. Added to
+/// the transfer's own wire time it makes Σ max(wire, slot). Full pieces and the one short last
+/// piece are all there is, so the sum is O(1).
+fn slot_shortfall_ns(size: u64, piece: u64, slot: f64, wire_ns: impl Fn(u64) -> f64) -> f64 {
+    if slot <= 0.0 || size == 0 {
+        return 0.0;
+    }
+    let full = size / piece;
+    let rest = size % piece;
+    let mut shortfall = 0.0;
+    if full > 0 {
+        shortfall += full as f64 * (slot - wire_ns(piece)).max(0.0);
+    }
+    if rest > 0 {
+        shortfall += (slot - wire_ns(rest)).max(0.0);
+    }
+    shortfall
+}
+
 impl PlatformModel {
     pub fn get(&self, p: P) -> f64 {
         self.values[p as usize]
@@ -340,6 +434,38 @@ impl PlatformModel {
 
     pub fn set(&mut self, p: P, value: f64) {
         self.values[p as usize] = value;
+    }
+
+    /// Whether the fit saw a DMA transfer of `size` in `direction` on `link`: a prediction of
+    /// it reproduces a measurement rather than predicting one.
+    pub fn in_sample(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> bool {
+        self.fitted_cells
+            .iter()
+            .any(|c| c.direction == direction && c.size == size && c.on(link))
+    }
+
+    /// A warning when this platform is applied to a link none of its DMA measurements ran on:
+    /// per-transfer costs that scale with the link are only separated by two links' data.
+    pub fn link_warning(&self, link: &LinkParams) -> Option<String> {
+        if self.fitted_cells.is_empty() || self.fitted_cells.iter().any(|c| c.on(link)) {
+            return None;
+        }
+        let mut links: Vec<String> = self
+            .fitted_cells
+            .iter()
+            .map(|c| format!("Gen{} x{}", c.gen, c.width))
+            .collect();
+        links.sort();
+        links.dedup();
+        Some(format!(
+            "platform fitted on {} only, applied to Gen{} x{}: a per-transfer cost that grows on \
+             a slower link is not separated from a fixed one by one link's data (the RK3588 \
+             Gen3 x4 fit predicts Gen2 x1 64 B writes +270 %); fit with two sizes measured on \
+             this link too (docs/calibration.md)",
+            links.join(", "),
+            link.gen.number(),
+            link.width
+        ))
     }
 
     /// Whether `p`'s value came from a fit.
@@ -381,6 +507,23 @@ impl PlatformModel {
                 }
                 continue;
             }
+            if section == "fitted_cells" {
+                let cells = value.as_array().ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "{file}: [platform] fitted_cells must be a list like [\"write 64 B Gen3 x4\"]"
+                    ))
+                })?;
+                for entry in cells {
+                    let cell = entry.as_str().and_then(FittedCell::parse).ok_or_else(|| {
+                        Error::bad_input(format!(
+                            "{file}: [platform] fitted_cells lists {entry}: expected \
+                             \"write|read SIZE B GenG xW\", e.g. \"write 64 B Gen3 x4\""
+                        ))
+                    })?;
+                    model.fitted_cells.push(cell);
+                }
+                continue;
+            }
             if section == "fitted_on" {
                 model.fitted_on = value
                     .as_str()
@@ -395,7 +538,7 @@ impl PlatformModel {
                 .filter(|_| sections.contains(&section.as_str()))
             else {
                 return Err(Error::bad_input(format!(
-                    "{file}: [platform] has no section '{section}': valid are fitted_on, fitted and {}",
+                    "{file}: [platform] has no section '{section}': valid are fitted_on, fitted, fitted_cells and {}",
                     sections.join(", ")
                 )));
             };
@@ -447,6 +590,8 @@ impl PlatformModel {
         let mut text = String::from("[platform]\n");
         text.push_str(&format!("fitted_on = {:?}\n", self.fitted_on));
         text.push_str(&format!("fitted = {:?}\n", self.fitted));
+        let cells: Vec<String> = self.fitted_cells.iter().map(FittedCell::text).collect();
+        text.push_str(&format!("fitted_cells = {cells:?}\n"));
         let mut section = "";
         for (spec, value) in PARAMS.iter().zip(self.values) {
             let (sec, key) = spec.key.split_once('.').unwrap_or(("", spec.key));
@@ -491,20 +636,24 @@ impl PlatformModel {
         let requests = size.div_ceil(mrrs);
         let waves = (requests as f64 / in_flight.max(1.0)).ceil();
         let latency_bound = waves * first_rtt;
-        let stream_ns = read(size, link)
-            .link_time_ns(link, Overheads::Full)
-            .max(ns_at(size as f64, self.get(P::CompletionMbps)));
+        let request_time = |bytes: u64| read(bytes, link).link_time_ns(link, Overheads::Full);
+        let occupied = request_time(size)
+            + slot_shortfall_ns(size, mrrs, self.get(P::DmaReadTlpNs), request_time);
+        let stream_ns = occupied.max(ns_at(size as f64, self.get(P::CompletionMbps)));
         let stream_bound =
             stream_ns + first_rtt - read(first, link).link_time_ns(link, Overheads::Full);
         latency_bound.max(stream_bound)
     }
 
-    /// Time of one device write of `size` bytes: the link or the root complex's acceptance rate,
+    /// Time of one device write of `size` bytes: the TLPs on the path (each for its wire time
+    /// or `dma.write_tlp_ns`, whichever is longer) or the root complex's acceptance rate,
     /// whichever is slower (posted: nothing waits for a reply).
     pub fn write_data_ns(&self, size: u64, link: &LinkParams) -> f64 {
-        write(size, link)
-            .link_time_ns(link, Overheads::Full)
-            .max(ns_at(size as f64, self.get(P::PostedWriteMbps)))
+        let tlp_time = |bytes: u64| write(bytes, link).link_time_ns(link, Overheads::Full);
+        let slot = self.get(P::DmaWriteTlpNs);
+        let occupied =
+            tlp_time(size) + slot_shortfall_ns(size, u64::from(link.mps), slot, tlp_time);
+        occupied.max(ns_at(size as f64, self.get(P::PostedWriteMbps)))
     }
 
     /// One endpoint-DMA transfer, as dmatest times it: setup, the descriptor read, the data.
