@@ -922,6 +922,57 @@ mod tests {
     }
 
     #[test]
+    fn a_per_tlp_slot_makes_one_byte_past_mps_or_mrrs_cost_a_whole_slot() {
+        let link = LinkParams::new(Generation::Gen3, 8);
+        // A 256 B Memory Write is 276 wire bytes: 35 ns at Gen3 x8 (7877 MB/s), under 100.
+        let full_tlp = write(256, &link).link_time_ns(&link, Overheads::Full);
+        assert!(full_tlp > 30.0 && full_tlp < 40.0, "{full_tlp}");
+        let mut m = PlatformModel::default();
+        let time = |m: &PlatformModel, d, s| m.dma_transfer_ns(d, s, &link);
+        // Without a slot one more byte costs about a byte's wire time plus a TLP's overhead.
+        let step = time(&m, DmaDirection::Write, 257) - time(&m, DmaDirection::Write, 256);
+        assert!(step < 5.0, "{step}");
+        m.set(P::DmaWriteTlpNs, 100.0);
+        m.set(P::DmaReadTlpNs, 400.0);
+        let step = time(&m, DmaDirection::Write, 257) - time(&m, DmaDirection::Write, 256);
+        assert!((step - 100.0).abs() < 0.5, "{step}");
+        // Whole TLPs: 4 slots for 1 KB, whatever the bytes inside them.
+        let kb = time(&m, DmaDirection::Write, 1024) - time(&m, DmaDirection::Write, 64);
+        assert!((kb - 300.0).abs() < 0.5, "{kb}");
+        // Reads: one byte past MRRS is one more request and its slot (the stream bound rules
+        // with eight requests in flight and no latency).
+        m.set(P::ReadLatencyNs, 0.0);
+        m.set(P::ReadLatencyPerByteNs, 0.0);
+        let step = time(&m, DmaDirection::Read, 2049) - time(&m, DmaDirection::Read, 2048);
+        assert!((step - 400.0).abs() < 1.0, "{step}");
+    }
+
+    #[test]
+    fn in_sample_cells_and_another_link_are_told_apart() {
+        let mut m = PlatformModel::default();
+        let gen3x4 = LinkParams::new(Generation::Gen3, 4);
+        let gen2x1 = LinkParams::new(Generation::Gen2, 1);
+        assert_eq!(m.link_warning(&gen2x1), None, "no cells: nothing to compare");
+        m.fitted_cells = vec![FittedCell {
+            direction: DmaDirection::Write,
+            size: 64,
+            gen: 3,
+            width: 4,
+        }];
+        assert!(m.in_sample(DmaDirection::Write, 64, &gen3x4));
+        assert!(!m.in_sample(DmaDirection::Read, 64, &gen3x4));
+        assert!(!m.in_sample(DmaDirection::Write, 64, &gen2x1));
+        assert_eq!(m.link_warning(&gen3x4), None);
+        let w = m.link_warning(&gen2x1).unwrap();
+        assert!(w.starts_with("platform fitted on Gen3 x4 only, applied to Gen2 x1"), "{w}");
+        let back = parse_platform("p.toml", &m.to_toml()).unwrap();
+        assert_eq!(back.fitted_cells, m.fitted_cells);
+        let e = parse_platform("p.toml", "[platform]\nfitted_cells = [\"write 64 Gen3 x4\"]\n")
+            .unwrap_err();
+        assert!(e.message().contains("\"write 64 B Gen3 x4\""), "{e}");
+    }
+
+    #[test]
     fn interrupts_follow_the_slower_of_trigger_and_handler() {
         let m = PlatformModel::default();
         let link = LinkParams::new(Generation::Gen3, 4);
