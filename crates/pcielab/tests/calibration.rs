@@ -78,21 +78,18 @@ fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_within_ten_percent_only_at_1m
     // dma.descriptor_bytes. The model is optimistic there, never pessimistic.
     // Bounded on both sides: each miss as docs/calibration.md's table gives it, ±5 points.
     let documented = [
-        ("write 64 ", 270.0),
-        ("write 256 ", 255.0),
-        ("write 4096 ", 101.0),
-        ("write 65536 ", 22.0),
-        ("read 64 ", 258.0),
-        ("read 256 ", 224.0),
-        ("read 4096 ", 95.5),
-        ("read 65536 ", 20.4),
+        ("write 64", 270.0),
+        ("write 256", 255.0),
+        ("write 4096", 101.0),
+        ("write 65536", 22.0),
+        ("read 64", 258.0),
+        ("read 256", 224.0),
+        ("read 4096", 95.5),
+        ("read 65536", 20.4),
     ];
     assert_eq!(small.len(), documented.len());
-    for (prefix, percent) in documented {
-        let r = small
-            .iter()
-            .find(|r| r.workload.starts_with(prefix))
-            .unwrap();
+    for (cell, percent) in documented {
+        let r = small.iter().find(|r| r.workload == cell).unwrap();
         assert!(
             (r.residual_percent - percent).abs() <= 5.0,
             "{}: {:+.2} %, documented {percent:+} %",

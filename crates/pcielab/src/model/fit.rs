@@ -54,6 +54,10 @@ pub struct RowResult {
     pub measured_latency_ns: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_latency_ns: Option<f64>,
+    /// DMA rows: whether the platform was fitted on this very cell (size, direction, link), so
+    /// the predicted figure reproduces it rather than predicting it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_sample: Option<bool>,
 }
 
 /// Compares `model`'s predictions with every measurement (each on its own link if it names one,
@@ -61,7 +65,8 @@ pub struct RowResult {
 pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -> Vec<RowResult> {
     rows.iter()
         .map(|m| {
-            let (mbps, latency) = predict(model, &m.workload, &m.link.unwrap_or(*link));
+            let on = m.link.unwrap_or(*link);
+            let (mbps, latency) = predict(model, &m.workload, &on);
             RowResult {
                 line: m.line,
                 workload: match m.link {
@@ -73,6 +78,12 @@ pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -
                 residual_percent: round_to((mbps / m.mbps - 1.0) * 100.0, 2),
                 measured_latency_ns: m.latency_ns,
                 predicted_latency_ns: m.latency_ns.map(|_| round_to(latency, 1)),
+                in_sample: match m.workload {
+                    Workload::Dma { direction, size } => {
+                        Some(model.in_sample(direction, size, &on))
+                    }
+                    _ => None,
+                },
             }
         })
         .collect()
@@ -794,6 +805,11 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
                 status: Status::Fitted,
                 note: if at_bound {
                     format!("at its bound ({} to {} {})", s.min, s.max, s.unit)
+                } else if covariance[i].is_some_and(|u| u > value.abs()) {
+                    format!(
+                        "poorly determined: ±1σ exceeds the value; {} would determine it",
+                        what_determines(p)
+                    )
                 } else if dof <= 0.0 {
                     "as many parameters as rows: no spare row to estimate uncertainty".into()
                 } else {
@@ -896,12 +912,17 @@ fn rms_percent(rows: &[RowResult]) -> f64 {
 /// One line per row: measured, predicted and the residual.
 fn rows_text(rows: &[RowResult]) -> String {
     let mut text = format!(
-        "{:>5}  {:<28} {:>12} {:>12} {:>9}\n",
-        "line", "measurement", "measured", "predicted", "residual"
+        "{:>5}  {:<28} {:>12} {:>12} {:>9}  {}\n",
+        "line", "measurement", "measured", "predicted", "residual", "cell"
     );
     for r in rows {
+        let cell = match r.in_sample {
+            Some(true) => "in-sample",
+            Some(false) => "predicted",
+            None => "",
+        };
         text.push_str(&format!(
-            "{:>5}  {:<28} {:>12.2} {:>12.2} {:>8.2}%\n",
+            "{:>5}  {:<28} {:>12.2} {:>12.2} {:>8.2}%  {cell}\n",
             r.line, r.workload, r.measured_mbps, r.predicted_mbps, r.residual_percent
         ));
     }
@@ -918,6 +939,8 @@ pub struct PredictionReport {
     /// Root mean square of the per-row relative residuals, in percent.
     pub rms_residual_percent: f64,
     pub rows: Vec<RowResult>,
+    /// One per link of these rows that none of the platform's measurements ran on.
+    pub warnings: Vec<String>,
 }
 
 /// Predicts every row with `model` (each on its own link if it names one, else on `link`).
@@ -927,20 +950,34 @@ pub fn predict_rows(
     link: &LinkParams,
 ) -> Result<PredictionReport> {
     link.validate()?;
+    let mut warnings: Vec<String> = Vec::new();
+    for m in rows {
+        if let Some(w) = model.link_warning(&m.link.unwrap_or(*link)) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
     let rows = compare(model, rows, link);
     Ok(PredictionReport {
         platform_fitted_on: model.fitted_on.clone(),
         rows_used: rows.len(),
         rms_residual_percent: rms_percent(&rows),
         rows,
+        warnings,
     })
 }
 
 impl PredictionReport {
     /// Where the parameters come from, then one line per row with its residual.
     pub fn to_text(&self) -> String {
+        let warnings: String = self
+            .warnings
+            .iter()
+            .map(|w| format!("warning: {w}\n"))
+            .collect();
         format!(
-            "predicted with a platform fitted on {}: {} rows, rms residual {:.2} %\n\n{}",
+            "predicted with a platform fitted on {}: {} rows, rms residual {:.2} %\n{warnings}\n{}",
             self.platform_fitted_on,
             self.rows_used,
             self.rms_residual_percent,

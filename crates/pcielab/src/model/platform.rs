@@ -385,6 +385,32 @@ impl FittedCell {
     }
 }
 
+/// Where a platform number stands against the measurements the platform was fitted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provenance {
+    /// The fit saw this size and direction on this link: the number reproduces a measurement.
+    InSample,
+    /// Out of sample on a link the fit saw (or the fit recorded no cells).
+    Predicted,
+    /// Out of sample on a link none of the fit's measurements ran on: per-transfer costs that
+    /// scale with the link may be far off.
+    OtherLink,
+}
+
+impl Provenance {
+    /// How `topo` and `stat` print it after the platform's rates.
+    pub fn text(self) -> &'static str {
+        match self {
+            Provenance::InSample => "in-sample: the fit saw 4 MiB transfers on this link",
+            Provenance::Predicted => "predicted for 4 MiB transfers",
+            Provenance::OtherLink => {
+                "predicted for 4 MiB transfers on a link the platform was not fitted on: may be far off"
+            }
+        }
+    }
+}
+
 /// The transfer size of a "streaming" DMA prediction (`topo`, `stat`): large enough that the
 /// per-transfer setup is under a few percent of the time on the seed's boards.
 pub const STREAMING_DMA_BYTES: u64 = 4 << 20;
@@ -675,11 +701,20 @@ impl PlatformModel {
 
     /// (write, read) MB/s of back-to-back [`STREAMING_DMA_BYTES`] endpoint DMA transfers on
     /// `link`: the platform's prediction of what a port's traffic can reach, beside the link's
-    /// line and achievable rates.
-    pub fn streaming_dma_mbps(&self, link: &LinkParams) -> (f64, f64) {
+    /// line and achievable rates, and where those two numbers stand against the fit's data.
+    pub fn streaming_dma_mbps(&self, link: &LinkParams) -> (f64, f64, Provenance) {
+        let seen = |d| self.in_sample(d, STREAMING_DMA_BYTES, link);
+        let provenance = if self.link_warning(link).is_some() {
+            Provenance::OtherLink
+        } else if seen(DmaDirection::Write) && seen(DmaDirection::Read) {
+            Provenance::InSample
+        } else {
+            Provenance::Predicted
+        };
         (
             self.dma_mbps(DmaDirection::Write, STREAMING_DMA_BYTES, link),
             self.dma_mbps(DmaDirection::Read, STREAMING_DMA_BYTES, link),
+            provenance,
         )
     }
 
@@ -952,7 +987,11 @@ mod tests {
         let mut m = PlatformModel::default();
         let gen3x4 = LinkParams::new(Generation::Gen3, 4);
         let gen2x1 = LinkParams::new(Generation::Gen2, 1);
-        assert_eq!(m.link_warning(&gen2x1), None, "no cells: nothing to compare");
+        assert_eq!(
+            m.link_warning(&gen2x1),
+            None,
+            "no cells: nothing to compare"
+        );
         m.fitted_cells = vec![FittedCell {
             direction: DmaDirection::Write,
             size: 64,
@@ -964,11 +1003,17 @@ mod tests {
         assert!(!m.in_sample(DmaDirection::Write, 64, &gen2x1));
         assert_eq!(m.link_warning(&gen3x4), None);
         let w = m.link_warning(&gen2x1).unwrap();
-        assert!(w.starts_with("platform fitted on Gen3 x4 only, applied to Gen2 x1"), "{w}");
+        assert!(
+            w.starts_with("platform fitted on Gen3 x4 only, applied to Gen2 x1"),
+            "{w}"
+        );
         let back = parse_platform("p.toml", &m.to_toml()).unwrap();
         assert_eq!(back.fitted_cells, m.fitted_cells);
-        let e = parse_platform("p.toml", "[platform]\nfitted_cells = [\"write 64 Gen3 x4\"]\n")
-            .unwrap_err();
+        let e = parse_platform(
+            "p.toml",
+            "[platform]\nfitted_cells = [\"write 64 Gen3 x4\"]\n",
+        )
+        .unwrap_err();
         assert!(e.message().contains("\"write 64 B Gen3 x4\""), "{e}");
     }
 
