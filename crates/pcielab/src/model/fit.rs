@@ -223,6 +223,8 @@ pub struct FitReport {
     pub rms_residual_percent: f64,
     pub params: Vec<ParamResult>,
     pub rows: Vec<RowResult>,
+    /// Columns the model cannot reproduce together, each with the residuals that show it.
+    pub conflicts: Vec<String>,
     #[serde(skip)]
     pub model: PlatformModel,
 }
@@ -675,6 +677,73 @@ fn fit_continuous(
 /// Fits the platform parameters the rows depend on. `fitted_on` says what the rows are (it is
 /// written into the model and the spec fragment).
 pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<FitReport> {
+    let mut report = fit_rows(rows, link, fitted_on)?;
+    if rows.iter().any(|m| m.latency_ns.is_some()) {
+        report
+            .conflicts
+            .extend(latency_conflict(&report, rows, link, fitted_on)?);
+    }
+    Ok(report)
+}
+
+/// When rates and latencies are fitted together: fits the rates alone and, if adding the
+/// latencies makes the rates' residuals much worse, says the two columns contradict each other
+/// under the model, with both fits' residuals. (The model runs one DMA at a time; rates measured
+/// with transfers pipelined and one transfer's latency describe different things.)
+fn latency_conflict(
+    joint: &FitReport,
+    rows: &[Measurement],
+    link: &LinkParams,
+    fitted_on: &str,
+) -> Result<Option<String>> {
+    let rates_only: Vec<Measurement> = rows
+        .iter()
+        .map(|m| Measurement {
+            latency_ns: None,
+            ..m.clone()
+        })
+        .collect();
+    let alone = fit_rows(&rates_only, link, fitted_on)?;
+    let latency_errors: Vec<f64> = joint
+        .rows
+        .iter()
+        .filter_map(|r| Some((r.predicted_latency_ns? / r.measured_latency_ns? - 1.0) * 100.0))
+        .collect();
+    let latency_rms = (latency_errors.iter().map(|e| e * e).sum::<f64>()
+        / latency_errors.len().max(1) as f64)
+        .sqrt();
+    // Worse by half again and by 2 points: more than the optimiser's own wobble between fits.
+    if joint.rms_residual_percent <= 1.5 * alone.rms_residual_percent + 2.0 {
+        return Ok(None);
+    }
+    let worst = joint
+        .rows
+        .iter()
+        .zip(&alone.rows)
+        .max_by(|a, b| {
+            let change = |(j, s): &(&RowResult, &RowResult)| {
+                (j.residual_percent.abs() - s.residual_percent.abs()).abs()
+            };
+            change(a).total_cmp(&change(b))
+        })
+        .map(|(j, s)| {
+            format!(
+                "; most affected: line {} {} ({:+.1} % alone, {:+.1} % with latencies)",
+                j.line, j.workload, s.residual_percent, j.residual_percent
+            )
+        })
+        .unwrap_or_default();
+    Ok(Some(format!(
+        "columns MBps and latency_ns cannot both be reproduced by this model: fitted on MBps \
+         alone the rates' rms residual is {:.1} %, fitted on both it is {:.1} % with the \
+         latencies' {:.1} %{worst}. The model runs one DMA at a time, so rates measured with \
+         transfers in flight together and one transfer's latency contradict each other; fit \
+         them separately",
+        alone.rms_residual_percent, joint.rms_residual_percent, latency_rms
+    )))
+}
+
+fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<FitReport> {
     link.validate()?;
     if rows.is_empty() {
         return Err(Error::bad_input("fit: no measurements"));
@@ -895,6 +964,7 @@ pub fn fit(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<F
         rms_residual_percent: rms_percent(&rows_out),
         params,
         rows: rows_out,
+        conflicts: Vec::new(),
         model,
     })
 }
@@ -1020,6 +1090,9 @@ impl FitReport {
         }
         text.push('\n');
         text.push_str(&rows_text(&self.rows));
+        for conflict in &self.conflicts {
+            text.push_str(&format!("\nCONFLICT: {conflict}\n"));
+        }
         text
     }
 }
@@ -1028,6 +1101,47 @@ impl FitReport {
 mod tests {
     use super::*;
     use crate::pcie::Generation;
+
+    #[test]
+    fn rates_measured_in_flight_together_and_one_transfers_latency_are_named_as_a_conflict() {
+        let link = LinkParams::new(Generation::Gen3, 4);
+        let mut truth = PlatformModel::default();
+        truth.set(P::DmaSetupNs, 2000.0);
+        truth.set(P::ReadLatencyNs, 800.0);
+        truth.set(P::DmaMaxReadRequests, 4.0);
+        let rows = |rate_factor: f64| -> Vec<Measurement> {
+            [64, 512, 4096, 65536]
+                .into_iter()
+                .map(|size| {
+                    let workload = Workload::Dma {
+                        direction: DmaDirection::Read,
+                        size,
+                    };
+                    let (mbps, latency) = predict(&truth, &workload, &link);
+                    Measurement {
+                        workload,
+                        mbps: mbps * rate_factor,
+                        latency_ns: Some(latency),
+                        line: 2,
+                        link: None,
+                    }
+                })
+                .collect()
+        };
+        // One transfer at a time, as the model runs them: rates and latencies agree.
+        let agree = fit(&rows(1.0), &link, "one at a time").unwrap();
+        assert!(agree.conflicts.is_empty(), "{:?}", agree.conflicts);
+        // Four transfers in flight: four times the rate, each with the same latency. No single
+        // set of parameters gives both; the fit says which columns and by how much.
+        let pipelined = fit(&rows(4.0), &link, "four in flight").unwrap();
+        let [conflict] = pipelined.conflicts.as_slice() else {
+            panic!("{:?}", pipelined.conflicts)
+        };
+        assert!(
+            conflict.starts_with("columns MBps and latency_ns cannot both be reproduced"),
+            "{conflict}"
+        );
+    }
 
     #[test]
     fn loads_at_several_thread_counts_fit_the_root_complex_limit_up_to_latency_scale() {

@@ -223,6 +223,9 @@ pub struct FitDoc {
     /// `--platform`: links of these rows the platform was not fitted on.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// A fit: columns the model cannot reproduce together.
+    #[serde(default)]
+    pub conflicts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -480,6 +480,13 @@ fn fit_body(doc: &FitDoc) -> Result<String> {
     for warning in &doc.warnings {
         let _ = writeln!(out, "<p><strong>Warning:</strong> {}</p>", escape(warning));
     }
+    for conflict in &doc.conflicts {
+        let _ = writeln!(
+            out,
+            "<p><strong>Conflict:</strong> {}</p>",
+            escape(conflict)
+        );
+    }
     if !doc.params.is_empty() {
         out.push_str("<h3>Parameters</h3>\n");
     }
