@@ -942,6 +942,10 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
     let mut model = model;
     model.fitted_on = fitted_on.to_string();
     model.fitted = fitted;
+    model.uncertainty = params
+        .iter()
+        .filter_map(|p| Some((p.key.to_string(), p.uncertainty?)))
+        .collect();
     model.fitted_cells = rows
         .iter()
         .filter_map(|m| match m.workload {

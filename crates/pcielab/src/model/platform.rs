@@ -338,6 +338,8 @@ pub struct PlatformModel {
     pub given: bool,
     /// The DMA measurements the fit saw: a prediction of one of these is in-sample.
     pub fitted_cells: Vec<FittedCell>,
+    /// One standard deviation of each fitted parameter that has one, by key.
+    pub uncertainty: Vec<(String, f64)>,
 }
 
 /// One DMA measurement a platform was fitted on: direction, size and the link it ran on.
@@ -423,6 +425,7 @@ impl Default for PlatformModel {
             fitted: Vec::new(),
             given: false,
             fitted_cells: Vec::new(),
+            uncertainty: Vec::new(),
         }
     }
 }
@@ -533,6 +536,26 @@ impl PlatformModel {
                 }
                 continue;
             }
+            if section == "uncertainty" {
+                let bad = || {
+                    Error::bad_input(format!(
+                        "{file}: [platform] uncertainty must map parameter keys to numbers ≥ 0, \
+                         e.g. {{ \"dma.setup_ns\" = 136.0 }}"
+                    ))
+                };
+                for (key, sigma) in value.as_table().ok_or_else(bad)? {
+                    let sigma = match sigma {
+                        toml::Value::Float(f) => *f,
+                        toml::Value::Integer(n) => *n as f64,
+                        _ => return Err(bad()),
+                    };
+                    if !PARAMS.iter().any(|p| p.key == key) || !(sigma >= 0.0) {
+                        return Err(bad());
+                    }
+                    model.uncertainty.push((key.clone(), sigma));
+                }
+                continue;
+            }
             if section == "fitted_cells" {
                 let cells = value.as_array().ok_or_else(|| {
                     Error::bad_input(format!(
@@ -564,7 +587,7 @@ impl PlatformModel {
                 .filter(|_| sections.contains(&section.as_str()))
             else {
                 return Err(Error::bad_input(format!(
-                    "{file}: [platform] has no section '{section}': valid are fitted_on, fitted, fitted_cells and {}",
+                    "{file}: [platform] has no section '{section}': valid are fitted_on, fitted, fitted_cells, uncertainty and {}",
                     sections.join(", ")
                 )));
             };
@@ -618,6 +641,12 @@ impl PlatformModel {
         text.push_str(&format!("fitted = {:?}\n", self.fitted));
         let cells: Vec<String> = self.fitted_cells.iter().map(FittedCell::text).collect();
         text.push_str(&format!("fitted_cells = {cells:?}\n"));
+        let sigmas: Vec<String> = self
+            .uncertainty
+            .iter()
+            .map(|(key, sigma)| format!("{key:?} = {sigma}"))
+            .collect();
+        text.push_str(&format!("uncertainty = {{ {} }}\n", sigmas.join(", ")));
         let mut section = "";
         for (spec, value) in PARAMS.iter().zip(self.values) {
             let (sec, key) = spec.key.split_once('.').unwrap_or(("", spec.key));
@@ -716,6 +745,25 @@ impl PlatformModel {
             self.dma_mbps(DmaDirection::Read, STREAMING_DMA_BYTES, link),
             provenance,
         )
+    }
+
+    /// One standard deviation of `p` as fitted, if the fit gave one.
+    pub fn sigma(&self, p: P) -> Option<f64> {
+        let key = PARAMS[p as usize].key;
+        self.uncertainty
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, s)| *s)
+    }
+
+    /// One standard deviation of [`PlatformModel::read_latency_ns`] from the fitted fixed and
+    /// per-byte latencies' (first request's bytes × the per-byte σ, in quadrature; their
+    /// covariance is not kept), where the fit gave the fixed part one.
+    pub fn read_latency_sigma_ns(&self, size: u64, link: &LinkParams) -> Option<f64> {
+        let fixed = self.sigma(P::ReadLatencyNs)?;
+        let first = size.min(u64::from(link.mrrs)) as f64;
+        let per_byte = self.sigma(P::ReadLatencyPerByteNs).unwrap_or(0.0) * first;
+        Some(fixed.hypot(per_byte))
     }
 
     /// Latency of one DMA read of `size` (no setup): what `predicted_read_latency_ns` reports.
@@ -859,7 +907,12 @@ impl PlatformModel {
             source: if self.is_fitted(cpu) {
                 format!("fitted on {}", self.fitted_on)
             } else {
-                format!("default: {}", PARAMS[cpu as usize].source)
+                // A default copied from a measured row reproduces that row; it predicts only
+                // boards and links other than the one it came from.
+                format!(
+                    "default, not fitted: {}; on that board it reproduces the row, elsewhere it predicts",
+                    PARAMS[cpu as usize].source
+                )
             },
         }
     }

@@ -43,6 +43,9 @@ pub struct SizePoint {
     /// latency was fitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_read_latency_ns: Option<f64>,
+    /// One standard deviation of `predicted_read_latency_ns` from the fit's uncertainties.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_read_latency_sigma_ns: Option<f64>,
     /// `--platform` only: whether the fit saw this size's writes on this link (the value then
     /// reproduces a measurement; it predicts nothing).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -186,6 +189,7 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
                 predicted_write_mbps: None,
                 predicted_read_mbps: None,
                 predicted_read_latency_ns: None,
+                predicted_read_latency_sigma_ns: None,
                 predicted_write_in_sample: None,
                 predicted_read_in_sample: None,
             }
@@ -221,6 +225,10 @@ impl SizeSweep {
             ));
             p.predicted_read_latency_ns =
                 latency_fitted.then(|| round_to(model.read_latency_ns(p.size, link), 1));
+            p.predicted_read_latency_sigma_ns = p
+                .predicted_read_latency_ns
+                .and(model.read_latency_sigma_ns(p.size, link))
+                .map(|s| round_to(s, 1));
             p.predicted_write_in_sample = Some(model.in_sample(DmaDirection::Write, p.size, link));
             p.predicted_read_in_sample = Some(model.in_sample(DmaDirection::Read, p.size, link));
         }
