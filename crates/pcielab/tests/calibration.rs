@@ -3,7 +3,7 @@
 //! predictions of tables (or table cells) the fit did not see. docs/calibration.md holds every
 //! cell, including the ones that miss.
 
-use pcielab::model::fit::{compare, fit, RowResult, Status};
+use pcielab::model::fit::{compare, fit, FitReport, ParamResult, RowResult, Status};
 use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
 use pcielab::model::platform::{IrqKind, PlatformModel};
 use pcielab::model::transfer::LinkParams;
@@ -16,6 +16,26 @@ fn fixture(name: &str) -> Vec<Measurement> {
     );
     let base = LinkParams::new(Gen3, 4);
     parse_measurements(name, &std::fs::read_to_string(path).unwrap(), &base).unwrap()
+}
+
+/// A table whose every row names the link it was measured on (as CSV `gen`,`width` columns
+/// do), for fits over several links.
+fn measured_on(name: &str, on: LinkParams) -> Vec<Measurement> {
+    fixture(name)
+        .into_iter()
+        .map(|mut m| {
+            m.link = Some(on);
+            m
+        })
+        .collect()
+}
+
+fn descriptor_of(report: &FitReport) -> &ParamResult {
+    report
+        .params
+        .iter()
+        .find(|p| p.key == "dma.descriptor_bytes")
+        .unwrap()
 }
 
 fn link(gen: Generation, width: u8, mps: u32) -> LinkParams {
@@ -97,11 +117,7 @@ fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_within_ten_percent_only_at_1m
             r.residual_percent
         );
     }
-    let descriptor = fitted
-        .params
-        .iter()
-        .find(|p| p.key == "dma.descriptor_bytes")
-        .unwrap();
+    let descriptor = descriptor_of(&fitted);
     assert_eq!(descriptor.status, Status::NotDetermined);
     assert!(
         descriptor.note.contains("dma.setup_ns"),
@@ -225,21 +241,10 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
     // §4.3.2 and §4.3.3 together (the same boards at Gen3 x4 and Gen2 x1): fitted on both, so
     // nothing here is a prediction; what is checked is that the fit can now determine the
     // per-transfer bytes crossing the link, which one link's table cannot.
-    let mut rows = fixture("rk3588-gen3x4-dmatest.txt");
-    for m in &mut rows {
-        m.link = Some(link(Gen3, 4, 256));
-    }
-    let mut gen2x1 = fixture("rk3588-gen2x1-dmatest.txt");
-    for m in &mut gen2x1 {
-        m.link = Some(link(Gen2, 1, 256));
-    }
-    rows.extend(gen2x1);
+    let mut rows = measured_on("rk3588-gen3x4-dmatest.txt", link(Gen3, 4, 256));
+    rows.extend(measured_on("rk3588-gen2x1-dmatest.txt", link(Gen2, 1, 256)));
     let fitted = fit(&rows, &link(Gen3, 4, 256), "§4.3.2 + §4.3.3").unwrap();
-    let descriptor = fitted
-        .params
-        .iter()
-        .find(|p| p.key == "dma.descriptor_bytes")
-        .unwrap();
+    let descriptor = descriptor_of(&fitted);
     assert_eq!(descriptor.status, Status::Fitted, "{}", descriptor.note);
     let (value, sigma) = (descriptor.value.unwrap(), descriptor.uncertainty.unwrap());
     assert!(value > 0.0 && sigma < 0.1 * value, "{value} ± {sigma}");
@@ -253,26 +258,15 @@ fn two_gen2x1_sizes_beside_the_gen3x4_table_predict_the_other_gen2x1_cells() {
     // part; two sizes from a second link configuration can. Fitted on all of §4.3.2 and the
     // 64 B and 1 MB cells of §4.3.3 (both directions), the other eight §4.3.3 cells are
     // predictions (docs/calibration.md, "Two sizes on a second link").
-    let mut rows = fixture("rk3588-gen3x4-dmatest.txt");
-    for m in &mut rows {
-        m.link = Some(link(Gen3, 4, 256));
-    }
+    let mut rows = measured_on("rk3588-gen3x4-dmatest.txt", link(Gen3, 4, 256));
     let (seen, held_out): (Vec<Measurement>, Vec<Measurement>) =
-        fixture("rk3588-gen2x1-dmatest.txt")
+        measured_on("rk3588-gen2x1-dmatest.txt", link(Gen2, 1, 256))
             .into_iter()
-            .map(|mut m| {
-                m.link = Some(link(Gen2, 1, 256));
-                m
-            })
             .partition(|m| matches!(size_of(m), 64 | 1_048_576));
     assert_eq!((seen.len(), held_out.len()), (4, 8));
     rows.extend(seen);
     let fitted = fit(&rows, &link(Gen3, 4, 256), "§4.3.2 + §4.3.3 64 B, 1 MB").unwrap();
-    let descriptor = fitted
-        .params
-        .iter()
-        .find(|p| p.key == "dma.descriptor_bytes")
-        .unwrap();
+    let descriptor = descriptor_of(&fitted);
     assert_eq!(descriptor.status, Status::Fitted, "{}", descriptor.note);
     let predicted = compare(&fitted.model, &held_out, &link(Gen3, 4, 256));
     let (to_4k, larger): (Vec<RowResult>, Vec<RowResult>) = predicted

@@ -549,7 +549,7 @@ impl PlatformModel {
                         toml::Value::Integer(n) => *n as f64,
                         _ => return Err(bad()),
                     };
-                    if !PARAMS.iter().any(|p| p.key == key) || !(sigma >= 0.0) {
+                    if !PARAMS.iter().any(|p| p.key == key) || sigma.is_nan() || sigma < 0.0 {
                         return Err(bad());
                     }
                     model.uncertainty.push((key.clone(), sigma));

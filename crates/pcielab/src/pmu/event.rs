@@ -73,8 +73,8 @@ pub fn split_event_list(text: &str) -> Result<Vec<Vec<String>>> {
     let mut groups: Vec<Vec<String>> = Vec::new();
     let mut group: Option<Vec<String>> = None;
     let mut current = String::new();
-    // Slashes seen in the current item: an odd count means inside `PMU/…/`.
-    let mut slashes = 0usize;
+    // Toggled by each slash of the current item: inside `PMU/…/` after an odd number of them.
+    let mut in_terms = false;
     let finish =
         |item: &mut String, group: &mut Option<Vec<String>>, groups: &mut Vec<Vec<String>>| {
             let item = std::mem::take(item);
@@ -90,18 +90,12 @@ pub fn split_event_list(text: &str) -> Result<Vec<Vec<String>>> {
         match c {
             '/' => {
                 current.push(c);
-                slashes += 1;
+                in_terms = !in_terms;
             }
-            ',' if slashes % 2 == 0 => {
+            ',' if !in_terms => finish(&mut current, &mut group, &mut groups),
+            '{' if !in_terms && current.is_empty() && group.is_none() => group = Some(Vec::new()),
+            '}' if !in_terms && group.is_some() => {
                 finish(&mut current, &mut group, &mut groups);
-                slashes = 0;
-            }
-            '{' if slashes % 2 == 0 && current.is_empty() && group.is_none() => {
-                group = Some(Vec::new())
-            }
-            '}' if slashes % 2 == 0 && group.is_some() => {
-                finish(&mut current, &mut group, &mut groups);
-                slashes = 0;
                 let g = group.take().unwrap_or_default();
                 if g.is_empty() {
                     return Err(Error::bad_input(format!(
