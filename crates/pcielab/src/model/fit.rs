@@ -712,8 +712,12 @@ fn latency_conflict(
     let latency_rms = (latency_errors.iter().map(|e| e * e).sum::<f64>()
         / latency_errors.len().max(1) as f64)
         .sqrt();
-    // Worse by half again and by 2 points: more than the optimiser's own wobble between fits.
-    if joint.rms_residual_percent <= 1.5 * alone.rms_residual_percent + 2.0 {
+    // The joint fit may keep the rates and give up the latencies, or the other way round: the
+    // worse of its two columns against the rates fitted alone. Twice as bad and 5 points more:
+    // beyond what an imperfect optimum leaves on consistent data (latencies ~11 % against rates
+    // ~5 % seen on made-up rows), far below the hundreds of percent of a real contradiction.
+    let joint_worst = joint.rms_residual_percent.max(latency_rms);
+    if joint_worst <= 2.0 * alone.rms_residual_percent + 5.0 {
         return Ok(None);
     }
     let worst = joint
@@ -1110,8 +1114,10 @@ mod tests {
     fn rates_measured_in_flight_together_and_one_transfers_latency_are_named_as_a_conflict() {
         let link = LinkParams::new(Generation::Gen3, 4);
         let mut truth = PlatformModel::default();
-        truth.set(P::DmaSetupNs, 2000.0);
-        truth.set(P::ReadLatencyNs, 800.0);
+        // Latency-dominated transfers (as a NIC's small reads are), so rates four times higher
+        // cannot come from a smaller setup alone.
+        truth.set(P::DmaSetupNs, 200.0);
+        truth.set(P::ReadLatencyNs, 2000.0);
         truth.set(P::DmaMaxReadRequests, 4.0);
         let rows = |rate_factor: f64| -> Vec<Measurement> {
             [64, 512, 4096, 65536]
@@ -1145,6 +1151,45 @@ mod tests {
             conflict.starts_with("columns MBps and latency_ns cannot both be reproduced"),
             "{conflict}"
         );
+    }
+
+    #[test]
+    fn a_per_tlp_slot_is_recovered_from_three_sizes_and_predicts_the_size_past_mps() {
+        // Writes made by a model whose TLPs each hold the path 75 ns (over twice a full TLP's
+        // 35 ns wire time at Gen3 x8). From 64 B, 512 B and 2 KB the fit must find the slot,
+        // although from a start below the wire time its gradient is zero (the restarts' job),
+        // and then predict sizes it never saw, the saw-tooth just past MPS included.
+        let link = LinkParams::new(Generation::Gen3, 8);
+        let mut truth = PlatformModel::default();
+        truth.set(P::DmaSetupNs, 1200.0);
+        truth.set(P::DmaWriteTlpNs, 75.0);
+        truth.set(P::PostedWriteMbps, 6000.0);
+        let write = |size| Workload::Dma {
+            direction: DmaDirection::Write,
+            size,
+        };
+        let rows: Vec<Measurement> = [64, 512, 2048]
+            .into_iter()
+            .map(|size| Measurement {
+                workload: write(size),
+                mbps: predict(&truth, &write(size), &link).0,
+                latency_ns: None,
+                line: 2,
+                link: None,
+            })
+            .collect();
+        let report = fit(&rows, &link, "64 B, 512 B, 2 KB").unwrap();
+        for size in [128, 256, 257, 260, 320, 1024, 1536] {
+            let got = predict(&report.model, &write(size), &link).0;
+            let want = predict(&truth, &write(size), &link).0;
+            assert!(
+                (got / want - 1.0).abs() < 0.005,
+                "{size} B: {got} vs {want}"
+            );
+        }
+        // One byte past MPS costs a whole slot: 257 B is slower than 256 B.
+        let rate = |size| predict(&report.model, &write(size), &link).0;
+        assert!(rate(257) < rate(256), "{} vs {}", rate(257), rate(256));
     }
 
     #[test]
