@@ -272,6 +272,7 @@ fn export_then_snapshot_reads_back_identical_json() {
             let f = f.as_object_mut().unwrap();
             f.remove("platform_dma_write_MBps");
             f.remove("platform_dma_read_MBps");
+            f.remove("platform_dma_provenance");
         }
         assert_eq!(from_spec, from_sysfs, "{preset}");
     }
@@ -761,6 +762,27 @@ fn links_show_line_achievable_and_platform_rates() {
     assert!(
         tree.contains("ceiling line 3938 MB/s, achievable 3643 MB/s, limited by own link | platform DMA write 2951 MB/s, read 1647 MB/s"),
         "{tree}"
+    );
+    // Those 4 MiB rates are cells the preset was fitted on, on this link: in-sample, and said so.
+    assert!(
+        tree.contains("read 1647 MB/s (in-sample: the fit saw 4 MiB transfers on this link)"),
+        "{tree}"
+    );
+    // The Gen3 x4 fit applied to the Gen2 x1 board: out of sample on a link it never saw.
+    let gen3x4_fit = format!(
+        "{}/../../presets/rk3588-ep.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let moved = ok(pcielab(&[
+        "topo",
+        "--machine",
+        "sim:rk3588-ep-gen2x1",
+        "--platform",
+        &gen3x4_fit,
+    ]));
+    assert!(
+        moved.contains("(predicted for 4 MiB transfers on a link the platform was not fitted on"),
+        "{moved}"
     );
     // A spec without [platform] shows no prediction, unless --platform gives one.
     let bare = topo_json("sim:yitian710");

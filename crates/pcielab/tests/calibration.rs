@@ -3,7 +3,7 @@
 //! predictions of tables (or table cells) the fit did not see. docs/calibration.md holds every
 //! cell, including the ones that miss.
 
-use pcielab::model::fit::{compare, fit, RowResult, Status};
+use pcielab::model::fit::{compare, fit, FitReport, ParamResult, RowResult, Status};
 use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
 use pcielab::model::platform::{IrqKind, PlatformModel};
 use pcielab::model::transfer::LinkParams;
@@ -16,6 +16,26 @@ fn fixture(name: &str) -> Vec<Measurement> {
     );
     let base = LinkParams::new(Gen3, 4);
     parse_measurements(name, &std::fs::read_to_string(path).unwrap(), &base).unwrap()
+}
+
+/// A table whose every row names the link it was measured on (as CSV `gen`,`width` columns
+/// do), for fits over several links.
+fn measured_on(name: &str, on: LinkParams) -> Vec<Measurement> {
+    fixture(name)
+        .into_iter()
+        .map(|mut m| {
+            m.link = Some(on);
+            m
+        })
+        .collect()
+}
+
+fn descriptor_of(report: &FitReport) -> &ParamResult {
+    report
+        .params
+        .iter()
+        .find(|p| p.key == "dma.descriptor_bytes")
+        .unwrap()
 }
 
 fn link(gen: Generation, width: u8, mps: u32) -> LinkParams {
@@ -76,14 +96,28 @@ fn rk3588_gen3x4_dma_fit_predicts_the_gen2x1_table_within_ten_percent_only_at_1m
     // grows about 4× on the narrow link (16.8 µs against 4.4 µs per 64 B transfer), and one
     // link's table cannot tell a fixed cost from a link-dependent one; the fit says so for
     // dma.descriptor_bytes. The model is optimistic there, never pessimistic.
-    for r in &small {
-        assert!(r.residual_percent > 20.0, "{r:?}");
+    // Bounded on both sides: each miss as docs/calibration.md's table gives it, ±5 points.
+    let documented = [
+        ("write 64", 270.0),
+        ("write 256", 255.0),
+        ("write 4096", 101.0),
+        ("write 65536", 22.0),
+        ("read 64", 258.0),
+        ("read 256", 224.0),
+        ("read 4096", 95.5),
+        ("read 65536", 20.4),
+    ];
+    assert_eq!(small.len(), documented.len());
+    for (cell, percent) in documented {
+        let r = small.iter().find(|r| r.workload == cell).unwrap();
+        assert!(
+            (r.residual_percent - percent).abs() <= 5.0,
+            "{}: {:+.2} %, documented {percent:+} %",
+            r.workload,
+            r.residual_percent
+        );
     }
-    let descriptor = fitted
-        .params
-        .iter()
-        .find(|p| p.key == "dma.descriptor_bytes")
-        .unwrap();
+    let descriptor = descriptor_of(&fitted);
     assert_eq!(descriptor.status, Status::NotDetermined);
     assert!(
         descriptor.note.contains("dma.setup_ns"),
@@ -129,8 +163,19 @@ fn leaving_sizes_out_predicts_them_within_five_percent_where_the_shape_holds() {
         .partition(|r| r.workload.starts_with("write"));
     within(&reads, 5.0);
     // Gen3 x4 writes miss the 5 % target: measured per-byte cost falls with size (0.52 ns/B
-    // from 256 B to 4 KB, 0.32 ns/B past 64 KB), which setup + bytes/rate cannot follow.
+    // from 256 B to 4 KB, 0.32 ns/B past 64 KB), which setup + bytes/rate cannot follow, nor
+    // a per-TLP slot (none of these sizes is just past MPS). Bounded on both sides: 256 B
+    // −8.1 %, 64 KB +8.3 %, 4 MB −1.7 %.
     within(&writes, 9.0);
+    let at = |size: &str| {
+        writes
+            .iter()
+            .find(|r| r.workload == format!("write {size}"))
+            .unwrap()
+            .residual_percent
+    };
+    assert!((-9.0..=-7.0).contains(&at("256")), "{}", at("256"));
+    assert!((7.0..=9.0).contains(&at("65536")), "{}", at("65536"));
 }
 
 #[test]
@@ -196,21 +241,10 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
     // §4.3.2 and §4.3.3 together (the same boards at Gen3 x4 and Gen2 x1): fitted on both, so
     // nothing here is a prediction; what is checked is that the fit can now determine the
     // per-transfer bytes crossing the link, which one link's table cannot.
-    let mut rows = fixture("rk3588-gen3x4-dmatest.txt");
-    for m in &mut rows {
-        m.link = Some(link(Gen3, 4, 256));
-    }
-    let mut gen2x1 = fixture("rk3588-gen2x1-dmatest.txt");
-    for m in &mut gen2x1 {
-        m.link = Some(link(Gen2, 1, 256));
-    }
-    rows.extend(gen2x1);
+    let mut rows = measured_on("rk3588-gen3x4-dmatest.txt", link(Gen3, 4, 256));
+    rows.extend(measured_on("rk3588-gen2x1-dmatest.txt", link(Gen2, 1, 256)));
     let fitted = fit(&rows, &link(Gen3, 4, 256), "§4.3.2 + §4.3.3").unwrap();
-    let descriptor = fitted
-        .params
-        .iter()
-        .find(|p| p.key == "dma.descriptor_bytes")
-        .unwrap();
+    let descriptor = descriptor_of(&fitted);
     assert_eq!(descriptor.status, Status::Fitted, "{}", descriptor.note);
     let (value, sigma) = (descriptor.value.unwrap(), descriptor.uncertainty.unwrap());
     assert!(value > 0.0 && sigma < 0.1 * value, "{value} ± {sigma}");
@@ -219,18 +253,52 @@ fn two_links_separate_link_dependent_from_fixed_per_transfer_cost() {
 }
 
 #[test]
-fn interrupt_defaults_from_the_rk3588_rows_predict_the_rk3568_rows() {
-    // §6.3 and §7.3 each give an RK3568 row beside the RK3588 one. The defaults come from the
-    // RK3588 rows (msi_cpu_ns, elbi_cpu_ns) and §6.4 (elbi_trigger_ns); the RK3568 boards sit on
-    // another link (Gen3 x2, MPS 128). The Rockchip guide prints whole microseconds.
+fn two_gen2x1_sizes_beside_the_gen3x4_table_predict_the_other_gen2x1_cells() {
+    // One link's table cannot split the per-transfer cost into a fixed and a link-dependent
+    // part; two sizes from a second link configuration can. Fitted on all of §4.3.2 and the
+    // 64 B and 1 MB cells of §4.3.3 (both directions), the other eight §4.3.3 cells are
+    // predictions (docs/calibration.md, "Two sizes on a second link").
+    let mut rows = measured_on("rk3588-gen3x4-dmatest.txt", link(Gen3, 4, 256));
+    let (seen, held_out): (Vec<Measurement>, Vec<Measurement>) =
+        measured_on("rk3588-gen2x1-dmatest.txt", link(Gen2, 1, 256))
+            .into_iter()
+            .partition(|m| matches!(size_of(m), 64 | 1_048_576));
+    assert_eq!((seen.len(), held_out.len()), (4, 8));
+    rows.extend(seen);
+    let fitted = fit(&rows, &link(Gen3, 4, 256), "§4.3.2 + §4.3.3 64 B, 1 MB").unwrap();
+    let descriptor = descriptor_of(&fitted);
+    assert_eq!(descriptor.status, Status::Fitted, "{}", descriptor.note);
+    let predicted = compare(&fitted.model, &held_out, &link(Gen3, 4, 256));
+    let (to_4k, larger): (Vec<RowResult>, Vec<RowResult>) = predicted
+        .into_iter()
+        .partition(|r| !r.workload.contains("65536") && !r.workload.contains("4194304"));
+    // Measured: within +1…+6 % up to 4 KB; +14 % for 64 KB writes, whose Gen3 x4 curve bends
+    // in a way no fixed cost plus rate follows (see leave-sizes-out below).
+    within(&to_4k, 6.0);
+    within(&larger, 15.0);
+}
+
+#[test]
+fn interrupt_defaults_from_the_rk3588_rows_differ_on_the_rk3568_link_only_by_the_msi_write() {
+    // §6.3 and §7.3 each give an RK3568 row beside the RK3588 one. The defaults are the RK3588
+    // rows (msi_cpu_ns, elbi_cpu_ns) and §6.4 (elbi_trigger_ns), so on RK3588 they reproduce
+    // those rows and the RK3568 rows (2 and 6 µs, the same whole microseconds) are no test of a
+    // prediction. What the model adds is the MSI's own 4-byte posted write on the link: on the
+    // RK3568's Gen3 x2 it takes twice the Gen3 x4 time. 4 B payload + 12 B header + 8 B
+    // framing = 24 wire bytes at 1969.23 MB/s (x2) against 3938.46 MB/s (x4), plus the SKP
+    // share (1/376 of the link).
     let model = PlatformModel::default();
-    let rk3568 = link(Gen3, 2, 128);
-    let msi_us = model.irq_interval_ns(IrqKind::Msi, &rk3568) / 1000.0;
-    assert_eq!(msi_us.round(), 2.0, "§7.3 RK3568: 2 us, predicted {msi_us}");
-    let elbi_us = model.irq_interval_ns(IrqKind::Elbi, &rk3568) / 1000.0;
+    let (rk3568, rk3588) = (link(Gen3, 2, 128), link(Gen3, 4, 256));
+    let msi_gap =
+        model.irq_interval_ns(IrqKind::Msi, &rk3568) - model.irq_interval_ns(IrqKind::Msi, &rk3588);
+    let wire_gap = (24.0 / 1969.23 - 24.0 / 3938.46) * 1000.0 * 376.0 / 375.0;
+    assert!(
+        (msi_gap / wire_gap - 1.0).abs() < 0.01,
+        "{msi_gap} ns vs {wire_gap} ns"
+    );
+    // The ELBI interval has no link term: the same on both boards.
     assert_eq!(
-        elbi_us.round(),
-        6.0,
-        "§6.3 RK3568: 6 us, predicted {elbi_us}"
+        model.irq_interval_ns(IrqKind::Elbi, &rk3568),
+        model.irq_interval_ns(IrqKind::Elbi, &rk3588)
     );
 }

@@ -10,15 +10,30 @@ mod targets;
 
 use std::path::Path;
 
+/// The files under `fuzz/<kind>/<target>/`. Regressions are optional (no crash on file for
+/// the target); a missing seed corpus is a failure, since then the target body never runs here.
 fn inputs(kind: &str, target: &str) -> Vec<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fuzz")
         .join(kind)
         .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| Some(e.ok()?.path())).collect())
-        .unwrap_or_default();
+    let listing = match std::fs::read_dir(&dir) {
+        Ok(listing) => listing,
+        Err(e) if kind == "regressions" && e.kind() == std::io::ErrorKind::NotFound => {
+            return Vec::new()
+        }
+        Err(e) => panic!(
+            "{}: {e}: every fuzz target needs a seed corpus",
+            dir.display()
+        ),
+    };
+    let mut files: Vec<_> = listing.filter_map(|e| Some(e.ok()?.path())).collect();
     files.sort();
+    assert!(
+        kind == "regressions" || !files.is_empty(),
+        "{}: empty seed corpus",
+        dir.display()
+    );
     files
 }
 
@@ -53,6 +68,7 @@ fn every_recorded_crash_and_seed_replays_without_a_panic() {
             replayed += 1;
         }
     }
+    // Every target ran at least its seeds.
     assert!(
         replayed >= targets::TARGETS.len(),
         "only {replayed} inputs found"

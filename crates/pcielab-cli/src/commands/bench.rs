@@ -219,7 +219,7 @@ fn run_irq(args: IrqArgs) -> Result<()> {
         print!("{}", json_text("bench-irq", &prediction)?);
     } else {
         println!(
-            "{} on {device}: one interrupt every {:.2} us ({:.0} per second), predicted from [platform.interrupts] ({})",
+            "{} on {device}: one interrupt every {:.2} us ({:.0} per second), from [platform.interrupts] ({})",
             kind.name(),
             prediction.interval_ns / 1000.0,
             prediction.per_second,

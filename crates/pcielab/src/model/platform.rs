@@ -38,6 +38,8 @@ pub enum P {
     DmaSetupNs,
     DmaMaxReadRequests,
     DmaDescriptorBytes,
+    DmaWriteTlpNs,
+    DmaReadTlpNs,
     CpuReadIoNs,
     CpuWriteIoNs,
     DriveReadMbps,
@@ -62,7 +64,7 @@ const UNBOUNDED: f64 = f64::INFINITY;
 /// second, far beyond any measured interrupt rate).
 pub const MIN_INTERRUPT_NS: f64 = 10.0;
 
-pub const PARAMS: [ParamSpec; 21] = [
+pub const PARAMS: [ParamSpec; 23] = [
     ParamSpec {
         key: "root_complex.posted_write_MBps",
         unit: "MB/s",
@@ -132,6 +134,29 @@ pub const PARAMS: [ParamSpec; 21] = [
         integer: false,
         meaning: "descriptor and status bytes crossing the link per transfer, at the link-achievable rate",
         source: "none: 0 (descriptors local to the endpoint) until fitted on two links",
+    },
+    // A TLP is the unit the DMA engine, the root complex's ingress and the memory controller each
+    // handle: a path that needs a fixed time per TLP makes one more, nearly empty TLP (a size
+    // just past MPS or MRRS) cost a whole slot, the saw-tooth no per-byte rate can give.
+    ParamSpec {
+        key: "dma.write_tlp_ns",
+        unit: "ns",
+        default: 0.0,
+        min: 0.0,
+        max: 1e5,
+        integer: false,
+        meaning: "least time one posted Memory Write TLP of a DMA write occupies the path to memory, whatever its payload (the wire time when longer)",
+        source: "none: 0 (only the wire paces TLPs) until fitted",
+    },
+    ParamSpec {
+        key: "dma.read_tlp_ns",
+        unit: "ns",
+        default: 0.0,
+        min: 0.0,
+        max: 1e5,
+        integer: false,
+        meaning: "least time one read request of a DMA read and its completions occupy the path, whatever their size (the wire time when longer)",
+        source: "none: 0 (only the wire paces requests) until fitted",
     },
     ParamSpec {
         key: "cpu.read_io_ns",
@@ -316,6 +341,81 @@ pub struct PlatformModel {
     /// Whether a spec gave it (a non-empty `[platform]` table) rather than the defaults alone:
     /// only then does `stat` on `sim:` print its predictions beside the link's rates.
     pub given: bool,
+    /// The DMA measurements the fit saw: a prediction of one of these is in-sample.
+    pub fitted_cells: Vec<FittedCell>,
+    /// One standard deviation of each fitted parameter that has one, by key.
+    pub uncertainty: Vec<(String, f64)>,
+}
+
+/// One DMA measurement a platform was fitted on: direction, size and the link it ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FittedCell {
+    pub direction: DmaDirection,
+    pub size: u64,
+    pub gen: u8,
+    pub width: u8,
+}
+
+impl FittedCell {
+    /// `write 64 B Gen3 x4`: how `[platform] fitted_cells` lists it.
+    pub fn text(&self) -> String {
+        let direction = match self.direction {
+            DmaDirection::Write => "write",
+            DmaDirection::Read => "read",
+        };
+        format!(
+            "{direction} {} B Gen{} x{}",
+            self.size, self.gen, self.width
+        )
+    }
+
+    fn parse(text: &str) -> Option<FittedCell> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let [direction, size, "B", gen, width] = words.as_slice() else {
+            return None;
+        };
+        Some(FittedCell {
+            direction: match *direction {
+                "write" => DmaDirection::Write,
+                "read" => DmaDirection::Read,
+                _ => return None,
+            },
+            size: size.parse().ok()?,
+            gen: gen.strip_prefix("Gen")?.parse().ok()?,
+            width: width.strip_prefix('x')?.parse().ok()?,
+        })
+    }
+
+    /// Whether this cell ran on `link`'s generation and width.
+    pub fn on(&self, link: &LinkParams) -> bool {
+        self.gen == link.gen.number() && self.width == link.width
+    }
+}
+
+/// Where a platform number stands against the measurements the platform was fitted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provenance {
+    /// The fit saw this size and direction on this link: the number reproduces a measurement.
+    InSample,
+    /// Out of sample on a link the fit saw (or the fit recorded no cells).
+    Predicted,
+    /// Out of sample on a link none of the fit's measurements ran on: per-transfer costs that
+    /// scale with the link may be far off.
+    OtherLink,
+}
+
+impl Provenance {
+    /// How `topo` and `stat` print it after the platform's rates.
+    pub fn text(self) -> &'static str {
+        match self {
+            Provenance::InSample => "in-sample: the fit saw 4 MiB transfers on this link",
+            Provenance::Predicted => "predicted for 4 MiB transfers",
+            Provenance::OtherLink => {
+                "predicted for 4 MiB transfers on a link the platform was not fitted on: may be far off"
+            }
+        }
+    }
 }
 
 /// The transfer size of a "streaming" DMA prediction (`topo`, `stat`): large enough that the
@@ -329,6 +429,8 @@ impl Default for PlatformModel {
             fitted_on: "defaults".into(),
             fitted: Vec::new(),
             given: false,
+            fitted_cells: Vec::new(),
+            uncertainty: Vec::new(),
         }
     }
 }
@@ -338,6 +440,27 @@ fn ns_at(bytes: f64, mbps: f64) -> f64 {
     bytes / mbps * 1000.0
 }
 
+/// What a per-TLP minimum `slot` adds to an aligned transfer of `size` split into pieces of at
+/// most `piece` bytes (MPS for writes, MRRS for read requests): Σ over pieces of
+/// max(0, slot − wire time of the piece), with `wire_ns` giving a piece's wire time. Added to
+/// the transfer's own wire time it makes Σ max(wire, slot). Full pieces and the one short last
+/// piece are all there is, so the sum is O(1).
+fn slot_shortfall_ns(size: u64, piece: u64, slot: f64, wire_ns: impl Fn(u64) -> f64) -> f64 {
+    if slot <= 0.0 || size == 0 {
+        return 0.0;
+    }
+    let full = size / piece;
+    let rest = size % piece;
+    let mut shortfall = 0.0;
+    if full > 0 {
+        shortfall += full as f64 * (slot - wire_ns(piece)).max(0.0);
+    }
+    if rest > 0 {
+        shortfall += (slot - wire_ns(rest)).max(0.0);
+    }
+    shortfall
+}
+
 impl PlatformModel {
     pub fn get(&self, p: P) -> f64 {
         self.values[p as usize]
@@ -345,6 +468,38 @@ impl PlatformModel {
 
     pub fn set(&mut self, p: P, value: f64) {
         self.values[p as usize] = value;
+    }
+
+    /// Whether the fit saw a DMA transfer of `size` in `direction` on `link`: a prediction of
+    /// it reproduces a measurement rather than predicting one.
+    pub fn in_sample(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> bool {
+        self.fitted_cells
+            .iter()
+            .any(|c| c.direction == direction && c.size == size && c.on(link))
+    }
+
+    /// A warning when this platform is applied to a link none of its DMA measurements ran on:
+    /// per-transfer costs that scale with the link are only separated by two links' data.
+    pub fn link_warning(&self, link: &LinkParams) -> Option<String> {
+        if self.fitted_cells.is_empty() || self.fitted_cells.iter().any(|c| c.on(link)) {
+            return None;
+        }
+        let mut links: Vec<String> = self
+            .fitted_cells
+            .iter()
+            .map(|c| format!("Gen{} x{}", c.gen, c.width))
+            .collect();
+        links.sort();
+        links.dedup();
+        Some(format!(
+            "platform fitted on {} only, applied to Gen{} x{}: a per-transfer cost that grows on \
+             a slower link is not separated from a fixed one by one link's data (the RK3588 \
+             Gen3 x4 fit predicts Gen2 x1 64 B writes +270 %); fit with two sizes measured on \
+             this link too (docs/calibration.md)",
+            links.join(", "),
+            link.gen.number(),
+            link.width
+        ))
     }
 
     /// Whether `p`'s value came from a fit.
@@ -386,6 +541,43 @@ impl PlatformModel {
                 }
                 continue;
             }
+            if section == "uncertainty" {
+                let bad = || {
+                    Error::bad_input(format!(
+                        "{file}: [platform] uncertainty must map parameter keys to numbers ≥ 0, \
+                         e.g. {{ \"dma.setup_ns\" = 136.0 }}"
+                    ))
+                };
+                for (key, sigma) in value.as_table().ok_or_else(bad)? {
+                    let sigma = match sigma {
+                        toml::Value::Float(f) => *f,
+                        toml::Value::Integer(n) => *n as f64,
+                        _ => return Err(bad()),
+                    };
+                    if !PARAMS.iter().any(|p| p.key == key) || sigma.is_nan() || sigma < 0.0 {
+                        return Err(bad());
+                    }
+                    model.uncertainty.push((key.clone(), sigma));
+                }
+                continue;
+            }
+            if section == "fitted_cells" {
+                let cells = value.as_array().ok_or_else(|| {
+                    Error::bad_input(format!(
+                        "{file}: [platform] fitted_cells must be a list like [\"write 64 B Gen3 x4\"]"
+                    ))
+                })?;
+                for entry in cells {
+                    let cell = entry.as_str().and_then(FittedCell::parse).ok_or_else(|| {
+                        Error::bad_input(format!(
+                            "{file}: [platform] fitted_cells lists {entry}: expected \
+                             \"write|read SIZE B GenG xW\", e.g. \"write 64 B Gen3 x4\""
+                        ))
+                    })?;
+                    model.fitted_cells.push(cell);
+                }
+                continue;
+            }
             if section == "fitted_on" {
                 model.fitted_on = value
                     .as_str()
@@ -400,7 +592,7 @@ impl PlatformModel {
                 .filter(|_| sections.contains(&section.as_str()))
             else {
                 return Err(Error::bad_input(format!(
-                    "{file}: [platform] has no section '{section}': valid are fitted_on, fitted and {}",
+                    "{file}: [platform] has no section '{section}': valid are fitted_on, fitted, fitted_cells, uncertainty and {}",
                     sections.join(", ")
                 )));
             };
@@ -452,6 +644,14 @@ impl PlatformModel {
         let mut text = String::from("[platform]\n");
         text.push_str(&format!("fitted_on = {:?}\n", self.fitted_on));
         text.push_str(&format!("fitted = {:?}\n", self.fitted));
+        let cells: Vec<String> = self.fitted_cells.iter().map(FittedCell::text).collect();
+        text.push_str(&format!("fitted_cells = {cells:?}\n"));
+        let sigmas: Vec<String> = self
+            .uncertainty
+            .iter()
+            .map(|(key, sigma)| format!("{key:?} = {sigma}"))
+            .collect();
+        text.push_str(&format!("uncertainty = {{ {} }}\n", sigmas.join(", ")));
         let mut section = "";
         for (spec, value) in PARAMS.iter().zip(self.values) {
             let (sec, key) = spec.key.split_once('.').unwrap_or(("", spec.key));
@@ -496,20 +696,24 @@ impl PlatformModel {
         let requests = size.div_ceil(mrrs);
         let waves = (requests as f64 / in_flight.max(1.0)).ceil();
         let latency_bound = waves * first_rtt;
-        let stream_ns = read(size, link)
-            .link_time_ns(link, Overheads::Full)
-            .max(ns_at(size as f64, self.get(P::CompletionMbps)));
+        let request_time = |bytes: u64| read(bytes, link).link_time_ns(link, Overheads::Full);
+        let occupied = request_time(size)
+            + slot_shortfall_ns(size, mrrs, self.get(P::DmaReadTlpNs), request_time);
+        let stream_ns = occupied.max(ns_at(size as f64, self.get(P::CompletionMbps)));
         let stream_bound =
             stream_ns + first_rtt - read(first, link).link_time_ns(link, Overheads::Full);
         latency_bound.max(stream_bound)
     }
 
-    /// Time of one device write of `size` bytes: the link or the root complex's acceptance rate,
+    /// Time of one device write of `size` bytes: the TLPs on the path (each for its wire time
+    /// or `dma.write_tlp_ns`, whichever is longer) or the root complex's acceptance rate,
     /// whichever is slower (posted: nothing waits for a reply).
     pub fn write_data_ns(&self, size: u64, link: &LinkParams) -> f64 {
-        write(size, link)
-            .link_time_ns(link, Overheads::Full)
-            .max(ns_at(size as f64, self.get(P::PostedWriteMbps)))
+        let tlp_time = |bytes: u64| write(bytes, link).link_time_ns(link, Overheads::Full);
+        let slot = self.get(P::DmaWriteTlpNs);
+        let occupied =
+            tlp_time(size) + slot_shortfall_ns(size, u64::from(link.mps), slot, tlp_time);
+        occupied.max(ns_at(size as f64, self.get(P::PostedWriteMbps)))
     }
 
     /// One endpoint-DMA transfer, as dmatest times it: setup, the descriptor read, the data.
@@ -531,12 +735,40 @@ impl PlatformModel {
 
     /// (write, read) MB/s of back-to-back [`STREAMING_DMA_BYTES`] endpoint DMA transfers on
     /// `link`: the platform's prediction of what a port's traffic can reach, beside the link's
-    /// line and achievable rates.
-    pub fn streaming_dma_mbps(&self, link: &LinkParams) -> (f64, f64) {
+    /// line and achievable rates, and where those two numbers stand against the fit's data.
+    pub fn streaming_dma_mbps(&self, link: &LinkParams) -> (f64, f64, Provenance) {
+        let seen = |d| self.in_sample(d, STREAMING_DMA_BYTES, link);
+        let provenance = if self.link_warning(link).is_some() {
+            Provenance::OtherLink
+        } else if seen(DmaDirection::Write) && seen(DmaDirection::Read) {
+            Provenance::InSample
+        } else {
+            Provenance::Predicted
+        };
         (
             self.dma_mbps(DmaDirection::Write, STREAMING_DMA_BYTES, link),
             self.dma_mbps(DmaDirection::Read, STREAMING_DMA_BYTES, link),
+            provenance,
         )
+    }
+
+    /// One standard deviation of `p` as fitted, if the fit gave one.
+    pub fn sigma(&self, p: P) -> Option<f64> {
+        let key = PARAMS[p as usize].key;
+        self.uncertainty
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, s)| *s)
+    }
+
+    /// One standard deviation of [`PlatformModel::read_latency_ns`] from the fitted fixed and
+    /// per-byte latencies' (first request's bytes × the per-byte σ, in quadrature; their
+    /// covariance is not kept), where the fit gave the fixed part one.
+    pub fn read_latency_sigma_ns(&self, size: u64, link: &LinkParams) -> Option<f64> {
+        let fixed = self.sigma(P::ReadLatencyNs)?;
+        let first = size.min(u64::from(link.mrrs)) as f64;
+        let per_byte = self.sigma(P::ReadLatencyPerByteNs).unwrap_or(0.0) * first;
+        Some(fixed.hypot(per_byte))
     }
 
     /// Latency of one DMA read of `size` (no setup): what `predicted_read_latency_ns` reports.
@@ -682,7 +914,12 @@ impl PlatformModel {
             } else if self.get(cpu) != PARAMS[cpu as usize].default {
                 format!("given in [platform] as {}", PARAMS[cpu as usize].key)
             } else {
-                format!("default: {}", PARAMS[cpu as usize].source)
+                // A default copied from a measured row reproduces that row; it predicts only
+                // boards and links other than the one it came from.
+                format!(
+                    "default, not fitted: {}; on that board it reproduces the row, elsewhere it predicts",
+                    PARAMS[cpu as usize].source
+                )
             },
         }
     }
@@ -777,6 +1014,67 @@ mod tests {
         let l4x2 = wide.mmio_mbps(MmioOp::Load, 4, 4, false, &link);
         assert!((l4x2 / l4 - 2.0).abs() < 1e-9, "{l4x2}");
         assert_eq!(wide.mmio_mbps(MmioOp::Load, 4, 1, false, &link), l4);
+    }
+
+    #[test]
+    fn a_per_tlp_slot_makes_one_byte_past_mps_or_mrrs_cost_a_whole_slot() {
+        let link = LinkParams::new(Generation::Gen3, 8);
+        // A 256 B Memory Write is 276 wire bytes: 35 ns at Gen3 x8 (7877 MB/s), under 100.
+        let full_tlp = write(256, &link).link_time_ns(&link, Overheads::Full);
+        assert!(full_tlp > 30.0 && full_tlp < 40.0, "{full_tlp}");
+        let mut m = PlatformModel::default();
+        let time = |m: &PlatformModel, d, s| m.dma_transfer_ns(d, s, &link);
+        // Without a slot one more byte costs about a byte's wire time plus a TLP's overhead.
+        let step = time(&m, DmaDirection::Write, 257) - time(&m, DmaDirection::Write, 256);
+        assert!(step < 5.0, "{step}");
+        m.set(P::DmaWriteTlpNs, 100.0);
+        m.set(P::DmaReadTlpNs, 400.0);
+        let step = time(&m, DmaDirection::Write, 257) - time(&m, DmaDirection::Write, 256);
+        assert!((step - 100.0).abs() < 0.5, "{step}");
+        // Whole TLPs: 4 slots for 1 KB, whatever the bytes inside them.
+        let kb = time(&m, DmaDirection::Write, 1024) - time(&m, DmaDirection::Write, 64);
+        assert!((kb - 300.0).abs() < 0.5, "{kb}");
+        // Reads: one byte past MRRS is one more request and its slot (the stream bound rules
+        // with eight requests in flight and no latency).
+        m.set(P::ReadLatencyNs, 0.0);
+        m.set(P::ReadLatencyPerByteNs, 0.0);
+        let step = time(&m, DmaDirection::Read, 2049) - time(&m, DmaDirection::Read, 2048);
+        assert!((step - 400.0).abs() < 1.0, "{step}");
+    }
+
+    #[test]
+    fn in_sample_cells_and_another_link_are_told_apart() {
+        let mut m = PlatformModel::default();
+        let gen3x4 = LinkParams::new(Generation::Gen3, 4);
+        let gen2x1 = LinkParams::new(Generation::Gen2, 1);
+        assert_eq!(
+            m.link_warning(&gen2x1),
+            None,
+            "no cells: nothing to compare"
+        );
+        m.fitted_cells = vec![FittedCell {
+            direction: DmaDirection::Write,
+            size: 64,
+            gen: 3,
+            width: 4,
+        }];
+        assert!(m.in_sample(DmaDirection::Write, 64, &gen3x4));
+        assert!(!m.in_sample(DmaDirection::Read, 64, &gen3x4));
+        assert!(!m.in_sample(DmaDirection::Write, 64, &gen2x1));
+        assert_eq!(m.link_warning(&gen3x4), None);
+        let w = m.link_warning(&gen2x1).unwrap();
+        assert!(
+            w.starts_with("platform fitted on Gen3 x4 only, applied to Gen2 x1"),
+            "{w}"
+        );
+        let back = parse_platform("p.toml", &m.to_toml()).unwrap();
+        assert_eq!(back.fitted_cells, m.fitted_cells);
+        let e = parse_platform(
+            "p.toml",
+            "[platform]\nfitted_cells = [\"write 64 Gen3 x4\"]\n",
+        )
+        .unwrap_err();
+        assert!(e.message().contains("\"write 64 B Gen3 x4\""), "{e}");
     }
 
     #[test]

@@ -43,6 +43,16 @@ pub struct SizePoint {
     /// latency was fitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_read_latency_ns: Option<f64>,
+    /// One standard deviation of `predicted_read_latency_ns` from the fit's uncertainties.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_read_latency_sigma_ns: Option<f64>,
+    /// `--platform` only: whether the fit saw this size's writes on this link (the value then
+    /// reproduces a measurement; it predicts nothing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_write_in_sample: Option<bool>,
+    /// The same for reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_read_in_sample: Option<bool>,
 }
 
 /// The whole sweep for one link; serialises to the documented `pcielab model --json` shape.
@@ -64,6 +74,9 @@ pub struct SizeSweep {
     /// What the platform model was fitted on (`--platform` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub platform_fitted_on: Option<String>,
+    /// `--platform` only: set when no measurement the platform was fitted on ran on this link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform_warning: Option<String>,
 }
 
 impl SizeSweep {
@@ -102,14 +115,23 @@ impl SizeSweep {
             }
         ));
         if let Some(on) = &self.platform_fitted_on {
-            text.push_str(&format!("platform prediction: fitted on {on}\n"));
+            text.push_str(&format!(
+                "platform: fitted on {on}; \"in\" after a value: the fit saw that size on this \
+                 link (in-sample, it reproduces a measurement); unmarked: predicted\n"
+            ));
+        }
+        if let Some(warning) = &self.platform_warning {
+            text.push_str(&format!("warning: {warning}\n"));
         }
         text.push_str(&format!(
             "{:>10}  {:>11} {:>6}  {:>11} {:>6}  {:>8} {:>8} {:>8}",
             "size", "write MB/s", "%ach", "read MB/s", "%ach", "MWr", "MRd", "CplD"
         ));
         if self.platform_fitted_on.is_some() {
-            text.push_str(&format!("  {:>11} {:>11}", "pred write", "pred read"));
+            text.push_str(&format!(
+                "  {:>14} {:>14}",
+                "platform write", "platform read"
+            ));
         }
         text.push('\n');
         let percent = |mbps: f64| mbps / self.achievable_mbps * 100.0;
@@ -126,7 +148,18 @@ impl SizeSweep {
                 p.completion_tlps
             ));
             if let (Some(w), Some(r)) = (p.predicted_write_mbps, p.predicted_read_mbps) {
-                text.push_str(&format!("  {w:>11.2} {r:>11.2}"));
+                let mark = |in_sample: Option<bool>| {
+                    if in_sample == Some(true) {
+                        " in"
+                    } else {
+                        "   "
+                    }
+                };
+                text.push_str(&format!(
+                    "  {w:>11.2}{} {r:>11.2}{}",
+                    mark(p.predicted_write_in_sample),
+                    mark(p.predicted_read_in_sample)
+                ));
             }
             text.push('\n');
         }
@@ -156,6 +189,9 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
                 predicted_write_mbps: None,
                 predicted_read_mbps: None,
                 predicted_read_latency_ns: None,
+                predicted_read_latency_sigma_ns: None,
+                predicted_write_in_sample: None,
+                predicted_read_in_sample: None,
             }
         })
         .collect();
@@ -169,6 +205,7 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
         achievable_mbps: round_to(achievable_mbps(link), MBPS_DECIMALS),
         points,
         platform_fitted_on: None,
+        platform_warning: None,
     })
 }
 
@@ -188,8 +225,15 @@ impl SizeSweep {
             ));
             p.predicted_read_latency_ns =
                 latency_fitted.then(|| round_to(model.read_latency_ns(p.size, link), 1));
+            p.predicted_read_latency_sigma_ns = p
+                .predicted_read_latency_ns
+                .and(model.read_latency_sigma_ns(p.size, link))
+                .map(|s| round_to(s, 1));
+            p.predicted_write_in_sample = Some(model.in_sample(DmaDirection::Write, p.size, link));
+            p.predicted_read_in_sample = Some(model.in_sample(DmaDirection::Read, p.size, link));
         }
         self.platform_fitted_on = Some(model.fitted_on.clone());
+        self.platform_warning = model.link_warning(link);
     }
 }
 

@@ -220,6 +220,12 @@ pub struct FitDoc {
     #[serde(default)]
     pub params: Vec<FitParamDoc>,
     pub rows: Vec<FitRowDoc>,
+    /// `--platform`: links of these rows the platform was not fitted on.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// A fit: columns the model cannot reproduce together.
+    #[serde(default)]
+    pub conflicts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -242,6 +248,9 @@ pub struct FitRowDoc {
     #[serde(rename = "predicted_MBps")]
     pub predicted_mbps: f64,
     pub residual_percent: f64,
+    /// DMA rows: whether the platform was fitted on this cell.
+    #[serde(default)]
+    pub in_sample: Option<bool>,
 }
 
 /// `pcielab topo --json` (docs/topology.md).

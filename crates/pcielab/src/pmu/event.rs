@@ -53,13 +53,28 @@ const SYMBOLS: &[(&[&str], u32, u64)] = &[
     (&["cgroup-switches"], PERF_TYPE_SOFTWARE, 11),
 ];
 
+/// The longest `-e` argument accepted. Real event lists are a few hundred bytes; the bound keeps
+/// the work after splitting (nearest-name suggestions compare the text with every known name,
+/// error messages quote it) small whatever a script passes.
+pub const MAX_EVENT_LIST_BYTES: usize = 64 * 1024;
+
 /// Splits an `-e` argument as perf does: commas separate events except inside `PMU/…/`; `{…}`
-/// makes a group. Returns the groups' item texts (a lone event is a group of one).
+/// makes a group. Returns the groups' item texts (a lone event is a group of one). One pass over
+/// the text: work grows linearly with its length.
 pub fn split_event_list(text: &str) -> Result<Vec<Vec<String>>> {
+    if text.len() > MAX_EVENT_LIST_BYTES {
+        return Err(Error::bad_input(format!(
+            "event list of {} bytes (starting '{}…') is longer than the {MAX_EVENT_LIST_BYTES} \
+             bytes accepted: give fewer or shorter events per -e",
+            text.len(),
+            text.chars().take(40).collect::<String>()
+        )));
+    }
     let mut groups: Vec<Vec<String>> = Vec::new();
     let mut group: Option<Vec<String>> = None;
     let mut current = String::new();
-    let mut in_slashes = false;
+    // Toggled by each slash of the current item: inside `PMU/…/` after an odd number of them.
+    let mut in_terms = false;
     let finish =
         |item: &mut String, group: &mut Option<Vec<String>>, groups: &mut Vec<Vec<String>>| {
             let item = std::mem::take(item);
@@ -75,11 +90,11 @@ pub fn split_event_list(text: &str) -> Result<Vec<Vec<String>>> {
         match c {
             '/' => {
                 current.push(c);
-                in_slashes = current.matches('/').count() % 2 == 1;
+                in_terms = !in_terms;
             }
-            ',' if !in_slashes => finish(&mut current, &mut group, &mut groups),
-            '{' if !in_slashes && current.is_empty() && group.is_none() => group = Some(Vec::new()),
-            '}' if !in_slashes && group.is_some() => {
+            ',' if !in_terms => finish(&mut current, &mut group, &mut groups),
+            '{' if !in_terms && current.is_empty() && group.is_none() => group = Some(Vec::new()),
+            '}' if !in_terms && group.is_some() => {
                 finish(&mut current, &mut group, &mut groups);
                 let g = group.take().unwrap_or_default();
                 if g.is_empty() {
@@ -650,5 +665,37 @@ mod tests {
         for bad in ["", "{a", "{}", "{a,{b}}"] {
             assert_eq!(split_event_list(bad).unwrap_err().exit_code(), 2, "{bad}");
         }
+    }
+
+    #[test]
+    fn long_lists_of_every_separator_split_in_one_pass_or_are_refused_by_length() {
+        let root = fixture();
+        let pmus = discover(root.path()).unwrap();
+        let context = EventContext {
+            pmus: &pmus,
+            root: root.path(),
+        };
+        for separator in ['/', ',', '{', '}', ':', '='] {
+            // 1 MB: refused up front, naming the limit.
+            let huge = format!("a{}", separator.to_string().repeat(1 << 20));
+            let e = split_event_list(&huge).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{separator}");
+            assert!(e.message().contains("65536 bytes accepted"), "{e}");
+            assert_eq!(context.encode_list(&huge).unwrap_err().exit_code(), 2);
+            // Just under the limit: split and encoded (or refused as malformed) in one pass; the
+            // earlier count of slashes per slash took minutes here.
+            let long = format!(
+                "a{}",
+                separator.to_string().repeat(MAX_EVENT_LIST_BYTES - 1)
+            );
+            match context.encode_list(&long) {
+                Ok(groups) => assert!(!groups.is_empty()),
+                Err(e) => assert_eq!(e.exit_code(), 2, "{separator}: {e}"),
+            }
+        }
+        // An even number of slashes closes the PMU's terms: the comma after them separates.
+        let g = split_event_list(&format!("a{},b", "/".repeat(10_000))).unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[1], vec!["b"]);
     }
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::model::path::path_ceiling;
-use crate::model::platform::PlatformModel;
+use crate::model::platform::{PlatformModel, Provenance};
 use crate::model::transfer::LinkParams;
 use crate::pcie::Bdf;
 use crate::pmu::catalog::Unit;
@@ -49,7 +49,7 @@ pub struct LinkRates {
     pub achievable_mbps: f64,
     /// The platform model's predicted streaming endpoint DMA (write, read), where the machine's
     /// spec or `--platform` gives a model (callers pass `None` otherwise).
-    pub platform_dma_mbps: Option<(f64, f64)>,
+    pub platform_dma_mbps: Option<(f64, f64, Provenance)>,
 }
 
 impl LinkRates {
@@ -148,6 +148,12 @@ pub struct EventReport {
         skip_serializing_if = "Option::is_none"
     )]
     pub platform_read_mbps: Option<f64>,
+    /// Whether the two platform rates reproduce the fit's data or predict (and on what link).
+    #[serde(
+        rename = "platform_dma_provenance",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub platform_provenance: Option<Provenance>,
 }
 
 impl EventReport {
@@ -187,6 +193,7 @@ impl EventReport {
                 .map(|(bw, l)| 100.0 * bw / l.achievable_mbps),
             platform_write_mbps: platform.map(|p| p.0),
             platform_read_mbps: platform.map(|p| p.1),
+            platform_provenance: platform.map(|p| p.2),
         }
     }
 
@@ -342,6 +349,9 @@ fn event_line(r: &EventReport) -> String {
             line.push_str(&format!(" (line {line_rate:.1}"));
             if let (Some(write), Some(read)) = (r.platform_write_mbps, r.platform_read_mbps) {
                 line.push_str(&format!("; platform DMA write {write:.1}, read {read:.1}"));
+                if let Some(provenance) = r.platform_provenance {
+                    line.push_str(&format!(", {}", provenance.text()));
+                }
             }
             line.push(')');
         }

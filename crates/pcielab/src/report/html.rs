@@ -409,6 +409,9 @@ fn model_body(sweep: &SizeSweep) -> Result<String> {
             .as_ref()
             .map_or(String::new(), |on| format!(" Platform fitted on {}.", escape(on)))
     );
+    if let Some(warning) = &sweep.platform_warning {
+        let _ = writeln!(out, "<p><strong>Warning:</strong> {}</p>", escape(warning));
+    }
     let predicted = sweep.platform_fitted_on.is_some();
     let mut headings = vec![
         "size (bytes)",
@@ -437,13 +440,27 @@ fn model_body(sweep: &SizeSweep) -> Result<String> {
             p.completion_tlps.to_string(),
         ];
         if predicted {
-            row.push(optional(p.predicted_write_mbps));
-            row.push(optional(p.predicted_read_mbps));
+            row.push(provenance_cell(
+                p.predicted_write_mbps,
+                p.predicted_write_in_sample,
+            ));
+            row.push(provenance_cell(
+                p.predicted_read_mbps,
+                p.predicted_read_in_sample,
+            ));
         }
         t.row(row);
     }
     out += &t.html();
     Ok(out)
+}
+
+/// A platform value with "(in-sample)" when the fit saw its cell: it reproduces a measurement.
+fn provenance_cell(value: Option<f64>, in_sample: Option<bool>) -> String {
+    match in_sample {
+        Some(true) => format!("{} (in-sample)", optional(value)),
+        _ => optional(value),
+    }
 }
 
 fn fit_body(doc: &FitDoc) -> Result<String> {
@@ -460,6 +477,16 @@ fn fit_body(doc: &FitDoc) -> Result<String> {
         doc.rows_used,
         value_text(doc.rms_residual_percent)
     );
+    for warning in &doc.warnings {
+        let _ = writeln!(out, "<p><strong>Warning:</strong> {}</p>", escape(warning));
+    }
+    for conflict in &doc.conflicts {
+        let _ = writeln!(
+            out,
+            "<p><strong>Conflict:</strong> {}</p>",
+            escape(conflict)
+        );
+    }
     if !doc.params.is_empty() {
         out.push_str("<h3>Parameters</h3>\n");
     }
@@ -487,6 +514,7 @@ fn fit_body(doc: &FitDoc) -> Result<String> {
         "measured MB/s",
         "predicted MB/s",
         "residual %",
+        "cell",
     ]);
     for r in &doc.rows {
         t.row(vec![
@@ -495,6 +523,11 @@ fn fit_body(doc: &FitDoc) -> Result<String> {
             value_text(r.measured_mbps),
             value_text(r.predicted_mbps),
             value_text(r.residual_percent),
+            match r.in_sample {
+                Some(true) => "in-sample".into(),
+                Some(false) => "predicted".into(),
+                None => String::new(),
+            },
         ]);
     }
     out += &t.html();

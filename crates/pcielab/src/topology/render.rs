@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::model::path::{path_ceiling, PathCeiling};
-use crate::model::platform::PlatformModel;
+use crate::model::platform::{PlatformModel, Provenance};
 use crate::model::transfer::LinkParams;
 use crate::pcie::{Bdf, Generation};
 use crate::report::round_to;
@@ -66,6 +66,12 @@ pub struct FunctionJson {
         skip_serializing_if = "Option::is_none"
     )]
     pub platform_read_mbps: Option<f64>,
+    /// Whether the platform rates reproduce the fit's data or predict (and on what link).
+    #[serde(
+        rename = "platform_dma_provenance",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub platform_provenance: Option<Provenance>,
     pub warnings: Vec<String>,
 }
 
@@ -94,7 +100,7 @@ pub struct AcsJson {
 const MBPS_DECIMALS: i32 = 3;
 
 /// An endpoint's streaming DMA (write, read) MB/s on its own link, as `model` predicts it.
-fn platform_dma(model: Option<&PlatformModel>, f: &Function) -> Option<(f64, f64)> {
+fn platform_dma(model: Option<&PlatformModel>, f: &Function) -> Option<(f64, f64, Provenance)> {
     let model = model.filter(|_| f.kind == Kind::Endpoint)?;
     Some(model.streaming_dma_mbps(&LinkParams::for_function(f)?))
 }
@@ -150,6 +156,7 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
                 ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
                 platform_write_mbps: dma.map(|d| round_to(d.0, MBPS_DECIMALS)),
                 platform_read_mbps: dma.map(|d| round_to(d.1, MBPS_DECIMALS)),
+                platform_provenance: dma.map(|d| d.2),
                 warnings: found.remove(&f.bdf).unwrap_or_default(),
             }
         })
@@ -228,10 +235,11 @@ fn function_line(topo: &Topology, model: Option<&PlatformModel>, f: &Function) -
             let _ = write!(line, " | {}", ceiling_text(&c, f.bdf));
         }
     }
-    if let Some((write, read)) = platform_dma(model, f) {
+    if let Some((write, read, provenance)) = platform_dma(model, f) {
         let _ = write!(
             line,
-            " | platform DMA write {write:.0} MB/s, read {read:.0} MB/s"
+            " | platform DMA write {write:.0} MB/s, read {read:.0} MB/s ({})",
+            provenance.text()
         );
     }
     if let Some(d) = &f.driver {
