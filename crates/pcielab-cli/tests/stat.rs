@@ -15,7 +15,11 @@ const TX: &str = "pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/";
 const SEED_RW: &str = "fio --filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=readwrite --bs=1m --numjobs=4 --time_based=1 --runtime=20 --group_reporting --name=test-rw";
 
 fn stat(extra: &[&str], workload: &str) -> Output {
-    let mut args = vec!["stat", "--machine", "sim:yitian710", "-a"];
+    stat_on("sim:yitian710", extra, workload)
+}
+
+fn stat_on(machine: &str, extra: &[&str], workload: &str) -> Output {
+    let mut args = vec!["stat", "--machine", machine, "-a"];
     args.extend_from_slice(extra);
     args.push("--");
     args.extend(workload.split_whitespace());
@@ -286,23 +290,11 @@ fn rk3588_ep_behind_a_bound_port(dir: &std::path::Path) -> String {
 fn payload_events_show_line_achievable_and_platform_rates() {
     let dir = tempfile::tempdir().unwrap();
     let machine = rk3588_ep_behind_a_bound_port(dir.path());
-    let out = pcielab(&[
-        "stat",
-        "--machine",
+    let out = stat_on(
         &machine,
-        "-a",
-        "-e",
-        "pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/",
-        "--json",
-        "--",
-        "dmatest",
-        "--sizes",
-        "1M",
-        "--dir",
-        "write",
-        "--transfers",
-        "50",
-    ]);
+        &["-e", "pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/", "--json"],
+        "dmatest --sizes 1M --dir write --transfers 50",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ev = &doc["events"][0];
@@ -365,17 +357,11 @@ fn rockchip_presets_have_no_pmu_and_stat_prints_dmatest_own_table() {
         "rk3528-evb",
     ] {
         let machine = format!("sim:{preset}");
-        let out = pcielab(&[
-            "stat",
-            "--machine",
+        let out = stat_on(
             &machine,
-            "-a",
-            "-e",
-            "pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/",
-            "--",
-            "sleep",
-            "1",
-        ]);
+            &["-e", "pcie_bdf_0/Rx_PCIe_TLP_Data_Payload/"],
+            "sleep 1",
+        );
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{preset}: {stderr}");
         for hint in [
@@ -392,16 +378,7 @@ fn rockchip_presets_have_no_pmu_and_stat_prints_dmatest_own_table() {
         assert_eq!(doc["pmus"], serde_json::json!([]), "{preset}");
     }
 
-    let out = pcielab(&[
-        "stat",
-        "--machine",
-        "sim:rk3588-ep",
-        "-a",
-        "--",
-        "dmatest",
-        "--transfers",
-        "50",
-    ]);
+    let out = stat_on("sim:rk3588-ep", &[], "dmatest --transfers 50");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     let rows: Vec<Vec<&str>> = stdout
@@ -428,6 +405,19 @@ fn rockchip_presets_have_no_pmu_and_stat_prints_dmatest_own_table() {
     }
     // The report still says how long the run took, with no events counted.
     assert!(text(&out.stderr).contains("seconds time elapsed"));
+    // §8.2.2's SEQ1M Q32T1 read, verbatim, as fio's summary line: the guide's 3219.2 MB/s
+    // (rk3588-evb's drive rate is fitted on it).
+    let fio = stat_on(
+        "sim:rk3588-evb",
+        &[],
+        "fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw=read -ioengine=libaio \
+         -bs=1024K -size=10G -numjobs=1 -runtime=180 -group_reporting -name=read_seq_1024k_q32_t1",
+    );
+    assert!(
+        text(&fio.stdout).contains("READ: bw=3070MiB/s (3219MB/s)"),
+        "{}",
+        text(&fio.stdout)
+    );
     // A host counts only what it is asked to.
     let host = pcielab(&["stat", "-a", "--", "sleep", "0"]);
     assert_eq!(host.status.code(), Some(2));
