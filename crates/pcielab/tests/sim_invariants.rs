@@ -47,6 +47,24 @@ fn simulate(machine: &SimulatedPcie, fio: &str) -> SimRun {
     machine.run(&w).unwrap()
 }
 
+/// `preset` with a PMU on its root ports: Rockchip's (1d87) have none, as no kernel binds one,
+/// so rk3588-evb's Gen3 x4 NVMe is counted behind a root port of Alibaba's id (1ded) instead.
+fn with_a_bound_pmu(preset: &str) -> SimulatedPcie {
+    let text = pcielab::machine::presets::preset(preset).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("bound.toml");
+    std::fs::write(
+        &spec,
+        text.replacen("vendor = 0x1d87", "vendor = 0x1ded", 1),
+    )
+    .unwrap();
+    let machine = Machine::open(&format!("sim:{}", spec.display()).parse().unwrap())
+        .and_then(|m| m.simulated_pcie())
+        .unwrap();
+    assert!(!machine.pmus().is_empty(), "{preset}");
+    machine
+}
+
 fn totals(run: &SimRun) -> (u64, u64) {
     let Summary::Fio { groups } = &run.summary else {
         panic!("not fio")
@@ -149,9 +167,7 @@ proptest! {
     ) {
         use pcielab::pmu::resolve;
         use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions};
-        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap())
-            .and_then(|m| m.simulated_pcie())
-            .unwrap();
+        let mut machine = with_a_bound_pmu(preset);
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = if preset == "yitian710" { "./test.big" } else { "/mnt/test" };
         let run = if idle {

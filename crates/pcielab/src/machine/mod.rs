@@ -27,10 +27,9 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
+use crate::pmu::bound_root_port_pmus;
 use crate::pmu::counters::{CatalogPmus, Counters};
 use crate::pmu::host::HostCounters;
-use crate::pmu::kernel::{dwc_vendors, KernelVersion};
-use crate::pmu::root_port_pmus;
 use crate::qos::backend::{QosBackend, QosOptions};
 use crate::qos::host::HostResctrl;
 use crate::qos::presets::{Preset, PRESETS as RESCTRL_PRESETS};
@@ -247,7 +246,7 @@ impl Machine {
             Access::Host { root, .. } => Ok(Box::new(HostCounters { root: root.clone() })),
             Access::Snapshot(platform) => Ok(Box::new(CatalogPmus {
                 machine: self.selector.to_string(),
-                pmus: root_port_pmus(&platform.topology, &dwc_vendors(KernelVersion::NEWEST)),
+                pmus: bound_root_port_pmus(&platform.topology),
             })),
             Access::SimPcie(_) => Ok(Box::new(self.simulated_pcie()?)),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),

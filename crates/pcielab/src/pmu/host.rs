@@ -52,6 +52,13 @@ pub struct EncodedEvents {
 /// Discovers the PMUs under `root`, encodes every `-e` argument and checks each group against
 /// the rules of the kernel its PMU driver comes from.
 pub fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
+    if events.is_empty() {
+        // perf's default events are CPU ones; pcielab counts only what it is asked to.
+        return Err(Error::bad_input(
+            "no events: give -e PMU/EVENT/ (`pcielab pmu list` names them); only a sim: \
+             machine runs without -e, printing its simulated workload's own result",
+        ));
+    }
     let pmus = discover(root)?;
     let context = EventContext { pmus: &pmus, root };
     let mut groups = Vec::new();

@@ -105,18 +105,38 @@ pub fn root_port_pmus(topo: &Topology, vendors: &[u16]) -> Vec<PmuDevice> {
         .collect()
 }
 
-/// The vendors whose root ports get a DWC PMU in the simulator: those the newest
-/// `dwc_pcie_pmu` binds, and Rockchip (1d87). No kernel binds a Rockchip root port, but its
-/// DesignWare controllers carry the same RAS DES counters, and the Rockchip presets keep a
-/// simulated PMU as the instrument through which `stat` reproduces the Rockchip performance
-/// guide's DMA tables; a snapshot or host of Rockchip silicon has none.
-pub fn simulated_dwc_vendors() -> Vec<u16> {
-    let mut vendors = kernel::dwc_vendors(kernel::KernelVersion::NEWEST);
-    vendors.push(ROCKCHIP);
-    vendors
+/// The root-port PMUs the newest kernel registers on a machine with this topology, which is
+/// what a snapshot lists and a simulated machine counts with: DWC PMUs on the vendors the newest
+/// `dwc_pcie_pmu` binds. Rockchip (1d87) root ports get none: their DesignWare controllers
+/// carry the RAS DES counters, but no kernel binds a PMU to them ([`no_rockchip_pmu`]).
+pub fn bound_root_port_pmus(topo: &Topology) -> Vec<PmuDevice> {
+    root_port_pmus(topo, &kernel::dwc_vendors(kernel::KernelVersion::NEWEST))
 }
 
 const ROCKCHIP: u16 = 0x1d87;
+
+/// Why a machine with this topology has no PMU where a user may expect one: its Rockchip root
+/// ports (DesignWare controllers no kernel's `dwc_pcie_pmu` binds), and what measures their
+/// traffic instead. `None` when it has no Rockchip root port.
+pub fn no_rockchip_pmu(topo: &Topology) -> Option<String> {
+    let ports: Vec<String> = topo
+        .functions()
+        .iter()
+        .filter(|f| f.kind == Kind::RootPort && f.vendor == ROCKCHIP)
+        .map(|f| f.bdf.to_string())
+        .collect();
+    if ports.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "no kernel binds a PMU to Rockchip (1d87) root ports ({}), so this machine has none to \
+         count; instead use `pcielab top` or `pcielab exporter` (the ports' traffic derived from \
+         the disk and NIC byte counters), the workload's own result (`pcielab stat --machine \
+         sim:… -a -- dmatest`, without -e, prints it as the tool does), or `pcielab model \
+         --platform SPEC.toml` for the predicted DMA rates",
+        ports.join(", ")
+    ))
+}
 
 /// An event as the user wrote it: `PMU/EVENT/`, `PMU/EVENT,lane=N/` or
 /// `PMU/eventid=0x21,type=0x0/`.
@@ -436,7 +456,13 @@ mod tests {
             names(&kernel::dwc_vendors(v(6, 13))),
             ["dwc_rootport_10000", "dwc_rootport_20000"]
         );
-        assert_eq!(names(&simulated_dwc_vendors()).len(), 3);
+        // The simulator follows the newest kernel: Ampere, never Rockchip.
+        let newest: Vec<String> = bound_root_port_pmus(&topo)
+            .into_iter()
+            .flat_map(|p| p.aliases)
+            .collect();
+        assert_eq!(newest, ["dwc_rootport_10000", "dwc_rootport_20000"]);
+        assert!(no_rockchip_pmu(&topo).unwrap().contains("(0000:00:00.0)"));
     }
 
     fn devices() -> Vec<PmuDevice> {

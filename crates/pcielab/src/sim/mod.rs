@@ -25,7 +25,7 @@ use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
 use crate::pcie::dllp::DLLP_WIRE_BYTES;
 use crate::pcie::tlp::TlpFormat;
 use crate::pcie::{Bdf, Generation};
-use crate::pmu::{root_port_pmus, simulated_dwc_vendors, PmuDevice};
+use crate::pmu::{bound_root_port_pmus, PmuDevice};
 use crate::topology::{Aspm, Kind as FnKind, Topology};
 use config::SimConfig;
 use device::{BlockDevice, Device};
@@ -117,10 +117,9 @@ impl SimulatedPcie {
         })
     }
 
-    /// One DesignWare PMU per DWC root port, as the seed's kernel registers them (and on
-    /// Rockchip root ports, as a simulator instrument: `simulated_dwc_vendors`).
+    /// One DesignWare PMU per root port a kernel binds one to (none on Rockchip's).
     pub fn pmus(&self) -> Vec<PmuDevice> {
-        root_port_pmus(&self.topology, &simulated_dwc_vendors())
+        bound_root_port_pmus(&self.topology)
     }
 
     /// The root port above `device` (itself if it is one).

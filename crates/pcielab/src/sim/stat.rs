@@ -1,7 +1,9 @@
 //! One `pcielab stat` run on a simulated machine, the library side of the command: check the
 //! request the way perf would (system-wide only, whole milliseconds, a sane bit-error rate),
 //! parse the workload, count the events over the simulated run and return the counting outcome
-//! with the workload's own summary, ready for the perf-style or JSON report. Here the simulator
+//! with the workload's own summary, ready for the perf-style or JSON report. Without events it
+//! still runs the workload and returns its own result (dmatest's, fio's), which is how a machine
+//! without PMUs, such as the Rockchip presets, reproduces the tables those tools printed. Here the simulator
 //! implements `pmu::counters::Counters`, the counters side of a `sim:` machine.
 
 use std::time::Duration;
@@ -15,7 +17,7 @@ use crate::pmu::list::only_pmu;
 use crate::pmu::session::{CountOptions, DEFAULT_MUX_INTERVAL_NS};
 use crate::pmu::stat::{count_events, resolve_groups, LinkRates, StatOutcome};
 use crate::pmu::sysfs::PciePlace;
-use crate::pmu::{parse_event_list, PmuDevice, ResolvedEvent};
+use crate::pmu::{no_rockchip_pmu, parse_event_list, PmuDevice, ResolvedEvent};
 
 use super::workload::{self, Workload};
 use super::{SimBackend, SimRun, SimulatedPcie};
@@ -41,7 +43,7 @@ impl SimulatedPcie {
         for e in request.events {
             groups.extend(parse_event_list(e).map_err(|err| workload_hint(err, e))?);
         }
-        if !request.all_cpus {
+        if !request.all_cpus && !groups.is_empty() {
             return Err(Error::bad_input(
                 "PCIe PMUs are uncore PMUs that count system-wide only: add -a",
             ));
@@ -65,7 +67,16 @@ impl SimulatedPcie {
         }
         let work = workload::parse(request.workload, request.read_file)?;
         let pmus = machine.pmus();
-        let resolved = resolve_groups(&pmus, &groups)?;
+        let resolved = resolve_groups(&pmus, &groups).map_err(|err| {
+            let unbound = groups
+                .iter()
+                .flatten()
+                .any(|spec| !pmus.iter().any(|p| p.answers_to(&spec.pmu)));
+            match no_rockchip_pmu(&machine.topology) {
+                Some(why) if unbound => Error::bad_input(format!("{err}: {why}")),
+                _ => err,
+            }
+        })?;
         // The spec's own model only where it has a [platform] table: defaults predict nothing.
         let platform = request
             .platform
