@@ -105,6 +105,125 @@ fn typed_outputs_validate_against_their_shipped_schemas() {
         true,
     );
     assert_eq!(monitor["intervals"].as_array().unwrap().len(), 2);
+    let sample = check_output(
+        &["exporter", "--machine", "sim:yitian710", "--once", "--json"],
+        "exporter-sample",
+        true,
+    );
+    assert!(sample["functions"][0]["bdf"].is_string());
+}
+
+#[test]
+fn qos_bench_mmio_and_lab_argv_outputs_validate_against_their_shipped_schemas() {
+    let show = check_output(
+        &["qos", "show", "--machine", "sim:rdt-xeon8163", "--json"],
+        "qos-show",
+        true,
+    );
+    assert_eq!(show["groups"][0]["name"], "/");
+    let dir = tempfile::tempdir().unwrap();
+    let desired = dir.path().join("want.toml");
+    std::fs::write(
+        &desired,
+        "[groups.online]\nl3 = \"0-7\"\nmb = 55\n[groups.offline]\nl3 = \"8-10\"\nmb = 10\n",
+    )
+    .unwrap();
+    let apply = check_output(
+        &[
+            "qos",
+            "apply",
+            desired.to_str().unwrap(),
+            "--machine",
+            "sim:rdt-xeon8163",
+            "--dry-run",
+            "--json",
+        ],
+        "qos-apply",
+        true,
+    );
+    // Each planned step carries its operation's own fields beside the shell line.
+    assert_eq!(apply["plan"][0]["op"], "mkdir");
+    assert!(apply["plan"][0]["shell"].is_string());
+    for op in ["store", "load"] {
+        let mmio = check_output(
+            &[
+                "bench",
+                "mmio",
+                "0000:01:00.0",
+                "--bar",
+                "0",
+                "--machine",
+                "sim:rk3588-ep",
+                "--op",
+                op,
+                "--json",
+            ],
+            "bench-mmio",
+            true,
+        );
+        assert_eq!(mmio["results"][0]["op"], op);
+    }
+    let plan = check_output(&["lab", "argv", "qemu-seed", "--json"], "lab-argv", true);
+    assert_eq!(plan["argv"][0], "qemu-system-x86_64");
+}
+
+#[test]
+fn stat_outputs_validate_against_their_shipped_schema() {
+    let run = |interval: &[&str]| {
+        let fio = [
+            "fio",
+            "--filename=/dev/sda",
+            "--rw=read",
+            "--bs=1m",
+            "--size=64m",
+            "--name=r",
+        ];
+        let head = [
+            "stat",
+            "--machine",
+            "sim:yitian710",
+            "-a",
+            "--json",
+            "-e",
+            "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
+        ];
+        check_output(
+            &[&head[..], interval, &["--"], &fio[..]].concat(),
+            "stat",
+            true,
+        )
+    };
+    let whole = run(&[]);
+    assert_eq!(whole["events"][0]["status"], "counted");
+    assert!(whole.get("intervals").is_none());
+    let with_intervals = run(&["-I", "50"]);
+    assert!(with_intervals["intervals"].as_array().unwrap().len() >= 2);
+}
+
+#[test]
+fn each_top_frame_validates_against_its_schema() {
+    // `top -b --json` prints one tagged object per line, the frame's rows among them.
+    let frames = ok(pcielab(&[
+        "top",
+        "--machine",
+        "sim:yitian710",
+        "-b",
+        "-n",
+        "2",
+        "-d",
+        "0.1",
+        "--json",
+    ]));
+    let schema = shipped_schema("pcielab.top-frame/v1").expect("docs/json/top-frame.schema.json");
+    let lines: Vec<&str> = frames.lines().collect();
+    assert_eq!(lines.len(), 2);
+    for line in lines {
+        let frame: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(frame["schema"], "pcielab.top-frame/v1");
+        assert!(!frame["rows"].as_array().unwrap().is_empty());
+        let broken = violations(&schema, &frame);
+        assert!(broken.is_empty(), "top frame:\n{}", broken.join("\n"));
+    }
 }
 
 #[test]
@@ -122,52 +241,8 @@ fn every_other_json_output_is_tagged() {
             &["pmu", "list", "--machine", "sim:yitian710", "--json"][..],
             "pmu-list",
         ),
-        (
-            &[
-                "stat",
-                "--machine",
-                "sim:yitian710",
-                "-a",
-                "--json",
-                "-e",
-                "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/",
-                "--",
-                "fio",
-                "--filename=/dev/sda",
-                "--rw=read",
-                "--bs=1m",
-                "--size=64m",
-                "--name=r",
-            ][..],
-            "stat",
-        ),
-        (
-            &["exporter", "--machine", "sim:yitian710", "--once", "--json"][..],
-            "exporter-sample",
-        ),
-        (
-            &["qos", "show", "--machine", "sim:mpam-seed", "--json"][..],
-            "qos-show",
-        ),
-        (&["lab", "argv", "qemu-seed", "--json"][..], "lab-argv"),
     ] {
         check_output(args, kind, false);
-    }
-    // `top -b --json` prints one tagged object per line.
-    let frames = ok(pcielab(&[
-        "top",
-        "--machine",
-        "sim:yitian710",
-        "-b",
-        "-n",
-        "2",
-        "-d",
-        "0.1",
-        "--json",
-    ]));
-    for line in frames.lines() {
-        let frame: Value = serde_json::from_str(line).unwrap();
-        assert_eq!(frame["schema"], "pcielab.top-frame/v1");
     }
 }
 
