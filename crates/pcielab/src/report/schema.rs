@@ -15,10 +15,12 @@ use crate::model::platform::IrqPrediction;
 use crate::model::sweep::SizeSweep;
 use crate::observe::top::TopFrame;
 use crate::observe::Sample;
+use crate::pmu::counters::PmuListDocument;
 use crate::pmu::stat::StatDocument;
 use crate::qos::apply::Report as ApplyReport;
 use crate::qos::scenario::Outcome;
 use crate::qos::view::{MonitorDocument, ShowView};
+use crate::topology::render::TopologyJson;
 
 /// Every document kind that has a schema, with it.
 pub fn documents() -> Vec<(&'static str, Schema)> {
@@ -34,7 +36,9 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         document::<IrqPrediction>("bench-irq", "pcielab bench irq --json"),
         document::<MmioReport>("bench-mmio", "pcielab bench mmio --json"),
         document::<QemuPlan>("lab-argv", "pcielab lab argv --json"),
+        document::<TopologyJson>("topo", "pcielab topo --json"),
         document::<StatDocument>("stat", "pcielab stat --json"),
+        document::<PmuListDocument>("pmu-list", "pcielab pmu list --json"),
         document::<Sample>("exporter-sample", "pcielab exporter --once --json"),
         document::<TopFrame>("top-frame", "each line of pcielab top -b --json"),
     ]
