@@ -200,6 +200,32 @@ fn stat_outputs_validate_against_their_shipped_schema() {
     assert!(with_intervals["intervals"].as_array().unwrap().len() >= 2);
 }
 
+/// `lab check` and `lab run` need QEMU and a guest kernel: a real `lab check qemu-seed --json`
+/// (QEMU 7.2, Debian 6.1 guest), stored before documents carried their tag, stands in for them.
+#[test]
+fn a_stored_lab_check_output_validates_against_the_lab_schemas() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/lab-check-qemu-seed.json"
+    );
+    let mut check: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    // Its `run` member is the run's own report, what `lab run --json` prints.
+    let mut run = check["run"].clone();
+    for (doc, kind) in [(&mut check, "lab-check"), (&mut run, "lab-run")] {
+        let tag = format!("pcielab.{kind}/v1");
+        doc["schema"] = tag.as_str().into();
+        let schema = shipped_schema(&tag).unwrap_or_else(|| panic!("no schema for {tag}"));
+        let broken = violations(&schema, doc);
+        assert!(broken.is_empty(), "{kind}:\n{}", broken.join("\n"));
+    }
+    assert_eq!(check["rows"][0]["status"], "match");
+    // A row whose status is not one the type has breaks the schema.
+    check["rows"][0]["status"] = "fine".into();
+    let schema = shipped_schema("pcielab.lab-check/v1").unwrap();
+    assert!(!violations(&schema, &check).is_empty());
+}
+
 #[test]
 fn topo_outputs_validate_against_their_shipped_schema() {
     // A simulated platform, and the same with its platform model's DMA predictions beside it.

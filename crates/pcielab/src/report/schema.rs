@@ -8,7 +8,9 @@ use serde_json::json;
 
 use super::schema_tag;
 use crate::lab::argv::QemuPlan;
+use crate::lab::check::CheckReport;
 use crate::lab::mmio::MmioReport;
+use crate::lab::session::RunReport;
 use crate::machine::presets::PresetList;
 use crate::model::fit::{FitReport, PredictionReport};
 use crate::model::platform::IrqPrediction;
@@ -36,6 +38,8 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         document::<IrqPrediction>("bench-irq", "pcielab bench irq --json"),
         document::<MmioReport>("bench-mmio", "pcielab bench mmio --json"),
         document::<QemuPlan>("lab-argv", "pcielab lab argv --json"),
+        document::<RunReport>("lab-run", "pcielab lab run --json"),
+        document::<CheckReport<'static>>("lab-check", "pcielab lab check --json"),
         document::<TopologyJson>("topo", "pcielab topo --json"),
         document::<StatDocument>("stat", "pcielab stat --json"),
         document::<PmuListDocument>("pmu-list", "pcielab pmu list --json"),
