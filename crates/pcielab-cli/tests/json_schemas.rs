@@ -305,14 +305,15 @@ fn each_top_frame_validates_against_its_schema() {
     }
 }
 
+/// The P2P matrix has no shipped schema yet: its tag is checked, and this fails once docs/json/
+/// ships one, so the output is then validated instead.
 #[test]
-fn every_other_json_output_is_tagged() {
-    for (args, kind) in [(
-        &["topo", "--machine", "sim:qemu-wide", "--p2p", "--json"][..],
+fn the_p2p_matrix_is_tagged() {
+    check_output(
+        &["topo", "--machine", "sim:qemu-wide", "--p2p", "--json"],
         "topo-p2p",
-    )] {
-        check_output(args, kind, false);
-    }
+        false,
+    );
 }
 
 #[test]
