@@ -131,7 +131,7 @@ pub fn run(args: Args) -> Result<()> {
             std::process::exit(127);
         }
     };
-    let doc = done.outcome.to_json(done.workload_json);
+    let doc = done.outcome.document(done.workload_json);
     if let Some(path) = &args.svg {
         let stat = view_of(Kind::Stat, &doc)?;
         pcielab::input::write_output(

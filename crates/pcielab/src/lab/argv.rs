@@ -44,14 +44,14 @@ impl Default for MachineOptions {
 }
 
 /// A backing file QEMU needs before it starts.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Disk {
     pub path: PathBuf,
     pub size_mib: u64,
 }
 
 /// A spec value QEMU 7.2 cannot reproduce, and what the guest will report instead.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Limit {
     pub bdf: Bdf,
     /// The field as `lab check` names it: `link.speed`, `link.width`, `link.max_speed`, …
@@ -62,7 +62,7 @@ pub struct Limit {
 }
 
 /// The QEMU invocation for a topology.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QemuPlan {
     /// Program and arguments; the runner appends kernel, initrd and console options.
     pub argv: Vec<String>,

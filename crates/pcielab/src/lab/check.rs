@@ -17,7 +17,7 @@ use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Function, Topology};
 
 /// How one field compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Match,
@@ -27,7 +27,7 @@ pub enum Status {
 }
 
 /// One compared field.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Row {
     pub bdf: Bdf,
     pub field: &'static str,
@@ -39,7 +39,7 @@ pub struct Row {
 
 /// The `lab check` verdict (its `--json` document): every compared field with the counts that
 /// decide it, and the run the guest view came from.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CheckReport<'a> {
     pub spec: &'a str,
     pub ok: bool,

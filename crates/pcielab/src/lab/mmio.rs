@@ -110,7 +110,7 @@ impl MmioOptions {
 }
 
 /// One direction's measured (or predicted) figures.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MmioResult {
     /// `store`, `load`, `memcpy_toio` or `memcpy_fromio`.
     pub op: &'static str,
@@ -130,7 +130,7 @@ pub struct MmioResult {
 }
 
 /// The whole report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MmioReport {
     pub bdf: String,
     pub bar: u8,

@@ -69,7 +69,7 @@ pub struct RunOptions {
 }
 
 /// What `lab run` reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub results_dir: PathBuf,
     /// Kept run directory (with `--keep`), else null.

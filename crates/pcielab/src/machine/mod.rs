@@ -435,7 +435,7 @@ mod tests {
         let snapshot = open(&format!("snapshot:{}", dir.path().display())).unwrap();
         let counters = snapshot.counters().unwrap();
         let listed = counters.list(Some("dwc_rootport_10")).unwrap();
-        let doc = listed.to_json("snapshot");
+        let doc = serde_json::to_value(listed.document("snapshot")).unwrap();
         assert_eq!(doc["pmus"][0]["name"], "pcie_bdf_200");
         assert_eq!(doc["pmus"].as_array().unwrap().len(), 1);
         let request = crate::pmu::counters::StatRequest {

@@ -87,7 +87,7 @@ use crate::topology::health::{read_function_health, AerCounts, LinkHealth};
 use crate::topology::{Function, Kind, Topology};
 
 /// Where a traffic figure comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// A PCIe PMU's data-payload counters (on `sim:`, the simulator's PMU model).
@@ -106,7 +106,7 @@ impl Source {
 }
 
 /// Cumulative traffic of one function.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Traffic {
     pub source: Source,
     /// Payload bytes toward the root complex (the root port's Rx).
@@ -119,7 +119,7 @@ pub struct Traffic {
 }
 
 /// Cumulative time a link spent in each power state, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LinkStates {
     pub l0_ns: u64,
     pub l0s_ns: u64,
@@ -135,7 +135,7 @@ pub struct LinkStatePercent {
 }
 
 /// One function at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FunctionSample {
     pub bdf: Bdf,
     pub kind: Kind,
@@ -158,7 +158,7 @@ pub struct FunctionSample {
 }
 
 /// Every function of the machine at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Sample {
     /// The `--machine` selector, as given.
     pub machine: String,

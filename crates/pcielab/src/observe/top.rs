@@ -22,7 +22,7 @@ use crate::topology::health::AerCounts;
 use crate::topology::Kind;
 
 /// What the rows are ordered by. Rates and % sort busiest first; BDF in address order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SortKey {
     Bdf,
@@ -174,7 +174,7 @@ impl View {
 }
 
 /// The state of a function's link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkState {
     /// Trained at what both ends can do.
@@ -198,7 +198,7 @@ impl LinkState {
 }
 
 /// One line of the table.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FunctionRow {
     pub bdf: Bdf,
     /// Indentation level in tree mode (0 in flat mode).
@@ -323,7 +323,7 @@ fn short_kind(kind: Kind) -> &'static str {
 }
 
 /// One screen (or one batch frame): header facts and the rows the view selects, in its order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TopFrame {
     pub machine: String,
     /// Wall-clock time of the latest sample, HH:MM:SS UTC.

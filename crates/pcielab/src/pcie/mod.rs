@@ -156,6 +156,21 @@ impl Serialize for Bdf {
     }
 }
 
+/// A BDF is written as `DDDD:BB:DD.F` in lowercase hex, as [`fmt::Display`] prints it.
+impl schemars::JsonSchema for Bdf {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Bdf".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[0-9a-f]{4}:[0-9a-f]{2}:[01][0-9a-f]\\.[0-7]$",
+            "description": "PCI address DDDD:BB:DD.F (domain, bus, device, function) in lowercase hex"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Bdf {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Bdf, D::Error> {
         let s = String::deserialize(d)?;

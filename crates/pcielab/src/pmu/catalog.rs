@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::kernel::{dwc_name_in, KernelVersion};
 
 /// The PMU families pcielab knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     /// Synopsys DesignWare root-port PMU (RAS DES capability): Yitian 710, upstream `dwc_pcie_pmu`.

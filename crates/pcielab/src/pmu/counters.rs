@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::model::platform::PlatformModel;
-use crate::pmu::hostlist::HostListing;
-use crate::pmu::list::{list_json, only_pmu, render_list};
+use crate::pmu::hostlist::{HostListDocument, HostListing};
+use crate::pmu::list::{list_document, only_pmu, render_list, CatalogListDocument};
 use crate::pmu::stat::StatOutcome;
 use crate::pmu::PmuDevice;
 
@@ -59,6 +59,14 @@ pub enum StatEnd {
     WorkloadNotFound(String),
 }
 
+/// The `pmu list --json` document: a host's registered PMUs, or a catalog machine's.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum PmuListDocument {
+    Host(HostListDocument),
+    Catalog(CatalogListDocument),
+}
+
 /// What `pmu list` shows for a machine.
 pub enum PmuListing {
     /// Every PMU the kernel registered, PCIe PMUs placed at their root ports.
@@ -69,10 +77,10 @@ pub enum PmuListing {
 
 impl PmuListing {
     /// The `--json` document (docs/pmu.md); `machine` names the machine.
-    pub fn to_json(&self, machine: &str) -> Value {
+    pub fn document(&self, machine: &str) -> PmuListDocument {
         match self {
-            PmuListing::Host(listing) => listing.to_json(),
-            PmuListing::Catalog(pmus) => list_json(machine, pmus),
+            PmuListing::Host(listing) => PmuListDocument::Host(listing.document()),
+            PmuListing::Catalog(pmus) => PmuListDocument::Catalog(list_document(machine, pmus)),
         }
     }
 

@@ -6,9 +6,12 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::pcie::Bdf;
 use crate::pmu::catalog::{nearest, Family};
 use crate::pmu::host::{place_in, PortPlacement};
 use crate::pmu::kernel::KernelVersion;
@@ -56,6 +59,66 @@ pub const PROVIDERS: &[(&str, &str, &str, &str, &str)] = &[
         "NVIDIA Grace (Grace CPU and Grace Hopper superchips)",
     ),
 ];
+
+/// The `pmu list --machine host --json` document: every PMU the kernel registered.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct HostListDocument {
+    /// Always `host`.
+    pub machine: &'static str,
+    /// Where the PMUs were read (`/sys/bus/event_source/devices`).
+    pub event_source_dir: String,
+    /// `null` when /proc/sys/kernel/perf_event_paranoid is unreadable.
+    pub perf_event_paranoid: Option<i32>,
+    /// How many of `pmus` are PCIe PMUs.
+    pub pcie_pmus: usize,
+    /// PCIe PMUs first.
+    pub pmus: Vec<HostPmuDocument>,
+    /// With no PCIe PMU: the drivers that would provide one; `null` otherwise.
+    pub providers: Option<Vec<ProviderDocument>>,
+}
+
+/// One registered PMU.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct HostPmuDocument {
+    pub name: String,
+    /// The perf_event_attr type the kernel assigned.
+    #[serde(rename = "type")]
+    pub type_id: u32,
+    /// The PCIe PMU driver its name identifies; `null` for other PMUs.
+    pub driver: Option<PcieDriver>,
+    /// The kernel whose rules the PCIe PMU follows.
+    pub kernel: Option<String>,
+    pub cpumask: Vec<u32>,
+    pub mux_interval_ms: Option<u64>,
+    /// PCIe PMUs: the root ports it counts.
+    pub root_ports: Option<Vec<Bdf>>,
+    pub lanes: Option<u8>,
+    #[serde(rename = "link_achievable_MBps")]
+    pub link_achievable_mbps: Option<f64>,
+    /// Format field → the config bits it occupies (`config:0-7`).
+    pub formats: BTreeMap<String, String>,
+    pub events: Vec<HostEventDocument>,
+}
+
+/// One event alias a PMU's sysfs `events/` directory lists.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct HostEventDocument {
+    pub name: String,
+    /// Its terms, `name=0x..` (`name=?` where the user supplies the value).
+    pub encoding: String,
+    pub scale: Option<f64>,
+    pub unit: Option<String>,
+}
+
+/// A driver that provides PCIe PMUs, from [`PROVIDERS`].
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ProviderDocument {
+    pub pmu: &'static str,
+    pub driver: &'static str,
+    pub kernel_option: &'static str,
+    pub kernel: &'static str,
+    pub cpus: &'static str,
+}
 
 /// The host's PMUs with each PCIe PMU's placement.
 pub struct HostListing {
@@ -162,32 +225,44 @@ impl HostListing {
     }
 
     /// The `--json` document (docs/pmu.md).
-    pub fn to_json(&self) -> Value {
-        json!({
-            "machine": "host",
-            "event_source_dir": self.dir.display().to_string(),
-            "perf_event_paranoid": self.paranoid,
-            "pcie_pmus": self.pcie_count(),
-            "pmus": self.pmus.iter().map(|(p, placement)| json!({
-                "name": p.name,
-                "type": p.type_id,
-                "driver": p.driver,
-                "kernel": self.kernel_of(p),
-                "cpumask": p.cpus,
-                "mux_interval_ms": p.mux_interval_ms,
-                "root_ports": placement.as_ref().map(|pl| pl.root_ports.iter().map(|b| b.to_string()).collect::<Vec<_>>()),
-                "lanes": placement.as_ref().and_then(|pl| pl.lanes),
-                "link_achievable_MBps": placement.as_ref().and_then(|pl| pl.ceiling_mbps),
-                "formats": p.formats.iter().map(|f| (f.name.clone(), Value::from(f.layout()))).collect::<serde_json::Map<_, _>>(),
-                "events": p.events.iter().map(|e| json!({
-                    "name": e.name,
-                    "encoding": encoding(&e.terms),
-                    "scale": e.scale,
-                    "unit": e.unit,
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "providers": if self.pcie_count() == 0 { providers_json() } else { Value::Null },
-        })
+    pub fn document(&self) -> HostListDocument {
+        HostListDocument {
+            machine: "host",
+            event_source_dir: self.dir.display().to_string(),
+            perf_event_paranoid: self.paranoid,
+            pcie_pmus: self.pcie_count(),
+            pmus: self
+                .pmus
+                .iter()
+                .map(|(p, placement)| HostPmuDocument {
+                    name: p.name.clone(),
+                    type_id: p.type_id,
+                    driver: p.driver,
+                    kernel: self.kernel_of(p),
+                    cpumask: p.cpus.clone(),
+                    mux_interval_ms: p.mux_interval_ms,
+                    root_ports: placement.as_ref().map(|pl| pl.root_ports.clone()),
+                    lanes: placement.as_ref().and_then(|pl| pl.lanes),
+                    link_achievable_mbps: placement.as_ref().and_then(|pl| pl.ceiling_mbps),
+                    formats: p
+                        .formats
+                        .iter()
+                        .map(|f| (f.name.clone(), f.layout()))
+                        .collect(),
+                    events: p
+                        .events
+                        .iter()
+                        .map(|e| HostEventDocument {
+                            name: e.name.clone(),
+                            encoding: encoding(&e.terms),
+                            scale: e.scale,
+                            unit: e.unit.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            providers: (self.pcie_count() == 0).then(providers),
+        }
     }
 
     /// The text form; `detail` lists every format field and event (with `--pmu`).
@@ -286,15 +361,19 @@ fn pmu_line(p: &SysfsPmu, placement: Option<&PortPlacement>, kernel: Option<Stri
     line + &format!(", {} events\n", p.events.len())
 }
 
-fn providers_json() -> Value {
-    Value::Array(
-        PROVIDERS
-            .iter()
-            .map(|(name, driver, option, kernel, cpus)| {
-                json!({"pmu": name, "driver": driver, "kernel_option": option, "kernel": kernel, "cpus": cpus})
-            })
-            .collect(),
-    )
+fn providers() -> Vec<ProviderDocument> {
+    PROVIDERS
+        .iter()
+        .map(
+            |&(pmu, driver, kernel_option, kernel, cpus)| ProviderDocument {
+                pmu,
+                driver,
+                kernel_option,
+                kernel,
+                cpus,
+            },
+        )
+        .collect()
 }
 
 #[cfg(test)]
@@ -335,7 +414,7 @@ mod tests {
             !text.contains("needs root") && text.contains("running as root"),
             "{text}"
         );
-        let doc = listing.to_json();
+        let doc = serde_json::to_value(listing.document()).unwrap();
         assert_eq!(doc["pcie_pmus"], 0);
         assert_eq!(doc["providers"].as_array().unwrap().len(), PROVIDERS.len());
         let one = host_listing(root.path(), Some("msr")).unwrap().render(true);

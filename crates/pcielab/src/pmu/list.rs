@@ -2,7 +2,7 @@
 //! PMU per DWC root port), as the `--json` document of docs/pmu.md and as the text table of
 //! each PMU's events; a host's listing is `hostlist`.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::pmu::catalog::nearest;
@@ -41,30 +41,69 @@ pub fn kernels_line() -> String {
     )
 }
 
-/// The `--json` document: the machine and every PMU with its full event catalog.
-pub fn list_json(machine: &str, pmus: &[PmuDevice]) -> Value {
-    json!({
-        "machine": machine,
-        "kernels": kernels_line(),
-        "pmus": pmus.iter().map(|p| json!({
-            "name": p.name,
-            "aliases": p.aliases,
-            "family": p.family,
-            "root_port": p.root_port.map(|b| b.to_string()),
-            "lanes": p.lanes,
-            "events": p.family.events().iter().map(|e| json!({
-                "name": e.name,
-                "seed_name": e.seed_name,
-                "encoding": e.encoding(p.family),
-                "config": e.config,
-                "group": e.group.label(),
-                "unit": e.unit.label(),
-                "counter_bits": e.group.counter_bits(p.family),
-                "per_lane": e.group.per_lane(),
-                "description": e.description,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
+/// The `pmu list --json` document of a catalog machine (`sim:`, `snapshot:`): the machine and
+/// every PMU with its full event catalog.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct CatalogListDocument {
+    /// The `--machine` selector.
+    pub machine: String,
+    /// Which kernel each of a PMU's names follows.
+    pub kernels: String,
+    pub pmus: Vec<CatalogPmuDocument>,
+}
+
+/// One catalog PMU and its events.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct CatalogPmuDocument {
+    #[serde(flatten)]
+    pub device: PmuDevice,
+    pub events: Vec<CatalogEventDocument>,
+}
+
+/// One event of a catalog PMU, as that PMU's driver would list it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct CatalogEventDocument {
+    pub name: &'static str,
+    /// The name in the Yitian guide's vendor driver; equal to `name` when it has none.
+    pub seed_name: &'static str,
+    /// The event's sysfs `events/` text for this PMU.
+    pub encoding: String,
+    pub config: u64,
+    pub group: String,
+    pub unit: String,
+    pub counter_bits: u32,
+    pub per_lane: bool,
+    pub description: &'static str,
+}
+
+/// The `--json` document of `pmus` on `machine`.
+pub fn list_document(machine: &str, pmus: &[PmuDevice]) -> CatalogListDocument {
+    CatalogListDocument {
+        machine: machine.to_string(),
+        kernels: kernels_line(),
+        pmus: pmus
+            .iter()
+            .map(|p| CatalogPmuDocument {
+                device: p.clone(),
+                events: p
+                    .family
+                    .events()
+                    .iter()
+                    .map(|e| CatalogEventDocument {
+                        name: e.name,
+                        seed_name: e.seed_name,
+                        encoding: e.encoding(p.family),
+                        config: e.config,
+                        group: e.group.label(),
+                        unit: e.unit.label(),
+                        counter_bits: e.group.counter_bits(p.family),
+                        per_lane: e.group.per_lane(),
+                        description: e.description,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 /// The text form: per PMU a heading line, then a table of its events, then a blank line.
@@ -118,7 +157,7 @@ mod tests {
 
     #[test]
     fn json_names_the_pmu_its_port_and_every_event() {
-        let doc = list_json("sim:yitian710", &one_port());
+        let doc = serde_json::to_value(list_document("sim:yitian710", &one_port())).unwrap();
         assert_eq!(doc["machine"], "sim:yitian710");
         let pmu = &doc["pmus"][0];
         assert_eq!(pmu["name"], "pcie_bdf_200");

@@ -26,7 +26,7 @@ use crate::topology::{Kind, Topology};
 use catalog::{nearest, EventDef, Family, Group, Unit};
 
 /// One PMU device as `/sys/bus/event_source/devices` would list it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PmuDevice {
     /// The name perf uses (the seed's downstream kernel: `pcie_bdf_200` for 0000:00:02.0).
     pub name: String,

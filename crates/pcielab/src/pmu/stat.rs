@@ -92,7 +92,7 @@ impl EventLabel {
 }
 
 /// One event's result, as the JSON output documents it (docs/pmu.md).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EventReport {
     pub pmu: String,
     pub event: String,
@@ -278,25 +278,42 @@ impl StatOutcome {
     }
 
     /// The JSON object documented in docs/pmu.md; `workload` is the workload's own summary.
-    pub fn to_json(&self, workload: serde_json::Value) -> serde_json::Value {
-        let mut doc = serde_json::json!({
-            "events": self.reports,
-            "elapsed_s": self.counts.elapsed_ns as f64 / 1e9,
-            "workload": workload,
-        });
-        if !self.counts.intervals.is_empty() {
-            let intervals: Vec<serde_json::Value> = interval_deltas(&self.counts)
-                .map(|(end_ns, deltas)| {
-                    serde_json::json!({
-                        "time_s": end_ns as f64 / 1e9,
-                        "events": reports(&self.events, &deltas),
-                    })
+    pub fn document(&self, workload: serde_json::Value) -> StatDocument {
+        StatDocument {
+            events: self.reports.clone(),
+            elapsed_s: self.counts.elapsed_ns as f64 / 1e9,
+            workload,
+            intervals: interval_deltas(&self.counts)
+                .map(|(end_ns, deltas)| IntervalReport {
+                    time_s: end_ns as f64 / 1e9,
+                    events: reports(&self.events, &deltas),
                 })
-                .collect();
-            doc["intervals"] = serde_json::Value::Array(intervals);
+                .collect(),
         }
-        doc
     }
+}
+
+/// The `stat --json` document (docs/pmu.md).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct StatDocument {
+    /// Each event over the whole run.
+    pub events: Vec<EventReport>,
+    pub elapsed_s: f64,
+    /// The workload's own summary: on a host its argv and exit code, on `sim:` what the
+    /// simulated workload reports.
+    pub workload: serde_json::Value,
+    /// Each `-I` interval's change; absent when no interval was asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalReport>,
+}
+
+/// One `-I` interval of the `stat --json` document.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct IntervalReport {
+    /// When the interval ended, in seconds since counting began.
+    pub time_s: f64,
+    /// Each event's change over the interval.
+    pub events: Vec<EventReport>,
 }
 
 /// Each `-I` interval's end time and its change from the previous interval.

@@ -210,7 +210,7 @@ pub fn parse_alias_terms(file: &Path, text: &str) -> Result<Vec<AliasTerm>> {
 }
 
 /// The kernel driver a PCIe PMU's name identifies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PcieDriver {
     /// Upstream `dwc_pcie_pmu` (`dwc_rootport_<hex>`): payload counters in bytes.

@@ -30,14 +30,14 @@ pub struct DesiredGroup {
 }
 
 /// What `apply` did or would do.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub dry_run: bool,
     pub plan: Vec<PlannedOp>,
     pub applied: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PlannedOp {
     #[serde(flatten)]
     pub op: Op,

@@ -14,7 +14,7 @@ use super::schemata::{Errno, Rejection};
 use crate::error::{Error, Result};
 
 /// One change to a resctrl mount, as the kernel sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     Mkdir { group: String },

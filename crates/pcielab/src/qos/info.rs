@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A cache allocation resource (`info/L3`, `info/L3CODE`, `info/L3DATA`, `info/L2`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheResource {
     /// The schemata name: `L3`, `L3CODE`, `L3DATA`, `L2`.
     pub name: String,
@@ -29,7 +29,7 @@ impl CacheResource {
 }
 
 /// The memory bandwidth allocation resource (`info/MB`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MbResource {
     pub num_closids: u32,
     pub min_bandwidth: u32,
@@ -40,7 +40,7 @@ pub struct MbResource {
 }
 
 /// The monitoring resource (`info/L3_MON`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MonResource {
     pub num_rmids: u32,
     /// `llc_occupancy`, `mbm_total_bytes`, `mbm_local_bytes` as the hardware provides them.
@@ -51,7 +51,7 @@ pub struct MonResource {
 }
 
 /// Everything under `info/`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Info {
     pub caches: Vec<CacheResource>,
     pub mb: Option<MbResource>,
@@ -63,7 +63,7 @@ pub struct Info {
 
 /// The parts of resctrl's behaviour that changed between kernel versions, detected on a host
 /// from `uname -r` (the release) and what `info/` shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelRules {
     /// The kernel release the rules were detected from (`6.1.0-18-amd64`), empty when assumed.
     pub release: String,

@@ -9,7 +9,7 @@ use super::info::Info;
 use super::resctrl::Resctrl;
 
 /// `qos show --json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ShowView {
     pub machine: String,
     pub info: Info,
@@ -19,7 +19,7 @@ pub struct ShowView {
     pub groups: Vec<GroupView>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GroupView {
     /// `/` for the root.
     pub name: String,
@@ -36,7 +36,7 @@ pub struct GroupView {
     pub mon_groups: Vec<MonGroupView>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MonGroupView {
     pub name: String,
     pub rmid: u32,

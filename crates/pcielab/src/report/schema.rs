@@ -7,12 +7,22 @@ use schemars::{JsonSchema, Schema};
 use serde_json::json;
 
 use super::schema_tag;
+use crate::lab::argv::QemuPlan;
+use crate::lab::check::CheckReport;
+use crate::lab::mmio::MmioReport;
+use crate::lab::session::RunReport;
 use crate::machine::presets::PresetList;
 use crate::model::fit::{FitReport, PredictionReport};
 use crate::model::platform::IrqPrediction;
 use crate::model::sweep::SizeSweep;
+use crate::observe::top::TopFrame;
+use crate::observe::Sample;
+use crate::pmu::counters::PmuListDocument;
+use crate::pmu::stat::StatDocument;
+use crate::qos::apply::Report as ApplyReport;
 use crate::qos::scenario::Outcome;
-use crate::qos::view::MonitorDocument;
+use crate::qos::view::{MonitorDocument, ShowView};
+use crate::topology::render::TopologyJson;
 
 /// Every document kind that has a schema, with it.
 pub fn documents() -> Vec<(&'static str, Schema)> {
@@ -23,7 +33,18 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         document::<Outcome>("sim-run", "pcielab sim run --json"),
         document::<PresetList>("presets", "pcielab presets --json"),
         document::<MonitorDocument>("qos-monitor", "pcielab qos monitor --json"),
+        document::<ShowView>("qos-show", "pcielab qos show --json"),
+        document::<ApplyReport>("qos-apply", "pcielab qos apply --json"),
         document::<IrqPrediction>("bench-irq", "pcielab bench irq --json"),
+        document::<MmioReport>("bench-mmio", "pcielab bench mmio --json"),
+        document::<QemuPlan>("lab-argv", "pcielab lab argv --json"),
+        document::<RunReport>("lab-run", "pcielab lab run --json"),
+        document::<CheckReport<'static>>("lab-check", "pcielab lab check --json"),
+        document::<TopologyJson>("topo", "pcielab topo --json"),
+        document::<StatDocument>("stat", "pcielab stat --json"),
+        document::<PmuListDocument>("pmu-list", "pcielab pmu list --json"),
+        document::<Sample>("exporter-sample", "pcielab exporter --once --json"),
+        document::<TopFrame>("top-frame", "each line of pcielab top -b --json"),
     ]
 }
 

@@ -11,7 +11,7 @@ use crate::pcie::Bdf;
 
 /// The kernel's AER counters of one function; `None` where the kernel exposes no such file
 /// (no AER capability, or not a root port for the `rootport_*` totals).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct AerCounts {
     pub correctable: Option<u64>,
     pub nonfatal: Option<u64>,
@@ -22,7 +22,7 @@ pub struct AerCounts {
 }
 
 /// The link as the function's sysfs attributes describe it now and at best.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct LinkHealth {
     pub current_gts: Option<f64>,
     pub capable_gts: Option<f64>,

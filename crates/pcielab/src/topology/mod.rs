@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::pcie::{Bdf, Generation};
 
 /// What role a function plays in the hierarchy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     HostBridge,

@@ -17,14 +17,14 @@ use crate::topology::spec::{aspm_name, Platform};
 use crate::topology::{Function, Kind, Link, Topology};
 
 /// The `--json` document.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TopologyJson {
     pub name: String,
     pub description: String,
     pub functions: Vec<FunctionJson>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FunctionJson {
     pub bdf: String,
     pub vendor: String,
@@ -75,13 +75,13 @@ pub struct FunctionJson {
     pub warnings: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct BusesJson {
     pub secondary: u8,
     pub subordinate: u8,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct LinkJson {
     pub max_speed_gts: Option<f64>,
     pub max_width: Option<u8>,
@@ -90,7 +90,7 @@ pub struct LinkJson {
     pub downgraded: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct AcsJson {
     pub capability: String,
     pub control: String,
