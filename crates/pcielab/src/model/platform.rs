@@ -393,7 +393,7 @@ impl FittedCell {
 }
 
 /// Where a platform number stands against the measurements the platform was fitted on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Provenance {
     /// The fit saw this size and direction on this link: the number reproduces a measurement.
