@@ -58,7 +58,8 @@ and still prints the counts. Permissions: root, CAP_PERFMON, or kernel.perf_even
 No kernel binds a PMU to Rockchip (1d87) root ports, so the Rockchip presets (rk3588-ep,
 rk3588-evb, ...) have none: without -e, stat runs the simulated dmatest or fio and prints its
 result as the tool does (the Rockchip guide's tables); `pcielab top` shows those ports' traffic
-derived from disk and NIC counters, and `pcielab model --platform` the predicted DMA rates.")]
+derived from disk and NIC counters, and `pcielab model --platform` the predicted DMA rates."
+)]
 pub struct Args {
     /// Where facts come from: host or sim:PRESET / sim:FILE.toml
     #[arg(long, default_value = "host")]

@@ -106,13 +106,7 @@ const PROBE: f64 = 1e-3;
 
 /// Which sides of `p`'s value raise the cost (sensitivity, not where the optimiser stopped):
 /// (below, above). A side that leaves the cost flat is one the data does not bound.
-fn sensitive_sides(
-    model: &PlatformModel,
-    p: P,
-    rows: &[Measurement],
-    distinct: &Distinct,
-    cost: f64,
-) -> (bool, bool) {
+fn sensitive_sides(model: &PlatformModel, p: P, distinct: &Distinct, cost: f64) -> (bool, bool) {
     let s = spec(p);
     let value = model.get(p);
     let step = PROBE * value.abs().max(scale_of(p, value) * PROBE);
@@ -123,7 +117,7 @@ fn sensitive_sides(
         }
         let mut m = model.clone();
         m.set(p, v);
-        sum_squares(&residuals(&m, rows, distinct)) > cost * (1.0 + 1e-7) + 1e-18
+        distinct.cost(&residuals(&m, distinct)) > cost * (1.0 + 1e-7) + 1e-18
     };
     (rises(value - step), rises(value + step))
 }
@@ -131,20 +125,14 @@ fn sensitive_sides(
 /// How far a parameter that paces no row can move toward binding before the cost rises: the
 /// data says it is beyond this value. Bisection in log space between `from` (flat) and the
 /// bound on the binding side.
-fn flat_limit(
-    model: &PlatformModel,
-    p: P,
-    rows: &[Measurement],
-    distinct: &Distinct,
-    cost: f64,
-) -> Option<f64> {
+fn flat_limit(model: &PlatformModel, p: P, distinct: &Distinct, cost: f64) -> Option<f64> {
     let s = spec(p);
     // Rates bind when lowered; times, bytes and slots when raised.
     let binds_low = s.unit == "MB/s";
     let flat = |v: f64| {
         let mut m = model.clone();
         m.set(p, v);
-        sum_squares(&residuals(&m, rows, distinct)) <= cost * (1.0 + 1e-6) + 1e-15
+        distinct.cost(&residuals(&m, distinct)) <= cost * (1.0 + 1e-6) + 1e-15
     };
     let (mut good, mut bad) = if binds_low {
         (1e9_f64.min(s.max), s.min.max(1e-3))
@@ -319,19 +307,35 @@ fn spec(p: P) -> &'static super::platform::ParamSpec {
     &PARAMS[p as usize]
 }
 
-/// The distinct (workload, link) pairs of a fit's rows and which one each row is: the model is
-/// evaluated once per pair at every step, so repeated measurements of one workload (several runs
-/// of a size) cost one prediction, and a fit's work grows with its rows only through the sums.
+/// The log of measured figures of the rows that share one (workload, link) pair: how many and
+/// their mean. Rows of one pair share a prediction, so their squared residuals sum to
+/// `count × (ln predicted − mean)²` plus their spread about the mean, which no parameter moves.
+#[derive(Default, Clone, Copy)]
+struct Moments {
+    count: f64,
+    mean: f64,
+}
+
+/// The distinct (workload, link) pairs of a fit's rows with the moments of their measurements:
+/// the model is evaluated once per pair at every step and each pair contributes one weighted
+/// residual (one more for measured latencies), so a step's work depends on the distinct pairs,
+/// not on the rows. The cost, the Jacobian's normal equations and the column tests are the
+/// same sums as over every row's residual.
 struct Distinct {
     pairs: Vec<(Workload, LinkParams)>,
-    of_row: Vec<usize>,
+    rate: Vec<Moments>,
+    latency: Vec<Moments>,
+    /// Σ over rows of (ln measured − its pair's mean)², rates and latencies.
+    spread: f64,
+    /// Residuals of the rows one by one (every row, and every measured latency).
+    residual_count: usize,
 }
 
 impl Distinct {
     fn new(rows: &[Measurement], link: &LinkParams) -> Distinct {
         let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         let mut pairs = Vec::new();
-        let of_row = rows
+        let of_row: Vec<usize> = rows
             .iter()
             .map(|m| {
                 let pair = (m.workload, m.link.unwrap_or(*link));
@@ -342,30 +346,73 @@ impl Distinct {
                 })
             })
             .collect();
-        Distinct { pairs, of_row }
+        let mut rate = vec![Moments::default(); pairs.len()];
+        let mut latency = vec![Moments::default(); pairs.len()];
+        let add = |into: &mut Moments, value: f64| {
+            into.count += 1.0;
+            into.mean += value;
+        };
+        // A measured latency counts only where the model predicts one (DMA reads and writes),
+        // which depends on the workload, never on the parameters.
+        let predicts_latency: Vec<bool> = pairs
+            .iter()
+            .map(|(workload, link)| {
+                !predict(&PlatformModel::default(), workload, link)
+                    .1
+                    .is_nan()
+            })
+            .collect();
+        let latency_of = |m: &Measurement, at: usize| m.latency_ns.filter(|_| predicts_latency[at]);
+        for (m, &at) in rows.iter().zip(&of_row) {
+            add(&mut rate[at], m.mbps.ln());
+            if let Some(measured) = latency_of(m, at) {
+                add(&mut latency[at], measured.ln());
+            }
+        }
+        for moments in rate.iter_mut().chain(latency.iter_mut()) {
+            if moments.count > 0.0 {
+                moments.mean /= moments.count;
+            }
+        }
+        let mut spread = 0.0;
+        let mut residual_count = 0;
+        for (m, &at) in rows.iter().zip(&of_row) {
+            spread += (m.mbps.ln() - rate[at].mean).powi(2);
+            residual_count += 1;
+            if let Some(measured) = latency_of(m, at) {
+                spread += (measured.ln() - latency[at].mean).powi(2);
+                residual_count += 1;
+            }
+        }
+        Distinct {
+            pairs,
+            rate,
+            latency,
+            spread,
+            residual_count,
+        }
+    }
+
+    /// The sum of the rows' squared residuals, from the weighted ones [`residuals`] returns.
+    fn cost(&self, weighted: &[f64]) -> f64 {
+        weighted.iter().map(|v| v * v).sum::<f64>() + self.spread
     }
 }
 
-/// Log-ratio residuals of every row (and every measured latency).
-fn residuals(model: &PlatformModel, rows: &[Measurement], distinct: &Distinct) -> Vec<f64> {
-    let predicted: Vec<(f64, f64)> = distinct
-        .pairs
-        .iter()
-        .map(|(workload, link)| predict(model, workload, link))
-        .collect();
-    let mut r = Vec::with_capacity(rows.len());
-    for (m, &at) in rows.iter().zip(&distinct.of_row) {
-        let (mbps, latency) = predicted[at];
-        r.push((mbps / m.mbps).ln());
-        if let (Some(measured), false) = (m.latency_ns, latency.is_nan()) {
-            r.push((latency / measured).ln());
+/// Log-ratio residuals per distinct pair (and per pair with measured latencies), each weighted
+/// by the square root of its rows so that squares and products sum as over the rows.
+fn residuals(model: &PlatformModel, distinct: &Distinct) -> Vec<f64> {
+    let mut r = Vec::with_capacity(distinct.pairs.len());
+    for (at, (workload, link)) in distinct.pairs.iter().enumerate() {
+        let (mbps, latency) = predict(model, workload, link);
+        let rate = distinct.rate[at];
+        r.push(rate.count.sqrt() * (mbps.ln() - rate.mean));
+        let measured = distinct.latency[at];
+        if measured.count > 0.0 {
+            r.push(measured.count.sqrt() * (latency.ln() - measured.mean));
         }
     }
     r
-}
-
-fn sum_squares(r: &[f64]) -> f64 {
-    r.iter().map(|v| v * v).sum()
 }
 
 /// A starting value that makes the parameter bind on the data (so its gradient is not zero):
@@ -450,7 +497,6 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
 /// The continuous fit for a fixed set of free parameters: Levenberg-Marquardt in scaled
 /// coordinates, projected onto the bounds. Returns the model and its Jacobian (rows × free).
 struct Solver<'a> {
-    rows: &'a [Measurement],
     distinct: &'a Distinct,
     free: Vec<P>,
     scale: Vec<f64>,
@@ -488,9 +534,9 @@ impl Solver<'_> {
                 },
             );
             let span = up[i] - down[i];
-            let ru = residuals(&self.apply(base, &up), self.rows, self.distinct);
+            let ru = residuals(&self.apply(base, &up), self.distinct);
             let rd = if span > 0.0 && down[i] < x[i] {
-                residuals(&self.apply(base, &down), self.rows, self.distinct)
+                residuals(&self.apply(base, &down), self.distinct)
             } else {
                 r0.to_vec()
             };
@@ -507,8 +553,8 @@ impl Solver<'_> {
 
     fn run(&self, base: &PlatformModel, start: Vec<f64>) -> (Vec<f64>, f64) {
         let mut x = start;
-        let mut r = residuals(&self.apply(base, &x), self.rows, self.distinct);
-        let mut cost = sum_squares(&r);
+        let mut r = residuals(&self.apply(base, &x), self.distinct);
+        let mut cost = self.distinct.cost(&r);
         let mut lambda = 1e-3;
         for _ in 0..300 {
             let j = self.jacobian(base, &x, &r);
@@ -540,8 +586,8 @@ impl Solver<'_> {
                         (xi + d).clamp(s.min / self.scale[i], s.max / self.scale[i])
                     })
                     .collect();
-                let tr = residuals(&self.apply(base, &trial), self.rows, self.distinct);
-                let tc = sum_squares(&tr);
+                let tr = residuals(&self.apply(base, &trial), self.distinct);
+                let tc = self.distinct.cost(&tr);
                 if tc < cost {
                     let gain = cost - tc;
                     x = trial;
@@ -676,7 +722,6 @@ fn fit_continuous(
             .map(|(&p, &s)| scale_of(p, s))
             .collect();
         let solver = Solver {
-            rows,
             distinct,
             free: free.clone(),
             scale: scale.clone(),
@@ -684,7 +729,7 @@ fn fit_continuous(
         let x0: Vec<f64> = starts.iter().zip(&scale).map(|(s, k)| s / k).collect();
         let (x, cost) = solver.run(base, x0);
         let model = solver.apply(base, &x);
-        let r = residuals(&model, rows, distinct);
+        let r = residuals(&model, distinct);
         let columns = solver.jacobian(base, &x, &r);
         match undetermined(&columns, &free) {
             Some((i, why)) => {
@@ -853,8 +898,7 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
         }
     }
     let (model, cost, dropped, kept, columns) = best;
-    let residual_count = residuals(&model, rows, &distinct).len();
-    let dof = residual_count as f64 - kept.len() as f64 - integers.len() as f64;
+    let dof = distinct.residual_count as f64 - kept.len() as f64 - integers.len() as f64;
     let covariance = if dof > 0.0 {
         let n = kept.len();
         let jtj: Vec<Vec<f64>> = (0..n)
@@ -883,7 +927,7 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
         let shown = value.is_finite().then(|| round_to(value, 4));
         if let Some(i) = kept.iter().position(|&k| k == p) {
             let at_bound = value <= s.min || value >= s.max;
-            let (below, above) = sensitive_sides(&model, p, rows, &distinct, cost);
+            let (below, above) = sensitive_sides(&model, p, &distinct, cost);
             if !at_bound && below != above {
                 let (side, word) = if above {
                     ("at most", "below")
@@ -952,7 +996,7 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                 .iter()
                 .find(|(d, _)| *d == p)
                 .map_or_else(String::new, |(_, w)| w.clone());
-            let limit = flat_limit(&model, p, rows, &distinct, cost).map_or_else(String::new, |v| {
+            let limit = flat_limit(&model, p, &distinct, cost).map_or_else(String::new, |v| {
                 let side = if s.unit == "MB/s" {
                     "at least"
                 } else {

@@ -357,16 +357,26 @@ pub fn group_verdicts(topology: &Topology, groups: &[Group], cpu: Cpu) -> Vec<Gr
     // kernel's verdict reads of the client only how far it is from its top and which root bus
     // that top is on: clients alike in both share the verdict, computed once per provider.
     let top = |path: &[&Function]| path.last().map_or(path[0].bdf, |f| f.bdf);
-    let apart_key: Vec<(usize, (u16, u8))> = firsts
+    // Each group's (depth, root bus) as a dense index, so a provider's shared verdicts are a
+    // vector, not a map probed for every client.
+    let mut apart_ids: std::collections::HashMap<(usize, (u16, u8)), usize> =
+        std::collections::HashMap::new();
+    let apart_id: Vec<usize> = firsts
         .iter()
-        .map(|path| (path.len(), (top(path).domain, top(path).bus)))
+        .map(|path| {
+            let next = apart_ids.len();
+            *apart_ids
+                .entry((path.len(), (top(path).domain, top(path).bus)))
+                .or_insert(next)
+        })
         .collect();
     // (provider, first client, last client, verdict), client indices in group order.
     let mut runs: Vec<(usize, usize, usize, Verdict)> = Vec::new();
     for p in 0..groups.len() {
-        let mut apart: std::collections::HashMap<(usize, (u16, u8)), Verdict> =
-            std::collections::HashMap::new();
-        let mut open: Option<usize> = None; // the run the previous client joined
+        let mut apart: Vec<Option<Verdict>> = vec![None; apart_ids.len()];
+        // The run the previous client joined, and the shared verdict it took if it took one:
+        // a client taking the same shared verdict joins without comparing.
+        let mut open: Option<(usize, Option<usize>)> = None;
         for c in 0..groups.len() {
             let client_path = if p == c {
                 match &seconds[c] {
@@ -379,27 +389,35 @@ pub fn group_verdicts(topology: &Topology, groups: &[Group], cpu: Cpu) -> Vec<Gr
             } else {
                 &firsts[c]
             };
-            let verdict = if top(client_path) == top(&firsts[p]) {
-                std::borrow::Cow::Owned(verdict_on_paths(topology, &firsts[p], client_path, cpu))
-            } else {
-                std::borrow::Cow::Borrowed(
-                    &*apart.entry(apart_key[c]).or_insert_with(|| {
-                        verdict_on_paths(topology, &firsts[p], client_path, cpu)
-                    }),
-                )
+            let shared = (top(client_path) != top(&firsts[p])).then_some(apart_id[c]);
+            let verdict = match shared {
+                None => std::borrow::Cow::Owned(verdict_on_paths(
+                    topology,
+                    &firsts[p],
+                    client_path,
+                    cpu,
+                )),
+                Some(id) => std::borrow::Cow::Borrowed(&*apart[id].get_or_insert_with(|| {
+                    verdict_on_paths(topology, &firsts[p], client_path, cpu)
+                })),
             };
-            let joins = open.is_some_and(|at| {
-                let last = &runs[at].3;
-                (last.distance, last.map, &last.reasons)
-                    == (verdict.distance, verdict.map, &verdict.reasons)
+            let joins = open.is_some_and(|(at, took)| {
+                (shared.is_some() && took == shared) || {
+                    let last = &runs[at].3;
+                    (last.distance, last.map, &last.reasons)
+                        == (verdict.distance, verdict.map, &verdict.reasons)
+                }
             });
             match open {
-                Some(at) if joins => runs[at].2 = c,
+                Some((at, _)) if joins => {
+                    runs[at].2 = c;
+                    open = Some((at, shared));
+                }
                 _ => {
                     let mut first = verdict.into_owned();
                     first.client = client_path[0].bdf;
                     runs.push((p, c, c, first));
-                    open = Some(runs.len() - 1);
+                    open = Some((runs.len() - 1, shared));
                 }
             }
         }
@@ -904,10 +922,47 @@ mod tests {
         Topology::new(functions)
     }
 
+    /// The seed's host with a fan-out below it: `switches` root ports (00:1c.x), each above a
+    /// switch whose `ports` downstream ports each have one endpoint, every endpoint its own group.
+    fn with_fan_out(switches: u8, ports: u8) -> Topology {
+        let mut functions = seed().functions().to_vec();
+        for s in 0..switches {
+            let bus = 0x40 + s * 0x10;
+            let root_port = format!("00:1c.{s:x}");
+            let upstream = format!("{bus:02x}:00.0");
+            functions.push(func(&root_port, Kind::RootPort, 0x8086, 0x7ab8, None));
+            functions.push(func(
+                &upstream,
+                Kind::SwitchUpstream,
+                0x10b5,
+                0x8747,
+                Some(&root_port),
+            ));
+            for port in 0..ports {
+                let downstream = format!("{:02x}:{port:02x}.0", bus + 1);
+                functions.push(func(
+                    &downstream,
+                    Kind::SwitchDownstream,
+                    0x10b5,
+                    0x8747,
+                    Some(&upstream),
+                ));
+                functions.push(func(
+                    &format!("{:02x}:00.0", bus + 2 + port),
+                    Kind::Endpoint,
+                    0x1b36,
+                    0x0010,
+                    Some(&downstream),
+                ));
+            }
+        }
+        Topology::new(functions)
+    }
+
     #[test]
     fn group_verdicts_agree_with_every_pairwise_verdict() {
         for cpu in [INTEL, Cpu::Amd { family: 0x19 }] {
-            for topology in [seed(), with_virtual_functions(40)] {
+            for topology in [seed(), with_virtual_functions(40), with_fan_out(3, 4)] {
                 let groups = groups(&topology);
                 let by_group = group_verdicts(&topology, &groups, cpu);
                 let group_of = |bdf: Bdf| {
@@ -937,6 +992,11 @@ mod tests {
                 }
             }
         }
+        // The fan-out's 12 endpoints are 12 groups of one beside the seed's.
+        assert_eq!(
+            groups(&with_fan_out(3, 4)).len(),
+            groups(&seed()).len() + 12
+        );
         let wide = with_virtual_functions(40);
         let groups = groups(&wide);
         // 03:00.0, 04:00.0 (one switch port each), 00:03.0 (integrated), and behind 00:05.0:
