@@ -62,6 +62,7 @@
 //! totals). [`Observer::sample_at`] takes the instant explicitly (tests, a paused view).
 //! On a host or snapshot the counters are read when called, whatever the stamp.
 
+pub mod cost;
 pub mod derived;
 pub mod exporter;
 pub mod top;
