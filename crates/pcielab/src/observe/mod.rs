@@ -55,6 +55,16 @@
 //! (the device was re-created) restarts from its new value on top of the old total, and a
 //! device that disappears keeps its total in its function's sums.
 //!
+//! # Reading sysfs
+//! On `host` and `snapshot:` link health is read through the machine's read plan
+//! ([`crate::topology::readplan`], held by the [`Machine`] so every observer of it shares one):
+//! per sample only the trained state of each link (once, at its port end) and the AER counters
+//! that exist; the link capability was read once. Every [`crate::topology::readplan::REDISCOVER_NS`]
+//! of sample time, or after a planned file failed to read, the `devices/` listing is compared
+//! with the plan, and a function that came or went brings a new topology into the samples.
+//! Block and network devices are mapped to their functions once per device name
+//! ([`derived::DeviceReader`]).
+//!
 //! # Time
 //! [`Observer::sample`] stamps each sample with the time since the observer opened. On `sim:`
 //! that instant *is* the simulated time: a workload given at open plays in real time (counts at

@@ -355,7 +355,7 @@ impl TopFrame {
         };
         let recent = by_bdf(rates(prev, latest));
         let since_start = by_bdf(rates(first, latest));
-        let all: Vec<FunctionRow> = latest
+        let mut all: Vec<FunctionRow> = latest
             .functions
             .iter()
             .map(|f| row(f, recent.get(&f.bdf), since_start.get(&f.bdf)))
@@ -368,9 +368,12 @@ impl TopFrame {
                 .and_then(|p| index.get(&p).copied())
         };
         // A function shows when it or an ancestor matches (a matched port brings its subtree);
-        // in tree mode its ancestors show too, so it keeps its place.
+        // in tree mode its ancestors show too, so it keeps its place. No filter shows all.
         let mut shown: Vec<bool> = (0..all.len())
             .map(|i| {
+                if needle.is_empty() {
+                    return true;
+                }
                 let mut at = Some(i);
                 while let Some(j) = at {
                     if all[j].matches(&needle) {
@@ -392,15 +395,15 @@ impl TopFrame {
                 }
             }
         }
-        let order = |a: &usize, b: &usize| compare(&all[*a], &all[*b], view.sort);
-        let mut ordered = Vec::new();
+        let functions = all.len();
+        let mut ordered = Vec::with_capacity(functions);
         if view.tree {
             let mut children: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
             for i in (0..all.len()).filter(|i| shown[*i]) {
                 children.entry(parent_of(i)).or_default().push(i);
             }
             for list in children.values_mut() {
-                list.sort_by(order);
+                list.sort_by(|a, b| compare(&all[*a], &all[*b], view.sort));
             }
             let mut stack: Vec<(usize, usize)> = children
                 .get(&None)
@@ -409,7 +412,7 @@ impl TopFrame {
             while let Some((i, depth)) = stack.pop() {
                 ordered.push(FunctionRow {
                     depth,
-                    ..all[i].clone()
+                    ..take_row(&mut all, i)
                 });
                 if let Some(kids) = children.get(&Some(i)) {
                     stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
@@ -417,8 +420,8 @@ impl TopFrame {
             }
         } else {
             let mut flat: Vec<usize> = (0..all.len()).filter(|i| shown[*i]).collect();
-            flat.sort_by(order);
-            ordered = flat.into_iter().map(|i| all[i].clone()).collect();
+            flat.sort_by(|a, b| compare(&all[*a], &all[*b], view.sort));
+            ordered = flat.into_iter().map(|i| take_row(&mut all, i)).collect();
         }
         TopFrame {
             machine: latest.machine.clone(),
@@ -428,7 +431,7 @@ impl TopFrame {
             sort: view.sort,
             tree: view.tree,
             filter: view.filter.clone(),
-            functions: all.len(),
+            functions,
             rows: ordered,
         }
     }
@@ -462,25 +465,59 @@ impl TopFrame {
                 *w = (*w).max(c.chars().count());
             }
         }
-        let line = |row: &[&str]| {
-            let mut out = String::new();
+        let line = |out: &mut String, row: &[&str]| {
+            let start = out.len();
             for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+                let pad = w.saturating_sub(cell.chars().count());
                 if i + 1 == row.len() {
                     out.push_str(cell);
                 } else if (2..=4).contains(&i) {
-                    out.push_str(&format!("{cell:>w$}  "));
+                    out.extend(std::iter::repeat_n(' ', pad));
+                    out.push_str(cell);
+                    out.push_str("  ");
                 } else {
-                    out.push_str(&format!("{cell:<w$}  "));
+                    out.push_str(cell);
+                    out.extend(std::iter::repeat_n(' ', pad + 2));
                 }
             }
-            out.trim_end().to_string() + "\n"
+            let kept = start + out[start..].trim_end().len();
+            out.truncate(kept);
+            out.push('\n');
         };
         let mut out = self.header() + "\n";
-        out.push_str(&line(&COLUMNS));
+        line(&mut out, &COLUMNS);
         for row in &cells {
-            out.push_str(&line(&row.each_ref().map(String::as_str)));
+            line(&mut out, &row.each_ref().map(String::as_str));
         }
         out
+    }
+}
+
+/// Moves row `i` out of `all` (each row is placed in the frame once), leaving a placeholder
+/// that is never shown.
+fn take_row(all: &mut [FunctionRow], i: usize) -> FunctionRow {
+    let bdf = all[i].bdf;
+    std::mem::replace(&mut all[i], placeholder(bdf))
+}
+
+fn placeholder(bdf: Bdf) -> FunctionRow {
+    FunctionRow {
+        bdf,
+        depth: 0,
+        kind: Kind::Endpoint,
+        name: None,
+        devices: Vec::new(),
+        source: None,
+        rx_mbps: None,
+        tx_mbps: None,
+        rx_percent: None,
+        tx_percent: None,
+        current_gts: None,
+        current_width: None,
+        capable_gts: None,
+        capable_width: None,
+        link_state: LinkState::None,
+        aer: AerCounts::default(),
     }
 }
 

@@ -23,6 +23,10 @@ pub const MAX_MESSAGE_LINE: usize = 2000;
 /// `text` (a label, a name read from a file) as a terminal shows it and does not obey it:
 /// every control character (escape sequences, newlines) escaped.
 pub fn printable(text: &str) -> String {
+    // Almost every name has nothing to escape: one scan, one copy.
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         push_shown(&mut out, c, false);
