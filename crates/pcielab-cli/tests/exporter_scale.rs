@@ -9,6 +9,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+mod common;
+
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::generate::server;
 
@@ -91,26 +93,7 @@ fn eight_thousand_functions_served_in_flat_memory_and_a_retrained_link_shows_at_
         .filter(|l| l.starts_with("pcielab_link_speed_gts{"))
         .count();
     assert_eq!(speeds, 2 * (functions - 2), "all but the two host bridges");
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus) must be installed: .ci/run installs it");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    common::promtool_accepts(&body);
 
     let pid = exporter.0.id();
     // Every answering thread takes a turn before the baseline: each keeps its allocator's arena.

@@ -360,35 +360,41 @@ fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
         result.rounds,
         result.scrapes_per_round
     );
-    println!(
-        "{:<28} {:>10} {:>14} {:>8}",
-        "figure", "pcielab", "other tool", "ratio"
-    );
-    println!(
-        "{:<28} {:>10.2} {:>14} {:>8}",
-        "CPU ms per scrape",
-        result.pcielab_ms_per_scrape,
-        opt(result.node_exporter_ms_per_scrape, 2),
-        opt(result.scrape_ratio, 2)
-    );
-    println!(
-        "{:<28} {:>10.1} {:>14} {:>8}",
-        "RSS MiB after the scrapes",
-        result.pcielab_rss_mib,
-        opt(result.node_exporter_rss_mib, 1),
-        "-"
-    );
-    println!(
-        "{:<28} {:>10.1} {:>14} {:>8}",
-        "peak RSS MiB", result.pcielab_peak_rss_mib, "-", "-"
-    );
-    println!(
-        "{:<28} {:>10.2} {:>14} {:>8}",
-        "top CPU ms per refresh",
-        result.top_ms_per_refresh,
-        opt(result.procps_top_ms_per_refresh, 2),
-        opt(result.top_ratio, 2)
-    );
+    let rows = [
+        (
+            "figure",
+            "pcielab".to_string(),
+            "other tool".to_string(),
+            "ratio".to_string(),
+        ),
+        (
+            "CPU ms per scrape",
+            format!("{:.2}", result.pcielab_ms_per_scrape),
+            opt(result.node_exporter_ms_per_scrape, 2),
+            opt(result.scrape_ratio, 2),
+        ),
+        (
+            "RSS MiB after the scrapes",
+            format!("{:.1}", result.pcielab_rss_mib),
+            opt(result.node_exporter_rss_mib, 1),
+            "-".into(),
+        ),
+        (
+            "peak RSS MiB",
+            format!("{:.1}", result.pcielab_peak_rss_mib),
+            "-".into(),
+            "-".into(),
+        ),
+        (
+            "top CPU ms per refresh",
+            format!("{:.2}", result.top_ms_per_refresh),
+            opt(result.procps_top_ms_per_refresh, 2),
+            opt(result.top_ratio, 2),
+        ),
+    ];
+    for (figure, ours, theirs, ratio) in rows {
+        println!("{figure:<28} {ours:>10} {theirs:>14} {ratio:>8}");
+    }
     println!("(other tool: prometheus-node-exporter for scrapes, procps top -b for refreshes)");
     Ok(())
 }

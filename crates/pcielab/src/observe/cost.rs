@@ -62,32 +62,23 @@ impl Drop for Running {
     }
 }
 
-/// Nanoseconds of CPU (user + system, all threads) process `pid` has used: fields 14 and 15
-/// of `/proc/PID/stat`, in clock ticks.
-pub fn process_cpu_ns(pid: u32) -> Result<u64> {
-    let path = format!("/proc/{pid}/stat");
-    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    // The command name (field 2) is in parentheses and may hold spaces: count after it.
-    let after = text
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .ok_or_else(|| Error::runtime(format!("{path}: no ')' after the command name")))?;
+/// CPU time (user + system, all threads) process `pid` has used: fields 14 and 15 of
+/// `/proc/PID/stat`, in clock ticks; `None` when the process is gone or the file unreadable.
+pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    let after = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let tick = |i: usize| -> Result<u64> {
-        fields
-            .get(i)
-            .and_then(|t| t.parse::<u64>().ok())
-            .ok_or_else(|| Error::runtime(format!("{path}: field {} is not a number", i + 3)))
-    };
-    // Fields 14 (utime) and 15 (stime) are the 12th and 13th after the name.
-    let ticks = tick(11)? + tick(12)?;
-    Ok(ticks * 1_000_000_000 / clock_ticks_per_second())
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
 }
 
-fn clock_ticks_per_second() -> u64 {
-    // SAFETY: sysconf reads a constant of the running system.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
+fn cpu_ns(pid: u32) -> Result<u64> {
+    process_cpu_time(pid)
+        .map(|t| t.as_nanos() as u64)
+        .ok_or_else(|| Error::runtime(format!("cannot read /proc/{pid}/stat")))
 }
 
 /// A `/proc/PID/status` memory line (`VmRSS`, `VmHWM`) in MiB.
@@ -278,13 +269,13 @@ pub fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
     for _ in 0..bench.rounds {
         let (mut a, mut b) = (0u64, 0u64);
         for _ in 0..bench.scrapes {
-            let before = process_cpu_ns(pcielab_pid)?;
+            let before = cpu_ns(pcielab_pid)?;
             scrape(pcielab_addr)?;
-            a += process_cpu_ns(pcielab_pid)? - before;
+            a += cpu_ns(pcielab_pid)? - before;
             if let Some((child, addr)) = &node {
-                let before = process_cpu_ns(child.0.id())?;
+                let before = cpu_ns(child.0.id())?;
                 scrape(*addr)?;
-                b += process_cpu_ns(child.0.id())? - before;
+                b += cpu_ns(child.0.id())? - before;
             }
         }
         ours.push(a as f64 / 1e6 / f64::from(bench.scrapes));
@@ -350,7 +341,7 @@ mod tests {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         std::hint::black_box(x);
-        let ns = process_cpu_ns(pid).unwrap();
+        let ns = cpu_ns(pid).unwrap();
         // SAFETY: getrusage fills the struct it is given.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
@@ -362,6 +353,7 @@ mod tests {
         assert!(ns.abs_diff(rusage_ns) < 50_000_000, "{ns} vs {rusage_ns}");
         let rss = process_memory_mib(pid, "VmRSS").unwrap();
         assert!(rss > 1.0 && rss <= process_memory_mib(pid, "VmHWM").unwrap());
+        assert!(process_cpu_time(u32::MAX).is_none());
     }
 
     #[test]
