@@ -349,18 +349,21 @@ pub fn model_inputs(data: &[u8]) {
 /// response, sampling a simulated machine when asked for the metrics. Only a GET or HEAD of
 /// `/metrics` may be answered 200; everything else is a 4xx.
 pub fn http_request(data: &[u8]) {
-    static SAMPLE: std::sync::OnceLock<pcielab::observe::Sample> = std::sync::OnceLock::new();
-    let sample = SAMPLE.get_or_init(|| {
+    static BODY: std::sync::OnceLock<std::sync::Arc<String>> = std::sync::OnceLock::new();
+    let body = BODY.get_or_init(|| {
         let machine: pcielab::machine::Machine = "sim:qemu-seed".parse().expect("preset");
-        pcielab::observe::Observer::open(&machine, &[], |_| unreachable!("no workload"))
-            .and_then(|mut o| o.sample_at(0))
-            .expect("preset")
+        let sample =
+            pcielab::observe::Observer::open(&machine, &[], |_| unreachable!("no workload"))
+                .and_then(|mut o| o.sample_at(0))
+                .expect("preset");
+        std::sync::Arc::new(pcielab::observe::exporter::render_metrics(&sample))
     });
     let mut request = data;
-    let Some(response) = pcielab::observe::exporter::respond(&mut request, || Ok(sample.clone()))
-    else {
+    let Some(reply) = pcielab::observe::exporter::respond(&mut request, || Ok(body.clone())) else {
         return;
     };
+    let mut response = Vec::new();
+    reply.write_to(&mut response).expect("writing to memory");
     let status = &response[9..12];
     let asked = data.starts_with(b"GET /metrics") || data.starts_with(b"HEAD /metrics");
     assert!(response.starts_with(b"HTTP/1.1 "));

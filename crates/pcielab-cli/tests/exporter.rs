@@ -9,6 +9,8 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_pcielab");
 
 /// A fio read of the yitian710's SATA disk behind root port 00:02.0, long enough for every test.
@@ -320,26 +322,7 @@ fn prometheus_reads_the_simulated_rate_within_two_percent() {
     // promtool accepts what we serve.
     let (status, metrics) = get(&addr, "/metrics");
     assert_eq!(status, 200);
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian package prometheus) must be installed: .ci/run installs it");
-    promtool
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let checked = promtool.wait_with_output().unwrap();
-    assert!(
-        checked.status.success(),
-        "promtool: {}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    common::promtool_accepts(&metrics);
 
     let (_prometheus, port, _data) = start_prometheus(&addr);
     let query =

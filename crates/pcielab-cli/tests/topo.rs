@@ -817,3 +817,89 @@ fn links_show_line_achievable_and_platform_rates() {
         assert!(write > 0.0 && write < 2960.25, "{f}");
     }
 }
+
+/// A spec without names: `sim:` shows `name: null`, while its export read back as `snapshot:`
+/// carries the names lspci prints for the same ids (the sysfs reader names functions from
+/// pci.ids, as on a real host). That is the one difference; every other field reads back
+/// identical.
+#[test]
+fn an_unnamed_spec_reads_back_with_lspcis_names_and_nothing_else_differs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("unnamed.toml");
+    std::fs::write(&spec, BASE).unwrap();
+    let export_dir = tmp.path().join("export");
+    export(&format!("sim:{}", spec.display()), &export_dir);
+    let mut from_spec = topo_json(&format!("sim:{}", spec.display()));
+    let mut from_sysfs = topo_json(&format!("snapshot:{}", export_dir.display()));
+    for doc in [&mut from_spec, &mut from_sysfs] {
+        doc.as_object_mut().unwrap().remove("name");
+        doc.as_object_mut().unwrap().remove("description");
+    }
+    // lspci -D: "0000:03:00.0 Non-Volatile memory controller: Samsung Electronics Co Ltd …".
+    let listing = lspci_at(&export_dir, &["-D"]);
+    let lspci_names: BTreeMap<&str, &str> = listing
+        .lines()
+        .filter_map(|l| {
+            let (bdf, rest) = l.split_once(' ')?;
+            Some((bdf, rest.split_once(": ")?.1))
+        })
+        .collect();
+    let functions = from_spec["functions"].as_array_mut().unwrap();
+    assert_eq!(functions.len(), 4);
+    for f in functions {
+        assert!(f["name"].is_null(), "{f}");
+        let bdf = f["bdf"].as_str().unwrap().to_string();
+        f["name"] = Value::String(lspci_names[bdf.as_str()].to_string());
+    }
+    assert_eq!(from_spec, from_sysfs);
+}
+
+/// An SSD whose link trained x1 behind a switch, as a host's sysfs shows it: the switch's
+/// downstream port reports the same degraded link (its LnkSta describes the link below it).
+/// One link is degraded: one warning, naming the downstream port and the SSD, on `sim:` and
+/// on its sysfs export read back.
+#[test]
+fn a_degraded_ssd_behind_a_switch_is_warned_about_once_naming_its_link() {
+    let degraded = "link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 1 }";
+    let text = BASE
+        .replace(
+            "device_id = 0x8233\nclass = 0x060400\n",
+            &format!("device_id = 0x8233\nclass = 0x060400\n{degraded}\n"),
+        )
+        .replace(
+            "link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }",
+            degraded,
+        );
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("degraded.toml");
+    std::fs::write(&spec, text).unwrap();
+    let export_dir = tmp.path().join("export");
+    export(&format!("sim:{}", spec.display()), &export_dir);
+    for machine in [
+        format!("sim:{}", spec.display()),
+        format!("snapshot:{}", export_dir.display()),
+    ] {
+        let doc = topo_json(&machine);
+        let warnings: Vec<(String, String)> = doc["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|f| {
+                let bdf = f["bdf"].as_str().unwrap().to_string();
+                f["warnings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(move |w| (bdf.clone(), w.as_str().unwrap().to_string()))
+            })
+            .collect();
+        assert_eq!(warnings.len(), 1, "{machine}: {warnings:?}");
+        assert_eq!(warnings[0].0, "0000:03:00.0");
+        assert!(
+            warnings[0].1.starts_with(
+                "downtrained link 0000:02:00.0 -> 0000:03:00.0: running Gen3 x1 but both ends support Gen3 x4"
+            ),
+            "{machine}: {warnings:?}"
+        );
+    }
+}

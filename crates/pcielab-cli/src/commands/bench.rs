@@ -4,13 +4,17 @@
 //! irq` predicts back-to-back interrupt delivery on `sim:`. Argument wiring only.
 
 use clap::{Args as ClapArgs, Subcommand};
+
+use super::number_in;
 use pcielab::lab::mmio::{self, MmioOptions, Operation};
 use pcielab::lab::p2pcopy::{self, CopyOptions};
 use pcielab::machine::{Machine, MachineSelector};
 use pcielab::model::platform::IrqKind;
+use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
 use pcielab::report::json_text;
 use pcielab::{Error, Result};
+use std::path::PathBuf;
 
 #[derive(ClapArgs)]
 pub struct Args {
@@ -51,6 +55,45 @@ The interval is the slower of the trigger (an MSI is a 4-byte posted write; ELBI
 the root complex) and the receiving CPU's interrupt entry and handler ([platform.interrupts]).
 Measuring it needs the Rockchip PCIe performance guide's endpoint-mode test drivers, which a host does not have: only sim: works.")]
     Irq(IrqArgs),
+    /// What watching a big host costs: exporter and top on a generated server's sysfs, side by
+    /// side with prometheus-node-exporter and procps top
+    #[command(after_help = "Examples:
+  pcielab bench observe                                 4096 functions, 5 rounds of 20 scrapes
+  pcielab bench observe --functions 8192 --json
+  pcielab bench observe --keep ./server-4096            keep the export (then: pcielab topo
+                                                        --machine snapshot:./server-4096)
+
+Generates a server (2 domains, 16 Gen5 root ports, switches, 96 NVMe drives, 32 dual-port NICs,
+the rest SR-IOV VFs), exports it as sysfs and starts `pcielab exporter --machine snapshot:DIR`
+(the sysfs path a host reads) and prometheus-node-exporter on loopback ports, scraped alternately.
+CPU per scrape comes from each process's /proc/PID/stat (utime + stime) over a round's scrapes,
+memory from /proc/PID/status (VmRSS, VmHWM). top's CPU per refresh is a 21-frame `top -b` less
+a 1-frame one, over 20, for `pcielab top` and procps top alike. Figures are medians of the
+rounds; the ratios are pcielab over the other tool. JSON fields: docs/performance.md.")]
+    Observe(ObserveArgs),
+}
+
+#[derive(ClapArgs)]
+pub struct ObserveArgs {
+    /// Functions in the generated server (FIXED to MAX: 322 to 16578)
+    #[arg(long, default_value_t = 4096)]
+    pub functions: usize,
+    /// Scrapes of each exporter per round
+    #[arg(long, default_value_t = 20, value_parser = number_in(1..=10_000u32))]
+    pub scrapes: u32,
+    /// Rounds (the figures are their medians)
+    #[arg(long, default_value_t = 5, value_parser = number_in(1..=100u32))]
+    pub rounds: u32,
+    /// The node exporter to compare with [default: /usr/bin/prometheus-node-exporter, or
+    /// /usr/local/bin/node_exporter, when present]
+    #[arg(long, value_name = "PATH")]
+    pub node_exporter: Option<PathBuf>,
+    /// Write the export into DIR (new or empty) and keep it
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(ClapArgs)]
@@ -160,6 +203,7 @@ pub fn run(args: Args) -> Result<()> {
         Bench::P2p(p2p) => run_p2p(p2p),
         Bench::Mmio(args) => run_mmio(args),
         Bench::Irq(args) => run_irq(args),
+        Bench::Observe(args) => run_observe(args),
     }
 }
 
@@ -278,5 +322,96 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     if report.check == Some("mismatch") {
         return Err(Error::runtime("the data check found a mismatch"));
     }
+    Ok(())
+}
+
+fn run_observe(args: ObserveArgs) -> Result<()> {
+    let node_exporter = match &args.node_exporter {
+        Some(path) if !path.is_file() => {
+            return Err(Error::bad_input(format!(
+                "--node-exporter {}: no such file",
+                path.display()
+            )))
+        }
+        Some(path) => Some(path.clone()),
+        None => cost::find_program(&[
+            "/usr/bin/prometheus-node-exporter",
+            "/usr/local/bin/node_exporter",
+        ]),
+    };
+    let topology = pcielab::topology::generate::server(args.functions)?;
+    let pcielab = std::env::current_exe()
+        .map_err(|e| Error::runtime(format!("cannot find the running pcielab binary: {e}")))?;
+    let export = args.keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pcielab-bench-observe-{}", std::process::id()))
+    });
+    pcielab::topology::export::export_sysfs(&topology, &export)?;
+    let procps_top = cost::find_program(&["/usr/bin/top", "/bin/top"]);
+    let result = cost::measure(&cost::ObserveBench {
+        pcielab: &pcielab,
+        export: &export,
+        functions: args.functions,
+        scrapes: args.scrapes,
+        rounds: args.rounds,
+        node_exporter: node_exporter.as_deref(),
+        procps_top: procps_top.as_deref(),
+    });
+    if args.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&export);
+    }
+    print_observe(&args, &result?)
+}
+
+fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
+    if args.json {
+        print!("{}", json_text(&result)?);
+        return Ok(());
+    }
+    let opt =
+        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    println!(
+        "{} functions, {} series, {} KiB per scrape; medians of {} rounds of {} scrapes",
+        result.functions,
+        result.pcielab_series,
+        result.pcielab_body_bytes / 1024,
+        result.rounds,
+        result.scrapes_per_round
+    );
+    let rows = [
+        (
+            "figure",
+            "pcielab".to_string(),
+            "other tool".to_string(),
+            "ratio".to_string(),
+        ),
+        (
+            "CPU ms per scrape",
+            format!("{:.2}", result.pcielab_ms_per_scrape),
+            opt(result.node_exporter_ms_per_scrape, 2),
+            opt(result.scrape_ratio, 2),
+        ),
+        (
+            "RSS MiB after the scrapes",
+            format!("{:.1}", result.pcielab_rss_mib),
+            opt(result.node_exporter_rss_mib, 1),
+            "-".into(),
+        ),
+        (
+            "peak RSS MiB",
+            format!("{:.1}", result.pcielab_peak_rss_mib),
+            "-".into(),
+            "-".into(),
+        ),
+        (
+            "top CPU ms per refresh",
+            format!("{:.2}", result.top_ms_per_refresh),
+            opt(result.procps_top_ms_per_refresh, 2),
+            opt(result.top_ratio, 2),
+        ),
+    ];
+    for (figure, ours, theirs, ratio) in rows {
+        println!("{figure:<28} {ours:>10} {theirs:>14} {ratio:>8}");
+    }
+    println!("(other tool: prometheus-node-exporter for scrapes, procps top -b for refreshes)");
     Ok(())
 }

@@ -22,6 +22,7 @@ use super::guest::{
     MARK_RESULTS_END, MARK_SCRIPT,
 };
 use crate::error::{Error, Result};
+use crate::observe::cost::process_cpu_time;
 
 /// A run ends at this many timeouts after QEMU started even while the guest keeps printing.
 pub const RUN_CAP_FACTOR: u32 = 10;
@@ -191,7 +192,7 @@ pub fn boot(
             }
         }
         let qemu_cpu_since_progress =
-            qemu_cpu_time(guard.0.id()).map(|cpu| cpu.saturating_sub(cpu_at_progress));
+            process_cpu_time(guard.0.id()).map(|cpu| cpu.saturating_sub(cpu_at_progress));
         let deadline = if stalled(phase, now - last_progress, qemu_cpu_since_progress, timeout) {
             now
         } else {
@@ -236,7 +237,7 @@ pub fn boot(
             }
         };
         last_progress = Instant::now();
-        cpu_at_progress = qemu_cpu_time(guard.0.id()).unwrap_or_default();
+        cpu_at_progress = process_cpu_time(guard.0.id()).unwrap_or_default();
         if collecting {
             if line == MARK_RESULTS_END {
                 collecting = false;
@@ -411,18 +412,6 @@ fn stalled(
 /// How often a quiet guest's progress is looked at.
 const POLL: Duration = Duration::from_millis(500);
 
-/// CPU time (user + system, all threads) process `pid` has used, from `/proc/PID/stat`.
-fn qemu_cpu_time(pid: u32) -> Option<Duration> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) start at state (field 3).
-    let after = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
-}
-
 struct QemuGuard(Child);
 
 impl QemuGuard {
@@ -519,15 +508,15 @@ mod tests {
     #[test]
     fn cpu_time_is_read_from_proc_and_grows_with_work() {
         let pid = std::process::id();
-        let before = qemu_cpu_time(pid).unwrap();
+        let before = process_cpu_time(pid).unwrap();
         let started = Instant::now();
         let mut x = 0u64;
         while started.elapsed() < Duration::from_millis(300) {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         std::hint::black_box(x);
-        let after = qemu_cpu_time(pid).unwrap();
+        let after = process_cpu_time(pid).unwrap();
         assert!(after > before, "{before:?} -> {after:?}");
-        assert!(qemu_cpu_time(u32::MAX).is_none());
+        assert!(process_cpu_time(u32::MAX).is_none());
     }
 }

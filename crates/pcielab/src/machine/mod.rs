@@ -24,7 +24,7 @@ pub mod snapshot;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::pmu::bound_root_port_pmus;
@@ -35,6 +35,7 @@ use crate::qos::host::HostResctrl;
 use crate::qos::presets::{Preset, PRESETS as RESCTRL_PRESETS};
 use crate::qos::sim::SimulatedResctrl;
 use crate::sim::SimulatedPcie;
+use crate::topology::readplan::ReadPlan;
 use crate::topology::spec::{parse_spec, Platform};
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::Topology;
@@ -122,12 +123,12 @@ impl MachineSelector {
             MachineSelector::Host { root } => Ok(Platform {
                 name: "host".to_string(),
                 description: format!("live sysfs under {}", root.display()),
-                topology: named(read_sysfs(&root.join("sys/bus/pci"))?),
+                topology: read_named_sysfs(&root.join("sys/bus/pci"))?,
                 sim: toml::Table::new(),
                 platform: toml::Table::new(),
             }),
             MachineSelector::Snapshot { dir } => {
-                let topology = read_sysfs(dir)?;
+                let topology = read_named_sysfs(dir)?;
                 // A live host may have no PCI (a container); a saved one always had some.
                 if topology.functions().is_empty() {
                     return Err(Error::bad_input(format!(
@@ -139,7 +140,7 @@ impl MachineSelector {
                 Ok(Platform {
                     name: "snapshot".to_string(),
                     description: format!("sysfs snapshot {}", dir.display()),
-                    topology: named(topology),
+                    topology,
                     sim: toml::Table::new(),
                     platform: toml::Table::new(),
                 })
@@ -164,6 +165,9 @@ fn sim_table_checked(platform: Platform) -> Result<Platform> {
 pub struct Machine {
     selector: MachineSelector,
     access: Access,
+    /// The read plan of a host's or snapshot's sysfs, made on first use and shared by every
+    /// observer of this machine.
+    read_plan: OnceLock<Arc<Mutex<ReadPlan>>>,
 }
 
 /// How a machine's facts are reached (pciutils' access methods).
@@ -210,6 +214,7 @@ impl Machine {
         Ok(Machine {
             selector: selector.clone(),
             access,
+            read_plan: OnceLock::new(),
         })
     }
 
@@ -237,6 +242,30 @@ impl Machine {
     /// The machine's PCIe topology (see [`Machine::platform`]).
     pub fn topology(&self) -> Result<&Topology> {
         Ok(&self.platform()?.topology)
+    }
+
+    /// The sysfs read plan of a host or snapshot (`topology::readplan`): which link and AER
+    /// attributes each sample reads, discovered once and kept here so every observer of the
+    /// machine (`top`, `exporter`) shares it. `sim:` machines have no sysfs: bad input.
+    pub fn read_plan(&self) -> Result<Arc<Mutex<ReadPlan>>> {
+        if let Some(plan) = self.read_plan.get() {
+            return Ok(Arc::clone(plan));
+        }
+        let pci_dir = match &self.selector {
+            MachineSelector::Host { root } => root.join("sys/bus/pci"),
+            MachineSelector::Snapshot { dir } => dir.clone(),
+            _ => {
+                return Err(Error::bad_input(format!(
+                    "machine '{}' has no sysfs to read: use host or snapshot:DIR",
+                    self.selector
+                )))
+            }
+        };
+        let topology = self.topology()?.clone();
+        let plan = ReadPlan::discover(&pci_dir, topology, read_named_sysfs);
+        Ok(Arc::clone(
+            self.read_plan.get_or_init(|| Arc::new(Mutex::new(plan))),
+        ))
     }
 
     /// The machine's performance counters: perf_event_open on a host, the simulator's PMU
@@ -343,6 +372,11 @@ fn resctrl_preset_names() -> String {
         .map(|p| format!("sim:{}", p.name))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A sysfs tree read again (after hotplug), named as at open.
+fn read_named_sysfs(pci_dir: &Path) -> Result<Topology> {
+    Ok(named(read_sysfs(pci_dir)?))
 }
 
 /// Functions read from sysfs get lspci's vendor/device names from the installed pci.ids.

@@ -6,6 +6,7 @@
 //! reads from memory (downstream, Tx). Everything is read under a chosen root (`/` or a fixture
 //! tree), each file capped, the number of entries bounded.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -34,41 +35,70 @@ pub struct DeviceBytes {
     pub down: u64,
 }
 
-/// Every block device and network interface under `root` that belongs to a PCI function, in
-/// name order. Devices with no PCI function on their path (loop, dm, md, lo, bridges, veth) and
-/// entries whose counters cannot be read or parsed are left out; a missing directory is empty.
-pub fn read_device_bytes(root: &Path) -> Vec<DeviceBytes> {
-    let mut found = Vec::new();
-    for (name, dir) in entries(&root.join("sys/block")) {
-        let Some(function) = pci_function_of(&dir) else {
-            continue;
-        };
-        if let Some((read, written)) = read_text(&dir.join("stat")).and_then(|t| sectors(&t)) {
-            found.push(DeviceBytes {
-                name: format!("block/{name}"),
-                function,
-                up: read.saturating_mul(SECTOR_BYTES),
-                down: written.saturating_mul(SECTOR_BYTES),
-            });
+/// Reads the byte counters of every block device and network interface under a root that
+/// belongs to a PCI function. Which function an entry belongs to is resolved once per entry
+/// name (its device path does not change while it exists; resolving walks every component of
+/// a deep path) and forgotten when the entry goes, so a sample lists two directories and reads
+/// the counter files of the devices it knows.
+#[derive(Debug)]
+pub struct DeviceReader {
+    root: PathBuf,
+    /// `block/nvme0n1` → its function, `None` for entries on no PCI function (loop, lo, …).
+    functions: BTreeMap<String, Option<Bdf>>,
+}
+
+impl DeviceReader {
+    pub fn new(root: &Path) -> DeviceReader {
+        DeviceReader {
+            root: root.to_path_buf(),
+            functions: BTreeMap::new(),
         }
     }
-    for (name, dir) in entries(&root.join("sys/class/net")) {
-        let Some(function) = pci_function_of(&dir) else {
-            continue;
-        };
-        let counter = |file: &str| {
-            read_text(&dir.join("statistics").join(file)).and_then(|t| t.parse::<u64>().ok())
-        };
-        if let (Some(rx), Some(tx)) = (counter("rx_bytes"), counter("tx_bytes")) {
-            found.push(DeviceBytes {
-                name: format!("net/{name}"),
-                function,
-                up: rx,
-                down: tx,
-            });
+
+    /// Every such device now, in name order. Devices with no PCI function on their path
+    /// (loop, dm, md, lo, bridges, veth) and entries whose counters cannot be read or parsed
+    /// are left out; a missing directory is empty.
+    pub fn read(&mut self) -> Vec<DeviceBytes> {
+        let mut found = Vec::new();
+        let mut listed = BTreeSet::new();
+        for (kind, dir) in [("block", "sys/block"), ("net", "sys/class/net")] {
+            for (name, path) in entries(&self.root.join(dir)) {
+                let key = format!("{kind}/{name}");
+                let function = *self
+                    .functions
+                    .entry(key.clone())
+                    .or_insert_with(|| pci_function_of(&path));
+                listed.insert(key.clone());
+                let Some(function) = function else { continue };
+                let counts = if kind == "block" {
+                    read_text(&path.join("stat"))
+                        .and_then(|t| sectors(&t))
+                        .map(|(r, w)| {
+                            (
+                                r.saturating_mul(SECTOR_BYTES),
+                                w.saturating_mul(SECTOR_BYTES),
+                            )
+                        })
+                } else {
+                    let counter = |file: &str| {
+                        read_text(&path.join("statistics").join(file))
+                            .and_then(|t| t.parse::<u64>().ok())
+                    };
+                    counter("rx_bytes").zip(counter("tx_bytes"))
+                };
+                if let Some((up, down)) = counts {
+                    found.push(DeviceBytes {
+                        name: key,
+                        function,
+                        up,
+                        down,
+                    });
+                }
+            }
         }
+        self.functions.retain(|key, _| listed.contains(key));
+        found
     }
-    found
 }
 
 /// Sectors read and written: fields 3 and 7 of `stat` (Documentation/block/stat.rst).
@@ -171,7 +201,7 @@ mod tests {
         symlink(format!("../../{disk}"), r.join("sys/block/nvme0n1")).unwrap();
         symlink("../devices/virtual/block/loop0", r.join("sys/block/loop0")).unwrap();
         symlink(format!("../../../{nic}"), r.join("sys/class/net/eth0")).unwrap();
-        let found = read_device_bytes(r);
+        let found = DeviceReader::new(r).read();
         assert_eq!(
             found,
             vec![

@@ -18,8 +18,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::{Observer, Sample};
+use super::{FunctionSample, Observer, Sample, Traffic};
 use crate::error::{Error, Result};
+use crate::pcie::Bdf;
+use crate::topology::health::AerCounts;
+use crate::topology::Kind;
 
 /// Where the exporter listens unless told otherwise (OpenTelemetry's Prometheus exporter port).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
@@ -77,7 +80,7 @@ type Request = (TcpStream, Vec<u8>);
 
 /// Serves `observer` on `listener` until the process ends.
 pub fn serve(listener: TcpListener, observer: Observer) -> Result<()> {
-    let observer = Arc::new(Mutex::new(observer));
+    let observer = Arc::new(Mutex::new(Scrapes::new(observer)));
     let (queue, waiting) = sync_channel::<Request>(QUEUE);
     let waiting = Arc::new(Mutex::new(waiting));
     for i in 0..WORKERS {
@@ -265,10 +268,12 @@ fn hand_to_worker(pending: PendingHead, queue: &SyncSender<Request>) {
 /// A short answer written without waiting on the client, then the connection closed.
 fn refuse(mut stream: TcpStream, status: u16, body: &str) {
     let _ = stream.set_nonblocking(true);
-    let _ = stream.write_all(&Response::text(status, body).bytes(false));
+    let _ = Response::text(status, body)
+        .reply(false)
+        .write_to(&mut stream);
 }
 
-fn work(waiting: &Mutex<Receiver<Request>>, observer: &Mutex<Observer>) {
+fn work(waiting: &Mutex<Receiver<Request>>, observer: &Mutex<Scrapes>) {
     loop {
         let next = match waiting.lock() {
             Ok(queue) => queue.recv(),
@@ -280,34 +285,79 @@ fn work(waiting: &Mutex<Receiver<Request>>, observer: &Mutex<Observer>) {
 }
 
 /// Answers the request whose head the accepting thread gathered; the connection is then closed.
-fn answer(mut stream: TcpStream, head: &[u8], observer: &Mutex<Observer>) {
+fn answer(mut stream: TcpStream, head: &[u8], observer: &Mutex<Scrapes>) {
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
     let response = respond(&mut std::io::Cursor::new(head), || {
         observer
             .lock()
             .map_err(|_| Error::runtime("an exporter thread panicked while sampling"))
-            .and_then(|mut o| o.sample())
+            .and_then(|mut o| o.scrape())
     });
-    if let Some(bytes) = response {
-        let _ = stream.write_all(&bytes);
-        let _ = stream.flush();
+    if let Some(reply) = response {
+        let _ = reply.write_to(&mut stream);
     }
 }
 
-/// The whole HTTP response to the request read from `request` (`None`: the client sent
-/// nothing); `sample` is taken only for a well-formed GET or HEAD of `/metrics`.
+/// What the answering threads share: the observer, the renderer and the last metrics body.
+/// Every scrape renders into the buffer of the one before (unless a slow client is still being
+/// sent it), so the exporter holds one response, whatever the number of threads.
+struct Scrapes {
+    observer: Observer,
+    renderer: MetricsRenderer,
+    body: Arc<String>,
+}
+
+impl Scrapes {
+    fn new(observer: Observer) -> Scrapes {
+        Scrapes {
+            observer,
+            renderer: MetricsRenderer::default(),
+            body: Arc::new(String::new()),
+        }
+    }
+
+    fn scrape(&mut self) -> Result<Arc<String>> {
+        let sample = self.observer.sample()?;
+        let mut body = match Arc::get_mut(&mut self.body) {
+            Some(last) => std::mem::take(last),
+            None => String::with_capacity(self.body.len()),
+        };
+        self.renderer.render(&sample, &mut body);
+        self.body = Arc::new(body);
+        Ok(Arc::clone(&self.body))
+    }
+}
+
+/// A response ready to send: its head and, unless it answers HEAD, its body.
+pub struct Reply {
+    pub head: Vec<u8>,
+    pub body: Option<Arc<String>>,
+}
+
+impl Reply {
+    pub fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(&self.head)?;
+        if let Some(body) = &self.body {
+            out.write_all(body.as_bytes())?;
+        }
+        out.flush()
+    }
+}
+
+/// The HTTP response to the request read from `request` (`None`: the client sent nothing);
+/// `metrics` (the rendered body) is taken only for a well-formed GET or HEAD of `/metrics`.
 pub fn respond(
     request: &mut impl Read,
-    sample: impl FnOnce() -> Result<Sample>,
-) -> Option<Vec<u8>> {
+    metrics: impl FnOnce() -> Result<Arc<String>>,
+) -> Option<Reply> {
     let (response, head_only) = match read_head(request) {
         Ok(Some(head)) => match route(&head) {
             Ok((method, Route::Metrics)) => {
-                let response = match sample() {
-                    Ok(s) => Response {
+                let response = match metrics() {
+                    Ok(body) => Response {
                         status: 200,
                         content_type: CONTENT_TYPE,
-                        body: render_metrics(&s),
+                        body,
                     },
                     Err(e) => Response::text(500, &format!("sampling failed: {e}\n")),
                 };
@@ -322,7 +372,7 @@ pub fn respond(
         Ok(None) => return None,
         Err(response) => (response, false),
     };
-    Some(response.bytes(head_only))
+    Some(response.reply(head_only))
 }
 
 /// The request head (up to the blank line); `Ok(None)` when the client sent nothing.
@@ -397,7 +447,9 @@ fn route(head: &[u8]) -> std::result::Result<(Method, Route), Response> {
             return Err(Response {
                 status: 405,
                 content_type: "text/plain; charset=utf-8",
-                body: "method not allowed: this exporter is read-only (GET, HEAD)\n".into(),
+                body: Arc::new(
+                    "method not allowed: this exporter is read-only (GET, HEAD)\n".into(),
+                ),
             })
         }
         _ => return Err(bad("no such method")),
@@ -420,7 +472,7 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 struct Response {
     status: u16,
     content_type: &'static str,
-    body: String,
+    body: Arc<String>,
 }
 
 impl Response {
@@ -428,12 +480,12 @@ impl Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
-            body: body.to_string(),
+            body: Arc::new(body.to_string()),
         }
     }
 
     /// The response as sent (`head_only`: the answer to HEAD, headers without the body).
-    fn bytes(&self, head_only: bool) -> Vec<u8> {
+    fn reply(self, head_only: bool) -> Reply {
         let reason = match self.status {
             200 => "OK",
             400 => "Bad Request",
@@ -449,7 +501,7 @@ impl Response {
         } else {
             ""
         };
-        let mut out = format!(
+        let head = format!(
             "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}\
              Connection: close\r\n\r\n",
             self.status,
@@ -457,30 +509,9 @@ impl Response {
             self.body.len()
         )
         .into_bytes();
-        if !head_only {
-            out.extend_from_slice(self.body.as_bytes());
-        }
-        out
-    }
-}
-
-/// One metric family: its name, type and help line, and its series.
-struct Family<'a> {
-    name: &'a str,
-    kind: &'a str,
-    help: &'a str,
-    series: Vec<(String, String)>,
-}
-
-impl Family<'_> {
-    fn render(&self, out: &mut String) {
-        if self.series.is_empty() {
-            return;
-        }
-        let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
-        let _ = writeln!(out, "# TYPE {} {}", self.name, self.kind);
-        for (labels, value) in &self.series {
-            let _ = writeln!(out, "{}{{{labels}}} {value}", self.name);
+        Reply {
+            head,
+            body: (!head_only).then_some(self.body),
         }
     }
 }
@@ -493,167 +524,287 @@ fn escape(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// A sample value as the text format writes it.
+#[derive(Clone, Copy)]
+enum Value {
+    Count(u64),
+    /// Shortest round-trip decimal (`2.5`, `16`).
+    Real(f64),
+    /// Rounded to a whole number.
+    Whole(f64),
+}
+
+/// Writes one metric family straight into the response: its `# HELP`/`# TYPE` lines before
+/// its first series, none at all when it has no series.
+struct FamilyWriter<'o> {
+    out: &'o mut String,
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    started: bool,
+}
+
+impl FamilyWriter<'_> {
+    /// `name{labels[,key="value"]} value`
+    fn series(&mut self, labels: &str, extra: Option<(&str, &str)>, value: Value) {
+        let out = &mut *self.out;
+        if !self.started {
+            self.started = true;
+            let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
+            let _ = writeln!(out, "# TYPE {} {}", self.name, self.kind);
+        }
+        out.push_str(self.name);
+        out.push('{');
+        out.push_str(labels);
+        if let Some((key, text)) = extra {
+            out.push(',');
+            out.push_str(key);
+            out.push_str("=\"");
+            out.push_str(text);
+            out.push('"');
+        }
+        out.push_str("} ");
+        match value {
+            Value::Count(n) => out.push_str(itoa::Buffer::new().format(n)),
+            Value::Real(x) => {
+                let _ = write!(out, "{x}");
+            }
+            Value::Whole(x) => {
+                let _ = write!(out, "{x:.0}");
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// The label set every series of a function starts with, kept while the function list stays.
+struct FunctionLabels {
+    bdf: Bdf,
+    kind: Kind,
+    port: Option<Bdf>,
+    text: String,
+}
+
+/// Renders samples as Prometheus text into a buffer the caller keeps, so a scrape reuses the
+/// last one's memory instead of building a new response (and its per-series strings) each
+/// time; each function's label set is formatted once, not once per series per scrape.
+#[derive(Default)]
+pub struct MetricsRenderer {
+    labels: Vec<FunctionLabels>,
+}
+
+impl MetricsRenderer {
+    /// Replaces `out` with the sample's metrics: every family the exporter serves
+    /// (docs/fleet.md).
+    pub fn render(&mut self, sample: &Sample, out: &mut String) {
+        self.update_labels(sample);
+        out.clear();
+        let _ = writeln!(
+            out,
+            "# HELP pcielab_machine_info The machine this exporter observes and the pcielab version.\n\
+             # TYPE pcielab_machine_info gauge\n\
+             pcielab_machine_info{{machine=\"{}\",version=\"{}\"}} 1",
+            escape(&sample.machine),
+            env!("CARGO_PKG_VERSION")
+        );
+        let functions = &sample.functions;
+        let labels = &self.labels;
+        let mut family =
+            |name, kind, help, each: &mut dyn FnMut(&FunctionSample, &str, &mut FamilyWriter)| {
+                let mut w = FamilyWriter {
+                    out: &mut *out,
+                    name,
+                    kind,
+                    help,
+                    started: false,
+                };
+                for (f, l) in functions.iter().zip(labels) {
+                    each(f, &l.text, &mut w);
+                }
+            };
+        let traffic = |get: fn(&Traffic) -> Option<u64>| {
+            move |f: &FunctionSample, l: &str, w: &mut FamilyWriter| {
+                if let Some(n) = f.traffic.as_ref().and_then(|t| Some((t, get(t)?))) {
+                    w.series(l, Some(("source", n.0.source.name())), Value::Count(n.1));
+                }
+            }
+        };
+        family(
+            "pcielab_rx_bytes_total",
+            "counter",
+            "Payload bytes toward the root complex (the root port's Rx: disk reads, received frames).",
+            &mut traffic(|t| Some(t.rx_bytes)),
+        );
+        family(
+            "pcielab_tx_bytes_total",
+            "counter",
+            "Payload bytes away from the root complex (the root port's Tx: disk writes, sent frames).",
+            &mut traffic(|t| Some(t.tx_bytes)),
+        );
+        // Wire bytes come in pairs: a function shows both directions or neither.
+        family(
+            "pcielab_rx_wire_bytes_total",
+            "counter",
+            "Estimated bytes on the wire toward the root complex: payload plus TLP headers, framing and DLLPs (model).",
+            &mut traffic(|t| t.tx_wire_bytes.and(t.rx_wire_bytes)),
+        );
+        family(
+            "pcielab_tx_wire_bytes_total",
+            "counter",
+            "Estimated bytes on the wire away from the root complex (model).",
+            &mut traffic(|t| t.rx_wire_bytes.and(t.tx_wire_bytes)),
+        );
+        let states = |f: &FunctionSample| {
+            let link = &f.link;
+            [
+                ("current", link.current_gts, link.current_width),
+                ("capable", link.capable_gts, link.capable_width),
+            ]
+        };
+        family(
+            "pcielab_link_speed_gts",
+            "gauge",
+            "Link speed in GT/s: state=current (trained now) or capable (the most both ends can do).",
+            &mut |f, l, w| {
+                for (state, gts, _) in states(f) {
+                    if let Some(g) = gts {
+                        w.series(l, Some(("state", state)), Value::Real(g));
+                    }
+                }
+            },
+        );
+        family(
+            "pcielab_link_width_lanes",
+            "gauge",
+            "Link width in lanes: state=current or capable.",
+            &mut |f, l, w| {
+                for (state, _, lanes) in states(f) {
+                    if let Some(n) = lanes {
+                        w.series(l, Some(("state", state)), Value::Count(u64::from(n)));
+                    }
+                }
+            },
+        );
+        family(
+            "pcielab_link_achievable_bytes_per_second",
+            "gauge",
+            "Payload bytes per second per direction the link can achieve at its current speed and width (model).",
+            &mut |f, l, w| {
+                if let Some(mbps) = f.achievable_mbps {
+                    w.series(l, None, Value::Whole(mbps * 1e6));
+                }
+            },
+        );
+        let has_link =
+            |f: &FunctionSample| f.link.capable_width.is_some() || f.link.current_width.is_some();
+        family(
+            "pcielab_link_downgraded",
+            "gauge",
+            "1 when the link trained slower or narrower than both ends can run.",
+            &mut |f, l, w| {
+                if has_link(f) {
+                    w.series(l, None, Value::Count(u64::from(f.downgraded)));
+                }
+            },
+        );
+        family(
+            "pcielab_link_down",
+            "gauge",
+            "1 when the function has a link that reports no trained width or speed (an empty slot's port too).",
+            &mut |f, l, w| {
+                if has_link(f) {
+                    w.series(l, None, Value::Count(u64::from(f.link_down)));
+                }
+            },
+        );
+        let severities = |a: &AerCounts| {
+            [
+                ("correctable", a.correctable, a.rootport_correctable),
+                ("nonfatal", a.nonfatal, a.rootport_nonfatal),
+                ("fatal", a.fatal, a.rootport_fatal),
+            ]
+        };
+        family(
+            "pcielab_aer_errors_total",
+            "counter",
+            "Errors the function logged (kernel aer_dev_correctable/nonfatal/fatal) by severity.",
+            &mut |f, l, w| {
+                for (severity, n, _) in severities(&f.link.aer) {
+                    if let Some(n) = n {
+                        w.series(l, Some(("severity", severity)), Value::Count(n));
+                    }
+                }
+            },
+        );
+        family(
+            "pcielab_aer_rootport_errors_total",
+            "counter",
+            "Error messages a root port received (kernel aer_rootport_total_err_*) by severity.",
+            &mut |f, l, w| {
+                for (severity, _, n) in severities(&f.link.aer) {
+                    if let Some(n) = n {
+                        w.series(l, Some(("severity", severity)), Value::Count(n));
+                    }
+                }
+            },
+        );
+        family(
+            "pcielab_link_state_seconds_total",
+            "counter",
+            "Time the link spent in each power state (state=l0, l0s, l1), where a PMU counts it.",
+            &mut |f, l, w| {
+                if let Some(s) = f.link_states {
+                    for (state, ns) in [("l0", s.l0_ns), ("l0s", s.l0s_ns), ("l1", s.l1_ns)] {
+                        w.series(l, Some(("state", state)), Value::Real(ns as f64 / 1e9));
+                    }
+                }
+            },
+        );
+        family(
+            "pcielab_pmu_present",
+            "gauge",
+            "1 when a PCIe PMU counts this root port's traffic.",
+            &mut |f, l, w| {
+                if f.kind == Kind::RootPort {
+                    w.series(l, None, Value::Count(u64::from(f.pmu)));
+                }
+            },
+        );
+    }
+
+    /// Formats each function's labels again only when the function list changed.
+    fn update_labels(&mut self, sample: &Sample) {
+        let same = self.labels.len() == sample.functions.len()
+            && self
+                .labels
+                .iter()
+                .zip(&sample.functions)
+                .all(|(l, f)| l.bdf == f.bdf && l.kind == f.kind && l.port == f.root_port);
+        if same {
+            return;
+        }
+        self.labels = sample
+            .functions
+            .iter()
+            .map(|f| FunctionLabels {
+                bdf: f.bdf,
+                kind: f.kind,
+                port: f.root_port,
+                text: format!(
+                    "function=\"{}\",port=\"{}\",kind=\"{}\"",
+                    f.bdf,
+                    f.root_port.map(|p| p.to_string()).unwrap_or_default(),
+                    f.kind.name()
+                ),
+            })
+            .collect();
+    }
+}
+
 /// The sample as Prometheus text: every metric family the exporter serves (docs/fleet.md).
 pub fn render_metrics(sample: &Sample) -> String {
-    let family = |name, kind, help| Family {
-        name,
-        kind,
-        help,
-        series: Vec::new(),
-    };
-    let mut rx = family(
-        "pcielab_rx_bytes_total",
-        "counter",
-        "Payload bytes toward the root complex (the root port's Rx: disk reads, received frames).",
-    );
-    let mut tx = family(
-        "pcielab_tx_bytes_total",
-        "counter",
-        "Payload bytes away from the root complex (the root port's Tx: disk writes, sent frames).",
-    );
-    let mut rx_wire = family(
-        "pcielab_rx_wire_bytes_total",
-        "counter",
-        "Estimated bytes on the wire toward the root complex: payload plus TLP headers, framing and DLLPs (model).",
-    );
-    let mut tx_wire = family(
-        "pcielab_tx_wire_bytes_total",
-        "counter",
-        "Estimated bytes on the wire away from the root complex (model).",
-    );
-    let mut speed = family(
-        "pcielab_link_speed_gts",
-        "gauge",
-        "Link speed in GT/s: state=current (trained now) or capable (the most both ends can do).",
-    );
-    let mut width = family(
-        "pcielab_link_width_lanes",
-        "gauge",
-        "Link width in lanes: state=current or capable.",
-    );
-    let mut achievable = family(
-        "pcielab_link_achievable_bytes_per_second",
-        "gauge",
-        "Payload bytes per second per direction the link can achieve at its current speed and width (model).",
-    );
-    let mut downgraded = family(
-        "pcielab_link_downgraded",
-        "gauge",
-        "1 when the link trained slower or narrower than both ends can run.",
-    );
-    let mut down = family(
-        "pcielab_link_down",
-        "gauge",
-        "1 when the function has a link that reports no trained width or speed (an empty slot's port too).",
-    );
-    let mut aer = family(
-        "pcielab_aer_errors_total",
-        "counter",
-        "Errors the function logged (kernel aer_dev_correctable/nonfatal/fatal) by severity.",
-    );
-    let mut aer_root = family(
-        "pcielab_aer_rootport_errors_total",
-        "counter",
-        "Error messages a root port received (kernel aer_rootport_total_err_*) by severity.",
-    );
-    let mut residency = family(
-        "pcielab_link_state_seconds_total",
-        "counter",
-        "Time the link spent in each power state (state=l0, l0s, l1), where a PMU counts it.",
-    );
-    let mut pmu = family(
-        "pcielab_pmu_present",
-        "gauge",
-        "1 when a PCIe PMU counts this root port's traffic.",
-    );
-    for f in &sample.functions {
-        let port = f.root_port.map(|p| p.to_string()).unwrap_or_default();
-        let labels = format!(
-            "function=\"{}\",port=\"{port}\",kind=\"{}\"",
-            f.bdf,
-            f.kind.name()
-        );
-        let with = |extra: &str| format!("{labels},{extra}");
-        if let Some(t) = f.traffic {
-            let l = with(&format!("source=\"{}\"", t.source.name()));
-            rx.series.push((l.clone(), t.rx_bytes.to_string()));
-            tx.series.push((l.clone(), t.tx_bytes.to_string()));
-            if let (Some(r), Some(w)) = (t.rx_wire_bytes, t.tx_wire_bytes) {
-                rx_wire.series.push((l.clone(), r.to_string()));
-                tx_wire.series.push((l, w.to_string()));
-            }
-        }
-        let link = &f.link;
-        for (state, gts, lanes) in [
-            ("current", link.current_gts, link.current_width),
-            ("capable", link.capable_gts, link.capable_width),
-        ] {
-            let l = with(&format!("state=\"{state}\""));
-            if let Some(g) = gts {
-                speed.series.push((l.clone(), g.to_string()));
-            }
-            if let Some(w) = lanes {
-                width.series.push((l, w.to_string()));
-            }
-        }
-        let has_link = link.capable_width.is_some() || link.current_width.is_some();
-        if has_link {
-            downgraded
-                .series
-                .push((labels.clone(), u8::from(f.downgraded).to_string()));
-            down.series
-                .push((labels.clone(), u8::from(f.link_down).to_string()));
-        }
-        if let Some(mbps) = f.achievable_mbps {
-            achievable
-                .series
-                .push((labels.clone(), format!("{:.0}", mbps * 1e6)));
-        }
-        let a = &link.aer;
-        for (severity, dev, root) in [
-            ("correctable", a.correctable, a.rootport_correctable),
-            ("nonfatal", a.nonfatal, a.rootport_nonfatal),
-            ("fatal", a.fatal, a.rootport_fatal),
-        ] {
-            let l = with(&format!("severity=\"{severity}\""));
-            if let Some(n) = dev {
-                aer.series.push((l.clone(), n.to_string()));
-            }
-            if let Some(n) = root {
-                aer_root.series.push((l, n.to_string()));
-            }
-        }
-        if let Some(states) = f.link_states {
-            for (state, ns) in [
-                ("l0", states.l0_ns),
-                ("l0s", states.l0s_ns),
-                ("l1", states.l1_ns),
-            ] {
-                residency.series.push((
-                    with(&format!("state=\"{state}\"")),
-                    format!("{}", ns as f64 / 1e9),
-                ));
-            }
-        }
-        if f.kind == crate::topology::Kind::RootPort {
-            pmu.series.push((labels, u8::from(f.pmu).to_string()));
-        }
-    }
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# HELP pcielab_machine_info The machine this exporter observes and the pcielab version.\n\
-         # TYPE pcielab_machine_info gauge\n\
-         pcielab_machine_info{{machine=\"{}\",version=\"{}\"}} 1",
-        escape(&sample.machine),
-        env!("CARGO_PKG_VERSION")
-    );
-    for f in [
-        rx, tx, rx_wire, tx_wire, speed, width, achievable, downgraded, down, aer, aer_root,
-        residency, pmu,
-    ] {
-        f.render(&mut out);
-    }
+    MetricsRenderer::default().render(sample, &mut out);
     out
 }
 

@@ -55,6 +55,16 @@
 //! (the device was re-created) restarts from its new value on top of the old total, and a
 //! device that disappears keeps its total in its function's sums.
 //!
+//! # Reading sysfs
+//! On `host` and `snapshot:` link health is read through the machine's read plan
+//! ([`crate::topology::readplan`], held by the [`Machine`] so every observer of it shares one):
+//! per sample only the trained state of each link (once, at its port end) and the AER counters
+//! that exist; the link capability was read once. Every [`crate::topology::readplan::REDISCOVER_NS`]
+//! of sample time, or after a planned file failed to read, the `devices/` listing is compared
+//! with the plan, and a function that came or went brings a new topology into the samples.
+//! Block and network devices are mapped to their functions once per device name
+//! ([`derived::DeviceReader`]).
+//!
 //! # Time
 //! [`Observer::sample`] stamps each sample with the time since the observer opened. On `sim:`
 //! that instant *is* the simulated time: a workload given at open plays in real time (counts at
@@ -62,12 +72,14 @@
 //! totals). [`Observer::sample_at`] takes the instant explicitly (tests, a paused view).
 //! On a host or snapshot the counters are read when called, whatever the stamp.
 
+pub mod cost;
 pub mod derived;
 pub mod exporter;
 pub mod top;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -83,7 +95,8 @@ use crate::pmu::session::Reading;
 use crate::pmu::sysfs::discover;
 use crate::sim::tlp::Dir;
 use crate::sim::{workload, SimRun, SimulatedPcie};
-use crate::topology::health::{read_function_health, AerCounts, LinkHealth};
+use crate::topology::health::{AerCounts, LinkHealth};
+use crate::topology::readplan::ReadPlan;
 use crate::topology::{Function, Kind, Topology};
 
 /// Where a traffic figure comes from.
@@ -296,11 +309,11 @@ impl Multiplexed {
 
 /// Where the counts come from.
 enum Backend {
-    /// A live sysfs (`traffic_root` set: block/net counters under it) or a snapshot (no
-    /// counters, link facts only).
+    /// A live sysfs (`traffic`: block/net counters under its root) or a snapshot (no
+    /// counters, link facts only), read through the machine's read plan.
     Sysfs {
-        devices_dir: PathBuf,
-        traffic_root: Option<PathBuf>,
+        plan: Arc<Mutex<ReadPlan>>,
+        traffic: Option<derived::DeviceReader>,
         /// On a host: the root ports' PCIe PMU payload counters that opened.
         payload: Option<PayloadCounters>,
     },
@@ -324,12 +337,12 @@ const DWC_PAYLOAD_UNIT_BYTES: u64 = 16;
 pub struct Observer {
     machine: String,
     topology: Topology,
+    /// The read plan generation `topology` and `layout` were taken from.
+    plan_generation: u64,
+    layout: Layout,
     backend: Backend,
     /// Root ports a PCIe PMU counts.
     pmu_ports: BTreeSet<Bdf>,
-    wire: BTreeMap<Bdf, WireEstimate>,
-    /// Function indices, deepest first: the order that sums children into parents.
-    deepest_first: Vec<usize>,
     started: Instant,
     carries: BTreeMap<String, Carry>,
     /// Host PMU payload counters, scaled for the time they shared a counter: (port, Rx/Tx).
@@ -373,13 +386,9 @@ impl Observer {
                          it yourself while pcielab observes"
                     )));
                 }
-                let topology = machine.topology()?.clone();
+                let plan = machine.read_plan()?;
+                let topology = plan.lock().map_err(|_| poisoned())?.topology().clone();
                 let host = matches!(selector, MachineSelector::Host { .. });
-                let pci_dir = if host {
-                    root.join("sys/bus/pci")
-                } else {
-                    root.clone()
-                };
                 // A snapshot's PMUs are listed, not counted.
                 let pmus = if host { discover(root)? } else { Vec::new() };
                 let ports = placed_root_ports(&pmus, &topology);
@@ -403,29 +412,24 @@ impl Observer {
                     }
                 };
                 let backend = Backend::Sysfs {
-                    devices_dir: pci_dir.join("devices"),
-                    traffic_root: host.then(|| root.clone()),
+                    plan,
+                    traffic: host.then(|| derived::DeviceReader::new(root)),
                     payload,
                 };
                 (topology, backend, ports)
             }
         };
-        let wire = topology
-            .functions()
-            .iter()
-            .filter_map(|f| Some((f.bdf, WireEstimate::for_link(&LinkParams::for_function(f)?))))
-            .collect();
-        let mut deepest_first: Vec<usize> = (0..topology.functions().len()).collect();
-        deepest_first.sort_by_key(|&i| {
-            std::cmp::Reverse(topology.path_to_root(topology.functions()[i].bdf).len())
-        });
+        let plan_generation = match &backend {
+            Backend::Sysfs { plan, .. } => plan.lock().map_err(|_| poisoned())?.generation(),
+            Backend::Sim { .. } => 0,
+        };
         Ok(Observer {
             machine: selector.to_string(),
+            layout: Layout::of(&topology),
             topology,
+            plan_generation,
             backend,
             pmu_ports,
-            wire,
-            deepest_first,
             started: Instant::now(),
             carries: BTreeMap::new(),
             multiplexed: BTreeMap::new(),
@@ -462,12 +466,13 @@ impl Observer {
 
     /// A sample stamped `t_ns`; on `sim:` the counts at simulated time `t_ns`.
     pub fn sample_at(&mut self, t_ns: u64) -> Result<Sample> {
+        let healths = self.link_health(t_ns)?;
         let (own, names, pmu_counts) = self.own_traffic(t_ns)?;
         let functions = self.topology.functions();
         // Sum each function's own bytes into every ancestor, deepest first.
         let mut summed: Vec<Option<(u64, u64)>> =
             functions.iter().map(|f| own.get(&f.bdf).copied()).collect();
-        for &i in &self.deepest_first {
+        for &i in &self.layout.deepest_first {
             let (Some(bytes), Some(parent)) = (summed[i], functions[i].parent) else {
                 continue;
             };
@@ -477,14 +482,13 @@ impl Observer {
             }
         }
         let mut out = Vec::with_capacity(functions.len());
-        for (f, derived) in functions.iter().zip(summed) {
-            let link = self.health(f, t_ns);
+        for (i, ((f, derived), link)) in functions.iter().zip(summed).zip(healths).enumerate() {
             let traffic = match pmu_counts.get(&f.bdf) {
                 Some(&bytes) => Some((Source::Pmu, bytes)),
                 None => derived.map(|b| (Source::Derived, b)),
             }
             .map(|(source, (rx, tx))| {
-                let wire = self.wire.get(&f.bdf).map(|w| w.wire_bytes(rx, tx));
+                let wire = self.layout.wire[i].as_ref().map(|w| w.wire_bytes(rx, tx));
                 Traffic {
                     source,
                     rx_bytes: rx,
@@ -497,12 +501,7 @@ impl Observer {
                 bdf: f.bdf,
                 kind: f.kind,
                 parent: f.parent,
-                root_port: self
-                    .topology
-                    .path_to_root(f.bdf)
-                    .iter()
-                    .find(|a| a.kind == Kind::RootPort)
-                    .map(|a| a.bdf),
+                root_port: self.layout.root_ports[i],
                 name: f.name.clone(),
                 devices: names.get(&f.bdf).cloned().unwrap_or_default(),
                 traffic,
@@ -553,12 +552,12 @@ impl Observer {
                 pmu.insert(port.root_port, (bytes[0], bytes[1]));
             }
         }
-        match &self.backend {
+        match &mut self.backend {
             Backend::Sysfs {
-                traffic_root: Some(root),
+                traffic: Some(reader),
                 ..
             } => {
-                let devices = derived::read_device_bytes(root);
+                let devices = reader.read();
                 let mut seen = BTreeSet::new();
                 for d in devices {
                     let key = format!("{}@{}", d.name, d.function);
@@ -649,43 +648,96 @@ impl Observer {
         }
     }
 
-    /// The function's link health: read from sysfs, or on `sim:` from its spec link and the
-    /// simulated link errors (the root port counts what it received bad as correctable).
-    fn health(&self, f: &Function, t_ns: u64) -> LinkHealth {
-        match &self.backend {
-            Backend::Sysfs { devices_dir, .. } => {
-                read_function_health(&devices_dir.join(f.bdf.to_string()))
-            }
+    /// Every function's link health, in topology order: through the machine's read plan on
+    /// sysfs (after its hotplug check; a re-plan brings a new topology), or from the spec.
+    fn link_health(&mut self, t_ns: u64) -> Result<Vec<LinkHealth>> {
+        let plan = match &self.backend {
+            Backend::Sysfs { plan, .. } => plan,
             Backend::Sim { run, .. } => {
-                let link = f.link.unwrap_or_default();
-                let errors = if f.kind == Kind::RootPort {
-                    let e = run.port_errors(f.bdf, t_ns);
-                    e.rx_bad_tlps + e.rx_bad_dllps
-                } else {
-                    0
-                };
-                let root_port = f.aer && f.kind == Kind::RootPort;
-                let zero_if = |present: bool, n: u64| present.then_some(n);
-                LinkHealth {
-                    current_gts: link.speed.map(Generation::gt_s).filter(|_| {
-                        // A port whose link trained to no width is down: its speed reads Unknown.
-                        link.width != Some(0)
-                    }),
-                    capable_gts: link.max_speed.map(Generation::gt_s),
-                    current_width: link.width.map(u32::from),
-                    capable_width: link.max_width.map(u32::from),
-                    aer: AerCounts {
-                        correctable: zero_if(f.aer, errors),
-                        nonfatal: zero_if(f.aer, 0),
-                        fatal: zero_if(f.aer, 0),
-                        rootport_correctable: zero_if(root_port, errors),
-                        rootport_nonfatal: zero_if(root_port, 0),
-                        rootport_fatal: zero_if(root_port, 0),
-                    },
-                }
+                let functions = self.topology.functions();
+                return Ok(functions.iter().map(|f| sim_health(run, f, t_ns)).collect());
             }
+        };
+        let mut plan = plan.lock().map_err(|_| poisoned())?;
+        plan.refresh(t_ns);
+        if plan.generation() != self.plan_generation {
+            self.topology = plan.topology().clone();
+            self.layout = Layout::of(&self.topology);
+            self.plan_generation = plan.generation();
+        }
+        Ok(plan.read())
+    }
+}
+
+/// A simulated function's link health: its spec link and the simulated link errors (the root
+/// port counts what it received bad as correctable).
+fn sim_health(run: &SimRun, f: &Function, t_ns: u64) -> LinkHealth {
+    let link = f.link.unwrap_or_default();
+    let errors = if f.kind == Kind::RootPort {
+        let e = run.port_errors(f.bdf, t_ns);
+        e.rx_bad_tlps + e.rx_bad_dllps
+    } else {
+        0
+    };
+    let root_port = f.aer && f.kind == Kind::RootPort;
+    let zero_if = |present: bool, n: u64| present.then_some(n);
+    LinkHealth {
+        current_gts: link.speed.map(Generation::gt_s).filter(|_| {
+            // A port whose link trained to no width is down: its speed reads Unknown.
+            link.width != Some(0)
+        }),
+        capable_gts: link.max_speed.map(Generation::gt_s),
+        current_width: link.width.map(u32::from),
+        capable_width: link.max_width.map(u32::from),
+        aer: AerCounts {
+            correctable: zero_if(f.aer, errors),
+            nonfatal: zero_if(f.aer, 0),
+            fatal: zero_if(f.aer, 0),
+            rootport_correctable: zero_if(root_port, errors),
+            rootport_nonfatal: zero_if(root_port, 0),
+            rootport_fatal: zero_if(root_port, 0),
+        },
+    }
+}
+
+/// What sampling derives from a topology once, not per sample.
+struct Layout {
+    /// Per function (topology order): its wire estimate, where its link is known.
+    wire: Vec<Option<WireEstimate>>,
+    /// Per function: the root port above it (itself for a root port).
+    root_ports: Vec<Option<Bdf>>,
+    /// Function indices, deepest first: the order that sums children into parents.
+    deepest_first: Vec<usize>,
+}
+
+impl Layout {
+    fn of(topology: &Topology) -> Layout {
+        let functions = topology.functions();
+        let mut deepest_first: Vec<usize> = (0..functions.len()).collect();
+        deepest_first
+            .sort_by_key(|&i| std::cmp::Reverse(topology.path_to_root(functions[i].bdf).len()));
+        Layout {
+            wire: functions
+                .iter()
+                .map(|f| Some(WireEstimate::for_link(&LinkParams::for_function(f)?)))
+                .collect(),
+            root_ports: functions
+                .iter()
+                .map(|f| {
+                    topology
+                        .path_to_root(f.bdf)
+                        .iter()
+                        .find(|a| a.kind == Kind::RootPort)
+                        .map(|a| a.bdf)
+                })
+                .collect(),
+            deepest_first,
         }
     }
+}
+
+fn poisoned() -> Error {
+    Error::runtime("an observer panicked while holding the machine's read plan")
 }
 
 /// The carried value of counter `key` after reading `raw` (`bits`: a register of that width).
@@ -723,6 +775,7 @@ mod tests {
     use crate::sim::workload::Summary;
     use std::fs;
     use std::os::unix::fs::symlink;
+    use std::path::PathBuf;
 
     fn argv(words: &[&str]) -> Vec<String> {
         words.iter().map(|s| s.to_string()).collect()

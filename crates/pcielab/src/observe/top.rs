@@ -6,7 +6,7 @@
 //! `top -b` does and [`draw`] paints it into any ratatui backend (the CLI's crossterm terminal, a
 //! `TestBackend` in tests). All figures come from [`rates`]; nothing here computes a rate.
 
-use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::{rates, FunctionRate, FunctionSample, Sample, Source};
 use crate::pcie::Bdf;
-use crate::report::printable;
+use crate::report::{printable, push_printable};
 use crate::topology::health::AerCounts;
 use crate::topology::Kind;
 
@@ -255,43 +255,107 @@ impl FunctionRow {
 
     /// The text cells, in [`COLUMNS`] order.
     fn cells(&self) -> [String; 11] {
-        let mbps = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+        let mut text = String::new();
+        let mut ends = [0; 11];
+        self.write_cells(&mut text, &mut ends);
+        let mut start = 0;
+        ends.map(|end| {
+            let cell = text[start..end].to_string();
+            start = end;
+            cell
+        })
+    }
+
+    /// Appends the text cells, in [`COLUMNS`] order, to `out` and notes where each ends: a
+    /// batch frame writes all its rows into one buffer instead of allocating a string per cell.
+    fn write_cells(&self, out: &mut String, ends: &mut [usize; 11]) {
+        // Writing into a String cannot fail.
+        let mbps = |out: &mut String, v: Option<f64>| match v {
+            Some(v) => {
+                let _ = write!(out, "{v:.1}");
+            }
+            None => out.push('-'),
+        };
         // No width and speed, or no lanes (what an integrated endpoint's capability lists): "-".
-        let link = |gts: Option<f64>, width: Option<u32>| match (gts, width) {
-            (None, None) | (_, Some(0)) => "-".to_string(),
-            (g, w) => format!(
-                "x{}@{}GT/s",
-                w.map_or("?".into(), |w| w.to_string()),
-                g.map_or("?".into(), |g| g.to_string())
-            ),
+        let link = |out: &mut String, gts: Option<f64>, width: Option<u32>| match (gts, width) {
+            (None, None) | (_, Some(0)) => out.push('-'),
+            (g, w) => {
+                out.push('x');
+                match w {
+                    Some(w) => {
+                        let _ = write!(out, "{w}");
+                    }
+                    None => out.push('?'),
+                }
+                out.push('@');
+                match g {
+                    Some(g) => {
+                        let _ = write!(out, "{g}");
+                    }
+                    None => out.push('?'),
+                }
+                out.push_str("GT/s");
+            }
         };
-        let count = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
-        let aer = match (self.aer.correctable, self.aer.nonfatal, self.aer.fatal) {
-            (None, None, None) => "-".to_string(),
-            (c, n, f) => format!("{}/{}/{}", count(c), count(n), count(f)),
+        let count = |out: &mut String, v: Option<u64>| match v {
+            Some(v) => {
+                let _ = write!(out, "{v}");
+            }
+            None => out.push('-'),
         };
-        // Names come from files (pci.ids, sysfs device names): shown, never obeyed.
-        let mut name = printable(self.name.as_deref().unwrap_or_default());
-        if !self.devices.is_empty() {
-            name = format!("{name} ({})", printable(&self.devices.join(", ")));
+        let mut column = 0;
+        let mut end_cell = |out: &mut String| {
+            ends[column] = out.len();
+            column += 1;
+        };
+        for _ in 0..self.depth {
+            out.push_str("  ");
         }
-        [
-            format!("{}{}", "  ".repeat(self.depth), self.bdf),
-            short_kind(self.kind).to_string(),
-            mbps(self.rx_mbps),
-            mbps(self.tx_mbps),
-            mbps(self.link_percent()),
-            self.source.map_or("-", Source::name).to_string(),
-            if self.link_state == LinkState::Down {
-                "-".to_string()
-            } else {
-                link(self.current_gts, self.current_width)
-            },
-            link(self.capable_gts, self.capable_width),
-            self.link_state.name().to_string(),
-            aer,
-            name,
-        ]
+        let _ = write!(out, "{}", self.bdf);
+        end_cell(out);
+        out.push_str(short_kind(self.kind));
+        end_cell(out);
+        mbps(out, self.rx_mbps);
+        end_cell(out);
+        mbps(out, self.tx_mbps);
+        end_cell(out);
+        mbps(out, self.link_percent());
+        end_cell(out);
+        out.push_str(self.source.map_or("-", Source::name));
+        end_cell(out);
+        if self.link_state == LinkState::Down {
+            out.push('-');
+        } else {
+            link(out, self.current_gts, self.current_width);
+        }
+        end_cell(out);
+        link(out, self.capable_gts, self.capable_width);
+        end_cell(out);
+        out.push_str(self.link_state.name());
+        end_cell(out);
+        match (self.aer.correctable, self.aer.nonfatal, self.aer.fatal) {
+            (None, None, None) => out.push('-'),
+            (c, n, f) => {
+                count(out, c);
+                out.push('/');
+                count(out, n);
+                out.push('/');
+                count(out, f);
+            }
+        }
+        end_cell(out);
+        // Names come from files (pci.ids, sysfs device names): shown, never obeyed.
+        push_printable(out, self.name.as_deref().unwrap_or_default());
+        if let Some((first, rest)) = self.devices.split_first() {
+            out.push_str(" (");
+            push_printable(out, first);
+            for device in rest {
+                out.push_str(", ");
+                push_printable(out, device);
+            }
+            out.push(')');
+        }
+        end_cell(out);
     }
 }
 
@@ -350,33 +414,39 @@ impl TopFrame {
         latest: &Sample,
         now: SystemTime,
     ) -> TopFrame {
-        let by_bdf = |r: Vec<FunctionRate>| -> BTreeMap<Bdf, FunctionRate> {
-            r.into_iter().map(|r| (r.bdf, r)).collect()
-        };
-        let recent = by_bdf(rates(prev, latest));
-        let since_start = by_bdf(rates(first, latest));
-        let all: Vec<FunctionRow> = latest
+        let recent = rates(prev, latest);
+        let since_start = rates(first, latest);
+        let mut all: Vec<FunctionRow> = latest
             .functions
             .iter()
-            .map(|f| row(f, recent.get(&f.bdf), since_start.get(&f.bdf)))
+            .map(|f| row(f, rate_of(&recent, f.bdf), rate_of(&since_start, f.bdf)))
             .collect();
         let needle = view.filter.to_lowercase();
-        let index: BTreeMap<Bdf, usize> = all.iter().enumerate().map(|(i, r)| (r.bdf, i)).collect();
-        let parent_of = |i: usize| {
-            latest.functions[i]
-                .parent
-                .and_then(|p| index.get(&p).copied())
-        };
+        // Each row's parent's index in `all` (which is in `latest`'s address order).
+        let parents: Vec<Option<usize>> = latest
+            .functions
+            .iter()
+            .map(|f| {
+                let parent = f.parent?;
+                latest
+                    .functions
+                    .binary_search_by_key(&parent, |p| p.bdf)
+                    .ok()
+            })
+            .collect();
         // A function shows when it or an ancestor matches (a matched port brings its subtree);
-        // in tree mode its ancestors show too, so it keeps its place.
+        // in tree mode its ancestors show too, so it keeps its place. No filter shows all.
         let mut shown: Vec<bool> = (0..all.len())
             .map(|i| {
+                if needle.is_empty() {
+                    return true;
+                }
                 let mut at = Some(i);
                 while let Some(j) = at {
                     if all[j].matches(&needle) {
                         return true;
                     }
-                    at = parent_of(j);
+                    at = parents[j];
                 }
                 false
             })
@@ -384,41 +454,42 @@ impl TopFrame {
         if view.tree {
             for i in 0..all.len() {
                 if shown[i] {
-                    let mut at = parent_of(i);
+                    let mut at = parents[i];
                     while let Some(j) = at {
                         shown[j] = true;
-                        at = parent_of(j);
+                        at = parents[j];
                     }
                 }
             }
         }
-        let order = |a: &usize, b: &usize| compare(&all[*a], &all[*b], view.sort);
-        let mut ordered = Vec::new();
+        let functions = all.len();
+        let mut ordered = Vec::with_capacity(functions);
         if view.tree {
-            let mut children: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
-            for i in (0..all.len()).filter(|i| shown[*i]) {
-                children.entry(parent_of(i)).or_default().push(i);
+            // Children by parent index; functions without a shown parent are roots.
+            let mut roots: Vec<usize> = Vec::new();
+            let mut children: Vec<Vec<usize>> = vec![Vec::new(); functions];
+            for i in (0..functions).filter(|i| shown[*i]) {
+                match parents[i] {
+                    Some(p) => children[p].push(i),
+                    None => roots.push(i),
+                }
             }
-            for list in children.values_mut() {
-                list.sort_by(order);
+            roots.sort_by(|a, b| compare(&all[*a], &all[*b], view.sort));
+            for list in &mut children {
+                list.sort_by(|a, b| compare(&all[*a], &all[*b], view.sort));
             }
-            let mut stack: Vec<(usize, usize)> = children
-                .get(&None)
-                .map(|roots| roots.iter().rev().map(|&i| (i, 0)).collect())
-                .unwrap_or_default();
+            let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&i| (i, 0)).collect();
             while let Some((i, depth)) = stack.pop() {
                 ordered.push(FunctionRow {
                     depth,
-                    ..all[i].clone()
+                    ..take_row(&mut all, i)
                 });
-                if let Some(kids) = children.get(&Some(i)) {
-                    stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
-                }
+                stack.extend(children[i].iter().rev().map(|&k| (k, depth + 1)));
             }
         } else {
             let mut flat: Vec<usize> = (0..all.len()).filter(|i| shown[*i]).collect();
-            flat.sort_by(order);
-            ordered = flat.into_iter().map(|i| all[i].clone()).collect();
+            flat.sort_by(|a, b| compare(&all[*a], &all[*b], view.sort));
+            ordered = flat.into_iter().map(|i| take_row(&mut all, i)).collect();
         }
         TopFrame {
             machine: latest.machine.clone(),
@@ -428,7 +499,7 @@ impl TopFrame {
             sort: view.sort,
             tree: view.tree,
             filter: view.filter.clone(),
-            functions: all.len(),
+            functions,
             rows: ordered,
         }
     }
@@ -455,32 +526,99 @@ impl TopFrame {
     /// The frame as plain text: the header, the column names, one line per row; columns are
     /// separated by at least two spaces and every cell but NAME is one word.
     pub fn text(&self) -> String {
-        let cells: Vec<[String; 11]> = self.rows.iter().map(FunctionRow::cells).collect();
+        // Every row's cells in one buffer, each row's cell ends alongside.
+        let mut cells = String::new();
+        let mut ends: Vec<[usize; 11]> = Vec::with_capacity(self.rows.len());
+        for row in &self.rows {
+            let mut row_ends = [0; 11];
+            row.write_cells(&mut cells, &mut row_ends);
+            ends.push(row_ends);
+        }
+        let row_cells = |row_ends: &[usize; 11], start: usize| {
+            let mut from = start;
+            row_ends.map(|end| {
+                let cell = &cells[from..end];
+                from = end;
+                cell
+            })
+        };
         let mut widths = COLUMNS.map(str::len);
-        for row in &cells {
-            for (w, c) in widths.iter_mut().zip(row) {
+        let mut start = 0;
+        for row_ends in &ends {
+            for (w, c) in widths.iter_mut().zip(row_cells(row_ends, start)) {
                 *w = (*w).max(c.chars().count());
             }
+            start = row_ends[10];
         }
-        let line = |row: &[&str]| {
-            let mut out = String::new();
+        let line = |out: &mut String, row: &[&str]| {
+            let begin = out.len();
             for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+                let pad = w.saturating_sub(cell.chars().count());
                 if i + 1 == row.len() {
                     out.push_str(cell);
                 } else if (2..=4).contains(&i) {
-                    out.push_str(&format!("{cell:>w$}  "));
+                    push_spaces(out, pad);
+                    out.push_str(cell);
+                    out.push_str("  ");
                 } else {
-                    out.push_str(&format!("{cell:<w$}  "));
+                    out.push_str(cell);
+                    push_spaces(out, pad + 2);
                 }
             }
-            out.trim_end().to_string() + "\n"
+            let kept = begin + out[begin..].trim_end().len();
+            out.truncate(kept);
+            out.push('\n');
         };
-        let mut out = self.header() + "\n";
-        out.push_str(&line(&COLUMNS));
-        for row in &cells {
-            out.push_str(&line(&row.each_ref().map(String::as_str)));
+        let line_width: usize = widths.iter().sum::<usize>() + 2 * widths.len();
+        let mut out = String::with_capacity((self.rows.len() + 2) * line_width);
+        out.push_str(&self.header());
+        out.push('\n');
+        line(&mut out, &COLUMNS);
+        let mut start = 0;
+        for row_ends in &ends {
+            line(&mut out, &row_cells(row_ends, start));
+            start = row_ends[10];
         }
         out
+    }
+}
+
+/// Appends `n` spaces.
+fn push_spaces(out: &mut String, n: usize) {
+    const SPACES: &str = "                                ";
+    let mut left = n;
+    while left > 0 {
+        let now = left.min(SPACES.len());
+        out.push_str(&SPACES[..now]);
+        left -= now;
+    }
+}
+
+/// Moves row `i` out of `all` (each row is placed in the frame once), leaving a placeholder
+/// that is never shown.
+fn take_row(all: &mut [FunctionRow], i: usize) -> FunctionRow {
+    let bdf = all[i].bdf;
+    std::mem::replace(&mut all[i], placeholder(bdf))
+}
+
+fn placeholder(bdf: Bdf) -> FunctionRow {
+    FunctionRow {
+        bdf,
+        depth: 0,
+        kind: Kind::Endpoint,
+        name: None,
+        devices: Vec::new(),
+        source: None,
+        rx_mbps: None,
+        tx_mbps: None,
+        rx_percent: None,
+        tx_percent: None,
+        current_gts: None,
+        current_width: None,
+        capable_gts: None,
+        capable_width: None,
+        link_state: LinkState::None,
+        aer: AerCounts::default(),
     }
 }
 
@@ -516,6 +654,12 @@ fn row(
         link_state,
         aer: since.map(|r| r.aer_delta).unwrap_or_default(),
     }
+}
+
+/// A function's rate in `rates`' output, which keeps the later sample's address order.
+fn rate_of(list: &[FunctionRate], bdf: Bdf) -> Option<&FunctionRate> {
+    let i = list.binary_search_by_key(&bdf, |r| r.bdf).ok()?;
+    Some(&list[i])
 }
 
 /// Busiest first for rates (a function without a figure after every one with), then address.

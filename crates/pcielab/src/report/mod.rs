@@ -25,10 +25,20 @@ pub const MAX_MESSAGE_LINE: usize = 2000;
 /// every control character (escape sequences, newlines) escaped.
 pub fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        push_shown(&mut out, c, false);
-    }
+    push_printable(&mut out, text);
     out
+}
+
+/// [`printable`] appended to `out`, for a caller filling one buffer (a `top` frame's cells).
+pub fn push_printable(out: &mut String, text: &str) {
+    // Almost every name has nothing to escape: one scan, one copy.
+    if !text.chars().any(char::is_control) {
+        out.push_str(text);
+        return;
+    }
+    for c in text.chars() {
+        push_shown(out, c, false);
+    }
 }
 
 /// Append `c`, escaped when it is a control character (but a tab with `keep_tabs`).

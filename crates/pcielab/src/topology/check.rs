@@ -1,6 +1,12 @@
 //! Health checks over a topology: links that trained below what both ends support, MPS that
 //! differs across a link, and ASPM enabled on a link that carries traffic. Each finding is
 //! attached to the downstream function of the link it concerns, so writers can show it in place.
+//!
+//! A link joins a port that has one below it (a root port or a switch's downstream port) to the
+//! device on its secondary bus; both ends' link registers describe that one link. A switch's
+//! upstream port and its downstream ports share an internal bus, not a link: a downstream
+//! port's LnkSta describes the link *below* it, so comparing it with the upstream port would
+//! judge the same link twice under a wrong name.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -13,8 +19,9 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
     let mut out: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
     for f in topo.functions() {
         let parent = f.parent.and_then(|p| topo.get(p));
+        let link_above = parent.filter(|p| p.kind.has_link_below());
         let mut found = Vec::new();
-        if let Some(w) = parent.and_then(|p| downtrained(p, f)) {
+        if let Some(w) = link_above.and_then(|p| downtrained(p, f)) {
             found.push(w);
         }
         if let Some(p) = parent {
@@ -28,7 +35,7 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
             }
         }
         // A link is judged at its downstream end (a port's LnkCtl governs the same link).
-        if parent.is_some() && f.link.is_some() && busy.contains(&f.bdf) {
+        if link_above.is_some() && f.link.is_some() && busy.contains(&f.bdf) {
             let up_aspm = parent.is_some_and(|p| p.aspm_enabled.any());
             if f.aspm_enabled.any() || up_aspm {
                 found.push(format!(
@@ -151,5 +158,43 @@ mod tests {
         assert_eq!(busy[&ep.bdf].len(), 2);
         assert!(!busy.contains_key(&"00:02.0".parse().unwrap()), "{busy:?}");
         assert!(busy[&ep.bdf][1].ends_with("enabled at 0000:00:02.0"));
+    }
+
+    /// As sysfs shows a degraded SSD behind a switch: the downstream port's LnkSta (the link
+    /// below it) and the SSD's both read Gen3 x1, the upstream port's its own link at full
+    /// width. One link is degraded, so one warning, naming that link by both its ends.
+    #[test]
+    fn a_degraded_endpoint_behind_a_switch_is_one_warning_on_the_real_link() {
+        let mut rp = Function::new(bdf("00:01.0"), 0x1ded, 0x8000, 0x060400, Kind::RootPort);
+        rp.link = Some(Link::trained((Gen4, 16), (Gen4, 16)));
+        let mut up = Function::new(
+            bdf("01:00.0"),
+            0x10b5,
+            0x8796,
+            0x060400,
+            Kind::SwitchUpstream,
+        );
+        up.parent = Some(rp.bdf);
+        up.link = Some(Link::trained((Gen4, 16), (Gen4, 16)));
+        let mut down = Function::new(
+            bdf("02:00.0"),
+            0x10b5,
+            0x8796,
+            0x060400,
+            Kind::SwitchDownstream,
+        );
+        down.parent = Some(up.bdf);
+        down.link = Some(Link::trained((Gen4, 4), (Gen3, 1)));
+        let mut ssd = Function::new(bdf("03:00.0"), 0x144d, 0xa80a, 0x010802, Kind::Endpoint);
+        ssd.parent = Some(down.bdf);
+        ssd.link = Some(Link::trained((Gen4, 4), (Gen3, 1)));
+        ssd.driver = Some("nvme".into());
+        let w = warnings(&Topology::new(vec![rp, up, down, ssd]));
+        let all: Vec<&String> = w.values().flatten().collect();
+        assert_eq!(all.len(), 1, "{w:?}");
+        assert!(all[0].starts_with(
+            "downtrained link 0000:02:00.0 -> 0000:03:00.0: running Gen3 x1 but both ends support Gen4 x4"
+        ), "{all:?}");
+        assert_eq!(w.keys().collect::<Vec<_>>(), vec![&bdf("03:00.0")]);
     }
 }

@@ -65,22 +65,99 @@ pub fn read_link_health(root: &Path, bdf: Bdf) -> LinkHealth {
 /// Reads the link health from one function's sysfs directory (`…/devices/BDF` of a live tree or
 /// a snapshot); every missing or unparsable attribute is `None`.
 pub fn read_function_health(dir: &Path) -> LinkHealth {
-    LinkHealth {
-        current_gts: read_text(dir, "current_link_speed").and_then(|t| parse_gts(&t)),
-        capable_gts: read_text(dir, "max_link_speed").and_then(|t| parse_gts(&t)),
-        current_width: read_text(dir, "current_link_width").and_then(|t| t.parse().ok()),
-        capable_width: read_text(dir, "max_link_width").and_then(|t| t.parse().ok()),
-        aer: AerCounts {
-            correctable: read_text(dir, "aer_dev_correctable").and_then(|t| aer_total(&t)),
-            nonfatal: read_text(dir, "aer_dev_nonfatal").and_then(|t| aer_total(&t)),
-            fatal: read_text(dir, "aer_dev_fatal").and_then(|t| aer_total(&t)),
-            rootport_correctable: read_text(dir, "aer_rootport_total_err_cor")
-                .and_then(|t| t.parse().ok()),
-            rootport_nonfatal: read_text(dir, "aer_rootport_total_err_nonfatal")
-                .and_then(|t| t.parse().ok()),
-            rootport_fatal: read_text(dir, "aer_rootport_total_err_fatal")
-                .and_then(|t| t.parse().ok()),
-        },
+    let mut health = LinkHealth::unknown();
+    for attribute in Attribute::ALL {
+        if let Some(text) = read_text(dir, attribute.file()) {
+            attribute.apply(&text, &mut health);
+        }
+    }
+    health
+}
+
+impl LinkHealth {
+    /// Nothing known: every attribute `None`.
+    pub fn unknown() -> LinkHealth {
+        LinkHealth {
+            current_gts: None,
+            capable_gts: None,
+            current_width: None,
+            capable_width: None,
+            aer: AerCounts::default(),
+        }
+    }
+}
+
+/// One sysfs attribute behind a [`LinkHealth`] field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attribute {
+    CurrentSpeed,
+    CapableSpeed,
+    CurrentWidth,
+    CapableWidth,
+    AerCorrectable,
+    AerNonfatal,
+    AerFatal,
+    RootportCorrectable,
+    RootportNonfatal,
+    RootportFatal,
+}
+
+impl Attribute {
+    pub const ALL: [Attribute; 10] = [
+        Attribute::CurrentSpeed,
+        Attribute::CapableSpeed,
+        Attribute::CurrentWidth,
+        Attribute::CapableWidth,
+        Attribute::AerCorrectable,
+        Attribute::AerNonfatal,
+        Attribute::AerFatal,
+        Attribute::RootportCorrectable,
+        Attribute::RootportNonfatal,
+        Attribute::RootportFatal,
+    ];
+
+    /// The attribute's file name in the function's sysfs directory.
+    pub fn file(self) -> &'static str {
+        match self {
+            Attribute::CurrentSpeed => "current_link_speed",
+            Attribute::CapableSpeed => "max_link_speed",
+            Attribute::CurrentWidth => "current_link_width",
+            Attribute::CapableWidth => "max_link_width",
+            Attribute::AerCorrectable => "aer_dev_correctable",
+            Attribute::AerNonfatal => "aer_dev_nonfatal",
+            Attribute::AerFatal => "aer_dev_fatal",
+            Attribute::RootportCorrectable => "aer_rootport_total_err_cor",
+            Attribute::RootportNonfatal => "aer_rootport_total_err_nonfatal",
+            Attribute::RootportFatal => "aer_rootport_total_err_fatal",
+        }
+    }
+
+    /// LnkCap never changes while the device is there: read once, not per sample.
+    pub fn is_static(self) -> bool {
+        matches!(self, Attribute::CapableSpeed | Attribute::CapableWidth)
+    }
+
+    /// The trained link's state, which both ends of a link report alike.
+    pub fn is_current_link(self) -> bool {
+        matches!(self, Attribute::CurrentSpeed | Attribute::CurrentWidth)
+    }
+
+    /// Sets the field this attribute's `text` gives (left `None` when it does not parse).
+    pub fn apply(self, text: &str, health: &mut LinkHealth) {
+        let number = || text.trim().parse::<u64>().ok();
+        let width = || text.trim().parse::<u32>().ok();
+        match self {
+            Attribute::CurrentSpeed => health.current_gts = parse_gts(text),
+            Attribute::CapableSpeed => health.capable_gts = parse_gts(text),
+            Attribute::CurrentWidth => health.current_width = width(),
+            Attribute::CapableWidth => health.capable_width = width(),
+            Attribute::AerCorrectable => health.aer.correctable = aer_total(text),
+            Attribute::AerNonfatal => health.aer.nonfatal = aer_total(text),
+            Attribute::AerFatal => health.aer.fatal = aer_total(text),
+            Attribute::RootportCorrectable => health.aer.rootport_correctable = number(),
+            Attribute::RootportNonfatal => health.aer.rootport_nonfatal = number(),
+            Attribute::RootportFatal => health.aer.rootport_fatal = number(),
+        }
     }
 }
 

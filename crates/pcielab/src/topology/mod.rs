@@ -5,8 +5,10 @@
 
 pub mod check;
 pub mod export;
+pub mod generate;
 pub mod health;
 pub mod pciids;
+pub mod readplan;
 pub mod render;
 pub mod spec;
 pub mod sysfs;
@@ -36,6 +38,12 @@ impl Kind {
             self,
             Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream | Kind::PciBridge
         )
+    }
+
+    /// Ports whose link registers describe the link to the device below them (a switch's
+    /// upstream port shares an internal bus with its downstream ports, not a link).
+    pub fn has_link_below(self) -> bool {
+        matches!(self, Kind::RootPort | Kind::SwitchDownstream)
     }
 
     pub fn name(self) -> &'static str {

@@ -109,11 +109,14 @@ struct RawAcs {
 struct Locator<'a> {
     file: &'a str,
     text: &'a str,
+    /// Where in `text` the offsets given to this locator count from (a function's section
+    /// parsed on its own).
+    base: usize,
 }
 
 impl Locator<'_> {
     fn line(&self, offset: usize) -> usize {
-        let end = offset.min(self.text.len());
+        let end = (self.base + offset).min(self.text.len());
         self.text.as_bytes()[..end]
             .iter()
             .filter(|&&b| b == b'\n')
@@ -137,23 +140,28 @@ fn key_before(text: &str, offset: usize) -> Option<&str> {
 }
 
 /// Parses and validates a spec; `file` names it in messages (a path, or `presets/NAME.toml`).
+///
+/// A spec of thousands of functions is parsed a `[[function]]` section at a time
+/// ([`split_sections`]): the TOML document the parser builds holds every value with its source
+/// text and layout, some 40 bytes for each byte of input, so one document per function keeps
+/// the peak near the input's own size instead. Whatever the sections do not parse alone (a
+/// layout the split cannot follow, any error) is parsed whole, so results and messages are
+/// those of one whole-document parse.
 pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
-    let loc = Locator { file, text };
-    let raw: RawSpec = toml::from_str(text).map_err(|e| {
-        let offset = e.span().map_or(0, |s| s.start);
-        // toml's messages for a bad value ("number too large to fit in target type") do not
-        // say which key holds it: name the key written before the value.
-        match key_before(text, offset) {
-            Some(key) => loc.err(offset, format!("{key}: {}", e.message().trim_end())),
-            None => loc.err(offset, e.message().trim_end()),
-        }
-    })?;
-    let mut functions = Vec::with_capacity(raw.functions.len());
+    let loc = Locator {
+        file,
+        text,
+        base: 0,
+    };
+    let (head, functions) = match parse_sections(&loc) {
+        Some(parsed) => parsed,
+        None => parse_whole(&loc)?,
+    };
     let mut starts: HashMap<Bdf, usize> = HashMap::new();
     let mut parent_spans: HashMap<Bdf, usize> = HashMap::new();
-    for entry in &raw.functions {
-        let (function, parent_at) = convert_function(&loc, entry)?;
-        let at = entry.get_ref().bdf.span().start;
+    let mut checked = Vec::with_capacity(functions.len());
+    for converted in functions {
+        let (function, at, parent_at) = converted?;
         if let Some(first) = starts.insert(function.bdf, at) {
             return Err(loc.err(
                 at,
@@ -167,21 +175,160 @@ pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
         if let Some(p) = parent_at {
             parent_spans.insert(function.bdf, p);
         }
-        functions.push(function);
+        checked.push(function);
     }
+    let mut functions = checked;
     check_structure(&loc, &functions, &starts, &parent_spans)?;
     assign_bus_ranges(&mut functions);
     check_bus_ranges(&loc, &functions, &starts)?;
     // Checked here so every command on this spec (topo too, not only the simulator) rejects a
     // bad [platform]; the simulator reads the values.
-    crate::model::platform::PlatformModel::from_table(file, &raw.platform)?;
+    crate::model::platform::PlatformModel::from_table(file, &head.platform)?;
     Ok(Platform {
-        name: raw.name,
-        description: raw.description,
+        name: head.name,
+        description: head.description,
         topology: Topology::new(functions),
-        sim: raw.sim,
-        platform: raw.platform,
+        sim: head.sim,
+        platform: head.platform,
     })
+}
+
+/// A function converted (or the error converting it), with the offsets of its `bdf` and
+/// `parent` values in the whole text.
+type Converted = Result<(Function, usize, Option<usize>)>;
+
+fn convert_at(loc: &Locator, entry: &Spanned<RawFunction>) -> Converted {
+    let (function, parent_at) = convert_function(loc, entry)?;
+    let at = loc.base + entry.get_ref().bdf.span().start;
+    Ok((function, at, parent_at.map(|p| loc.base + p)))
+}
+
+/// The whole document in one parse.
+fn parse_whole(loc: &Locator) -> Result<(RawSpec, Vec<Converted>)> {
+    let mut raw: RawSpec = toml::from_str(loc.text).map_err(|e| {
+        let offset = e.span().map_or(0, |s| s.start);
+        // toml's messages for a bad value ("number too large to fit in target type") do not
+        // say which key holds it: name the key written before the value.
+        match key_before(loc.text, offset) {
+            Some(key) => loc.err(offset, format!("{key}: {}", e.message().trim_end())),
+            None => loc.err(offset, e.message().trim_end()),
+        }
+    })?;
+    let functions = std::mem::take(&mut raw.functions)
+        .iter()
+        .map(|entry| convert_at(loc, entry))
+        .collect();
+    Ok((raw, functions))
+}
+
+/// One `[[function]]` section parsed alone.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FunctionSection {
+    function: Vec<Spanned<RawFunction>>,
+}
+
+/// The document a section at a time; `None` when that cannot stand for the whole parse.
+fn parse_sections(loc: &Locator) -> Option<(RawSpec, Vec<Converted>)> {
+    let (head, sections) = split_sections(loc.text)?;
+    let head: RawSpec = toml::from_str(&head).ok()?;
+    if !head.functions.is_empty() {
+        return None;
+    }
+    let mut functions = Vec::with_capacity(sections.len());
+    for range in sections {
+        let section: FunctionSection = toml::from_str(&loc.text[range.clone()]).ok()?;
+        let [entry] = section.function.as_slice() else {
+            return None;
+        };
+        let at = Locator {
+            base: range.start,
+            ..*loc
+        };
+        functions.push(convert_at(&at, entry));
+    }
+    Some((head, functions))
+}
+
+/// Splits a spec into everything but its functions (the top-level keys, `[sim]`,
+/// `[platform]` and their sub-tables, in order) and the byte range of each function's section:
+/// its `[[function]]` header up to the next header that is not one of its sub-tables
+/// (`[function.device]`). Header lines are told apart from text inside multi-line strings.
+/// `None` when there is no `[[function]]` header to split at, or a function's sub-table is not
+/// next to its function.
+fn split_sections(text: &str) -> Option<(String, Vec<std::ops::Range<usize>>)> {
+    let mut head = String::new();
+    let mut sections: Vec<std::ops::Range<usize>> = Vec::new();
+    // Where the current segment started and whether it belongs to a function's section.
+    let mut segment_start = 0;
+    let mut in_function = false;
+    let mut open_string: Option<&str> = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let at = offset;
+        offset += line.len();
+        if let Some(delimiter) = open_string {
+            if line.matches(delimiter).count() % 2 == 1 {
+                open_string = None;
+            }
+            continue;
+        }
+        let header = table_header(line);
+        if let Some((name, array)) = header {
+            let own_table = name.starts_with("function.") && in_function;
+            if !own_table {
+                if in_function {
+                    sections.last_mut()?.end = at;
+                } else {
+                    head.push_str(&text[segment_start..at]);
+                }
+                segment_start = at;
+                in_function = name == "function" && array;
+                if in_function {
+                    sections.push(at..text.len());
+                } else if name == "function" || name.starts_with("function.") {
+                    return None;
+                }
+            }
+            continue;
+        }
+        for delimiter in ["\"\"\"", "\'\'\'"] {
+            if line.matches(delimiter).count() % 2 == 1 {
+                open_string = Some(delimiter);
+                break;
+            }
+        }
+    }
+    if sections.is_empty() {
+        return None;
+    }
+    if !in_function {
+        head.push_str(&text[segment_start..]);
+    }
+    Some((head, sections))
+}
+
+/// The dotted name of a table header line (`[sim]`, `[[function]]`, `[ function.device ]`)
+/// and whether it is an array-of-tables header; `None` for any other line.
+fn table_header(line: &str) -> Option<(String, bool)> {
+    let line = line.trim();
+    let array = line.starts_with("[[");
+    let open = if array { 2 } else { 1 };
+    let close = if array { "]]" } else { "]" };
+    if !line.starts_with('[') {
+        return None;
+    }
+    let end = line.find(close)?;
+    let rest = line[end + close.len()..].trim_start();
+    if !(rest.is_empty() || rest.starts_with('#')) {
+        return None;
+    }
+    let name: String = line[open..end]
+        .split('.')
+        .map(|part| part.trim().trim_matches('"'))
+        .collect::<Vec<_>>()
+        .join(".");
+    Some((name, array))
 }
 
 /// Converts one `[[function]]`, returning it and the offset of its `parent` value.
@@ -971,5 +1118,80 @@ class = 0x010802
             e.starts_with("t.toml:31: ") && e.contains("\"l0s+l1\""),
             "{e}"
         );
+    }
+
+    /// The whole-document parse is the reference: every preset, and layouts the split must
+    /// see through, give the same functions (and the same messages) a section at a time.
+    #[test]
+    fn sections_parse_to_what_the_whole_document_parses_to() {
+        let whole = |text: &str| {
+            let loc = Locator {
+                file: "t.toml",
+                text,
+                base: 0,
+            };
+            let (_, functions) = parse_whole(&loc).unwrap();
+            functions
+                .into_iter()
+                .map(|c| c.unwrap())
+                .collect::<Vec<_>>()
+        };
+        let sectioned = |text: &str| {
+            let loc = Locator {
+                file: "t.toml",
+                text,
+                base: 0,
+            };
+            parse_sections(&loc).map(|(head, functions)| {
+                (
+                    head,
+                    functions
+                        .into_iter()
+                        .map(|c| c.unwrap())
+                        .collect::<Vec<_>>(),
+                )
+            })
+        };
+        for name in crate::machine::presets::names() {
+            let text = crate::machine::presets::preset(name).unwrap();
+            let (_, functions) = sectioned(text).unwrap_or_else(|| panic!("{name} not split"));
+            assert_eq!(functions, whole(text), "{name}");
+        }
+        // [sim] between functions, a function's own sub-table, a multi-line string holding a
+        // header-like line, headers written with spaces and comments.
+        let text = "name = \"t\"\ndescription = \"\"\"two\n[[function]]\nlines\"\"\"\n\
+            [[function]]\nbdf = \"0000:00:01.0\"\nkind = \"root_port\"\nvendor = 0x1ded\n\
+            device_id = 0x8000\nclass = 0x060400\n\
+            [ sim ] # settings\nseed = 1\n\
+            [[ function ]]\nbdf = \"0000:01:00.0\"\nkind = \"endpoint\"\nparent = \"0000:00:01.0\"\n\
+            vendor = 0x144d\ndevice_id = 0xa808\nclass = 0x010802\n\
+            link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }\n\
+            [function.device]\nmodel = \"nvme\"\n";
+        let (head, functions) = sectioned(text).unwrap();
+        assert_eq!(head.description, "two\n[[function]]\nlines");
+        assert_eq!(head.sim.get("seed"), Some(&toml::Value::Integer(1)));
+        assert_eq!(functions, whole(text));
+        assert_eq!(functions[1].0.params["model"].as_str(), Some("nvme"));
+        // A function's sub-table away from its function: parsed whole instead.
+        let apart = text
+            .replace("[function.device]\nmodel = \"nvme\"\n", "")
+            .replace("[ sim ] # settings\nseed = 1\n", "")
+            + "[sim]\nseed = 1\n[function.device]\nmodel = \"nvme\"\n";
+        assert!(sectioned(&apart).is_none());
+        assert_eq!(
+            parse_spec("t.toml", &apart).unwrap().topology,
+            parse_spec("t.toml", text).unwrap().topology
+        );
+        // Errors found converting a section name the line in the whole file.
+        let wide = text.replace("class = 0x010802", "class = 0x1010802");
+        let err = parse_spec("t.toml", &wide).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("t.toml:19: function 0000:01:00.0: class"),
+            "{err}"
+        );
+        let mislinked = text.replace("parent = \"0000:00:01.0\"", "parent = \"0000:00:09.0\"");
+        let err = parse_spec("t.toml", &mislinked).unwrap_err();
+        assert!(err.message().starts_with("t.toml:16: "), "{err}");
     }
 }

@@ -1,0 +1,364 @@
+//! What watching a big host costs, measured the way an operator would (`pcielab bench
+//! observe`): a generated server ([`crate::topology::generate::server`]) exported as sysfs and
+//! read as `snapshot:` — the path `--machine host` reads — by a `pcielab exporter` process,
+//! scraped alternately with Debian's `prometheus-node-exporter` on the same machine; CPU per
+//! scrape from each process's `/proc/PID/stat` utime + stime over the scrapes, resident memory
+//! from `/proc/PID/status`; and `pcielab top -b` against procps `top -b`, CPU per refresh from
+//! the children's rusage of an N+1-frame run less a 1-frame run (start-up cancels out).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// What one `bench observe` run measured; medians over rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObserveCost {
+    pub functions: usize,
+    pub scrapes_per_round: u32,
+    pub rounds: u32,
+    /// Bytes of one pcielab scrape's body and its series count.
+    pub pcielab_body_bytes: usize,
+    pub pcielab_series: usize,
+    pub pcielab_ms_per_scrape: f64,
+    /// `None` when no node exporter was found or given.
+    pub node_exporter_ms_per_scrape: Option<f64>,
+    pub scrape_ratio: Option<f64>,
+    pub pcielab_rss_mib: f64,
+    pub pcielab_peak_rss_mib: f64,
+    pub node_exporter_rss_mib: Option<f64>,
+    pub top_ms_per_refresh: f64,
+    pub procps_top_ms_per_refresh: Option<f64>,
+    pub top_ratio: Option<f64>,
+}
+
+/// How to run the comparison.
+pub struct ObserveBench<'a> {
+    /// The `pcielab` binary to run (normally the running one).
+    pub pcielab: &'a Path,
+    /// A sysfs export to observe (`snapshot:` of it).
+    pub export: &'a Path,
+    pub functions: usize,
+    pub scrapes: u32,
+    pub rounds: u32,
+    /// `prometheus-node-exporter`, when present.
+    pub node_exporter: Option<&'a Path>,
+    /// procps `top`, when present.
+    pub procps_top: Option<&'a Path>,
+}
+
+/// A child process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// CPU time (user + system, all threads) process `pid` has used: fields 14 and 15 of
+/// `/proc/PID/stat`, in clock ticks; `None` when the process is gone or the file unreadable.
+pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at state (field 3).
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+fn cpu_ns(pid: u32) -> Result<u64> {
+    process_cpu_time(pid)
+        .map(|t| t.as_nanos() as u64)
+        .ok_or_else(|| Error::runtime(format!("cannot read /proc/{pid}/stat")))
+}
+
+/// A `/proc/PID/status` memory line (`VmRSS`, `VmHWM`) in MiB.
+pub fn process_memory_mib(pid: u32, field: &str) -> Result<f64> {
+    let path = format!("/proc/{pid}/status");
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    text.lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+            rest.split_whitespace().next()?.parse::<f64>().ok()
+        })
+        .map(|kib| kib / 1024.0)
+        .ok_or_else(|| Error::runtime(format!("{path}: no {field} line")))
+}
+
+/// One `GET /metrics`; the body.
+pub fn scrape(addr: SocketAddr) -> Result<String> {
+    let fail = |why: String| Error::runtime(format!("scraping http://{addr}/metrics: {why}"));
+    let mut stream = TcpStream::connect(addr).map_err(|e| fail(e.to_string()))?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| fail(e.to_string()))?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .map_err(|e| fail(e.to_string()))?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| fail("no end of the response head".into()))?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        return Err(fail(head.lines().next().unwrap_or_default().to_string()));
+    }
+    Ok(body.to_string())
+}
+
+/// A free loopback port (bound, then released for the child to take).
+fn free_port() -> Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| Error::runtime(format!("no free loopback port: {e}")))?;
+    listener
+        .local_addr()
+        .map_err(|e| Error::runtime(e.to_string()))
+}
+
+fn spawn(program: &Path, args: &[String]) -> Result<Running> {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map(Running)
+        .map_err(|e| Error::runtime(format!("cannot run {}: {e}", program.display())))
+}
+
+/// Scrapes `addr` until it answers (a server that is still starting), for up to 30 s.
+fn wait_until_serving(addr: SocketAddr, child: &mut Running) -> Result<()> {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        if scrape(addr).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.0.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.0.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            return Err(Error::runtime(format!(
+                "the server for {addr} exited ({status}): {}",
+                err.trim()
+            )));
+        }
+        if Instant::now() > until {
+            return Err(Error::runtime(format!(
+                "nothing answered at {addr} in 30 s"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// CPU milliseconds the children waited for so far used (user + system).
+fn children_cpu_ms() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
+}
+
+/// CPU of one run of `program args` to its end, output discarded.
+fn run_cpu_ms(program: &Path, args: &[String]) -> Result<f64> {
+    let before = children_cpu_ms();
+    let status = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| Error::runtime(format!("cannot run {}: {e}", program.display())))?;
+    if !status.success() {
+        return Err(Error::runtime(format!(
+            "{} {} failed: {status}",
+            program.display(),
+            args.join(" ")
+        )));
+    }
+    Ok(children_cpu_ms() - before)
+}
+
+/// Frames after the first that a `top` run is timed over.
+const TOP_FRAMES: u32 = 20;
+/// Seconds between `top` frames (both tools' shortest practical delay).
+const TOP_DELAY: &str = "0.1";
+
+/// CPU per refresh of a batch `top` (argv without `-n`): an N+1-frame run less a 1-frame run,
+/// over N, median of `rounds`.
+fn top_ms_per_refresh(program: &Path, args: &[String], rounds: u32) -> Result<f64> {
+    let with = |frames: u32| {
+        let mut a = args.to_vec();
+        a.extend(["-n".to_string(), frames.to_string()]);
+        a
+    };
+    let mut per = Vec::new();
+    for _ in 0..rounds {
+        let one = run_cpu_ms(program, &with(1))?;
+        let many = run_cpu_ms(program, &with(1 + TOP_FRAMES))?;
+        per.push((many - one) / f64::from(TOP_FRAMES));
+    }
+    Ok(median(per))
+}
+
+/// Runs the comparison; see the module documentation.
+pub fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
+    let machine = format!("snapshot:{}", bench.export.display());
+    let pcielab_addr = free_port()?;
+    let mut pcielab = spawn(
+        bench.pcielab,
+        &[
+            "exporter".into(),
+            "--machine".into(),
+            machine.clone(),
+            "--listen".into(),
+            pcielab_addr.to_string(),
+        ],
+    )?;
+    wait_until_serving(pcielab_addr, &mut pcielab)?;
+    let mut node = match bench.node_exporter {
+        Some(program) => {
+            let addr = free_port()?;
+            let mut child = spawn(
+                program,
+                &[
+                    format!("--web.listen-address={addr}"),
+                    "--log.level=error".into(),
+                ],
+            )?;
+            wait_until_serving(addr, &mut child)?;
+            Some((child, addr))
+        }
+        None => None,
+    };
+    let body = scrape(pcielab_addr)?;
+    let series = body
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    let pcielab_pid = pcielab.0.id();
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for _ in 0..bench.rounds {
+        let (mut a, mut b) = (0u64, 0u64);
+        for _ in 0..bench.scrapes {
+            let before = cpu_ns(pcielab_pid)?;
+            scrape(pcielab_addr)?;
+            a += cpu_ns(pcielab_pid)? - before;
+            if let Some((child, addr)) = &node {
+                let before = cpu_ns(child.0.id())?;
+                scrape(*addr)?;
+                b += cpu_ns(child.0.id())? - before;
+            }
+        }
+        ours.push(a as f64 / 1e6 / f64::from(bench.scrapes));
+        theirs.push(b as f64 / 1e6 / f64::from(bench.scrapes));
+    }
+    let pcielab_ms = median(ours);
+    let node_ms = node.as_ref().map(|_| median(theirs));
+    let pcielab_rss = process_memory_mib(pcielab_pid, "VmRSS")?;
+    let pcielab_peak = process_memory_mib(pcielab_pid, "VmHWM")?;
+    let node_rss = match &node {
+        Some((child, _)) => Some(process_memory_mib(child.0.id(), "VmRSS")?),
+        None => None,
+    };
+    drop(pcielab);
+    node.take();
+    let top_args: Vec<String> = ["top", "-b", "-d", TOP_DELAY, "--machine", &machine]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let top_ms = top_ms_per_refresh(bench.pcielab, &top_args, bench.rounds)?;
+    let procps_ms = match bench.procps_top {
+        Some(top) => Some(top_ms_per_refresh(
+            top,
+            &["-b".into(), "-d".into(), TOP_DELAY.into()],
+            bench.rounds,
+        )?),
+        None => None,
+    };
+    Ok(ObserveCost {
+        functions: bench.functions,
+        scrapes_per_round: bench.scrapes,
+        rounds: bench.rounds,
+        pcielab_body_bytes: body.len(),
+        pcielab_series: series,
+        pcielab_ms_per_scrape: pcielab_ms,
+        node_exporter_ms_per_scrape: node_ms,
+        scrape_ratio: node_ms.map(|n| pcielab_ms / n),
+        pcielab_rss_mib: pcielab_rss,
+        pcielab_peak_rss_mib: pcielab_peak,
+        node_exporter_rss_mib: node_rss,
+        top_ms_per_refresh: top_ms,
+        procps_top_ms_per_refresh: procps_ms,
+        top_ratio: procps_ms.map(|p| top_ms / p),
+    })
+}
+
+/// The first of `candidates` that is a file.
+pub fn find_program(candidates: &[&str]) -> Option<PathBuf> {
+    candidates.iter().map(PathBuf::from).find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_cpu_and_memory_read_like_getrusage() {
+        let pid = std::process::id();
+        // Burn some CPU so the tick counters move.
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(200) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let ns = cpu_ns(pid).unwrap();
+        // SAFETY: getrusage fills the struct it is given.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+        let rusage_ns = (usage.ru_utime.tv_sec as u64 + usage.ru_stime.tv_sec as u64)
+            * 1_000_000_000
+            + (usage.ru_utime.tv_usec as u64 + usage.ru_stime.tv_usec as u64) * 1000;
+        // Ticks are 10 ms; both count every thread of this test process.
+        assert!(ns >= 190_000_000, "{ns}");
+        assert!(ns.abs_diff(rusage_ns) < 50_000_000, "{ns} vs {rusage_ns}");
+        let rss = process_memory_mib(pid, "VmRSS").unwrap();
+        assert!(rss > 1.0 && rss <= process_memory_mib(pid, "VmHWM").unwrap());
+        assert!(process_cpu_time(u32::MAX).is_none());
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

@@ -1,0 +1,304 @@
+//! The read plan of a sysfs machine (a live host or a snapshot): what each sample of link health
+//! reads, decided once instead of on every scrape or refresh. Discovery lists each function's
+//! directory once, so a file that is not there (no AER capability, no link) is never tried;
+//! reads the link capability (`max_link_*`, fixed while the device is present) once; and lets
+//! the two ends of one link share one read of its trained state: a port with a link below it
+//! (a root port, a switch's downstream port) and every function on its secondary bus report
+//! the same LnkSta, so when discovery saw them agree, only the port's `current_link_*` are read
+//! and the functions below take its values. Per sample the plan then reads only the trained
+//! state of each link and the AER counters that exist.
+//!
+//! Hotplug: [`ReadPlan::refresh`] compares the `devices/` listing with the planned one at most
+//! every [`REDISCOVER_NS`] (one directory read), or at once after a planned file failed to
+//! read (a device going away), and on a change reads the topology again and plans anew.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+use crate::topology::health::{read_function_health, Attribute, LinkHealth};
+use crate::topology::Topology;
+
+/// How often the `devices/` listing is compared with the plan (sample time, nanoseconds).
+pub const REDISCOVER_NS: u64 = 10_000_000_000;
+
+/// The most of one attribute read: the kernel fills at most one page.
+const ATTRIBUTE_BYTES: usize = 4096;
+
+/// Reads the topology again after hotplug (the machine's own reader, with its naming).
+pub type Reread = fn(&Path) -> Result<Topology>;
+
+/// What one function's sample reads.
+#[derive(Debug, Clone)]
+struct Planned {
+    dir: PathBuf,
+    /// The static part, read at discovery: capable speed and width.
+    fixed: LinkHealth,
+    /// The attributes read every sample (present in the directory, not static, and not a
+    /// trained-state attribute taken from the link's other end).
+    each_sample: Vec<Attribute>,
+    /// The function (index) whose `current_link_*` this one takes, when not its own.
+    link_from: Option<usize>,
+}
+
+/// The per-machine read plan; see the module documentation.
+#[derive(Debug)]
+pub struct ReadPlan {
+    pci_dir: PathBuf,
+    reread: Reread,
+    topology: Topology,
+    /// `devices/` entry names when planned, sorted: what the hotplug check compares.
+    listed: Vec<String>,
+    planned: Vec<Planned>,
+    /// Bumped on every re-plan, so holders of derived tables know to rebuild them.
+    generation: u64,
+    /// A planned file failed to read: compare the listing at the next refresh.
+    stale: bool,
+    next_check_ns: u64,
+    /// Attribute files read by samples since the plan was made (a test's and a bench's oracle
+    /// for "nothing absent is tried").
+    reads: u64,
+}
+
+impl ReadPlan {
+    /// Plans the reads of `topology`, read from `pci_dir` (a directory holding `devices/`).
+    pub fn discover(pci_dir: &Path, topology: Topology, reread: Reread) -> ReadPlan {
+        let listed = listing(&pci_dir.join("devices"));
+        let planned = plan(&pci_dir.join("devices"), &topology);
+        ReadPlan {
+            pci_dir: pci_dir.to_path_buf(),
+            reread,
+            topology,
+            listed,
+            planned,
+            generation: 0,
+            stale: false,
+            next_check_ns: REDISCOVER_NS,
+            reads: 0,
+        }
+    }
+
+    /// The topology the plan covers (the latest after hotplug).
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Changes each time the plan (and the topology) is made anew.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Attribute files sample reads have opened since the plan was made.
+    pub fn reads(&self) -> u64 {
+        self.reads
+    }
+
+    /// At sample time `t_ns`: when due (or after a failed read), compares the `devices/`
+    /// listing with the plan and, if a function came or went, reads the topology again and
+    /// plans anew. A topology that cannot be read keeps the old plan (and is tried again at
+    /// the next check).
+    pub fn refresh(&mut self, t_ns: u64) {
+        if !self.stale && t_ns < self.next_check_ns {
+            return;
+        }
+        self.next_check_ns = t_ns.saturating_add(REDISCOVER_NS);
+        let devices = self.pci_dir.join("devices");
+        let now = listing(&devices);
+        if now == self.listed && !self.stale {
+            return;
+        }
+        let Ok(topology) = (self.reread)(&self.pci_dir) else {
+            return;
+        };
+        self.planned = plan(&devices, &topology);
+        self.topology = topology;
+        self.listed = now;
+        self.stale = false;
+        self.generation += 1;
+    }
+
+    /// The link health of every function of [`ReadPlan::topology`], in its order.
+    pub fn read(&mut self) -> Vec<LinkHealth> {
+        let mut buffer = [0u8; ATTRIBUTE_BYTES];
+        let mut out: Vec<LinkHealth> = Vec::with_capacity(self.planned.len());
+        for p in &self.planned {
+            let mut health = p.fixed.clone();
+            for attribute in &p.each_sample {
+                self.reads += 1;
+                match read_attribute(&p.dir.join(attribute.file()), &mut buffer) {
+                    Some(text) => attribute.apply(text, &mut health),
+                    None => self.stale = true,
+                }
+            }
+            out.push(health);
+        }
+        for (i, p) in self.planned.iter().enumerate() {
+            if let Some(from) = p.link_from {
+                out[i].current_gts = out[from].current_gts;
+                out[i].current_width = out[from].current_width;
+            }
+        }
+        out
+    }
+}
+
+/// The entry names of `devices`, sorted (empty when it cannot be listed).
+fn listing(devices: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(devices)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort_unstable();
+    names
+}
+
+/// One directory listing and one read of what is there per function; then the trained-state
+/// sharing between each port with a link below it and the functions on its secondary bus.
+fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
+    let functions = topology.functions();
+    let mut seen: Vec<LinkHealth> = Vec::with_capacity(functions.len());
+    let mut planned: Vec<Planned> = functions
+        .iter()
+        .map(|f| {
+            let dir = devices.join(f.bdf.to_string());
+            let present: Vec<Attribute> = Attribute::ALL
+                .into_iter()
+                .filter(|a| dir.join(a.file()).exists())
+                .collect();
+            let health = read_function_health(&dir);
+            let mut fixed = LinkHealth::unknown();
+            fixed.capable_gts = health.capable_gts;
+            fixed.capable_width = health.capable_width;
+            seen.push(health);
+            Planned {
+                dir,
+                fixed,
+                each_sample: present.into_iter().filter(|a| !a.is_static()).collect(),
+                link_from: None,
+            }
+        })
+        .collect();
+    for (i, f) in functions.iter().enumerate() {
+        let Some(port) = f
+            .parent
+            .and_then(|p| functions.binary_search_by_key(&p, |x| x.bdf).ok())
+            .filter(|&p| functions[p].kind.has_link_below())
+        else {
+            continue;
+        };
+        let trained = |h: &LinkHealth| (h.current_gts, h.current_width);
+        let port_reads_it = planned[port]
+            .each_sample
+            .iter()
+            .filter(|a| a.is_current_link())
+            .count()
+            == 2;
+        if port_reads_it && trained(&seen[i]) == trained(&seen[port]) {
+            planned[i].link_from = Some(port);
+            planned[i].each_sample.retain(|a| !a.is_current_link());
+        }
+    }
+    planned
+}
+
+/// One attribute's text in one read: sysfs fills the whole value on the first read, and so
+/// does a snapshot's small regular file; `None` when it cannot be opened or read.
+fn read_attribute<'a>(path: &Path, buffer: &'a mut [u8]) -> Option<&'a str> {
+    let mut file = File::open(path).ok()?;
+    let n = file.read(buffer).ok()?;
+    std::str::from_utf8(&buffer[..n]).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::export::export_sysfs;
+    use crate::topology::generate::server;
+    use crate::topology::sysfs::read_sysfs;
+    use std::fs;
+
+    fn reread(dir: &Path) -> Result<Topology> {
+        read_sysfs(dir)
+    }
+
+    /// The generated server exported, read back, planned; with every health attribute
+    /// compared against a fresh full read of each function's directory (the oracle).
+    #[test]
+    fn a_plan_reads_each_link_once_and_agrees_with_a_full_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = server(crate::topology::generate::FIXED_FUNCTIONS + 64).unwrap();
+        export_sysfs(&shape, dir.path()).unwrap();
+        // One root port's AER counters, as the kernel shows them with AER enabled.
+        let rp_dir = dir.path().join("devices/0000:00:01.0");
+        fs::write(
+            rp_dir.join("aer_dev_correctable"),
+            "RxErr 1\nBadTLP 0\nTOTAL_ERR_COR 1\n",
+        )
+        .unwrap();
+        fs::write(rp_dir.join("aer_rootport_total_err_cor"), "4\n").unwrap();
+        let topology = read_sysfs(dir.path()).unwrap();
+        let mut plan = ReadPlan::discover(dir.path(), topology.clone(), reread);
+        let health = plan.read();
+        for (f, h) in topology.functions().iter().zip(&health) {
+            let full = read_function_health(&dir.path().join("devices").join(f.bdf.to_string()));
+            assert_eq!(*h, full, "{}", f.bdf);
+        }
+        // Per sample: the trained state of each link once (16 root ports, 96 + 32 downstream
+        // ports: two files each), and the two AER files that exist. Nothing else.
+        let links = 16 + 96 + 32;
+        assert_eq!(plan.reads(), 2 * links + 2);
+        plan.read();
+        assert_eq!(plan.reads(), 2 * (2 * links + 2));
+    }
+
+    #[test]
+    fn a_link_retraining_shows_at_both_ends_and_hotplug_replans() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = server(crate::topology::generate::FIXED_FUNCTIONS).unwrap();
+        export_sysfs(&shape, dir.path()).unwrap();
+        let topology = read_sysfs(dir.path()).unwrap();
+        let mut plan = ReadPlan::discover(dir.path(), topology, reread);
+        // The first NVMe's link drops to x1: the kernel shows it at the downstream port and
+        // at the drive; the plan reads the port's and gives the drive the same.
+        let (port, drive) = ("0000:02:00.0", "0000:03:00.0");
+        for end in [port, drive] {
+            fs::write(
+                dir.path()
+                    .join("devices")
+                    .join(end)
+                    .join("current_link_width"),
+                "1\n",
+            )
+            .unwrap();
+        }
+        let index = |plan: &ReadPlan, bdf: &str| {
+            plan.topology()
+                .functions()
+                .binary_search_by_key(&bdf.parse().unwrap(), |f| f.bdf)
+                .unwrap()
+        };
+        let health = plan.read();
+        let d = &health[index(&plan, drive)];
+        assert_eq!((d.current_width, d.capable_width), (Some(1), Some(4)));
+        assert!(d.downgraded());
+        // A file that appears after planning is not read until the next plan.
+        let aer = dir.path().join("devices").join(drive).join("aer_dev_fatal");
+        fs::write(&aer, "TOTAL_ERR_FATAL 2\n").unwrap();
+        assert_eq!(plan.read()[index(&plan, drive)].aer.fatal, None);
+        // Not due yet: the listing is not even looked at.
+        plan.refresh(REDISCOVER_NS - 1);
+        assert_eq!(plan.generation(), 0);
+        // The drive is removed: its symlink goes; the next check re-plans without it.
+        fs::remove_file(dir.path().join("devices").join(drive)).unwrap();
+        plan.refresh(REDISCOVER_NS);
+        assert_eq!(plan.generation(), 1);
+        let functions = plan.topology().functions().len();
+        assert_eq!(functions, crate::topology::generate::FIXED_FUNCTIONS - 1);
+        assert_eq!(plan.read().len(), functions);
+    }
+}
