@@ -364,7 +364,7 @@ fn run_observe(args: ObserveArgs) -> Result<()> {
 
 fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
     if args.json {
-        print!("{}", json_text(&result)?);
+        print!("{}", json_text("bench-observe", &result)?);
         return Ok(());
     }
     let opt =
