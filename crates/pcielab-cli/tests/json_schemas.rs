@@ -308,12 +308,24 @@ fn each_top_frame_validates_against_its_schema() {
 /// The P2P matrix has no shipped schema yet: its tag is checked, and this fails once docs/json/
 /// ships one, so the output is then validated instead.
 #[test]
-fn the_p2p_matrix_is_tagged() {
-    check_output(
-        &["topo", "--machine", "sim:qemu-wide", "--p2p", "--json"],
-        "topo-p2p",
-        false,
-    );
+fn the_p2p_matrix_validates_against_its_shipped_schema() {
+    for args in [
+        &["topo", "--machine", "sim:qemu-wide", "--p2p", "--json"][..],
+        &[
+            "topo",
+            "--machine",
+            "sim:qemu-seed",
+            "--p2p",
+            "--full",
+            "--json",
+        ][..],
+    ] {
+        let doc = check_output(args, "topo-p2p", true);
+        assert!(
+            !doc["group_pairs"].as_array().unwrap().is_empty(),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]
@@ -336,4 +348,26 @@ fn the_validator_rejects_what_breaks_a_schema() {
         "{:?}",
         violations(&schema, &missing)
     );
+}
+
+#[test]
+fn a_small_observe_bench_validates_against_its_shipped_schema() {
+    // The smallest generated server, one short round: the document's shape, not its figures.
+    let doc = check_output(
+        &[
+            "bench",
+            "observe",
+            "--functions",
+            "322",
+            "--scrapes",
+            "2",
+            "--rounds",
+            "1",
+            "--json",
+        ],
+        "bench-observe",
+        true,
+    );
+    assert_eq!(doc["functions"], 322);
+    assert!(doc["pcielab_series"].as_u64().unwrap() > 322, "{doc}");
 }

@@ -79,7 +79,7 @@ pub fn cpu_from_cpuinfo(cpuinfo: &str) -> Cpu {
 }
 
 /// What happened for one pair, next to what the model predicted.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PairOutcome {
     pub predicted: Verdict,
     /// The p2p copy went through and, with --check, the data matched.
@@ -116,7 +116,7 @@ impl PairOutcome {
 }
 
 /// The `lab p2p` verdict (its `--json` document): each pair's prediction and outcome, and the run.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct P2pReport<'a> {
     pub spec: &'a str,
     pub cpu: Cpu,

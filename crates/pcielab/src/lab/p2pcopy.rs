@@ -29,7 +29,7 @@ pub struct CopyOptions {
 }
 
 /// One copy's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CopyResult {
     pub ok: bool,
     /// Bytes copied before the end or the failure.
@@ -44,7 +44,7 @@ pub struct CopyResult {
 }
 
 /// The benchmark's report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CopyReport {
     pub src: PathBuf,
     pub dst: PathBuf,

@@ -14,7 +14,7 @@ use crate::topology::{Function, Kind, Topology};
 pub const ACS_REDIRECT_BITS: u16 = 0x0004 | 0x0008 | 0x0020;
 
 /// The CPU the kernel runs on, as far as P2PDMA cares: x86 vendor and family (`cpu_data(0)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "vendor", rename_all = "snake_case")]
 pub enum Cpu {
     Intel {
@@ -78,7 +78,7 @@ impl std::fmt::Display for Cpu {
 }
 
 /// How the kernel will map DMA between the two functions (`enum pci_p2pdma_map_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MapType {
     /// Transactions route through a common upstream bridge with PCI bus addresses.
@@ -93,7 +93,7 @@ pub enum MapType {
 }
 
 /// One fact that led to the verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Reason {
     /// The two functions meet below a bridge: the closest one.
@@ -120,7 +120,7 @@ pub enum Reason {
 }
 
 /// The kernel's verdict for one provider/client pair.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub provider: Bdf,
     pub client: Bdf,
@@ -292,7 +292,7 @@ pub fn matrix(topology: &Topology, cpu: Cpu) -> crate::Result<Vec<Verdict>> {
 /// root; for integrated endpoints, the same root bus) and the same ACS state of their own, the
 /// only facts of an endpoint the kernel's rules read. The virtual functions of an SR-IOV device
 /// below one port are one group however many there are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Group {
     /// `g1`, `g2`, … in the address order of their first function.
     pub group: String,
@@ -330,7 +330,7 @@ pub fn groups(topology: &Topology) -> Vec<Group> {
 
 /// One verdict standing for every pair from a provider group to a run of consecutive client
 /// groups (in group order) that all get it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GroupVerdict {
     pub provider_group: String,
     pub first_client_group: String,
@@ -434,7 +434,7 @@ pub fn group_verdicts(topology: &Topology, groups: &[Group], cpu: Cpu) -> Vec<Gr
 
 /// The `pcielab topo --p2p --json` document: the groups and their verdicts, and with `--full`
 /// every ordered pair of endpoints (empty otherwise).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub cpu: Cpu,
     pub groups: Vec<Group>,

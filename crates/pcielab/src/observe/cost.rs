@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// What one `bench observe` run measured; medians over rounds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ObserveCost {
     pub functions: usize,
     pub scrapes_per_round: u32,

@@ -10,11 +10,15 @@ use super::schema_tag;
 use crate::lab::argv::QemuPlan;
 use crate::lab::check::CheckReport;
 use crate::lab::mmio::MmioReport;
+use crate::lab::oracle::P2pReport as LabP2pReport;
+use crate::lab::p2pcopy::CopyReport;
 use crate::lab::session::RunReport;
 use crate::machine::presets::PresetList;
 use crate::model::fit::{FitReport, PredictionReport};
+use crate::model::p2p::Report as P2pReport;
 use crate::model::platform::IrqPrediction;
 use crate::model::sweep::SizeSweep;
+use crate::observe::cost::ObserveCost;
 use crate::observe::top::TopFrame;
 use crate::observe::Sample;
 use crate::pmu::counters::PmuListDocument;
@@ -37,10 +41,14 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         document::<ApplyReport>("qos-apply", "pcielab qos apply --json"),
         document::<IrqPrediction>("bench-irq", "pcielab bench irq --json"),
         document::<MmioReport>("bench-mmio", "pcielab bench mmio --json"),
+        document::<CopyReport>("bench-p2p", "pcielab bench p2p --json"),
+        document::<ObserveCost>("bench-observe", "pcielab bench observe --json"),
+        document::<LabP2pReport<'static>>("lab-p2p", "pcielab lab p2p --json"),
         document::<QemuPlan>("lab-argv", "pcielab lab argv --json"),
         document::<RunReport>("lab-run", "pcielab lab run --json"),
         document::<CheckReport<'static>>("lab-check", "pcielab lab check --json"),
         document::<TopologyJson>("topo", "pcielab topo --json"),
+        document::<P2pReport>("topo-p2p", "pcielab topo --p2p --json"),
         document::<StatDocument>("stat", "pcielab stat --json"),
         document::<PmuListDocument>("pmu-list", "pcielab pmu list --json"),
         document::<Sample>("exporter-sample", "pcielab exporter --once --json"),
