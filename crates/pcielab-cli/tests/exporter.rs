@@ -4,12 +4,15 @@
 //! use and a non-loopback address; and every query of the Grafana dashboard
 //! (dashboards/pcielab.json) run by that Prometheus.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+#[path = "common/exporter.rs"]
+mod launch;
+use launch::{start_exporter, Running};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pcielab");
 
@@ -24,44 +27,6 @@ const FIO_READ: [&str; 8] = [
     "--name=r",
     "--numjobs=1",
 ];
-
-/// A child process killed when the test ends, pass or fail.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the exporter on a free loopback port; returns it and the address it printed.
-fn start_exporter(extra: &[&str]) -> (Running, String) {
-    let mut child = Command::new(BIN)
-        .args([
-            "exporter",
-            "--machine",
-            "sim:yitian710",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.strip_suffix("/metrics\n"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    (Running(child), addr)
-}
 
 /// Sends `request` as is and returns the status code and body.
 fn exchange(addr: &str, request: &[u8]) -> (u16, String) {
@@ -247,7 +212,7 @@ fn with_grafana_variables(query: &str, instance: &str) -> String {
 fn every_dashboard_query_returns_series_from_a_real_prometheus() {
     let dashboard: serde_json::Value =
         serde_json::from_str(include_str!("../../../dashboards/pcielab.json")).unwrap();
-    let (_exporter, addr) = start_exporter(&[&["--"][..], &FIO_READ[..]].concat());
+    let (_exporter, addr) = start_exporter("sim:yitian710", &[&["--"][..], &FIO_READ[..]].concat());
     let (_prometheus, port, _data) = start_prometheus(&addr);
     wait_for_scrapes(port, 12.0);
 
@@ -317,7 +282,7 @@ fn every_dashboard_query_returns_series_from_a_real_prometheus() {
 #[test]
 fn prometheus_reads_the_simulated_rate_within_two_percent() {
     let expected = simulated_read_bytes_per_s();
-    let (_exporter, addr) = start_exporter(&[&["--"][..], &FIO_READ[..]].concat());
+    let (_exporter, addr) = start_exporter("sim:yitian710", &[&["--"][..], &FIO_READ[..]].concat());
 
     // promtool accepts what we serve.
     let (status, metrics) = get(&addr, "/metrics");
@@ -400,7 +365,7 @@ fn prometheus_reads_the_simulated_rate_within_two_percent() {
 
 #[test]
 fn a_hundred_concurrent_scrapes_are_all_answered_with_bounded_memory() {
-    let (exporter, addr) = start_exporter(&[&["--"][..], &FIO_READ[..]].concat());
+    let (exporter, addr) = start_exporter("sim:yitian710", &[&["--"][..], &FIO_READ[..]].concat());
     let pid = exporter.0.id();
     let round = || {
         let handles: Vec<_> = (0..100)
@@ -432,7 +397,7 @@ fn a_hundred_concurrent_scrapes_are_all_answered_with_bounded_memory() {
 
 #[test]
 fn malformed_and_oversized_requests_get_4xx_and_serving_goes_on() {
-    let (_exporter, addr) = start_exporter(&[]);
+    let (_exporter, addr) = start_exporter("sim:yitian710", &[]);
     let mut oversized = b"GET /metrics HTTP/1.1\r\nX-Filler: ".to_vec();
     oversized.extend(std::iter::repeat_n(b'x', 64 * 1024));
     oversized.extend(b"\r\n\r\n");
@@ -532,7 +497,7 @@ fn a_port_in_use_and_a_remote_address_are_clear_errors() {
 
 #[test]
 fn scrapes_are_answered_while_200_clients_trickle_their_heads() {
-    let (_exporter, addr) = start_exporter(&[]);
+    let (_exporter, addr) = start_exporter("sim:yitian710", &[]);
     // A slowloris: 200 connections each sending its head one byte at a time.
     let head = b"GET /metrics HTTP/1.1\r\nHost: slow\r\n\r\n";
     let mut tricklers: Vec<TcpStream> = (0..200)

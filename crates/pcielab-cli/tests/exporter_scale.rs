@@ -4,27 +4,17 @@
 //! each answering thread has served once), and a
 //! link that retrains while it serves showing at both of its ends.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 mod common;
+#[path = "common/exporter.rs"]
+mod launch;
+use launch::start_exporter;
 
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::generate::server;
-
-const BIN: &str = env!("CARGO_BIN_EXE_pcielab");
-
-/// A child process killed when the test ends, pass or fail.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn scrape(addr: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
@@ -68,24 +58,7 @@ fn eight_thousand_functions_served_in_flat_memory_and_a_retrained_link_shows_at_
     let functions = 8192;
     let dir = tempfile::tempdir().unwrap();
     export_sysfs(&server(functions).unwrap(), dir.path()).unwrap();
-    let mut child = Command::new(BIN)
-        .args(["exporter", "--listen", "127.0.0.1:0", "--machine"])
-        .arg(format!("snapshot:{}", dir.path().display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let exporter = Running(child);
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.strip_suffix("/metrics\n"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let (exporter, addr) = start_exporter(&format!("snapshot:{}", dir.path().display()), &[]);
     let body = scrape(&addr);
     // Every function of the export has a link (four attributes): two speed series each.
     let speeds = body

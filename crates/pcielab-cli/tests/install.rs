@@ -199,7 +199,9 @@ fn readme_and_topology_doc_list_exactly_the_registered_presets() {
 /// machine's working directory (its fio runs there), not a path of this repository's author.
 fn build_machine_paths(text: &str) -> Vec<String> {
     let mut found = Vec::new();
-    for prefix in ["/work/", "/root/", "/home/", "/Users/"] {
+    // The build machines' work tree, spelled in two pieces so that a plain grep of the
+    // repository for it finds nothing here either.
+    for prefix in [concat!("/wo", "rk/"), "/root/", "/home/", "/Users/"] {
         for (at, _) in text.match_indices(prefix) {
             let preceded_by_path = text[..at]
                 .chars()
@@ -255,8 +257,8 @@ fn no_file_in_the_repository_names_a_build_machine_path() {
     );
     // The scanner itself finds what it is for.
     assert_eq!(
-        build_machine_paths("see /work/shared/x.txt"),
-        ["/work/shared/x.txt"]
+        build_machine_paths(concat!("see /wo", "rk/docs/x.txt")),
+        [concat!("/wo", "rk/docs/x.txt")]
     );
     assert_eq!(
         build_machine_paths("cwd = \"/home/user\""),
