@@ -4,12 +4,11 @@
 //! the stable regression test that replays every input that ever crashed
 //! (`crates/pcielab/tests/fuzz_regressions.rs`), so both run exactly the same code.
 
+use pcielab::linux::cpuset::CpuSet;
 use pcielab::machine::MachineSelector;
-use pcielab::pcie::config::decode;
 use pcielab::plot::document::Document;
 use pcielab::qos::apply::{check, parse_desired, plan};
 use pcielab::qos::backend::QosBackend;
-use pcielab::qos::cpuset::CpuSet;
 use pcielab::qos::host::HostResctrl;
 use pcielab::qos::info::KernelRules;
 use pcielab::qos::presets::{MPAM_SEED, RDT_XEON8163};
@@ -20,6 +19,7 @@ use pcielab::qos::sim::{SimState, SimulatedResctrl};
 use pcielab::qos::view;
 use pcielab::qos::workload;
 use pcielab::sim::fio::{parse_command_line, parse_job_file};
+use pcielab::topology::config_space::decode;
 use pcielab::topology::render::{to_dot, to_json, to_tree};
 use pcielab::topology::spec::parse_spec;
 
@@ -64,9 +64,9 @@ pub fn spec_toml(data: &[u8]) {
     let _ = to_json(&platform, model.as_ref());
     let _ = pcielab::topology::check::warnings(&platform.topology);
     let _ = pcielab::lab::argv::plan(&platform.topology, &Default::default());
-    let _ = pcielab::model::p2p::matrix(&platform.topology, pcielab::model::p2p::Cpu::Other);
+    let _ = pcielab::topology::p2p::matrix(&platform.topology, pcielab::topology::p2p::Cpu::Other);
     for f in platform.topology.functions() {
-        let _ = pcielab::model::path::path_ceiling(&platform.topology, f.bdf);
+        let _ = platform.topology.path_ceiling(f.bdf);
     }
     if let Ok(sim) = pcielab::sim::SimulatedPcie::new(
         "fuzz",
@@ -318,7 +318,7 @@ pub fn sysfs_tree(data: &[u8]) {
     for bdf in FUNCTIONS {
         let _ = pcielab::topology::health::read_link_health(dir.path(), bdf.parse().expect("bdf"));
     }
-    let _ = pcielab::model::p2p::matrix(&topology, pcielab::model::p2p::Cpu::Other);
+    let _ = pcielab::topology::p2p::matrix(&topology, pcielab::topology::p2p::Cpu::Other);
     let platform = pcielab::topology::spec::Platform {
         name: "fuzz".into(),
         description: String::new(),

@@ -76,7 +76,7 @@ fn main() {
     if let Err(e) = commands::run(cli.command) {
         eprintln!(
             "pcielab: error: {}",
-            pcielab::report::terminal_text(&e.to_string())
+            pcielab::text::terminal_text(&e.to_string())
         );
         std::process::exit(e.exit_code());
     }

@@ -11,7 +11,7 @@ use pcielab::lab::argv::{plan, MachineOptions};
 use pcielab::lab::guest::cache_dir;
 use pcielab::lab::session::{run, KernelChoice, RunOptions};
 use pcielab::machine::presets::preset;
-use pcielab::model::p2p::{matrix, Cpu};
+use pcielab::topology::p2p::{matrix, Cpu};
 use pcielab::topology::spec::parse_spec;
 
 fn topology(name: &str) -> pcielab::topology::Topology {

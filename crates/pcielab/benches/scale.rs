@@ -10,9 +10,9 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use pcielab::model::fit::fit;
 use pcielab::model::measurements::parse_measurements;
-use pcielab::model::p2p::{group_verdicts, groups, Cpu};
 use pcielab::model::transfer::LinkParams;
 use pcielab::pcie::{Bdf, Generation};
+use pcielab::topology::p2p::{group_verdicts, groups, Cpu};
 use pcielab::topology::{Function, Kind, Topology};
 
 const ROOT_PORTS: usize = 16;

@@ -9,6 +9,7 @@
 pub mod error;
 pub mod input;
 pub mod lab;
+pub mod linux;
 pub mod machine;
 pub mod model;
 pub mod observe;
@@ -18,6 +19,8 @@ pub mod pmu;
 pub mod qos;
 pub mod report;
 pub mod sim;
+pub mod text;
 pub mod topology;
+pub mod units;
 
 pub use error::{Error, Result};

@@ -76,7 +76,7 @@ fn new_groups_get_shareable_and_unused_bits_or_no_space() {
     info.caches[0].min_cbm_bits = 2;
     let mut rs = pcielab::qos::resctrl::Resctrl::mount(
         info,
-        pcielab::qos::cpuset::CpuSet::range(0, 3),
+        pcielab::linux::cpuset::CpuSet::range(0, 3),
         [1].into(),
     );
     rs.mkdir(&g("p1")).unwrap();
@@ -158,12 +158,12 @@ fn tasks_and_cpus_follow_the_kernels_membership_rules() {
 }
 
 trait ParseCpus {
-    fn parse_cpus(&self) -> pcielab::qos::cpuset::CpuSet;
+    fn parse_cpus(&self) -> pcielab::linux::cpuset::CpuSet;
 }
 
 impl ParseCpus for str {
-    fn parse_cpus(&self) -> pcielab::qos::cpuset::CpuSet {
-        pcielab::qos::cpuset::CpuSet::parse_list(self).unwrap()
+    fn parse_cpus(&self) -> pcielab::linux::cpuset::CpuSet {
+        pcielab::linux::cpuset::CpuSet::parse_list(self).unwrap()
     }
 }
 

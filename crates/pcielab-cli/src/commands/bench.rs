@@ -12,7 +12,8 @@ use pcielab::machine::{Machine, MachineSelector};
 use pcielab::model::platform::IrqKind;
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
-use pcielab::report::json_text;
+use pcielab::text::json_text;
+use pcielab::units::positive_size_arg;
 use pcielab::{Error, Result};
 use std::path::PathBuf;
 
@@ -119,7 +120,7 @@ pub struct MmioArgs {
     #[arg(long, default_value = "0", value_parser = parse_offset)]
     pub offset: u64,
     /// Bytes of the BAR used from --offset (K/M suffixes)
-    #[arg(long, default_value = "64K", value_parser = parse_size)]
+    #[arg(long, default_value = "64K", value_parser = positive_size_arg)]
     pub bytes: u64,
     /// Map resourceN_wc (write-combining; prefetchable BARs)
     #[arg(long)]
@@ -161,10 +162,10 @@ pub struct P2pArgs {
     #[arg(long)]
     pub via_p2pmem: Bdf,
     /// Bytes to copy (K/M/G suffixes, powers of two)
-    #[arg(long, default_value = "4M", value_parser = parse_size)]
+    #[arg(long, default_value = "4M", value_parser = positive_size_arg)]
     pub size: u64,
     /// Bytes per O_DIRECT request (multiple of 4096)
-    #[arg(long, default_value = "64K", value_parser = parse_size)]
+    #[arg(long, default_value = "64K", value_parser = positive_size_arg)]
     pub chunk: u64,
     /// Write a pattern to SRC first and verify DST after the p2p copy
     #[arg(long)]
@@ -174,28 +175,13 @@ pub struct P2pArgs {
     pub json: bool,
 }
 
-/// Like `parse_size`, but 0 is a valid offset.
+/// Like [`positive_size_arg`], but 0 is a valid offset.
 fn parse_offset(s: &str) -> std::result::Result<u64, String> {
     if s == "0" {
         Ok(0)
     } else {
-        parse_size(s)
+        positive_size_arg(s)
     }
-}
-
-fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    let (digits, shift) = match s.chars().last() {
-        Some('K' | 'k') => (&s[..s.len() - 1], 10),
-        Some('M' | 'm') => (&s[..s.len() - 1], 20),
-        Some('G' | 'g') => (&s[..s.len() - 1], 30),
-        _ => (s, 0),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("'{s}' is not a size: expected e.g. 4096, 64K, 4M, 1G"))
 }
 
 pub fn run(args: Args) -> Result<()> {

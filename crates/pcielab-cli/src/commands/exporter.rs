@@ -8,7 +8,7 @@ use std::io::Write;
 use pcielab::machine::Machine;
 use pcielab::observe::exporter::{self, DEFAULT_LISTEN};
 use pcielab::observe::Observer;
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::Result;
 
 #[derive(ClapArgs)]

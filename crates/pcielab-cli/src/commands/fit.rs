@@ -9,7 +9,7 @@ use pcielab::model::measurements::parse_measurements;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::Result;
 
 use super::model::LinkArgs;

@@ -14,7 +14,7 @@ use pcielab::lab::oracle::{self, P2pReport};
 use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{self, KernelChoice, RunOptions, DEFAULT_SCRIPT};
 use pcielab::lab::{kernel, load_spec};
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]

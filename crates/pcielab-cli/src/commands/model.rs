@@ -11,7 +11,7 @@ use pcielab::model::transfer::{LinkParams, Overheads};
 use pcielab::pcie::tlp::TlpFormat;
 use pcielab::pcie::Generation;
 use pcielab::plot;
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::{Error, Result};
 
 /// The link a model or a fit is for.

@@ -3,7 +3,7 @@
 
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::Machine;
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::Result;
 
 #[derive(ClapArgs)]

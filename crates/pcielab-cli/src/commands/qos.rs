@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use super::number_in;
 use clap::{Args as ClapArgs, Subcommand};
+use pcielab::linux::cpuset::{CpuSet, MAX_CPUS};
 use pcielab::machine::{Machine, MachineSelector};
 use pcielab::qos::apply;
 use pcielab::qos::backend::{Op, QosBackend, QosOptions};
-use pcielab::qos::cpuset::{CpuSet, MAX_CPUS};
 use pcielab::qos::view;
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::{Error, Result};
 
 const EXAMPLES: &str = "Examples:

@@ -11,7 +11,7 @@ use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
 use pcielab::qos::scenario::Scenario;
 use pcielab::qos::sim::SimulatedResctrl;
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:

@@ -11,7 +11,7 @@ use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
 use pcielab::pmu::counters::{StatEnd, StatRequest};
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::Result;
 
 #[derive(ClapArgs)]

@@ -163,7 +163,7 @@ fn batch(
         clock.tick(&mut observer)?;
         let frame = clock.frame(view);
         if json {
-            let line = serde_json::to_string(&pcielab::report::tagged("top-frame", &frame)?)
+            let line = serde_json::to_string(&pcielab::text::tagged("top-frame", &frame)?)
                 .map_err(|e| Error::runtime(format!("cannot encode the frame as JSON: {e}")))?;
             writeln!(out, "{line}").map_err(written)?;
         } else {

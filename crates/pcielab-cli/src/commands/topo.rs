@@ -3,12 +3,12 @@
 
 use clap::Args as ClapArgs;
 use pcielab::machine::Machine;
-use pcielab::model::p2p::{self, Cpu};
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
-use pcielab::report::json_text;
+use pcielab::text::json_text;
 use pcielab::topology::export::export_sysfs;
+use pcielab::topology::p2p::{self, Cpu};
 use pcielab::topology::render;
 use pcielab::{Error, Result};
 use std::path::PathBuf;

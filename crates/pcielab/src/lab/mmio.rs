@@ -387,9 +387,9 @@ fn result(pass: Pass, width: u32, tally: &Tally, seconds: f64) -> MmioResult {
         op: pass.name(),
         bytes,
         accesses: tally.accesses,
-        seconds: crate::report::round_to(seconds, 4),
-        mbps: crate::report::round_to(bytes as f64 / seconds / 1e6, 2),
-        ns_per_access: crate::report::round_to(seconds * 1e9 / tally.accesses.max(1) as f64, 1),
+        seconds: crate::text::round_to(seconds, 4),
+        mbps: crate::text::round_to(bytes as f64 / seconds / 1e6, 2),
+        ns_per_access: crate::text::round_to(seconds * 1e9 / tally.accesses.max(1) as f64, 1),
         verified_words: (pass == Pass::Load).then_some(tally.verified),
         mismatched_words: (pass == Pass::Load).then_some(tally.mismatched),
     }
@@ -509,8 +509,8 @@ pub fn predict(
                 bytes,
                 accesses,
                 seconds: options.seconds,
-                mbps: crate::report::round_to(mbps, 2),
-                ns_per_access: crate::report::round_to(f64::from(options.width) / mbps * 1000.0, 1),
+                mbps: crate::text::round_to(mbps, 2),
+                ns_per_access: crate::text::round_to(f64::from(options.width) / mbps * 1000.0, 1),
                 verified_words: None,
                 mismatched_words: None,
             }

@@ -1,6 +1,6 @@
 //! The P2PDMA oracle: for every ordered pair of NVMe controllers with a CMB, the guest copies
 //! from the first to the second through the first one's p2pmem (`pcielab bench p2p`), and the
-//! outcome is compared with [`crate::model::p2p`]'s prediction from the spec: a predicted bus
+//! outcome is compared with [`crate::topology::p2p`]'s prediction from the spec: a predicted bus
 //! address or host-bridge path must copy and verify, a predicted refusal must fail with
 //! EREMOTEIO and the kernel's own message in dmesg. The CPU is read from the guest's cpuinfo,
 //! since QEMU's `-cpu` model (and the accelerator) decide what the kernel sees.
@@ -12,8 +12,8 @@ use std::path::Path;
 use super::argv::{device_id, QEMU_NVME_IDS};
 use super::session::RunReport;
 use crate::error::{Error, Result};
-use crate::model::p2p::{self, Cpu, MapType, Verdict};
 use crate::pcie::Bdf;
+use crate::topology::p2p::{self, Cpu, MapType, Verdict};
 use crate::topology::Topology;
 
 /// errno the block layer returns for a refused peer-to-peer transfer (BLK_STS_TARGET).

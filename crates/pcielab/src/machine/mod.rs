@@ -205,7 +205,7 @@ impl Machine {
                             "unknown preset 'sim:{name}': simulated PCIe platforms are {} \
                              (or a spec file, sim:FILE.toml); simulated resctrl machines are {}",
                             presets::names().join(", "),
-                            resctrl_preset_names()
+                            Preset::selectors()
                         )))
                     }
                 }
@@ -329,7 +329,7 @@ impl Machine {
             _ => Err(Error::bad_input(format!(
                 "--machine {}: resctrl works on 'host' or a simulated resctrl machine ({})",
                 self.selector,
-                resctrl_preset_names()
+                Preset::selectors()
             ))),
         }
     }
@@ -363,15 +363,6 @@ impl FromStr for Machine {
     fn from_str(s: &str) -> Result<Machine> {
         Machine::open(&s.parse()?)
     }
-}
-
-/// `sim:mpam-seed, sim:rdt-xeon8163`.
-fn resctrl_preset_names() -> String {
-    RESCTRL_PRESETS
-        .iter()
-        .map(|p| format!("sim:{}", p.name))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A sysfs tree read again (after hotplug), named as at open.

@@ -14,7 +14,7 @@ use super::measurements::{Measurement, Workload};
 use super::platform::{DmaDirection, FittedCell, MmioOp, PlatformModel, P, PARAMS};
 use super::transfer::{read, write, LinkParams, Overheads};
 use crate::error::{Error, Result};
-use crate::report::round_to;
+use crate::text::round_to;
 
 /// What the model predicts for one measurement: MB/s and, where it applies, latency.
 pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) -> (f64, f64) {

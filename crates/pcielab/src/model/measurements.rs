@@ -493,7 +493,7 @@ pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
         let bs_text = option("bs")
             .or_else(|| option("blocksize"))
             .unwrap_or("4k".into());
-        let bs = crate::sim::fio::parse_size(&bs_text).ok_or_else(|| {
+        let bs = crate::units::parse_size(&bs_text).ok_or_else(|| {
             Error::bad_input(format!(
                 "{file}: job '{}': bs '{bs_text}' is not a size",
                 job.jobname

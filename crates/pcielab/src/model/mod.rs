@@ -5,7 +5,6 @@
 pub mod fit;
 pub mod latency;
 pub mod measurements;
-pub mod p2p;
 pub mod path;
 pub mod platform;
 pub mod reference;

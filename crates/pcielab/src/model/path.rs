@@ -3,9 +3,9 @@
 //! its line rate and the payload rate that link can achieve.
 
 use super::transfer::{achievable_mbps, LinkParams};
+use crate::pcie::link::Link;
 use crate::pcie::link::{kernel_link_mbit, raw_mbps};
 use crate::pcie::Bdf;
-use crate::topology::{Link, Topology};
 
 /// The bandwidth ceiling of a function's path to its root complex.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -23,20 +23,16 @@ pub struct PathCeiling {
     pub capable_mbps: f64,
 }
 
-/// Each function on the path from `bdf` up to the root that has a trained link, with that link.
-/// Both ends of a link report it; counting it at the downstream end only is enough for a minimum.
-fn links_on_path(topo: &Topology, bdf: Bdf) -> Vec<(Bdf, Link, Option<LinkParams>)> {
-    topo.path_to_root(bdf)
-        .into_iter()
-        .filter_map(|f| f.link.map(|l| (f.bdf, l, LinkParams::for_function(f))))
-        .collect()
-}
-
-/// The ceiling of `bdf`'s path, or `None` when no link on it reports a current speed and width.
-pub fn path_ceiling(topo: &Topology, bdf: Bdf) -> Option<PathCeiling> {
+/// The ceiling of a path given as its links from the function up to the root: each function
+/// with a link, that link, and the link's parameters as the function programs them (the tree
+/// walks the path: `Topology::path_ceiling`). Both ends of a link report it; the downstream end
+/// is enough for a minimum. `None` when no link reports a current speed and width.
+pub fn path_ceiling(
+    links: impl IntoIterator<Item = (Bdf, Link, Option<LinkParams>)>,
+) -> Option<PathCeiling> {
     let mut best: Option<PathCeiling> = None;
     let mut capable = f64::INFINITY;
-    for (at, link, params) in links_on_path(topo, bdf) {
+    for (at, link, params) in links {
         if let (Some(max_speed), Some(max_width)) = (link.max_speed, link.max_width) {
             capable = capable.min(raw_mbps(max_speed, max_width));
         }
@@ -67,25 +63,37 @@ pub fn path_ceiling(topo: &Topology, bdf: Bdf) -> Option<PathCeiling> {
 mod tests {
     use super::*;
     use crate::pcie::bdf;
-    use crate::pcie::Generation;
-    use crate::topology::{Function, Kind};
+    use crate::pcie::Generation::*;
 
     #[test]
     fn ceiling_names_the_slowest_link() {
-        use Generation::*;
-        let mut rp = Function::new(bdf("00:02.0"), 0x1ded, 0x8000, 0x060400, Kind::RootPort);
-        rp.link = Some(Link::trained((Gen5, 4), (Gen2, 2)));
-        let mut sata = Function::new(bdf("04:00.0"), 0x1b4b, 0x9235, 0x010601, Kind::Endpoint);
-        sata.parent = Some(rp.bdf);
-        sata.link = Some(Link::trained((Gen2, 2), (Gen2, 2)));
-        let topo = Topology::new(vec![rp, sata]);
-        let c = path_ceiling(&topo, "04:00.0".parse().unwrap()).unwrap();
+        // A SATA controller trained Gen2 x2 below a Gen5 x4 root port trained down to Gen2 x2,
+        // listed from the endpoint up; neither programs an MPS (the reset value, 128 B).
+        let links = [
+            (
+                bdf("04:00.0"),
+                Link::trained((Gen2, 2), (Gen2, 2)),
+                Some(LinkParams {
+                    mps: 128,
+                    ..LinkParams::new(Gen2, 2)
+                }),
+            ),
+            (
+                bdf("00:02.0"),
+                Link::trained((Gen5, 4), (Gen2, 2)),
+                Some(LinkParams {
+                    mps: 128,
+                    ..LinkParams::new(Gen2, 2)
+                }),
+            ),
+        ];
+        let c = path_ceiling(links).unwrap();
         // Both report Gen2 x2; the endpoint's own link is found first and wins the tie.
         assert_eq!(c.limiting.to_string(), "0000:04:00.0");
         assert!((c.mbps - 1000.0).abs() < 1e-9);
         assert_eq!(c.kernel_mbit, 8000);
         assert!((c.capable_mbps - 1000.0).abs() < 1e-9);
-        // No MPS programmed: the spec's reset value, 128 B, with 12 B header and 8 B framing.
+        // 12 B header and 8 B framing per 128 B payload, then the SKP share.
         let achievable = 1000.0 * 128.0 / 148.0 * 1538.0 / 1542.0;
         assert!(
             (c.achievable_mbps - achievable).abs() < 1e-6,

@@ -664,7 +664,7 @@ impl PlatformModel {
             } else if spec.integer {
                 format!("{}", value.round() as i64)
             } else {
-                format!("{}", crate::report::round_to(value, 4))
+                format!("{}", crate::text::round_to(value, 4))
             };
             text.push_str(&format!(
                 "{key} = {shown}  # {}: {}\n",
@@ -907,8 +907,8 @@ impl PlatformModel {
         };
         IrqPrediction {
             kind,
-            interval_ns: crate::report::round_to(interval_ns, 1),
-            per_second: crate::report::round_to(1e9 / interval_ns, 0),
+            interval_ns: crate::text::round_to(interval_ns, 1),
+            per_second: crate::text::round_to(1e9 / interval_ns, 0),
             source: if self.is_fitted(cpu) {
                 format!("fitted on {}", self.fitted_on)
             } else if self.get(cpu) != PARAMS[cpu as usize].default {

@@ -11,7 +11,7 @@ use super::platform::{DmaDirection, PlatformModel};
 use super::transfer::{achievable_mbps, read, write, CompletionSize, LinkParams, Overheads};
 use crate::error::{Error, Result};
 use crate::pcie::link::{kernel_link_mbit, raw_mbps};
-use crate::report::round_to;
+use crate::text::round_to;
 
 /// Sizes `pcielab model` sweeps when none are given: the seed's DMA test sizes and a few between.
 pub const DEFAULT_SIZES: [u64; 8] = [64, 128, 256, 512, 4096, 65536, 1 << 20, 4 << 20];
@@ -248,19 +248,15 @@ pub fn parse_sizes(list: &str) -> Result<Vec<u64>> {
     list.split(',')
         .map(|item| {
             let item = item.trim();
-            let (digits, unit) = match item.char_indices().last() {
-                Some((i, 'k' | 'K')) => (&item[..i], 1u64 << 10),
-                Some((i, 'm' | 'M')) => (&item[..i], 1 << 20),
-                Some((i, 'g' | 'G')) => (&item[..i], 1 << 30),
-                _ => (item, 1),
-            };
-            let size = digits
-                .parse::<u64>()
-                .ok()
+            // Digits alone or with a K/M/G suffix: other spellings fio accepts would read
+            // oddly in a list of TLP-scale sizes.
+            if item.ends_with(['b', 'B', 't', 'T']) {
+                return Err(bad(item));
+            }
+            let size = crate::units::parse_size(item)
                 .filter(|&n| n > 0)
                 .ok_or_else(|| bad(item))?;
-            // Overflowing the multiplication is as much too large as any size past the bound.
-            crate::model::transfer::transfer_size("--sizes", size.saturating_mul(unit))
+            crate::model::transfer::transfer_size("--sizes", size)
         })
         .collect()
 }

@@ -12,7 +12,6 @@ use crate::pcie::flit::wire_bytes_for_tlp_bytes;
 use crate::pcie::link::{per_generation, raw_mbps};
 use crate::pcie::tlp::{overhead_bytes, TlpFormat, TlpKind};
 use crate::pcie::Generation;
-use crate::topology::Function;
 
 /// How a completer splits the data of one read request into completions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,22 +85,6 @@ impl LinkParams {
             format: TlpFormat::default(),
             completion_size: CompletionSize::Mps,
         }
-    }
-
-    /// The link above `function` as it is trained now, with the function's programmed MPS and
-    /// MRRS (the spec's reset defaults, 128 and 512, where the function does not say). `None`
-    /// when the function reports no trained link.
-    pub fn for_function(function: &Function) -> Option<LinkParams> {
-        let link = function.link?;
-        let (gen, width) = (link.speed?, link.width?);
-        if width == 0 {
-            return None;
-        }
-        Some(LinkParams {
-            mps: function.mps.map_or(128, u32::from),
-            mrrs: function.mrrs.map_or(512, u32::from),
-            ..LinkParams::new(gen, width)
-        })
     }
 
     /// Checks every field against the spec's legal values; the error names the field.
@@ -470,7 +453,6 @@ pub fn read_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pcie::bdf;
     use crate::pcie::link::skp_fraction;
     use Generation::*;
 
@@ -600,20 +582,6 @@ mod tests {
         assert!(l.validate().unwrap_err().message().contains("rcb 32"));
         l.rcb = 128;
         assert!(l.validate().is_ok());
-    }
-
-    #[test]
-    fn params_from_a_function_use_its_trained_link_and_settings() {
-        use crate::topology::{Kind, Link};
-        let mut nvme = Function::new(bdf("01:00.0"), 0x144d, 0xa808, 0x010802, Kind::Endpoint);
-        assert_eq!(LinkParams::for_function(&nvme), None);
-        nvme.link = Some(Link::trained((Gen4, 4), (Gen3, 2)));
-        let l = LinkParams::for_function(&nvme).unwrap();
-        assert_eq!((l.gen, l.width, l.mps, l.mrrs), (Gen3, 2, 128, 512));
-        nvme.mps = Some(256);
-        nvme.mrrs = Some(4096);
-        let l = LinkParams::for_function(&nvme).unwrap();
-        assert_eq!((l.mps, l.mrrs), (256, 4096));
     }
 
     #[test]

@@ -89,8 +89,9 @@ use crate::machine::{Machine, MachineSelector};
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Family};
-use crate::pmu::host::{open_payload_counters, placed_root_ports, PayloadCounters};
+use crate::pmu::host::{open_payload_counters, PayloadCounters};
 use crate::pmu::perf::WrapCarry;
+use crate::pmu::placement::placed_root_ports;
 use crate::pmu::session::Reading;
 use crate::pmu::sysfs::discover;
 use crate::sim::tlp::Dir;
@@ -719,7 +720,7 @@ impl Layout {
         Layout {
             wire: functions
                 .iter()
-                .map(|f| Some(WireEstimate::for_link(&LinkParams::for_function(f)?)))
+                .map(|f| Some(WireEstimate::for_link(&f.link_params()?)))
                 .collect(),
             root_ports: functions
                 .iter()

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::{rates, FunctionRate, FunctionSample, Sample, Source};
 use crate::pcie::Bdf;
-use crate::report::{printable, push_printable};
+use crate::text::{printable, push_printable};
 use crate::topology::health::AerCounts;
 use crate::topology::Kind;
 

@@ -124,6 +124,36 @@ pub fn kernel_link_mbit(gen: Generation, width: u8) -> u32 {
     u32::from(width) * kernel_lane_mbit(gen)
 }
 
+/// Link capability (LnkCap) and status (LnkSta) of a function's PCIe link. `None` means the
+/// register said "unknown"/reserved (QEMU's integrated endpoints report that).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Link {
+    pub max_speed: Option<Generation>,
+    pub max_width: Option<u8>,
+    pub speed: Option<Generation>,
+    pub width: Option<u8>,
+}
+
+impl Link {
+    /// A link whose capability (LnkCap) and trained state (LnkSta) are both known, each given as
+    /// (speed, width).
+    pub const fn trained(max: (Generation, u8), current: (Generation, u8)) -> Link {
+        Link {
+            max_speed: Some(max.0),
+            max_width: Some(max.1),
+            speed: Some(current.0),
+            width: Some(current.1),
+        }
+    }
+
+    /// The link trained below what it is capable of (lspci's "(downgraded)").
+    pub fn is_downgraded(&self) -> bool {
+        let slower = matches!((self.speed, self.max_speed), (Some(s), Some(m)) if s < m);
+        let narrower = matches!((self.width, self.max_width), (Some(w), Some(m)) if w < m);
+        slower || narrower
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

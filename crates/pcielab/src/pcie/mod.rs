@@ -3,7 +3,6 @@
 //! config-space layout. Everything here is a pure function of its inputs, so the model, the
 //! readers and the simulator all share one source of truth for each fact.
 
-pub mod config;
 pub mod dllp;
 pub mod flit;
 pub mod link;

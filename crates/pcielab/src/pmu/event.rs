@@ -248,7 +248,7 @@ impl EventContext<'_> {
             [] => {}
         }
         let known = SYMBOLS.iter().flat_map(|(n, _, _)| n.iter().copied());
-        let workload_hint = if crate::pmu::perf::find_program(text).is_some() {
+        let workload_hint = if crate::linux::find_program(text).is_some() {
             format!(
                 ". '{text}' is a program: if it is the workload, write it after `--` \
                  (pcielab stat -a -e EVENT -- {text} ...)"

@@ -9,21 +9,21 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::model::path::path_ceiling;
+use crate::linux::find_program;
 use crate::model::platform::PlatformModel;
-use crate::pcie::link::raw_mbps;
-use crate::pcie::{Bdf, Generation};
+use crate::pcie::Bdf;
 use crate::pmu::counters::{Counters, PmuListing, StatDone, StatEnd, StatRequest};
 use crate::pmu::event::{EventAttr, EventContext};
 use crate::pmu::hostlist::{host_listing, host_pcie_devices};
 use crate::pmu::kernel::KernelVersion;
-use crate::pmu::perf::{find_program, open_counters, run_workload, ReadPlan};
+use crate::pmu::perf::{open_counters, run_workload, ReadPlan};
+use crate::pmu::placement::{place_in, worst_case_events_per_s};
 use crate::pmu::rules::{driver_kernel, group_refusals, silent_events, Refusal};
 use crate::pmu::session::Reading;
 use crate::pmu::stat::{EventLabel, LinkRates, StatOutcome};
-use crate::pmu::sysfs::{discover, online_cpus, PciePlace, SysfsPmu};
+use crate::pmu::sysfs::{discover, online_cpus, SysfsPmu};
 use crate::pmu::PmuDevice;
-use crate::topology::{Kind, Topology};
+use crate::topology::Topology;
 
 /// What the user asked `stat --machine host` to do.
 pub struct HostStatRequest<'a> {
@@ -101,74 +101,6 @@ pub fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
         kernel_note,
         warnings,
     })
-}
-
-/// A PCIe PMU placed in the live topology.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PortPlacement {
-    pub root_ports: Vec<Bdf>,
-    /// The first root port's link: capable width and speed.
-    pub lanes: Option<u8>,
-    pub max_speed: Option<Generation>,
-    /// That port's link-achievable payload MB/s per direction (the "% of link" base).
-    pub ceiling_mbps: Option<f64>,
-}
-
-/// The root ports a PMU's place names in `topo`.
-pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
-    let root_ports = topo.functions().iter().filter(|f| f.kind == Kind::RootPort);
-    let ports: Vec<Bdf> = match *place {
-        PciePlace::RootPort { bdf } => vec![bdf],
-        PciePlace::RequesterRange { min, max } => root_ports
-            .filter(|f| {
-                (min..=max).contains(&(u16::from(f.bdf.bus) << 8 | u16::from(f.bdf.devfn())))
-            })
-            .map(|f| f.bdf)
-            .collect(),
-        PciePlace::RootBus { domain, bus } => root_ports
-            .filter(|f| f.bdf.domain == domain && f.bdf.bus == bus)
-            .map(|f| f.bdf)
-            .collect(),
-        PciePlace::Socket(socket) => root_ports
-            .filter(|f| f.numa_node == i32::try_from(socket).ok())
-            .map(|f| f.bdf)
-            .collect(),
-    };
-    let link = ports
-        .first()
-        .and_then(|b| topo.get(*b))
-        .and_then(|f| f.link);
-    PortPlacement {
-        lanes: link.and_then(|l| l.max_width.or(l.width)),
-        max_speed: link.and_then(|l| l.max_speed.or(l.speed)),
-        ceiling_mbps: match place {
-            PciePlace::RootPort { .. } => ports
-                .first()
-                .and_then(|b| path_ceiling(topo, *b))
-                .map(|c| c.achievable_mbps),
-            _ => None,
-        },
-        root_ports: ports,
-    }
-}
-
-/// Every root port some PCIe PMU of `pmus` counts, placed in `topology`.
-pub fn placed_root_ports(pmus: &[SysfsPmu], topology: &Topology) -> BTreeSet<Bdf> {
-    pmus.iter()
-        .filter_map(|p| p.place.as_ref())
-        .flat_map(|place| place_in(place, topology).root_ports)
-        .collect()
-}
-
-/// The worst case a narrow counter on a port can count per second: one event per smallest
-/// packet (an 8-byte DLLP with framing) at the link's raw rate; Gen5 x16 when the link is
-/// unknown.
-pub fn worst_case_events_per_s(placement: Option<&PortPlacement>) -> f64 {
-    let gen = placement
-        .and_then(|p| p.max_speed)
-        .unwrap_or(Generation::Gen5);
-    let lanes = placement.and_then(|p| p.lanes).unwrap_or(16);
-    raw_mbps(gen, lanes) * 1e6 / 8.0
 }
 
 /// The shortest read period pcielab keeps up (reading more often would cost more than perf).
@@ -528,7 +460,9 @@ fn host_label(attr: &EventAttr, link: Option<LinkRates>) -> EventLabel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{Function, Link};
+    use crate::pcie::Generation;
+    use crate::pmu::sysfs::PciePlace;
+    use crate::topology::{Function, Kind, Link};
 
     #[test]
     fn groups_the_dwc_driver_refuses_are_refused_per_kernel() {

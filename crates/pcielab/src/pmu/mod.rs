@@ -13,6 +13,7 @@ pub mod hostlist;
 pub mod kernel;
 pub mod list;
 pub mod perf;
+pub mod placement;
 pub mod rules;
 pub mod session;
 pub mod stat;

@@ -14,9 +14,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::linux::low_bits_mask;
 use crate::pmu::event::EventAttr;
 use crate::pmu::session::{Counts, Reading};
-use crate::pmu::sysfs::{low_bits_mask, perf_event_paranoid};
+use crate::pmu::sysfs::perf_event_paranoid;
 
 const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
@@ -371,18 +372,6 @@ extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// The workload's program as `execvp` would find it, or `None` when it does not exist.
-pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
-    if program.contains('/') {
-        let path = std::path::PathBuf::from(program);
-        return path.is_file().then_some(path);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-}
-
 /// How often to read so that no narrow counter wraps twice between reads.
 pub struct ReadPlan {
     pub interval: Option<Duration>,
@@ -539,12 +528,5 @@ mod tests {
         let err = open_counters(root.path(), &groups, &[0]).err().unwrap();
         assert_eq!(err.exit_code(), 1);
         assert!(err.message().contains("dwc_rootport_10 is gone"), "{err}");
-    }
-
-    #[test]
-    fn missing_programs_are_not_found() {
-        assert!(find_program("sh").is_some());
-        assert!(find_program("/nonexistent/pcielab-workload").is_none());
-        assert!(find_program("pcielab-no-such-program-xyz").is_none());
     }
 }

@@ -7,14 +7,12 @@
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::model::path::path_ceiling;
 use crate::model::platform::{PlatformModel, Provenance};
-use crate::model::transfer::LinkParams;
 use crate::pcie::Bdf;
 use crate::pmu::catalog::Unit;
 use crate::pmu::session::{CountOptions, CounterBackend, Counts, Reading};
 use crate::pmu::{resolve, EventSpec, PmuDevice, ResolvedEvent};
-use crate::report::thousands;
+use crate::text::thousands;
 use crate::topology::Topology;
 
 /// What a report needs to know about one event, whichever machine counted it.
@@ -59,8 +57,8 @@ impl LinkRates {
         rp: Bdf,
         platform: Option<&PlatformModel>,
     ) -> Option<LinkRates> {
-        let ceiling = path_ceiling(topo, rp)?;
-        let link = topo.get(rp).and_then(LinkParams::for_function);
+        let ceiling = topo.path_ceiling(rp)?;
+        let link = topo.get(rp).and_then(|f| f.link_params());
         Some(LinkRates {
             line_mbps: ceiling.mbps,
             achievable_mbps: ceiling.achievable_mbps,

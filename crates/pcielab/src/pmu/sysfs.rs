@@ -7,6 +7,7 @@
 //! the seed's `pcie_bdf_<hex>`), the root bus of HiSilicon (`bus` file) and Intel IIO (`dieN`)
 //! PMUs, and the socket of NVIDIA Grace's `nvidia_pcie_pmu_<n>`.
 
+use crate::linux::low_bits_mask;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -42,15 +43,6 @@ impl ConfigWord {
             "config3" => Some(ConfigWord::Config3),
             _ => None,
         }
-    }
-}
-
-/// A mask of the low `width` bits (all 64 from 64 on).
-pub fn low_bits_mask(width: u32) -> u64 {
-    if width >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << width) - 1
     }
 }
 
@@ -289,7 +281,7 @@ impl SysfsPmu {
 pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     // One CPU-list grammar in the tree, bounded at the kernel's largest NR_CPUS (a cpumask of
     // "0-4294967295" would otherwise be four billion entries).
-    crate::qos::cpuset::CpuSet::parse_list(text).map(|set| set.0.into_iter().collect())
+    crate::linux::cpuset::CpuSet::parse_list(text).map(|set| set.0.into_iter().collect())
 }
 
 /// A sysfs (or procfs) attribute's text: at most one page, as the kernel fills it, so an

@@ -11,12 +11,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::backend::{Op, QosBackend};
-use super::cpuset::CpuSet;
 use super::info::Info;
 use super::resctrl::{GroupRef, Mode, Resctrl};
 use super::schemata::Schemata;
 use crate::error::{Error, Result};
-use crate::pmu::sysfs::low_bits_mask;
+use crate::linux::cpuset::CpuSet;
+use crate::linux::low_bits_mask;
 
 /// One group as the file wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]

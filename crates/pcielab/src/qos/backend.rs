@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::cpuset::CpuSet;
 use super::resctrl::{GroupRef, Resctrl};
 use super::schemata::{Errno, Rejection};
 use crate::error::{Error, Result};
+use crate::linux::cpuset::CpuSet;
 
 /// One change to a resctrl mount, as the kernel sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]

@@ -19,12 +19,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::backend::{MonReading, Op, QosBackend};
-use super::cpuset::CpuSet;
 use super::info::{CacheResource, Info, KernelRules, MbResource, MonResource};
 use super::resctrl::{CtrlGroup, Mode, MonGroup, Resctrl};
 use super::schemata::Schemata;
 use crate::error::{Error, Result};
 use crate::input::{read_capped, ConfinedDir};
+use crate::linux::cpuset::CpuSet;
 
 /// The most any resctrl file holds that pcielab reads (a tasks file of a busy group included).
 const MAX_RESCTRL_FILE: u64 = 16 << 20;

@@ -4,7 +4,6 @@
 pub mod apply;
 pub mod backend;
 pub mod cache;
-pub mod cpuset;
 pub mod engine;
 pub mod host;
 pub mod info;

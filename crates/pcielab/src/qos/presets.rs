@@ -3,9 +3,9 @@
 //! seed article (`arm64-mpam-resctrl`) where it gives one, public facts about the part where it
 //! names one, and otherwise a stated assumption chosen to reproduce an effect the seed measured.
 
-use super::cpuset::CpuSet;
 use super::info::{CacheResource, Info, KernelRules, MbResource, MonResource};
 use crate::error::{Error, Result};
+use crate::linux::cpuset::CpuSet;
 
 /// The kernel whose resctrl rules the simulated machines follow: pid lists in one `tasks` write
 /// (since 6.7) and the MB messages from before 6.12 ("Non-decimal digit in MB value").
@@ -110,6 +110,15 @@ pub const RDT_XEON8163: Preset = Preset {
 pub const PRESETS: [&Preset; 2] = [&MPAM_SEED, &RDT_XEON8163];
 
 impl Preset {
+    /// Every preset as `--machine` names it: `sim:mpam-seed, sim:rdt-xeon8163`.
+    pub fn selectors() -> String {
+        PRESETS
+            .iter()
+            .map(|p| format!("sim:{}", p.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Look a preset up by name (`mpam-seed`, `rdt-xeon8163`).
     pub fn by_name(name: &str) -> Result<&'static Preset> {
         PRESETS
@@ -119,11 +128,7 @@ impl Preset {
             .ok_or_else(|| {
                 Error::bad_input(format!(
                     "unknown simulated QoS machine '{name}': valid are {}",
-                    PRESETS
-                        .iter()
-                        .map(|p| format!("sim:{}", p.name))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    Preset::selectors()
                 ))
             })
     }

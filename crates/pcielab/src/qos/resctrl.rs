@@ -7,10 +7,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-use super::cpuset::CpuSet;
 use super::info::Info;
 use super::schemata::{self, Errno, Rejection, Schemata};
-use crate::pmu::sysfs::low_bits_mask;
+use crate::linux::cpuset::CpuSet;
+use crate::linux::low_bits_mask;
 
 /// A group's `mode` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

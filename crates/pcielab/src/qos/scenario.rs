@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::backend::{MonReading, Op, QosBackend};
 use super::engine::{EngineConfig, Step};
+use super::presets::Preset;
 use super::sim::SimulatedResctrl;
 use crate::error::{Error, Result};
-use crate::machine::{Machine, MachineSelector};
 
 /// A scenario file.
 #[derive(Debug, Clone, Deserialize)]
@@ -261,15 +261,21 @@ impl Scenario {
         Scenario::parse(&text, &path.display().to_string())
     }
 
-    /// The scenario's machine: a simulated resctrl machine (`sim:mpam-seed`).
-    fn open_machine(&self) -> Result<Machine> {
-        let machine = Machine::open(&self.machine.parse::<MachineSelector>()?)?;
-        machine.simulated_resctrl(None, false)?;
-        Ok(machine)
+    /// The scenario's machine: a simulated resctrl machine (`sim:mpam-seed`), the only kind an
+    /// experiment with simulated workloads can run on.
+    fn preset(&self) -> Result<&'static Preset> {
+        match self.machine.strip_prefix("sim:") {
+            Some(name) => Preset::by_name(name),
+            None => Err(Error::bad_input(format!(
+                "'{}' is not a simulated resctrl machine: scenarios run simulated workloads, on {}",
+                self.machine,
+                Preset::selectors()
+            ))),
+        }
     }
 
     fn check(&self, origin: &str) -> Result<()> {
-        self.open_machine()
+        self.preset()
             .map_err(|e| Error::bad_input(format!("{origin}: machine: {e}")))?;
         if self.series.is_empty() {
             return Err(Error::bad_input(format!("{origin}: no [[series]]")));
@@ -364,7 +370,7 @@ impl Scenario {
     /// Run every series and value.
     pub fn run(&self) -> Result<Outcome> {
         let started = Instant::now();
-        let machine = self.open_machine()?;
+        let preset = self.preset()?;
         let mut lines: Vec<Line> = Vec::new();
         for series in &self.series {
             let values: Vec<String> = if self.x == XFrom::Time && series.values.is_empty() {
@@ -382,9 +388,8 @@ impl Scenario {
                 });
             }
             for value in &values {
-                let mut sim = machine
-                    .simulated_resctrl(None, false)?
-                    .with_config(self.config());
+                let mut sim =
+                    SimulatedResctrl::open(preset, None, false)?.with_config(self.config());
                 let pids = self.setup(&mut sim, series, value)?;
                 if self.x == XFrom::Time {
                     self.timeline(&mut sim, series, value, &pids, &mut lines[first_line..])?;

@@ -12,13 +12,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::backend::{MonReading, Op, QosBackend};
-use super::cpuset::CpuSet;
 use super::engine::{Engine, EngineConfig, Step};
 use super::presets::Preset;
 use super::resctrl::{GroupRef, Resctrl};
 use super::schemata;
 use super::workload::{self, Workload};
 use crate::error::{Error, Result};
+use crate::linux::cpuset::CpuSet;
 
 /// The most model steps one run of the simulated machine takes (each costs cache accesses).
 pub const MAX_STEPS: usize = 100_000;

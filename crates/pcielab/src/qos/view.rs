@@ -139,12 +139,12 @@ impl ShowView {
         // in a group name, so they are shown escaped.
         out += &format!(
             "last_cmd_status: {}\n",
-            crate::report::printable(&self.last_cmd_status)
+            crate::text::printable(&self.last_cmd_status)
         );
         for g in &self.groups {
             out += &format!(
                 "\ngroup {} (closid {}, rmid {}, {})\n",
-                crate::report::printable(&g.name),
+                crate::text::printable(&g.name),
                 g.closid,
                 g.rmid,
                 g.mode
@@ -164,7 +164,7 @@ impl ShowView {
             for m in &g.mon_groups {
                 out += &format!(
                     "  mon_group {} (rmid {}) tasks {} cpus_list {}\n",
-                    crate::report::printable(&m.name),
+                    crate::text::printable(&m.name),
                     m.rmid,
                     list(&m.tasks),
                     if m.cpus_list.is_empty() {
@@ -224,7 +224,7 @@ pub fn monitor_text(rows: &[MonitorRow]) -> String {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     let names: Vec<String> = rows
         .iter()
-        .map(|r| crate::report::printable(&r.group))
+        .map(|r| crate::text::printable(&r.group))
         .collect();
     let width = names.iter().map(String::len).max().unwrap_or(5).max(5);
     let mut out = format!(

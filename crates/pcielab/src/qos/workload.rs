@@ -6,10 +6,10 @@
 //! buffer the size of the LLC), and `online-service` (pcielab's stand-in for SPECjbb: random
 //! accesses over a shared working set between bursts of compute, reporting operations/s).
 
-use super::cpuset::CpuSet;
 use super::presets::Preset;
 use crate::error::{Error, Result};
 use crate::input::{in_range, parse_in_range};
+use crate::linux::cpuset::CpuSet;
 
 /// The access pattern of one program.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,22 +55,6 @@ pub const MAX_THREADS: u32 = 65_536;
 
 /// The largest buffer or working set a simulated program may use (1 TiB).
 pub const MAX_FOOTPRINT: u64 = 1 << 40;
-
-/// Parse a size the way lmbench does: a number with an optional k/K, m/M or g/G suffix (powers
-/// of 1024).
-pub fn parse_size(text: &str) -> Option<u64> {
-    let (digits, mult) = match text.chars().last()? {
-        'k' | 'K' => (&text[..text.len() - 1], 1u64 << 10),
-        'm' | 'M' => (&text[..text.len() - 1], 1 << 20),
-        'g' | 'G' => (&text[..text.len() - 1], 1 << 30),
-        _ => (text, 1),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|v| v.checked_mul(mult))
-        .filter(|v| *v <= MAX_FOOTPRINT)
-}
 
 fn bad(command: &str, what: impl std::fmt::Display) -> Error {
     Error::bad_input(format!(
@@ -212,8 +196,11 @@ pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
             })
             .transpose()
     };
-    let size_arg =
-        |text: &str| parse_size(text).ok_or_else(|| bad(command, format!("bad size '{text}'")));
+    let size_arg = |text: &str| {
+        crate::units::parse_size(text)
+            .filter(|v| *v <= MAX_FOOTPRINT)
+            .ok_or_else(|| bad(command, format!("bad size '{text}'")))
+    };
     if let Some(p) = count("-P")? {
         threads = p;
     }

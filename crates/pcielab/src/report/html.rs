@@ -357,7 +357,7 @@ fn stat_body(doc: &StatDoc) -> Result<String> {
         t.row_marked(
             vec![
                 e.event.clone(),
-                e.count.map_or("-".into(), crate::report::thousands),
+                e.count.map_or("-".into(), crate::text::thousands),
                 e.unit.clone(),
                 optional(e.bandwidth_mbps),
                 optional(e.link_percent),
@@ -384,7 +384,7 @@ fn stat_body(doc: &StatDoc) -> Result<String> {
             let mut row = vec![value_text(interval.time_s)];
             row.extend(interval.events.iter().map(|e| match e.bandwidth_mbps {
                 Some(bw) => value_text(bw),
-                None => e.count.map_or("-".into(), crate::report::thousands),
+                None => e.count.map_or("-".into(), crate::text::thousands),
             }));
             t.row(row);
         }

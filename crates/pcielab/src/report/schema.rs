@@ -6,7 +6,6 @@
 use schemars::{JsonSchema, Schema};
 use serde_json::json;
 
-use super::schema_tag;
 use crate::lab::argv::QemuPlan;
 use crate::lab::check::CheckReport;
 use crate::lab::mmio::MmioReport;
@@ -15,7 +14,6 @@ use crate::lab::p2pcopy::CopyReport;
 use crate::lab::session::RunReport;
 use crate::machine::presets::PresetList;
 use crate::model::fit::{FitReport, PredictionReport};
-use crate::model::p2p::Report as P2pReport;
 use crate::model::platform::IrqPrediction;
 use crate::model::sweep::SizeSweep;
 use crate::observe::cost::ObserveCost;
@@ -26,6 +24,8 @@ use crate::pmu::stat::StatDocument;
 use crate::qos::apply::Report as ApplyReport;
 use crate::qos::scenario::Outcome;
 use crate::qos::view::{MonitorDocument, ShowView};
+use crate::text::schema_tag;
+use crate::topology::p2p::Report as P2pReport;
 use crate::topology::render::TopologyJson;
 
 /// Every document kind that has a schema, with it.

@@ -5,7 +5,7 @@
 //! bundles; `counters` derives every PMU event from that record.
 
 pub mod config;
-mod counters;
+pub mod counters;
 pub mod device;
 mod emission;
 pub mod engine;
@@ -13,8 +13,6 @@ pub mod fio;
 pub mod stat;
 pub mod tlp;
 pub mod workload;
-
-pub use counters::{Errors, Residency, SimBackend};
 
 use std::collections::BTreeMap;
 
@@ -157,7 +155,7 @@ impl SimulatedPcie {
     fn link_capacity(&self, at: Bdf) -> f64 {
         self.topology
             .get(at)
-            .and_then(LinkParams::for_function)
+            .and_then(|f| f.link_params())
             .map_or(f64::INFINITY, |l| l.capacity_mbps(Overheads::Full) * 1e-3)
     }
 

@@ -12,15 +12,17 @@ use crate::error::{Error, Result};
 use crate::pmu::counters::{
     dry_run_is_for_hosts, Counters, PmuListing, StatDone, StatEnd, StatRequest,
 };
-use crate::pmu::host::{place_in, worst_case_events_per_s, wrap_plan};
+use crate::pmu::host::wrap_plan;
 use crate::pmu::list::only_pmu;
+use crate::pmu::placement::{place_in, worst_case_events_per_s};
 use crate::pmu::session::{CountOptions, DEFAULT_MUX_INTERVAL_NS};
 use crate::pmu::stat::{count_events, resolve_groups, LinkRates, StatOutcome};
 use crate::pmu::sysfs::PciePlace;
 use crate::pmu::{no_rockchip_pmu, parse_event_list, PmuDevice, ResolvedEvent};
 
+use super::counters::SimBackend;
 use super::workload::{self, Workload};
-use super::{SimBackend, SimRun, SimulatedPcie};
+use super::{SimRun, SimulatedPcie};
 
 /// A finished simulated `stat` run.
 pub struct StatRun {

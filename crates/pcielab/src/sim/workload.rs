@@ -183,7 +183,7 @@ fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
             "--sizes" => {
                 test.sizes = value
                     .split(',')
-                    .map(|s| fio::parse_size(s).filter(|n| *n > 0))
+                    .map(|s| crate::units::parse_size(s).filter(|n| *n > 0))
                     .collect::<Option<Vec<u64>>>()
                     .ok_or_else(|| bad("sizes such as 64,256,4K,1M"))?;
                 for &size in &test.sizes {

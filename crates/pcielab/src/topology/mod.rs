@@ -4,9 +4,11 @@
 //! consume it. This module owns the data model and tree navigation only.
 
 pub mod check;
+pub mod config_space;
 pub mod export;
 pub mod generate;
 pub mod health;
+pub mod p2p;
 pub mod pciids;
 pub mod readplan;
 pub mod render;
@@ -16,7 +18,10 @@ pub mod sysfs;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::pcie::{Bdf, Generation};
+use crate::model::path::{path_ceiling, PathCeiling};
+use crate::model::transfer::LinkParams;
+pub use crate::pcie::link::Link;
+use crate::pcie::Bdf;
 
 /// What role a function plays in the hierarchy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -56,36 +61,6 @@ impl Kind {
             Kind::RcEndpoint => "rc_endpoint",
             Kind::PciBridge => "pci_bridge",
         }
-    }
-}
-
-/// Link capability (LnkCap) and status (LnkSta) of a function's PCIe link. `None` means the
-/// register said "unknown"/reserved (QEMU's integrated endpoints report that).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Link {
-    pub max_speed: Option<Generation>,
-    pub max_width: Option<u8>,
-    pub speed: Option<Generation>,
-    pub width: Option<u8>,
-}
-
-impl Link {
-    /// A link whose capability (LnkCap) and trained state (LnkSta) are both known, each given as
-    /// (speed, width).
-    pub const fn trained(max: (Generation, u8), current: (Generation, u8)) -> Link {
-        Link {
-            max_speed: Some(max.0),
-            max_width: Some(max.1),
-            speed: Some(current.0),
-            width: Some(current.1),
-        }
-    }
-
-    /// The link trained below what it is capable of (lspci's "(downgraded)").
-    pub fn is_downgraded(&self) -> bool {
-        let slower = matches!((self.speed, self.max_speed), (Some(s), Some(m)) if s < m);
-        let narrower = matches!((self.width, self.max_width), (Some(w), Some(m)) if w < m);
-        slower || narrower
     }
 }
 
@@ -154,6 +129,22 @@ pub struct Function {
 }
 
 impl Function {
+    /// The link above this function as it is trained now, with its programmed MPS and MRRS
+    /// (the spec's reset defaults, 128 and 512, where the function does not say). `None` when
+    /// the function reports no trained link.
+    pub fn link_params(&self) -> Option<LinkParams> {
+        let link = self.link?;
+        let (gen, width) = (link.speed?, link.width?);
+        if width == 0 {
+            return None;
+        }
+        Some(LinkParams {
+            mps: self.mps.map_or(128, u32::from),
+            mrrs: self.mrrs.map_or(512, u32::from),
+            ..LinkParams::new(gen, width)
+        })
+    }
+
     /// A function with identity and kind only; everything else unknown.
     pub fn new(bdf: Bdf, vendor: u16, device: u16, class: u32, kind: Kind) -> Function {
         Function {
@@ -236,12 +227,24 @@ impl Topology {
         }
         path
     }
+
+    /// The bandwidth ceiling of `bdf`'s path to its root complex, with the limiting link, as
+    /// the kernel's `pcie_bandwidth_available()` finds it. `None` when no link on the path
+    /// reports a trained speed and width.
+    pub fn path_ceiling(&self, bdf: Bdf) -> Option<PathCeiling> {
+        path_ceiling(
+            self.path_to_root(bdf)
+                .into_iter()
+                .filter_map(|f| f.link.map(|l| (f.bdf, l, f.link_params()))),
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::pcie::bdf;
+    use crate::pcie::Generation;
 
     #[test]
     fn navigation_follows_parents() {
@@ -269,5 +272,33 @@ mod tests {
         link.width = Some(4);
         link.speed = Some(Generation::Gen2);
         assert!(link.is_downgraded());
+    }
+
+    #[test]
+    fn params_from_a_function_use_its_trained_link_and_settings() {
+        use Generation::{Gen3, Gen4};
+        let mut nvme = Function::new(bdf("01:00.0"), 0x144d, 0xa808, 0x010802, Kind::Endpoint);
+        assert_eq!(nvme.link_params(), None);
+        nvme.link = Some(Link::trained((Gen4, 4), (Gen3, 2)));
+        let l = nvme.link_params().unwrap();
+        assert_eq!((l.gen, l.width, l.mps, l.mrrs), (Gen3, 2, 128, 512));
+        nvme.mps = Some(256);
+        nvme.mrrs = Some(4096);
+        let l = nvme.link_params().unwrap();
+        assert_eq!((l.mps, l.mrrs), (256, 4096));
+    }
+
+    #[test]
+    fn path_ceiling_walks_to_the_root_and_names_the_slowest_link() {
+        let mut rp = Function::new(bdf("00:02.0"), 0x1ded, 0x8000, 0x060400, Kind::RootPort);
+        rp.link = Some(Link::trained((Generation::Gen5, 4), (Generation::Gen2, 2)));
+        let mut sata = Function::new(bdf("04:00.0"), 0x1b4b, 0x9235, 0x010601, Kind::Endpoint);
+        sata.parent = Some(rp.bdf);
+        sata.link = Some(Link::trained((Generation::Gen2, 2), (Generation::Gen2, 2)));
+        let topo = Topology::new(vec![rp, sata]);
+        let c = topo.path_ceiling(bdf("04:00.0")).unwrap();
+        assert_eq!(c.limiting.to_string(), "0000:04:00.0");
+        assert!((c.mbps - 1000.0).abs() < 1e-9);
+        assert_eq!(c.kernel_mbit, 8000);
     }
 }

@@ -7,11 +7,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::model::path::{path_ceiling, PathCeiling};
+use crate::model::path::PathCeiling;
 use crate::model::platform::{PlatformModel, Provenance};
-use crate::model::transfer::LinkParams;
 use crate::pcie::{Bdf, Generation};
-use crate::report::round_to;
+use crate::text::round_to;
 use crate::topology::check::warnings;
 use crate::topology::spec::{aspm_name, Platform};
 use crate::topology::{Function, Kind, Link, Topology};
@@ -102,7 +101,7 @@ const MBPS_DECIMALS: i32 = 3;
 /// An endpoint's streaming DMA (write, read) MB/s on its own link, as `model` predicts it.
 fn platform_dma(model: Option<&PlatformModel>, f: &Function) -> Option<(f64, f64, Provenance)> {
     let model = model.filter(|_| f.kind == Kind::Endpoint)?;
-    Some(model.streaming_dma_mbps(&LinkParams::for_function(f)?))
+    Some(model.streaming_dma_mbps(&f.link_params()?))
 }
 
 /// The JSON view of a platform, with `model`'s predictions on its endpoints' links.
@@ -113,7 +112,7 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
         .functions()
         .iter()
         .map(|f| {
-            let ceiling = path_ceiling(topo, f.bdf);
+            let ceiling = topo.path_ceiling(f.bdf);
             let dma = platform_dma(model, f);
             FunctionJson {
                 bdf: f.bdf.to_string(),
@@ -231,7 +230,7 @@ fn function_line(topo: &Topology, model: Option<&PlatformModel>, f: &Function) -
         }
     }
     if f.link.is_some() {
-        if let Some(c) = path_ceiling(topo, f.bdf) {
+        if let Some(c) = topo.path_ceiling(f.bdf) {
             let _ = write!(line, " | {}", ceiling_text(&c, f.bdf));
         }
     }
@@ -297,7 +296,7 @@ fn missing_ceilings_note(topo: &Topology) -> Option<String> {
         .collect();
     let without: Vec<String> = devices
         .iter()
-        .filter(|f| path_ceiling(topo, f.bdf).is_none())
+        .filter(|f| topo.path_ceiling(f.bdf).is_none())
         .map(|f| f.bdf.to_string())
         .collect();
     if without.is_empty() {

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use toml::Spanned;
 
 use crate::error::{Error, Result};
-use crate::pcie::config::{has_express, kind_of};
 use crate::pcie::{Bdf, Generation};
+use crate::topology::config_space::{has_express, kind_of};
 use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
 
 /// A described platform: the hierarchy plus what the simulator needs beyond it.

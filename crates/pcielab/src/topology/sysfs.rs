@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::input::read_capped;
-use crate::pcie::config::{decode, kind_of, Decoded};
 use crate::pcie::{Bdf, Generation};
+use crate::topology::config_space::{decode, kind_of, Decoded};
 use crate::topology::{Function, Kind, Link, Topology};
 
 /// Reads the PCI functions under `pci_dir` (a directory holding `devices/`).
@@ -212,11 +212,11 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
         .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
     f.driver = fs::read_link(dir.join("driver")).ok().and_then(|t| {
         t.file_name()
-            .map(|n| crate::report::printable(&n.to_string_lossy()))
+            .map(|n| crate::text::printable(&n.to_string_lossy()))
     });
     f.name = read_text(dir, "label")
         .filter(|l| !l.is_empty())
-        .map(|l| crate::report::printable(&l));
+        .map(|l| crate::text::printable(&l));
     let inferred = !d.capabilities_read;
     // ACS lives in the extended space (from 0x100); a PCI Express function read shorter than
     // that may have it, and nothing says whether it does.

@@ -4,8 +4,8 @@
 //! config space that the kernel's and lspci's decoders read back to the same values. The two are
 //! inverse on everything the topology model holds; a test keeps them so.
 
+use super::{Acs, Aspm, Function, Kind, Link};
 use crate::pcie::Generation;
-use crate::topology::{Acs, Aspm, Function, Kind, Link};
 
 /// Size of a PCI Express function's config space (with extended capabilities).
 pub const EXTENDED_SIZE: usize = 4096;

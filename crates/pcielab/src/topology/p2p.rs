@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
+use super::{Function, Kind, Topology};
 use crate::pcie::Bdf;
-use crate::topology::{Function, Kind, Topology};
 
 /// ACS control bits that redirect peer-to-peer requests upstream: P2P Request Redirect,
 /// P2P Completion Redirect and P2P Egress Control (PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC).

@@ -1,0 +1,174 @@
+//! The text of what pcielab prints, for every floor: numbers rounded as reports print and
+//! compare them, counts with thousands separators, names and messages made safe for a terminal,
+//! and the tagged text of a `--json` document. The JSON Schemas of those documents live with
+//! the report (`report::schema`), the top floor that sees every document type.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// `value` rounded to `decimals` places, for numbers that reports print or compare.
+pub fn round_to(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (value * scale).round() / scale
+}
+
+/// The longest line of a message printed to a terminal; a parser that quotes the offending line
+/// of a file with one 100 KB line would otherwise flood it. Far longer than any line pcielab
+/// writes itself (paths and kernel lines included).
+pub const MAX_MESSAGE_LINE: usize = 2000;
+
+/// `text` (a label, a name read from a file) as a terminal shows it and does not obey it:
+/// every control character (escape sequences, newlines) escaped.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_printable(&mut out, text);
+    out
+}
+
+/// [`printable`] appended to `out`, for a caller filling one buffer (a `top` frame's cells).
+pub fn push_printable(out: &mut String, text: &str) {
+    // Almost every name has nothing to escape: one scan, one copy.
+    if !text.chars().any(char::is_control) {
+        out.push_str(text);
+        return;
+    }
+    for c in text.chars() {
+        push_shown(out, c, false);
+    }
+}
+
+/// Append `c`, escaped when it is a control character (but a tab with `keep_tabs`).
+fn push_shown(out: &mut String, c: char, keep_tabs: bool) {
+    if c.is_control() && !(keep_tabs && c == '\t') {
+        out.extend(c.escape_default());
+    } else {
+        out.push(c);
+    }
+}
+
+/// `message` as it may reach a terminal: control characters other than newline and tab escaped
+/// (an escape sequence quoted from a user's file is shown, not obeyed) and every line cut at
+/// [`MAX_MESSAGE_LINE`] characters, saying how many more there were.
+pub fn terminal_text(message: &str) -> String {
+    let lines: Vec<String> = message
+        .split('\n')
+        .map(|line| {
+            let mut out = String::new();
+            let mut shown = 0;
+            let mut chars = line.chars();
+            for c in chars.by_ref() {
+                push_shown(&mut out, c, true);
+                shown += 1;
+                if shown == MAX_MESSAGE_LINE {
+                    break;
+                }
+            }
+            let more = chars.count();
+            if more > 0 {
+                out.push_str(&format!("… ({more} more characters)"));
+            }
+            out
+        })
+        .collect();
+    lines.join("\n")
+}
+
+/// `1234567` -> `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The `schema` tag of a `--json` document of `kind` (`stat`, `topo`, …): what a script checks
+/// before trusting the fields, and the name of its JSON Schema in docs/json/.
+pub fn schema_tag(kind: &str) -> String {
+    format!("pcielab.{kind}/v1")
+}
+
+/// `value` as a `--json` document of `kind`: its own fields plus `"schema": "pcielab.<kind>/v1"`.
+pub fn tagged<T: Serialize>(kind: &str, value: &T) -> Result<serde_json::Value> {
+    let mut doc = serde_json::to_value(value)
+        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+    let serde_json::Value::Object(fields) = &mut doc else {
+        return Err(Error::runtime(format!(
+            "a pcielab.{kind} document must be a JSON object to carry its schema tag"
+        )));
+    };
+    fields.insert("schema".to_string(), schema_tag(kind).into());
+    Ok(doc)
+}
+
+/// A `--json` document of `kind` as printed: pretty JSON with its `schema` tag, ending in a
+/// newline.
+pub fn json_text<T: Serialize>(kind: &str, value: &T) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(&tagged(kind, value)?)
+        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_escapes_every_control_character() {
+        assert_eq!(printable("p1\x1b[2J\nx\ty"), "p1\\u{1b}[2J\\nx\\ty");
+        assert_eq!(printable("Slot 1 (ü)"), "Slot 1 (ü)");
+    }
+
+    #[test]
+    fn terminal_text_escapes_controls_and_cuts_long_lines() {
+        assert_eq!(
+            terminal_text("bad \x1b[31mname\x07\n\tnext"),
+            "bad \\u{1b}[31mname\\u{7}\n\tnext"
+        );
+        let long = format!("x = {}", "[".repeat(100_000));
+        let shown = terminal_text(&format!("{long}\nend"));
+        assert!(shown.len() < MAX_MESSAGE_LINE + 40, "{}", shown.len());
+        assert!(
+            shown.contains(&format!(
+                "… ({} more characters)\nend",
+                100_004 - MAX_MESSAGE_LINE
+            )),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn round_to_keeps_the_given_places() {
+        assert_eq!(round_to(3938.461538, 2), 3938.46);
+        assert_eq!(round_to(3938.4615, 3), 3938.462);
+        assert_eq!(round_to(0.0049, 2), 0.0);
+        assert_eq!(round_to(-1.26, 1), -1.3);
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(536_910_432), "536,910,432");
+        assert_eq!(thousands(6_777_637_176), "6,777,637,176");
+    }
+
+    #[test]
+    fn json_text_is_pretty_tagged_and_ends_in_a_newline() {
+        let doc = serde_json::json!({"ok": true, "pairs": [1, 2]});
+        assert_eq!(
+            json_text("demo", &doc).unwrap(),
+            "{\n  \"ok\": true,\n  \"pairs\": [\n    1,\n    2\n  ],\n  \"schema\": \"pcielab.demo/v1\"\n}\n"
+        );
+        let bad: std::collections::BTreeMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let e = json_text("demo", &bad).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().starts_with("JSON encoding failed: "), "{e}");
+    }
+}
