@@ -2,6 +2,7 @@
 //! arguments to library calls and prints. Exit codes: 0 ok, 1 runtime failure, 2 bad input.
 
 mod commands;
+mod machine_arg;
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 

@@ -11,7 +11,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use pcielab::machine::{Machine, MachineSelector};
+use pcielab::machine::Machine;
 use pcielab::observe::{rates, Observer, Source};
 use pcielab::pcie::Bdf;
 
@@ -24,10 +24,7 @@ fn fixture_pmus() -> std::path::PathBuf {
 /// A root with yitian710's PCI tree and the fixture PMUs counting with msr's type.
 fn host_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
-    let platform = "sim:yitian710"
-        .parse::<MachineSelector>()
-        .unwrap()
-        .open()
+    let platform = pcielab::machine::read_spec("yitian710")
         .unwrap();
     pcielab::topology::export::export_sysfs(&platform.topology, &root.path().join("sys/bus/pci"))
         .unwrap();
@@ -77,10 +74,7 @@ fn bdf(text: &str) -> Bdf {
 #[test]
 fn root_port_pmus_give_pmu_traffic_at_the_tsc_rate_perf_reads() {
     let root = host_root();
-    let host = Machine::open(&MachineSelector::Host {
-        root: root.path().to_path_buf(),
-    })
-    .unwrap();
+    let host = Machine::host_at(root.path().to_path_buf());
     let mut observer =
         Observer::open(&host, &[], |p| panic!("unexpected read of {}", p.display())).unwrap();
     assert_eq!(observer.warnings(), &[] as &[String]);

@@ -3,12 +3,13 @@
 //! measures CPU loads and stores to a BAR (predicted by the platform model on `sim:`); `bench
 //! irq` predicts back-to-back interrupt delivery on `sim:`. Argument wiring only.
 
+use crate::machine_arg::MachineArg;
 use clap::{Args as ClapArgs, Subcommand};
 
 use super::number_in;
 use pcielab::lab::mmio::{self, MmioOptions, Operation};
 use pcielab::lab::p2pcopy::{self, CopyOptions};
-use pcielab::machine::{Machine, MachineSelector};
+use pcielab::machine::PcieSource;
 use pcielab::model::platform::IrqKind;
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
@@ -128,9 +129,8 @@ pub struct MmioArgs {
     /// Access a BAR even though a driver owns the function
     #[arg(long)]
     pub force: bool,
-    /// host (default) or sim:PRESET / sim:FILE.toml for a prediction
-    #[arg(long, default_value = "host")]
-    pub machine: String,
+    #[command(flatten)]
+    pub machine: MachineArg,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
@@ -141,9 +141,8 @@ pub struct IrqArgs {
     /// msi or elbi
     #[arg(long, default_value = "msi")]
     pub kind: String,
-    /// A simulated machine: sim:PRESET or sim:FILE.toml
-    #[arg(long)]
-    pub machine: String,
+    #[command(flatten)]
+    pub machine: MachineArg,
     /// The endpoint whose link carries the interrupt [default: the first endpoint with a link]
     #[arg(long)]
     pub device: Option<Bdf>,
@@ -207,10 +206,10 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         force: args.force,
         root: std::path::PathBuf::from("/"),
     };
-    let machine = args.machine.parse::<Machine>()?;
-    let report = match machine.selector() {
-        MachineSelector::Host { root } => mmio::measure(&MmioOptions {
-            root: root.clone(),
+    let machine = args.machine.open()?;
+    let report = match machine.pcie_source()? {
+        PcieSource::Sysfs { root, live: true } => mmio::measure(&MmioOptions {
+            root: root.to_path_buf(),
             ..options
         })?,
         _ => {
@@ -229,7 +228,10 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
 
 fn run_irq(args: IrqArgs) -> Result<()> {
     let kind = IrqKind::parse(&args.kind)?;
-    let machine = args.machine.parse::<Machine>()?.simulated_pcie()?;
+    let machine = args
+        .machine
+        .open_required("bench irq predicts on a simulated machine (sim:PRESET or sim:FILE.toml)")?
+        .simulated_pcie()?;
     let device = match args.device {
         Some(bdf) => endpoint(&machine.topology, bdf, &machine.name, "bench irq --device")?,
         None => machine

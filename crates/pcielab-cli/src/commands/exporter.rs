@@ -2,10 +2,10 @@
 //! metrics at `/metrics` (library: `pcielab::observe` and `observe::exporter`). On `sim:` a
 //! workload after `--` plays in real time while it serves.
 
+use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
 use std::io::Write;
 
-use pcielab::machine::Machine;
 use pcielab::observe::exporter::{self, DEFAULT_LISTEN};
 use pcielab::observe::Observer;
 use pcielab::text::json_text;
@@ -29,9 +29,8 @@ pcielab_aer_rootport_errors_total{severity}, pcielab_pmu_present, pcielab_machin
 Only GET/HEAD /metrics is served; everything else is 404/405/4xx. Loopback only unless
 --allow-remote. The address it serves goes to stderr (useful with port 0).")]
 pub struct Args {
-    /// host, snapshot:DIR, sim:PRESET or sim:FILE.toml
-    #[arg(long, default_value = "host")]
-    pub machine: String,
+    #[command(flatten)]
+    pub machine: MachineArg,
     /// IP:PORT to listen on (port 0: any free port, printed on stderr)
     #[arg(long, value_name = "IP:PORT", default_value = DEFAULT_LISTEN)]
     pub listen: String,
@@ -50,7 +49,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine: Machine = args.machine.parse()?;
+    let machine = args.machine.open()?;
     let addr = exporter::listen_address(&args.listen, args.allow_remote)?;
     let mut observer = Observer::open(&machine, &args.workload, |p| {
         pcielab::input::read_input_file(p, "fio job file")

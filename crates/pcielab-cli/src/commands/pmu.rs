@@ -1,8 +1,8 @@
 //! `pcielab pmu list`: the PCIe PMU devices a machine has, the root port each counts, and every
 //! event of its catalog (names, encoding, group, unit).
 
+use crate::machine_arg::MachineArg;
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::machine::Machine;
 use pcielab::text::json_text;
 use pcielab::Result;
 
@@ -32,9 +32,8 @@ The JSON shape is documented in docs/pmu.md.")]
 
 #[derive(ClapArgs)]
 struct ListArgs {
-    /// Where facts come from: host, snapshot:DIR, sim:PRESET or sim:FILE.toml
-    #[arg(long, default_value = "host")]
-    machine: String,
+    #[command(flatten)]
+    machine: MachineArg,
     /// Print JSON (shape in docs/pmu.md)
     #[arg(long)]
     json: bool,
@@ -50,7 +49,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn run_list(args: ListArgs) -> Result<()> {
-    let machine = args.machine.parse::<Machine>()?;
+    let machine = args.machine.open()?;
     let listing = machine.counters()?.list(args.pmu.as_deref())?;
     let name = machine.to_string();
     if args.json {

@@ -2,13 +2,13 @@
 //! mount or a simulated MPAM/RDT machine. Argument wiring only; the rules live in
 //! `pcielab::qos`.
 
+use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::number_in;
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::linux::cpuset::{CpuSet, MAX_CPUS};
-use pcielab::machine::{Machine, MachineSelector};
 use pcielab::qos::apply;
 use pcielab::qos::backend::{Op, QosBackend, QosOptions};
 use pcielab::qos::view;
@@ -34,9 +34,8 @@ pub struct Args {
 
 #[derive(ClapArgs, Clone)]
 struct MachineArgs {
-    /// host, sim:mpam-seed or sim:rdt-xeon8163
-    #[arg(long, default_value = "host")]
-    machine: String,
+    #[command(flatten)]
+    machine: MachineArg,
     /// Host: the resctrl mount to use instead of /sys/fs/resctrl
     #[arg(long, value_name = "DIR")]
     resctrl: Option<PathBuf>,
@@ -141,7 +140,7 @@ enum QosCommand {
 /// simulated machine without `--state` (whose change is lost when pcielab exits) is worth a note;
 /// reading one (`show`, `monitor`, `apply --dry-run`) is not.
 fn open(m: &MachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
-    let machine = m.machine.parse::<Machine>()?;
+    let machine = m.machine.open()?;
     let backend = machine.qos(&QosOptions {
         resctrl_dir: m.resctrl.clone(),
         state: m.state.clone(),
@@ -149,7 +148,7 @@ fn open(m: &MachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
         precheck: !m.no_precheck,
     })?;
     if changes
-        && matches!(machine.selector(), MachineSelector::SimPreset { .. })
+        && machine.is_simulated()
         && m.state.is_none()
     {
         eprintln!(

@@ -2,11 +2,11 @@
 //! the JSON results given with `--from`, each drawn and tabled. Wiring only; the page is
 //! `pcielab::report::html`, the pictures `pcielab::plot`.
 
+use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
 use pcielab::input::write_output;
-use pcielab::machine::Machine;
 use pcielab::plot::document::{view_of, Document, Kind};
 use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::topology::render;
@@ -27,10 +27,8 @@ kind is told from the file's fields). The page has no script and no URL: it open
 prints one section per page. Shape of the page: docs/report.md."
 )]
 pub struct Args {
-    /// The machine to describe: host, snapshot:DIR, sim:PRESET or sim:FILE.toml (left out:
-    /// only the results)
-    #[arg(long)]
-    machine: Option<String>,
+    #[command(flatten)]
+    machine: MachineArg,
     /// A result file (the --json output of a pcielab command); repeatable
     #[arg(long = "from", value_name = "RESULT.json")]
     from: Vec<PathBuf>,
@@ -40,7 +38,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if args.machine.is_none() && args.from.is_empty() {
+    if !args.machine.is_given() && args.from.is_empty() {
         return Err(Error::bad_input(
             "nothing to report: give --machine M, --from RESULT.json, or both",
         ));
@@ -56,9 +54,8 @@ pub fn run(args: Args) -> Result<()> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let machine = match &args.machine {
-        Some(name) => {
-            let machine = Machine::open(&name.parse()?)?;
+    let machine = match args.machine.open_given()? {
+        Some(machine) => {
             Some(MachineFacts {
                 selector: machine.selector().to_string(),
                 topology: {

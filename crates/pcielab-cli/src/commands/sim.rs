@@ -2,11 +2,11 @@
 //! simulated processes a `--state` machine runs (`sim spawn`, `sim kill`, `sim presets`).
 //! Argument wiring only; the model lives in `pcielab::qos`.
 
+use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::presets::catalog;
-use pcielab::machine::Machine;
 use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
 use pcielab::qos::scenario::Scenario;
@@ -45,9 +45,8 @@ enum SimCommand {
     /// Start a simulated process (the MPAM/resctrl article's command lines: numactl, bw_mem, stress-ng) on a --state machine; prints its pid
     #[command(after_help = EXAMPLES)]
     Spawn {
-        /// sim:mpam-seed or sim:rdt-xeon8163
-        #[arg(long)]
-        machine: String,
+        #[command(flatten)]
+        machine: MachineArg,
         /// State file of the machine (created if missing)
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
@@ -60,9 +59,8 @@ enum SimCommand {
     Kill {
         /// pid printed by sim spawn
         pid: u32,
-        /// sim:mpam-seed or sim:rdt-xeon8163
-        #[arg(long)]
-        machine: String,
+        #[command(flatten)]
+        machine: MachineArg,
         /// State file of the machine
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
@@ -72,8 +70,8 @@ enum SimCommand {
     Presets,
 }
 
-fn machine(name: &str, state: &std::path::Path) -> Result<SimulatedResctrl> {
-    name.parse::<Machine>()?
+fn machine(m: &MachineArg, state: &std::path::Path) -> Result<SimulatedResctrl> {
+    m.open_required("sim spawn and sim kill run on a simulated resctrl machine (sim:mpam-seed or sim:rdt-xeon8163)")?
         .simulated_resctrl(Some(state), false)
 }
 

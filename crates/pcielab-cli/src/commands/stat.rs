@@ -2,11 +2,11 @@
 //! `sim:` machines the workload is simulated (`fio …`, `dmatest …`, `nettest …`, `sleep S`); on
 //! the live host (`--machine host`) it is a real command counted through perf_event_open.
 
+use crate::machine_arg::MachineArg;
 use super::number_in;
 use clap::Args as ClapArgs;
 use std::path::Path;
 
-use pcielab::machine::Machine;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
@@ -61,9 +61,8 @@ result as the tool does (the Rockchip guide's tables); `pcielab top` shows those
 derived from disk and NIC counters, and `pcielab model --platform` the predicted DMA rates."
 )]
 pub struct Args {
-    /// Where facts come from: host or sim:PRESET / sim:FILE.toml
-    #[arg(long, default_value = "host")]
-    pub machine: String,
+    #[command(flatten)]
+    pub machine: MachineArg,
     /// Count system-wide, on all CPUs (required: PCIe PMUs are uncore PMUs)
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,
@@ -103,7 +102,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine = args.machine.parse::<Machine>()?;
+    let machine = args.machine.open()?;
     let counters = machine.counters()?;
     if args.dry_run {
         print!("{}", counters.dry_run(&args.events)?);

@@ -3,6 +3,7 @@
 //! `pcielab::observe::top` for the view, its keys, text and painting). This file only runs the
 //! loop: the terminal, the clock and the key translation.
 
+use crate::machine_arg::MachineArg;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -11,7 +12,6 @@ use clap::Args as ClapArgs;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use super::number_in;
-use pcielab::machine::Machine;
 use pcielab::observe::top::{draw, Action, Key, SortKey, TopFrame, View};
 use pcielab::observe::{Observer, Sample};
 use pcielab::{Error, Result};
@@ -35,9 +35,8 @@ or flat, space pause, arrows/PgUp/PgDn scroll, h or ? help, q or Ctrl-C quit.
 A filter keeps the functions whose name, kind, device or BDF field (\"00:02\", \"b1\") matches,
 with everything below them.")]
 pub struct Args {
-    /// host, snapshot:DIR, sim:PRESET or sim:FILE.toml
-    #[arg(long, default_value = "host")]
-    pub machine: String,
+    #[command(flatten)]
+    pub machine: MachineArg,
     /// Seconds between frames (0.1 to 3600)
     #[arg(short = 'd', long = "delay", value_name = "SECONDS", default_value_t = 1.0,
           value_parser = number_in(0.1..=3600.0f64))]
@@ -79,7 +78,7 @@ fn parse_sort(text: &str) -> std::result::Result<SortKey, String> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine: Machine = args.machine.parse()?;
+    let machine = args.machine.open()?;
     let on_terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     if !args.batch && !on_terminal {
         return Err(Error::bad_input(

@@ -1,8 +1,8 @@
 //! `pcielab topo`: show a machine's PCIe hierarchy as an annotated tree, JSON or Graphviz, or
 //! export it as a sysfs-shaped tree that the real `lspci` reads.
 
+use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::machine::Machine;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
@@ -34,9 +34,8 @@ platform's predicted streaming DMA write/read (4 MiB transfers; docs/calibration
 Presets: yitian710, rk3588-evb, rk3568-evb, rk3588-ep, rk3568-ep, rk3588-ep-gen2x1, rk3528-evb,
 qemu-seed, qemu-wide. The spec format and the JSON fields are documented in docs/topology.md.")]
 pub struct Args {
-    /// Where facts come from: host, snapshot:DIR, sim:PRESET or sim:FILE.toml
-    #[arg(long, default_value = "host")]
-    pub machine: String,
+    #[command(flatten)]
+    pub machine: MachineArg,
     /// Print JSON (shape in docs/topology.md) instead of the tree
     #[arg(long, conflicts_with = "dot")]
     pub json: bool,
@@ -70,7 +69,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let machine = args.machine.parse::<Machine>()?;
+    let machine = args.machine.open()?;
     let platform = machine.platform()?;
     if let Some(dir) = &args.sysfs_export {
         export_sysfs(&platform.topology, dir)?;

@@ -161,6 +161,16 @@ fn sim_table_checked(platform: Platform) -> Result<Platform> {
     Ok(platform)
 }
 
+/// Where a machine's PCIe facts come from ([`Machine::pcie_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PcieSource<'a> {
+    /// A sysfs tree under `root`: the live host's (`live`: its PMUs count and its device
+    /// counters move) or a saved snapshot's (listed, never counted).
+    Sysfs { root: &'a Path, live: bool },
+    /// The PCIe simulator ([`Machine::simulated_pcie`]).
+    Simulated,
+}
+
 /// An opened machine: the one object a command asks for topology, counters and resctrl.
 pub struct Machine {
     selector: MachineSelector,
@@ -177,8 +187,8 @@ enum Access {
         root: PathBuf,
         platform: OnceLock<Platform>,
     },
-    /// A saved sysfs tree, read at open.
-    Snapshot(Platform),
+    /// A saved sysfs tree under `dir`, read at open.
+    Snapshot { dir: PathBuf, platform: Platform },
     /// A simulated PCIe platform: its spec, parsed at open.
     SimPcie(Platform),
     /// A simulated MPAM/RDT resctrl machine.
@@ -194,7 +204,10 @@ impl Machine {
                 root: root.clone(),
                 platform: OnceLock::new(),
             },
-            MachineSelector::Snapshot { .. } => Access::Snapshot(selector.open()?),
+            MachineSelector::Snapshot { dir } => Access::Snapshot {
+                dir: dir.clone(),
+                platform: selector.open()?,
+            },
             MachineSelector::SimFile { .. } => Access::SimPcie(selector.open()?),
             MachineSelector::SimPreset { name } => {
                 match RESCTRL_PRESETS.iter().find(|p| p.name == name) {
@@ -218,6 +231,20 @@ impl Machine {
         })
     }
 
+    /// The live host with its `/sys` and `/proc` under `root` instead of `/`: a chroot, a
+    /// container's view, or a test's fixture tree.
+    pub fn host_at(root: impl Into<PathBuf>) -> Machine {
+        let root = root.into();
+        Machine {
+            selector: MachineSelector::Host { root: root.clone() },
+            access: Access::Host {
+                root,
+                platform: OnceLock::new(),
+            },
+            read_plan: OnceLock::new(),
+        }
+    }
+
     /// The selector this machine was opened from.
     pub fn selector(&self) -> &MachineSelector {
         &self.selector
@@ -234,7 +261,7 @@ impl Machine {
                 let read = self.selector.open()?;
                 Ok(platform.get_or_init(|| read))
             }
-            Access::Snapshot(platform) | Access::SimPcie(platform) => Ok(platform),
+            Access::Snapshot { platform, .. } | Access::SimPcie(platform) => Ok(platform),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
     }
@@ -251,9 +278,9 @@ impl Machine {
         if let Some(plan) = self.read_plan.get() {
             return Ok(Arc::clone(plan));
         }
-        let pci_dir = match &self.selector {
-            MachineSelector::Host { root } => root.join("sys/bus/pci"),
-            MachineSelector::Snapshot { dir } => dir.clone(),
+        let pci_dir = match &self.access {
+            Access::Host { root, .. } => root.join("sys/bus/pci"),
+            Access::Snapshot { dir, .. } => dir.clone(),
             _ => {
                 return Err(Error::bad_input(format!(
                     "machine '{}' has no sysfs to read: use host or snapshot:DIR",
@@ -268,12 +295,48 @@ impl Machine {
         ))
     }
 
+    /// Where this machine's PCIe facts come from, for a reader that reads them differently
+    /// (an observer samples sysfs files but steps a simulator): a live host's or a snapshot's
+    /// sysfs tree, or the PCIe simulator. A simulated resctrl machine has no PCIe: bad input.
+    pub fn pcie_source(&self) -> Result<PcieSource<'_>> {
+        match &self.access {
+            Access::Host { root, .. } => Ok(PcieSource::Sysfs {
+                root,
+                live: true,
+            }),
+            Access::Snapshot { dir, .. } => Ok(PcieSource::Sysfs {
+                root: dir,
+                live: false,
+            }),
+            Access::SimPcie(_) => Ok(PcieSource::Simulated),
+            Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
+        }
+    }
+
+    /// The root of the live host's file system (`/` unless a test moved it), for measurements
+    /// only a real machine can make; any other machine is bad input naming `what` needs a host.
+    pub fn live_root(&self, what: &str) -> Result<&Path> {
+        match &self.access {
+            Access::Host { root, .. } => Ok(root),
+            _ => Err(Error::bad_input(format!(
+                "{what} measures a live host; '{}' is not one (use --machine host)",
+                self.selector
+            ))),
+        }
+    }
+
+    /// The machine is simulated (a PCIe platform or an MPAM/RDT resctrl machine): what it does
+    /// is lost when pcielab exits unless a state file keeps it.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self.access, Access::SimPcie(_) | Access::SimResctrl(_))
+    }
+
     /// The machine's performance counters: perf_event_open on a host, the simulator's PMU
     /// models on `sim:`, a snapshot's catalog PMUs (listed, not counted).
     pub fn counters(&self) -> Result<Box<dyn Counters>> {
         match &self.access {
             Access::Host { root, .. } => Ok(Box::new(HostCounters { root: root.clone() })),
-            Access::Snapshot(platform) => Ok(Box::new(CatalogPmus {
+            Access::Snapshot { platform, .. } => Ok(Box::new(CatalogPmus {
                 machine: self.selector.to_string(),
                 pmus: bound_root_port_pmus(&platform.topology),
             })),
@@ -357,6 +420,12 @@ impl fmt::Display for Machine {
 }
 
 /// `"sim:yitian710".parse::<Machine>()`: parses a `--machine` value and opens it.
+/// The platform a spec names the way `sim:` takes it (a FILE.toml, a path, or a preset name),
+/// read without opening a machine: the lab boots a spec, it does not observe one.
+pub fn read_spec(target: &str) -> Result<Platform> {
+    MachineSelector::spec(target).open()
+}
+
 impl FromStr for Machine {
     type Err = Error;
 

@@ -85,7 +85,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::machine::{Machine, MachineSelector};
+use crate::machine::{Machine, PcieSource};
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::catalog::{EventDef, Family};
@@ -363,8 +363,8 @@ impl Observer {
     ) -> Result<Observer> {
         let selector = machine.selector();
         let mut warnings = Vec::new();
-        let (topology, backend, pmu_ports) = match selector {
-            MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => {
+        let (topology, backend, pmu_ports) = match machine.pcie_source()? {
+            PcieSource::Simulated => {
                 let machine = machine.simulated_pcie()?;
                 let work = if workload.is_empty() {
                     workload::Workload::Sleep { ns: 0 }
@@ -380,7 +380,7 @@ impl Observer {
                 };
                 (topology, backend, ports)
             }
-            MachineSelector::Host { root } | MachineSelector::Snapshot { dir: root } => {
+            PcieSource::Sysfs { root, live: host } => {
                 if !workload.is_empty() {
                     return Err(Error::bad_input(format!(
                         "a workload after `--` plays on sim: machines only; on '{selector}' run \
@@ -389,7 +389,6 @@ impl Observer {
                 }
                 let plan = machine.read_plan()?;
                 let topology = plan.lock().map_err(|_| poisoned())?.topology().clone();
-                let host = matches!(selector, MachineSelector::Host { .. });
                 // A snapshot's PMUs are listed, not counted.
                 let pmus = if host { discover(root)? } else { Vec::new() };
                 let ports = placed_root_ports(&pmus, &topology);
@@ -864,7 +863,7 @@ mod tests {
              link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }\naspm = \"l1\"\n",
         )
         .unwrap();
-        let machine = Machine::open(&MachineSelector::SimFile { path: spec }).unwrap();
+        let machine = format!("sim:{}", spec.display()).parse::<Machine>().unwrap();
         let mut observer = Observer::open(&machine, &[], no_files).unwrap();
         let a = observer.sample_at(1_000_000_000).unwrap();
         let b = observer.sample_at(3_000_000_000).unwrap();
@@ -903,7 +902,7 @@ mod tests {
 
     #[test]
     fn workloads_play_on_sim_only() {
-        let host = Machine::open(&MachineSelector::Host { root: "/".into() }).unwrap();
+        let host = "host".parse::<Machine>().unwrap();
         let err = Observer::open(&host, &argv(&["sleep", "1"]), no_files)
             .err()
             .unwrap();
@@ -941,10 +940,7 @@ mod tests {
     impl Fixture {
         fn new() -> Fixture {
             let root = tempfile::tempdir().unwrap();
-            let platform = "sim:qemu-seed"
-                .parse::<MachineSelector>()
-                .unwrap()
-                .open()
+            let platform = crate::machine::read_spec("qemu-seed")
                 .unwrap();
             crate::topology::export::export_sysfs(
                 &platform.topology,
@@ -1007,10 +1003,7 @@ mod tests {
         }
 
         fn observer(&self) -> Observer {
-            let host = Machine::open(&MachineSelector::Host {
-                root: self.root.path().to_path_buf(),
-            })
-            .unwrap();
+            let host = Machine::host_at(self.root.path().to_path_buf());
             Observer::open(&host, &[], no_files).unwrap()
         }
     }
@@ -1070,10 +1063,7 @@ mod tests {
     #[test]
     fn a_snapshot_has_link_facts_and_no_traffic() {
         let fx = Fixture::new();
-        let snapshot = Machine::open(&MachineSelector::Snapshot {
-            dir: fx.root.path().join("sys/bus/pci"),
-        })
-        .unwrap();
+        let snapshot = format!("snapshot:{}", fx.root.path().join("sys/bus/pci").display()).parse::<Machine>().unwrap();
         let mut observer = Observer::open(&snapshot, &[], no_files).unwrap();
         let s = observer.sample_at(0).unwrap();
         let rp = s.get(bdf("00:04.0")).unwrap();

@@ -402,7 +402,6 @@ fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::MachineSelector;
     use crate::topology::spec::parse_spec;
 
     #[test]
@@ -440,10 +439,7 @@ class = 0x020000
         );
         assert!(tree.contains("virtio"), "{tree}");
         // qemu-seed: every linked function has a ceiling; only the integrated NVMe has none.
-        let seed = MachineSelector::SimPreset {
-            name: "qemu-seed".into(),
-        }
-        .open()
+        let seed = crate::machine::read_spec("qemu-seed")
         .unwrap();
         let tree = to_tree(&seed, None);
         assert!(
@@ -451,10 +447,7 @@ class = 0x020000
             "{tree}"
         );
         // A machine where every device has a link gets no note.
-        let rk = MachineSelector::SimPreset {
-            name: "rk3588-evb".into(),
-        }
-        .open()
+        let rk = crate::machine::read_spec("rk3588-evb")
         .unwrap();
         assert!(!to_tree(&rk, None).contains("note: no ceiling"));
     }
