@@ -25,8 +25,7 @@ fn text(bytes: &[u8]) -> String {
 fn fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let platform = pcielab::machine::read_spec("yitian710")
-        .unwrap();
+    let platform = pcielab::machine::read_spec("yitian710").unwrap();
     pcielab::topology::export::export_sysfs(&platform.topology, &dir.path().join("pci")).unwrap();
     let devices = dir.path().join("devices");
     fs::create_dir(&devices).unwrap();

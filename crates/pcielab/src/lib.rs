@@ -1,10 +1,37 @@
 //! pcielab: observe, model, control and emulate PCIe I/O on Linux.
 //!
-//! The library is organised around four nouns (see `docs/architecture.md`): a [`machine`] is where
-//! facts come from (live host, saved sysfs snapshot, or the simulator); it yields a [`topology`];
-//! [`pmu`] counts traffic on it; [`qos`] partitions cache and memory bandwidth. The [`model`]
-//! (pure link/path math over [`pcie`] facts) sits under all of them, [`sim`] drives workloads
-//! through a topology, [`lab`] turns a topology into a QEMU guest, and [`report`] renders results.
+//! The library is a house of floors (docs/architecture.md, checked by `tests/layering.rs`):
+//! foundations ([`error`], [`input`], [`linux`], [`text`], [`units`]) under the PCIe
+//! specification's facts ([`pcie`]), the maths over links ([`model`]), the tree ([`topology`]),
+//! the kernels' rules for PMUs and resctrl ([`pmu`], [`qos`]), the simulator ([`sim`]), the one
+//! dispatcher over every kind of machine ([`machine`]), and at the top watching ([`observe`]),
+//! drawing ([`plot`]), QEMU guests ([`lab`]) and the report page and schemas ([`report`]).
+//!
+//! The entry points a program calls:
+//! - [`machine::Machine`]: open `host`, `snapshot:DIR` or `sim:…` once, then ask it for its
+//!   topology ([`machine::Machine::topology`]), counters ([`machine::Machine::counters`]),
+//!   resctrl ([`machine::Machine::qos`]) or simulator ([`machine::Machine::simulated_pcie`]).
+//! - [`model::sweep::sweep`] and [`model::transfer::LinkParams`]: what a link carries per
+//!   transfer size; [`topology::Topology::path_ceiling`]: a path's ceiling and limiting link.
+//! - [`model::fit::fit`]: platform parameters from measurements, each judged fitted, bound or not
+//!   determined; [`model::platform::PlatformModel`]: their predictions.
+//! - [`topology::p2p::Report`]: the kernel's P2PDMA verdicts over a tree.
+//! - [`observe::Observer`]: samples and rates of a machine over time (`top`, the exporter).
+//! - [`qos::apply`]: a desired resctrl state planned, checked against the kernel's rules and
+//!   applied all or nothing.
+//! - [`text::json_text`]: any result as its tagged `--json` document, whose schema
+//!   [`report::schema`] ships.
+//!
+//! ```no_run
+//! use pcielab::machine::Machine;
+//! let machine: Machine = "sim:yitian710".parse()?;
+//! for function in machine.topology()?.functions() {
+//!     if let Some(ceiling) = machine.topology()?.path_ceiling(function.bdf) {
+//!         println!("{}: {:.0} MB/s, limited by {}", function.bdf, ceiling.achievable_mbps, ceiling.limiting);
+//!     }
+//! }
+//! # Ok::<(), pcielab::Error>(())
+//! ```
 
 pub mod error;
 pub mod input;

@@ -24,8 +24,7 @@ fn fixture_pmus() -> std::path::PathBuf {
 /// A root with yitian710's PCI tree and the fixture PMUs counting with msr's type.
 fn host_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
-    let platform = pcielab::machine::read_spec("yitian710")
-        .unwrap();
+    let platform = pcielab::machine::read_spec("yitian710").unwrap();
     pcielab::topology::export::export_sysfs(&platform.topology, &root.path().join("sys/bus/pci"))
         .unwrap();
     let msr_type = fs::read_to_string(Path::new(REAL_DEVICES).join("msr/type"))

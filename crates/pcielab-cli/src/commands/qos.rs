@@ -147,10 +147,7 @@ fn open(m: &MachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
         cdp: m.cdp,
         precheck: !m.no_precheck,
     })?;
-    if changes
-        && machine.is_simulated()
-        && m.state.is_none()
-    {
+    if changes && machine.is_simulated() && m.state.is_none() {
         eprintln!(
             "pcielab: note: no --state: this simulated machine starts fresh and the change is not \
              kept (give --state FILE to keep it)"
@@ -203,20 +200,9 @@ impl GroupSettings {
     }
 }
 
-/// Check every step against the kernel's rules on a copy of the state, then perform them: a
-/// request that would fail part-way changes nothing.
+/// One request's steps, all or nothing (`qos::apply::perform_all`), each printed as done.
 fn perform_all(b: &mut dyn QosBackend, ops: &[Op], precheck: bool) -> Result<()> {
-    if precheck {
-        if let (model, Some(refused)) = apply::check_plan(&b.read()?, ops) {
-            b.record_refusal(&model.last_cmd_status)?;
-            return Err(refused);
-        }
-    }
-    for op in ops {
-        b.perform(op)?;
-        println!("{}", op.describe());
-    }
-    b.save()
+    apply::perform_all(b, ops, precheck, |op| println!("{}", op.describe()))
 }
 
 fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {

@@ -55,17 +55,15 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect::<Result<Vec<_>>>()?;
     let machine = match args.machine.open_given()? {
-        Some(machine) => {
-            Some(MachineFacts {
-                selector: machine.selector().to_string(),
-                topology: {
-                    let platform = machine.platform()?;
-                    let model = platform.platform_model()?;
-                    view_of(Kind::Topology, &render::to_json(platform, model.as_ref()))?
-                },
-                pmus: machine.counters()?.pcie_pmus()?,
-            })
-        }
+        Some(machine) => Some(MachineFacts {
+            selector: machine.selector().to_string(),
+            topology: {
+                let platform = machine.platform()?;
+                let model = platform.platform_model()?;
+                view_of(Kind::Topology, &render::to_json(platform, model.as_ref()))?
+            },
+            pmus: machine.counters()?.pcie_pmus()?,
+        }),
         None => None,
     };
     let html = page(machine.as_ref(), &results)?;

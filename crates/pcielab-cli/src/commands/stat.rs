@@ -2,8 +2,8 @@
 //! `sim:` machines the workload is simulated (`fio …`, `dmatest …`, `nettest …`, `sleep S`); on
 //! the live host (`--machine host`) it is a real command counted through perf_event_open.
 
-use crate::machine_arg::MachineArg;
 use super::number_in;
+use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
 use std::path::Path;
 

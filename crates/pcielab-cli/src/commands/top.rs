@@ -1,20 +1,27 @@
 //! `pcielab top`: a live full-screen view of per-port and per-function PCIe traffic and link
 //! health, or `-b` frames of plain text (library: `pcielab::observe` for samples and rates,
-//! `pcielab::observe::top` for the view, its keys, text and painting). This file only runs the
-//! loop: the terminal, the clock and the key translation.
+//! `pcielab::observe::top` for the view, its keys, text and painting). This file runs the
+//! loop: the terminal, the clock, the key translation and the painting (ratatui stays out of the
+//! library).
 
 use crate::machine_arg::MachineArg;
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::Args as ClapArgs;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use signal_hook::consts::{SIGHUP, SIGTERM};
 
 use super::number_in;
-use pcielab::observe::top::{draw, Action, Key, SortKey, TopFrame, View};
+use pcielab::observe::top::{Action, Key, SortKey, TopFrame, View, COLUMNS, KEY_HELP};
 use pcielab::observe::{Observer, Sample};
 use pcielab::{Error, Result};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table};
 
 #[derive(ClapArgs)]
 #[command(after_help = "Examples:
@@ -52,7 +59,7 @@ pub struct Args {
     #[arg(long, requires = "batch")]
     pub json: bool,
     /// Initial sort: bdf, rx, tx or link
-    #[arg(long, value_name = "KEY", default_value = "bdf", value_parser = parse_sort)]
+    #[arg(long, value_name = "KEY", default_value = "bdf", value_parser = clap::value_parser!(SortKey))]
     pub sort: SortKey,
     /// Initial filter text
     #[arg(long, value_name = "TEXT", default_value = "")]
@@ -63,18 +70,6 @@ pub struct Args {
     /// sim: the workload to play in real time, after `--` (fio …, nettest …, dmatest …, sleep S)
     #[arg(trailing_var_arg = true, value_name = "WORKLOAD")]
     pub workload: Vec<String>,
-}
-
-fn parse_sort(text: &str) -> std::result::Result<SortKey, String> {
-    match text {
-        "bdf" => Ok(SortKey::Bdf),
-        "rx" => Ok(SortKey::Rx),
-        "tx" => Ok(SortKey::Tx),
-        "link" | "%link" => Ok(SortKey::Link),
-        _ => Err(format!(
-            "'{text}' is not a sort key: expected bdf, rx, tx or link"
-        )),
-    }
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -176,13 +171,6 @@ fn batch(
     Ok(())
 }
 
-/// The signal (SIGTERM, SIGHUP) that asked the full-screen view to stop; 0 while none has.
-static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn note_stop_signal(signal: libc::c_int) {
-    STOP_SIGNAL.store(signal, Ordering::SeqCst);
-}
-
 /// How often the view looks for a stop signal between keys and ticks.
 const SIGNAL_CHECK: Duration = Duration::from_millis(200);
 
@@ -193,15 +181,12 @@ fn interactive(
     iterations: Option<u64>,
 ) -> Result<()> {
     let terminal_error = |e: std::io::Error| Error::runtime(format!("terminal: {e}"));
-    // SIGTERM and SIGHUP (kill, a closed terminal window) leave through the same restore as q.
-    for signal in [libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(
-                signal,
-                note_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            );
-        }
+    // SIGTERM and SIGHUP (kill, a closed terminal window) leave through the same restore as q:
+    // each only notes its number, which the loop looks at.
+    let stop_signal = Arc::new(AtomicUsize::new(0));
+    for signal in [SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(signal, Arc::clone(&stop_signal), signal as usize)
+            .map_err(|e| Error::runtime(format!("cannot watch for signal {signal}: {e}")))?;
     }
     // Raw mode and the alternate screen; ratatui's panic hook restores both on a panic.
     let mut terminal = ratatui::try_init().map_err(terminal_error)?;
@@ -243,9 +228,9 @@ fn interactive(
                     (false, _) => None,
                 };
             }
-            match STOP_SIGNAL.load(Ordering::SeqCst) {
+            match stop_signal.load(Ordering::SeqCst) {
                 0 => {}
-                signal => return Ok(Some(signal)),
+                signal => return Ok(Some(signal as i32)),
             }
             if clock.until_next().is_zero() {
                 clock.tick(&mut observer)?;
@@ -260,11 +245,8 @@ fn interactive(
     ratatui::restore();
     if let Ok(Some(signal)) = result {
         // End as the signal's default action would (status 128 + signal), terminal restored.
-        // SAFETY: resetting a disposition and raising a signal in the process's own thread.
-        unsafe {
-            libc::signal(signal, libc::SIG_DFL);
-            libc::raise(signal);
-        }
+        signal_hook::low_level::emulate_default_handler(signal)
+            .map_err(|e| Error::runtime(format!("cannot end on signal {signal}: {e}")))?;
     }
     result.map(|_| ())
 }
@@ -283,4 +265,179 @@ fn translate(code: KeyCode, modifiers: KeyModifiers) -> Option<Key> {
         KeyCode::Home => Key::Home,
         _ => return None,
     })
+}
+
+/// Paints `frame` as `view` shows it: header and status lines, the table, a key line (or the
+/// filter prompt), and the help box over the table when asked for.
+pub fn draw(f: &mut ratatui::Frame, view: &View, frame: &TopFrame) {
+    let [header, table_area, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    let mut title = frame.header();
+    if view.paused {
+        title.push_str(" - PAUSED");
+    }
+    f.render_widget(
+        Paragraph::new(title).style(Style::default().add_modifier(Modifier::BOLD)),
+        header,
+    );
+    // The table's body is its area less the column-name line.
+    let body_rows = usize::from(table_area.height.saturating_sub(1));
+    let last_start = frame.rows.len().saturating_sub(body_rows);
+    let start = view.scroll.min(last_start);
+    let rows = frame.rows[start..]
+        .iter()
+        .take(body_rows)
+        .map(|r| Row::new(r.cells().to_vec()));
+    let widths = [
+        Constraint::Length(22),
+        Constraint::Length(7),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(7),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Min(8),
+    ];
+    let table = Table::new(rows, widths).header(
+        Row::new(COLUMNS.to_vec()).style(Style::default().add_modifier(Modifier::REVERSED)),
+    );
+    f.render_widget(table, table_area);
+    let footer_text = match &view.editing {
+        Some(text) => format!("filter: {text}_   (Enter applies, Esc cancels)"),
+        None => "q quit  s/</> sort  / filter  Esc clear  t tree/flat  space pause  h help".into(),
+    };
+    f.render_widget(Paragraph::new(footer_text), footer);
+    if view.help {
+        let lines: Vec<Line> = KEY_HELP
+            .iter()
+            .map(|(keys, what)| Line::from(format!("{keys:<24} {what}")))
+            .collect();
+        let height = (lines.len() as u16 + 2).min(table_area.height);
+        let width = 76.min(table_area.width);
+        let area = Rect {
+            x: table_area.x + (table_area.width - width) / 2,
+            y: table_area.y + (table_area.height - height) / 2,
+            width,
+            height,
+        };
+        f.render_widget(Clear, area);
+        f.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" keys ")),
+            area,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use std::time::UNIX_EPOCH;
+
+    /// yitian710 with a 1 MiB sequential read on the SATA disk behind 00:02.0, sampled at 0, 1
+    /// and 2 simulated seconds.
+    fn frame(view: &View) -> TopFrame {
+        let job: Vec<String> = [
+            "fio",
+            "--filename=/dev/sda",
+            "--rw=read",
+            "--bs=1m",
+            "--time_based",
+            "--runtime=5",
+            "--name=r",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let machine = "sim:yitian710".parse().unwrap();
+        let mut observer = Observer::open(&machine, &job, |p| {
+            Err(Error::bad_input(format!(
+                "unexpected read of {}",
+                p.display()
+            )))
+        })
+        .unwrap();
+        let (a, b, c) = (
+            observer.sample_at(0).unwrap(),
+            observer.sample_at(1_000_000_000).unwrap(),
+            observer.sample_at(2_000_000_000).unwrap(),
+        );
+        TopFrame::build(view, &a, &b, &c, UNIX_EPOCH + Duration::from_secs(3723))
+    }
+
+    #[test]
+    fn draw_paints_header_table_prompt_and_help() {
+        let f = frame(&View::default());
+        let screen = |view: &View, height: u16| {
+            let mut terminal = Terminal::new(TestBackend::new(150, height)).unwrap();
+            terminal.draw(|fr| draw(fr, view, &f)).unwrap();
+            let buffer = terminal.backend().buffer().clone();
+            (0..height)
+                .map(|y| {
+                    (0..150)
+                        .map(|x| buffer[(x, y)].symbol())
+                        .collect::<String>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let plain = screen(&View::default(), 40);
+        assert!(
+            plain[0].starts_with("pcielab top - sim:yitian710"),
+            "{}",
+            plain[0]
+        );
+        assert!(plain[1].starts_with("BDF "));
+        assert!(plain[2].starts_with("0000:00:00.0"));
+        assert!(plain[39].starts_with("q quit"));
+        // 20 lines: 17 of the 28 rows show; the view scrolls by 5, then at most to the last row.
+        let scrolled = screen(
+            &View {
+                scroll: 5,
+                ..View::default()
+            },
+            20,
+        );
+        assert_eq!(
+            scrolled[2].split_whitespace().next(),
+            Some(f.rows[5].bdf.to_string().as_str())
+        );
+        let bottom = screen(
+            &View {
+                scroll: 100,
+                ..View::default()
+            },
+            20,
+        );
+        assert_eq!(
+            bottom[18].split_whitespace().next(),
+            Some(f.rows[27].bdf.to_string().as_str())
+        );
+        let editing = screen(
+            &View {
+                editing: Some("00:0".into()),
+                paused: true,
+                ..View::default()
+            },
+            40,
+        );
+        assert!(editing[39].starts_with("filter: 00:0_"));
+        assert!(editing[0].trim_end().ends_with("PAUSED"));
+        let help = screen(
+            &View {
+                help: true,
+                ..View::default()
+            },
+            40,
+        );
+        assert!(help.iter().any(|l| l.contains(" keys ")));
+        assert!(help.iter().any(|l| l.contains("tree / flat")));
+    }
 }

@@ -300,10 +300,7 @@ impl Machine {
     /// sysfs tree, or the PCIe simulator. A simulated resctrl machine has no PCIe: bad input.
     pub fn pcie_source(&self) -> Result<PcieSource<'_>> {
         match &self.access {
-            Access::Host { root, .. } => Ok(PcieSource::Sysfs {
-                root,
-                live: true,
-            }),
+            Access::Host { root, .. } => Ok(PcieSource::Sysfs { root, live: true }),
             Access::Snapshot { dir, .. } => Ok(PcieSource::Sysfs {
                 root: dir,
                 live: false,

@@ -863,7 +863,9 @@ mod tests {
              link = { max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }\naspm = \"l1\"\n",
         )
         .unwrap();
-        let machine = format!("sim:{}", spec.display()).parse::<Machine>().unwrap();
+        let machine = format!("sim:{}", spec.display())
+            .parse::<Machine>()
+            .unwrap();
         let mut observer = Observer::open(&machine, &[], no_files).unwrap();
         let a = observer.sample_at(1_000_000_000).unwrap();
         let b = observer.sample_at(3_000_000_000).unwrap();
@@ -940,8 +942,7 @@ mod tests {
     impl Fixture {
         fn new() -> Fixture {
             let root = tempfile::tempdir().unwrap();
-            let platform = crate::machine::read_spec("qemu-seed")
-                .unwrap();
+            let platform = crate::machine::read_spec("qemu-seed").unwrap();
             crate::topology::export::export_sysfs(
                 &platform.topology,
                 &root.path().join("sys/bus/pci"),
@@ -1063,7 +1064,9 @@ mod tests {
     #[test]
     fn a_snapshot_has_link_facts_and_no_traffic() {
         let fx = Fixture::new();
-        let snapshot = format!("snapshot:{}", fx.root.path().join("sys/bus/pci").display()).parse::<Machine>().unwrap();
+        let snapshot = format!("snapshot:{}", fx.root.path().join("sys/bus/pci").display())
+            .parse::<Machine>()
+            .unwrap();
         let mut observer = Observer::open(&snapshot, &[], no_files).unwrap();
         let s = observer.sample_at(0).unwrap();
         let rp = s.get(bdf("00:04.0")).unwrap();

@@ -3,16 +3,12 @@
 //! changes only through [`View::handle`] with a terminal-independent [`Key`]; [`TopFrame::build`]
 //! turns three [`Sample`]s (the first one, for AER deltas since start, and the two latest, for
 //! rates) into the rows the view selects, in its order; [`TopFrame::text`] prints a frame as
-//! `top -b` does and [`draw`] paints it into any ratatui backend (the CLI's crossterm terminal, a
-//! `TestBackend` in tests). All figures come from [`rates`]; nothing here computes a rate.
+//! `top -b` does; the CLI paints it on a terminal. All figures come from [`rates`]; nothing here
+//! computes a rate.
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
-use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table};
 use serde::Serialize;
 
 use super::{rates, FunctionRate, FunctionSample, Sample, Source};
@@ -51,6 +47,23 @@ impl SortKey {
         } else {
             (i + n - 1) % n
         }]
+    }
+}
+
+impl std::str::FromStr for SortKey {
+    type Err = String;
+
+    /// A key as `--sort` takes it: `bdf`, `rx`, `tx`, `link` (or `%link`, as the column is named).
+    fn from_str(text: &str) -> std::result::Result<SortKey, String> {
+        match text {
+            "bdf" => Ok(SortKey::Bdf),
+            "rx" => Ok(SortKey::Rx),
+            "tx" => Ok(SortKey::Tx),
+            "link" | "%link" => Ok(SortKey::Link),
+            _ => Err(format!(
+                "'{text}' is not a sort key: expected bdf, rx, tx or link"
+            )),
+        }
     }
 }
 
@@ -254,7 +267,7 @@ impl FunctionRow {
     }
 
     /// The text cells, in [`COLUMNS`] order.
-    fn cells(&self) -> [String; 11] {
+    pub fn cells(&self) -> [String; 11] {
         let mut text = String::new();
         let mut ends = [0; 11];
         self.write_cells(&mut text, &mut ends);
@@ -679,82 +692,12 @@ fn utc_clock(now: SystemTime) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-/// Paints `frame` as `view` shows it: header and status lines, the table, a key line (or the
-/// filter prompt), and the help box over the table when asked for.
-pub fn draw(f: &mut ratatui::Frame, view: &View, frame: &TopFrame) {
-    let [header, table_area, footer] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(1),
-        Constraint::Length(1),
-    ])
-    .areas(f.area());
-    let mut title = frame.header();
-    if view.paused {
-        title.push_str(" - PAUSED");
-    }
-    f.render_widget(
-        Paragraph::new(title).style(Style::default().add_modifier(Modifier::BOLD)),
-        header,
-    );
-    // The table's body is its area less the column-name line.
-    let body_rows = usize::from(table_area.height.saturating_sub(1));
-    let last_start = frame.rows.len().saturating_sub(body_rows);
-    let start = view.scroll.min(last_start);
-    let rows = frame.rows[start..]
-        .iter()
-        .take(body_rows)
-        .map(|r| Row::new(r.cells().to_vec()));
-    let widths = [
-        Constraint::Length(22),
-        Constraint::Length(7),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(6),
-        Constraint::Length(7),
-        Constraint::Length(10),
-        Constraint::Length(10),
-        Constraint::Length(10),
-        Constraint::Length(10),
-        Constraint::Min(8),
-    ];
-    let table = Table::new(rows, widths).header(
-        Row::new(COLUMNS.to_vec()).style(Style::default().add_modifier(Modifier::REVERSED)),
-    );
-    f.render_widget(table, table_area);
-    let footer_text = match &view.editing {
-        Some(text) => format!("filter: {text}_   (Enter applies, Esc cancels)"),
-        None => "q quit  s/</> sort  / filter  Esc clear  t tree/flat  space pause  h help".into(),
-    };
-    f.render_widget(Paragraph::new(footer_text), footer);
-    if view.help {
-        let lines: Vec<Line> = KEY_HELP
-            .iter()
-            .map(|(keys, what)| Line::from(format!("{keys:<24} {what}")))
-            .collect();
-        let height = (lines.len() as u16 + 2).min(table_area.height);
-        let width = 76.min(table_area.width);
-        let area = Rect {
-            x: table_area.x + (table_area.width - width) / 2,
-            y: table_area.y + (table_area.height - height) / 2,
-            width,
-            height,
-        };
-        f.render_widget(Clear, area);
-        f.render_widget(
-            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" keys ")),
-            area,
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::{Error, Result};
     use crate::observe::Observer;
     use crate::pcie::bdf;
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
     use std::path::Path;
 
     fn no_files(p: &Path) -> Result<String> {
@@ -988,73 +931,5 @@ mod tests {
             ["pmu", "x2@5GT/s", "x4@32GT/s", "DOWNGRADED", "0/0/0"]
         );
         assert!(lines[3].starts_with("  0000:04:00.0  ep "), "{}", lines[3]);
-    }
-
-    #[test]
-    fn draw_paints_header_table_prompt_and_help() {
-        let f = frame(&View::default());
-        let screen = |view: &View, height: u16| {
-            let mut terminal = Terminal::new(TestBackend::new(150, height)).unwrap();
-            terminal.draw(|fr| draw(fr, view, &f)).unwrap();
-            let buffer = terminal.backend().buffer().clone();
-            (0..height)
-                .map(|y| {
-                    (0..150)
-                        .map(|x| buffer[(x, y)].symbol())
-                        .collect::<String>()
-                })
-                .collect::<Vec<_>>()
-        };
-        let plain = screen(&View::default(), 40);
-        assert!(
-            plain[0].starts_with("pcielab top - sim:yitian710"),
-            "{}",
-            plain[0]
-        );
-        assert!(plain[1].starts_with("BDF "));
-        assert!(plain[2].starts_with("0000:00:00.0"));
-        assert!(plain[39].starts_with("q quit"));
-        // 20 lines: 17 of the 28 rows show; the view scrolls by 5, then at most to the last row.
-        let scrolled = screen(
-            &View {
-                scroll: 5,
-                ..View::default()
-            },
-            20,
-        );
-        assert_eq!(
-            scrolled[2].split_whitespace().next(),
-            Some(f.rows[5].bdf.to_string().as_str())
-        );
-        let bottom = screen(
-            &View {
-                scroll: 100,
-                ..View::default()
-            },
-            20,
-        );
-        assert_eq!(
-            bottom[18].split_whitespace().next(),
-            Some(f.rows[27].bdf.to_string().as_str())
-        );
-        let editing = screen(
-            &View {
-                editing: Some("00:0".into()),
-                paused: true,
-                ..View::default()
-            },
-            40,
-        );
-        assert!(editing[39].starts_with("filter: 00:0_"));
-        assert!(editing[0].trim_end().ends_with("PAUSED"));
-        let help = screen(
-            &View {
-                help: true,
-                ..View::default()
-            },
-            40,
-        );
-        assert!(help.iter().any(|l| l.contains(" keys ")));
-        assert!(help.iter().any(|l| l.contains("tree / flat")));
     }
 }

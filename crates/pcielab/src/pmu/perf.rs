@@ -13,79 +13,56 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use perf_event_open_sys as sys;
+use sys::bindings::{
+    perf_event_attr, PERF_ATTR_SIZE_VER7, PERF_ATTR_SIZE_VER8, PERF_FLAG_FD_CLOEXEC,
+    PERF_FORMAT_GROUP, PERF_FORMAT_ID, PERF_FORMAT_TOTAL_TIME_ENABLED,
+    PERF_FORMAT_TOTAL_TIME_RUNNING, PERF_IOC_FLAG_GROUP,
+};
+
 use crate::error::{Error, Result};
 use crate::linux::low_bits_mask;
 use crate::pmu::event::EventAttr;
 use crate::pmu::session::{Counts, Reading};
 use crate::pmu::sysfs::perf_event_paranoid;
 
-const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
-const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
-const FORMAT_ID: u64 = 1 << 2;
-const FORMAT_GROUP: u64 = 1 << 3;
-const FLAG_DISABLED: u64 = 1 << 0;
-const FLAG_INHERIT: u64 = 1 << 1;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-const IOC_ENABLE: libc::c_ulong = 0x2400;
-const IOC_DISABLE: libc::c_ulong = 0x2401;
-const IOC_FLAG_GROUP: libc::c_ulong = 1;
-/// `PERF_ATTR_SIZE_VER7` (through `sig_data`) and `VER8` (with `config3`).
-const ATTR_SIZE_VER7: u32 = 128;
-const ATTR_SIZE_VER8: u32 = 136;
-
-/// The kernel's `struct perf_event_attr` through `config3`.
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved_2: u16,
-    aux_sample_size: u32,
-    reserved_3: u32,
-    sig_data: u64,
-    config3: u64,
+/// Turning a whole group on or off at its leader.
+#[derive(Debug, Clone, Copy)]
+enum Switch {
+    Enable,
+    Disable,
 }
 
-fn perf_event_open(attr: &PerfEventAttr, cpu: u32, group_fd: i32) -> std::io::Result<OwnedFd> {
+fn perf_event_open(attr: &perf_event_attr, cpu: u32, group_fd: i32) -> std::io::Result<OwnedFd> {
+    let mut attr = *attr;
     // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel only reads it.
     let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            attr as *const PerfEventAttr,
-            -1 as libc::pid_t,
+        sys::perf_event_open(
+            &mut attr,
+            -1,
             cpu as libc::c_int,
             group_fd as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
+            libc::c_ulong::from(PERF_FLAG_FD_CLOEXEC),
         )
     };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: the syscall returned a new file descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn ioctl(fd: &OwnedFd, request: libc::c_ulong) -> Result<()> {
-    // SAFETY: a perf event fd and one of its argument-less ioctls.
-    if unsafe { libc::ioctl(fd.as_raw_fd(), request as _, IOC_FLAG_GROUP) } < 0 {
+fn switch(fd: &OwnedFd, to: Switch) -> Result<()> {
+    // SAFETY: a perf event fd and one of its argument-less ioctls, applied to its group.
+    let done = unsafe {
+        match to {
+            Switch::Enable => sys::ioctls::ENABLE(fd.as_raw_fd(), PERF_IOC_FLAG_GROUP),
+            Switch::Disable => sys::ioctls::DISABLE(fd.as_raw_fd(), PERF_IOC_FLAG_GROUP),
+        }
+    };
+    if done < 0 {
         return Err(Error::runtime(format!(
-            "perf event ioctl {request:#x} failed: {}",
+            "perf event ioctl {to:?} failed: {}",
             std::io::Error::last_os_error()
         )));
     }
@@ -178,27 +155,28 @@ pub struct HostRun {
     pub interrupted: bool,
 }
 
-fn attr_for(event: &EventAttr, leader: bool, grouped: bool) -> PerfEventAttr {
-    let mut attr = PerfEventAttr {
+fn attr_for(event: &EventAttr, leader: bool, grouped: bool) -> perf_event_attr {
+    let mut attr = perf_event_attr {
         type_: event.type_id,
+        // config3 arrived with the VER8 layout; an older kernel refuses a size it does not know.
         size: if event.config[3] != 0 {
-            ATTR_SIZE_VER8
+            PERF_ATTR_SIZE_VER8
         } else {
-            ATTR_SIZE_VER7
+            PERF_ATTR_SIZE_VER7
         },
         config: event.config[0],
-        config1: event.config[1],
-        config2: event.config[2],
         config3: event.config[3],
-        read_format: FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
-        flags: FLAG_INHERIT,
-        ..PerfEventAttr::default()
+        read_format: u64::from(PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING),
+        ..perf_event_attr::default()
     };
+    attr.__bindgen_anon_3.config1 = event.config[1];
+    attr.__bindgen_anon_4.config2 = event.config[2];
+    attr.set_inherit(1);
     if grouped {
-        attr.read_format |= FORMAT_GROUP | FORMAT_ID;
+        attr.read_format |= u64::from(PERF_FORMAT_GROUP | PERF_FORMAT_ID);
     }
     if leader {
-        attr.flags |= FLAG_DISABLED;
+        attr.set_disabled(1);
     }
     attr
 }
@@ -304,10 +282,10 @@ fn open_failure(root: &Path, event: &EventAttr, cpu: u32, err: &std::io::Error) 
 }
 
 impl OpenCounters {
-    fn for_each_leader(&self, request: libc::c_ulong) -> Result<()> {
+    fn for_each_leader(&self, to: Switch) -> Result<()> {
         for group in &self.groups {
             for on_cpu in &group.cpus {
-                ioctl(&on_cpu.leader, request)?;
+                switch(&on_cpu.leader, to)?;
             }
         }
         Ok(())
@@ -315,7 +293,7 @@ impl OpenCounters {
 
     /// Starts every opened group counting (they open disabled).
     pub fn enable(&self) -> Result<()> {
-        self.for_each_leader(IOC_ENABLE)
+        self.for_each_leader(Switch::Enable)
     }
 
     /// Reads every event, summed over its CPUs, wraps carried.
@@ -390,6 +368,9 @@ pub fn run_workload(
         .split_first()
         .ok_or_else(|| Error::bad_input("no workload: give one after `--` (e.g. -- sleep 1)"))?;
     INTERRUPTED.store(false, Ordering::SeqCst);
+    // A library call must leave SIGINT as it found it, so this saves and restores the previous
+    // disposition with signal(2): signal-hook cannot give a disposition back (its `unregister`
+    // leaves the signal ignored).
     // SAFETY: installing an async-signal-safe handler that only stores an atomic; the
     // workload gets SIGINT from the terminal itself (exec resets handled signals to default).
     let previous = unsafe {
@@ -399,12 +380,12 @@ pub fn run_workload(
         )
     };
     let start = Instant::now();
-    counters.for_each_leader(IOC_ENABLE)?;
+    counters.for_each_leader(Switch::Enable)?;
     let spawned = Command::new(program).args(args).spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            counters.for_each_leader(IOC_DISABLE)?;
+            counters.for_each_leader(Switch::Disable)?;
             // SAFETY: restoring the handler saved above.
             unsafe { libc::signal(libc::SIGINT, previous) };
             return Err(Error::runtime(format!(
@@ -454,7 +435,7 @@ pub fn run_workload(
             }
         }
     }
-    counters.for_each_leader(IOC_DISABLE)?;
+    counters.for_each_leader(Switch::Disable)?;
     counts.elapsed_ns = start.elapsed().as_nanos() as u64;
     // SAFETY: restoring the handler saved above.
     unsafe { libc::signal(libc::SIGINT, previous) };
@@ -485,12 +466,54 @@ pub fn run_workload(
 mod tests {
     use super::*;
 
+    /// The bytes the kernel reads, at the offsets of include/uapi/linux/perf_event.h: type 0,
+    /// size 4, config 8, read_format 32, the flag bits at 40 (disabled bit 0, inherit bit 1),
+    /// config1 56, config2 64, config3 128.
     #[test]
-    fn attr_layout_matches_the_kernel() {
+    fn attrs_put_each_field_where_the_kernel_reads_it() {
+        let event = EventAttr {
+            text: "dwc_rootport_10/eventid=0x21/".into(),
+            pmu: "dwc_rootport_10".into(),
+            type_id: 11,
+            config: [0x21, 0x3, 0x5, 0x7],
+            scale: 1.0,
+            unit: String::new(),
+            cpus: Vec::new(),
+            pmu_dir: None,
+            payload_bytes: None,
+            counter_bits: None,
+            dwc_group: None,
+        };
+        let attr = attr_for(&event, true, true);
+        // SAFETY: viewing a plain-old-data struct as the bytes the syscall passes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&attr as *const perf_event_attr).cast::<u8>(),
+                std::mem::size_of::<perf_event_attr>(),
+            )
+        };
+        let word = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap());
+        let half = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!((half(0), half(4)), (11, 136));
+        assert_eq!(word(8), 0x21);
         assert_eq!(
-            std::mem::size_of::<PerfEventAttr>(),
-            ATTR_SIZE_VER8 as usize
+            word(32),
+            0b1111,
+            "TOTAL_TIME_ENABLED | RUNNING | ID | GROUP"
         );
+        assert_eq!(word(40), 0b11, "disabled | inherit");
+        assert_eq!((word(56), word(64), word(128)), (0x3, 0x5, 0x7));
+        let member = attr_for(
+            &EventAttr {
+                config: [1, 0, 0, 0],
+                ..event.clone()
+            },
+            false,
+            false,
+        );
+        assert_eq!(member.size, 128);
+        assert_eq!(member.read_format, 0b11);
+        assert_eq!((member.disabled(), member.inherit()), (0, 1));
     }
 
     #[test]

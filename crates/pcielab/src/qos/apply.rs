@@ -332,6 +332,29 @@ pub fn check_plan(current: &Resctrl, ops: &[Op]) -> (Resctrl, Option<Error>) {
     (model, None)
 }
 
+/// Performs one request's steps as a whole: with `precheck`, every step is first run against
+/// the kernel's rules on a copy of the state, so a request that would fail part-way changes
+/// nothing (the refusal is recorded where the kernel would record it, `last_cmd_status`);
+/// `performed` hears of each step once it is done; the state is saved at the end.
+pub fn perform_all(
+    backend: &mut dyn QosBackend,
+    ops: &[Op],
+    precheck: bool,
+    mut performed: impl FnMut(&Op),
+) -> Result<()> {
+    if precheck {
+        if let (model, Some(refused)) = check_plan(&backend.read()?, ops) {
+            backend.record_refusal(&model.last_cmd_status)?;
+            return Err(refused);
+        }
+    }
+    for op in ops {
+        backend.perform(op)?;
+        performed(op);
+    }
+    backend.save()
+}
+
 /// Put the backend back to `before`: modes, schemata, tasks and CPUs of the groups that existed,
 /// then remove groups that did not. Returns an error describing what still differs.
 pub fn rollback(backend: &mut dyn QosBackend, before: &Resctrl) -> Result<()> {
@@ -551,5 +574,44 @@ mod tests {
             let g = after.group("g").unwrap();
             assert_eq!(g.schemata.get(&cache, domain), Some(mask), "{value}");
         }
+    }
+
+    #[test]
+    fn a_request_that_fails_part_way_changes_nothing_and_says_where() {
+        let mut sim =
+            crate::qos::sim::SimulatedResctrl::open(&crate::qos::presets::MPAM_SEED, None, false)
+                .unwrap();
+        let before = sim.read().unwrap();
+        // The second step writes a mask that is not hex, which the kernel refuses.
+        let ops = [
+            Op::Mkdir {
+                group: "batch".into(),
+            },
+            Op::Schemata {
+                group: "batch".into(),
+                text: "L3:1=xyz\n".into(),
+            },
+        ];
+        let mut done = Vec::new();
+        let err = perform_all(&mut sim, &ops, true, |op| done.push(op.describe())).unwrap_err();
+        assert!(
+            err.message()
+                .contains("plan step 2 of 2 would fail, nothing was changed"),
+            "{err}"
+        );
+        assert!(done.is_empty());
+        let after = sim.read().unwrap();
+        assert_eq!(after.groups, before.groups);
+        assert!(
+            after
+                .last_cmd_status
+                .contains("Non-hex character in the mask xyz"),
+            "{}",
+            after.last_cmd_status
+        );
+        // The same request without the bad mask is performed step by step.
+        perform_all(&mut sim, &ops[..1], true, |op| done.push(op.describe())).unwrap();
+        assert_eq!(done, ["mkdir batch"]);
+        assert!(sim.read().unwrap().group("batch").is_some());
     }
 }
