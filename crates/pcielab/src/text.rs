@@ -16,7 +16,7 @@ pub fn round_to(value: f64, decimals: i32) -> f64 {
 /// The longest line of a message printed to a terminal; a parser that quotes the offending line
 /// of a file with one 100 KB line would otherwise flood it. Far longer than any line pcielab
 /// writes itself (paths and kernel lines included).
-pub const MAX_MESSAGE_LINE: usize = 2000;
+pub(crate) const MAX_MESSAGE_LINE: usize = 2000;
 
 /// `text` (a label, a name read from a file) as a terminal shows it and does not obey it:
 /// every control character (escape sequences, newlines) escaped.
@@ -27,7 +27,7 @@ pub fn printable(text: &str) -> String {
 }
 
 /// [`printable`] appended to `out`, for a caller filling one buffer (a `top` frame's cells).
-pub fn push_printable(out: &mut String, text: &str) {
+pub(crate) fn push_printable(out: &mut String, text: &str) {
     // Almost every name has nothing to escape: one scan, one copy.
     if !text.chars().any(char::is_control) {
         out.push_str(text);
@@ -49,7 +49,7 @@ fn push_shown(out: &mut String, c: char, keep_tabs: bool) {
 
 /// `message` as it may reach a terminal: control characters other than newline and tab escaped
 /// (an escape sequence quoted from a user's file is shown, not obeyed) and every line cut at
-/// [`MAX_MESSAGE_LINE`] characters, saying how many more there were.
+/// `MAX_MESSAGE_LINE` characters, saying how many more there were.
 pub fn terminal_text(message: &str) -> String {
     let lines: Vec<String> = message
         .split('\n')
@@ -75,7 +75,7 @@ pub fn terminal_text(message: &str) -> String {
 }
 
 /// `1234567` -> `1,234,567`.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -89,7 +89,7 @@ pub fn thousands(n: u64) -> String {
 
 /// The `schema` tag of a `--json` document of `kind` (`stat`, `topo`, …): what a script checks
 /// before trusting the fields, and the name of its JSON Schema in docs/json/.
-pub fn schema_tag(kind: &str) -> String {
+pub(crate) fn schema_tag(kind: &str) -> String {
     format!("pcielab.{kind}/v1")
 }
 

@@ -4,7 +4,7 @@
 /// A byte count with an optional binary suffix: `k`, `m`, `g`, `t` (either case, optionally
 /// followed by `b` or `ib`: `4K`, `4KB`, `4KiB` are all 4096), as fio's default `kb_base=1024`,
 /// lmbench and `dd` read them. `None` when it is not a number with such a suffix, or overflows.
-pub fn parse_size(text: &str) -> Option<u64> {
+pub(crate) fn parse_size(text: &str) -> Option<u64> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -22,7 +22,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
     n.checked_mul(1u64 << shift)
 }
 
-/// [`parse_size`] for a command-line argument that must be positive, as a clap value parser:
+/// `parse_size` for a command-line argument that must be positive, as a clap value parser:
 /// the error says what a size looks like.
 pub fn positive_size_arg(text: &str) -> Result<u64, String> {
     parse_size(text)

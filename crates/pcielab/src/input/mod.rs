@@ -20,13 +20,13 @@ pub mod yaml;
 pub use output::{output_target, write_output, OutputTarget};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
-pub const MAX_INPUT_FILE: u64 = 4 << 20;
+pub(crate) const MAX_INPUT_FILE: u64 = 4 << 20;
 
 /// The longest duration any command runs or simulates, in seconds (one week).
-pub const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
+pub(crate) const MAX_DURATION_S: f64 = 7.0 * 24.0 * 3600.0;
 
 /// `value` when it lies in `range`; otherwise bad input naming `what`, the value and the range.
-pub fn in_range<T: PartialOrd + Display + Copy>(
+pub(crate) fn in_range<T: PartialOrd + Display + Copy>(
     what: &str,
     value: T,
     range: RangeInclusive<T>,
@@ -69,7 +69,7 @@ const MAX_QUOTED_CHARS: usize = 40;
 
 /// `text` as a message quotes it: cut to [`MAX_QUOTED_CHARS`] with its length said, so a
 /// 300-digit number does not fill the terminal.
-pub fn cut_for_message(text: &str) -> String {
+pub(crate) fn cut_for_message(text: &str) -> String {
     let count = text.chars().count();
     if count <= MAX_QUOTED_CHARS {
         text.to_string()
@@ -80,7 +80,7 @@ pub fn cut_for_message(text: &str) -> String {
 }
 
 /// A duration in seconds that is finite, not negative (or, with `positive`, above zero) and at
-/// most [`MAX_DURATION_S`].
+/// most `MAX_DURATION_S`.
 pub fn duration_s(what: &str, value: f64, positive: bool) -> Result<f64> {
     let low_ok = if positive { value > 0.0 } else { value >= 0.0 };
     if value.is_finite() && low_ok && value <= MAX_DURATION_S {
@@ -96,7 +96,7 @@ pub fn duration_s(what: &str, value: f64, positive: bool) -> Result<f64> {
 
 /// `value` as a user would write it back: scientific notation when plain digits would run to
 /// hundreds of characters (1e300, 1e-300), the plain number otherwise.
-pub fn readable_f64(value: f64) -> String {
+pub(crate) fn readable_f64(value: f64) -> String {
     if value != 0.0 && value.is_finite() && !(1e-6..1e15).contains(&value.abs()) {
         format!("{value:e}")
     } else {
@@ -105,7 +105,8 @@ pub fn readable_f64(value: f64) -> String {
 }
 
 /// A user's 64-bit number as u32 without truncation.
-pub fn to_u32(what: &str, value: u64) -> Result<u32> {
+#[cfg(test)]
+pub(crate) fn to_u32(what: &str, value: u64) -> Result<u32> {
     u32::try_from(value).map_err(|_| {
         Error::bad_input(format!(
             "{what}: {value} is out of range: expected 0..={}",
@@ -118,7 +119,7 @@ pub fn to_u32(what: &str, value: u64) -> Result<u32> {
 /// regular file (or a link to one) is read: a FIFO, socket or device found where a file should be
 /// is refused before it is opened, so a planted FIFO cannot hang the reader and a device node is
 /// never opened; the cap bounds a file that grows while it is read.
-pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     let file = open_regular(path)?;
     let mut bytes = Vec::new();
     file.take(cap).read_to_end(&mut bytes)?;
@@ -128,7 +129,7 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
 /// `path` opened for reading when it is a regular file; otherwise an error saying what it is.
 /// Checked before opening (opening a FIFO waits for a writer; opening some devices acts) and
 /// again on the open file, in case it was swapped in between.
-pub fn open_regular(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
     not_regular(&std::fs::metadata(path)?)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -163,7 +164,7 @@ fn not_regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
 }
 
 /// Read a text file the user named as input (`what`: "plan", "scenario", …). Missing, unreadable,
-/// a directory, larger than [`MAX_INPUT_FILE`] or not UTF-8 are all bad input (exit 2).
+/// a directory, larger than `MAX_INPUT_FILE` or not UTF-8 are all bad input (exit 2).
 pub fn read_input_file(path: &Path, what: &str) -> Result<String> {
     let bad = |why: String| Error::bad_input(format!("{what} {}: {why}", path.display()));
     let bytes = read_capped(path, MAX_INPUT_FILE + 1).map_err(|e| bad(e.to_string()))?;
@@ -178,7 +179,7 @@ pub fn read_input_file(path: &Path, what: &str) -> Result<String> {
 
 /// `value` when it is usable as one path component: not empty, not `.` or `..`, no `/` or NUL,
 /// at most 255 bytes. Otherwise bad input naming `what`.
-pub fn path_component<'a>(what: &str, value: &'a str) -> Result<&'a str> {
+pub(crate) fn path_component<'a>(what: &str, value: &'a str) -> Result<&'a str> {
     let why = if value.is_empty() {
         Some("is empty")
     } else if value == "." || value == ".." {
@@ -205,17 +206,13 @@ pub fn path_component<'a>(what: &str, value: &'a str) -> Result<&'a str> {
 /// checked with [`path_component`], and every directory on the way is opened with `O_NOFOLLOW`,
 /// so a symlink planted inside the tree fails the write instead of redirecting it.
 #[derive(Debug, Clone)]
-pub struct ConfinedDir {
+pub(crate) struct ConfinedDir {
     root: PathBuf,
 }
 
 impl ConfinedDir {
     pub fn new(root: impl Into<PathBuf>) -> ConfinedDir {
         ConfinedDir { root: root.into() }
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     fn parts<'a>(&self, rel: &'a str) -> Result<Vec<&'a str>> {
@@ -275,7 +272,7 @@ impl ConfinedDir {
     }
 
     /// Remove directory `rel` under the root, like rmdir(2).
-    pub fn remove_dir(&self, rel: &str) -> std::io::Result<()> {
+    pub(crate) fn remove_dir(&self, rel: &str) -> std::io::Result<()> {
         let (parent, name) = self.split(rel).map_err(to_io)?;
         let dir = self.open_dir(&parent, false).map_err(to_io)?;
         let c = cstring(name).map_err(to_io)?;
@@ -344,14 +341,14 @@ impl ConfinedDir {
 
 /// A directory of a [`ConfinedDir`] held open: files are created in it by name, never through a
 /// symlink.
-pub struct OpenedDir {
+pub(crate) struct OpenedDir {
     dir: File,
     path: PathBuf,
 }
 
 impl OpenedDir {
     /// Writes the new file `name` (one plain component) here, as a pcielab error naming the path.
-    pub fn create_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn create_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
         let at = self.path.join(name);
         path_component(&format!("file name under {}", self.path.display()), name)?;
         write_at(&self.dir, name, bytes, true).map_err(|e| Error::io(&at, e))

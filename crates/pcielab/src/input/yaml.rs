@@ -1,7 +1,7 @@
-//! YAML input as JSON values, with bounds: nesting deeper than [`MAX_DEPTH`] fails at the first
+//! YAML input as JSON values, with bounds: nesting deeper than `MAX_DEPTH` fails at the first
 //! event past it (a 100 000-deep `[[[…` plan is refused in microseconds, not parsed first; the
 //! scanner itself stops at 256 flow levels), more
-//! than [`MAX_NODES`] nodes fail, and anchors/aliases are refused (no expansion bombs). Events
+//! than `MAX_NODES` nodes fail, and anchors/aliases are refused (no expansion bombs). Events
 //! come from `saphyr-parser`, the maintained pure-Rust YAML 1.2 parser of the yaml-rust lineage;
 //! plain scalars resolve by the YAML 1.2 core schema.
 
@@ -11,10 +11,10 @@ use serde_json::{Map, Number, Value};
 use crate::error::{Error, Result};
 
 /// The deepest nesting of sequences and mappings accepted.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// The most nodes (scalars, sequences, mappings) one document may hold.
-pub const MAX_NODES: usize = 1_000_000;
+pub(crate) const MAX_NODES: usize = 1_000_000;
 
 /// A container being filled: a sequence, or a mapping with the key waiting for its value.
 enum Open {

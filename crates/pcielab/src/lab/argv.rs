@@ -115,13 +115,13 @@ fn shell_word(word: &str) -> String {
 }
 
 /// The largest NVMe disk image a spec may ask for (a sparse file): 1 TiB.
-pub const MAX_DISK_MIB: u64 = 1 << 20;
+pub(crate) const MAX_DISK_MIB: u64 = 1 << 20;
 
 /// The largest NVMe controller memory buffer a spec may ask for: 64 GiB.
-pub const MAX_CMB_MIB: u64 = 1 << 16;
+pub(crate) const MAX_CMB_MIB: u64 = 1 << 16;
 
 /// The most NUMA nodes a QEMU machine has (MAX_NODES in QEMU's numa.h).
-pub const QEMU_MAX_NUMA_NODES: u32 = 128;
+pub(crate) const QEMU_MAX_NUMA_NODES: u32 = 128;
 
 /// The QEMU release whose behaviour the limits below (and the lab tests' expected values) were
 /// read from: Debian 12's qemu-system-x86 7.2.
@@ -169,7 +169,7 @@ enum Emulated {
 }
 
 /// QEMU's NVMe controller (`-device nvme`).
-pub const QEMU_NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
+pub(crate) const QEMU_NVME_IDS: (u16, u16) = (0x1b36, 0x0010);
 
 /// (vendor, device, kind, what QEMU emulates with those ids). Q35's own functions are listed
 /// with their fixed addresses in [`Q35_BUILTINS`].
@@ -199,14 +199,14 @@ const Q35_BUILTINS: [(&str, u16, u16); 4] = [
 
 /// Whether `bdf` is one of q35's fixed functions, present in every guest whether a spec lists
 /// it or not.
-pub fn is_q35_builtin(bdf: Bdf) -> bool {
+pub(crate) fn is_q35_builtin(bdf: Bdf) -> bool {
     Q35_BUILTINS
         .iter()
         .any(|(addr, ..)| addr.parse::<Bdf>().ok() == Some(bdf))
 }
 
 /// The emulated devices QEMU offers, for error messages.
-pub fn supported_devices() -> String {
+pub(crate) fn supported_devices() -> String {
     EMULATED
         .iter()
         .map(|(v, d, _, name)| format!("{v:04x}:{d:04x} ({name})"))
@@ -706,12 +706,12 @@ fn root_port_caps(f: &Function) -> std::result::Result<(&'static str, u8), Strin
 }
 
 /// A link speed as limits and `lab check` show it: `8 GT/s`, or `unknown`.
-pub fn show_speed(g: Option<Generation>) -> String {
+pub(crate) fn show_speed(g: Option<Generation>) -> String {
     g.map_or("unknown".into(), |g| format!("{} GT/s", g.gt_s()))
 }
 
 /// An optional value as limits and `lab check` show it, `none` when absent.
-pub fn show_opt<T: std::fmt::Display>(v: Option<T>) -> String {
+pub(crate) fn show_opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or("none".into(), |v| v.to_string())
 }
 

@@ -95,7 +95,7 @@ impl<'a> CheckReport<'a> {
 }
 
 /// What the guest said about peer-to-peer memory: address → `p2pmem/size` in bytes.
-pub type P2pmem = BTreeMap<Bdf, u64>;
+pub(crate) type P2pmem = BTreeMap<Bdf, u64>;
 
 /// Compares every function of `spec` with `guest`. `cmb_bar` gives the guest's CMB BAR size per
 /// NVMe (bytes); `p2pmem` is `None` when the guest kernel has no P2PDMA support.
@@ -310,7 +310,7 @@ pub fn read_guest(results: &Path) -> Result<GuestView> {
 
 /// `resource` file text (one `start end flags` line per BAR) → BAR `index`'s start, end and
 /// IORESOURCE flags.
-pub fn bar_resource(resource: &str, index: usize) -> Option<(u64, u64, u64)> {
+pub(crate) fn bar_resource(resource: &str, index: usize) -> Option<(u64, u64, u64)> {
     let line = resource.lines().nth(index)?;
     let mut parts = line
         .split_whitespace()
@@ -319,7 +319,7 @@ pub fn bar_resource(resource: &str, index: usize) -> Option<(u64, u64, u64)> {
 }
 
 /// `resource` file text → size of BAR `index` in bytes (`None` when unassigned).
-pub fn bar_size(resource: &str, index: usize) -> Option<u64> {
+pub(crate) fn bar_size(resource: &str, index: usize) -> Option<u64> {
     let (start, end, _) = bar_resource(resource, index)?;
     (end > start).then(|| end - start + 1)
 }

@@ -10,13 +10,13 @@ use std::process::{Command, Stdio};
 use crate::error::{Error, Result};
 
 /// Marker lines the guest prints on its console; the runner keys its phases on them.
-pub const MARK_SCRIPT: &str = "@@pcielab phase guest-script";
-pub const MARK_RESULTS_BEGIN: &str = "@@pcielab results-begin";
-pub const MARK_RESULTS_END: &str = "@@pcielab results-end";
-pub const MARK_EXIT: &str = "@@pcielab exit ";
+pub(crate) const MARK_SCRIPT: &str = "@@pcielab phase guest-script";
+pub(crate) const MARK_RESULTS_BEGIN: &str = "@@pcielab results-begin";
+pub(crate) const MARK_RESULTS_END: &str = "@@pcielab results-end";
+pub(crate) const MARK_EXIT: &str = "@@pcielab exit ";
 /// A guest script line `@@pcielab monitor COMMAND` asks the runner to send COMMAND to QEMU's
 /// human monitor (only with `RunOptions::monitor_hook`); the reply goes to the console log.
-pub const MARK_MONITOR: &str = "@@pcielab monitor ";
+pub(crate) const MARK_MONITOR: &str = "@@pcielab monitor ";
 
 /// The Debian meta-package whose dependency names the current cloud kernel.
 const KERNEL_META_PACKAGE: &str = "linux-image-cloud-amd64";
@@ -34,7 +34,7 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// The error for a failure in one phase of a lab run.
-pub fn phase_error(phase: &str, msg: impl std::fmt::Display) -> Error {
+pub(crate) fn phase_error(phase: &str, msg: impl std::fmt::Display) -> Error {
     Error::runtime(format!("lab phase '{phase}': {msg}"))
 }
 
@@ -56,7 +56,7 @@ pub fn find_tool(program: &str, package: &str, phase: &str) -> Result<PathBuf> {
 }
 
 /// Runs a command, returning stdout; a failure names the phase, the command and its stderr.
-pub fn run_tool(command: &mut Command, phase: &str) -> Result<String> {
+pub(crate) fn run_tool(command: &mut Command, phase: &str) -> Result<String> {
     let shown = format!("{command:?}");
     let output = command
         .stdin(Stdio::null())
@@ -78,7 +78,7 @@ pub fn run_tool(command: &mut Command, phase: &str) -> Result<String> {
 /// The Debian cloud kernel image, fetched into `cache/debian-kernel/<package>/` on first use.
 /// A kernel fetched earlier is used as is (asking apt costs seconds per boot); delete
 /// `<cache>/debian-kernel` to fetch the current one again.
-pub fn debian_kernel(cache: &Path) -> Result<PathBuf> {
+pub(crate) fn debian_kernel(cache: &Path) -> Result<PathBuf> {
     const PHASE: &str = "fetch-kernel";
     let fetched = cache.join("debian-kernel");
     if let Some(kernel) = fs::read_dir(&fetched).ok().and_then(|entries| {
@@ -171,7 +171,7 @@ pub struct GuestFile {
 
 /// What goes into the initramfs besides busybox and `/init`.
 #[derive(Debug, Clone, Default)]
-pub struct ImageSpec {
+pub(crate) struct ImageSpec {
     /// Dynamically linked binaries, copied with their `ldd` libraries (guest path = `/bin/NAME`).
     pub binaries: Vec<PathBuf>,
     /// Plain files (job files, data).
@@ -181,7 +181,7 @@ pub struct ImageSpec {
 }
 
 /// Builds the initramfs (newc cpio via the `cpio` tool) in `run_dir`; returns its path.
-pub fn build_initramfs(run_dir: &Path, spec: &ImageSpec) -> Result<PathBuf> {
+pub(crate) fn build_initramfs(run_dir: &Path, spec: &ImageSpec) -> Result<PathBuf> {
     const PHASE: &str = "guest-image";
     let root = run_dir.join("root");
     let busybox = find_tool("busybox", "busybox-static", PHASE)?;
@@ -332,7 +332,7 @@ fn copy_with_libraries(binary: &Path, root: &Path) -> Result<()> {
 }
 
 /// Absolute library paths in `ldd` output (`libx.so => /lib/…/libx.so (0x…)` and the loader).
-pub fn ldd_paths(listing: &str) -> Vec<String> {
+pub(crate) fn ldd_paths(listing: &str) -> Vec<String> {
     listing
         .lines()
         .filter_map(|line| {
@@ -360,7 +360,7 @@ fn collect_entries(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()>
 }
 
 /// Decodes standard base64 (ignoring whitespace), as busybox `base64` writes it.
-pub fn decode_base64(text: &str) -> Result<Vec<u8>> {
+pub(crate) fn decode_base64(text: &str) -> Result<Vec<u8>> {
     let value = |c: u8| -> Option<u32> {
         Some(match c {
             b'A'..=b'Z' => c - b'A',

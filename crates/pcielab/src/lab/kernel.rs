@@ -19,7 +19,7 @@ const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
 /// Options enabled on top of `tinyconfig`. `olddefconfig` resolves their dependencies; the
 /// build then checks that [`REQUIRED`] survived.
-pub const OPTIONS: [&str; 55] = [
+pub(crate) const OPTIONS: [&str; 55] = [
     "64BIT",
     "SMP",
     "PRINTK",
@@ -91,12 +91,12 @@ const REQUIRED: [&str; 9] = [
 ];
 
 /// `<cache>/kernel`: the unpacked source and the built image.
-pub fn kernel_dir(cache: &Path) -> PathBuf {
+pub(crate) fn kernel_dir(cache: &Path) -> PathBuf {
     cache.join("kernel")
 }
 
 /// The built image, if `pcielab lab kernel` has run with the current option list.
-pub fn built_kernel(cache: &Path) -> Option<PathBuf> {
+pub(crate) fn built_kernel(cache: &Path) -> Option<PathBuf> {
     let dir = kernel_dir(cache);
     let image = dir.join("bzImage");
     let stamp = fs::read_to_string(dir.join("bzImage.options")).ok()?;

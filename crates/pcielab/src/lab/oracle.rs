@@ -20,7 +20,7 @@ use crate::topology::Topology;
 pub const EREMOTEIO: i32 = 121;
 
 /// NVMe controllers of the spec that have a CMB (and so p2pmem under a P2PDMA kernel).
-pub fn providers(spec: &Topology) -> Vec<Bdf> {
+pub(crate) fn providers(spec: &Topology) -> Vec<Bdf> {
     spec.functions()
         .iter()
         .filter(|f| (f.vendor, f.device) == QEMU_NVME_IDS && f.params.contains_key("cmb_size_mb"))
@@ -61,7 +61,7 @@ pub fn script(spec: &Topology, size: u64) -> String {
 }
 
 /// The CPU as the guest kernel sees it, from `/proc/cpuinfo`.
-pub fn cpu_from_cpuinfo(cpuinfo: &str) -> Cpu {
+pub(crate) fn cpu_from_cpuinfo(cpuinfo: &str) -> Cpu {
     let field = |name: &str| {
         cpuinfo.lines().find_map(|l| {
             let (key, value) = l.split_once(':')?;

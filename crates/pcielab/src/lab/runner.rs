@@ -4,7 +4,7 @@
 //! after QEMU itself has used `timeout` seconds of CPU since the last line, so a boot slowed by a
 //! loaded machine is not cut short; in the later phases `timeout` seconds without a line end
 //! it (a hung script uses no CPU). A guest that prints forever is stopped at
-//! [`RUN_CAP_FACTOR`] × `timeout`. It recognises a kernel panic, unpacks the
+//! `RUN_CAP_FACTOR` × `timeout`. It recognises a kernel panic, unpacks the
 //! results the guest sends back, and always ends the QEMU process it started. Every failure names
 //! the phase and carries the guest's last console lines.
 
@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::observe::cost::process_cpu_time;
 
 /// A run ends at this many timeouts after QEMU started even while the guest keeps printing.
-pub const RUN_CAP_FACTOR: u32 = 10;
+pub(crate) const RUN_CAP_FACTOR: u32 = 10;
 
 /// How many console lines a failure report shows.
 const TAIL_LINES: usize = 25;
@@ -103,7 +103,7 @@ pub struct BootOutcome {
 }
 
 /// Boots `plan` with `kernel` and `initrd`, waits while the guest makes progress (at most
-/// `timeout` without a console line, [`RUN_CAP_FACTOR`] × `timeout` in all), and unpacks the guest's
+/// `timeout` without a console line, `RUN_CAP_FACTOR` × `timeout` in all), and unpacks the guest's
 /// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it. With
 /// `monitor` (a socket path), QEMU's human monitor listens there and each guest console line
 /// `@@pcielab monitor COMMAND` is sent to it; the reply joins the console as `[monitor] …` lines.
@@ -439,7 +439,7 @@ impl Drop for QemuGuard {
 }
 
 /// Creates the sparse backing files the plan's drives need.
-pub fn create_disks(plan: &QemuPlan) -> Result<()> {
+pub(crate) fn create_disks(plan: &QemuPlan) -> Result<()> {
     for disk in &plan.disks {
         let file = fs::File::create(&disk.path).map_err(|e| Error::io(&disk.path, e))?;
         file.set_len(disk.size_mib << 20)
@@ -449,7 +449,7 @@ pub fn create_disks(plan: &QemuPlan) -> Result<()> {
 }
 
 /// A fresh run directory under the cache: `runs/<unix-time>-<pid>`.
-pub fn new_run_dir(cache: &Path) -> Result<PathBuf> {
+pub(crate) fn new_run_dir(cache: &Path) -> Result<PathBuf> {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())

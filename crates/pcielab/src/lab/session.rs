@@ -111,7 +111,7 @@ impl RunOptions {
 }
 
 /// The guest kernel's report of an OOM kill ("Out of memory: Killed process 212 (fio) …").
-pub fn oom_kill_line(dmesg: &str) -> Option<&str> {
+pub(crate) fn oom_kill_line(dmesg: &str) -> Option<&str> {
     dmesg
         .lines()
         .find(|l| {

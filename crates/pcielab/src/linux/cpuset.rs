@@ -75,7 +75,7 @@ impl CpuSet {
     }
 
     /// The `cpus` mask form, `nr_cpus` wide (words of 32 bits, most significant first).
-    pub fn to_mask(&self, nr_cpus: u32) -> String {
+    pub(crate) fn to_mask(&self, nr_cpus: u32) -> String {
         let words = nr_cpus.max(1).div_ceil(32);
         (0..words)
             .rev()
@@ -94,7 +94,7 @@ impl CpuSet {
             .join(",")
     }
 
-    pub fn is_subset(&self, other: &CpuSet) -> bool {
+    pub(crate) fn is_subset(&self, other: &CpuSet) -> bool {
         self.0.is_subset(&other.0)
     }
 

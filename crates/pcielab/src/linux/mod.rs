@@ -6,7 +6,7 @@
 pub mod cpuset;
 
 /// A mask of the low `width` bits (all 64 from 64 on).
-pub fn low_bits_mask(width: u32) -> u64 {
+pub(crate) fn low_bits_mask(width: u32) -> u64 {
     if width >= 64 {
         u64::MAX
     } else {

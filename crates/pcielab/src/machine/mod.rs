@@ -274,7 +274,7 @@ impl Machine {
     /// The sysfs read plan of a host or snapshot (`topology::readplan`): which link and AER
     /// attributes each sample reads, discovered once and kept here so every observer of the
     /// machine (`top`, `exporter`) shares it. `sim:` machines have no sysfs: bad input.
-    pub fn read_plan(&self) -> Result<Arc<Mutex<ReadPlan>>> {
+    pub(crate) fn read_plan(&self) -> Result<Arc<Mutex<ReadPlan>>> {
         if let Some(plan) = self.read_plan.get() {
             return Ok(Arc::clone(plan));
         }
@@ -307,18 +307,6 @@ impl Machine {
             }),
             Access::SimPcie(_) => Ok(PcieSource::Simulated),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
-        }
-    }
-
-    /// The root of the live host's file system (`/` unless a test moved it), for measurements
-    /// only a real machine can make; any other machine is bad input naming `what` needs a host.
-    pub fn live_root(&self, what: &str) -> Result<&Path> {
-        match &self.access {
-            Access::Host { root, .. } => Ok(root),
-            _ => Err(Error::bad_input(format!(
-                "{what} measures a live host; '{}' is not one (use --machine host)",
-                self.selector
-            ))),
         }
     }
 

@@ -4,11 +4,12 @@
 //! however fast the link is. The simulator combines this with the link time from
 //! [`super::transfer`]; `pcielab model` prints the link-limited figure only.
 
+#[cfg(test)]
 use super::transfer::{LinkParams, Overheads, Traffic};
 
 /// What limits reads in flight, and how long one takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ReadConcurrency {
+pub(crate) struct ReadConcurrency {
     /// Read tags the requester may have outstanding (32 with 5-bit tags, 256 with 8-bit, 768 or
     /// more with 10-bit tags).
     pub tags: u32,
@@ -20,25 +21,31 @@ pub struct ReadConcurrency {
 
 impl ReadConcurrency {
     /// Read requests that can be in flight at once.
-    pub fn outstanding_requests(&self) -> u32 {
+    pub(crate) fn outstanding_requests(&self) -> u32 {
         self.np_header_credits
             .map_or(self.tags, |credits| credits.min(self.tags))
     }
 
     /// Bytes in flight at once with requests of `mrrs` bytes.
-    pub fn outstanding_bytes(&self, mrrs: u32) -> u64 {
+    pub(crate) fn outstanding_bytes(&self, mrrs: u32) -> u64 {
         u64::from(self.outstanding_requests()) * u64::from(mrrs)
     }
 
     /// The read throughput ceiling this concurrency allows, in MB/s (bytes per microsecond).
-    pub fn bound_mbps(&self, mrrs: u32) -> f64 {
+    pub(crate) fn bound_mbps(&self, mrrs: u32) -> f64 {
         self.outstanding_bytes(mrrs) as f64 / self.round_trip_ns * 1000.0
     }
 
     /// Time to finish one read: requests go out in waves of `outstanding_requests`, each wave
     /// taking a round trip, unless the link itself is slower (then it is link time plus the one
     /// round trip before the first completion arrives).
-    pub fn read_time_ns(&self, read: &Traffic, link: &LinkParams, overheads: Overheads) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn read_time_ns(
+        &self,
+        read: &Traffic,
+        link: &LinkParams,
+        overheads: Overheads,
+    ) -> f64 {
         if read.mem_reads == 0 {
             return 0.0;
         }
@@ -52,7 +59,8 @@ impl ReadConcurrency {
 }
 
 /// Streaming read throughput: the lesser of the link's and the latency bound, in MB/s.
-pub fn read_mbps(
+#[cfg(test)]
+pub(crate) fn read_mbps(
     read: &Traffic,
     link: &LinkParams,
     overheads: Overheads,

@@ -124,7 +124,7 @@ pub fn parse_measurements(file: &str, text: &str, base: &LinkParams) -> Result<V
 
 /// The most measurement rows one file may give: far more than a sweep has, few enough that a
 /// fit over all of them ends in seconds.
-pub const MAX_MEASUREMENTS: usize = 10_000;
+pub(crate) const MAX_MEASUREMENTS: usize = 10_000;
 
 /// The JSON document in fio's output: fio prints `note:` and `fio:` lines (e.g. "queue depth
 /// will be capped at 1") on stdout ahead of it, so those are skipped.
@@ -141,7 +141,7 @@ fn fio_json_text(text: &str) -> Option<&str> {
 
 /// The CSV layout: a header naming the columns (any order), one measurement per line.
 /// `base` gives the settings (MPS, MRRS, …) of rows that name their own generation and width.
-pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measurement>> {
+pub(crate) fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measurement>> {
     let mut lines = text
         .lines()
         .enumerate()
@@ -328,10 +328,10 @@ pub fn parse_csv(file: &str, text: &str, base: &LinkParams) -> Result<Vec<Measur
 }
 
 /// The slowest rate a row may report: 1 KB/s, below what any transfer-rate tool prints.
-pub const MIN_MEASURED_MBPS: f64 = 1e-3;
+pub(crate) const MIN_MEASURED_MBPS: f64 = 1e-3;
 /// The fastest: 1 TB/s, above the payload rate of any PCIe link the specification defines in one
 /// direction (Gen7 x32, about 242 GB/s) and of any memory a CPU copies at.
-pub const MAX_MEASURED_MBPS: f64 = 1e6;
+pub(crate) const MAX_MEASURED_MBPS: f64 = 1e6;
 
 /// `mbps` when it is a rate some real measurement could report; otherwise why not, with the
 /// bounds.
@@ -379,7 +379,7 @@ fn table_rate(cell: &str) -> Option<f64> {
 
 /// The seed's dmatest layout (tab or run-of-spaces separated): a header whose cells after the
 /// first are sizes, then rows labelled 写/write and 读/read with one rate per size.
-pub fn parse_dmatest_table(file: &str, text: &str) -> Result<Vec<Measurement>> {
+pub(crate) fn parse_dmatest_table(file: &str, text: &str) -> Result<Vec<Measurement>> {
     let split = |line: &str| -> Vec<String> {
         if line.contains('\t') {
             line.split('\t').map(|c| c.trim().to_string()).collect()
@@ -477,7 +477,7 @@ const SYNC_ENGINES: [&str; 5] = ["sync", "psync", "vsync", "pvsync", "pvsync2"];
 /// `group_reporting` fio reports each of a job's `numjobs` clones on its own (same name and
 /// options, each with its own bandwidth): their bandwidths are summed into one measurement, as
 /// `group_reporting` would give. Synchronous engines have a queue depth of 1 (fio caps it).
-pub fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
+pub(crate) fn parse_fio_json(file: &str, text: &str) -> Result<Vec<Measurement>> {
     let out: FioOutput = serde_json::from_str(text)
         .map_err(|e| Error::bad_input(format!("{file}: not fio JSON output: {e}")))?;
     let mut rows: Vec<Measurement> = Vec::new();

@@ -5,7 +5,7 @@
 //! flight, descriptor traffic), the CPU's cost per I/O, MMIO from a CPU (posted stores with an
 //! issue interval, non-posted loads bound by latency, access width, write-combining) and
 //! interrupt delivery (MSI, ELBI). Every parameter has a unit, a default and the source of that
-//! default ([`PARAMS`]); values live in a spec's `[platform]` table (docs/calibration.md) and
+//! default (`PARAMS`); values live in a spec's `[platform]` table (docs/calibration.md) and
 //! are fitted from measurements by [`super::fit`]. Pure functions, no I/O.
 
 use super::transfer::{achievable_mbps, read, write, LinkParams, Overheads};
@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 
 /// One platform parameter: where it lives in `[platform]`, what it means, and its range.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ParamSpec {
+pub(crate) struct ParamSpec {
     /// `section.key` under `[platform]`.
     pub key: &'static str,
     pub unit: &'static str,
@@ -28,7 +28,7 @@ pub struct ParamSpec {
     pub source: &'static str,
 }
 
-/// Index of each parameter in [`PARAMS`] and in [`PlatformModel`]'s values.
+/// Index of each parameter in `PARAMS` and in [`PlatformModel`]'s values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum P {
     PostedWriteMbps,
@@ -62,9 +62,9 @@ const UNBOUNDED: f64 = f64::INFINITY;
 /// The least an interrupt may cost the CPU (or its trigger) in the model: a few cycles. Zero would
 /// make the predicted rate infinite (and a handful of ns already means hundreds of millions per
 /// second, far beyond any measured interrupt rate).
-pub const MIN_INTERRUPT_NS: f64 = 10.0;
+pub(crate) const MIN_INTERRUPT_NS: f64 = 10.0;
 
-pub const PARAMS: [ParamSpec; 23] = [
+pub(crate) const PARAMS: [ParamSpec; 23] = [
     ParamSpec {
         key: "root_complex.posted_write_MBps",
         unit: "MB/s",
@@ -420,7 +420,7 @@ impl Provenance {
 
 /// The transfer size of a "streaming" DMA prediction (`topo`, `stat`): large enough that the
 /// per-transfer setup is under a few percent of the time on the seed's boards.
-pub const STREAMING_DMA_BYTES: u64 = 4 << 20;
+pub(crate) const STREAMING_DMA_BYTES: u64 = 4 << 20;
 
 impl Default for PlatformModel {
     fn default() -> Self {
@@ -472,7 +472,7 @@ impl PlatformModel {
 
     /// Whether the fit saw a DMA transfer of `size` in `direction` on `link`: a prediction of
     /// it reproduces a measurement rather than predicting one.
-    pub fn in_sample(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> bool {
+    pub(crate) fn in_sample(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> bool {
         self.fitted_cells
             .iter()
             .any(|c| c.direction == direction && c.size == size && c.on(link))
@@ -480,7 +480,7 @@ impl PlatformModel {
 
     /// A warning when this platform is applied to a link none of its DMA measurements ran on:
     /// per-transfer costs that scale with the link are only separated by two links' data.
-    pub fn link_warning(&self, link: &LinkParams) -> Option<String> {
+    pub(crate) fn link_warning(&self, link: &LinkParams) -> Option<String> {
         if self.fitted_cells.is_empty() || self.fitted_cells.iter().any(|c| c.on(link)) {
             return None;
         }
@@ -503,14 +503,14 @@ impl PlatformModel {
     }
 
     /// Whether `p`'s value came from a fit.
-    pub fn is_fitted(&self, p: P) -> bool {
+    pub(crate) fn is_fitted(&self, p: P) -> bool {
         self.fitted.iter().any(|k| k == PARAMS[p as usize].key)
     }
 
     /// Reads the `[platform]` table of a spec (or a fragment holding only it). Every key is
     /// checked: unknown keys, non-numbers and values outside a parameter's range are bad input
     /// naming `file`, the key and the valid range.
-    pub fn from_table(file: &str, table: &toml::Table) -> Result<PlatformModel> {
+    pub(crate) fn from_table(file: &str, table: &toml::Table) -> Result<PlatformModel> {
         let mut model = PlatformModel {
             given: !table.is_empty(),
             ..PlatformModel::default()
@@ -686,7 +686,7 @@ impl PlatformModel {
     /// From issuing a device read of `size` bytes to its last completion: requests of MRRS go
     /// out with at most `max_read_requests` in flight, each slot recycled after a round trip;
     /// the link and the root complex's completion rate bound the stream.
-    pub fn read_data_ns(&self, size: u64, link: &LinkParams, in_flight: f64) -> f64 {
+    pub(crate) fn read_data_ns(&self, size: u64, link: &LinkParams, in_flight: f64) -> f64 {
         if size == 0 {
             return 0.0;
         }
@@ -708,7 +708,7 @@ impl PlatformModel {
     /// Time of one device write of `size` bytes: the TLPs on the path (each for its wire time
     /// or `dma.write_tlp_ns`, whichever is longer) or the root complex's acceptance rate,
     /// whichever is slower (posted: nothing waits for a reply).
-    pub fn write_data_ns(&self, size: u64, link: &LinkParams) -> f64 {
+    pub(crate) fn write_data_ns(&self, size: u64, link: &LinkParams) -> f64 {
         let tlp_time = |bytes: u64| write(bytes, link).link_time_ns(link, Overheads::Full);
         let slot = self.get(P::DmaWriteTlpNs);
         let occupied =
@@ -717,7 +717,12 @@ impl PlatformModel {
     }
 
     /// One endpoint-DMA transfer, as dmatest times it: setup, the descriptor read, the data.
-    pub fn dma_transfer_ns(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> f64 {
+    pub(crate) fn dma_transfer_ns(
+        &self,
+        direction: DmaDirection,
+        size: u64,
+        link: &LinkParams,
+    ) -> f64 {
         // Descriptor and status bytes cross the link once per transfer.
         let descriptor_ns = ns_at(self.get(P::DmaDescriptorBytes), achievable_mbps(link));
         let in_flight = self.get(P::DmaMaxReadRequests);
@@ -736,7 +741,7 @@ impl PlatformModel {
     /// (write, read) MB/s of back-to-back [`STREAMING_DMA_BYTES`] endpoint DMA transfers on
     /// `link`: the platform's prediction of what a port's traffic can reach, beside the link's
     /// line and achievable rates, and where those two numbers stand against the fit's data.
-    pub fn streaming_dma_mbps(&self, link: &LinkParams) -> (f64, f64, Provenance) {
+    pub(crate) fn streaming_dma_mbps(&self, link: &LinkParams) -> (f64, f64, Provenance) {
         let seen = |d| self.in_sample(d, STREAMING_DMA_BYTES, link);
         let provenance = if self.link_warning(link).is_some() {
             Provenance::OtherLink
@@ -764,7 +769,7 @@ impl PlatformModel {
     /// One standard deviation of [`PlatformModel::read_latency_ns`] from the fitted fixed and
     /// per-byte latencies' (first request's bytes × the per-byte σ, in quadrature; their
     /// covariance is not kept), where the fit gave the fixed part one.
-    pub fn read_latency_sigma_ns(&self, size: u64, link: &LinkParams) -> Option<f64> {
+    pub(crate) fn read_latency_sigma_ns(&self, size: u64, link: &LinkParams) -> Option<f64> {
         let fixed = self.sigma(P::ReadLatencyNs)?;
         let first = size.min(u64::from(link.mrrs)) as f64;
         let per_byte = self.sigma(P::ReadLatencyPerByteNs).unwrap_or(0.0) * first;
@@ -772,7 +777,7 @@ impl PlatformModel {
     }
 
     /// Latency of one DMA read of `size` (no setup): what `predicted_read_latency_ns` reports.
-    pub fn read_latency_ns(&self, size: u64, link: &LinkParams) -> f64 {
+    pub(crate) fn read_latency_ns(&self, size: u64, link: &LinkParams) -> f64 {
         self.read_data_ns(size, link, self.get(P::DmaMaxReadRequests))
     }
 
@@ -780,7 +785,7 @@ impl PlatformModel {
     /// a device write), `jobs` threads each keep I/Os queued. Returns MB/s. Bounds: CPU time per
     /// I/O per thread, the drive's bandwidth and IOPS, the link, and the root complex (posted
     /// acceptance for device writes; completions and read round trips for device reads).
-    pub fn queued_io_mbps(
+    pub(crate) fn queued_io_mbps(
         &self,
         device: DmaDirection,
         bs: u64,
@@ -825,7 +830,7 @@ impl PlatformModel {
     /// complex's one outbound path (threads share it, seed 5.4.2). Loads are non-posted: each
     /// waits `load_latency_ns` plus its link time; every thread keeps `loads_per_thread` in
     /// flight, and the root complex at most `loads_outstanding` in all.
-    pub fn mmio_mbps(
+    pub(crate) fn mmio_mbps(
         &self,
         op: MmioOp,
         width: u32,

@@ -3,7 +3,7 @@
 //! each direction of the link then carries (payload, header/digest/framing, Ack and UpdateFC
 //! DLLPs), and what that means for throughput and time. Pure O(1) arithmetic: the simulator calls
 //! it once per I/O. Directions assume the endpoint is the requester (device DMA): its requests
-//! and write data go upstream, completions come downstream; [`Traffic::reversed`] gives the view
+//! and write data go upstream, completions come downstream; `Traffic::reversed` gives the view
 //! for CPU-initiated (MMIO) traffic.
 
 use crate::error::{Error, Result};
@@ -36,11 +36,11 @@ pub enum Overheads {
 /// link the specification defines (Gen7 x32, about 242 GB/s of payload per direction). Larger
 /// sizes describe no DMA a device issues, and bounding them keeps every TLP and wire-byte count
 /// far inside u64.
-pub const MAX_TRANSFER_BYTES: u64 = 1 << 40;
+pub(crate) const MAX_TRANSFER_BYTES: u64 = 1 << 40;
 
 /// `size` when it is a transfer size pcielab models (1 ..= [`MAX_TRANSFER_BYTES`]); otherwise bad
 /// input naming `what` and the bound.
-pub fn transfer_size(what: &str, size: u64) -> crate::Result<u64> {
+pub(crate) fn transfer_size(what: &str, size: u64) -> crate::Result<u64> {
     if (1..=MAX_TRANSFER_BYTES).contains(&size) {
         Ok(size)
     } else {
@@ -114,7 +114,7 @@ impl LinkParams {
 
     /// MB/s one direction can carry after line encoding, less SKP ordered sets under `Full`.
     #[inline]
-    pub fn capacity_mbps(&self, overheads: Overheads) -> f64 {
+    pub(crate) fn capacity_mbps(&self, overheads: Overheads) -> f64 {
         let raw = raw_mbps(self.gen, self.width);
         match overheads {
             Overheads::Full => raw * per_generation(self.gen).after_skp,
@@ -144,7 +144,7 @@ pub fn achievable_mbps(link: &LinkParams) -> f64 {
 /// bytes) into an estimate of what crossed the link: TLP headers, digest and framing, and the
 /// Ack/UpdateFC DLLPs each direction returns for the other (`Overheads::Full`, SKP excluded).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WireEstimate {
+pub(crate) struct WireEstimate {
     /// Per byte the device writes to memory (Memory Writes up): (upstream, downstream) bytes.
     per_byte_up: (f64, f64),
     /// Per byte the device reads from memory (requests up, completions down).
@@ -153,7 +153,7 @@ pub struct WireEstimate {
 
 impl WireEstimate {
     /// The estimate for `link`'s MPS, MRRS and generation: MPS-sized writes, MRRS-sized reads.
-    pub fn for_link(link: &LinkParams) -> WireEstimate {
+    pub(crate) fn for_link(link: &LinkParams) -> WireEstimate {
         let per_byte = |t: Traffic| {
             let payload = t.payload_bytes as f64;
             (
@@ -195,7 +195,7 @@ pub struct Flow {
 impl Flow {
     /// Payload plus per-TLP overhead.
     #[inline]
-    pub fn tlp_bytes(&self) -> u64 {
+    pub(crate) fn tlp_bytes(&self) -> u64 {
         self.payload_bytes.saturating_add(self.tlp_overhead_bytes)
     }
 
@@ -258,7 +258,8 @@ impl Traffic {
     }
 
     /// The same transfer issued by the CPU towards the endpoint (MMIO): directions swap.
-    pub fn reversed(self) -> Traffic {
+    #[cfg(test)]
+    pub(crate) fn reversed(self) -> Traffic {
         Traffic {
             upstream: self.downstream,
             downstream: self.upstream,
@@ -268,14 +269,14 @@ impl Traffic {
 
     /// Wire bytes of the busier direction: the one that sets the transfer's pace.
     #[inline]
-    pub fn busiest_wire_bytes(&self, overheads: Overheads) -> f64 {
+    pub(crate) fn busiest_wire_bytes(&self, overheads: Overheads) -> f64 {
         self.upstream
             .wire_bytes(self.gen, overheads)
             .max(self.downstream.wire_bytes(self.gen, overheads))
     }
 
     /// Time the transfer occupies the link at full rate, in nanoseconds.
-    pub fn link_time_ns(&self, link: &LinkParams, overheads: Overheads) -> f64 {
+    pub(crate) fn link_time_ns(&self, link: &LinkParams, overheads: Overheads) -> f64 {
         // MB/s is bytes per microsecond.
         self.busiest_wire_bytes(overheads) / link.capacity_mbps(overheads) * 1000.0
     }

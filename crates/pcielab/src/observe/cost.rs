@@ -64,7 +64,7 @@ impl Drop for Running {
 
 /// CPU time (user + system, all threads) process `pid` has used: fields 14 and 15 of
 /// `/proc/PID/stat`, in clock ticks; `None` when the process is gone or the file unreadable.
-pub fn process_cpu_time(pid: u32) -> Option<Duration> {
+pub(crate) fn process_cpu_time(pid: u32) -> Option<Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name (which may hold spaces) start at state (field 3).
     let after = stat.rsplit_once(')')?.1;
@@ -82,7 +82,7 @@ fn cpu_ns(pid: u32) -> Result<u64> {
 }
 
 /// A `/proc/PID/status` memory line (`VmRSS`, `VmHWM`) in MiB.
-pub fn process_memory_mib(pid: u32, field: &str) -> Result<f64> {
+pub(crate) fn process_memory_mib(pid: u32, field: &str) -> Result<f64> {
     let path = format!("/proc/{pid}/status");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     text.lines()

@@ -15,7 +15,7 @@ use crate::pcie::Bdf;
 
 /// The most entries read from one of `/sys/block` and `/sys/class/net`: far above any real
 /// machine's disks and NICs, a bound on the work one sample does when a directory is huge.
-pub const MAX_DEVICES: usize = 4096;
+pub(crate) const MAX_DEVICES: usize = 4096;
 
 /// The most of one counter file read (the kernel fills at most a page).
 const ATTRIBUTE_BYTES: u64 = 4096;
@@ -25,7 +25,7 @@ const SECTOR_BYTES: u64 = 512;
 
 /// One block device's or network interface's byte counters and the function they belong to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceBytes {
+pub(crate) struct DeviceBytes {
     /// `block/nvme0n1` or `net/eth0`.
     pub name: String,
     pub function: Bdf,
@@ -41,7 +41,7 @@ pub struct DeviceBytes {
 /// a deep path) and forgotten when the entry goes, so a sample lists two directories and reads
 /// the counter files of the devices it knows.
 #[derive(Debug)]
-pub struct DeviceReader {
+pub(crate) struct DeviceReader {
     root: PathBuf,
     /// `block/nvme0n1` → its function, `None` for entries on no PCI function (loop, lo, …).
     functions: BTreeMap<String, Option<Bdf>>,
@@ -131,7 +131,7 @@ fn entries(dir: &Path) -> Vec<(String, PathBuf)> {
 /// namespace hangs off a virtual `nvme-subsysN` instead; it belongs to the function of that
 /// subsystem's one controller (none when several controllers share it: the bytes cannot be
 /// split between their paths from these counters).
-pub fn pci_function_of(entry: &Path) -> Option<Bdf> {
+pub(crate) fn pci_function_of(entry: &Path) -> Option<Bdf> {
     let resolved = fs::canonicalize(entry).ok()?;
     if let Some(bdf) = deepest_bdf(&resolved) {
         return Some(bdf);

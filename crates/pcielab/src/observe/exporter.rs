@@ -5,7 +5,7 @@
 //! answered 503 at once), request heads capped in size and time, one request per connection.
 //! The accepting thread gathers every request head itself, without blocking ([`serve`]), and
 //! hands a worker only a complete head: a client trickling its head a byte at a time holds a
-//! descriptor for at most [`HEAD_DEADLINE`] and never a worker, and the oldest unfinished heads
+//! descriptor for at most `HEAD_DEADLINE` and never a worker, and the oldest unfinished heads
 //! are shed when one peer (or all together) hold too many, so scrapes keep being answered.
 //! Malformed requests get a 4xx and the server keeps serving. docs/fleet.md lists the metrics.
 
@@ -29,20 +29,20 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 
 /// Threads answering requests; scrapes are short, a handful keeps a slow client from holding
 /// up the rest.
-pub const WORKERS: usize = 4;
+pub(crate) const WORKERS: usize = 4;
 /// Accepted connections waiting for a worker; beyond it a connection is answered 503.
-pub const QUEUE: usize = 128;
+pub(crate) const QUEUE: usize = 128;
 /// The most of a request head read: a scrape's head is a few hundred bytes.
-pub const MAX_HEAD_BYTES: usize = 8192;
+pub(crate) const MAX_HEAD_BYTES: usize = 8192;
 /// How long a client may take to read the answer.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a client has, from the moment it is accepted, to send its whole request head (a
 /// scrape sends it at once; only a stalled or hostile client gets near this).
-pub const HEAD_DEADLINE: Duration = Duration::from_secs(3);
+pub(crate) const HEAD_DEADLINE: Duration = Duration::from_secs(3);
 /// Unfinished heads one peer address may hold; a further connection from it sheds its oldest.
-pub const MAX_HEADS_PER_PEER: usize = 64;
+pub(crate) const MAX_HEADS_PER_PEER: usize = 64;
 /// Unfinished heads from all peers together; a further connection sheds the oldest.
-pub const MAX_PENDING_HEADS: usize = 512;
+pub(crate) const MAX_PENDING_HEADS: usize = 512;
 
 /// Parses `--listen` and refuses a non-loopback address unless `allow_remote`.
 pub fn listen_address(text: &str, allow_remote: bool) -> Result<SocketAddr> {
@@ -466,7 +466,7 @@ fn route(head: &[u8]) -> std::result::Result<(Method, Route), Response> {
 }
 
 /// Prometheus text exposition format, version 0.0.4.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 #[derive(Debug, Clone, PartialEq)]
 struct Response {
@@ -589,7 +589,7 @@ struct FunctionLabels {
 /// last one's memory instead of building a new response (and its per-series strings) each
 /// time; each function's label set is formatted once, not once per series per scrape.
 #[derive(Default)]
-pub struct MetricsRenderer {
+pub(crate) struct MetricsRenderer {
     labels: Vec<FunctionLabels>,
 }
 

@@ -42,7 +42,7 @@
 //! # PMU counters on a host
 //! [`Observer::open`] on `--machine host` opens the Rx and Tx data-payload events of every
 //! root-port PMU whose driver has them (`dwc_rootport_*` in bytes, the seed's `pcie_bdf_*` in
-//! 16-byte units) through [`crate::pmu::host::open_payload_counters`]: system-wide on the
+//! 16-byte units) through `crate::pmu::host::open_payload_counters`: system-wide on the
 //! PMU's cpumask CPU, each event alone, so that on a DesignWare port, whose one time-based
 //! counter takes one of them at a time, the kernel time-shares them as perf multiplexes. Each
 //! sample adds every interval's raw increment × enabled / running (perf's scaling), so a host
@@ -51,19 +51,19 @@
 //! not an error: [`Observer::warnings`] says why once and the ports keep `derived` traffic.
 //!
 //! Counts are monotonic for the observer's lifetime: PMU registers are carried across wraps at
-//! their catalog width ([`crate::pmu::perf::WrapCarry`]); a device counter that goes backwards
+//! their catalog width (`crate::pmu::perf::WrapCarry`); a device counter that goes backwards
 //! (the device was re-created) restarts from its new value on top of the old total, and a
 //! device that disappears keeps its total in its function's sums.
 //!
 //! # Reading sysfs
 //! On `host` and `snapshot:` link health is read through the machine's read plan
-//! ([`crate::topology::readplan`], held by the [`Machine`] so every observer of it shares one):
+//! (`crate::topology::readplan`, held by the [`Machine`] so every observer of it shares one):
 //! per sample only the trained state of each link (once, at its port end) and the AER counters
-//! that exist; the link capability was read once. Every [`crate::topology::readplan::REDISCOVER_NS`]
+//! that exist; the link capability was read once. Every `crate::topology::readplan::REDISCOVER_NS`
 //! of sample time, or after a planned file failed to read, the `devices/` listing is compared
 //! with the plan, and a function that came or went brings a new topology into the samples.
 //! Block and network devices are mapped to their functions once per device name
-//! ([`derived::DeviceReader`]).
+//! (`derived::DeviceReader`).
 //!
 //! # Time
 //! [`Observer::sample`] stamps each sample with the time since the observer opened. On `sim:`
@@ -451,7 +451,8 @@ impl Observer {
 
     /// On `sim:`: the workload's simulated length (0 without one); the counts stop changing
     /// after it.
-    pub fn workload_ns(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn workload_ns(&self) -> Option<u64> {
         match &self.backend {
             Backend::Sim { run, .. } => Some(run.duration_ns),
             Backend::Sysfs { .. } => None,

@@ -11,7 +11,7 @@ use super::Generation;
 
 /// A DLLP on the wire: its 6 bytes (type, payload, 16-bit CRC) plus framing — Gen1/2 add SDP
 /// and END symbols, Gen3-5 a 2-byte SDP token; 8 either way.
-pub const DLLP_WIRE_BYTES: u32 = 8;
+pub(crate) const DLLP_WIRE_BYTES: u32 = 8;
 
 /// The TLPOverhead term of the spec's latency formulas, in symbols (header, digest, framing).
 const TLP_OVERHEAD_SYMBOLS: u32 = 28;
@@ -33,7 +33,7 @@ pub const fn ack_factor(mps: u32, width: u8) -> f64 {
 /// The InternalDelay term in symbol times: 19 at 2.5 GT/s and 70 at 5.0 GT/s as the spec's
 /// tables give; 115 for 8 GT/s and faster non-FLIT rates (an assumption, see docs/model.md).
 #[inline]
-pub fn internal_delay_symbols(gen: Generation) -> u32 {
+pub(crate) fn internal_delay_symbols(gen: Generation) -> u32 {
     match gen {
         Generation::Gen1 => 19,
         Generation::Gen2 => 70,
@@ -44,7 +44,7 @@ pub fn internal_delay_symbols(gen: Generation) -> u32 {
 /// The longest a receiver may wait before sending an Ack (the same bound applies between
 /// UpdateFCs while credits are freed), in symbol times, truncated as the spec's tables are.
 #[inline]
-pub fn ack_latency_symbols(gen: Generation, mps: u32, width: u8) -> u32 {
+pub(crate) fn ack_latency_symbols(gen: Generation, mps: u32, width: u8) -> u32 {
     let legal_mps = mps.is_power_of_two() && (128..=4096).contains(&mps);
     let per_tlp = if legal_mps && usize::from(width) < PER_TLP_SYMBOLS[0].len() {
         PER_TLP_SYMBOLS[(mps.trailing_zeros() - 7) as usize][usize::from(width)]
@@ -79,7 +79,7 @@ const PER_TLP_SYMBOLS: [[u32; 33]; 6] = {
 /// stream sends before the one-per-TLP limit ([`dllps_for_stream`] applies it). Dividing by a
 /// power-of-two width is exact, so it is done as a multiplication.
 #[inline]
-pub fn latency_intervals(gen: Generation, mps: u32, width: u8, busy_bytes: f64) -> f64 {
+pub(crate) fn latency_intervals(gen: Generation, mps: u32, width: u8, busy_bytes: f64) -> f64 {
     let symbol_times = if width.is_power_of_two() {
         busy_bytes * (1.0 / f64::from(width))
     } else {
@@ -92,7 +92,13 @@ pub fn latency_intervals(gen: Generation, mps: u32, width: u8, busy_bytes: f64) 
 /// takes in `tlps` TLPs spread over `busy_bytes` of its link (all lanes together): one per latency
 /// interval, never more than one per TLP. Zero in FLIT mode, where flits carry this information.
 #[inline]
-pub fn dllps_for_stream(gen: Generation, mps: u32, width: u8, tlps: u64, busy_bytes: f64) -> f64 {
+pub(crate) fn dllps_for_stream(
+    gen: Generation,
+    mps: u32,
+    width: u8,
+    tlps: u64,
+    busy_bytes: f64,
+) -> f64 {
     if gen.is_flit() || tlps == 0 {
         return 0.0;
     }

@@ -8,17 +8,20 @@ pub const FLIT_BYTES: u32 = 256;
 /// Bytes of each flit available to TLPs.
 pub const FLIT_TLP_BYTES: u32 = 236;
 /// Data-link payload bytes per flit (sequence number, Ack/Nak, FC updates).
-pub const FLIT_DLP_BYTES: u32 = 6;
+#[cfg(test)]
+pub(crate) const FLIT_DLP_BYTES: u32 = 6;
 /// CRC bytes per flit.
-pub const FLIT_CRC_BYTES: u32 = 8;
+#[cfg(test)]
+pub(crate) const FLIT_CRC_BYTES: u32 = 8;
 /// Forward error correction bytes per flit.
-pub const FLIT_FEC_BYTES: u32 = 6;
+#[cfg(test)]
+pub(crate) const FLIT_FEC_BYTES: u32 = 6;
 
 /// Wire bytes needed to carry `tlp_bytes` of back-to-back TLPs in flits. TLPs straddle flit
 /// boundaries freely, so a stream costs exactly 256/236 of its TLP bytes (a lone transfer's last,
 /// partly filled flit is padded with NOPs; that padding is not charged here).
 #[inline]
-pub fn wire_bytes_for_tlp_bytes(tlp_bytes: f64) -> f64 {
+pub(crate) fn wire_bytes_for_tlp_bytes(tlp_bytes: f64) -> f64 {
     tlp_bytes * f64::from(FLIT_BYTES) / f64::from(FLIT_TLP_BYTES)
 }
 

@@ -75,7 +75,7 @@ pub fn raw_mbps(gen: Generation, width: u8) -> f64 {
 /// the same floating-point operations as at run time (so results are bit for bit the same) and
 /// looked up per call, since the rate model is evaluated millions of times in sweeps and fits.
 #[derive(Debug, Clone, Copy)]
-pub struct PerGeneration {
+pub(crate) struct PerGeneration {
     /// One lane's MB/s after line encoding.
     pub lane_mbps: f64,
     /// `1 - skp_fraction`: the share of symbol times left for TLPs and DLLPs.
@@ -101,12 +101,12 @@ const PER_GENERATION: [PerGeneration; Generation::ALL.len()] = {
 
 /// [`PerGeneration`] of `gen`.
 #[inline]
-pub fn per_generation(gen: Generation) -> PerGeneration {
+pub(crate) fn per_generation(gen: Generation) -> PerGeneration {
     PER_GENERATION[gen as usize]
 }
 
 /// The kernel's per-lane `PCIE_SPEED2MBS_ENC` in Mb/s, integer-truncated as C does.
-pub fn kernel_lane_mbit(gen: Generation) -> u32 {
+pub(crate) fn kernel_lane_mbit(gen: Generation) -> u32 {
     let (rate, num, den): (u32, u32, u32) = match gen {
         Generation::Gen1 => (2500, 8, 10),
         Generation::Gen2 => (5000, 8, 10),
@@ -147,7 +147,7 @@ impl Link {
     }
 
     /// The link trained below what it is capable of (lspci's "(downgraded)").
-    pub fn is_downgraded(&self) -> bool {
+    pub(crate) fn is_downgraded(&self) -> bool {
         let slower = matches!((self.speed, self.max_speed), (Some(s), Some(m)) if s < m);
         let narrower = matches!((self.width, self.max_width), (Some(w), Some(m)) if w < m);
         slower || narrower

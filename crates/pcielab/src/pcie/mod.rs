@@ -3,7 +3,7 @@
 //! config-space layout. Everything here is a pure function of its inputs, so the model, the
 //! readers and the simulator all share one source of truth for each fact.
 
-pub mod dllp;
+pub(crate) mod dllp;
 pub mod flit;
 pub mod link;
 pub mod tlp;
@@ -61,7 +61,7 @@ impl Generation {
     }
 
     /// The generation whose rate is `gt_s` (exact match of the spec's rates).
-    pub fn from_gt_s(gt_s: f64) -> Option<Generation> {
+    pub(crate) fn from_gt_s(gt_s: f64) -> Option<Generation> {
         Generation::ALL
             .into_iter()
             .find(|g| (g.gt_s() - gt_s).abs() < 1e-9)
@@ -98,7 +98,7 @@ impl Bdf {
     }
 
     /// devfn as the kernel packs it: device << 3 | function.
-    pub fn devfn(self) -> u8 {
+    pub(crate) fn devfn(self) -> u8 {
         (self.device << 3) | self.function
     }
 }

@@ -7,7 +7,7 @@ use super::Generation;
 
 /// The TLP types a DMA transfer is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TlpKind {
+pub(crate) enum TlpKind {
     /// Memory Write (posted), carries payload.
     MemWrite,
     /// Memory Read request (non-posted), no payload.
@@ -16,25 +16,15 @@ pub enum TlpKind {
     CompletionData,
 }
 
-impl TlpKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TlpKind::MemWrite => "MWr",
-            TlpKind::MemRead => "MRd",
-            TlpKind::CompletionData => "CplD",
-        }
-    }
-}
-
 /// Bytes in one doubleword.
-pub const DW_BYTES: u32 = 4;
+pub(crate) const DW_BYTES: u32 = 4;
 
 /// ECRC (TLP digest) size when End-to-End CRC is enabled.
-pub const ECRC_BYTES: u32 = 4;
+pub(crate) const ECRC_BYTES: u32 = 4;
 
 /// Data-link + physical wrapping per TLP outside FLIT mode. Gen1/2: STP 1 + sequence number 2 +
 /// LCRC 4 + END 1. Gen3-5: STP token 4 (it carries the sequence number) + LCRC 4. Both are 8.
-pub const NON_FLIT_FRAMING_BYTES: u32 = 8;
+pub(crate) const NON_FLIT_FRAMING_BYTES: u32 = 8;
 
 /// How a TLP's header and digest are formed; the same for every TLP of one transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,7 +40,7 @@ pub struct TlpFormat {
 /// Header bytes of one TLP. Memory requests are 3 DW with 32-bit addresses and 4 DW with 64-bit
 /// ones; completions are always 3 DW. In FLIT mode request headers also carry any OHC.
 #[inline]
-pub fn header_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
+pub(crate) fn header_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
     let base_dw = match kind {
         TlpKind::MemWrite | TlpKind::MemRead if format.addr64 => 4,
         TlpKind::MemWrite | TlpKind::MemRead => 3,
@@ -65,7 +55,7 @@ pub fn header_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
 
 /// Per-TLP wrapping added below the transaction layer: 8 B outside FLIT mode, 0 in FLIT mode.
 #[inline]
-pub fn framing_bytes(gen: Generation) -> u32 {
+pub(crate) fn framing_bytes(gen: Generation) -> u32 {
     if gen.is_flit() {
         0
     } else {
@@ -75,7 +65,7 @@ pub fn framing_bytes(gen: Generation) -> u32 {
 
 /// Everything one TLP adds on top of its payload: header, optional ECRC and framing.
 #[inline]
-pub fn overhead_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
+pub(crate) fn overhead_bytes(kind: TlpKind, format: TlpFormat, gen: Generation) -> u32 {
     let digest = if format.ecrc { ECRC_BYTES } else { 0 };
     header_bytes(kind, format, gen) + digest + framing_bytes(gen)
 }

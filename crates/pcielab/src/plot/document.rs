@@ -78,7 +78,7 @@ impl Kind {
     }
 
     /// Every kind's command, for messages.
-    pub fn all_commands() -> String {
+    pub(crate) fn all_commands() -> String {
         Kind::ALL.map(Kind::command).join(", ")
     }
 }
@@ -157,7 +157,7 @@ impl Document {
 
 /// Reads `value`, the `--json` document of a `kind` command, as its view `T`, naming the field
 /// that does not fit.
-pub fn read_as<T: DeserializeOwned>(origin: &str, kind: Kind, value: Value) -> Result<T> {
+pub(crate) fn read_as<T: DeserializeOwned>(origin: &str, kind: Kind, value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(|e| {
         Error::bad_input(format!(
             "{origin}: looks like `{}` output but does not fit its shape: {e}",
@@ -318,13 +318,13 @@ pub struct GroupPairDoc {
 }
 
 /// Row/column labels of a verdict matrix and each (provider, client) index pair's verdict.
-pub type VerdictGrid<'a> = (Vec<String>, Vec<((usize, usize), &'a PairDoc)>);
+pub(crate) type VerdictGrid<'a> = (Vec<String>, Vec<((usize, usize), &'a PairDoc)>);
 
 impl P2pDoc {
     /// What a picture or table of this document shows: the endpoint pairs when it has them
     /// (`--full`), else the groups. Returns the row/column labels and each (provider, client)
     /// index pair's verdict.
-    pub fn verdict_grid(&self) -> VerdictGrid<'_> {
+    pub(crate) fn verdict_grid(&self) -> VerdictGrid<'_> {
         if !self.pairs.is_empty() || self.groups.is_empty() {
             let mut labels: Vec<String> = self
                 .pairs

@@ -21,10 +21,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::error::{Error, Result};
 
 /// Where one picture is drawn.
-pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// Line colours, told apart in print and by most colour-blind readers (the Tableau 10 set).
-pub const COLOURS: [RGBColor; 8] = [
+pub(crate) const COLOURS: [RGBColor; 8] = [
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xd6, 0x27, 0x28),
     RGBColor(0x2c, 0xa0, 0x2c),
@@ -40,23 +40,23 @@ const REFERENCE_GREYS: [RGBColor; 3] = [
     RGBColor(0x77, 0x77, 0x77),
     RGBColor(0xaa, 0xaa, 0xaa),
 ];
-pub const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 /// Text sizes as plotters takes them (it writes `size / 1.24` as the SVG font-size).
-pub const TITLE_SIZE: f64 = 20.0;
-pub const TEXT_SIZE: f64 = 16.0;
+pub(crate) const TITLE_SIZE: f64 = 20.0;
+pub(crate) const TEXT_SIZE: f64 = 16.0;
 /// The width one character takes at [`TEXT_SIZE`] in a sans-serif font, generously, in pixels:
 /// what layouts reserve so labels do not run into each other.
-pub const CHAR_WIDTH: f64 = 7.5;
-pub const WIDTH: u32 = 900;
-pub const HEIGHT: u32 = 520;
+pub(crate) const CHAR_WIDTH: f64 = 7.5;
+pub(crate) const WIDTH: u32 = 900;
+pub(crate) const HEIGHT: u32 = 520;
 
 /// A drawing failure (the SVG backend writes into a string; this does not happen in practice).
-pub fn drawing_failed(e: impl std::fmt::Display) -> Error {
+pub(crate) fn drawing_failed(e: impl std::fmt::Display) -> Error {
     Error::runtime(format!("drawing the plot failed: {e}"))
 }
 
 /// A standalone SVG document of `width` × `height` pixels on a white background.
-pub fn svg_document(
+pub(crate) fn svg_document(
     width: u32,
     height: u32,
     draw: impl FnOnce(&Area) -> Result<()>,
@@ -114,7 +114,7 @@ pub struct Series {
     pub stroke: Stroke,
     /// Against the right axis ([`RightAxis::Own`]).
     pub right: bool,
-    /// Index into [`COLOURS`]; by default the series' own position.
+    /// Index into `COLOURS`; by default the series' own position.
     pub colour: Option<usize>,
 }
 
@@ -146,7 +146,7 @@ pub enum RightAxis {
     Scaled { label: String, per_left_unit: f64 },
 }
 
-/// A line chart: what [`draw_line_chart`] draws.
+/// A line chart: what `draw_line_chart` draws.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
     pub title: String,
@@ -201,7 +201,7 @@ fn trim(v: f64) -> String {
 }
 
 /// A value as tables and labels print it: whole above 100, else up to 2 decimals.
-pub fn value_text(v: f64) -> String {
+pub(crate) fn value_text(v: f64) -> String {
     if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else {
@@ -396,7 +396,7 @@ fn series_colour(s: &Series, position: usize) -> RGBColor {
 
 /// Draws `chart` into `area`: title, axes with units, series, reference lines, event markers,
 /// and the legend in rows beneath the plot.
-pub fn draw_line_chart(area: &Area, chart: &LineChart) -> Result<()> {
+pub(crate) fn draw_line_chart(area: &Area, chart: &LineChart) -> Result<()> {
     let (width, height) = area.dim_in_pixel();
     let mut entries: Vec<LegendEntry> = chart
         .series
@@ -606,7 +606,7 @@ pub fn draw_line_chart(area: &Area, chart: &LineChart) -> Result<()> {
 }
 
 /// A line chart as a standalone SVG document of the default size.
-pub fn line_chart_svg(chart: &LineChart) -> Result<String> {
+pub(crate) fn line_chart_svg(chart: &LineChart) -> Result<String> {
     svg_document(WIDTH, HEIGHT, |area| draw_line_chart(area, chart))
 }
 
@@ -635,7 +635,7 @@ pub struct Matrix {
 const CELL_HEIGHT: i32 = 30;
 
 /// The matrix as a standalone SVG document, sized to fit its labels.
-pub fn matrix_svg(m: &Matrix) -> Result<String> {
+pub(crate) fn matrix_svg(m: &Matrix) -> Result<String> {
     let chars = |texts: &mut dyn Iterator<Item = &String>| {
         texts.map(|t| t.chars().count()).max().unwrap_or(0) as f64
     };

@@ -424,7 +424,7 @@ const VERDICTS: [(&str, &str, RGBColor); 4] = [
 ];
 
 /// The verdict matrix: providers down, clients across (groups of endpoints, or with `--full`
-/// endpoints), each cell the distance and verdict; bad input past [`MAX_MATRIX_ROWS`].
+/// endpoints), each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS`.
 pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
     let (labels, verdicts) = doc.verdict_grid();
     if labels.len() > MAX_MATRIX_ROWS {
@@ -468,7 +468,7 @@ pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
 
 /// The most rows (groups, or endpoints with `--full`) the verdict matrix is drawn with: 65,536
 /// cells, a picture still readable when zoomed.
-pub const MAX_MATRIX_ROWS: usize = 256;
+pub(crate) const MAX_MATRIX_ROWS: usize = 256;
 
 /// The verdict matrix as a standalone SVG document.
 pub fn p2p_svg(doc: &P2pDoc) -> Result<String> {

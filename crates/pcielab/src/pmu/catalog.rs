@@ -3,7 +3,7 @@
 //! names and the upstream `dwc_pcie_pmu` names), HiSilicon `hisi_pcie_pmu`, NVIDIA Grace
 //! `nvidia_pcie_pmu` and the Intel IIO free-running counters of Skylake-SP and of Ice Lake and
 //! later. Everything else (naming, counting rules, the simulator, the sysfs files a driver
-//! writes: [`driver_files`]) reads these tables; no event is described anywhere else.
+//! writes: `driver_files`) reads these tables; no event is described anywhere else.
 //! `tests/pmu_driver_catalog.rs` compares them with the drivers in the installed kernel source.
 
 use serde::Serialize;
@@ -87,7 +87,7 @@ impl Group {
     }
 
     /// Why an event of this group may never get a counter (said with `<not counted>`).
-    pub fn sharing_rule(self) -> String {
+    pub(crate) fn sharing_rule(self) -> String {
         match self {
             Group::TimeBased(_) => "the root port has one time-based counter: two time-based \
                 events in one group can never count together (give them as separate -e events \
@@ -103,7 +103,7 @@ impl Group {
 
     /// The hardware counts one lane (groups 0 and 4 of the guide); the others count all lanes
     /// together, although the upstream driver asks every lane event for a `lane=`.
-    pub fn per_lane(self) -> bool {
+    pub(crate) fn per_lane(self) -> bool {
         matches!(self, Group::Lane(0 | 4))
     }
 
@@ -199,7 +199,7 @@ macro_rules! lane_event {
 /// databook, the Yitian 710 PMU guide and kernels since 6.14 number them (6.8-6.13 named them the
 /// other way round, programming the same hardware events). Event groups 0-5 are in the guide
 /// only (no upstream driver exposes them); they use the same `group << 8 | number` encoding.
-pub static DWC_EVENTS: &[EventDef] = &[
+pub(crate) static DWC_EVENTS: &[EventDef] = &[
     time_event!(
         0,
         0x00,
@@ -770,7 +770,7 @@ macro_rules! general_event {
 
 /// HiSilicon PCIe PMU: events pair up on one counter (bit 16 selects the partner), so each
 /// ratio (flux/time, latency/cnt) must be read from one group.
-pub static HISI_EVENTS: &[EventDef] = &[
+pub(crate) static HISI_EVENTS: &[EventDef] = &[
     general_event!(
         0x0010,
         "rx_mwr_latency",
@@ -881,7 +881,7 @@ macro_rules! iio_event {
 
 /// Intel IIO free-running counters (`event=0xff,umask=…`), Ice Lake and later scale: 32 bytes
 /// per count.
-pub static IIO_EVENTS: &[EventDef] = &[
+pub(crate) static IIO_EVENTS: &[EventDef] = &[
     iio_event!(0x10, "ioclk", Unit::Cycles, "IIO clock ticks"),
     iio_event!(
         0x20,
@@ -935,7 +935,7 @@ pub static IIO_EVENTS: &[EventDef] = &[
 
 /// Intel IIO free-running counters of Skylake-SP: four ports in, four out (umask 0x24-0x27
 /// are `bw_out_port0-3` here, not inbound ports 4-7), 4 bytes per count, and utilisation.
-pub static IIO_SKYLAKE_EVENTS: &[EventDef] = &[
+pub(crate) static IIO_SKYLAKE_EVENTS: &[EventDef] = &[
     iio_event!(0x10, "ioclk", Unit::Cycles, "IIO clock ticks"),
     iio_event!(0x20, "bw_in_port0", Unit::Bytes(4), "inbound bytes, port 0"),
     iio_event!(0x21, "bw_in_port1", Unit::Bytes(4), "inbound bytes, port 1"),
@@ -1018,7 +1018,7 @@ pub static IIO_SKYLAKE_EVENTS: &[EventDef] = &[
 /// NVIDIA Grace PCIe PMU (the driver's `mcf` table): each quantity for traffic to the local
 /// socket's memory (`_loc`) and a remote socket's (`_rem`), and the CoreSight PMU's cycle
 /// counter at event 1 << 32. Without `root_port=` no port is selected and nothing counts.
-pub static NVIDIA_PCIE_EVENTS: &[EventDef] = &[
+pub(crate) static NVIDIA_PCIE_EVENTS: &[EventDef] = &[
     general_event!(
         0x0,
         "rd_bytes_loc",
@@ -1224,7 +1224,7 @@ impl Family {
     }
 
     /// Up to three event names closest to `query`, for "did you mean" messages.
-    pub fn suggest(self, query: &str) -> Vec<&'static str> {
+    pub(crate) fn suggest(self, query: &str) -> Vec<&'static str> {
         nearest(
             query,
             self.events()
@@ -1235,7 +1235,7 @@ impl Family {
 }
 
 /// Levenshtein distance over ASCII-lowercased bytes.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<u8> = a.bytes().map(|c| c.to_ascii_lowercase()).collect();
     let b: Vec<u8> = b.bytes().map(|c| c.to_ascii_lowercase()).collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -1252,7 +1252,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The (at most three) candidates closest to `query`, best first, distinct ignoring case.
-pub fn nearest<'a>(query: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+pub(crate) fn nearest<'a>(query: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut scored: Vec<(usize, &'a str)> =
         candidates.map(|c| (edit_distance(query, c), c)).collect();
     scored.sort_by_key(|&(d, c)| (d, c.to_ascii_lowercase()));

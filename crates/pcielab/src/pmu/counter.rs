@@ -13,14 +13,14 @@ pub fn mask(bits: u32) -> u64 {
 }
 
 /// How far a `bits`-wide register advanced from `prev` to `now`, assuming at most one wrap.
-pub fn wrapping_delta(prev: u64, now: u64, bits: u32) -> u64 {
+pub(crate) fn wrapping_delta(prev: u64, now: u64, bits: u32) -> u64 {
     now.wrapping_sub(prev) & mask(bits)
 }
 
 /// Reads a 64-bit counter from its two 32-bit halves: high, low, high again, retrying until
 /// both high reads agree, so a carry out of the low half between the reads is never mixed
 /// with a stale high half. Returns the value and the number of attempts it took.
-pub fn read_split_64(
+pub(crate) fn read_split_64(
     mut read_high: impl FnMut() -> u32,
     mut read_low: impl FnMut() -> u32,
 ) -> (u64, u32) {
@@ -39,7 +39,7 @@ pub fn read_split_64(
 /// increments and wraps, and the 64-bit perf count the driver accumulates from masked deltas
 /// each time it reads the register (on every stop, rotation and user read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HwCounter {
+pub(crate) struct HwCounter {
     pub bits: u32,
     /// The register's current content.
     register: u64,
@@ -66,11 +66,12 @@ impl HwCounter {
 
     /// The driver (re)programs the counter when perf schedules the event: the register starts
     /// from zero, the accumulated count stays.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.register = 0;
         self.last_read = 0;
     }
 
+    #[cfg(test)]
     pub fn register(&self) -> u64 {
         self.register
     }

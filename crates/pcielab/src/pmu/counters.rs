@@ -1,7 +1,7 @@
 //! The counters side of a machine, as one trait every machine's PMU access implements: the live
 //! host through sysfs and perf_event_open (`pmu::host::HostCounters`), the simulator
 //! (`sim::SimulatedPcie`), and a saved sysfs tree, whose DesignWare root ports can be listed but
-//! not counted ([`CatalogPmus`]). `machine::Machine::counters` picks one; commands (`pmu list`,
+//! not counted (`CatalogPmus`). `machine::Machine::counters` picks one; commands (`pmu list`,
 //! `stat`) call it without knowing which. The trait lives here so that pmu/ depends on no
 //! backend: the simulator implements it, not the other way round.
 
@@ -109,14 +109,14 @@ pub trait Counters {
 }
 
 /// `--dry-run` on a machine without perf_event_attr encodings (only a host has them).
-pub fn dry_run_is_for_hosts() -> Error {
+pub(crate) fn dry_run_is_for_hosts() -> Error {
     Error::bad_input(
         "--dry-run shows the perf_event_attr of host events: use it with --machine host",
     )
 }
 
 /// The catalog PMUs of a machine that has no counters to read: a saved sysfs tree.
-pub struct CatalogPmus {
+pub(crate) struct CatalogPmus {
     /// The machine, for messages (`snapshot:DIR`).
     pub machine: String,
     pub pmus: Vec<PmuDevice>,

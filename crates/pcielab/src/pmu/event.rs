@@ -13,10 +13,10 @@ use crate::pmu::catalog::{nearest, Family, Group};
 use crate::pmu::sysfs::{parse_number, tracepoint_id, PcieDriver, SysfsPmu};
 
 /// `perf_event_attr.type` of perf's fixed PMUs.
-pub const PERF_TYPE_HARDWARE: u32 = 0;
-pub const PERF_TYPE_SOFTWARE: u32 = 1;
-pub const PERF_TYPE_TRACEPOINT: u32 = 2;
-pub const PERF_TYPE_RAW: u32 = 4;
+pub(crate) const PERF_TYPE_HARDWARE: u32 = 0;
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
+pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
+pub(crate) const PERF_TYPE_RAW: u32 = 4;
 
 /// perf's symbolic events: name (and aliases), type, config, and the unit/scale perf prints
 /// them with (the clocks count nanoseconds and are shown in msec).
@@ -56,12 +56,12 @@ const SYMBOLS: &[(&[&str], u32, u64)] = &[
 /// The longest `-e` argument accepted. Real event lists are a few hundred bytes; the bound keeps
 /// the work after splitting (nearest-name suggestions compare the text with every known name,
 /// error messages quote it) small whatever a script passes.
-pub const MAX_EVENT_LIST_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_EVENT_LIST_BYTES: usize = 64 * 1024;
 
 /// Splits an `-e` argument as perf does: commas separate events except inside `PMU/…/`; `{…}`
 /// makes a group. Returns the groups' item texts (a lone event is a group of one). One pass over
 /// the text: work grows linearly with its length.
-pub fn split_event_list(text: &str) -> Result<Vec<Vec<String>>> {
+pub(crate) fn split_event_list(text: &str) -> Result<Vec<Vec<String>>> {
     if text.len() > MAX_EVENT_LIST_BYTES {
         return Err(Error::bad_input(format!(
             "event list of {} bytes (starting '{}…') is longer than the {MAX_EVENT_LIST_BYTES} \
@@ -477,7 +477,7 @@ fn number(text: &str, key: &str, value: &str) -> Result<u64> {
 }
 
 /// The perf-style `--dry-run` line of one event: each attr field perf would pass.
-pub fn dry_run_line(attr: &EventAttr) -> String {
+pub(crate) fn dry_run_line(attr: &EventAttr) -> String {
     let cpus = if attr.cpus.is_empty() {
         "all online".to_string()
     } else {

@@ -51,7 +51,7 @@ pub struct EncodedEvents {
 
 /// Discovers the PMUs under `root`, encodes every `-e` argument and checks each group against
 /// the rules of the kernel its PMU driver comes from.
-pub fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
+pub(crate) fn encode_events(root: &Path, events: &[String]) -> Result<EncodedEvents> {
     if events.is_empty() {
         // perf's default events are CPU ones; pcielab counts only what it is asked to.
         return Err(Error::bad_input(
@@ -109,7 +109,7 @@ const MIN_READ_PERIOD_S: f64 = 0.010;
 /// How often to read a `bits`-wide counter counting at most `rate` per second (twice per wrap,
 /// never more often than every 10 ms), and what to tell the user: that the wraps are carried,
 /// or, when even 10 ms is too slow for the worst case, a warning with the risk.
-pub fn wrap_plan(event: &str, bits: u32, rate: f64) -> (Duration, String) {
+pub(crate) fn wrap_plan(event: &str, bits: u32, rate: f64) -> (Duration, String) {
     let wrap_s = 2f64.powi(bits as i32) / rate.max(1.0);
     let period_s = (wrap_s / 2.0).max(MIN_READ_PERIOD_S);
     let note = if wrap_s / 2.0 >= MIN_READ_PERIOD_S {
@@ -169,14 +169,14 @@ pub struct HostStat {
 }
 
 /// Why a workload cannot run: `None` when its program exists.
-pub fn missing_workload(workload: &[String]) -> Option<String> {
+pub(crate) fn missing_workload(workload: &[String]) -> Option<String> {
     let program = workload.first()?;
     find_program(program).is_none().then(|| {
         format!("workload '{program}' not found (not a file, and not in PATH); exit status 127")
     })
 }
 
-/// Runs `request` on the live host, counting `encoded` (from [`encode_events`]).
+/// Runs `request` on the live host, counting `encoded` (from `encode_events`).
 pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostStat> {
     if !request.all_cpus {
         return Err(Error::bad_input(
@@ -276,7 +276,7 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
 
 /// The live host's counters: the PMUs under `<root>/sys/bus/event_source/devices`, counted
 /// through perf_event_open.
-pub struct HostCounters {
+pub(crate) struct HostCounters {
     /// The filesystem root (`/` on a real host).
     pub root: PathBuf,
 }
@@ -336,10 +336,11 @@ impl Counters for HostCounters {
 }
 
 /// The two data-payload events a root-port PMU counts, Rx (toward the root complex) first.
-pub const PAYLOAD_EVENTS: [&str; 2] = ["Rx_PCIe_TLP_Data_Payload", "Tx_PCIe_TLP_Data_Payload"];
+pub(crate) const PAYLOAD_EVENTS: [&str; 2] =
+    ["Rx_PCIe_TLP_Data_Payload", "Tx_PCIe_TLP_Data_Payload"];
 
 /// One root port's payload counters within [`PayloadCounters`].
-pub struct PortPayload {
+pub(crate) struct PortPayload {
     pub root_port: Bdf,
     /// The PMU counting it (`dwc_rootport_13018`, `pcie_bdf_200`).
     pub pmu: String,
@@ -351,7 +352,7 @@ pub struct PortPayload {
 
 /// The Rx/Tx data-payload counters of the live host's root-port PMUs, counting from open:
 /// what `observe` reads on `--machine host`.
-pub struct PayloadCounters {
+pub(crate) struct PayloadCounters {
     counters: crate::pmu::perf::OpenCounters,
     pub ports: Vec<PortPayload>,
 }
@@ -363,7 +364,7 @@ pub struct PayloadCounters {
 /// multiplexing) and each reading's enabled/running times say how long it counted. Returns the
 /// counters and a note per PMU left out (events missing, the kernel refusing them); a refused
 /// permission or any other failure to open is an error.
-pub fn open_payload_counters(
+pub(crate) fn open_payload_counters(
     root: &Path,
     pmus: &[SysfsPmu],
     topology: &Topology,

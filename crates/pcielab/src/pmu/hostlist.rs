@@ -22,7 +22,7 @@ use crate::topology::sysfs::read_sysfs;
 
 /// The PCIe PMU drivers pcielab knows: name pattern, driver, kernel option, first kernel,
 /// and the CPUs whose root complexes have the hardware.
-pub const PROVIDERS: &[(&str, &str, &str, &str, &str)] = &[
+pub(crate) const PROVIDERS: &[(&str, &str, &str, &str, &str)] = &[
     (
         "dwc_rootport_<hex>",
         "dwc_pcie_pmu",
@@ -133,7 +133,7 @@ pub struct HostListing {
 
 /// Discovers the PMUs under `root`, keeps the one named `only` when given (bad input naming
 /// the nearest when there is none), and places PCIe PMUs in the live topology.
-pub fn host_listing(root: &Path, only: Option<&str>) -> Result<HostListing> {
+pub(crate) fn host_listing(root: &Path, only: Option<&str>) -> Result<HostListing> {
     let mut pmus = discover(root)?;
     if let Some(name) = only {
         if !pmus.iter().any(|p| p.name == name) {
@@ -173,7 +173,7 @@ pub fn host_listing(root: &Path, only: Option<&str>) -> Result<HostListing> {
 
 /// The host's PCIe PMUs as catalog devices (the families pcielab has catalogs for), placed at
 /// their first root port.
-pub fn host_pcie_devices(root: &Path) -> Result<Vec<PmuDevice>> {
+pub(crate) fn host_pcie_devices(root: &Path) -> Result<Vec<PmuDevice>> {
     let listing = host_listing(root, None)?;
     Ok(listing
         .pmus

@@ -27,7 +27,7 @@ impl KernelVersion {
     pub const SOURCE_PACKAGE: KernelVersion = KernelVersion::new(6, 12);
 
     /// The newest behaviour pcielab models (every fact of [`UPSTREAM_CHANGES`] applied).
-    pub const NEWEST: KernelVersion = KernelVersion::new(6, 18);
+    pub(crate) const NEWEST: KernelVersion = KernelVersion::new(6, 18);
 
     /// Parses the leading `MAJOR.MINOR` of a release string (`6.18.44-fc-v782`, `6.12.0`).
     pub fn parse(release: &str) -> Option<KernelVersion> {
@@ -38,7 +38,7 @@ impl KernelVersion {
     }
 
     /// The running kernel under `root` (`/proc/sys/kernel/osrelease`, what `uname -r` prints).
-    pub fn of_host(root: &Path) -> Result<KernelVersion> {
+    pub(crate) fn of_host(root: &Path) -> Result<KernelVersion> {
         let path = root.join("proc/sys/kernel/osrelease");
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         KernelVersion::parse(&text).ok_or_else(|| {
@@ -78,7 +78,7 @@ impl std::str::FromStr for KernelVersion {
 
 /// What one upstream change did to a driver pcielab models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// Event files renamed: `(eventid, name before, name after)`.
     Renames(&'static [(u64, &'static str, &'static str)]),
     /// DWC: one lane counter per distinct lane event id instead of one per port; a group
@@ -91,7 +91,7 @@ pub enum Effect {
 
 /// One upstream change since the 6.12 sources, with where it is recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UpstreamChange {
+pub(crate) struct UpstreamChange {
     /// The first release carrying it.
     pub since: KernelVersion,
     /// The upstream commit's subject line.
@@ -119,7 +119,7 @@ const DWC_6_14_RENAMES: &[(u64, &str, &str)] =
     &[(0x08, "TX_RX_L0S", "L1_AUX"), (0x09, "L1_AUX", "TX_RX_L0S")];
 
 /// Every change to the DesignWare root-port PMU driver after 6.12, oldest first.
-pub static DWC_CHANGES: &[UpstreamChange] = &[
+pub(crate) static DWC_CHANGES: &[UpstreamChange] = &[
     UpstreamChange {
         since: KernelVersion::new(6, 13),
         commit: "perf/dwc_pcie: Convert the events with mixed case to lowercase",
@@ -151,7 +151,7 @@ pub static DWC_CHANGES: &[UpstreamChange] = &[
 
 /// The name `kernel`'s DWC driver gives the event whose newest name is `newest` (`config`
 /// is its type and eventid), by undoing every later rename.
-pub fn dwc_name_in(kernel: KernelVersion, config: u64, newest: &str) -> String {
+pub(crate) fn dwc_name_in(kernel: KernelVersion, config: u64, newest: &str) -> String {
     let mut name = newest.to_string();
     for change in DWC_CHANGES.iter().rev() {
         if kernel.has(change.since) {
@@ -195,7 +195,7 @@ pub fn dwc_vendors(kernel: KernelVersion) -> Vec<u16> {
 /// The newest kernel whose DWC driver writes these event files, when they are older than
 /// every change of [`DWC_CHANGES`] that renamed an event: `(name, type << 16 | eventid)` pairs
 /// from the PMU's `events/`. 6.12's spellings give 6.12; `TX_RX_L0S` at 0x08 gives 6.13.
-pub fn dwc_version_from_events<'a>(
+pub(crate) fn dwc_version_from_events<'a>(
     events: impl IntoIterator<Item = (&'a str, u64)>,
 ) -> Option<KernelVersion> {
     let events: Vec<(&str, u64)> = events.into_iter().collect();

@@ -11,7 +11,7 @@ use crate::pmu::PmuDevice;
 
 /// The PMU named `only` (any of its names), or all of them when `None`; bad input naming the
 /// nearest names when the machine has no such PMU.
-pub fn only_pmu(pmus: Vec<PmuDevice>, only: Option<&str>) -> Result<Vec<PmuDevice>> {
+pub(crate) fn only_pmu(pmus: Vec<PmuDevice>, only: Option<&str>) -> Result<Vec<PmuDevice>> {
     let Some(name) = only else {
         return Ok(pmus);
     };
@@ -31,7 +31,7 @@ pub fn only_pmu(pmus: Vec<PmuDevice>, only: Option<&str>) -> Result<Vec<PmuDevic
 
 /// Which kernel each of a catalog PMU's names stands for: the seed's `pcie_bdf_*` is the Yitian
 /// guide's vendor kernel, the upstream `dwc_rootport_*` the newest modelled driver.
-pub fn kernels_line() -> String {
+pub(crate) fn kernels_line() -> String {
     format!(
         "pcie_bdf_* follows the Yitian 710 PMU guide's vendor kernel (every guide event, lane= \
          only for per-lane events, impossible groups <not counted>); dwc_rootport_* follows \
@@ -77,7 +77,7 @@ pub struct CatalogEventDocument {
 }
 
 /// The `--json` document of `pmus` on `machine`.
-pub fn list_document(machine: &str, pmus: &[PmuDevice]) -> CatalogListDocument {
+pub(crate) fn list_document(machine: &str, pmus: &[PmuDevice]) -> CatalogListDocument {
     CatalogListDocument {
         machine: machine.to_string(),
         kernels: kernels_line(),
@@ -107,7 +107,7 @@ pub fn list_document(machine: &str, pmus: &[PmuDevice]) -> CatalogListDocument {
 }
 
 /// The text form: per PMU a heading line, then a table of its events, then a blank line.
-pub fn render_list(machine: &str, pmus: &[PmuDevice]) -> String {
+pub(crate) fn render_list(machine: &str, pmus: &[PmuDevice]) -> String {
     if pmus.is_empty() {
         return format!("{machine}: no PCIe PMUs\n");
     }

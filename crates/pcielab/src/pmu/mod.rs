@@ -9,11 +9,11 @@ pub mod counter;
 pub mod counters;
 pub mod event;
 pub mod host;
-pub mod hostlist;
+pub(crate) mod hostlist;
 pub mod kernel;
 pub mod list;
 pub mod perf;
-pub mod placement;
+pub(crate) mod placement;
 pub mod rules;
 pub mod session;
 pub mod stat;
@@ -42,7 +42,7 @@ pub struct PmuDevice {
 
 /// The seed's `pcie_bdf_%x` of bus, device and function as one byte each (00:02.0 -> 200),
 /// with the domain above them when it is not 0.
-pub fn seed_pmu_name(bdf: Bdf) -> String {
+pub(crate) fn seed_pmu_name(bdf: Bdf) -> String {
     let value = (u64::from(bdf.domain) << 24)
         | (u64::from(bdf.bus) << 16)
         | (u64::from(bdf.device) << 8)
@@ -51,7 +51,7 @@ pub fn seed_pmu_name(bdf: Bdf) -> String {
 }
 
 /// Upstream `dwc_rootport_%x` of `(domain << 16) | (bus << 8) | devfn` (00:02.0 -> 10).
-pub fn upstream_pmu_name(bdf: Bdf) -> String {
+pub(crate) fn upstream_pmu_name(bdf: Bdf) -> String {
     let value = (u32::from(bdf.domain) << 16) | (u32::from(bdf.bus) << 8) | u32::from(bdf.devfn());
     format!("dwc_rootport_{value:x}")
 }
@@ -87,7 +87,7 @@ impl PmuDevice {
     }
 
     /// Whether `name` is one of this device's names.
-    pub fn answers_to(&self, name: &str) -> bool {
+    pub(crate) fn answers_to(&self, name: &str) -> bool {
         self.name == name || self.aliases.iter().any(|a| a == name)
     }
 }
@@ -95,7 +95,7 @@ impl PmuDevice {
 /// The root-port PMUs a machine with this topology has: one DWC PMU per PCIe root port of a
 /// vendor in `vendors` (a topology does not record the RAS DES capability the driver also
 /// needs).
-pub fn root_port_pmus(topo: &Topology, vendors: &[u16]) -> Vec<PmuDevice> {
+pub(crate) fn root_port_pmus(topo: &Topology, vendors: &[u16]) -> Vec<PmuDevice> {
     topo.functions()
         .iter()
         .filter(|f| f.kind == Kind::RootPort && vendors.contains(&f.vendor))
@@ -110,7 +110,7 @@ pub fn root_port_pmus(topo: &Topology, vendors: &[u16]) -> Vec<PmuDevice> {
 /// what a snapshot lists and a simulated machine counts with: DWC PMUs on the vendors the newest
 /// `dwc_pcie_pmu` binds. Rockchip (1d87) root ports get none: their DesignWare controllers
 /// carry the RAS DES counters, but no kernel binds a PMU to them ([`no_rockchip_pmu`]).
-pub fn bound_root_port_pmus(topo: &Topology) -> Vec<PmuDevice> {
+pub(crate) fn bound_root_port_pmus(topo: &Topology) -> Vec<PmuDevice> {
     root_port_pmus(topo, &kernel::dwc_vendors(kernel::KernelVersion::NEWEST))
 }
 
@@ -119,7 +119,7 @@ const ROCKCHIP: u16 = 0x1d87;
 /// Why a machine with this topology has no PMU where a user may expect one: its Rockchip root
 /// ports (DesignWare controllers no kernel's `dwc_pcie_pmu` binds), and what measures their
 /// traffic instead. `None` when it has no Rockchip root port.
-pub fn no_rockchip_pmu(topo: &Topology) -> Option<String> {
+pub(crate) fn no_rockchip_pmu(topo: &Topology) -> Option<String> {
     let ports: Vec<String> = topo
         .functions()
         .iter()
@@ -241,7 +241,7 @@ impl ResolvedEvent {
     }
 
     /// What the driver multiplies the hardware count by before perf sees it.
-    pub fn driver_scale(&self) -> u64 {
+    pub(crate) fn driver_scale(&self) -> u64 {
         match (self.driver, self.def.unit) {
             (Driver::Upstream, Unit::Bytes(n)) => u64::from(n),
             _ => 1,
@@ -249,7 +249,7 @@ impl ResolvedEvent {
     }
 
     /// Two events that need the same hardware counter (same event id, same lane) collide.
-    pub fn same_counter(&self, other: &ResolvedEvent) -> bool {
+    pub(crate) fn same_counter(&self, other: &ResolvedEvent) -> bool {
         self.device == other.device && self.def.config == other.def.config
     }
 }

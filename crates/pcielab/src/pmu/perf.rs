@@ -84,7 +84,7 @@ fn read_words(fd: &OwnedFd, words: &mut [u64]) -> Result<()> {
 
 /// perf's own message for a refused open: what perf_event_paranoid allows and the capability
 /// that lifts it.
-pub fn permission_message(root: &Path, event: &str, err: &std::io::Error) -> String {
+pub(crate) fn permission_message(root: &Path, event: &str, err: &std::io::Error) -> String {
     let paranoid = perf_event_paranoid(root).map_or("unknown".to_string(), |p| p.to_string());
     format!(
         "opening '{event}' failed: {err}. Access to performance monitoring is limited: \
@@ -98,7 +98,7 @@ pub fn permission_message(root: &Path, event: &str, err: &std::io::Error) -> Str
 /// Carries a narrow counter's wraps: each read adds the change modulo `2^bits`, which is right
 /// as long as the counter wrapped at most once between reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WrapCarry {
+pub(crate) struct WrapCarry {
     bits: u32,
     last_raw: u64,
     total: u64,
@@ -139,13 +139,13 @@ struct OpenGroup {
 }
 
 /// Counters opened for a list of groups.
-pub struct OpenCounters {
+pub(crate) struct OpenCounters {
     groups: Vec<OpenGroup>,
     events: usize,
 }
 
 /// What one `stat` run on the host returns.
-pub struct HostRun {
+pub(crate) struct HostRun {
     pub counts: Counts,
     /// Per event (flattened): why it could not be opened (perf's `<not supported>`).
     pub not_supported: Vec<Option<String>>,
@@ -184,7 +184,7 @@ fn attr_for(event: &EventAttr, leader: bool, grouped: bool) -> perf_event_attr {
 /// Opens every group on its CPUs (`online` for events without a cpumask). Events the kernel
 /// does not support come back as `<not supported>` with the reason; a refused permission, a
 /// PMU that vanished since discovery, or any other failure is an error naming the event.
-pub fn open_counters(
+pub(crate) fn open_counters(
     root: &Path,
     groups: &[Vec<EventAttr>],
     online: &[u32],
@@ -351,7 +351,7 @@ extern "C" fn on_sigint(_: libc::c_int) {
 }
 
 /// How often to read so that no narrow counter wraps twice between reads.
-pub struct ReadPlan {
+pub(crate) struct ReadPlan {
     pub interval: Option<Duration>,
     /// Read at least this often to carry narrow counters' wraps.
     pub wrap_period: Option<Duration>,
@@ -359,7 +359,7 @@ pub struct ReadPlan {
 
 /// Enables `counters`, runs `argv` to its end (or Ctrl-C), reads every interval and at the
 /// end, and returns the counts with the workload's exit status.
-pub fn run_workload(
+pub(crate) fn run_workload(
     mut counters: OpenCounters,
     argv: &[String],
     plan: &ReadPlan,

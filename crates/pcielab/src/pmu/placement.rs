@@ -22,7 +22,7 @@ pub struct PortPlacement {
 }
 
 /// The root ports a PMU's place names in `topo`.
-pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
+pub(crate) fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
     let root_ports = topo.functions().iter().filter(|f| f.kind == Kind::RootPort);
     let ports: Vec<Bdf> = match *place {
         PciePlace::RootPort { bdf } => vec![bdf],
@@ -60,7 +60,7 @@ pub fn place_in(place: &PciePlace, topo: &Topology) -> PortPlacement {
 }
 
 /// Every root port some PCIe PMU of `pmus` counts, placed in `topology`.
-pub fn placed_root_ports(pmus: &[SysfsPmu], topology: &Topology) -> BTreeSet<Bdf> {
+pub(crate) fn placed_root_ports(pmus: &[SysfsPmu], topology: &Topology) -> BTreeSet<Bdf> {
     pmus.iter()
         .filter_map(|p| p.place.as_ref())
         .flat_map(|place| place_in(place, topology).root_ports)
@@ -70,7 +70,7 @@ pub fn placed_root_ports(pmus: &[SysfsPmu], topology: &Topology) -> BTreeSet<Bdf
 /// The worst case a narrow counter on a port can count per second: one event per smallest
 /// packet (an 8-byte DLLP with framing) at the link's raw rate; Gen5 x16 when the link is
 /// unknown.
-pub fn worst_case_events_per_s(placement: Option<&PortPlacement>) -> f64 {
+pub(crate) fn worst_case_events_per_s(placement: Option<&PortPlacement>) -> f64 {
     let gen = placement
         .and_then(|p| p.max_speed)
         .unwrap_or(Generation::Gen5);

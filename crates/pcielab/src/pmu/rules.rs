@@ -1,7 +1,7 @@
 //! The refusals a host's PCIe PMU drivers make at `perf_event_open`, checked before pcielab
 //! opens anything, so a group the kernel would refuse is bad input naming the kernel's error
 //! and what to write instead, never a `<not counted>` line. Which rules apply is the kernel the
-//! PMU's driver comes from ([`driver_kernel`]): the running kernel, or an older one when the
+//! PMU's driver comes from (`driver_kernel`): the running kernel, or an older one when the
 //! PMU's own event files carry that kernel's names (a backported driver).
 
 use crate::pmu::catalog::Group;
@@ -31,7 +31,7 @@ impl Refusal {
 
 /// The kernel whose driver `pmu` follows: `running`, or the older release its DWC event files
 /// name (6.12's spellings, 6.13's 0x08 = TX_RX_L0S).
-pub fn driver_kernel(pmu: &SysfsPmu, running: KernelVersion) -> KernelVersion {
+pub(crate) fn driver_kernel(pmu: &SysfsPmu, running: KernelVersion) -> KernelVersion {
     if !matches!(
         pmu.driver,
         Some(PcieDriver::DwcUpstream | PcieDriver::DwcSeed)
@@ -53,7 +53,7 @@ pub fn driver_kernel(pmu: &SysfsPmu, running: KernelVersion) -> KernelVersion {
 
 /// Every refusal `kernel`'s drivers would make for one `-e` group (one event alone is a group
 /// of one).
-pub fn group_refusals(
+pub(crate) fn group_refusals(
     group: &[EventAttr],
     pmus: &[SysfsPmu],
     running: KernelVersion,
@@ -170,7 +170,7 @@ fn dwc_refusal(
 
 /// Events the kernel opens but that can count nothing: an NVIDIA Grace PCIe event without a
 /// `root_port=` bitmap (the driver then selects no port). One warning line each.
-pub fn silent_events(attrs: &[EventAttr], pmus: &[SysfsPmu]) -> Vec<String> {
+pub(crate) fn silent_events(attrs: &[EventAttr], pmus: &[SysfsPmu]) -> Vec<String> {
     attrs
         .iter()
         .filter_map(|attr| {

@@ -20,7 +20,7 @@ use crate::pmu::kernel::KernelVersion;
 use crate::pmu::{fits, Driver, PmuDevice, ResolvedEvent};
 
 /// perf's default `perf_event_mux_interval_ms`.
-pub const DEFAULT_MUX_INTERVAL_NS: u64 = 4_000_000;
+pub(crate) const DEFAULT_MUX_INTERVAL_NS: u64 = 4_000_000;
 
 /// How to count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +125,7 @@ pub trait TrueCounts {
 /// `dwc_rootport_*` name, groups the newest driver refuses at open because they can never be
 /// scheduled (ENOSPC). Under the guide's `pcie_bdf_*` names such a group is counted as perf
 /// schedules it: never, `<not counted>`.
-pub fn check_groups(groups: &[Vec<ResolvedEvent>]) -> Result<()> {
+pub(crate) fn check_groups(groups: &[Vec<ResolvedEvent>]) -> Result<()> {
     for group in groups {
         let Some(leader) = group.first() else {
             return Err(Error::bad_input("an event group ('{}') is empty"));
@@ -191,7 +191,7 @@ struct Context {
 pub const MAX_ROTATIONS: u64 = 1_000_000;
 
 /// The most `-I` intervals one count keeps (each holds a reading of every event).
-pub const MAX_INTERVALS: u64 = 100_000;
+pub(crate) const MAX_INTERVALS: u64 = 100_000;
 
 /// Rejects what no emulation can count: bad groups, zero intervals, too many `-I` intervals.
 fn check_request(

@@ -52,7 +52,7 @@ pub struct LinkRates {
 
 impl LinkRates {
     /// The rates of root port `rp`'s path in `topo`, with `platform`'s prediction on its link.
-    pub fn of_port(
+    pub(crate) fn of_port(
         topo: &Topology,
         rp: Bdf,
         platform: Option<&PlatformModel>,
@@ -219,7 +219,7 @@ pub struct StatOutcome {
 }
 
 /// Resolves `groups` (event specs as written) against a machine's PMU `devices`.
-pub fn resolve_groups(
+pub(crate) fn resolve_groups(
     devices: &[PmuDevice],
     groups: &[Vec<EventSpec>],
 ) -> Result<Vec<Vec<ResolvedEvent>>> {
@@ -231,7 +231,7 @@ pub fn resolve_groups(
 
 /// Counts `resolved` (from [`resolve_groups`] on the backend's devices) over the backend's
 /// workload and reports. `links` gives each PMU device's root-port rates (by device index).
-pub fn count_events(
+pub(crate) fn count_events(
     backend: &mut dyn CounterBackend,
     resolved: &[Vec<ResolvedEvent>],
     options: &CountOptions,
@@ -427,7 +427,11 @@ pub fn render_csv(reports: &[EventReport], sep: &str) -> String {
 
 /// `perf stat -I` lines: each interval's change, scaled by the interval's own enabled/running
 /// times, prefixed by the interval's end time in seconds. With `sep`, CSV lines.
-pub fn render_intervals(events: &[EventLabel], counts: &Counts, sep: Option<&str>) -> String {
+pub(crate) fn render_intervals(
+    events: &[EventLabel],
+    counts: &Counts,
+    sep: Option<&str>,
+) -> String {
     let mut out = String::new();
     if sep.is_none() {
         out.push_str("#           time             counts unit events\n");

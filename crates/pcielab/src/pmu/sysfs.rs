@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 
 /// Where the kernel lists PMUs, relative to the filesystem root.
-pub const EVENT_SOURCE_DIR: &str = "sys/bus/event_source/devices";
+pub(crate) const EVENT_SOURCE_DIR: &str = "sys/bus/event_source/devices";
 
 /// Which `perf_event_attr` word a format field lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -27,7 +27,7 @@ pub enum ConfigWord {
 }
 
 impl ConfigWord {
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 
@@ -105,7 +105,7 @@ impl FormatField {
     }
 
     /// The field's value in `words` (the inverse of [`FormatField::pack`]).
-    pub fn unpack(&self, words: &[u64; 4]) -> u64 {
+    pub(crate) fn unpack(&self, words: &[u64; 4]) -> u64 {
         let word = words[self.word.index()];
         let mut value = 0u64;
         let mut shift = 0u32;
@@ -127,13 +127,13 @@ impl FormatField {
     }
 
     /// The largest value the field holds.
-    pub fn max_value(&self) -> u64 {
+    pub(crate) fn max_value(&self) -> u64 {
         low_bits_mask(self.width())
     }
 
     /// Writes `value` into its bits of `words` (clearing what was there), or `None` when the
     /// value does not fit the field.
-    pub fn pack(&self, value: u64, words: &mut [u64; 4]) -> Option<()> {
+    pub(crate) fn pack(&self, value: u64, words: &mut [u64; 4]) -> Option<()> {
         if value > self.max_value() {
             return None;
         }
@@ -217,7 +217,7 @@ pub enum PcieDriver {
 impl PcieDriver {
     /// Bytes one raw count of `event` stands for, before any `.scale`: the seed's driver
     /// reports the DWC data-payload counters in 16-byte units.
-    pub fn payload_unit_bytes(self, event: &str) -> Option<u32> {
+    pub(crate) fn payload_unit_bytes(self, event: &str) -> Option<u32> {
         let lower = event.to_ascii_lowercase();
         match self {
             PcieDriver::DwcSeed if lower.ends_with("_tlp_data_payload") => Some(16),
@@ -471,7 +471,7 @@ fn iio_root_bus(dir: &Path) -> Result<Option<PciePlace>> {
 }
 
 /// Every PMU under `root`'s event-source directory, sorted by name.
-pub fn discover(root: &Path) -> Result<Vec<SysfsPmu>> {
+pub(crate) fn discover(root: &Path) -> Result<Vec<SysfsPmu>> {
     let dir = root.join(EVENT_SOURCE_DIR);
     let mut pmus = Vec::new();
     for (_, path) in list_dir(&dir)? {
@@ -494,7 +494,7 @@ pub fn perf_event_paranoid(root: &Path) -> Option<i32> {
 /// The tracepoint `subsys:name`'s id from tracefs (or debugfs' tracing directory) under `root`.
 /// When neither is mounted, tracefs is mounted on its kernel-made mount point first, as perf
 /// does (it needs CAP_SYS_ADMIN; without it the error says how to mount it).
-pub fn tracepoint_id(root: &Path, subsys: &str, name: &str) -> Result<u64> {
+pub(crate) fn tracepoint_id(root: &Path, subsys: &str, name: &str) -> Result<u64> {
     let bases = ["sys/kernel/tracing", "sys/kernel/debug/tracing"];
     let mounted = || {
         bases
@@ -554,7 +554,7 @@ fn mount_tracefs(dir: &Path) {
 }
 
 /// The CPUs online now (`/sys/devices/system/cpu/online` under `root`).
-pub fn online_cpus(root: &Path) -> Result<Vec<u32>> {
+pub(crate) fn online_cpus(root: &Path) -> Result<Vec<u32>> {
     let path = root.join("sys/devices/system/cpu/online");
     let text = read_attribute(&path).map_err(|e| Error::io(&path, e))?;
     parse_cpu_list(&text)

@@ -313,7 +313,7 @@ pub fn check(current: &Resctrl, ops: &[Op]) -> Result<Resctrl> {
 
 /// [`check`], also returning the model as the refusal left it (its `last_cmd_status` says why,
 /// as the kernel's does after a refused write).
-pub fn check_plan(current: &Resctrl, ops: &[Op]) -> (Resctrl, Option<Error>) {
+pub(crate) fn check_plan(current: &Resctrl, ops: &[Op]) -> (Resctrl, Option<Error>) {
     let mut model = current.clone();
     for (i, op) in ops.iter().enumerate() {
         if let Err(e) = op.apply_to(&mut model) {
@@ -357,7 +357,7 @@ pub fn perform_all(
 
 /// Put the backend back to `before`: modes, schemata, tasks and CPUs of the groups that existed,
 /// then remove groups that did not. Returns an error describing what still differs.
-pub fn rollback(backend: &mut dyn QosBackend, before: &Resctrl) -> Result<()> {
+pub(crate) fn rollback(backend: &mut dyn QosBackend, before: &Resctrl) -> Result<()> {
     let now = backend.read()?;
     let mut ops = Vec::new();
     let name_of = |n: &str| {

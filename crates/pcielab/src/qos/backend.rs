@@ -81,7 +81,7 @@ impl Op {
     }
 
     /// Run the operation on the kernel model (the simulated kernel, or a copy of a host's state).
-    pub fn apply_to(&self, rs: &mut Resctrl) -> Result<()> {
+    pub(crate) fn apply_to(&self, rs: &mut Resctrl) -> Result<()> {
         let group = self.group_ref()?;
         let outcome = match self {
             Op::Mkdir { .. } => rs.mkdir(&group),
@@ -131,7 +131,7 @@ pub trait QosBackend {
     /// Let `interval` pass (a host sleeps; a simulated machine runs its model).
     fn wait(&mut self, interval: Duration) -> Result<()>;
     /// Whether `count` waits of `interval` are a run this backend does: at most a week in all
-    /// ([`crate::input::MAX_DURATION_S`]); a simulated machine also bounds its model steps.
+    /// (`crate::input::MAX_DURATION_S`); a simulated machine also bounds its model steps.
     fn check_waits(&self, interval: Duration, count: u32) -> Result<()> {
         let total_s = interval.as_secs_f64() * f64::from(count);
         crate::input::duration_s(

@@ -13,7 +13,7 @@ const LINE_BITS: u32 = 48;
 const LINE_MASK: u64 = (1 << LINE_BITS) - 1;
 
 /// Line addresses the cache can hold: below 2^48 - 1.
-pub const MAX_LINE: u64 = LINE_MASK - 1;
+pub(crate) const MAX_LINE: u64 = LINE_MASK - 1;
 
 /// `NTH_SET_BIT[b][n]`: the position of the `n`-th set bit of byte `b` (0 where there is none), so
 /// the random victim among a group's ways is two table loads instead of a data-dependent loop.
@@ -220,7 +220,7 @@ impl L3Cache {
         hits
     }
 
-    /// One access to line `line` (at most [`MAX_LINE`]) by monitor `rmid` allowed to fill the
+    /// One access to line `line` (at most `MAX_LINE`) by monitor `rmid` allowed to fill the
     /// ways in `alloc_mask` (bits at or above the way count are ignored); returns whether it hit.
     #[inline]
     pub fn access(&mut self, line: u64, alloc_mask: u64, rmid: u16) -> bool {
@@ -272,7 +272,7 @@ impl L3Cache {
     }
 
     /// (monitor id, lines) for every monitor holding lines.
-    pub fn occupancy_by_monitor(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    pub(crate) fn occupancy_by_monitor(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         self.occupancy
             .iter()
             .enumerate()
@@ -281,7 +281,8 @@ impl L3Cache {
     }
 
     /// Lines currently allocated by monitor `rmid`.
-    pub fn occupancy_lines(&self, rmid: u32) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn occupancy_lines(&self, rmid: u32) -> u64 {
         self.occupancy.get(rmid as usize).copied().unwrap_or(0)
     }
 }

@@ -20,7 +20,7 @@ use super::workload::{AccessStream, Pattern, Workload};
 
 /// Knobs of the simulation itself (not of the machine).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EngineConfig {
+pub(crate) struct EngineConfig {
     /// Simulate 1 in `sample` cache sets (footprints shrink by the same factor).
     pub sample: u32,
     /// Accesses per step and domain, in multiples of the simulated cache's lines.
@@ -80,7 +80,7 @@ pub struct Step {
 
 impl Step {
     /// Bytes per second a process read (what `bw_mem` prints, hits included).
-    pub fn read_bandwidth(&self, pid: u32) -> f64 {
+    pub(crate) fn read_bandwidth(&self, pid: u32) -> f64 {
         self.threads
             .iter()
             .filter(|t| t.pid == pid)
@@ -90,7 +90,7 @@ impl Step {
 }
 
 /// The model of one machine's caches and memory.
-pub struct Engine {
+pub(crate) struct Engine {
     preset: &'static Preset,
     config: EngineConfig,
     caches: Vec<L3Cache>,
@@ -112,7 +112,7 @@ impl Engine {
     }
 
     /// Replace the set of running processes (cache contents stay).
-    pub fn set_processes(&mut self, processes: &[(u32, Workload)]) {
+    pub(crate) fn set_processes(&mut self, processes: &[(u32, Workload)]) {
         let sample = self.config.sample as u64;
         let preset = self.preset;
         self.threads = processes

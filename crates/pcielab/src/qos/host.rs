@@ -6,7 +6,7 @@
 //! kernel model on a copy of what was just read, so a request the kernel would refuse is refused
 //! here with the kernel's message before anything is written (unless the pre-check is turned off,
 //! and the kernel decides); after a real write fails, `info/last_cmd_status` is quoted. Writes go
-//! through [`ConfinedDir`]: never through a symlink, never outside the mount. Tasks move one pid
+//! through `ConfinedDir`: never through a symlink, never outside the mount. Tasks move one pid
 //! per write, with every thread of each process. Each write is kept in a journal.
 //! What a host cannot tell us (CLOSID and RMID numbers, cache size) is filled in by order and
 //! left 0.
@@ -131,7 +131,7 @@ fn entries(dir: &Path, files: bool) -> Result<Vec<String>> {
 }
 
 /// The running kernel's release, as `uname -r` prints it.
-pub fn kernel_release() -> String {
+pub(crate) fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()

@@ -23,7 +23,7 @@ pub struct CacheResource {
 
 impl CacheResource {
     /// Number of bits in a capacity bitmask.
-    pub fn cbm_len(&self) -> u32 {
+    pub(crate) fn cbm_len(&self) -> u32 {
         64 - self.cbm_mask.leading_zeros()
     }
 }
@@ -114,7 +114,7 @@ impl Info {
 
     /// The number of control groups (root included) the kernel will allow: the smallest
     /// `num_closids` among the enabled allocation resources.
-    pub fn closids_supported(&self) -> u32 {
+    pub(crate) fn closids_supported(&self) -> u32 {
         self.caches
             .iter()
             .map(|c| c.num_closids)
@@ -124,7 +124,7 @@ impl Info {
     }
 
     /// Schemata resource names in the order the kernel prints them.
-    pub fn resource_names(&self) -> Vec<&str> {
+    pub(crate) fn resource_names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.caches.iter().map(|c| c.name.as_str()).collect();
         if self.mb.is_some() {
             names.push("MB");
@@ -133,7 +133,7 @@ impl Info {
     }
 
     /// Domain ids of a schemata resource.
-    pub fn domains_of(&self, resource: &str) -> Option<&[u32]> {
+    pub(crate) fn domains_of(&self, resource: &str) -> Option<&[u32]> {
         if resource == "MB" {
             return self.mb.as_ref().map(|m| m.domains.as_slice());
         }

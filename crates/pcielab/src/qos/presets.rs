@@ -9,7 +9,7 @@ use crate::linux::cpuset::CpuSet;
 
 /// The kernel whose resctrl rules the simulated machines follow: pid lists in one `tasks` write
 /// (since 6.7) and the MB messages from before 6.12 ("Non-decimal digit in MB value").
-pub const SIM_KERNEL_RELEASE: &str = "6.11";
+pub(crate) const SIM_KERNEL_RELEASE: &str = "6.11";
 
 /// Physical parameters of one simulated machine.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,7 +111,7 @@ pub const PRESETS: [&Preset; 2] = [&MPAM_SEED, &RDT_XEON8163];
 
 impl Preset {
     /// Every preset as `--machine` names it: `sim:mpam-seed, sim:rdt-xeon8163`.
-    pub fn selectors() -> String {
+    pub(crate) fn selectors() -> String {
         PRESETS
             .iter()
             .map(|p| format!("sim:{}", p.name))
@@ -120,7 +120,7 @@ impl Preset {
     }
 
     /// Look a preset up by name (`mpam-seed`, `rdt-xeon8163`).
-    pub fn by_name(name: &str) -> Result<&'static Preset> {
+    pub(crate) fn by_name(name: &str) -> Result<&'static Preset> {
         PRESETS
             .iter()
             .copied()
@@ -141,11 +141,11 @@ impl Preset {
         self.nodes * self.cpus_per_node
     }
 
-    pub fn node_of_cpu(&self, cpu: u32) -> u32 {
+    pub(crate) fn node_of_cpu(&self, cpu: u32) -> u32 {
         cpu / self.cpus_per_node
     }
 
-    pub fn cpus_of_node(&self, node: u32) -> CpuSet {
+    pub(crate) fn cpus_of_node(&self, node: u32) -> CpuSet {
         CpuSet::range(
             node * self.cpus_per_node,
             (node + 1) * self.cpus_per_node - 1,

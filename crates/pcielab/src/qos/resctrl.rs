@@ -586,7 +586,7 @@ impl Resctrl {
     /// The group whose allocation applies to task `pid` running on `cpu`, as the context switch
     /// picks it: a task in a non-root group uses that group's CLOSID/RMID; a task in the root
     /// uses the group that owns the CPU. Returns (control group index, RMID).
-    pub fn effective_ids(&self, pid: u32, cpu: u32) -> (usize, u32) {
+    pub(crate) fn effective_ids(&self, pid: u32, cpu: u32) -> (usize, u32) {
         for (i, g) in self.groups.iter().enumerate().skip(1) {
             if g.tasks.contains(&pid) {
                 return (i, g.rmid);
@@ -616,7 +616,7 @@ impl Resctrl {
     }
 
     /// The `size` file of a control group: bytes of cache per domain, MB as its value.
-    pub fn size_text(&self, group: &CtrlGroup) -> String {
+    pub(crate) fn size_text(&self, group: &CtrlGroup) -> String {
         let mut sized = group.schemata.clone();
         for line in sized.lines.iter_mut() {
             if let Some(res) = self.info.cache(&line.resource) {

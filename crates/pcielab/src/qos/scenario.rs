@@ -179,7 +179,7 @@ impl Outcome {
     }
 
     /// Every x any line has a point at, in order, once: the rows of a table of the outcome.
-    pub fn xs(&self) -> Vec<f64> {
+    pub(crate) fn xs(&self) -> Vec<f64> {
         let mut xs: Vec<f64> = self
             .lines
             .iter()

@@ -41,7 +41,7 @@ impl Rejection {
         }
     }
 
-    pub fn silent(errno: Errno, detail: impl Into<String>) -> Rejection {
+    pub(crate) fn silent(errno: Errno, detail: impl Into<String>) -> Rejection {
         Rejection {
             errno,
             status: String::new(),
@@ -120,7 +120,7 @@ impl Schemata {
     }
 
     /// Overlay a (possibly partial) write: only the named resources and domains change.
-    pub fn merge(&mut self, update: &[SchemaLine]) {
+    pub(crate) fn merge(&mut self, update: &[SchemaLine]) {
         for u in update {
             match self.lines.iter_mut().find(|l| l.resource == u.resource) {
                 Some(line) => line.values.extend(u.values.iter().map(|(k, v)| (*k, *v))),
@@ -199,7 +199,7 @@ fn kstrtoul(text: &str, radix: u32) -> Option<u64> {
 }
 
 /// Validate one capacity bitmask like the kernel's `cbm_validate`.
-pub fn validate_cbm(text: &str, res: &CacheResource) -> Result<u64, Rejection> {
+pub(crate) fn validate_cbm(text: &str, res: &CacheResource) -> Result<u64, Rejection> {
     let val = kstrtoul(text, 16).ok_or_else(|| {
         Rejection::new(
             Errno::EINVAL,
@@ -232,7 +232,11 @@ pub fn validate_cbm(text: &str, res: &CacheResource) -> Result<u64, Rejection> {
 
 /// Validate one MB percentage like the kernel's `bw_validate`: range check, then round up to
 /// a multiple of `bandwidth_gran`.
-pub fn validate_mb(text: &str, mb: &MbResource, rules: &KernelRules) -> Result<u64, Rejection> {
+pub(crate) fn validate_mb(
+    text: &str,
+    mb: &MbResource,
+    rules: &KernelRules,
+) -> Result<u64, Rejection> {
     let parsed = kstrtoul(text, 10);
     let bw = if rules.invalid_mb_message {
         // kstrtou32 since 6.12: anything past u32 does not parse.
@@ -259,7 +263,7 @@ pub fn validate_mb(text: &str, mb: &MbResource, rules: &KernelRules) -> Result<u
 
 /// Checks a cache value against the other groups (exclusive-mode rules); returns the kernel's
 /// message when the value must be refused.
-pub type OverlapCheck<'a> = dyn Fn(&str, u32, u64) -> Option<String> + 'a;
+pub(crate) type OverlapCheck<'a> = dyn Fn(&str, u32, u64) -> Option<String> + 'a;
 
 /// Parse a write to `schemata` exactly as `rdtgroup_schemata_write` does: the text must end
 /// with a newline, every line is parsed and checked in order, and the first failure rejects the

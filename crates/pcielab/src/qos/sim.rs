@@ -1,5 +1,5 @@
 //! The simulated resctrl machine: the kernel model ([`Resctrl`]) of a preset, its simulated
-//! processes, monitor counters and clock, and the partitioning model ([`Engine`]) that makes the
+//! processes, monitor counters and clock, and the partitioning model (`Engine`) that makes the
 //! counters move. Its state (groups, tasks, processes, counters, clock) is saved as JSON in a
 //! state file so that one `pcielab qos …` invocation sees what the previous one did; cache
 //! contents are not saved, so each invocation that runs the model first brings a cold cache to
@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::linux::cpuset::CpuSet;
 
 /// The most model steps one run of the simulated machine takes (each costs cache accesses).
-pub const MAX_STEPS: usize = 100_000;
+pub(crate) const MAX_STEPS: usize = 100_000;
 
 /// The longest model step a wait (`qos monitor -I`) takes.
 const WAIT_STEP_S: f64 = 0.5;
@@ -154,7 +154,7 @@ impl SimState {
 }
 
 /// The kernel's default pid_max ceiling (PID_MAX_LIMIT on 64-bit): simulated pids stay below it.
-pub const MAX_PID: u32 = 4_194_304;
+pub(crate) const MAX_PID: u32 = 4_194_304;
 
 /// Zero-length steps run before counting when the model starts cold.
 const WARMUP_STEPS: usize = 12;
@@ -216,7 +216,7 @@ impl SimulatedResctrl {
         Ok(sim)
     }
 
-    pub fn with_config(mut self, config: EngineConfig) -> SimulatedResctrl {
+    pub(crate) fn with_config(mut self, config: EngineConfig) -> SimulatedResctrl {
         self.config = config;
         self.engine = None;
         self
@@ -261,7 +261,7 @@ impl SimulatedResctrl {
             .collect()
     }
 
-    /// Run the model for `seconds` in steps of `step_s` (at most [`MAX_STEPS`]); returns every step.
+    /// Run the model for `seconds` in steps of `step_s` (at most `MAX_STEPS`); returns every step.
     pub fn advance(&mut self, seconds: f64, step_s: f64) -> Result<Vec<Step>> {
         let mut engine = match self.engine.take() {
             Some(engine) => engine,

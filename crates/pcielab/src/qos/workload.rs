@@ -45,16 +45,16 @@ pub struct Workload {
 
 impl Workload {
     /// The thread → CPU placement.
-    pub fn cpu_of_thread(&self, thread: u32) -> u32 {
+    pub(crate) fn cpu_of_thread(&self, thread: u32) -> u32 {
         self.cpus[thread as usize % self.cpus.len()]
     }
 }
 
 /// The most threads one simulated program may start.
-pub const MAX_THREADS: u32 = 65_536;
+pub(crate) const MAX_THREADS: u32 = 65_536;
 
 /// The largest buffer or working set a simulated program may use (1 TiB).
-pub const MAX_FOOTPRINT: u64 = 1 << 40;
+pub(crate) const MAX_FOOTPRINT: u64 = 1 << 40;
 
 fn bad(command: &str, what: impl std::fmt::Display) -> Error {
     Error::bad_input(format!(

@@ -77,7 +77,7 @@ impl<'a> Table<'a> {
     }
 
     /// A sub-table of strings (`mounts = { "/" = "/dev/sda4" }`).
-    pub fn string_map(&self, key: &str) -> Result<Vec<(String, String)>> {
+    pub(crate) fn string_map(&self, key: &str) -> Result<Vec<(String, String)>> {
         match self.map.get(key) {
             None => Ok(Vec::new()),
             Some(toml::Value::Table(t)) => t
@@ -94,7 +94,7 @@ impl<'a> Table<'a> {
     /// Fails on keys that look like misspellings of `known` ones (within two edits). Other
     /// unknown keys are left alone: a shared table (`[function.device]`) also carries keys for
     /// other readers, such as the QEMU lab's device properties.
-    pub fn no_near_misses(&self, known: &[&str]) -> Result<()> {
+    pub(crate) fn no_near_misses(&self, known: &[&str]) -> Result<()> {
         for key in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
             if let Some(near) = known.iter().find(|k| edit_distance(key, k) <= 2) {
                 return Err(Error::bad_input(format!(
@@ -110,7 +110,7 @@ impl<'a> Table<'a> {
     /// Fails on keys outside `known`, listing the valid ones.
     /// Rejects keys that moved to the spec's `[platform]` table (`(old, new)` pairs), naming
     /// where each now lives, so an old spec fails loudly instead of silently using defaults.
-    pub fn no_moved_keys(&self, moved: &[(&str, &str)]) -> Result<()> {
+    pub(crate) fn no_moved_keys(&self, moved: &[(&str, &str)]) -> Result<()> {
         for (old, new) in moved {
             if self.map.contains_key(*old) {
                 return Err(Error::bad_input(format!(
@@ -194,7 +194,7 @@ const SIM_KEYS: &[&str] = &[
 
 impl SimConfig {
     /// Reads a `[sim]` table; `None` gives the defaults.
-    pub fn from_table(map: Option<&BTreeMap<String, toml::Value>>) -> Result<SimConfig> {
+    pub(crate) fn from_table(map: Option<&BTreeMap<String, toml::Value>>) -> Result<SimConfig> {
         let d = SimConfig::default();
         let Some(map) = map else {
             return Ok(d);

@@ -16,7 +16,7 @@ use super::{SimRun, SimulatedPcie};
 
 /// Time spent and transitions made in link power states up to some time.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Residency {
+pub(crate) struct Residency {
     pub l0_ns: f64,
     pub l0s_ns: f64,
     pub l1_ns: f64,
@@ -27,7 +27,7 @@ pub struct Residency {
 
 /// Link errors injected at the configured bit-error rate, seen from the root port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Errors {
+pub(crate) struct Errors {
     /// Received TLPs with an LCRC error (each Nak'ed and replayed by the device).
     pub rx_bad_tlps: u64,
     /// Received DLLPs with a CRC error.
@@ -44,7 +44,7 @@ impl SimRun {
 
     /// Every TLP of `device`'s own I/O up to `t_ns` (what its driver's byte counters would
     /// reflect: a disk's sectors, a NIC's frames, with descriptor and doorbell traffic).
-    pub fn device_tally(&self, device: Bdf, t_ns: u64) -> Tally {
+    pub(crate) fn device_tally(&self, device: Bdf, t_ns: u64) -> Tally {
         self.tally_of(t_ns, |s| s.device == device)
     }
 
@@ -93,14 +93,14 @@ impl SimRun {
 
     /// DLLPs the root port sent (`Dir::Down`) or received (`Dir::Up`) up to `t_ns`:
     /// (Ack, UpdateFC), for TLPs of the opposite direction, as whole DLLPs.
-    pub fn port_dllps(&self, rp: Bdf, t_ns: u64, way: Dir) -> (u64, u64) {
+    pub(crate) fn port_dllps(&self, rp: Bdf, t_ns: u64, way: Dir) -> (u64, u64) {
         let tally = self.port_tally(rp, t_ns);
         let d = way as usize;
         (tally.acks[d] as u64, tally.update_fcs[d] as u64)
     }
 
     /// Errors injected on `rp`'s link up to `t_ns` (all zero without a bit-error rate).
-    pub fn port_errors(&self, rp: Bdf, t_ns: u64) -> Errors {
+    pub(crate) fn port_errors(&self, rp: Bdf, t_ns: u64) -> Errors {
         let ber = self.config.ber;
         if ber == 0.0 {
             return Errors::default();
@@ -119,7 +119,7 @@ impl SimRun {
 
     /// Link power-state residency of `rp` from 0 to `t_ns`: idle stretches longer than the
     /// L0s / L1 entry times are spent in those states when ASPM enables them.
-    pub fn port_residency(&self, rp: Bdf, t_ns: u64) -> Residency {
+    pub(crate) fn port_residency(&self, rp: Bdf, t_ns: u64) -> Residency {
         let Some(port) = self.ports.get(&rp) else {
             return Residency::default();
         };

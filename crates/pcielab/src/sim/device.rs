@@ -111,7 +111,7 @@ impl Device {
     /// `model = "pcie-root-port"`).
     /// NVMe bandwidth and IOPS default to the platform model's `[platform.drive]`, so a spec
     /// states them once for both the simulator and `pcielab model --platform`.
-    pub fn from_function(f: &Function, platform: &PlatformModel) -> Result<Option<Device>> {
+    pub(crate) fn from_function(f: &Function, platform: &PlatformModel) -> Result<Option<Device>> {
         if f.params.is_empty() {
             return Ok(None);
         }
@@ -195,7 +195,7 @@ const ETHERNET_FRAMING: u64 = 20;
 
 impl Nic {
     /// Time the wire needs for `frames` frames of `frame` bytes, ns.
-    pub fn batch_ns(&self, frames: u64, frame: u64) -> f64 {
+    pub(crate) fn batch_ns(&self, frames: u64, frame: u64) -> f64 {
         (frames * (frame + ETHERNET_FRAMING) * 8) as f64 / self.line_gbps
     }
 
@@ -203,7 +203,13 @@ impl Nic {
     /// descriptors, writes each frame and its completion entry to memory, raises one MSI-X; the
     /// driver rings the refill doorbell. Transmit: the driver rings the doorbell, the NIC fetches
     /// descriptors, reads each frame, writes each completion entry, raises one MSI-X.
-    pub fn batch_tlps(&self, receive: bool, frames: u64, frame: u64, f: &LinkParams) -> Vec<Run> {
+    pub(crate) fn batch_tlps(
+        &self,
+        receive: bool,
+        frames: u64,
+        frame: u64,
+        f: &LinkParams,
+    ) -> Vec<Run> {
         let mut runs = Vec::new();
         if !receive {
             runs.extend(tlp::mmio_write(DWORD, f));
@@ -270,7 +276,7 @@ impl Ahci {
     }
 
     /// Time the SATA link needs for one NCQ command moving `bs` bytes.
-    pub fn link_ns(&self, read: bool, bs: u64) -> f64 {
+    pub(crate) fn link_ns(&self, read: bool, bs: u64) -> f64 {
         let full = bs / SATA_DATA_FIS_BYTES;
         let rest = bs % SATA_DATA_FIS_BYTES;
         let mut data =

@@ -110,7 +110,7 @@ impl Emission {
     /// `Σ bundle.after_sum(self.emitted(first_ns + k × step_ns), per_tlp)` for `k` in `0..n`,
     /// in closed form over each piece (term by term when there are fewer terms than the closed
     /// form takes floor sums); `None` if an intermediate overflows 128 bits.
-    pub fn progression_sum(
+    pub(crate) fn progression_sum(
         &self,
         bundle: &Bundle,
         per_tlp: &impl Fn(&Run) -> u64,

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 
 /// What a flow asks of the shared resources.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Demand {
+pub(crate) struct Demand {
     /// Bytes one I/O moves: flows share bottlenecks in equal bytes per second.
     pub bytes_per_io: f64,
     /// (resource, amount of it one I/O uses): device time in ns, link wire bytes.
@@ -21,7 +21,7 @@ pub struct Demand {
 
 /// Max-min fair rates (I/Os per ns) by progressive filling: every unfrozen flow's byte rate
 /// rises together until a resource saturates or a flow reaches its cap; those flows freeze.
-pub fn waterfill(demands: &[Demand], capacity: &[f64]) -> Vec<f64> {
+pub(crate) fn waterfill(demands: &[Demand], capacity: &[f64]) -> Vec<f64> {
     let n = demands.len();
     let mut rate = vec![0.0; n];
     let mut frozen = vec![false; n];
@@ -75,7 +75,7 @@ pub fn waterfill(demands: &[Demand], capacity: &[f64]) -> Vec<f64> {
 
 /// A flow's progress: segments of constant I/O rate, ending with every I/O complete.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// (start ns, end ns, I/Os done at start, I/Os per ns).
     pub segments: Vec<(f64, f64, f64, f64)>,
     pub total_ios: u64,
@@ -91,7 +91,8 @@ impl Progress {
     }
 
     /// I/Os completed by `t` (fractional inside a segment, exact at the end).
-    pub fn done_at(&self, t: f64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn done_at(&self, t: f64) -> f64 {
         if t >= self.end() {
             return self.total_ios as f64;
         }
@@ -109,7 +110,7 @@ impl Progress {
 
 /// A flow to run: what it needs and when it stops.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FlowSpec {
+pub(crate) struct FlowSpec {
     pub demand: Demand,
     /// I/Os to complete (`size=`), if bounded.
     pub ios: Option<u64>,
@@ -120,7 +121,11 @@ pub struct FlowSpec {
 }
 
 /// Runs flows that start together at `start_ns` until all complete; returns their progress.
-pub fn run_group(flows: &[FlowSpec], capacity: &[f64], start_ns: f64) -> Result<Vec<Progress>> {
+pub(crate) fn run_group(
+    flows: &[FlowSpec],
+    capacity: &[f64],
+    start_ns: f64,
+) -> Result<Vec<Progress>> {
     struct State {
         done: f64,
         target: Option<f64>,

@@ -37,7 +37,7 @@ impl Rw {
     }
 
     /// fio's short name in the job header (`rw=rw` for readwrite).
-    pub fn fio_name(self) -> &'static str {
+    pub(crate) fn fio_name(self) -> &'static str {
         match self {
             Rw::Read => "read",
             Rw::Write => "write",
@@ -49,7 +49,7 @@ impl Rw {
     }
 
     /// Percent of I/Os that are reads given `rwmixread`.
-    pub fn read_percent(self, rwmixread: u8) -> u8 {
+    pub(crate) fn read_percent(self, rwmixread: u8) -> u8 {
         match self {
             Rw::Read | Rw::RandRead => 100,
             Rw::Write | Rw::RandWrite => 0,
@@ -59,7 +59,7 @@ impl Rw {
 }
 
 /// The most jobs fio runs at once, `numjobs` clones included (its REAL_MAX_JOBS).
-pub const MAX_JOBS: u32 = 4096;
+pub(crate) const MAX_JOBS: u32 = 4096;
 
 /// One fio job (each of `numjobs` clones runs it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -107,7 +107,7 @@ impl Job {
 
     /// I/Os a clone keeps in flight: the iodepth for asynchronous engines with O_DIRECT; a
     /// synchronous engine (or buffered libaio, which the kernel completes at submit) has one.
-    pub fn effective_depth(&self) -> u32 {
+    pub(crate) fn effective_depth(&self) -> u32 {
         let asynchronous = matches!(self.ioengine.as_str(), "libaio" | "io_uring" | "posixaio");
         if asynchronous && self.direct {
             self.iodepth
@@ -194,7 +194,7 @@ fn supported_list() -> String {
 }
 
 /// A time with fio's suffixes (default seconds): us, ms, s, m, h.
-pub fn parse_time_ns(value: &str) -> Option<u64> {
+pub(crate) fn parse_time_ns(value: &str) -> Option<u64> {
     let v = value.trim();
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (digits, suffix) = v.split_at(split);
@@ -525,7 +525,7 @@ pub struct GroupStats {
 
 /// fio's `num2str`: at most four integer digits, three significant digits below that, in
 /// powers of `base` with the matching unit names.
-pub fn num2str(value: f64, base: f64, units: &[&str]) -> String {
+pub(crate) fn num2str(value: f64, base: f64, units: &[&str]) -> String {
     let mut v = value;
     let mut unit = 0;
     while v >= 9999.5 && unit + 1 < units.len() {
@@ -551,7 +551,7 @@ fn dec_bytes(v: f64) -> String {
 }
 
 /// fio's human summary for one reporting group and its jobs.
-pub fn render_group(jobs: &[&Job], stats: &GroupStats) -> String {
+pub(crate) fn render_group(jobs: &[&Job], stats: &GroupStats) -> String {
     let first = jobs[0];
     let mut out = format!(
         "{}: (g={}): rw={}, bs=(R) {bs}-{bs}, (W) {bs}-{bs}, (T) {bs}-{bs}, ioengine={}, iodepth={}\n",

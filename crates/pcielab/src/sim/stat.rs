@@ -25,7 +25,7 @@ use super::workload::{self, Workload};
 use super::{SimRun, SimulatedPcie};
 
 /// A finished simulated `stat` run.
-pub struct StatRun {
+pub(crate) struct StatRun {
     pub workload: Workload,
     pub outcome: StatOutcome,
     pub run: SimRun,
@@ -35,7 +35,7 @@ pub struct StatRun {
 
 impl SimulatedPcie {
     /// Runs `request` on this machine (a copy of it, with the request's bit-error rate).
-    pub fn run_stat(&self, request: &StatRequest) -> Result<StatRun> {
+    pub(crate) fn run_stat(&self, request: &StatRequest) -> Result<StatRun> {
         if request.workload.is_empty() {
             return Err(Error::bad_input(
                 "no workload: give the simulated job after `--` (e.g. -- sleep 1, -- fio ...)",

@@ -1,4 +1,4 @@
-//! The simulator's view of TLPs at a root port: per-I/O [`Bundle`]s of TLP runs (type,
+//! The simulator's view of TLPs at a root port: per-I/O `Bundle`s of TLP runs (type,
 //! direction, count, payload per TLP) in protocol order, built from the model's per-transfer
 //! accounting ([`crate::model::transfer`]: TLP counts under MPS/MRRS/RCB, header and framing
 //! bytes, expected Ack/UpdateFC DLLPs), and [`Tally`]s of any prefix of a stream of bundles, so
@@ -53,7 +53,7 @@ pub struct Run {
 
 impl Run {
     /// The payload of one of its TLPs in the DWC throughput counter's 16-byte units.
-    pub fn payload_units(&self) -> u64 {
+    pub(crate) fn payload_units(&self) -> u64 {
         u64::from(self.payload.div_ceil(16))
     }
 }
@@ -146,28 +146,28 @@ fn runs_of(t: &Traffic, link: &LinkParams, flip: bool) -> Vec<Run> {
 }
 
 /// The device writes `bytes` to host memory (Memory Writes up).
-pub fn dma_write(bytes: u64, link: &LinkParams) -> Vec<Run> {
+pub(crate) fn dma_write(bytes: u64, link: &LinkParams) -> Vec<Run> {
     runs_of(&transfer::write(bytes, link), link, false)
 }
 
 /// The device reads `bytes` of host memory (Memory Reads up, Completions down).
-pub fn dma_read(bytes: u64, link: &LinkParams) -> Vec<Run> {
+pub(crate) fn dma_read(bytes: u64, link: &LinkParams) -> Vec<Run> {
     runs_of(&transfer::read(bytes, link), link, false)
 }
 
 /// The CPU writes `bytes` to device registers (Memory Writes down).
-pub fn mmio_write(bytes: u64, link: &LinkParams) -> Vec<Run> {
+pub(crate) fn mmio_write(bytes: u64, link: &LinkParams) -> Vec<Run> {
     runs_of(&transfer::write(bytes, link), link, true)
 }
 
 /// The CPU reads `bytes` of device registers (Memory Read down, Completion up).
-pub fn mmio_read(bytes: u64, link: &LinkParams) -> Vec<Run> {
+pub(crate) fn mmio_read(bytes: u64, link: &LinkParams) -> Vec<Run> {
     runs_of(&transfer::read(bytes, link), link, true)
 }
 
 /// Bytes one TLP occupies on the wire: payload, header, digest and framing (FLIT mode: its
 /// share of the flits).
-pub fn tlp_wire_bytes(kind: Kind, payload: u32, link: &LinkParams) -> f64 {
+pub(crate) fn tlp_wire_bytes(kind: Kind, payload: u32, link: &LinkParams) -> f64 {
     let bytes = f64::from(payload + overhead_bytes(kind.model(), link.format, link.gen));
     if link.gen.is_flit() {
         wire_bytes_for_tlp_bytes(bytes)
@@ -209,7 +209,7 @@ impl Tally {
     }
 
     /// `self += other × n`.
-    pub fn add_scaled(&mut self, other: &Tally, n: u64) {
+    pub(crate) fn add_scaled(&mut self, other: &Tally, n: u64) {
         for d in 0..2 {
             for k in 0..KINDS {
                 self.tlps[d][k] += other.tlps[d][k] * n;
@@ -225,7 +225,7 @@ impl Tally {
 
 /// The TLPs of one I/O in protocol order, as seen at the root port's link.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bundle {
+pub(crate) struct Bundle {
     pub runs: Vec<Run>,
     pub link: LinkParams,
     /// Tally of the whole bundle.
@@ -265,7 +265,7 @@ impl Bundle {
     /// `Σ per_tlp(run)` over the first `emitted` TLPs of a stream of back-to-back copies of
     /// this bundle: one integer field of [`Bundle::after`] (a TLP count, payload bytes or
     /// units) without the floating-point fields, for counters read at every mux tick.
-    pub fn after_sum(&self, emitted: u64, per_tlp: impl Fn(&Run) -> u64) -> u64 {
+    pub(crate) fn after_sum(&self, emitted: u64, per_tlp: impl Fn(&Run) -> u64) -> u64 {
         if self.tlps == 0 {
             return 0;
         }

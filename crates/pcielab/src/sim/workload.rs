@@ -50,7 +50,7 @@ const USAGE: &str = "the simulated workload is 'fio OPTIONS…|JOBFILE', \
 'nettest [--device BDF]… [--dir rx|tx|both] [--seconds S] [--frame BYTES]' or 'sleep SECONDS'";
 
 /// The programs a simulated machine runs.
-pub const PROGRAMS: [&str; 4] = ["fio", "dmatest", "nettest", "sleep"];
+pub(crate) const PROGRAMS: [&str; 4] = ["fio", "dmatest", "nettest", "sleep"];
 
 /// Parses the workload argv; `read_file` reads fio job files.
 pub fn parse(argv: &[String], read_file: impl Fn(&Path) -> Result<String>) -> Result<Workload> {

@@ -8,11 +8,11 @@ use super::{Acs, Aspm, Function, Kind, Link};
 use crate::pcie::Generation;
 
 /// Size of a PCI Express function's config space (with extended capabilities).
-pub const EXTENDED_SIZE: usize = 4096;
+pub(crate) const EXTENDED_SIZE: usize = 4096;
 /// Size of a conventional PCI function's config space.
-pub const LEGACY_SIZE: usize = 256;
+pub(crate) const LEGACY_SIZE: usize = 256;
 /// What an unprivileged read of sysfs `config` returns: the standard header only.
-pub const UNPRIVILEGED_SIZE: usize = 64;
+pub(crate) const UNPRIVILEGED_SIZE: usize = 64;
 
 const STATUS: usize = 0x06;
 const STATUS_CAP_LIST: u16 = 1 << 4;
@@ -39,16 +39,16 @@ const EXP_LNKCAP2: usize = 0x2c;
 const EXP_LNKCTL2: usize = 0x30;
 
 /// Device/port type field of the PCI Express capability.
-pub mod port_type {
-    pub const ENDPOINT: u8 = 0x0;
-    pub const LEGACY_ENDPOINT: u8 = 0x1;
-    pub const ROOT_PORT: u8 = 0x4;
-    pub const UPSTREAM: u8 = 0x5;
-    pub const DOWNSTREAM: u8 = 0x6;
-    pub const PCIE_TO_PCI_BRIDGE: u8 = 0x7;
-    pub const PCI_TO_PCIE_BRIDGE: u8 = 0x8;
-    pub const RC_ENDPOINT: u8 = 0x9;
-    pub const RC_EVENT_COLLECTOR: u8 = 0xa;
+pub(crate) mod port_type {
+    pub(crate) const ENDPOINT: u8 = 0x0;
+    pub(crate) const LEGACY_ENDPOINT: u8 = 0x1;
+    pub(crate) const ROOT_PORT: u8 = 0x4;
+    pub(crate) const UPSTREAM: u8 = 0x5;
+    pub(crate) const DOWNSTREAM: u8 = 0x6;
+    pub(crate) const PCIE_TO_PCI_BRIDGE: u8 = 0x7;
+    pub(crate) const PCI_TO_PCIE_BRIDGE: u8 = 0x8;
+    pub(crate) const RC_ENDPOINT: u8 = 0x9;
+    pub(crate) const RC_EVENT_COLLECTOR: u8 = 0xa;
 }
 
 /// What the PCI Express capability says.
@@ -248,7 +248,7 @@ fn decode_extended(b: &[u8], d: &mut Decoded) {
 
 /// The kind a function has, from its PCI Express port type, or from its class and header when
 /// it has no PCI Express capability (host bridges and conventional PCI).
-pub fn kind_of(express_type: Option<u8>, class: u32, header_type: u8) -> Kind {
+pub(crate) fn kind_of(express_type: Option<u8>, class: u32, header_type: u8) -> Kind {
     use port_type::*;
     match express_type {
         Some(ENDPOINT | LEGACY_ENDPOINT) => Kind::Endpoint,
@@ -266,7 +266,7 @@ pub fn kind_of(express_type: Option<u8>, class: u32, header_type: u8) -> Kind {
 /// Whether a function of this kind and link carries a PCI Express capability: ports and
 /// integrated endpoints always do, endpoints and PCI bridges when they have a link, host
 /// bridges never.
-pub fn has_express(kind: Kind, link: Option<&Link>) -> bool {
+pub(crate) fn has_express(kind: Kind, link: Option<&Link>) -> bool {
     match kind {
         Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream | Kind::RcEndpoint => true,
         Kind::Endpoint | Kind::PciBridge => link.is_some(),

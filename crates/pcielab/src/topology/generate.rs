@@ -34,7 +34,7 @@ const NIC_VF: (u16, u16, u32) = (0x15b3, 0x101e, 0x020000);
 
 /// Functions the shape has before any VF: per domain a host bridge, the root ports, and per
 /// switch its upstream port, downstream ports and devices.
-pub const FIXED_FUNCTIONS: usize = DOMAINS as usize
+pub(crate) const FIXED_FUNCTIONS: usize = DOMAINS as usize
     * (1 + ROOT_PORTS_PER_DOMAIN as usize
         + NVME_ROOT_PORTS as usize * (1 + 2 * NVME_PER_SWITCH as usize)
         + (ROOT_PORTS_PER_DOMAIN - NVME_ROOT_PORTS) as usize
@@ -46,10 +46,11 @@ const NICS: usize = DOMAINS as usize
     * NICS_PER_SWITCH as usize;
 
 /// The most functions the shape holds: every NIC's bus full of VFs.
-pub const MAX_FUNCTIONS: usize = FIXED_FUNCTIONS + NICS * (FUNCTIONS_PER_BUS - NIC_PFS as usize);
+pub(crate) const MAX_FUNCTIONS: usize =
+    FIXED_FUNCTIONS + NICS * (FUNCTIONS_PER_BUS - NIC_PFS as usize);
 
-/// A server with exactly `functions` PCI functions (from [`FIXED_FUNCTIONS`] to
-/// [`MAX_FUNCTIONS`]); outside that range is bad input naming it.
+/// A server with exactly `functions` PCI functions (from `FIXED_FUNCTIONS` to
+/// `MAX_FUNCTIONS`); outside that range is bad input naming it.
 pub fn server(functions: usize) -> Result<Topology> {
     if !(FIXED_FUNCTIONS..=MAX_FUNCTIONS).contains(&functions) {
         return Err(Error::bad_input(format!(

@@ -53,7 +53,7 @@ impl LinkHealth {
 }
 
 /// The sysfs directory of `bdf` below `root` (`root`/sys/bus/pci/devices/BDF).
-pub fn function_dir(root: &Path, bdf: Bdf) -> PathBuf {
+pub(crate) fn function_dir(root: &Path, bdf: Bdf) -> PathBuf {
     root.join("sys/bus/pci/devices").join(bdf.to_string())
 }
 
@@ -64,7 +64,7 @@ pub fn read_link_health(root: &Path, bdf: Bdf) -> LinkHealth {
 
 /// Reads the link health from one function's sysfs directory (`…/devices/BDF` of a live tree or
 /// a snapshot); every missing or unparsable attribute is `None`.
-pub fn read_function_health(dir: &Path) -> LinkHealth {
+pub(crate) fn read_function_health(dir: &Path) -> LinkHealth {
     let mut health = LinkHealth::unknown();
     for attribute in Attribute::ALL {
         if let Some(text) = read_text(dir, attribute.file()) {
@@ -89,7 +89,7 @@ impl LinkHealth {
 
 /// One sysfs attribute behind a [`LinkHealth`] field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attribute {
+pub(crate) enum Attribute {
     CurrentSpeed,
     CapableSpeed,
     CurrentWidth,
@@ -133,12 +133,12 @@ impl Attribute {
     }
 
     /// LnkCap never changes while the device is there: read once, not per sample.
-    pub fn is_static(self) -> bool {
+    pub(crate) fn is_static(self) -> bool {
         matches!(self, Attribute::CapableSpeed | Attribute::CapableWidth)
     }
 
     /// The trained link's state, which both ends of a link report alike.
-    pub fn is_current_link(self) -> bool {
+    pub(crate) fn is_current_link(self) -> bool {
         matches!(self, Attribute::CurrentSpeed | Attribute::CurrentWidth)
     }
 

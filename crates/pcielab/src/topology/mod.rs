@@ -10,7 +10,7 @@ pub mod generate;
 pub mod health;
 pub mod p2p;
 pub mod pciids;
-pub mod readplan;
+pub(crate) mod readplan;
 pub mod render;
 pub mod spec;
 pub mod sysfs;
@@ -38,7 +38,7 @@ pub enum Kind {
 
 impl Kind {
     /// Kinds that have a secondary bus and may have children.
-    pub fn is_bridge(self) -> bool {
+    pub(crate) fn is_bridge(self) -> bool {
         matches!(
             self,
             Kind::RootPort | Kind::SwitchUpstream | Kind::SwitchDownstream | Kind::PciBridge
@@ -47,7 +47,7 @@ impl Kind {
 
     /// Ports whose link registers describe the link to the device below them (a switch's
     /// upstream port shares an internal bus with its downstream ports, not a link).
-    pub fn has_link_below(self) -> bool {
+    pub(crate) fn has_link_below(self) -> bool {
         matches!(self, Kind::RootPort | Kind::SwitchDownstream)
     }
 
@@ -85,7 +85,7 @@ pub struct Acs {
 }
 
 /// NUMA node numbers lie below this: Linux's largest MAX_NUMNODES (CONFIG_NODES_SHIFT at most 10).
-pub const MAX_NUMA_NODES: i32 = 1 << 10;
+pub(crate) const MAX_NUMA_NODES: i32 = 1 << 10;
 
 /// One PCI function.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,7 +118,7 @@ pub struct Function {
     pub acs_unreadable: bool,
     /// The function has the Advanced Error Reporting extended capability.
     pub aer: bool,
-    /// Below [`MAX_NUMA_NODES`] when set.
+    /// Below `MAX_NUMA_NODES` when set.
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
     /// A human name (spec `name`, or a known vendor/device string) for tree output.
@@ -210,12 +210,13 @@ impl Topology {
     }
 
     /// Functions on root buses (no parent bridge), in address order.
-    pub fn roots(&self) -> impl Iterator<Item = &Function> {
+    #[cfg(test)]
+    pub(crate) fn roots(&self) -> impl Iterator<Item = &Function> {
         self.functions.iter().filter(|f| f.parent.is_none())
     }
 
     /// The chain from `bdf` up to its root-bus ancestor, starting with `bdf` itself.
-    pub fn path_to_root(&self, bdf: Bdf) -> Vec<&Function> {
+    pub(crate) fn path_to_root(&self, bdf: Bdf) -> Vec<&Function> {
         let mut path = Vec::new();
         let mut cursor = self.get(bdf);
         while let Some(f) = cursor {

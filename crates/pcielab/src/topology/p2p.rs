@@ -11,7 +11,7 @@ use crate::pcie::Bdf;
 
 /// ACS control bits that redirect peer-to-peer requests upstream: P2P Request Redirect,
 /// P2P Completion Redirect and P2P Egress Control (PCI_ACS_RR | PCI_ACS_CR | PCI_ACS_EC).
-pub const ACS_REDIRECT_BITS: u16 = 0x0004 | 0x0008 | 0x0020;
+pub(crate) const ACS_REDIRECT_BITS: u16 = 0x0004 | 0x0008 | 0x0020;
 
 /// The CPU the kernel runs on, as far as P2PDMA cares: x86 vendor and family (`cpu_data(0)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -29,7 +29,7 @@ pub enum Cpu {
 
 impl Cpu {
     /// The kernel's `cpu_supports_p2pdma()`: AMD family 0x17 (Zen) or newer.
-    pub fn exempts_host_bridge(self) -> bool {
+    pub(crate) fn exempts_host_bridge(self) -> bool {
         matches!(self, Cpu::Amd { family } if family >= 0x17)
     }
 
@@ -254,7 +254,7 @@ fn verdict_on_paths(
 
 /// The most ordered pairs [`matrix`] lists (1,024 endpoints): past it the pairwise table is
 /// larger than anyone reads, and the grouped summary says the same in a few lines.
-pub const MAX_PAIRS: usize = 1 << 20;
+pub(crate) const MAX_PAIRS: usize = 1 << 20;
 
 fn endpoints(topology: &Topology) -> impl Iterator<Item = &Function> {
     topology
@@ -264,7 +264,7 @@ fn endpoints(topology: &Topology) -> impl Iterator<Item = &Function> {
 }
 
 /// Verdicts for every ordered pair of distinct endpoints (the provider first), in address order;
-/// bad input naming `--full` when there are more than [`MAX_PAIRS`].
+/// bad input naming `--full` when there are more than `MAX_PAIRS`.
 pub fn matrix(topology: &Topology, cpu: Cpu) -> crate::Result<Vec<Verdict>> {
     let paths: Vec<Vec<&Function>> = endpoints(topology)
         .map(|f| topology.path_to_root(f.bdf))

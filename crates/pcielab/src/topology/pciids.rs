@@ -1,8 +1,8 @@
 //! Vendor and device names from the PCI ID database (`pci.ids`, shipped by the pciutils and
 //! hwdata packages), as lspci prints them: "Intel Corporation 82G33/G31/P35/P31 Express DRAM
 //! Controller", "Red Hat, Inc. QEMU PCIe Root port", and "Device 1234" for a device the database
-//! does not know. The parser is bounded: it reads at most [`MAX_DB_BYTES`], skips lines over
-//! [`MAX_LINE`] bytes, stops at the class section, and keeps only the ids asked for.
+//! does not know. The parser is bounded: it reads at most `MAX_DB_BYTES`, skips lines over
+//! `MAX_LINE` bytes, stops at the class section, and keeps only the ids asked for.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,25 +11,25 @@ use crate::input::read_capped;
 use crate::topology::Topology;
 
 /// Where distributions put the database (pciutils, then hwdata).
-pub const DB_PATHS: [&str; 3] = [
+pub(crate) const DB_PATHS: [&str; 3] = [
     "/usr/share/misc/pci.ids",
     "/usr/share/hwdata/pci.ids",
     "/usr/share/pci.ids",
 ];
 
 /// The most of the database read (the 2023 file is 1.4 MB).
-pub const MAX_DB_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_DB_BYTES: u64 = 16 << 20;
 
 /// Lines longer than this are not database entries and are skipped.
-pub const MAX_LINE: usize = 512;
+pub(crate) const MAX_LINE: usize = 512;
 
 /// The installed database, if any.
-pub fn default_db() -> Option<PathBuf> {
+pub(crate) fn default_db() -> Option<PathBuf> {
     DB_PATHS.iter().map(PathBuf::from).find(|p| p.is_file())
 }
 
 /// Names for the (vendor, device) pairs in `wanted`, from the database text.
-pub fn lookup(db: &str, wanted: &BTreeSet<(u16, u16)>) -> BTreeMap<(u16, u16), String> {
+pub(crate) fn lookup(db: &str, wanted: &BTreeSet<(u16, u16)>) -> BTreeMap<(u16, u16), String> {
     let vendors: BTreeSet<u16> = wanted.iter().map(|(v, _)| *v).collect();
     let mut vendor_names: BTreeMap<u16, &str> = BTreeMap::new();
     let mut device_names: BTreeMap<(u16, u16), &str> = BTreeMap::new();

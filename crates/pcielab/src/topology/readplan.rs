@@ -21,13 +21,13 @@ use crate::topology::health::{read_function_health, Attribute, LinkHealth};
 use crate::topology::Topology;
 
 /// How often the `devices/` listing is compared with the plan (sample time, nanoseconds).
-pub const REDISCOVER_NS: u64 = 10_000_000_000;
+pub(crate) const REDISCOVER_NS: u64 = 10_000_000_000;
 
 /// The most of one attribute read: the kernel fills at most one page.
 const ATTRIBUTE_BYTES: usize = 4096;
 
 /// Reads the topology again after hotplug (the machine's own reader, with its naming).
-pub type Reread = fn(&Path) -> Result<Topology>;
+pub(crate) type Reread = fn(&Path) -> Result<Topology>;
 
 /// What one function's sample reads.
 #[derive(Debug, Clone)]
@@ -44,7 +44,7 @@ struct Planned {
 
 /// The per-machine read plan; see the module documentation.
 #[derive(Debug)]
-pub struct ReadPlan {
+pub(crate) struct ReadPlan {
     pci_dir: PathBuf,
     reread: Reread,
     topology: Topology,
@@ -63,7 +63,7 @@ pub struct ReadPlan {
 
 impl ReadPlan {
     /// Plans the reads of `topology`, read from `pci_dir` (a directory holding `devices/`).
-    pub fn discover(pci_dir: &Path, topology: Topology, reread: Reread) -> ReadPlan {
+    pub(crate) fn discover(pci_dir: &Path, topology: Topology, reread: Reread) -> ReadPlan {
         let listed = listing(&pci_dir.join("devices"));
         let planned = plan(&pci_dir.join("devices"), &topology);
         ReadPlan {
@@ -90,6 +90,7 @@ impl ReadPlan {
     }
 
     /// Attribute files sample reads have opened since the plan was made.
+    #[cfg(test)]
     pub fn reads(&self) -> u64 {
         self.reads
     }

@@ -169,7 +169,7 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
 
 /// lspci's "(downgraded)": the link runs below this function's own capability, marked only at
 /// upstream-facing ends, since a root or downstream port is often more capable than its device.
-pub fn marks_downgraded(f: &Function) -> bool {
+pub(crate) fn marks_downgraded(f: &Function) -> bool {
     !matches!(f.kind, Kind::RootPort | Kind::SwitchDownstream)
         && f.link.is_some_and(|l| l.is_downgraded())
 }

@@ -38,7 +38,7 @@ impl Platform {
 }
 
 /// Widths a link can train to (LnkCap/LnkSta encodings the spec defines).
-pub const VALID_WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
+pub(crate) const VALID_WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
 
 /// Payload and read-request sizes DevCap/DevCtl can encode.
 const VALID_SIZES: [u16; 6] = [128, 256, 512, 1024, 2048, 4096];
@@ -142,7 +142,7 @@ fn key_before(text: &str, offset: usize) -> Option<&str> {
 /// Parses and validates a spec; `file` names it in messages (a path, or `presets/NAME.toml`).
 ///
 /// A spec of thousands of functions is parsed a `[[function]]` section at a time
-/// ([`split_sections`]): the TOML document the parser builds holds every value with its source
+/// (`split_sections`): the TOML document the parser builds holds every value with its source
 /// text and layout, some 40 bytes for each byte of input, so one document per function keeps
 /// the peak near the input's own size instead. Whatever the sections do not parse alone (a
 /// layout the split cannot follow, any error) is parsed whole, so results and messages are
@@ -639,7 +639,7 @@ fn convert_link(loc: &Locator, ctx: &dyn Fn(String) -> String, raw: &RawLink) ->
 }
 
 /// Parses the spec's ASPM spelling.
-pub fn parse_aspm(s: &str) -> Option<Aspm> {
+pub(crate) fn parse_aspm(s: &str) -> Option<Aspm> {
     match s {
         "none" => Some(Aspm::default()),
         "l0s" => Some(Aspm {
@@ -659,7 +659,7 @@ pub fn parse_aspm(s: &str) -> Option<Aspm> {
 }
 
 /// The spec's spelling of an ASPM state (inverse of [`parse_aspm`]).
-pub fn aspm_name(a: Aspm) -> &'static str {
+pub(crate) fn aspm_name(a: Aspm) -> &'static str {
     match (a.l0s, a.l1) {
         (false, false) => "none",
         (true, false) => "l0s",

@@ -56,7 +56,7 @@ impl L3Cache {
         }
     }
 
-    /// `n` accesses from `next`, the sets of the next [`Self::LOOKAHEAD`] prefetched.
+    /// `n` accesses from `next`, the sets of the next `Self::LOOKAHEAD` prefetched.
     pub fn access_run(&mut self, n: usize, mut next: impl FnMut() -> (u64, u64, u16)) -> u64 {
         let mut ahead = [(0u64, 0u64, 0u16, 0usize); Self::LOOKAHEAD];
         for slot in ahead.iter_mut().take(n) {
@@ -123,7 +123,8 @@ impl L3Cache {
     }
 
     /// (monitor id, lines) for every monitor holding lines.
-    pub fn occupancy_by_monitor(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    #[cfg(test)]
+    pub(crate) fn occupancy_by_monitor(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         self.occupancy
             .iter()
             .enumerate()
