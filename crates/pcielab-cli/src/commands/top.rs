@@ -342,35 +342,20 @@ mod tests {
     use ratatui::Terminal;
     use std::time::UNIX_EPOCH;
 
-    /// yitian710 with a 1 MiB sequential read on the SATA disk behind 00:02.0, sampled at 0, 1
-    /// and 2 simulated seconds.
+    /// yitian710's 28 functions, idle, sampled at 0, 1 and 2 simulated seconds: the painter
+    /// test needs rows, not traffic.
     fn frame(view: &View) -> TopFrame {
-        let job: Vec<String> = [
-            "fio",
-            "--filename=/dev/sda",
-            "--rw=read",
-            "--bs=1m",
-            "--time_based",
-            "--runtime=5",
-            "--name=r",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
         let machine = "sim:yitian710".parse().unwrap();
-        let mut observer = Observer::open(&machine, &job, |p| {
-            Err(Error::bad_input(format!(
-                "unexpected read of {}",
-                p.display()
-            )))
-        })
-        .unwrap();
-        let (a, b, c) = (
-            observer.sample_at(0).unwrap(),
-            observer.sample_at(1_000_000_000).unwrap(),
-            observer.sample_at(2_000_000_000).unwrap(),
-        );
-        TopFrame::build(view, &a, &b, &c, UNIX_EPOCH + Duration::from_secs(3723))
+        let mut observer = Observer::open(&machine, &[], |_| unreachable!()).unwrap();
+        let mut at = |s: u64| observer.sample_at(s * 1_000_000_000).unwrap();
+        let (first, prev, latest) = (at(0), at(1), at(2));
+        TopFrame::build(
+            view,
+            &first,
+            &prev,
+            &latest,
+            UNIX_EPOCH + Duration::from_secs(3723),
+        )
     }
 
     #[test]

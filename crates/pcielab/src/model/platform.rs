@@ -392,6 +392,30 @@ impl FittedCell {
     }
 }
 
+/// A platform model's predicted streaming DMA on one link, as `topo` and `stat` report it beside
+/// the link's own ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, schemars::JsonSchema)]
+pub struct PlatformDma {
+    /// Device to memory, MB/s.
+    #[serde(
+        rename = "platform_dma_write_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub write_mbps: Option<f64>,
+    /// Memory to device, MB/s.
+    #[serde(
+        rename = "platform_dma_read_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub read_mbps: Option<f64>,
+    /// Whether the two rates reproduce the fit's data or predict (and on what link).
+    #[serde(
+        rename = "platform_dma_provenance",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub provenance: Option<Provenance>,
+}
+
 /// Where a platform number stands against the measurements the platform was fitted on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::model::platform::{PlatformModel, Provenance};
+use crate::model::platform::{PlatformDma, PlatformModel, Provenance};
 use crate::pcie::Bdf;
 use crate::pmu::catalog::Unit;
 use crate::pmu::session::{CountOptions, CounterBackend, Counts, Reading};
@@ -134,24 +134,9 @@ pub struct EventReport {
     /// `bandwidth_MBps` as a percentage of `link_achievable_MBps`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_percent: Option<f64>,
-    /// The platform model's predicted streaming DMA write (device to memory) MB/s on the link.
-    #[serde(
-        rename = "platform_dma_write_MBps",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub platform_write_mbps: Option<f64>,
-    /// The platform model's predicted streaming DMA read (memory to device) MB/s on the link.
-    #[serde(
-        rename = "platform_dma_read_MBps",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub platform_read_mbps: Option<f64>,
-    /// Whether the two platform rates reproduce the fit's data or predict (and on what link).
-    #[serde(
-        rename = "platform_dma_provenance",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub platform_provenance: Option<Provenance>,
+    /// The platform model's predicted streaming DMA on the link, where a model is given.
+    #[serde(flatten)]
+    pub platform_dma: PlatformDma,
 }
 
 impl EventReport {
@@ -189,9 +174,11 @@ impl EventReport {
             link_percent: bandwidth_mbps
                 .zip(link)
                 .map(|(bw, l)| 100.0 * bw / l.achievable_mbps),
-            platform_write_mbps: platform.map(|p| p.0),
-            platform_read_mbps: platform.map(|p| p.1),
-            platform_provenance: platform.map(|p| p.2),
+            platform_dma: PlatformDma {
+                write_mbps: platform.map(|p| p.0),
+                read_mbps: platform.map(|p| p.1),
+                provenance: platform.map(|p| p.2),
+            },
         }
     }
 
@@ -362,9 +349,10 @@ fn event_line(r: &EventReport) -> String {
         }
         if let Some(line_rate) = r.link_line_mbps {
             line.push_str(&format!(" (line {line_rate:.1}"));
-            if let (Some(write), Some(read)) = (r.platform_write_mbps, r.platform_read_mbps) {
+            let dma = &r.platform_dma;
+            if let (Some(write), Some(read)) = (dma.write_mbps, dma.read_mbps) {
                 line.push_str(&format!("; platform DMA write {write:.1}, read {read:.1}"));
-                if let Some(provenance) = r.platform_provenance {
+                if let Some(provenance) = dma.provenance {
                     line.push_str(&format!(", {}", provenance.text()));
                 }
             }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::model::path::PathCeiling;
-use crate::model::platform::{PlatformModel, Provenance};
+use crate::model::platform::{PlatformDma, PlatformModel, Provenance};
 use crate::pcie::{Bdf, Generation};
 use crate::text::round_to;
 use crate::topology::check::warnings;
@@ -53,24 +53,10 @@ pub struct FunctionJson {
     #[serde(rename = "ceiling_capable_MBps")]
     pub ceiling_capable_mbps: Option<f64>,
     pub ceiling_limited_by: Option<String>,
-    /// The platform model's predicted streaming endpoint DMA on this endpoint's link (write:
-    /// device to memory), where a model is given.
-    #[serde(
-        rename = "platform_dma_write_MBps",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub platform_write_mbps: Option<f64>,
-    #[serde(
-        rename = "platform_dma_read_MBps",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub platform_read_mbps: Option<f64>,
-    /// Whether the platform rates reproduce the fit's data or predict (and on what link).
-    #[serde(
-        rename = "platform_dma_provenance",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub platform_provenance: Option<Provenance>,
+    /// The platform model's predicted streaming endpoint DMA on this endpoint's link, where a
+    /// model is given.
+    #[serde(flatten)]
+    pub platform_dma: PlatformDma,
     pub warnings: Vec<String>,
 }
 
@@ -153,9 +139,11 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
                     .map(|c| round_to(c.achievable_mbps, MBPS_DECIMALS)),
                 ceiling_capable_mbps: ceiling.map(|c| round_to(c.capable_mbps, MBPS_DECIMALS)),
                 ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
-                platform_write_mbps: dma.map(|d| round_to(d.0, MBPS_DECIMALS)),
-                platform_read_mbps: dma.map(|d| round_to(d.1, MBPS_DECIMALS)),
-                platform_provenance: dma.map(|d| d.2),
+                platform_dma: PlatformDma {
+                    write_mbps: dma.map(|d| round_to(d.0, MBPS_DECIMALS)),
+                    read_mbps: dma.map(|d| round_to(d.1, MBPS_DECIMALS)),
+                    provenance: dma.map(|d| d.2),
+                },
                 warnings: found.remove(&f.bdf).unwrap_or_default(),
             }
         })
