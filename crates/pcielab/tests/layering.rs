@@ -490,3 +490,74 @@ fn the_checker_sees_the_imports_it_must_judge() {
         ]
     );
 }
+
+/// Every `.rs` file under `dir`, with its text.
+fn rust_files(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push((
+                    path.display().to_string(),
+                    fs::read_to_string(&path).unwrap(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_machine_floor_tells_machines_apart() {
+    let crates = fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("..")).unwrap();
+    let machine_dir = fs::canonicalize(Path::new(SRC).join("machine"))
+        .unwrap()
+        .display()
+        .to_string();
+    let mut found = Vec::new();
+    for (path, text) in rust_files(&crates) {
+        // This file names the pattern it looks for.
+        if path.starts_with(&machine_dir) || path.ends_with("tests/layering.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("MachineSelector::") {
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "code outside machine/ that matches or builds a MachineSelector (ask the Machine: \
+         pcie_source, is_simulated, host_at, read_spec):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_cli_declares_machine_once() {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("../pcielab-cli/src");
+    let mut declared = Vec::new();
+    for (path, text) in rust_files(&cli) {
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.contains("long = \"machine\"")
+                || line.starts_with("machine: String")
+                || line.starts_with("pub machine: String")
+                || line.contains("machine: Option<String>")
+            {
+                declared.push(format!("{path}:{}: {line}", n + 1));
+            }
+        }
+    }
+    assert_eq!(
+        declared.len(),
+        1,
+        "--machine is declared once (machine_arg.rs; flatten MachineArg):\n{}",
+        declared.join("\n")
+    );
+}
