@@ -29,7 +29,7 @@ pcielab_aer_rootport_errors_total{severity}, pcielab_pmu_present, pcielab_machin
 Only GET/HEAD /metrics is served; everything else is 404/405/4xx. Loopback only unless
 --allow-remote. The address it serves goes to stderr (useful with port 0).")]
 pub struct Args {
-    /// host, snapshot:DIR, sim:PRESET or sim:FILE.toml
+    /// host, snapshot:DIR, sim:PRESET, sim:FILE.toml or lspci:FILE
     #[arg(long, default_value = "host")]
     pub machine: String,
     /// IP:PORT to listen on (port 0: any free port, printed on stderr)

@@ -32,7 +32,7 @@ The JSON shape is documented in docs/pmu.md.")]
 
 #[derive(ClapArgs)]
 struct ListArgs {
-    /// Where facts come from: host, snapshot:DIR, sim:PRESET or sim:FILE.toml
+    /// Where facts come from: host, snapshot:DIR, sim:PRESET, sim:FILE.toml or lspci:FILE
     #[arg(long, default_value = "host")]
     machine: String,
     /// Print JSON (shape in docs/pmu.md)

@@ -27,7 +27,7 @@ kind is told from the file's fields). The page has no script and no URL: it open
 prints one section per page. Shape of the page: docs/report.md."
 )]
 pub struct Args {
-    /// The machine to describe: host, snapshot:DIR, sim:PRESET or sim:FILE.toml (left out:
+    /// The machine to describe: host, snapshot:DIR, sim:PRESET, sim:FILE.toml or lspci:FILE (left out:
     /// only the results)
     #[arg(long)]
     machine: Option<String>,

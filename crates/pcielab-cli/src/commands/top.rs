@@ -35,7 +35,7 @@ or flat, space pause, arrows/PgUp/PgDn scroll, h or ? help, q or Ctrl-C quit.
 A filter keeps the functions whose name, kind, device or BDF field (\"00:02\", \"b1\") matches,
 with everything below them.")]
 pub struct Args {
-    /// host, snapshot:DIR, sim:PRESET or sim:FILE.toml
+    /// host, snapshot:DIR, sim:PRESET, sim:FILE.toml or lspci:FILE
     #[arg(long, default_value = "host")]
     pub machine: String,
     /// Seconds between frames (0.1 to 3600)

@@ -34,7 +34,7 @@ platform's predicted streaming DMA write/read (4 MiB transfers; docs/calibration
 Presets: yitian710, rk3588-evb, rk3568-evb, rk3588-ep, rk3568-ep, rk3588-ep-gen2x1, rk3528-evb,
 qemu-seed, qemu-wide. The spec format and the JSON fields are documented in docs/topology.md.")]
 pub struct Args {
-    /// Where facts come from: host, snapshot:DIR, sim:PRESET or sim:FILE.toml
+    /// Where facts come from: host, snapshot:DIR, sim:PRESET, sim:FILE.toml or lspci:FILE
     #[arg(long, default_value = "host")]
     pub machine: String,
     /// Print JSON (shape in docs/topology.md) instead of the tree

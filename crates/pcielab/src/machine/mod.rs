@@ -35,6 +35,7 @@ use crate::qos::host::HostResctrl;
 use crate::qos::presets::{Preset, PRESETS as RESCTRL_PRESETS};
 use crate::qos::sim::SimulatedResctrl;
 use crate::sim::SimulatedPcie;
+use crate::topology::lspci::{read_lspci_path, LspciFormat};
 use crate::topology::readplan::ReadPlan;
 use crate::topology::spec::{parse_spec, Platform};
 use crate::topology::sysfs::read_sysfs;
@@ -51,6 +52,8 @@ pub enum MachineSelector {
     SimPreset { name: String },
     /// A spec file describing a simulated platform.
     SimFile { path: PathBuf },
+    /// Saved or pasted lspci output (`-vvv` text or a `-xxxx` hex dump); `-` is standard input.
+    Lspci { path: PathBuf },
 }
 
 impl FromStr for MachineSelector {
@@ -70,8 +73,14 @@ impl FromStr for MachineSelector {
         if let Some(target) = s.strip_prefix("sim:").filter(|t| !t.is_empty()) {
             return Ok(MachineSelector::spec(target));
         }
+        if let Some(path) = s.strip_prefix("lspci:").filter(|p| !p.is_empty()) {
+            return Ok(MachineSelector::Lspci {
+                path: PathBuf::from(path),
+            });
+        }
         Err(Error::bad_input(format!(
-            "invalid --machine '{s}': expected 'host', 'snapshot:DIR', 'sim:PRESET' or 'sim:FILE.toml'"
+            "invalid --machine '{s}': expected 'host', 'snapshot:DIR', 'sim:PRESET', 'sim:FILE.toml' \
+             or 'lspci:FILE' (lspci -vvv or -xxxx output; lspci:- reads standard input)"
         )))
     }
 }
@@ -83,6 +92,7 @@ impl fmt::Display for MachineSelector {
             MachineSelector::Snapshot { dir } => write!(f, "snapshot:{}", dir.display()),
             MachineSelector::SimPreset { name } => write!(f, "sim:{name}"),
             MachineSelector::SimFile { path } => write!(f, "sim:{}", path.display()),
+            MachineSelector::Lspci { path } => write!(f, "lspci:{}", path.display()),
         }
     }
 }
@@ -145,6 +155,25 @@ impl MachineSelector {
                     platform: toml::Table::new(),
                 })
             }
+            MachineSelector::Lspci { path } => {
+                let read = read_lspci_path(path)?;
+                let format = match read.format {
+                    LspciFormat::HexDump => "lspci hex dump",
+                    LspciFormat::Verbose => "lspci -v text",
+                };
+                let mut description = format!("{format} {}", path.display());
+                for note in &read.notes {
+                    description.push_str("; ");
+                    description.push_str(note);
+                }
+                Ok(Platform {
+                    name: "lspci".to_string(),
+                    description,
+                    topology: named(read.topology),
+                    sim: toml::Table::new(),
+                    platform: toml::Table::new(),
+                })
+            }
         }
     }
 }
@@ -179,6 +208,8 @@ enum Access {
     },
     /// A saved sysfs tree, read at open.
     Snapshot(Platform),
+    /// Saved lspci output, read at open: a topology and nothing else.
+    Lspci(Platform),
     /// A simulated PCIe platform: its spec, parsed at open.
     SimPcie(Platform),
     /// A simulated MPAM/RDT resctrl machine.
@@ -195,6 +226,7 @@ impl Machine {
                 platform: OnceLock::new(),
             },
             MachineSelector::Snapshot { .. } => Access::Snapshot(selector.open()?),
+            MachineSelector::Lspci { .. } => Access::Lspci(selector.open()?),
             MachineSelector::SimFile { .. } => Access::SimPcie(selector.open()?),
             MachineSelector::SimPreset { name } => {
                 match RESCTRL_PRESETS.iter().find(|p| p.name == name) {
@@ -234,7 +266,9 @@ impl Machine {
                 let read = self.selector.open()?;
                 Ok(platform.get_or_init(|| read))
             }
-            Access::Snapshot(platform) | Access::SimPcie(platform) => Ok(platform),
+            Access::Snapshot(platform) | Access::SimPcie(platform) | Access::Lspci(platform) => {
+                Ok(platform)
+            }
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
     }
@@ -279,7 +313,18 @@ impl Machine {
             })),
             Access::SimPcie(_) => Ok(Box::new(self.simulated_pcie()?)),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
+            Access::Lspci(_) => Err(self.topology_only("performance counters")),
         }
+    }
+
+    /// An lspci listing holds the topology only: counters and resctrl are bad input naming
+    /// the machines that have them.
+    fn topology_only(&self, what: &str) -> Error {
+        Error::bad_input(format!(
+            "machine '{}' is lspci output, which describes the PCIe topology only; {what} need \
+             'host' (or a sim: machine to simulate them)",
+            self.selector
+        ))
     }
 
     /// The machine's resctrl: the host's mount (`<root>/sys/fs/resctrl` unless
@@ -297,6 +342,7 @@ impl Machine {
                         .with_precheck(options.precheck),
                 ))
             }
+            Access::Lspci(_) => Err(self.topology_only("resctrl groups")),
             _ => Ok(Box::new(
                 self.simulated_resctrl(options.state.as_deref(), options.cdp)?,
             )),

@@ -379,6 +379,12 @@ impl Observer {
                 };
                 (topology, backend, ports)
             }
+            MachineSelector::Lspci { .. } => {
+                return Err(Error::bad_input(format!(
+                    "machine '{selector}' is lspci output: it has no counters or link state to \
+                     observe; observe 'host', 'snapshot:DIR' or a sim: machine"
+                )))
+            }
             MachineSelector::Host { root } | MachineSelector::Snapshot { dir: root } => {
                 if !workload.is_empty() {
                     return Err(Error::bad_input(format!(

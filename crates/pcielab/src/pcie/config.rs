@@ -81,6 +81,11 @@ pub struct Decoded {
     pub acs: Option<Acs>,
     pub aer: bool,
     pub capabilities_read: bool,
+    /// Where the PCI Express, ACS and AER capabilities start, for readers that quote the bytes
+    /// a fact came from.
+    pub express_at: Option<usize>,
+    pub acs_at: Option<usize>,
+    pub aer_at: Option<usize>,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -159,6 +164,9 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
         acs: None,
         aer: false,
         capabilities_read: true,
+        express_at: None,
+        acs_at: None,
+        aer_at: None,
     };
     if header_type == 1 {
         d.buses = Some((bytes[0x19], bytes[0x1a]));
@@ -193,6 +201,7 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
         hops += 1;
     }
     if let Some(at) = express_at {
+        d.express_at = Some(at);
         d.express = Some(decode_express(bytes, at));
         // Extended capabilities need the full 4 KiB; without it ACS and AER read as absent.
         if bytes.len() >= EXT_CAP_START + 4 {
@@ -232,8 +241,12 @@ fn decode_extended(b: &[u8], d: &mut Decoded) {
             break;
         }
         match (header & 0xffff) as u16 {
-            EXT_ID_AER => d.aer = true,
+            EXT_ID_AER => {
+                d.aer = true;
+                d.aer_at = Some(at);
+            }
             EXT_ID_ACS => {
+                d.acs_at = Some(at);
                 d.acs = Some(Acs {
                     capability: u16_at(b, at + 4),
                     control: u16_at(b, at + 6),

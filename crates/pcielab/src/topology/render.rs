@@ -14,7 +14,7 @@ use crate::pcie::{Bdf, Generation};
 use crate::report::round_to;
 use crate::topology::check::warnings;
 use crate::topology::spec::{aspm_name, Platform};
-use crate::topology::{Function, Kind, Link, Topology};
+use crate::topology::{Evidence, Function, Kind, Link, Topology};
 
 /// The `--json` document.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -73,6 +73,9 @@ pub struct FunctionJson {
     )]
     pub platform_provenance: Option<Provenance>,
     pub warnings: Vec<String>,
+    /// The input lines behind each fact, and the facts the input did not give (lspci machines).
+    #[serde(skip_serializing_if = "Evidence::is_empty")]
+    pub evidence: Evidence,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -158,6 +161,7 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
                 platform_read_mbps: dma.map(|d| round_to(d.1, MBPS_DECIMALS)),
                 platform_provenance: dma.map(|d| d.2),
                 warnings: found.remove(&f.bdf).unwrap_or_default(),
+                evidence: f.evidence.clone(),
             }
         })
         .collect();

@@ -171,6 +171,9 @@ fn header(bdf: Bdf, dir: &Path, config: &[u8]) -> Result<Decoded> {
         acs: None,
         aer: false,
         capabilities_read: false,
+        express_at: None,
+        acs_at: None,
+        aer_at: None,
     })
 }
 

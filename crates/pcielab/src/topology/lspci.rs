@@ -1,0 +1,275 @@
+//! The lspci reader: builds a [`Topology`] from the output of `lspci` that someone saved or
+//! pasted, the machine a bug report or vendor ticket describes. Two formats are told apart by
+//! their lines: hex dumps (`lspci -x`, `-xxx`, `-xxxx`, with or without `-v`, as pciutils' own
+//! `-F FILE` dump access method reads them; decoded in [`super::lspci_dump`]) and verbose text
+//! (`lspci -v`, `-vv`, `-vvv`, with `-nn`, `-k`, `-D`; read in [`super::lspci_text`]).
+//!
+//! Both readers keep, per function, the input line behind each fact they took
+//! ([`super::Evidence`]) and list the facts the input did not give, which stay unknown. Parents
+//! come from the bridges' bus ranges, as lspci's own tree view (`-t`) finds them.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::topology::{Function, Topology};
+
+/// The most bytes of lspci output read: the largest real server listings are a few MiB.
+pub const MAX_LSPCI_BYTES: u64 = 32 << 20;
+/// The most lines read (a 16-bit bus space with every function's 4 KiB dump is about 17 M
+/// lines; real listings stay far below this).
+pub const MAX_LSPCI_LINES: usize = 2_000_000;
+/// The longest line accepted: lspci's longest (device names, VPD strings) stay under 1 KiB.
+pub const MAX_LSPCI_LINE: usize = 16 << 10;
+
+/// Which lspci output a file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LspciFormat {
+    /// Config space as hex rows (`-x`/`-xxx`/`-xxxx`), decoded by pcielab's config-space code.
+    HexDump,
+    /// The verbose text lspci prints (`-v`/`-vv`/`-vvv`).
+    Verbose,
+}
+
+/// What reading one lspci output gave.
+#[derive(Debug, Clone)]
+pub struct LspciRead {
+    pub topology: Topology,
+    pub format: LspciFormat,
+    /// What the input cut short or left out, each naming its line (a truncated paste, a
+    /// function whose config space stops before its identity).
+    pub notes: Vec<String>,
+}
+
+/// Reads the lspci output in `path`, or standard input when `path` is `-`.
+pub fn read_lspci_path(path: &Path) -> Result<LspciRead> {
+    let name = path.display().to_string();
+    let bytes = if name == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_LSPCI_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::runtime(format!("standard input: {e}")))?;
+        bytes
+    } else {
+        crate::input::read_capped(path, MAX_LSPCI_BYTES + 1)
+            .map_err(|e| Error::bad_input(format!("lspci output {name}: {e}")))?
+    };
+    if bytes.len() as u64 > MAX_LSPCI_BYTES {
+        return Err(Error::bad_input(format!(
+            "lspci output {name}: larger than {} MiB, the most pcielab reads",
+            MAX_LSPCI_BYTES >> 20
+        )));
+    }
+    // Names in lspci's text come from pci.ids and sysfs labels and may carry any byte.
+    read_lspci(&name, &String::from_utf8_lossy(&bytes))
+}
+
+/// Reads lspci output held in `text`; `name` names it in messages (`FILE:LINE: …`).
+pub fn read_lspci(name: &str, text: &str) -> Result<LspciRead> {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() > MAX_LSPCI_LINES {
+        return Err(Error::bad_input(format!(
+            "lspci output {name}: {} lines, more than the {MAX_LSPCI_LINES} pcielab reads",
+            lines.len()
+        )));
+    }
+    if let Some((i, _)) = lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.len() > MAX_LSPCI_LINE)
+    {
+        return Err(Error::bad_input(format!(
+            "{name}:{}: a line longer than {} KiB; lspci's lines are far shorter",
+            i + 1,
+            MAX_LSPCI_LINE >> 10
+        )));
+    }
+    let source = Source {
+        name,
+        lines: &lines,
+        // A paste cut off mid-line ends without a newline.
+        cut_short: !text.is_empty() && !text.ends_with('\n'),
+    };
+    let read = if lines.iter().any(|l| hex_row(l).is_some()) {
+        super::lspci_dump::read(&source)?
+    } else {
+        super::lspci_text::read(&source)?
+    };
+    if read.topology.functions().is_empty() {
+        return Err(Error::bad_input(format!(
+            "lspci output {name}: no PCI function in it; expected lines that start with an \
+             address such as `00:1f.2 SATA controller: …` (lspci -vvv) followed by their \
+             details or hex rows `00: 86 80 …` (lspci -xxxx)"
+        )));
+    }
+    Ok(read)
+}
+
+/// The input as both readers see it.
+pub(crate) struct Source<'a> {
+    pub name: &'a str,
+    pub lines: &'a [&'a str],
+    pub cut_short: bool,
+}
+
+impl Source<'_> {
+    /// `FILE:LINE: why` as bad input (`index` counts from 0).
+    pub fn bad(&self, index: usize, why: impl std::fmt::Display) -> Error {
+        Error::bad_input(format!("{}:{}: {why}", self.name, index + 1))
+    }
+
+    /// Whether `index` is the last line of a paste that was cut off in the middle of it.
+    pub fn is_cut_line(&self, index: usize) -> bool {
+        self.cut_short && index + 1 == self.lines.len()
+    }
+}
+
+/// The function address that starts a device's block (`BB:DD.F ` or `DDDD:BB:DD.F `, with a
+/// domain of up to 5 hex digits as pciutils accepts), with the rest of the line.
+pub(crate) fn device_header(line: &str) -> Option<(crate::pcie::Bdf, &str)> {
+    let (address, rest) = line.split_once(' ')?;
+    let shape_ok = |part: &str, max: usize| {
+        !part.is_empty() && part.len() <= max && part.bytes().all(|b| b.is_ascii_hexdigit())
+    };
+    let mut parts = address.rsplitn(3, ':');
+    let devfn = parts.next()?;
+    let bus = parts.next()?;
+    let domain = parts.next();
+    let (dev, func) = devfn.split_once('.')?;
+    let ok = bus.len() == 2
+        && shape_ok(bus, 2)
+        && dev.len() == 2
+        && shape_ok(dev, 2)
+        && func.len() == 1
+        && matches!(func.as_bytes()[0], b'0'..=b'7')
+        && domain.is_none_or(|d| d.len() >= 4 && shape_ok(d, 5));
+    if !ok {
+        return None;
+    }
+    let domain = domain.map_or(Some(0), |d| u16::from_str_radix(d, 16).ok())?;
+    let device = u8::from_str_radix(dev, 16).ok().filter(|&d| d < 32)?;
+    let bdf = crate::pcie::Bdf::new(
+        domain,
+        u8::from_str_radix(bus, 16).ok()?,
+        device,
+        func.as_bytes()[0] - b'0',
+    );
+    Some((bdf, rest))
+}
+
+/// A hex row of a config-space dump: its offset and the text after `OFFSET: `.
+pub(crate) fn hex_row(line: &str) -> Option<(usize, &str)> {
+    let (offset, rest) = line.split_once(": ")?;
+    if offset.is_empty() || offset.len() > 8 || !offset.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    // A row holds at least one byte: `10: 00 …`. This also keeps text such as `Bus: primary=`
+    // (indented anyway) or a class named in hex from reading as a row.
+    let first = rest.as_bytes();
+    if first.len() < 2 || !first[0].is_ascii_hexdigit() || !first[1].is_ascii_hexdigit() {
+        return None;
+    }
+    if first.len() > 2 && first[2] != b' ' {
+        return None;
+    }
+    Some((usize::from_str_radix(offset, 16).ok()?, rest))
+}
+
+/// Every function's parent: the bridge on a lower bus whose secondary bus is the function's
+/// bus, in the same domain. Requiring a lower bus means no parent cycle can form, whatever
+/// the input's bus numbers say.
+pub(crate) fn link_by_bus_ranges(functions: &mut [Function]) {
+    let bridges: Vec<(crate::pcie::Bdf, u8)> = functions
+        .iter()
+        .filter_map(|f| f.buses.map(|(secondary, _)| (f.bdf, secondary)))
+        .collect();
+    for f in functions.iter_mut() {
+        f.parent = bridges
+            .iter()
+            .find(|(b, secondary)| {
+                b.domain == f.bdf.domain && *secondary == f.bdf.bus && b.bus < f.bdf.bus
+            })
+            .map(|(b, _)| *b);
+    }
+}
+
+/// Refuses a function listed twice, naming both lines.
+pub(crate) fn check_unique(
+    source: &Source,
+    seen: &mut std::collections::HashMap<crate::pcie::Bdf, usize>,
+    bdf: crate::pcie::Bdf,
+    index: usize,
+) -> Result<()> {
+    if let Some(first) = seen.insert(bdf, index) {
+        return Err(source.bad(
+            index,
+            format!(
+                "{bdf} is listed a second time (first at line {}); one lspci run lists each \
+                 function once, so this looks like two outputs pasted together",
+                first + 1
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::bdf;
+
+    #[test]
+    fn headers_and_rows_are_told_apart() {
+        assert_eq!(
+            device_header("00:1c.0 PCI bridge: Intel").map(|h| h.0),
+            Some(bdf("00:1c.0"))
+        );
+        assert_eq!(
+            device_header("10000:00:00.0 Host").map(|h| h.0),
+            None,
+            "domain 0x10000 does not fit 16 bits"
+        );
+        assert_eq!(
+            device_header("0001:02:00.1 Eth").map(|h| h.0),
+            Some(bdf("0001:02:00.1"))
+        );
+        for not_header in [
+            "00:1c.8 x",
+            "0:1c.0 x",
+            "00:20.0 x",
+            "00: 86 80",
+            "\t00:01.0 x",
+        ] {
+            assert_eq!(device_header(not_header), None, "{not_header}");
+        }
+        assert_eq!(hex_row("100: 01 00 01 15"), Some((0x100, "01 00 01 15")));
+        assert_eq!(hex_row("10: 0"), None);
+        assert_eq!(hex_row("\tBus: primary=00"), None);
+        assert_eq!(hex_row("00:1c.0 PCI bridge"), None);
+    }
+
+    #[test]
+    fn bad_input_names_the_line_and_what_was_expected() {
+        let err = read_lspci("paste.txt", "hello\n").unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message().starts_with("paste.txt:1: "), "{err}");
+        let err = read_lspci("empty.txt", "").unwrap_err();
+        assert!(err.message().contains("no PCI function"), "{err}");
+        let twice = "00:00.0 Host bridge [0600]: Intel [8086:1237]\n\
+                     00:00.0 Host bridge [0600]: Intel [8086:1237]\n";
+        let err = read_lspci("twice.txt", twice).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("twice.txt:2: 0000:00:00.0 is listed a second time (first at line 1)"),
+            "{err}"
+        );
+        let long = format!("00:00.0 {}\n", "x".repeat(MAX_LSPCI_LINE));
+        assert!(read_lspci("long.txt", &long)
+            .unwrap_err()
+            .message()
+            .starts_with("long.txt:1: a line longer than"));
+    }
+}
