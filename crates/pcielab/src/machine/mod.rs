@@ -307,18 +307,17 @@ impl Machine {
     pub fn counters(&self) -> Result<Box<dyn Counters>> {
         match &self.access {
             Access::Host { root, .. } => Ok(Box::new(HostCounters { root: root.clone() })),
-            Access::Snapshot(platform) => Ok(Box::new(CatalogPmus {
+            Access::Snapshot(platform) | Access::Lspci(platform) => Ok(Box::new(CatalogPmus {
                 machine: self.selector.to_string(),
                 pmus: bound_root_port_pmus(&platform.topology),
             })),
             Access::SimPcie(_) => Ok(Box::new(self.simulated_pcie()?)),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
-            Access::Lspci(_) => Err(self.topology_only("performance counters")),
         }
     }
 
-    /// An lspci listing holds the topology only: counters and resctrl are bad input naming
-    /// the machines that have them.
+    /// An lspci listing holds the topology only: resctrl is bad input naming the machines
+    /// that have it.
     fn topology_only(&self, what: &str) -> Error {
         Error::bad_input(format!(
             "machine '{}' is lspci output, which describes the PCIe topology only; {what} need \

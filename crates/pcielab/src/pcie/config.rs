@@ -18,6 +18,9 @@ const STATUS: usize = 0x06;
 const STATUS_CAP_LIST: u16 = 1 << 4;
 const HEADER_TYPE: usize = 0x0e;
 const CAP_PTR: usize = 0x34;
+/// Header type 2: a CardBus bridge, whose capability pointer sits at 0x14.
+const CARDBUS_HEADER: u8 = 2;
+const CARDBUS_CAP_PTR: usize = 0x14;
 const CAP_ID_EXPRESS: u8 = 0x10;
 const CAP_ID_SSVID: u8 = 0x0d;
 const EXPRESS_CAP_AT: usize = 0x40;
@@ -170,6 +173,12 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
     };
     if header_type == 1 {
         d.buses = Some((bytes[0x19], bytes[0x1a]));
+    } else if header_type == CARDBUS_HEADER {
+        // A CardBus bridge keeps its bus numbers where a PCI bridge does, its subsystem IDs
+        // and capability pointer elsewhere.
+        d.buses = Some((bytes[0x19], bytes[0x1a]));
+        d.subsystem_vendor = u16_at(bytes, 0x40);
+        d.subsystem_device = u16_at(bytes, 0x42);
     } else {
         d.subsystem_vendor = u16_at(bytes, 0x2c);
         d.subsystem_device = u16_at(bytes, 0x2e);
@@ -177,7 +186,12 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
     if u16_at(bytes, STATUS) & STATUS_CAP_LIST == 0 {
         return Some(d);
     }
-    let mut ptr = usize::from(bytes[CAP_PTR] & 0xfc);
+    let pointer_at = if header_type == CARDBUS_HEADER {
+        CARDBUS_CAP_PTR
+    } else {
+        CAP_PTR
+    };
+    let mut ptr = usize::from(bytes[pointer_at] & 0xfc);
     let mut express_at = None;
     let mut hops = 0;
     while ptr != 0 && hops < 48 {
@@ -227,8 +241,9 @@ fn decode_express(b: &[u8], at: usize) -> Express {
         mps_supported: size_from_code(devcap & 0x7),
         mps: size_from_code((devctl >> 5) & 0x7),
         mrrs: size_from_code((devctl >> 12) & 0x7),
-        aspm_supported: aspm_from_bits((lnkcap >> 10) & 0x3),
-        aspm_enabled: aspm_from_bits(lnkctl & 0x3),
+        // Integrated endpoints' link registers are reserved: no ASPM to speak of.
+        aspm_supported: aspm_from_bits((lnkcap >> 10) & 0x3 & if has_link { 3 } else { 0 }),
+        aspm_enabled: aspm_from_bits(lnkctl & 0x3 & if has_link { 3 } else { 0 }),
     }
 }
 
@@ -271,7 +286,9 @@ pub fn kind_of(express_type: Option<u8>, class: u32, header_type: u8) -> Kind {
         Some(PCIE_TO_PCI_BRIDGE | PCI_TO_PCIE_BRIDGE) => Kind::PciBridge,
         Some(RC_ENDPOINT | RC_EVENT_COLLECTOR) => Kind::RcEndpoint,
         _ if class >> 8 == 0x0600 => Kind::HostBridge,
-        _ if header_type == 1 || matches!(class >> 8, 0x0604 | 0x0609) => Kind::PciBridge,
+        _ if matches!(header_type, 1 | CARDBUS_HEADER) || matches!(class >> 8, 0x0604 | 0x0609) => {
+            Kind::PciBridge
+        }
         _ => Kind::Endpoint,
     }
 }
