@@ -317,3 +317,119 @@ fn stdin_and_bad_files_exit_2_naming_the_line() {
     let out = pcielab(&["topo", "--machine", "lspci:/nonexistent/lspci.txt"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Lines that open a function's block: `BB:DD.F ` or `DDDD:BB:DD.F ` at the start.
+fn header_lines(text: &str) -> usize {
+    text.lines()
+        .filter(|l| {
+            let address = l.split(' ').next().unwrap_or("");
+            let parts: Vec<&str> = address.split([':', '.']).collect();
+            let hex = |p: &&str| !p.is_empty() && p.chars().all(|c| c.is_ascii_hexdigit());
+            l.contains(' ') && (parts.len() == 3 || parts.len() == 4) && parts.iter().all(hex)
+        })
+        .count()
+}
+
+#[test]
+fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/lspci");
+    let report: Value =
+        serde_json::from_str(&ok(pcielab(&["corpus", root.to_str().unwrap(), "--json"]))).unwrap();
+    assert_eq!(report["schema"], "pcielab.corpus/v1");
+    assert_eq!(
+        report["failed"].as_array().unwrap().len(),
+        0,
+        "{}",
+        report["failed"]
+    );
+    let machines = report["machines"].as_array().unwrap();
+    assert!(machines.len() >= 38, "{}", machines.len());
+    assert_eq!(report["files"], machines.len());
+    for m in machines {
+        let file = m["file"].as_str().unwrap();
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        assert_eq!(m["functions"], header_lines(&text), "{file}");
+        // The traps in these machines (empty slots, x8 devices in x16 slots, slot-limited
+        // switches) are no downtrain, and nothing else fires on them either.
+        assert_eq!(
+            m["findings"].as_array().unwrap().len(),
+            0,
+            "{file}: {}",
+            m["findings"]
+        );
+    }
+    let downtrained = &report["checks"]["downtrained_link"];
+    assert_eq!(downtrained["findings"], 0);
+}
+
+#[test]
+fn corpus_findings_quote_their_evidence_lines_and_failures_their_place() {
+    let server =
+        std::fs::read_to_string(fixtures("linuxhw").join("dell-poweredge-r210-ii.txt")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // The same server with its switch programmed to a smaller MPS than the root port above it,
+    // and with its x8 link trained at x4.
+    let mps = server.replacen(
+        "\t\t\tMaxPayload 256 bytes, MaxReadReq 512 bytes",
+        "\t\t\tMaxPayload 128 bytes, MaxReadReq 512 bytes",
+        1,
+    );
+    let narrow = server.replace(
+        "\t\tLnkSta:\tSpeed 8GT/s (ok), Width x8 (ok)",
+        "\t\tLnkSta:\tSpeed 8GT/s (ok), Width x4 (downgraded)",
+    );
+    assert!(mps != server && narrow != server);
+    std::fs::write(dir.path().join("mps.txt"), &mps).unwrap();
+    std::fs::write(dir.path().join("narrow.txt"), &narrow).unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "00:00.0 Host bridge: x\nsee above\n",
+    )
+    .unwrap();
+    let report: Value = serde_json::from_str(&ok(pcielab(&[
+        "corpus",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap();
+    let failed = report["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["exit_code"], 2);
+    assert!(failed[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("notes.txt:2: 'see above'"));
+    let mut seen = Vec::new();
+    for m in report["machines"].as_array().unwrap() {
+        let text = if m["file"] == "mps.txt" {
+            &mps
+        } else {
+            &narrow
+        };
+        for finding in m["findings"].as_array().unwrap() {
+            assert_eq!(finding["function"], "0000:01:00.0");
+            let line = finding["evidence"]["line"].as_u64().unwrap() as usize;
+            let quoted = finding["evidence"]["text"].as_str().unwrap();
+            assert_eq!(text.lines().nth(line - 1).unwrap(), quoted);
+            seen.push((
+                finding["check"].as_str().unwrap().to_string(),
+                quoted.trim().to_string(),
+            ));
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "downtrained_link".into(),
+                "LnkSta:\tSpeed 8GT/s (ok), Width x4 (downgraded)".into()
+            ),
+            (
+                "mps_mismatch".into(),
+                "MaxPayload 128 bytes, MaxReadReq 512 bytes".into()
+            ),
+        ]
+    );
+    assert_eq!(report["checks"]["mps_mismatch"]["machines"], 1);
+}
