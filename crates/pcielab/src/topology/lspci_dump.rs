@@ -45,6 +45,12 @@ impl Dumped {
             len: 0,
         }
     }
+
+    /// The input line (number and text) that gave the byte at `offset`, if any did.
+    fn line_at<'a>(&self, source: &Source<'a>, offset: usize) -> Option<(usize, &'a str)> {
+        let n = self.line_of.get(offset).copied().unwrap_or(0);
+        (n != 0).then(|| (n, source.lines[n - 1].trim_end_matches('\r')))
+    }
 }
 
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
@@ -168,17 +174,15 @@ fn function_of(source: &Source, dumped: &Dumped) -> Option<Function> {
         kind_of(None, d.class, 0),
     );
     f.revision = d.revision;
-    let evidence = &mut f.evidence;
-    let line = |offset: usize| {
-        let n = dumped.line_of[offset];
-        (n != 0).then(|| (n, source.lines[n - 1].trim_end_matches('\r')))
-    };
-    let mut saw = |fact: &str, offset: usize| match line(offset) {
-        Some((n, text)) => evidence.saw(fact, n, text),
-        None => evidence.missing(fact),
-    };
-    saw("identity", 0);
-    evidence_header(&mut f, dumped, source);
+    if let Some((n, text)) = dumped.line_at(source, 0) {
+        f.evidence.saw("identity", n, text);
+    }
+    let header = dumped.header_line;
+    f.evidence.saw(
+        "header",
+        header + 1,
+        source.lines[header].trim_end_matches('\r'),
+    );
     if !header_known {
         f.evidence.missing("header");
         f.evidence.missing("capabilities");
@@ -188,27 +192,15 @@ fn function_of(source: &Source, dumped: &Dumped) -> Option<Function> {
     f.subsystem_vendor = d.subsystem_vendor;
     f.subsystem_device = d.subsystem_device;
     f.buses = d.buses;
-    if let Some((n, text)) = line(0x19).filter(|_| d.buses.is_some()) {
+    if let Some((n, text)) = dumped.line_at(source, 0x19).filter(|_| d.buses.is_some()) {
         f.evidence.saw("buses", n, text);
     }
     apply_capabilities(&mut f, &d, dumped, source);
     Some(f)
 }
 
-fn evidence_header(f: &mut Function, dumped: &Dumped, source: &Source) {
-    let n = dumped.header_line + 1;
-    f.evidence.saw(
-        "header",
-        n,
-        source.lines[dumped.header_line].trim_end_matches('\r'),
-    );
-}
-
 fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &Source) {
-    let line = |offset: usize| {
-        let n = dumped.line_of.get(offset).copied().unwrap_or(0);
-        (n != 0).then(|| (n, source.lines[n - 1].trim_end_matches('\r')))
-    };
+    let line = |offset: usize| dumped.line_at(source, offset);
     f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
     if !d.capabilities_read {
         f.evidence.missing("capabilities");
@@ -218,12 +210,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
     let Some(e) = d.express else {
         return;
     };
-    f.link = e.link;
-    f.mps_supported = Some(e.mps_supported);
-    f.mps = Some(e.mps);
-    f.mrrs = Some(e.mrrs);
-    f.aspm_supported = e.aspm_supported;
-    f.aspm_enabled = e.aspm_enabled;
+    f.take_express(&e);
     let at = d.express_at.expect("an express capability has a place");
     let registers = [
         ("express", 0x00),

@@ -231,6 +231,18 @@ impl Function {
     }
 }
 
+impl Function {
+    /// Takes what the PCI Express capability says: link, MPS/MRRS and ASPM.
+    pub fn take_express(&mut self, e: &crate::pcie::config::Express) {
+        self.link = e.link;
+        self.mps_supported = Some(e.mps_supported);
+        self.mps = Some(e.mps);
+        self.mrrs = Some(e.mrrs);
+        self.aspm_supported = e.aspm_supported;
+        self.aspm_enabled = e.aspm_enabled;
+    }
+}
+
 /// A whole PCI hierarchy, functions kept sorted by address.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Topology {
