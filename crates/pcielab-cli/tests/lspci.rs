@@ -345,21 +345,27 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     let machines = report["machines"].as_array().unwrap();
     assert!(machines.len() >= 38, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
+    let mut found = Vec::new();
     for m in machines {
         let file = m["file"].as_str().unwrap();
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         assert_eq!(m["functions"], header_lines(&text), "{file}");
-        // The traps in these machines (empty slots, x8 devices in x16 slots, slot-limited
-        // switches) are no downtrain, and nothing else fires on them either.
-        assert_eq!(
-            m["findings"].as_array().unwrap().len(),
-            0,
-            "{file}: {}",
-            m["findings"]
-        );
+        for f in m["findings"].as_array().unwrap() {
+            found.push(format!("{file} {} {}", f["function"], f["check"]));
+        }
     }
-    let downtrained = &report["checks"]["downtrained_link"];
-    assert_eq!(downtrained["findings"], 0);
+    // The traps in these machines raise nothing: empty slots at x0 (the PowerEdge 2850's
+    // 00:04.0) or at x1 with DLActive- (the Altra's 0002:00:01.0), an x16 slot holding an x8
+    // switch (the R210 II), Gen4 ports above nothing listed. The one finding is real as the
+    // registers read: the Altra's RTX 3090 (and its audio function) at 2.5 GT/s under an
+    // 8 GT/s port; an idle GPU lowers its link speed this way, which the check cannot tell.
+    assert_eq!(
+        found,
+        vec![
+            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"downtrained_link\"",
+            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"downtrained_link\"",
+        ]
+    );
 }
 
 #[test]

@@ -127,6 +127,25 @@ impl Source<'_> {
     }
 }
 
+/// Whether an unindented line is not lspci's listing but a message around it that pastes
+/// carry: pciutils' own warnings (`pcilib: sysfs_read_vpd: read failed: …`, `lspci: Unable to
+/// load libkmod resources`, printed on stderr between the listing's lines), or, before the
+/// first function, the shell prompt and command that produced it.
+pub(crate) fn passed_over(line: &str, before_first_function: bool) -> bool {
+    before_first_function || line.starts_with("pcilib: ") || line.starts_with("lspci: ")
+}
+
+/// The note for the lines [`passed_over`] passed over, if any were.
+pub(crate) fn passed_over_note(source: &Source, lines: &[usize]) -> Option<String> {
+    let first = lines.first()?;
+    Some(format!(
+        "{}:{}: {} line(s) that are not the listing (lspci's own messages, a prompt) passed over",
+        source.name,
+        first + 1,
+        lines.len()
+    ))
+}
+
 /// The function address that starts a device's block (`BB:DD.F ` or `DDDD:BB:DD.F `, with a
 /// domain of up to 5 hex digits as pciutils accepts), with the rest of the line.
 pub(crate) fn device_header(line: &str) -> Option<(crate::pcie::Bdf, &str)> {
@@ -253,9 +272,20 @@ mod tests {
 
     #[test]
     fn bad_input_names_the_line_and_what_was_expected() {
-        let err = read_lspci("paste.txt", "hello\n").unwrap_err();
+        let err = read_lspci("paste.txt", "00:00.0 Host bridge: x\nhello\n").unwrap_err();
         assert_eq!(err.exit_code(), 2);
-        assert!(err.message().starts_with("paste.txt:1: "), "{err}");
+        assert!(err.message().starts_with("paste.txt:2: 'hello'"), "{err}");
+        // A prompt before the listing and lspci's own warnings inside it are passed over.
+        let pasted = "root@server:~# lspci -vv\n00:00.0 Host bridge [0600]: Intel [8086:1237]\n\
+                      pcilib: sysfs_read_vpd: read failed: Input/output error\n\tLatency: 0\n";
+        let read = read_lspci("forum.txt", pasted).unwrap();
+        assert_eq!(read.topology.functions().len(), 1);
+        assert_eq!(
+            read.notes,
+            vec!["forum.txt:1: 2 line(s) that are not the listing (lspci's own messages, a prompt) passed over"]
+        );
+        let err = read_lspci("prose.txt", "Dear support,\nmy card is slow\n").unwrap_err();
+        assert!(err.message().contains("no PCI function"), "{err}");
         let err = read_lspci("empty.txt", "").unwrap_err();
         assert!(err.message().contains("no PCI function"), "{err}");
         let twice = "00:00.0 Host bridge [0600]: Intel [8086:1237]\n\

@@ -12,7 +12,8 @@ use crate::error::Result;
 use crate::pcie::config::{decode, kind_of, Decoded, EXTENDED_SIZE, UNPRIVILEGED_SIZE};
 use crate::pcie::Bdf;
 use crate::topology::lspci::{
-    check_unique, device_header, hex_row, link_by_bus_ranges, LspciFormat, LspciRead, Source,
+    check_unique, device_header, hex_row, link_by_bus_ranges, passed_over, passed_over_note,
+    LspciFormat, LspciRead, Source,
 };
 use crate::topology::{Acs, Function, Topology};
 
@@ -28,10 +29,11 @@ const IDENTITY_BYTES: usize = 0x0c;
 struct Dumped {
     bdf: Bdf,
     header_line: usize,
+    /// The bytes given so far; grown to the highest offset written, so a 64-byte `-x` dump of
+    /// many functions takes little memory.
     bytes: Vec<u8>,
     /// The input line each byte came from (0 = not given).
-    line_of: Vec<usize>,
-    len: usize,
+    line_of: Vec<u32>,
 }
 
 impl Dumped {
@@ -39,16 +41,14 @@ impl Dumped {
         Dumped {
             bdf,
             header_line,
-            // Bytes not in the dump read as all ones, as pciutils fills them.
-            bytes: vec![0xff; EXTENDED_SIZE],
-            line_of: vec![0; EXTENDED_SIZE],
-            len: 0,
+            bytes: Vec::new(),
+            line_of: Vec::new(),
         }
     }
 
     /// The input line (number and text) that gave the byte at `offset`, if any did.
     fn line_at<'a>(&self, source: &Source<'a>, offset: usize) -> Option<(usize, &'a str)> {
-        let n = self.line_of.get(offset).copied().unwrap_or(0);
+        let n = self.line_of.get(offset).copied().unwrap_or(0) as usize;
         (n != 0).then(|| (n, source.lines[n - 1].trim_end_matches('\r')))
     }
 }
@@ -58,6 +58,7 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     let mut open = false;
     let mut seen = HashMap::new();
     let mut notes = Vec::new();
+    let mut skipped = Vec::new();
     for (index, line) in source.lines.iter().enumerate() {
         let line = line.trim_end_matches('\r');
         if let Some((bdf, _)) = device_header(line) {
@@ -69,6 +70,11 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
         } else if let (true, Some((offset, row))) = (open, hex_row(line)) {
             let dumped = dumps.last_mut().expect("a function is open");
             fill_row(source, index, dumped, offset, row, &mut notes)?;
+        } else if !line.starts_with(char::is_whitespace)
+            && hex_row(line).is_none()
+            && passed_over(line, dumps.is_empty())
+        {
+            skipped.push(index);
         } else if !line.starts_with(char::is_whitespace) && hex_row(line).is_none() {
             return Err(source.bad(
                 index,
@@ -89,11 +95,12 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
                 source.name,
                 dumped.header_line + 1,
                 dumped.bdf,
-                dumped.len
+                dumped.bytes.len()
             )),
         }
     }
     link_by_bus_ranges(&mut functions);
+    notes.extend(passed_over_note(source, &skipped));
     Ok(LspciRead {
         topology: Topology::new(functions),
         format: LspciFormat::HexDump,
@@ -145,22 +152,27 @@ fn fill_row(
                 ),
             ));
         }
+        if at >= dumped.bytes.len() {
+            // Bytes not in the dump read as all ones, as pciutils fills them.
+            dumped.bytes.resize(at + 1, 0xff);
+            dumped.line_of.resize(at + 1, 0);
+        }
         dumped.bytes[at] = byte;
-        dumped.line_of[at] = index + 1;
+        // Lines are capped at MAX_LSPCI_LINES, far below u32::MAX.
+        dumped.line_of[at] = (index + 1) as u32;
         at += 1;
-        dumped.len = dumped.len.max(at);
     }
     Ok(())
 }
 
 /// The function a dump describes; `None` when it stops before its identity.
 fn function_of(source: &Source, dumped: &Dumped) -> Option<Function> {
-    if dumped.len < IDENTITY_BYTES {
+    if dumped.bytes.len() < IDENTITY_BYTES {
         return None;
     }
-    let given = dumped.len.max(UNPRIVILEGED_SIZE);
-    let mut bytes = dumped.bytes[..given].to_vec();
-    let header_known = dumped.len >= UNPRIVILEGED_SIZE;
+    let mut bytes = dumped.bytes.clone();
+    bytes.resize(dumped.bytes.len().max(UNPRIVILEGED_SIZE), 0xff);
+    let header_known = dumped.bytes.len() >= UNPRIVILEGED_SIZE;
     if !header_known {
         // Without the status register and capability pointer there is no list to walk.
         bytes[0x06] = 0;
@@ -228,7 +240,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
             f.evidence.saw(fact, n, text);
         }
     }
-    if dumped.len <= 0x100 {
+    if dumped.bytes.len() <= 0x100 {
         // The extended capabilities were not dumped (`-xxx`): ACS and AER are unknown.
         f.acs_unreadable = true;
         f.evidence.missing("acs");

@@ -17,7 +17,8 @@ use crate::error::Result;
 use crate::pcie::config::{kind_of, port_type};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::lspci::{
-    check_unique, device_header, link_by_bus_ranges, LspciFormat, LspciRead, Source,
+    check_unique, device_header, link_by_bus_ranges, passed_over, passed_over_note, LspciFormat,
+    LspciRead, Source,
 };
 use crate::topology::{Acs, Aspm, Function, Link, Topology};
 
@@ -36,8 +37,9 @@ const ACS_FLAGS: [&str; 7] = [
     "DirectTrans",
 ];
 
-/// The PCI Express port types as lspci words them, longest first where one starts another.
-const PORT_TYPES: [(&str, u8); 9] = [
+/// The PCI Express port types as lspci words them, longest first where one starts another
+/// (lspci before 3.2 called a PCIe-to-PCI bridge "PCI/PCI-X Bridge").
+const PORT_TYPES: [(&str, u8); 10] = [
     ("Legacy Endpoint", port_type::LEGACY_ENDPOINT),
     ("Endpoint", port_type::ENDPOINT),
     ("Root Port", port_type::ROOT_PORT),
@@ -51,6 +53,7 @@ const PORT_TYPES: [(&str, u8); 9] = [
         "PCI/PCI-X to PCI-Express Bridge",
         port_type::PCI_TO_PCIE_BRIDGE,
     ),
+    ("PCI/PCI-X Bridge", port_type::PCIE_TO_PCI_BRIDGE),
     ("Root Complex Integrated Endpoint", port_type::RC_ENDPOINT),
     (
         "Root Complex Event Collector",
@@ -62,6 +65,8 @@ const PORT_TYPES: [(&str, u8); 9] = [
 struct Block {
     f: Function,
     header_type: u8,
+    /// The PCI Express capability is listed; `port` is its type when lspci named a known one.
+    express: bool,
     port: Option<u8>,
     caps_denied: bool,
     extended_listed: bool,
@@ -73,6 +78,7 @@ struct Block {
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     let mut blocks: Vec<Block> = Vec::new();
     let mut seen = HashMap::new();
+    let mut skipped = Vec::new();
     for (index, raw) in source.lines.iter().enumerate() {
         let line = raw.trim_end_matches('\r');
         if let Some((bdf, rest)) = device_header(line) {
@@ -84,6 +90,8 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
             if let Some(block) = blocks.last_mut() {
                 detail(block, line.trim(), index + 1, line);
             }
+        } else if passed_over(line, blocks.is_empty()) {
+            skipped.push(index);
         } else {
             return Err(source.bad(
                 index,
@@ -100,7 +108,7 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     Ok(LspciRead {
         topology: Topology::new(functions),
         format: LspciFormat::Verbose,
-        notes: Vec::new(),
+        notes: passed_over_note(source, &skipped).into_iter().collect(),
     })
 }
 
@@ -146,6 +154,7 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
     Block {
         f,
         header_type: 0,
+        express: false,
         port: None,
         caps_denied: false,
         extended_listed: false,
@@ -215,7 +224,7 @@ fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
             .ok()
             .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
         f.evidence.saw("numa_node", number, text);
-    } else if block.port.is_some() {
+    } else if block.express {
         express_register(block, line, number, text);
     }
 }
@@ -240,13 +249,12 @@ fn capability(block: &mut Block, cap: &str, number: usize, text: &str) {
             .strip_prefix('(')
             .and_then(|e| e.split_once(") "))
             .map_or(express, |(_, rest)| rest);
+        block.express = true;
         block.port = PORT_TYPES
             .iter()
             .find(|(words, _)| kind.starts_with(words))
             .map(|&(_, code)| code);
-        if block.port.is_some() {
-            f.evidence.saw("express", number, text);
-        }
+        f.evidence.saw("express", number, text);
     } else if name.starts_with("Advanced Error Reporting") {
         f.aer = true;
         f.evidence.saw("aer", number, text);
@@ -352,10 +360,13 @@ fn finish(block: Block) -> Function {
         f.acs_unreadable = true;
         return f;
     }
-    let Some(port) = block.port else {
+    if !block.express {
         return f;
-    };
-    let has_link = !matches!(port, port_type::RC_ENDPOINT | port_type::RC_EVENT_COLLECTOR);
+    }
+    let has_link = !matches!(
+        block.port,
+        Some(port_type::RC_ENDPOINT | port_type::RC_EVENT_COLLECTOR)
+    );
     if has_link {
         if !block.link_cap_seen || !block.link_sta_seen {
             // Below -vv lspci names the capability only.
@@ -496,6 +507,20 @@ mod tests {
     }
 
     #[test]
+    fn a_paste_whose_tabs_became_spaces_reads_the_same() {
+        let spaced = SERVER.replace('\t', "    ");
+        let strip = |mut topo: Topology| {
+            topo.functions_mut()
+                .iter_mut()
+                .for_each(|f| f.evidence = Default::default());
+            topo
+        };
+        let tabs = strip(read_lspci("tabs.txt", SERVER).unwrap().topology);
+        let spaces = strip(read_lspci("spaces.txt", &spaced).unwrap().topology);
+        assert_eq!(tabs, spaces);
+    }
+
+    #[test]
     fn the_traps_raise_no_downtrained_warning() {
         // The empty slot (x0, DLActive-) and the x8 NIC in an x4 slot are not downtrained.
         let topo = read_lspci("server.txt", SERVER).unwrap().topology;
@@ -549,6 +574,28 @@ mod tests {
                 .starts_with("notes.txt:2: 'see above' is not lspci output"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn old_lspci_words_and_unknown_port_types_keep_the_link() {
+        // pciutils before 3.2 (CentOS 6) named a PCIe-to-PCI bridge "PCI/PCI-X Bridge".
+        let old = "01:00.0 PCI bridge [0604]: Intel Corporation 80332 [8086:0330] (rev 06)
+\tBus: primary=01, secondary=02, subordinate=02, sec-latency=64
+\tCapabilities: [44] Express (v1) PCI/PCI-X Bridge, MSI 00
+\t\tLnkCap:\tPort #0, Speed 2.5GT/s, Width x8, ASPM L0s, Latency L0 unlimited, L1 unlimited
+\t\tLnkSta:\tSpeed 2.5GT/s, Width x8, TrErr- Train- SlotClk- DLActive- BWMgmt- ABWMgmt-
+";
+        let f = read_lspci("old.txt", old).unwrap().topology.functions()[0].clone();
+        assert_eq!(f.kind, Kind::PciBridge);
+        assert_eq!(f.link, Some(Link::trained((Gen1, 8), (Gen1, 8))));
+        let unknown = old.replace("PCI/PCI-X Bridge", "Unknown type 12");
+        let f = read_lspci("odd.txt", &unknown)
+            .unwrap()
+            .topology
+            .functions()[0]
+            .clone();
+        assert_eq!(f.kind, Kind::PciBridge, "the class and header say bridge");
+        assert_eq!(f.link, Some(Link::trained((Gen1, 8), (Gen1, 8))));
     }
 
     #[test]
