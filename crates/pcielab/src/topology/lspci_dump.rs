@@ -118,8 +118,7 @@ fn fill_row(
     row: &str,
     notes: &mut Vec<String>,
 ) -> Result<()> {
-    let mut at = offset;
-    for token in row.split(' ') {
+    for (at, token) in (offset..).zip(row.split(' ')) {
         let byte = match (token.len(), u8::from_str_radix(token, 16)) {
             (2, Ok(byte)) => byte,
             _ if source.is_cut_line(index) => {
@@ -160,7 +159,6 @@ fn fill_row(
         dumped.bytes[at] = byte;
         // Lines are capped at MAX_LSPCI_LINES, far below u32::MAX.
         dumped.line_of[at] = (index + 1) as u32;
-        at += 1;
     }
     Ok(())
 }
