@@ -456,7 +456,11 @@ mod tests {
                 dir: "/tmp/s".into()
             }
         );
-        for bad in ["", "sim:", "snapshot:", "hots"] {
+        assert_eq!(
+            "lspci:-".parse::<MachineSelector>().unwrap(),
+            MachineSelector::Lspci { path: "-".into() }
+        );
+        for bad in ["", "sim:", "snapshot:", "hots", "lspci:"] {
             assert_eq!(bad.parse::<MachineSelector>().unwrap_err().exit_code(), 2);
         }
     }
