@@ -279,17 +279,10 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
         let link = f.link.get_or_insert_with(Link::default);
         link.max_speed = speed_after(rest);
         link.max_width = width_after(rest).filter(|&w| w != 0);
-        f.aspm_supported = Aspm {
-            l0s: aspm_words(rest, "ASPM ", ",").contains("L0s"),
-            l1: aspm_words(rest, "ASPM ", ",").contains("L1"),
-        };
+        f.aspm_supported = aspm_named(rest, ",");
         f.evidence.saw("lnkcap", number, text);
     } else if let Some(rest) = line.strip_prefix("LnkCtl:") {
-        let words = aspm_words(rest, "ASPM ", ";");
-        f.aspm_enabled = Aspm {
-            l0s: words.contains("L0s"),
-            l1: words.contains("L1"),
-        };
+        f.aspm_enabled = aspm_named(rest, ";");
         f.evidence.saw("lnkctl", number, text);
     } else if let Some(rest) = line.strip_prefix("LnkSta:") {
         block.link_sta_seen = true;
@@ -343,11 +336,17 @@ fn width_after(text: &str) -> Option<u8> {
     digits.parse().ok()
 }
 
-/// The words after `label` up to `end` (`ASPM L0s L1,` → `L0s L1`).
-fn aspm_words<'a>(text: &'a str, label: &str, end: &str) -> &'a str {
-    text.find(label)
-        .map(|at| &text[at + label.len()..])
-        .map_or("", |rest| rest.split(end).next().unwrap_or(rest))
+/// The ASPM states named between `ASPM ` and `end` (`ASPM L0s L1,`, `ASPM L1 Enabled;`);
+/// `not supported`, `Disabled` and older lspci's `unknown` name none.
+fn aspm_named(text: &str, end: &str) -> Aspm {
+    let words = text
+        .find("ASPM ")
+        .map(|at| &text[at + "ASPM ".len()..])
+        .map_or("", |rest| rest.split(end).next().unwrap_or(rest));
+    Aspm {
+        l0s: words.contains("L0s"),
+        l1: words.contains("L1"),
+    }
 }
 
 /// The function a finished block describes, with what it left unknown.
