@@ -1,6 +1,7 @@
 //! `--machine lspci:FILE` against the real lspci (pciutils, installed by `.ci/run`). The oracle
 //! data are pciutils' own test dumps (fixtures/lspci/pciutils, copied from pciutils 3.9.0's
-//! `tests/`): for every one, the facts pcielab decodes from the hex dump must equal what
+//! `tests/`) and the `lspci -xxxx` of two QEMU lab guests (fixtures/lspci/qemu): for every one,
+//! the facts pcielab decodes from the hex dump must equal what
 //! `lspci -F FILE -vvv` prints for the same bytes, and reading that lspci text back must give
 //! the same topology JSON as reading the dump.
 
@@ -16,10 +17,12 @@ fn fixtures(set: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../fixtures/lspci/{set}"))
 }
 
-/// Every pciutils test dump (the README that names their source is not one).
-fn pciutils_dumps() -> Vec<PathBuf> {
-    let mut dumps: Vec<PathBuf> = std::fs::read_dir(fixtures("pciutils"))
-        .unwrap()
+/// Every pciutils test dump and every QEMU guest's `lspci -xxxx` (the READMEs that name their
+/// sources are not dumps).
+fn oracle_dumps() -> Vec<PathBuf> {
+    let mut dumps: Vec<PathBuf> = ["pciutils", "qemu"]
+        .iter()
+        .flat_map(|set| std::fs::read_dir(fixtures(set)).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| {
             !p.file_name()
@@ -29,7 +32,7 @@ fn pciutils_dumps() -> Vec<PathBuf> {
         })
         .collect();
     dumps.sort();
-    assert!(dumps.len() >= 30, "{dumps:?}");
+    assert!(dumps.len() >= 37, "{dumps:?}");
     dumps
 }
 
@@ -112,7 +115,7 @@ fn acs_bits(line: &str) -> String {
 #[test]
 fn every_pciutils_dump_decodes_to_what_the_real_lspci_prints() {
     let mut compared: BTreeMap<&str, usize> = BTreeMap::new();
-    for dump in pciutils_dumps() {
+    for dump in oracle_dumps() {
         let lspci = real_lspci(&dump);
         let json = topo_json(&format!("lspci:{}", dump.display()));
         let functions: BTreeMap<String, &Value> = json["functions"]
@@ -228,7 +231,7 @@ fn facts_only(mut doc: Value) -> Value {
 fn the_real_lspci_text_of_every_dump_reads_to_the_same_topology() {
     let dir = tempfile::tempdir().unwrap();
     let mut functions = 0;
-    for dump in pciutils_dumps() {
+    for dump in oracle_dumps() {
         let text = dir.path().join(dump.file_name().unwrap());
         std::fs::write(&text, real_lspci(&dump)).unwrap();
         let from_dump = facts_only(topo_json(&format!("lspci:{}", dump.display())));
@@ -236,7 +239,7 @@ fn the_real_lspci_text_of_every_dump_reads_to_the_same_topology() {
         assert_eq!(from_dump, from_text, "{}", dump.display());
         functions += from_dump["functions"].as_array().unwrap().len();
     }
-    assert!(functions >= 120, "{functions}");
+    assert!(functions >= 140, "{functions}");
 }
 
 #[test]
@@ -343,7 +346,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         report["failed"]
     );
     let machines = report["machines"].as_array().unwrap();
-    assert!(machines.len() >= 38, "{}", machines.len());
+    assert!(machines.len() >= 47, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
     let mut found = Vec::new();
     for m in machines {
