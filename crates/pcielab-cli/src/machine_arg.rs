@@ -8,7 +8,8 @@ use pcielab::{Error, Result};
 #[derive(clap::Args, Clone, Debug)]
 pub struct MachineArg {
     /// Where facts come from: host (the default where a command has one), snapshot:DIR (a tree
-    /// saved by `pcielab snapshot`), sim:PRESET (`pcielab presets` lists them) or sim:FILE.toml
+    /// saved by `pcielab snapshot`), sim:PRESET (`pcielab presets` lists them), sim:FILE.toml,
+    /// or lspci:FILE (`lspci -vvv` text or an `lspci -xxxx` dump; lspci:- reads stdin)
     #[arg(long = "machine", value_name = "MACHINE", value_parser = selector)]
     selector: Option<MachineSelector>,
 }

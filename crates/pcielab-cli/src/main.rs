@@ -12,7 +12,8 @@ use clap::{CommandFactory, FromArgMatches, Parser};
     version,
     about = "Observe, model, control and emulate PCIe I/O on Linux",
     long_about = "pcielab answers PCIe performance questions on a live host (--machine host), a saved \
-sysfs snapshot (--machine snapshot:DIR) or a built-in simulated platform (--machine sim:NAME).",
+sysfs snapshot (--machine snapshot:DIR), anyone's saved lspci -vvv or -xxxx output (--machine \
+lspci:FILE) or a built-in simulated platform (--machine sim:NAME).",
     after_help = "Examples:\n  \
 pcielab topo --machine sim:yitian710                      the tree, links, ceilings, warnings\n  \
 pcielab model --gen 3 --width 4 --sizes 64,4K,1M          link bandwidth vs transfer size\n  \
@@ -22,8 +23,10 @@ fio --filename=./test.big --rw=read --bs=1m --size=2g --numjobs=4 --name=test-re
 pcielab qos show --machine sim:mpam-seed                  resctrl groups and capabilities\n  \
 pcielab sim run scenarios/colocation.toml --svg out.svg   an MPAM experiment with a plot\n  \
 pcielab lab check qemu-seed                               boot the topology in QEMU and compare\n  \
-pcielab presets                                           every sim: machine and its source\n\n\
-Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml. Exit codes: 0 ok, 1 runtime failure, 2 bad input."
+pcielab presets                                           every sim: machine and its source\n  \
+pcielab topo --machine lspci:bug-report.txt               the tree of a pasted lspci -vvv\n  \
+pcielab corpus fixtures/lspci/linuxhw                     read many machines' lspci, count findings\n\n\
+Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml | lspci:FILE (lspci:- = stdin). Exit codes: 0 ok, 1 runtime failure, 2 bad input."
 )]
 struct Cli {
     #[command(subcommand)]

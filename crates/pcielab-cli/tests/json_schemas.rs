@@ -228,9 +228,17 @@ fn a_stored_lab_check_output_validates_against_the_lab_schemas() {
 
 #[test]
 fn topo_outputs_validate_against_their_shipped_schema() {
-    // A simulated platform, and the same with its platform model's DMA predictions beside it.
+    // A simulated platform, and the same with its platform model's DMA predictions beside it;
+    // a real board's lspci dump, whose functions carry their evidence lines.
     let preset = repo_root().join("presets/rk3588-ep.toml");
+    let board = format!(
+        "lspci:{}",
+        repo_root()
+            .join("fixtures/lspci/pciutils/tree-asus-p6t6")
+            .display()
+    );
     for args in [
+        &["topo", "--machine", &board, "--json"][..],
         &["topo", "--machine", "sim:yitian710", "--json"][..],
         &[
             "topo",

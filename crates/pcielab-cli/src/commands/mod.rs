@@ -1,6 +1,7 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
 mod bench;
+mod corpus;
 mod exporter;
 mod fit;
 mod install;
@@ -50,6 +51,8 @@ pub enum Command {
     Report(report::Args),
     /// Draw a saved --json result as the SVG its command's --svg draws
     Plot(plot::Args),
+    /// Read a directory of lspci outputs (one machine each): failures, timing, findings per check
+    Corpus(corpus::Args),
     /// Every built-in sim:NAME machine: kind, what it models, where its values come from
     Presets(presets::Args),
     /// Manual pages from this command line's own definition (one per command with DIR)
@@ -75,6 +78,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Report(args) => report::run(args),
         Command::Plot(args) => plot::run(args),
         Command::Presets(args) => presets::run(args),
+        Command::Corpus(args) => corpus::run(args),
         Command::Man(args) => install::run_man(args),
         Command::Completions(args) => install::run_completions(args),
     }

@@ -35,6 +35,8 @@ use crate::qos::host::HostResctrl;
 use crate::qos::presets::{Preset, PRESETS as RESCTRL_PRESETS};
 use crate::qos::sim::SimulatedResctrl;
 use crate::sim::SimulatedPcie;
+use crate::topology::lspci::read_lspci_path;
+use crate::topology::lspci_source::LspciFormat;
 use crate::topology::readplan::ReadPlan;
 use crate::topology::spec::{parse_spec, Platform};
 use crate::topology::sysfs::read_sysfs;
@@ -51,6 +53,8 @@ pub enum MachineSelector {
     SimPreset { name: String },
     /// A spec file describing a simulated platform.
     SimFile { path: PathBuf },
+    /// Saved or pasted lspci output (`-vvv` text or a `-xxxx` hex dump); `-` is standard input.
+    Lspci { path: PathBuf },
 }
 
 impl FromStr for MachineSelector {
@@ -70,8 +74,14 @@ impl FromStr for MachineSelector {
         if let Some(target) = s.strip_prefix("sim:").filter(|t| !t.is_empty()) {
             return Ok(MachineSelector::spec(target));
         }
+        if let Some(path) = s.strip_prefix("lspci:").filter(|p| !p.is_empty()) {
+            return Ok(MachineSelector::Lspci {
+                path: PathBuf::from(path),
+            });
+        }
         Err(Error::bad_input(format!(
-            "invalid --machine '{s}': expected 'host', 'snapshot:DIR', 'sim:PRESET' or 'sim:FILE.toml'"
+            "invalid --machine '{s}': expected 'host', 'snapshot:DIR', 'sim:PRESET', 'sim:FILE.toml' \
+             or 'lspci:FILE' (lspci -vvv or -xxxx output; lspci:- reads standard input)"
         )))
     }
 }
@@ -83,6 +93,7 @@ impl fmt::Display for MachineSelector {
             MachineSelector::Snapshot { dir } => write!(f, "snapshot:{}", dir.display()),
             MachineSelector::SimPreset { name } => write!(f, "sim:{name}"),
             MachineSelector::SimFile { path } => write!(f, "sim:{}", path.display()),
+            MachineSelector::Lspci { path } => write!(f, "lspci:{}", path.display()),
         }
     }
 }
@@ -145,6 +156,25 @@ impl MachineSelector {
                     platform: toml::Table::new(),
                 })
             }
+            MachineSelector::Lspci { path } => {
+                let read = read_lspci_path(path)?;
+                let format = match read.format {
+                    LspciFormat::HexDump => "lspci hex dump",
+                    LspciFormat::Verbose => "lspci -v text",
+                };
+                let mut description = format!("{format} {}", path.display());
+                for note in &read.notes {
+                    description.push_str("; ");
+                    description.push_str(note);
+                }
+                Ok(Platform {
+                    name: "lspci".to_string(),
+                    description,
+                    topology: named(read.topology),
+                    sim: toml::Table::new(),
+                    platform: toml::Table::new(),
+                })
+            }
         }
     }
 }
@@ -169,6 +199,8 @@ pub enum PcieSource<'a> {
     Sysfs { root: &'a Path, live: bool },
     /// The PCIe simulator ([`Machine::simulated_pcie`]).
     Simulated,
+    /// Saved lspci output: a tree with no counters and no link state that moves.
+    Listing,
 }
 
 /// An opened machine: the one object a command asks for topology, counters and resctrl.
@@ -189,6 +221,8 @@ enum Access {
     },
     /// A saved sysfs tree under `dir`, read at open.
     Snapshot { dir: PathBuf, platform: Platform },
+    /// Saved lspci output, read at open: a topology and nothing else.
+    Lspci(Platform),
     /// A simulated PCIe platform: its spec, parsed at open.
     SimPcie(Platform),
     /// A simulated MPAM/RDT resctrl machine.
@@ -208,6 +242,7 @@ impl Machine {
                 dir: dir.clone(),
                 platform: selector.open()?,
             },
+            MachineSelector::Lspci { .. } => Access::Lspci(selector.open()?),
             MachineSelector::SimFile { .. } => Access::SimPcie(selector.open()?),
             MachineSelector::SimPreset { name } => {
                 match RESCTRL_PRESETS.iter().find(|p| p.name == name) {
@@ -261,7 +296,9 @@ impl Machine {
                 let read = self.selector.open()?;
                 Ok(platform.get_or_init(|| read))
             }
-            Access::Snapshot { platform, .. } | Access::SimPcie(platform) => Ok(platform),
+            Access::Snapshot { platform, .. }
+            | Access::SimPcie(platform)
+            | Access::Lspci(platform) => Ok(platform),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
     }
@@ -306,6 +343,7 @@ impl Machine {
                 live: false,
             }),
             Access::SimPcie(_) => Ok(PcieSource::Simulated),
+            Access::Lspci(_) => Ok(PcieSource::Listing),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
     }
@@ -321,13 +359,25 @@ impl Machine {
     pub fn counters(&self) -> Result<Box<dyn Counters>> {
         match &self.access {
             Access::Host { root, .. } => Ok(Box::new(HostCounters { root: root.clone() })),
-            Access::Snapshot { platform, .. } => Ok(Box::new(CatalogPmus {
-                machine: self.selector.to_string(),
-                pmus: bound_root_port_pmus(&platform.topology),
-            })),
+            Access::Snapshot { platform, .. } | Access::Lspci(platform) => {
+                Ok(Box::new(CatalogPmus {
+                    machine: self.selector.to_string(),
+                    pmus: bound_root_port_pmus(&platform.topology),
+                }))
+            }
             Access::SimPcie(_) => Ok(Box::new(self.simulated_pcie()?)),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
+    }
+
+    /// An lspci listing holds the topology only: resctrl is bad input naming the machines
+    /// that have it.
+    fn topology_only(&self, what: &str) -> Error {
+        Error::bad_input(format!(
+            "machine '{}' is lspci output, which describes the PCIe topology only; {what} need \
+             'host' (or a sim: machine to simulate them)",
+            self.selector
+        ))
     }
 
     /// The machine's resctrl: the host's mount (`<root>/sys/fs/resctrl` unless
@@ -345,6 +395,7 @@ impl Machine {
                         .with_precheck(options.precheck),
                 ))
             }
+            Access::Lspci(_) => Err(self.topology_only("resctrl groups")),
             _ => Ok(Box::new(
                 self.simulated_resctrl(options.state.as_deref(), options.cdp)?,
             )),
@@ -456,7 +507,11 @@ mod tests {
                 dir: "/tmp/s".into()
             }
         );
-        for bad in ["", "sim:", "snapshot:", "hots"] {
+        assert_eq!(
+            "lspci:-".parse::<MachineSelector>().unwrap(),
+            MachineSelector::Lspci { path: "-".into() }
+        );
+        for bad in ["", "sim:", "snapshot:", "hots", "lspci:"] {
             assert_eq!(bad.parse::<MachineSelector>().unwrap_err().exit_code(), 2);
         }
     }

@@ -380,6 +380,12 @@ impl Observer {
                 };
                 (topology, backend, ports)
             }
+            PcieSource::Listing => {
+                return Err(Error::bad_input(format!(
+                    "machine '{selector}' is lspci output: it has no counters or link state to \
+                     observe; observe 'host', 'snapshot:DIR' or a sim: machine"
+                )))
+            }
             PcieSource::Sysfs { root, live: host } => {
                 if !workload.is_empty() {
                     return Err(Error::bad_input(format!(

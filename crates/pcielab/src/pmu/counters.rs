@@ -115,7 +115,8 @@ pub(crate) fn dry_run_is_for_hosts() -> Error {
     )
 }
 
-/// The catalog PMUs of a machine that has no counters to read: a saved sysfs tree.
+/// The catalog PMUs of a machine that has no counters to read: a saved sysfs tree or lspci
+/// output.
 pub(crate) struct CatalogPmus {
     /// The machine, for messages (`snapshot:DIR`).
     pub machine: String,
@@ -125,8 +126,9 @@ pub(crate) struct CatalogPmus {
 impl CatalogPmus {
     fn no_counters(&self) -> Error {
         Error::bad_input(format!(
-            "{} is a saved sysfs tree: it lists the PMUs its root ports would have, but has no \
-             counters to read; count with --machine host or --machine sim:PRESET",
+            "{} is a saved machine (sysfs tree or lspci output): it lists the PMUs its root \
+             ports would have, but has no counters to read; count with --machine host or \
+             --machine sim:PRESET",
             self.machine
         ))
     }

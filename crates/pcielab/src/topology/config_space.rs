@@ -18,6 +18,9 @@ const STATUS: usize = 0x06;
 const STATUS_CAP_LIST: u16 = 1 << 4;
 const HEADER_TYPE: usize = 0x0e;
 const CAP_PTR: usize = 0x34;
+/// Header type 2: a CardBus bridge, whose capability pointer sits at 0x14.
+const CARDBUS_HEADER: u8 = 2;
+const CARDBUS_CAP_PTR: usize = 0x14;
 const CAP_ID_EXPRESS: u8 = 0x10;
 const CAP_ID_SSVID: u8 = 0x0d;
 const EXPRESS_CAP_AT: usize = 0x40;
@@ -81,6 +84,11 @@ pub struct Decoded {
     pub acs: Option<Acs>,
     pub aer: bool,
     pub capabilities_read: bool,
+    /// Where the PCI Express, ACS and AER capabilities start, for readers that quote the bytes
+    /// a fact came from.
+    pub express_at: Option<usize>,
+    pub acs_at: Option<usize>,
+    pub aer_at: Option<usize>,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -159,9 +167,18 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
         acs: None,
         aer: false,
         capabilities_read: true,
+        express_at: None,
+        acs_at: None,
+        aer_at: None,
     };
     if header_type == 1 {
         d.buses = Some((bytes[0x19], bytes[0x1a]));
+    } else if header_type == CARDBUS_HEADER {
+        // A CardBus bridge keeps its bus numbers where a PCI bridge does, its subsystem IDs
+        // and capability pointer elsewhere.
+        d.buses = Some((bytes[0x19], bytes[0x1a]));
+        d.subsystem_vendor = u16_at(bytes, 0x40);
+        d.subsystem_device = u16_at(bytes, 0x42);
     } else {
         d.subsystem_vendor = u16_at(bytes, 0x2c);
         d.subsystem_device = u16_at(bytes, 0x2e);
@@ -169,7 +186,12 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
     if u16_at(bytes, STATUS) & STATUS_CAP_LIST == 0 {
         return Some(d);
     }
-    let mut ptr = usize::from(bytes[CAP_PTR] & 0xfc);
+    let pointer_at = if header_type == CARDBUS_HEADER {
+        CARDBUS_CAP_PTR
+    } else {
+        CAP_PTR
+    };
+    let mut ptr = usize::from(bytes[pointer_at] & 0xfc);
     let mut express_at = None;
     let mut hops = 0;
     while ptr != 0 && hops < 48 {
@@ -193,6 +215,7 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
         hops += 1;
     }
     if let Some(at) = express_at {
+        d.express_at = Some(at);
         d.express = Some(decode_express(bytes, at));
         // Extended capabilities need the full 4 KiB; without it ACS and AER read as absent.
         if bytes.len() >= EXT_CAP_START + 4 {
@@ -218,8 +241,9 @@ fn decode_express(b: &[u8], at: usize) -> Express {
         mps_supported: size_from_code(devcap & 0x7),
         mps: size_from_code((devctl >> 5) & 0x7),
         mrrs: size_from_code((devctl >> 12) & 0x7),
-        aspm_supported: aspm_from_bits((lnkcap >> 10) & 0x3),
-        aspm_enabled: aspm_from_bits(lnkctl & 0x3),
+        // Integrated endpoints' link registers are reserved: no ASPM to speak of.
+        aspm_supported: aspm_from_bits((lnkcap >> 10) & 0x3 & if has_link { 3 } else { 0 }),
+        aspm_enabled: aspm_from_bits(lnkctl & 0x3 & if has_link { 3 } else { 0 }),
     }
 }
 
@@ -232,8 +256,12 @@ fn decode_extended(b: &[u8], d: &mut Decoded) {
             break;
         }
         match (header & 0xffff) as u16 {
-            EXT_ID_AER => d.aer = true,
+            EXT_ID_AER => {
+                d.aer = true;
+                d.aer_at = Some(at);
+            }
             EXT_ID_ACS => {
+                d.acs_at = Some(at);
                 d.acs = Some(Acs {
                     capability: u16_at(b, at + 4),
                     control: u16_at(b, at + 6),
@@ -258,7 +286,9 @@ pub(crate) fn kind_of(express_type: Option<u8>, class: u32, header_type: u8) -> 
         Some(PCIE_TO_PCI_BRIDGE | PCI_TO_PCIE_BRIDGE) => Kind::PciBridge,
         Some(RC_ENDPOINT | RC_EVENT_COLLECTOR) => Kind::RcEndpoint,
         _ if class >> 8 == 0x0600 => Kind::HostBridge,
-        _ if header_type == 1 || matches!(class >> 8, 0x0604 | 0x0609) => Kind::PciBridge,
+        _ if matches!(header_type, 1 | CARDBUS_HEADER) || matches!(class >> 8, 0x0604 | 0x0609) => {
+            Kind::PciBridge
+        }
         _ => Kind::Endpoint,
     }
 }
@@ -385,6 +415,18 @@ fn encode_extended(b: &mut [u8], f: &Function) {
             put16(b, at + 6, acs.control);
         }
         at += len;
+    }
+}
+
+impl Function {
+    /// Takes what the PCI Express capability says: link, MPS/MRRS and ASPM.
+    pub fn take_express(&mut self, e: &Express) {
+        self.link = e.link;
+        self.mps_supported = Some(e.mps_supported);
+        self.mps = Some(e.mps);
+        self.mrrs = Some(e.mrrs);
+        self.aspm_supported = e.aspm_supported;
+        self.aspm_enabled = e.aspm_enabled;
     }
 }
 

@@ -8,6 +8,11 @@ pub mod config_space;
 pub mod export;
 pub mod generate;
 pub mod health;
+pub mod lspci;
+pub mod lspci_corpus;
+pub mod lspci_dump;
+pub mod lspci_source;
+pub mod lspci_text;
 pub mod p2p;
 pub mod pciids;
 pub(crate) mod readplan;
@@ -84,6 +89,46 @@ pub struct Acs {
     pub control: u16,
 }
 
+/// The input line a reader took a fact from (1-based), so a finding can quote its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct SourceLine {
+    pub line: usize,
+    pub text: String,
+}
+
+/// Where a function's facts came from, for readers of text someone pasted (lspci output): the
+/// line behind each fact, by fact name (`lnksta`, `devctl`, …), and the facts the input did not
+/// give (which stay unknown rather than guessed). Empty for the other readers.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
+pub struct Evidence {
+    pub lines: BTreeMap<String, SourceLine>,
+    pub unknown: Vec<String>,
+}
+
+impl Evidence {
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.unknown.is_empty()
+    }
+
+    /// Records that `fact` was read from line `line` (1-based) holding `text`.
+    pub fn saw(&mut self, fact: &str, line: usize, text: &str) {
+        self.lines.insert(
+            fact.to_string(),
+            SourceLine {
+                line,
+                text: text.to_string(),
+            },
+        );
+    }
+
+    /// Records that the input did not say `fact`.
+    pub fn missing(&mut self, fact: &str) {
+        if !self.unknown.iter().any(|u| u == fact) {
+            self.unknown.push(fact.to_string());
+        }
+    }
+}
+
 /// NUMA node numbers lie below this: Linux's largest MAX_NUMNODES (CONFIG_NODES_SHIFT at most 10).
 pub(crate) const MAX_NUMA_NODES: i32 = 1 << 10;
 
@@ -126,6 +171,8 @@ pub struct Function {
     /// Free-form device parameters from a spec (`[function.device]`), read by the simulator
     /// and the lab; empty for functions read from sysfs.
     pub params: BTreeMap<String, toml::Value>,
+    /// The input lines behind the facts and the facts left unknown (lspci readers only).
+    pub evidence: Evidence,
 }
 
 impl Function {
@@ -171,6 +218,7 @@ impl Function {
             driver: None,
             name: None,
             params: BTreeMap::new(),
+            evidence: Evidence::default(),
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::pcie::{Bdf, Generation};
 use crate::text::round_to;
 use crate::topology::check::warnings;
 use crate::topology::spec::{aspm_name, Platform};
-use crate::topology::{Function, Kind, Link, Topology};
+use crate::topology::{Evidence, Function, Kind, Link, Topology};
 
 /// The `--json` document.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -58,6 +58,9 @@ pub struct FunctionJson {
     #[serde(flatten)]
     pub platform_dma: PlatformDma,
     pub warnings: Vec<String>,
+    /// The input lines behind each fact, and the facts the input did not give (lspci machines).
+    #[serde(skip_serializing_if = "Evidence::is_empty")]
+    pub evidence: Evidence,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -145,6 +148,7 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
                     provenance: dma.map(|d| d.2),
                 },
                 warnings: found.remove(&f.bdf).unwrap_or_default(),
+                evidence: f.evidence.clone(),
             }
         })
         .collect();

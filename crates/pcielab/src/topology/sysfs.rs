@@ -171,6 +171,9 @@ fn header(bdf: Bdf, dir: &Path, config: &[u8]) -> Result<Decoded> {
         acs: None,
         aer: false,
         capabilities_read: false,
+        express_at: None,
+        acs_at: None,
+        aer_at: None,
     })
 }
 
@@ -225,12 +228,7 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     if d.capabilities_read {
         f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
         if let Some(e) = d.express {
-            f.link = e.link;
-            f.mps_supported = Some(e.mps_supported);
-            f.mps = Some(e.mps);
-            f.mrrs = Some(e.mrrs);
-            f.aspm_supported = e.aspm_supported;
-            f.aspm_enabled = e.aspm_enabled;
+            f.take_express(&e);
             f.acs = d.acs;
             f.aer = d.aer;
         }

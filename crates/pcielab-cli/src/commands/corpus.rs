@@ -1,0 +1,36 @@
+//! `pcielab corpus DIR`: read every lspci output under DIR and count what the checks find.
+
+use clap::Args as ClapArgs;
+use pcielab::topology::lspci_corpus::run_corpus;
+use pcielab::Result;
+use std::path::PathBuf;
+
+#[derive(ClapArgs)]
+#[command(after_help = "Examples:
+  pcielab corpus fixtures/lspci/linuxhw              the findings table over real servers
+  pcielab corpus ~/lspci-dumps --json | jq '.failed'  which files did not read, and where
+
+Each regular file below DIR (dot files and README* skipped) is one machine's lspci output:
+-vvv text (with -nn, -k, -D or not) or a -xxxx hex dump, as --machine lspci:FILE reads it.
+Reported: files that failed (with FILE:LINE and why), functions read, read time per machine,
+and per check how many findings on how many machines. --json adds every machine's findings,
+each quoting the input line it rests on.")]
+pub struct Args {
+    /// Directory of lspci outputs, one machine per file (walked recursively)
+    pub dir: PathBuf,
+    /// Print the whole report as JSON (schema pcielab.corpus/v1)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let report = run_corpus(&args.dir)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| pcielab::Error::runtime(format!("corpus report as JSON: {e}")))?;
+        println!("{text}");
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! The lspci reader: builds a [`Topology`] from the output of `lspci` that someone saved or
+//! pasted, the machine a bug report or vendor ticket describes. Two formats are told apart by
+//! their lines: hex dumps (`lspci -x`, `-xxx`, `-xxxx`, with or without `-v`, as pciutils' own
+//! `-F FILE` dump access method reads them; decoded in [`super::lspci_dump`]) and verbose text
+//! (`lspci -v`, `-vv`, `-vvv`, with `-nn`, `-k`, `-D`; read in [`super::lspci_text`]).
+//!
+//! Both readers keep, per function, the input line behind each fact they took
+//! ([`super::Evidence`]) and list the facts the input did not give, which stay unknown. Parents
+//! come from the bridges' bus ranges, as lspci's own tree view (`-t`) finds them.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::topology::lspci_source::{hex_row, LspciRead, Source};
+
+/// The most bytes of lspci output read: the largest real server listings are a few MiB.
+pub const MAX_LSPCI_BYTES: u64 = 32 << 20;
+/// The most lines read (a 16-bit bus space with every function's 4 KiB dump is about 17 M
+/// lines; real listings stay far below this).
+pub const MAX_LSPCI_LINES: usize = 2_000_000;
+/// The longest line accepted: lspci's longest (device names, VPD strings) stay under 1 KiB.
+pub const MAX_LSPCI_LINE: usize = 16 << 10;
+
+/// Reads the lspci output in `path`, or standard input when `path` is `-`.
+pub fn read_lspci_path(path: &Path) -> Result<LspciRead> {
+    let name = path.display().to_string();
+    let bytes = if name == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_LSPCI_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::runtime(format!("standard input: {e}")))?;
+        bytes
+    } else {
+        crate::input::read_capped(path, MAX_LSPCI_BYTES + 1)
+            .map_err(|e| Error::bad_input(format!("lspci output {name}: {e}")))?
+    };
+    if bytes.len() as u64 > MAX_LSPCI_BYTES {
+        return Err(Error::bad_input(format!(
+            "lspci output {name}: larger than {} MiB, the most pcielab reads",
+            MAX_LSPCI_BYTES >> 20
+        )));
+    }
+    // Names in lspci's text come from pci.ids and sysfs labels and may carry any byte.
+    read_lspci(&name, &String::from_utf8_lossy(&bytes))
+}
+
+/// Reads lspci output held in `text`; `name` names it in messages (`FILE:LINE: …`).
+pub fn read_lspci(name: &str, text: &str) -> Result<LspciRead> {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() > MAX_LSPCI_LINES {
+        return Err(Error::bad_input(format!(
+            "lspci output {name}: {} lines, more than the {MAX_LSPCI_LINES} pcielab reads",
+            lines.len()
+        )));
+    }
+    if let Some((i, _)) = lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.len() > MAX_LSPCI_LINE)
+    {
+        return Err(Error::bad_input(format!(
+            "{name}:{}: a line longer than {} KiB; lspci's lines are far shorter",
+            i + 1,
+            MAX_LSPCI_LINE >> 10
+        )));
+    }
+    let source = Source {
+        name,
+        lines: &lines,
+        // A paste cut off mid-line ends without a newline.
+        cut_short: !text.is_empty() && !text.ends_with('\n'),
+    };
+    let read = if lines.iter().any(|l| hex_row(l).is_some()) {
+        super::lspci_dump::read(&source)?
+    } else {
+        super::lspci_text::read(&source)?
+    };
+    if read.topology.functions().is_empty() {
+        return Err(Error::bad_input(format!(
+            "lspci output {name}: no PCI function in it; expected lines that start with an \
+             address such as `00:1f.2 SATA controller: …` (lspci -vvv) followed by their \
+             details or hex rows `00: 86 80 …` (lspci -xxxx)"
+        )));
+    }
+    Ok(read)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::bdf;
+    use crate::topology::lspci_source::*;
+
+    #[test]
+    fn headers_and_rows_are_told_apart() {
+        assert_eq!(
+            device_header("00:1c.0 PCI bridge: Intel").map(|h| h.0),
+            Some(bdf("00:1c.0"))
+        );
+        assert_eq!(
+            device_header("10000:00:00.0 Host").map(|h| h.0),
+            None,
+            "domain 0x10000 does not fit 16 bits"
+        );
+        assert_eq!(
+            device_header("0001:02:00.1 Eth").map(|h| h.0),
+            Some(bdf("0001:02:00.1"))
+        );
+        for not_header in [
+            "00:1c.8 x",
+            "0:1c.0 x",
+            "00:20.0 x",
+            "00: 86 80",
+            "\t00:01.0 x",
+        ] {
+            assert_eq!(device_header(not_header), None, "{not_header}");
+        }
+        assert_eq!(hex_row("100: 01 00 01 15"), Some((0x100, "01 00 01 15")));
+        assert_eq!(hex_row("10: 0"), None);
+        assert_eq!(hex_row("\tBus: primary=00"), None);
+        assert_eq!(hex_row("00:1c.0 PCI bridge"), None);
+    }
+
+    #[test]
+    fn bad_input_names_the_line_and_what_was_expected() {
+        let err = read_lspci("paste.txt", "00:00.0 Host bridge: x\nhello\n").unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.message().starts_with("paste.txt:2: 'hello'"), "{err}");
+        // A prompt before the listing and lspci's own warnings inside it are passed over.
+        let pasted = "root@server:~# lspci -vv\n00:00.0 Host bridge [0600]: Intel [8086:1237]\n\
+                      pcilib: sysfs_read_vpd: read failed: Input/output error\n\tLatency: 0\n";
+        let read = read_lspci("forum.txt", pasted).unwrap();
+        assert_eq!(read.topology.functions().len(), 1);
+        assert_eq!(
+            read.notes,
+            vec!["forum.txt:1: 2 line(s) that are not the listing (lspci's own messages, a prompt) passed over"]
+        );
+        let err = read_lspci("prose.txt", "Dear support,\nmy card is slow\n").unwrap_err();
+        assert!(err.message().contains("no PCI function"), "{err}");
+        let err = read_lspci("empty.txt", "").unwrap_err();
+        assert!(err.message().contains("no PCI function"), "{err}");
+        let twice = "00:00.0 Host bridge [0600]: Intel [8086:1237]\n\
+                     00:00.0 Host bridge [0600]: Intel [8086:1237]\n";
+        let err = read_lspci("twice.txt", twice).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("twice.txt:2: 0000:00:00.0 is listed a second time (first at line 1)"),
+            "{err}"
+        );
+        let long = format!("00:00.0 {}\n", "x".repeat(MAX_LSPCI_LINE));
+        assert!(read_lspci("long.txt", &long)
+            .unwrap_err()
+            .message()
+            .starts_with("long.txt:1: a line longer than"));
+    }
+}

@@ -1,0 +1,614 @@
+//! lspci's verbose text (`-v`, `-vv`, `-vvv`; with `-nn`, `-n`, `-k`, `-D`) read back into
+//! functions. Each block starts with the function's address line; the indented lines below it
+//! give what this reader keeps: IDs (`[8086:3408]` with `-nn`), revision and prog-if, the
+//! subsystem, the bridge's bus numbers (`Bus: primary=…`), the PCI Express capability's port
+//! type, DevCap/DevCtl (MPS, MRRS), LnkCap/LnkCtl/LnkSta (speed, width, ASPM), AER and ACS,
+//! the bound driver and the NUMA node.
+//!
+//! The text names registers' fields as ls-caps.c prints them (pciutils), so the words matched
+//! here are lspci's own. What the text does not show stays unknown and is listed in the
+//! function's evidence: IDs without `-n`, link registers below `-vv`, and ACS/AER when no
+//! extended capability (offset 0x100 and up) is listed — lspci without root, or reading a
+//! 256-byte dump, shows none.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::pcie::{Bdf, Generation};
+use crate::topology::config_space::{kind_of, port_type};
+use crate::topology::lspci_source::{
+    check_unique, device_header, link_by_bus_ranges, passed_over, passed_over_note, LspciFormat,
+    LspciRead, Source,
+};
+use crate::topology::{Acs, Aspm, Function, Link, Topology};
+
+/// Where the extended capabilities start: a capability listed at or above it proves lspci
+/// read them.
+const EXTENDED_START: u32 = 0x100;
+
+/// ACS capability/control flags in register bit order, as lspci names them.
+const ACS_FLAGS: [&str; 7] = [
+    "SrcValid",
+    "TransBlk",
+    "ReqRedir",
+    "CmpltRedir",
+    "UpstreamFwd",
+    "EgressCtrl",
+    "DirectTrans",
+];
+
+/// The PCI Express port types as lspci words them, longest first where one starts another
+/// (lspci before 3.2 called a PCIe-to-PCI bridge "PCI/PCI-X Bridge").
+const PORT_TYPES: [(&str, u8); 10] = [
+    ("Legacy Endpoint", port_type::LEGACY_ENDPOINT),
+    ("Endpoint", port_type::ENDPOINT),
+    ("Root Port", port_type::ROOT_PORT),
+    ("Upstream Port", port_type::UPSTREAM),
+    ("Downstream Port", port_type::DOWNSTREAM),
+    (
+        "PCI-Express to PCI/PCI-X Bridge",
+        port_type::PCIE_TO_PCI_BRIDGE,
+    ),
+    (
+        "PCI/PCI-X to PCI-Express Bridge",
+        port_type::PCI_TO_PCIE_BRIDGE,
+    ),
+    ("PCI/PCI-X Bridge", port_type::PCIE_TO_PCI_BRIDGE),
+    ("Root Complex Integrated Endpoint", port_type::RC_ENDPOINT),
+    (
+        "Root Complex Event Collector",
+        port_type::RC_EVENT_COLLECTOR,
+    ),
+];
+
+/// One function's block as it is read.
+struct Block {
+    f: Function,
+    header_type: u8,
+    /// The PCI Express capability is listed; `port` is its type when lspci named a known one.
+    express: bool,
+    port: Option<u8>,
+    caps_denied: bool,
+    extended_listed: bool,
+    link_cap_seen: bool,
+    link_sta_seen: bool,
+    in_acs: bool,
+}
+
+pub(crate) fn read(source: &Source) -> Result<LspciRead> {
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut seen = HashMap::new();
+    let mut skipped = Vec::new();
+    for (index, raw) in source.lines.iter().enumerate() {
+        let line = raw.trim_end_matches('\r');
+        if let Some((bdf, rest)) = device_header(line) {
+            check_unique(source, &mut seen, bdf, index)?;
+            blocks.push(header_block(bdf, rest, index + 1, line));
+        } else if line.trim().is_empty() {
+            continue;
+        } else if line.starts_with(char::is_whitespace) {
+            if let Some(block) = blocks.last_mut() {
+                detail(block, line.trim(), index + 1, line);
+            }
+        } else if passed_over(line, blocks.is_empty()) {
+            skipped.push(index);
+        } else {
+            return Err(source.bad(
+                index,
+                format!(
+                    "'{}' is not lspci output: expected a function's address line such as \
+                     `00:1f.2 SATA controller: …` or an indented detail line below one",
+                    crate::input::cut_for_message(line)
+                ),
+            ));
+        }
+    }
+    let mut functions: Vec<Function> = blocks.into_iter().map(finish).collect();
+    link_by_bus_ranges(&mut functions);
+    Ok(LspciRead {
+        topology: Topology::new(functions),
+        format: LspciFormat::Verbose,
+        notes: passed_over_note(source, &skipped).into_iter().collect(),
+    })
+}
+
+/// The address line: `BDF CLASS: DESCRIPTION (rev RR) (prog-if PP [NAME])`, where CLASS is
+/// `Name [cccc]` (-nn), `cccc` (-n), `Class cccc` (no name known) or a name only, and
+/// DESCRIPTION ends in `[vvvv:dddd]` (-nn) or is `vvvv:dddd` (-n).
+fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
+    let mut f = Function::new(bdf, 0, 0, 0, crate::topology::Kind::Endpoint);
+    f.evidence.saw("header", line, text);
+    let (class_part, description) = rest.split_once(": ").unwrap_or((rest, ""));
+    let mut description = description.trim_end();
+    let mut prog_if = 0u32;
+    if let Some(at) = description.rfind(" (prog-if ") {
+        let after = &description[at + " (prog-if ".len()..];
+        prog_if = after
+            .get(..2)
+            .and_then(|p| u32::from_str_radix(p, 16).ok())
+            .unwrap_or(0);
+        description = &description[..at];
+    }
+    if let Some(at) = description.rfind(" (rev ") {
+        let after = &description[at + " (rev ".len()..];
+        if let Some(rev) = after.get(..2).and_then(|r| u8::from_str_radix(r, 16).ok()) {
+            f.revision = rev;
+        }
+        description = &description[..at];
+    }
+    match class_code(class_part) {
+        Some(class) => f.class = (u32::from(class) << 8) | prog_if,
+        None => f.evidence.missing("class"),
+    }
+    match id_pair(description) {
+        Some((vendor, device)) => {
+            f.vendor = vendor;
+            f.device = device;
+        }
+        None => {
+            f.evidence.missing("vendor");
+            f.evidence.missing("device");
+            f.name = Some(crate::text::printable(description));
+        }
+    }
+    Block {
+        f,
+        header_type: 0,
+        express: false,
+        port: None,
+        caps_denied: false,
+        extended_listed: false,
+        link_cap_seen: false,
+        link_sta_seen: false,
+        in_acs: false,
+    }
+}
+
+fn hex16(text: &str) -> Option<u16> {
+    (text.len() == 4)
+        .then(|| u16::from_str_radix(text, 16).ok())
+        .flatten()
+}
+
+/// `Name [cccc]`, `Class cccc` or `cccc`: base class and subclass.
+fn class_code(part: &str) -> Option<u16> {
+    if let Some(inner) = part.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {
+        return hex16(inner.1);
+    }
+    hex16(part.strip_prefix("Class ").unwrap_or(part))
+}
+
+/// `… [vvvv:dddd]`, `Device vvvv:dddd` or `vvvv:dddd`.
+fn id_pair(description: &str) -> Option<(u16, u16)> {
+    let ids = match description
+        .strip_suffix(']')
+        .and_then(|d| d.rsplit_once('['))
+    {
+        Some((_, inner)) => inner,
+        None => description.rsplit(' ').next()?,
+    };
+    let (vendor, device) = ids.split_once(':')?;
+    Some((hex16(vendor)?, hex16(device)?))
+}
+
+/// One indented line of a block.
+fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
+    let f = &mut block.f;
+    if let Some(cap) = line.strip_prefix("Capabilities: ") {
+        block.in_acs = false;
+        capability(block, cap, number, text);
+    } else if let Some(rest) = line.strip_prefix("Subsystem: ") {
+        if let Some((vendor, device)) = id_pair(rest.trim_end()) {
+            f.subsystem_vendor = vendor;
+            f.subsystem_device = device;
+            f.evidence.saw("subsystem", number, text);
+        }
+    } else if let Some(rest) = line.strip_prefix("Bus: ") {
+        block.header_type = 1;
+        let field = |name: &str| {
+            rest.split(", ")
+                .find_map(|p| p.strip_prefix(name))
+                .and_then(|v| u8::from_str_radix(v, 16).ok())
+        };
+        if let (Some(secondary), Some(subordinate)) = (field("secondary="), field("subordinate=")) {
+            f.buses = Some((secondary, subordinate));
+            f.evidence.saw("buses", number, text);
+        }
+    } else if let Some(driver) = line.strip_prefix("Kernel driver in use: ") {
+        f.driver = Some(crate::text::printable(driver.trim()));
+        f.evidence.saw("driver", number, text);
+    } else if let Some(node) = line.strip_prefix("NUMA node: ") {
+        f.numa_node = node
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
+        f.evidence.saw("numa_node", number, text);
+    } else if block.express {
+        express_register(block, line, number, text);
+    }
+}
+
+/// `Capabilities: [OFF] NAME` (or `[OFF vN] NAME` for extended ones, or `<access denied>`).
+fn capability(block: &mut Block, cap: &str, number: usize, text: &str) {
+    if cap.starts_with("<access denied>") {
+        block.caps_denied = true;
+        return;
+    }
+    let Some((offset, name)) = cap.strip_prefix('[').and_then(|c| c.split_once("] ")) else {
+        return;
+    };
+    let offset = offset.split(' ').next().unwrap_or("");
+    if u32::from_str_radix(offset, 16).is_ok_and(|o| o >= EXTENDED_START) {
+        block.extended_listed = true;
+    }
+    let f = &mut block.f;
+    if let Some(express) = name.strip_prefix("Express ") {
+        // `(v2) ` appears from -vv on.
+        let kind = express
+            .strip_prefix('(')
+            .and_then(|e| e.split_once(") "))
+            .map_or(express, |(_, rest)| rest);
+        block.express = true;
+        block.port = PORT_TYPES
+            .iter()
+            .find(|(words, _)| kind.starts_with(words))
+            .map(|&(_, code)| code);
+        f.evidence.saw("express", number, text);
+    } else if name.starts_with("Advanced Error Reporting") {
+        f.aer = true;
+        f.evidence.saw("aer", number, text);
+    } else if name.starts_with("Access Control Services") {
+        block.in_acs = true;
+        f.acs = Some(Acs::default());
+    }
+}
+
+/// Registers of the PCI Express capability, and ACS's two lines.
+fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
+    let f = &mut block.f;
+    if let Some(rest) = line.strip_prefix("DevCap:") {
+        f.mps_supported = bytes_after(rest, "MaxPayload ");
+        f.evidence.saw("devcap", number, text);
+    } else if line.contains("MaxReadReq ") {
+        f.mps = bytes_after(line, "MaxPayload ");
+        f.mrrs = bytes_after(line, "MaxReadReq ");
+        f.evidence.saw("devctl", number, text);
+    } else if let Some(rest) = line.strip_prefix("LnkCap:") {
+        block.link_cap_seen = true;
+        let link = f.link.get_or_insert_with(Link::default);
+        link.max_speed = speed_after(rest);
+        link.max_width = width_after(rest).filter(|&w| w != 0);
+        f.aspm_supported = aspm_named(rest, ",");
+        f.evidence.saw("lnkcap", number, text);
+    } else if let Some(rest) = line.strip_prefix("LnkCtl:") {
+        f.aspm_enabled = aspm_named(rest, ";");
+        f.evidence.saw("lnkctl", number, text);
+    } else if let Some(rest) = line.strip_prefix("LnkSta:") {
+        block.link_sta_seen = true;
+        let link = f.link.get_or_insert_with(Link::default);
+        link.speed = speed_after(rest);
+        // A width of 0 with an unknown speed is an unknown link, as the register decode has it.
+        link.width = width_after(rest).filter(|&w| link.speed.is_some() || w != 0);
+        f.evidence.saw("lnksta", number, text);
+    } else if block.in_acs {
+        let control = if let Some(rest) = line.strip_prefix("ACSCap:") {
+            Some((false, rest))
+        } else {
+            line.strip_prefix("ACSCtl:").map(|rest| (true, rest))
+        };
+        if let (Some((is_control, rest)), Some(acs)) = (control, f.acs.as_mut()) {
+            let bits = ACS_FLAGS
+                .iter()
+                .enumerate()
+                .filter(|(_, name)| rest.split_whitespace().any(|w| w == format!("{name}+")))
+                .fold(0u16, |bits, (i, _)| bits | (1 << i));
+            if is_control {
+                acs.control = bits;
+                f.evidence.saw("acs", number, text);
+            } else {
+                acs.capability = bits;
+            }
+        }
+    }
+}
+
+/// `NNN` in `… LABELNNN bytes …`.
+fn bytes_after(text: &str, label: &str) -> Option<u16> {
+    let at = text.find(label)? + label.len();
+    text[at..].split(' ').next()?.parse().ok()
+}
+
+/// The generation of `Speed X.YGT/s` (`unknown` and reserved codes are `None`).
+fn speed_after(text: &str) -> Option<Generation> {
+    let at = text.find("Speed ")? + "Speed ".len();
+    let rate = text[at..].split("GT/s").next()?;
+    Generation::from_gt_s(rate.parse().ok()?)
+}
+
+/// `N` of `Width xN`.
+fn width_after(text: &str) -> Option<u8> {
+    let at = text.find("Width x")? + "Width x".len();
+    let digits: String = text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The ASPM states named between `ASPM ` and `end` (`ASPM L0s L1,`, `ASPM L1 Enabled;`);
+/// `not supported`, `Disabled` and older lspci's `unknown` name none.
+fn aspm_named(text: &str, end: &str) -> Aspm {
+    let words = text
+        .find("ASPM ")
+        .map(|at| &text[at + "ASPM ".len()..])
+        .map_or("", |rest| rest.split(end).next().unwrap_or(rest));
+    Aspm {
+        l0s: words.contains("L0s"),
+        l1: words.contains("L1"),
+    }
+}
+
+/// The function a finished block describes, with what it left unknown.
+fn finish(block: Block) -> Function {
+    let mut f = block.f;
+    f.kind = kind_of(block.port, f.class, block.header_type);
+    if block.caps_denied {
+        // lspci without root: the capability list was not readable.
+        f.evidence.missing("capabilities");
+        f.acs_unreadable = true;
+        return f;
+    }
+    if !block.express {
+        return f;
+    }
+    let has_link = !matches!(
+        block.port,
+        Some(port_type::RC_ENDPOINT | port_type::RC_EVENT_COLLECTOR)
+    );
+    if has_link {
+        if !block.link_cap_seen || !block.link_sta_seen {
+            // Below -vv lspci names the capability only.
+            f.link.get_or_insert_with(Link::default);
+            f.evidence.missing("link");
+            f.evidence.missing("aspm");
+        }
+    } else {
+        f.link = None;
+    }
+    if f.mps.is_none() {
+        f.evidence.missing("mps");
+    }
+    if !block.extended_listed {
+        f.acs_unreadable = true;
+        f.acs = None;
+        f.aer = false;
+        f.evidence.missing("acs");
+        f.evidence.missing("aer");
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pcie::bdf;
+    use crate::pcie::Generation::*;
+    use crate::topology::lspci::read_lspci;
+    use crate::topology::Kind;
+
+    /// As `lspci -vvnn` prints an empty hotplug slot's root port and a NIC below another port
+    /// whose link is narrower than the NIC can do (from real server listings).
+    const SERVER: &str = "\
+00:01.0 PCI bridge [0604]: Intel Corporation Xeon E5/Core i7 IIO PCI Express Root Port 1a [8086:3c02] (rev 07) (prog-if 00 [Normal decode])
+\tControl: I/O+ Mem+ BusMaster+ SpecCycle- MemWINV- VGASnoop- ParErr- Stepping- SERR- FastB2B- DisINTx+
+\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0
+\tCapabilities: [90] Express (v2) Root Port (Slot+), MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0
+\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-
+\t\t\tRlxdOrd- ExtTag- PhantFunc- AuxPwr- NoSnoop-
+\t\t\tMaxPayload 256 bytes, MaxReadReq 128 bytes
+\t\tLnkCap:\tPort #1, Speed 8GT/s, Width x8, ASPM L1, Exit Latency L1 <16us
+\t\tLnkCtl:\tASPM Disabled; RCB 64 bytes, Disabled- CommClk-
+\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x0 (downgraded)
+\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-
+\tCapabilities: [110 v1] Access Control Services
+\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+\tCapabilities: [148 v1] Advanced Error Reporting
+\tKernel driver in use: pcieport
+
+00:02.0 PCI bridge [0604]: Intel Corporation Xeon E5/Core i7 IIO PCI Express Root Port 2a [8086:3c04] (rev 07) (prog-if 00 [Normal decode])
+\tBus: primary=00, secondary=02, subordinate=02, sec-latency=0
+\tCapabilities: [90] Express (v2) Root Port (Slot+), MSI 00
+\t\tLnkCap:\tPort #2, Speed 8GT/s, Width x4, ASPM L0s L1, Exit Latency L0s <512ns, L1 <16us
+\t\tLnkCtl:\tASPM L1 Enabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 8GT/s, Width x4
+\tNUMA node: 1
+
+02:00.0 Ethernet controller [0200]: Intel Corporation 82599ES 10-Gigabit SFI/SFP+ Network Connection [8086:10fb] (rev 01)
+\tSubsystem: Intel Corporation Ethernet Server Adapter X520-2 [8086:0003]
+\tCapabilities: [a0] Express (v2) Endpoint, MSI 00
+\t\tDevCap:\tMaxPayload 512 bytes, PhantFunc 0, Latency L0s <512ns, L1 <64us
+\t\t\tMaxPayload 256 bytes, MaxReadReq 512 bytes
+\t\tLnkCap:\tPort #0, Speed 5GT/s, Width x8, ASPM L0s, Exit Latency L0s <1us
+\t\tLnkCtl:\tASPM Disabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 5GT/s (ok), Width x4 (downgraded)
+\tKernel driver in use: ixgbe
+";
+
+    #[test]
+    fn verbose_text_gives_ids_links_acs_and_the_tree() {
+        let read = read_lspci("server.txt", SERVER).unwrap();
+        assert_eq!(read.format, LspciFormat::Verbose);
+        let topo = read.topology;
+        let slot = topo.get(bdf("00:01.0")).unwrap();
+        assert_eq!(
+            (slot.vendor, slot.device, slot.class, slot.revision),
+            (0x8086, 0x3c02, 0x060400, 7)
+        );
+        assert_eq!(slot.kind, Kind::RootPort);
+        assert_eq!(slot.buses, Some((1, 1)));
+        assert_eq!(slot.link, Some(Link::trained((Gen3, 8), (Gen1, 0))));
+        assert_eq!(
+            (slot.mps_supported, slot.mps, slot.mrrs),
+            (Some(256), Some(256), Some(128))
+        );
+        assert_eq!(
+            slot.aspm_supported,
+            Aspm {
+                l0s: false,
+                l1: true
+            }
+        );
+        assert!(!slot.aspm_enabled.any());
+        assert_eq!(
+            slot.acs,
+            Some(Acs {
+                capability: 0x1f,
+                control: 0x1d
+            })
+        );
+        assert!(slot.aer);
+        assert_eq!(slot.driver.as_deref(), Some("pcieport"));
+        assert_eq!(slot.evidence.lines["lnksta"].line, 11);
+        assert!(
+            slot.evidence.unknown.is_empty(),
+            "{:?}",
+            slot.evidence.unknown
+        );
+
+        let port = topo.get(bdf("00:02.0")).unwrap();
+        assert_eq!(
+            port.aspm_enabled,
+            Aspm {
+                l0s: false,
+                l1: true
+            }
+        );
+        assert_eq!(port.numa_node, Some(1));
+        // No extended capability listed: ACS and AER are unknown, not absent.
+        assert!(port.acs_unreadable);
+        assert!(port.evidence.unknown.contains(&"acs".to_string()));
+
+        let nic = topo.get(bdf("02:00.0")).unwrap();
+        assert_eq!(nic.parent, Some(bdf("00:02.0")));
+        assert_eq!(
+            (nic.subsystem_vendor, nic.subsystem_device),
+            (0x8086, 0x0003)
+        );
+        assert_eq!(nic.link, Some(Link::trained((Gen2, 8), (Gen2, 4))));
+        assert_eq!((nic.mps, nic.mrrs), (Some(256), Some(512)));
+        assert_eq!(
+            nic.evidence.lines["lnksta"].text,
+            "\t\tLnkSta:\tSpeed 5GT/s (ok), Width x4 (downgraded)"
+        );
+    }
+
+    #[test]
+    fn a_paste_whose_tabs_became_spaces_reads_the_same() {
+        let spaced = SERVER.replace('\t', "    ");
+        let strip = |mut topo: Topology| {
+            topo.functions_mut()
+                .iter_mut()
+                .for_each(|f| f.evidence = Default::default());
+            topo
+        };
+        let tabs = strip(read_lspci("tabs.txt", SERVER).unwrap().topology);
+        let spaces = strip(read_lspci("spaces.txt", &spaced).unwrap().topology);
+        assert_eq!(tabs, spaces);
+    }
+
+    #[test]
+    fn the_traps_raise_no_downtrained_warning() {
+        // The empty slot (x0, DLActive-) and the x8 NIC in an x4 slot are not downtrained.
+        let topo = read_lspci("server.txt", SERVER).unwrap().topology;
+        let warned = crate::topology::check::warnings(&topo);
+        assert!(
+            !warned
+                .values()
+                .flatten()
+                .any(|w| w.starts_with(crate::topology::check::DOWNTRAINED)),
+            "{warned:?}"
+        );
+        // A real downtrain (an x4 slot and an x4 NIC trained at x1) is still found.
+        let narrow = SERVER
+            .replace("Width x8, ASPM L0s,", "Width x4, ASPM L0s,")
+            .replace("Width x4 (downgraded)", "Width x1 (downgraded)");
+        let topo = read_lspci("narrow.txt", &narrow).unwrap().topology;
+        let warned = crate::topology::check::warnings(&topo);
+        assert!(
+            warned[&bdf("02:00.0")][0].starts_with("downtrained link 0000:00:02.0 -> 0000:02:00.0")
+        );
+    }
+
+    #[test]
+    fn plain_and_unprivileged_listings_leave_gaps_unknown() {
+        let plain = "00:1c.0 PCI bridge: Intel Corporation Device 9d10 (rev f1) (prog-if 00 [Normal decode])
+\tBus: primary=00, secondary=02, subordinate=02, sec-latency=0
+\tCapabilities: <access denied>
+\tKernel driver in use: pcieport
+
+02:00.0 Network controller: Intel Corporation Wireless 8265 / 8275 (rev 78)
+\tCapabilities: <access denied>
+";
+        let topo = read_lspci("user.txt", plain).unwrap().topology;
+        let port = topo.get(bdf("00:1c.0")).unwrap();
+        assert_eq!(port.class, 0, "a class named in words only is unknown");
+        assert_eq!(port.kind, Kind::PciBridge);
+        assert_eq!((port.vendor, port.device), (0, 0));
+        assert_eq!(port.name.as_deref(), Some("Intel Corporation Device 9d10"));
+        assert_eq!(port.revision, 0xf1);
+        assert!(port.acs_unreadable);
+        for fact in ["class", "vendor", "device", "capabilities"] {
+            assert!(port.evidence.unknown.contains(&fact.to_string()), "{fact}");
+        }
+        let wifi = topo.get(bdf("02:00.0")).unwrap();
+        assert_eq!(wifi.parent, Some(bdf("00:1c.0")));
+        assert_eq!(wifi.link, None);
+        // Text that is not lspci's is refused, naming the line.
+        let err = read_lspci("notes.txt", "00:1c.0 PCI bridge: x\nsee above\n").unwrap_err();
+        assert!(
+            err.message()
+                .starts_with("notes.txt:2: 'see above' is not lspci output"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn old_lspci_words_and_unknown_port_types_keep_the_link() {
+        // pciutils before 3.2 (CentOS 6) named a PCIe-to-PCI bridge "PCI/PCI-X Bridge".
+        let old = "01:00.0 PCI bridge [0604]: Intel Corporation 80332 [8086:0330] (rev 06)
+\tBus: primary=01, secondary=02, subordinate=02, sec-latency=64
+\tCapabilities: [44] Express (v1) PCI/PCI-X Bridge, MSI 00
+\t\tLnkCap:\tPort #0, Speed 2.5GT/s, Width x8, ASPM L0s, Latency L0 unlimited, L1 unlimited
+\t\tLnkSta:\tSpeed 2.5GT/s, Width x8, TrErr- Train- SlotClk- DLActive- BWMgmt- ABWMgmt-
+";
+        let f = read_lspci("old.txt", old).unwrap().topology.functions()[0].clone();
+        assert_eq!(f.kind, Kind::PciBridge);
+        assert_eq!(f.link, Some(Link::trained((Gen1, 8), (Gen1, 8))));
+        let unknown = old.replace("PCI/PCI-X Bridge", "Unknown type 12");
+        let f = read_lspci("odd.txt", &unknown)
+            .unwrap()
+            .topology
+            .functions()[0]
+            .clone();
+        assert_eq!(f.kind, Kind::PciBridge, "the class and header say bridge");
+        assert_eq!(f.link, Some(Link::trained((Gen1, 8), (Gen1, 8))));
+    }
+
+    #[test]
+    fn ids_in_every_spelling() {
+        assert_eq!(class_code("PCI bridge [0604]"), Some(0x0604));
+        assert_eq!(class_code("Class 0604"), Some(0x0604));
+        assert_eq!(class_code("0604"), Some(0x0604));
+        assert_eq!(class_code("PCI bridge"), None);
+        assert_eq!(
+            id_pair("Intel Corporation 82599ES [8086:10fb]"),
+            Some((0x8086, 0x10fb))
+        );
+        assert_eq!(id_pair("Device 8086:3408"), Some((0x8086, 0x3408)));
+        assert_eq!(id_pair("8086:3408"), Some((0x8086, 0x3408)));
+        assert_eq!(id_pair("Intel Corporation Device 9d10"), None);
+    }
+}
