@@ -6,6 +6,7 @@
 //! (pure link/path math over [`pcie`] facts) sits under all of them, [`sim`] drives workloads
 //! through a topology, [`lab`] turns a topology into a QEMU guest, and [`report`] renders results.
 
+pub mod advise;
 pub mod error;
 pub mod input;
 pub mod lab;

@@ -244,6 +244,30 @@ impl Machine {
         Ok(&self.platform()?.topology)
     }
 
+    /// The directory shaped like `/sys/bus/pci` this machine is read from: a host's
+    /// `<root>/sys/bus/pci` or a snapshot's directory; `None` for `sim:` machines.
+    pub fn pci_dir(&self) -> Option<PathBuf> {
+        match &self.selector {
+            MachineSelector::Host { root } => Some(root.join("sys/bus/pci")),
+            MachineSelector::Snapshot { dir } => Some(dir.clone()),
+            MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => None,
+        }
+    }
+
+    /// The filesystem root whose `/sys` and `/proc` describe this machine beyond its PCI tree
+    /// (IRQs, CPUs, IOMMU groups): a host's root, or a snapshot saved as a whole tree
+    /// (`snapshot:ROOT/sys/bus/pci`); `None` for other snapshots and `sim:` machines.
+    pub fn system_root(&self) -> Option<PathBuf> {
+        match &self.selector {
+            MachineSelector::Host { root } => Some(root.clone()),
+            MachineSelector::Snapshot { dir } => dir
+                .ends_with("sys/bus/pci")
+                .then(|| dir.ancestors().nth(3).map(Path::to_path_buf))
+                .flatten(),
+            MachineSelector::SimPreset { .. } | MachineSelector::SimFile { .. } => None,
+        }
+    }
+
     /// The sysfs read plan of a host or snapshot (`topology::readplan`): which link and AER
     /// attributes each sample reads, discovered once and kept here so every observer of the
     /// machine (`top`, `exporter`) shares it. `sim:` machines have no sysfs: bad input.

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod dllp;
+pub mod features;
 pub mod flit;
 pub mod link;
 pub mod tlp;
