@@ -175,13 +175,13 @@ mod tests {
 
     /// Registers with every feature bit set at the positions pci_regs.h and the base
     /// specification give: DevCap bit 5, DevCtl bits 4 and 8, DevCap2 bits 16-17, DevCtl2 bit 12;
-    /// LnkCap 0x0047_7844 has L0s exit code 7 (bits 14:12) and L1 exit code 0 (bits 17:15).
+    /// LnkCap 0x7044 has L0s exit code 7 (bits 14:12) and L1 exit code 0 (bits 17:15).
     #[test]
     fn bits_read_where_lspci_reads_them() {
         let f = features(&config(
             0x1000_8fe1,
             0x2950,
-            0x0047_7844,
+            0x0000_7044,
             0x0073_0000,
             0x1000,
         ))
