@@ -1,0 +1,205 @@
+//! `pcielab advise` on the fixture server (fixtures/advise/server: every check fires) and its
+//! well-tuned twin (fixtures/advise/clean: none may), with each piece of config-space evidence
+//! compared against what the real `lspci -vvv` prints for the same device from the same tree.
+
+mod common;
+
+use common::{ok, pcielab};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/advise")
+        .join(name)
+}
+
+fn advise_json(tree: &str, extra: &[&str]) -> Value {
+    let machine = format!("snapshot:{}", fixture(tree).join("sys/bus/pci").display());
+    let args = [&["advise", "--machine", &machine, "--json"][..], extra].concat();
+    serde_json::from_str(&ok(pcielab(&args))).unwrap()
+}
+
+/// lspci -vvv of one device, read from the tree `pcielab advise` read.
+fn lspci_vvv(tree: &str, bdf: &str) -> String {
+    let path = format!("sysfs.path={}", fixture(tree).join("sys/bus/pci").display());
+    let out = Command::new("lspci")
+        .args(["-A", "linux-sysfs", "-O", &path, "-vvv", "-s", bdf])
+        .output()
+        .expect("lspci (pciutils) must be installed; .ci/run installs it");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// One register's text in lspci -vvv: its line ("\t\tDevCtl:\t…") and its continuation lines.
+fn register<'a>(lspci: &'a str, name: &str) -> String {
+    let head = format!("\t\t{name}:");
+    let mut lines = lspci.lines().skip_while(|l| !l.starts_with(&head));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no {name} in\n{lspci}"));
+    let rest: Vec<&str> = lines.take_while(|l| l.starts_with("\t\t\t")).collect();
+    format!("{first} {}", rest.join(" "))
+}
+
+#[test]
+fn every_check_fires_on_the_server_and_its_evidence_is_what_lspci_prints() {
+    let advice = advise_json("server", &[]);
+    let findings = advice["findings"].as_array().unwrap();
+    let mut ids: Vec<&str> = findings.iter().map(|f| f["id"].as_str().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 15, "{ids:?}");
+    assert!(advice["skipped"].as_array().unwrap().is_empty());
+
+    let mut compared = 0;
+    for f in findings {
+        for e in f["evidence"].as_array().unwrap() {
+            let source = e["source"].as_str().unwrap();
+            let Some(dir) = source.strip_suffix("/config") else {
+                continue;
+            };
+            let bdf = dir.rsplit('/').next().unwrap();
+            let lspci = lspci_vvv("server", bdf);
+            let (field, value) = (e["field"].as_str().unwrap(), e["value"].as_str().unwrap());
+            let (reg, name) = field.split_once(": ").unwrap_or((field, ""));
+            let text = register(&lspci, reg);
+            let expected = match (name, value) {
+                (_, "+" | "-") => format!("{name}{value}"),
+                ("MaxPayload" | "MaxReadReq", v) => {
+                    format!("{name} {}", v.split(" (").next().unwrap())
+                }
+                ("", v) => v.to_string(),
+                (n, v) => format!("{n} {v}"),
+            };
+            // lspci marks "(downgraded)" against the device's own LnkCap, pcielab against
+            // both ends': the speeds and widths must agree, the marks may not.
+            let strip = |s: &str| s.replace(" (downgraded)", "");
+            let found = if reg == "ACSCtl" {
+                text.contains("ReqRedir+") && text.contains("CmpltRedir+")
+            } else {
+                strip(&text).contains(&strip(&expected))
+            };
+            assert!(found, "{bdf} {field} = {value}: lspci says {text}");
+            compared += 1;
+        }
+    }
+    assert!(
+        compared >= 30,
+        "only {compared} pieces of evidence compared"
+    );
+}
+
+#[test]
+fn the_well_tuned_twin_has_no_finding_for_any_intent_but_isolation() {
+    for intent in ["throughput", "latency", "p2p"] {
+        let advice = advise_json("clean", &["--intent", intent]);
+        assert_eq!(
+            advice["findings"],
+            serde_json::json!([]),
+            "{intent}: {advice:#}"
+        );
+        assert_eq!(advice["checks_run"].as_array().unwrap().len(), 15);
+    }
+    // Isolation wants translated DMA: identity domains are risks there.
+    let advice = advise_json("clean", &["--intent", "isolation"]);
+    assert!(advice["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["id"] == "iommu-translated"));
+}
+
+#[test]
+fn fail_on_ignore_and_only_shape_the_exit_and_the_findings() {
+    let machine = format!(
+        "snapshot:{}",
+        fixture("server").join("sys/bus/pci").display()
+    );
+    let out = pcielab(&[
+        "advise",
+        "--machine",
+        &machine,
+        "--only",
+        "aer-correctable",
+        "--fail-on",
+        "risk",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    let out = pcielab(&[
+        "advise",
+        "--machine",
+        &machine,
+        "--only",
+        "aer-correctable",
+        "--fail-on",
+        "perf-loss",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let muted = advise_json(
+        "server",
+        &[
+            "--only",
+            "aer-correctable",
+            "--ignore",
+            "aer-correctable@04:00.0",
+        ],
+    );
+    assert_eq!(muted["findings"], serde_json::json!([]));
+    assert_eq!(muted["muted"], 1);
+    let out = pcielab(&["advise", "--machine", &machine, "--only", "mps"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("valid are link-downtrained"));
+}
+
+#[test]
+fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture("server"))
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success());
+    let governor = root.join("sys/class/devfreq/dmc/governor");
+    let before = std::fs::read(&governor).unwrap();
+    let undo = dir.path().join("undo.json");
+    let (root_s, undo_s) = (root.to_str().unwrap(), undo.to_str().unwrap());
+    let text = ok(pcielab(&[
+        "advise",
+        "--machine",
+        "host",
+        "--root",
+        root_s,
+        "--apply",
+        "devfreq-governor",
+        "--undo-file",
+        undo_s,
+    ]));
+    assert!(
+        text.contains("wrote /sys/class/devfreq/dmc/governor: simple_ondemand -> performance"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&governor).unwrap(), b"performance\n");
+    // irqbalance runs in this tree: moving IRQs is refused (exit 1) and nothing changes.
+    let irq = root.join("proc/irq/120/smp_affinity_list");
+    let out = pcielab(&[
+        "advise",
+        "--machine",
+        "host",
+        "--root",
+        root_s,
+        "--apply",
+        "irq-far-node",
+        "--undo-file",
+        undo_s,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("irqbalance"));
+    assert_eq!(std::fs::read_to_string(&irq).unwrap(), "9\n");
+    ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
+    assert_eq!(std::fs::read(&governor).unwrap(), before);
+}
