@@ -33,7 +33,7 @@ fn lspci_vvv(tree: &str, bdf: &str) -> String {
 }
 
 /// One register's text in lspci -vvv: its line ("\t\tDevCtl:\t…") and its continuation lines.
-fn register<'a>(lspci: &'a str, name: &str) -> String {
+fn register(lspci: &str, name: &str) -> String {
     let head = format!("\t\t{name}:");
     let mut lines = lspci.lines().skip_while(|l| !l.starts_with(&head));
     let first = lines

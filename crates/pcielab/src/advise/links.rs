@@ -652,7 +652,7 @@ const NO_EXT_TAGS: [(u16, u16); 9] = [
     (0x1166, 0x0422),
 ];
 
-fn root_port_of<'a>(topo: &'a Topology, bdf: Bdf) -> Option<&'a Function> {
+fn root_port_of(topo: &Topology, bdf: Bdf) -> Option<&Function> {
     topo.path_to_root(bdf)
         .into_iter()
         .find(|f| f.kind == Kind::RootPort)
