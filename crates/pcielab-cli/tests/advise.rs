@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ok, pcielab};
+use common::{ok, pcielab, promtool_accepts};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -202,4 +202,33 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     assert_eq!(std::fs::read_to_string(&irq).unwrap(), "9\n");
     ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
     assert_eq!(std::fs::read(&governor).unwrap(), before);
+}
+
+#[test]
+fn the_exporter_serves_each_finding_as_a_series_promtool_accepts() {
+    let machine = format!(
+        "snapshot:{}",
+        fixture("server").join("sys/bus/pci").display()
+    );
+    let metrics = ok(pcielab(&["exporter", "--machine", &machine, "--once"]));
+    promtool_accepts(&metrics);
+    let series: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("pcielab_advice_findings{"))
+        .collect();
+    // One series per (check, severity, function): the two directions of a P2P pair and the
+    // findings above are 18 findings on 18 distinct label sets.
+    assert_eq!(series.len(), 18, "{series:#?}");
+    assert!(series.contains(
+        &r#"pcielab_advice_findings{check="link-downtrained",severity="perf-loss",function="0000:04:00.0"} 1"#
+    ));
+    assert!(series.contains(
+        &r#"pcielab_advice_findings{check="cpu-governor",severity="perf-loss",function="cpu 0-3"} 1"#
+    ));
+    let clean = format!(
+        "snapshot:{}",
+        fixture("clean").join("sys/bus/pci").display()
+    );
+    let metrics = ok(pcielab(&["exporter", "--machine", &clean, "--once"]));
+    assert!(!metrics.contains("pcielab_advice_findings"));
 }

@@ -5,8 +5,9 @@
 use clap::Args as ClapArgs;
 use std::io::Write;
 
+use pcielab::advise::{advise, AdviseOptions};
 use pcielab::machine::Machine;
-use pcielab::observe::exporter::{self, DEFAULT_LISTEN};
+use pcielab::observe::exporter::{self, MetricsRenderer, DEFAULT_LISTEN};
 use pcielab::observe::Observer;
 use pcielab::report::json_text;
 use pcielab::Result;
@@ -58,12 +59,26 @@ pub fn run(args: Args) -> Result<()> {
     for warning in observer.warnings() {
         eprintln!("{warning}");
     }
+    // Advice is read once: what it reads (config space, IRQs, governors) rarely changes.
+    let options = AdviseOptions {
+        link_samples: 1,
+        ..AdviseOptions::default()
+    };
+    let mut renderer = match advise(&machine, &options) {
+        Ok(advice) => MetricsRenderer::with_findings(&advice),
+        Err(e) => {
+            eprintln!("pcielab exporter: no advice findings: {e}");
+            MetricsRenderer::default()
+        }
+    };
     if args.once {
         let sample = observer.sample()?;
         if args.json {
             print!("{}", json_text("exporter-sample", &sample)?);
         } else {
-            print!("{}", exporter::render_metrics(&sample));
+            let mut text = String::new();
+            renderer.render(&sample, &mut text);
+            print!("{text}");
         }
         return Ok(());
     }
@@ -73,5 +88,5 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|e| pcielab::Error::runtime(format!("cannot read the bound address: {e}")))?;
     eprintln!("pcielab exporter: serving {machine} at http://{bound}/metrics");
     let _ = std::io::stderr().flush();
-    exporter::serve(listener, observer)
+    exporter::serve(listener, observer, renderer)
 }

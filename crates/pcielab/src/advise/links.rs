@@ -4,7 +4,7 @@
 //! errors and P2P pairs sent through the host by ACS. Each judges a link at its downstream
 //! function, the way the kernel's "limited by" message names a link by the device below it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::facts::FunctionFacts;
 use super::{
@@ -87,13 +87,15 @@ fn link_text(link: &LinkParams) -> String {
     )
 }
 
-/// Endpoints at or below `bdf`.
-fn endpoints_below(topo: &Topology, bdf: Bdf) -> Vec<Bdf> {
-    topo.functions()
-        .iter()
-        .filter(|f| is_endpoint(f) && topo.path_to_root(f.bdf).iter().any(|u| u.bdf == bdf))
-        .map(|f| f.bdf)
-        .collect()
+/// Every function with the endpoints at or below it, found in one walk up from each endpoint.
+fn endpoints_below(topo: &Topology) -> HashMap<Bdf, Vec<Bdf>> {
+    let mut below: HashMap<Bdf, Vec<Bdf>> = HashMap::new();
+    for e in topo.functions().iter().filter(|f| is_endpoint(f)) {
+        for up in topo.path_to_root(e.bdf) {
+            below.entry(up.bdf).or_default().push(e.bdf);
+        }
+    }
+    below
 }
 
 /// Re-reads the link state of `bdf` on a machine with sysfs: true when any of the samples
@@ -124,6 +126,7 @@ fn reaches_capability_when_sampled(context: &Context, bdf: Bdf, s: &Shortfall) -
 pub(super) fn downtrained(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let mut found = Vec::new();
+    let mut below_each: Option<HashMap<Bdf, Vec<Bdf>>> = None;
     for f in topo.functions() {
         let Some(port) = port_above(topo, f) else {
             continue;
@@ -136,7 +139,8 @@ pub(super) fn downtrained(context: &Context) -> CheckOutcome {
         }
         let common_speed = s.common_speed.unwrap_or(s.speed);
         let common_width = s.common_width.unwrap_or(s.width);
-        let below = endpoints_below(topo, f.bdf);
+        let below_each = below_each.get_or_insert_with(|| endpoints_below(topo));
+        let below = below_each.get(&f.bdf).map_or(&[][..], Vec::as_slice);
         let idle_possible = s.slower()
             && !s.narrower()
             && below
@@ -409,13 +413,13 @@ pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
     if topo.functions().iter().all(|f| f.mrrs.is_none()) {
         return Err("no function's DevCtl was readable (config space needs root)".into());
     }
-    let busy: Vec<&Function> = topo
+    let mut below_each: Option<HashMap<Bdf, Vec<Bdf>>> = None;
+    let mut found = Vec::new();
+    for f in topo
         .functions()
         .iter()
-        .filter(|f| busy_endpoint(f))
-        .collect();
-    let mut found = Vec::new();
-    for f in busy.iter().copied().filter(|f| moves_bulk_dma(f)) {
+        .filter(|f| busy_endpoint(f) && moves_bulk_dma(f))
+    {
         let (Some(mrrs), Some(mps)) = (f.mrrs, f.mps) else {
             continue;
         };
@@ -430,10 +434,13 @@ pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
             .filter(|p| p.kind == Kind::SwitchDownstream)
             .and_then(|d| d.parent);
         let neighbours: Vec<String> = match switch {
-            Some(up) => busy
-                .iter()
-                .filter(|o| o.bdf != f.bdf && topo.path_to_root(o.bdf).iter().any(|u| u.bdf == up))
-                .map(|o| o.bdf.to_string())
+            Some(up) => below_each
+                .get_or_insert_with(|| endpoints_below(topo))
+                .get(&up)
+                .into_iter()
+                .flatten()
+                .filter(|o| **o != f.bdf && topo.get(**o).is_some_and(busy_endpoint))
+                .map(|o| o.to_string())
                 .collect(),
             None => Vec::new(),
         };
@@ -667,7 +674,7 @@ fn features_known(context: &Context) -> std::result::Result<(), String> {
     {
         Ok(())
     } else {
-        Err("no function's PCI Express capability was readable (config space beyond 64 bytes needs root)".into())
+        Err("no function's DevCap/DevCtl features are known (reading config space beyond 64 bytes needs root; a sim: spec does not describe them)".into())
     }
 }
 
