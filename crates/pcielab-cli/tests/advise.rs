@@ -232,3 +232,36 @@ fn the_exporter_serves_each_finding_as_a_series_promtool_accepts() {
     let metrics = ok(pcielab(&["exporter", "--machine", &clean, "--once"]));
     assert!(!metrics.contains("pcielab_advice_findings"));
 }
+
+#[test]
+fn the_report_page_has_an_advice_section_with_every_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let machine = format!(
+        "snapshot:{}",
+        fixture("server").join("sys/bus/pci").display()
+    );
+    ok(pcielab(&[
+        "report",
+        "--machine",
+        &machine,
+        "-o",
+        page.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let section = &html[html
+        .find("<section id=\"advice\">")
+        .expect("an advice section")..];
+    let section = &section[..section.find("</section>").unwrap()];
+    assert!(
+        section.contains("18 finding(s) for intent throughput"),
+        "{section}"
+    );
+    let advice = advise_json("server", &[]);
+    for f in advice["findings"].as_array().unwrap() {
+        // The page escapes HTML: "->" in a link's subject is "-&gt;".
+        let subject = f["subject"].as_str().unwrap().replace('>', "&gt;");
+        let row = format!("<td>{}</td><td>{subject}</td>", f["id"].as_str().unwrap());
+        assert!(section.contains(&row), "no row {row}");
+    }
+}
