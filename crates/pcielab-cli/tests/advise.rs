@@ -265,3 +265,78 @@ fn the_report_page_has_an_advice_section_with_every_finding() {
         assert!(section.contains(&row), "no row {row}");
     }
 }
+
+/// Seconds a simulated fio job takes on `spec` (the "seconds time elapsed" line of `stat`).
+fn simulated_fio_seconds(spec: &Path) -> f64 {
+    let machine = format!("sim:{}", spec.display());
+    let out = pcielab(&[
+        "stat",
+        "--machine",
+        &machine,
+        "-a",
+        "--",
+        "fio",
+        "--filename=/dev/nvme0n1",
+        "--rw=write",
+        "--bs=1m",
+        "--size=1g",
+        "--name=w",
+    ]);
+    assert!(out.status.success());
+    // perf stat's summary (and the elapsed time) goes to stderr, as perf's does.
+    let text = String::from_utf8(out.stderr).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("seconds time elapsed"))
+        .unwrap_or_else(|| panic!("{text}"));
+    line.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_simulated_workload_gains_what_the_mps_finding_predicts() {
+    let spec = fixture("sim-mps.toml");
+    let machine = format!("sim:{}", spec.display());
+    let advice: Value = serde_json::from_str(&ok(pcielab(&[
+        "advise",
+        "--machine",
+        &machine,
+        "--only",
+        "mps-below-path",
+        "--json",
+    ])))
+    .unwrap();
+    let findings = advice["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{advice:#}");
+    let predicted = findings[0]["prediction"]["change_percent"]
+        .as_f64()
+        .unwrap();
+    // The fix applied to the spec: MPS 256 on the port and the drive, as pcie_bus_perf sets.
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed.toml");
+    let text = std::fs::read_to_string(&spec)
+        .unwrap()
+        .replace("mps = 128", "mps = 256");
+    std::fs::write(&fixed, text).unwrap();
+    let fixed_machine = format!("sim:{}", fixed.display());
+    assert_eq!(
+        ok(pcielab(&[
+            "advise",
+            "--machine",
+            &fixed_machine,
+            "--only",
+            "mps-below-path",
+            "--json"
+        ]))
+        .matches("\"id\"")
+        .count(),
+        0,
+        "the fix clears the finding"
+    );
+    let (before, after) = (simulated_fio_seconds(&spec), simulated_fio_seconds(&fixed));
+    let measured = (before / after - 1.0) * 100.0;
+    assert!(predicted > 5.0, "{predicted}");
+    assert!(
+        (measured - predicted).abs() <= 0.10 * predicted,
+        "simulated {measured:.2} % vs predicted {predicted:.2} %"
+    );
+}
