@@ -117,26 +117,13 @@ fn fail_on_ignore_and_only_shape_the_exit_and_the_findings() {
         "snapshot:{}",
         fixture("server").join("sys/bus/pci").display()
     );
-    let out = pcielab(&[
-        "advise",
-        "--machine",
-        &machine,
-        "--only",
-        "aer-correctable",
-        "--fail-on",
-        "risk",
-    ]);
-    assert_eq!(out.status.code(), Some(3));
-    let out = pcielab(&[
-        "advise",
-        "--machine",
-        &machine,
-        "--only",
-        "aer-correctable",
-        "--fail-on",
-        "perf-loss",
-    ]);
-    assert_eq!(out.status.code(), Some(0));
+    let run = |extra: &[&str]| pcielab(&[&["advise", "--machine", &machine][..], extra].concat());
+    let aer = ["--only", "aer-correctable", "--fail-on"];
+    assert_eq!(run(&[&aer[..], &["risk"]].concat()).status.code(), Some(3));
+    assert_eq!(
+        run(&[&aer[..], &["perf-loss"]].concat()).status.code(),
+        Some(0)
+    );
     let muted = advise_json(
         "server",
         &[
@@ -148,7 +135,7 @@ fn fail_on_ignore_and_only_shape_the_exit_and_the_findings() {
     );
     assert_eq!(muted["findings"], serde_json::json!([]));
     assert_eq!(muted["muted"], 1);
-    let out = pcielab(&["advise", "--machine", &machine, "--only", "mps"]);
+    let out = run(&["--only", "mps"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("valid are link-downtrained"));
 }

@@ -228,17 +228,11 @@ pub(super) fn downtrained(context: &Context) -> CheckOutcome {
             function: Some(f.bdf.to_string()),
             summary,
             evidence,
-            fix: Fix {
-                lever: Lever::Firmware,
-                command: format!(
+            fix: Fix::printed(Lever::Firmware, format!(
                     "reseat the card or riser of {}, check the slot's bifurcation and speed settings in firmware; \
                      `echo 1 > /sys/bus/pci/devices/{}/remove; echo 1 > /sys/bus/pci/rescan` retrains it once",
                     f.bdf, f.bdf
-                ),
-                reboot: false,
-                writes: Vec::new(),
-                note: Some("a link that trains low again after a retrain has a signal-integrity or slot problem".into()),
-            },
+                )).noting("a link that trains low again after a retrain has a signal-integrity or slot problem"),
             intent: context.options.intent,
             prediction,
         });
@@ -333,22 +327,16 @@ pub(super) fn mps_below_path(context: &Context) -> CheckOutcome {
                 low.iter().map(|u| u.bdf.to_string()).collect::<Vec<_>>().join(", ")
             ),
             evidence,
-            fix: Fix {
-                lever: Lever::KernelParameter,
-                command: if p2p {
+            fix: Fix::printed(Lever::KernelParameter, if p2p {
                     "pci=pcie_bus_safe (the largest MPS every device in the hierarchy supports, equal on every link, so peers can exchange TLPs)".into()
                 } else {
                     "pci=pcie_bus_perf (each device gets min(its DevCap, its parent's MPS); MRRS is capped at MPS)".into()
-                },
-                reboot: true,
-                writes: Vec::new(),
-                note: Some(format!(
+                }).noting(format!(
                     "one device now: setpci -s {} CAP_EXP+8.w={:04x}:00e0 (and the same on each port above it, top down) \
                      — printed, not performed; pcie_bus_perf assumes no P2P, pcie_bus_peer2peer sets 128 B everywhere",
                     f.bdf,
                     (best.max(128) / 128).trailing_zeros() << 5
                 )),
-            },
             intent: context.options.intent,
             prediction,
         });
@@ -394,13 +382,7 @@ pub(super) fn mps_mismatch(context: &Context) -> CheckOutcome {
                 Evidence::new(config_source(context, port.bdf), "DevCtl: MaxPayload", format!("{theirs} bytes")),
                 Evidence::new(source, "DevCtl: MaxReadReq", f.mrrs.map_or("?".into(), |r| format!("{r} bytes"))),
             ],
-            fix: Fix {
-                lever: Lever::KernelParameter,
-                command: "pci=pcie_bus_safe (one MPS on every link) or pci=pcie_bus_perf (MPS per path, MRRS capped at MPS)".into(),
-                reboot: true,
-                writes: Vec::new(),
-                note: None,
-            },
+            fix: Fix::printed(Lever::KernelParameter, "pci=pcie_bus_safe (one MPS on every link) or pci=pcie_bus_perf (MPS per path, MRRS capped at MPS)".into()),
             intent: context.options.intent,
             prediction: Prediction::not_predicted("a correctness risk, not a rate: malformed TLPs are errors, not slowdowns"),
         });
@@ -479,13 +461,7 @@ pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
                 Evidence::new(config_source(context, f.bdf), "DevCtl: MaxReadReq", format!("{mrrs} bytes")),
                 Evidence::new(config_source(context, f.bdf), "DevCtl: MaxPayload", format!("{mps} bytes")),
             ],
-            fix: Fix {
-                lever: Lever::Setpci,
-                command: format!("setpci -s {} CAP_EXP+8.w={code:04x}:7000 (MRRS {target} B) — printed, not performed; the driver may set MRRS itself", f.bdf),
-                reboot: false,
-                writes: Vec::new(),
-                note: None,
-            },
+            fix: Fix::printed(Lever::Setpci, format!("setpci -s {} CAP_EXP+8.w={code:04x}:7000 (MRRS {target} B) — printed, not performed; the driver may set MRRS itself", f.bdf)),
             intent: context.options.intent,
             prediction,
         });
@@ -707,13 +683,7 @@ pub(super) fn ext_tag_off(context: &Context) -> CheckOutcome {
                 Evidence::new(config_source(context, f.bdf), "DevCap: ExtTag", "+"),
                 Evidence::new(config_source(context, f.bdf), "DevCtl: ExtTag", "-"),
             ],
-            fix: Fix {
-                lever: Lever::Setpci,
-                command: format!("setpci -s {} CAP_EXP+8.w=0100:0100 — printed, not performed (the kernel enables it at enumeration unless a quirk forbids it)", f.bdf),
-                reboot: false,
-                writes: Vec::new(),
-                note: None,
-            },
+            fix: Fix::printed(Lever::Setpci, format!("setpci -s {} CAP_EXP+8.w=0100:0100 — printed, not performed (the kernel enables it at enumeration unless a quirk forbids it)", f.bdf)),
             intent: context.options.intent,
             prediction,
         });
@@ -792,13 +762,7 @@ pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
                 Evidence::new(config_source(context, f.bdf), "DevCtl2: 10BitTagReq", "-"),
                 Evidence::new(config_source(context, root.bdf), "DevCap2: 10BitTagComp", "+"),
             ],
-            fix: Fix {
-                lever: Lever::Setpci,
-                command: format!("setpci -s {} CAP_EXP+28.w=1000:1000 — printed, not performed; only with no P2P peer lacking 10BitTagComp", f.bdf),
-                reboot: false,
-                writes: Vec::new(),
-                note: None,
-            },
+            fix: Fix::printed(Lever::Setpci, format!("setpci -s {} CAP_EXP+28.w=1000:1000 — printed, not performed; only with no P2P peer lacking 10BitTagComp", f.bdf)),
             intent: context.options.intent,
             prediction: tag_prediction(context, f, 256, 768, "10-bit tags"),
         });
@@ -889,13 +853,7 @@ pub(super) fn aer_correctable(context: &Context) -> CheckOutcome {
             function: Some(bdf.to_string()),
             summary: format!("{count} correctable error(s) counted on {bdf}: the link replays TLPs (lost bandwidth) and a rising count precedes link failures"),
             evidence: vec![Evidence::new(file, "TOTAL_ERR_COR", count.to_string())],
-            fix: Fix {
-                lever: Lever::Firmware,
-                command: format!("watch the count under load (pcielab top), reseat {bdf} or its riser; check equalization settings in firmware"),
-                reboot: false,
-                writes: Vec::new(),
-                note: None,
-            },
+            fix: Fix::printed(Lever::Firmware, format!("watch the count under load (pcielab top), reseat {bdf} or its riser; check equalization settings in firmware")),
             intent: context.options.intent,
             prediction: Prediction::not_predicted("replay rate is not known from a total count"),
         });
@@ -958,16 +916,10 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
                 bridges.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
             ),
             evidence,
-            fix: Fix {
-                lever: Lever::KernelParameter,
-                command: format!(
+            fix: Fix::printed(Lever::KernelParameter, format!(
                     "pci=disable_acs_redir={} (keeps IOMMU groups; those devices can then reach each other directly)",
                     bridges.iter().map(|b| format!("{b}")).collect::<Vec<_>>().join(";")
-                ),
-                reboot: true,
-                writes: Vec::new(),
-                note: Some("ACS redirect isolates devices from each other; keep it where isolation matters".into()),
-            },
+                )).noting("ACS redirect isolates devices from each other; keep it where isolation matters"),
             intent: context.options.intent,
             prediction: Prediction::not_predicted("the P2P path cost through the host bridge is platform-specific and not modelled"),
         });

@@ -121,6 +121,8 @@ pub enum Lever {
     Setpci,
     /// Firmware, BIOS or hardware (a slot, a riser).
     Firmware,
+    /// A command to run (`cpupower`): printed, not performed.
+    Command,
 }
 
 /// One runtime write `--apply` performs: a file below the machine's root and the value.
@@ -144,6 +146,28 @@ pub struct Fix {
     /// Other levers and what to weigh.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+impl Fix {
+    /// A fix pcielab prints and never performs: a `setpci` write, a kernel parameter (which
+    /// takes a reboot), firmware, or a command the user runs.
+    pub fn printed(lever: Lever, command: String) -> Fix {
+        Fix {
+            lever,
+            command,
+            reboot: lever == Lever::KernelParameter,
+            writes: Vec::new(),
+            note: None,
+        }
+    }
+
+    /// The same fix with what to weigh before making it.
+    pub fn noting(self, note: impl Into<String>) -> Fix {
+        Fix {
+            note: Some(note.into()),
+            ..self
+        }
+    }
 }
 
 /// What pcielab's model says the fix gains (or costs), or why it says nothing.

@@ -56,25 +56,22 @@ pub(super) fn iommu_translated(context: &Context) -> CheckOutcome {
     let intent = context.options.intent;
     let mut found = Vec::new();
     for (f, kind) in typed {
-        let (severity, summary, command, reboot) = match (intent, kind.as_str()) {
+        let (severity, summary, command) = match (intent, kind.as_str()) {
             (Intent::Isolation, "identity") => (
                 Severity::Risk,
                 format!("{}'s DMA is not translated (identity domain): it can reach all of memory", f.bdf),
                 "iommu.passthrough=0 on the kernel command line (or write DMA to iommu_group/type with the driver unbound)".to_string(),
-                true,
             ),
             (Intent::Isolation, _) => continue,
             (_, "DMA") => (
                 Severity::PerfLoss,
                 format!("{}'s DMA is translated with strict invalidation: each unmap waits for an IOTLB flush", f.bdf),
                 "iommu.strict=0 on the kernel command line (flush queue, type DMA-FQ), or iommu.passthrough=1 where isolation is not needed".to_string(),
-                true,
             ),
             (_, "DMA-FQ") => (
                 Severity::Info,
                 format!("{}'s DMA is translated (lazy invalidation): each mapping costs an IOVA allocation and IOTLB misses", f.bdf),
                 "iommu.passthrough=1 where isolation is not needed".to_string(),
-                true,
             ),
             _ => continue,
         };
@@ -89,13 +86,9 @@ pub(super) fn iommu_translated(context: &Context) -> CheckOutcome {
             function: Some(f.bdf.to_string()),
             summary,
             evidence: vec![Evidence::new(file, "type", kind.clone())],
-            fix: Fix {
-                lever: Lever::KernelParameter,
-                command,
-                reboot,
-                writes: Vec::new(),
-                note: Some("writing iommu_group/type needs every driver of the group unbound: printed, not performed".into()),
-            },
+            fix: Fix::printed(Lever::KernelParameter, command).noting(
+                "writing iommu_group/type needs every driver of the group unbound: printed, not performed",
+            ),
             intent,
             prediction: Prediction::not_predicted("IOMMU translation cost is not in the link or platform model"),
         });
@@ -315,13 +308,14 @@ pub(super) fn cpu_idle_deep(context: &Context) -> CheckOutcome {
             cpu_list_text(&cpus)
         ),
         evidence,
-        fix: Fix {
-            lever: Lever::KernelParameter,
-            command: format!("cpupower -c {} idle-set -D {DEEP_IDLE_US} (runtime), or a PM QoS latency request from the application", cpu_list_text(&cpus)),
-            reboot: false,
-            writes: Vec::new(),
-            note: Some("deep idle states save power and raise turbo headroom; disable them only where latency matters".into()),
-        },
+        fix: Fix::printed(
+            Lever::Command,
+            format!(
+                "cpupower -c {} idle-set -D {DEEP_IDLE_US}, or a PM QoS latency request from the application",
+                cpu_list_text(&cpus)
+            ),
+        )
+        .noting("deep idle states save power and raise turbo headroom; disable them only where latency matters"),
         intent: context.options.intent,
         prediction: Prediction::not_predicted("CPU idle exits are not in the link or platform model"),
     }])
