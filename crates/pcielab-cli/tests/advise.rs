@@ -155,17 +155,20 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     let before = std::fs::read(&governor).unwrap();
     let undo = dir.path().join("undo.json");
     let (root_s, undo_s) = (root.to_str().unwrap(), undo.to_str().unwrap());
-    let text = ok(pcielab(&[
-        "advise",
-        "--machine",
-        "host",
-        "--root",
-        root_s,
-        "--apply",
-        "devfreq-governor",
-        "--undo-file",
-        undo_s,
-    ]));
+    let apply = |id: &str| {
+        pcielab(&[
+            "advise",
+            "--machine",
+            "host",
+            "--root",
+            root_s,
+            "--apply",
+            id,
+            "--undo-file",
+            undo_s,
+        ])
+    };
+    let text = ok(apply("devfreq-governor"));
     assert!(
         text.contains("wrote /sys/class/devfreq/dmc/governor: simple_ondemand -> performance"),
         "{text}"
@@ -173,17 +176,7 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     assert_eq!(std::fs::read(&governor).unwrap(), b"performance\n");
     // irqbalance runs in this tree: moving IRQs is refused (exit 1) and nothing changes.
     let irq = root.join("proc/irq/120/smp_affinity_list");
-    let out = pcielab(&[
-        "advise",
-        "--machine",
-        "host",
-        "--root",
-        root_s,
-        "--apply",
-        "irq-far-node",
-        "--undo-file",
-        undo_s,
-    ]);
+    let out = apply("irq-far-node");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("irqbalance"));
     assert_eq!(std::fs::read_to_string(&irq).unwrap(), "9\n");

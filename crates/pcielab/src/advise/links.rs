@@ -14,6 +14,7 @@ use crate::model::p2p::{self, Cpu, MapType, Reason};
 use crate::model::path::path_ceiling;
 use crate::model::platform::PlatformModel;
 use crate::model::transfer::{achievable_mbps, LinkParams};
+use crate::pcie::features::Features;
 use crate::pcie::{Bdf, Generation};
 use crate::topology::check::{busy_functions, shortfall, Shortfall};
 use crate::topology::health::read_function_health;
@@ -84,6 +85,26 @@ fn link_text(link: &LinkParams) -> String {
     format!(
         "{} x{}, MPS {} B, MRRS {} B",
         link.gen, link.width, link.mps, link.mrrs
+    )
+}
+
+/// The write ceiling `now` and `then` as a prediction of `metric`, each link described after
+/// the model's name (`on` says where, when it is not the link itself).
+fn ceiling_prediction(
+    context: &Context,
+    metric: &str,
+    now: &LinkParams,
+    then: &LinkParams,
+    on: &str,
+) -> Prediction {
+    let (before, model) = write_ceiling(context.platform, now);
+    let (after, _) = write_ceiling(context.platform, then);
+    Prediction::predicted(
+        metric,
+        before,
+        after,
+        "MB/s",
+        format!("{model}{on}: {} vs {}", link_text(now), link_text(then)),
     )
 }
 
@@ -205,15 +226,7 @@ pub(super) fn downtrained(context: &Context) -> CheckOutcome {
                     width: common_width,
                     ..now
                 };
-                let (before, model) = write_ceiling(context.platform, &now);
-                let (after, _) = write_ceiling(context.platform, &best);
-                Prediction::predicted(
-                    "write ceiling of this link",
-                    before,
-                    after,
-                    "MB/s",
-                    format!("{model}: {} vs {}", link_text(&now), link_text(&best)),
-                )
+                ceiling_prediction(context, "write ceiling of this link", &now, &best, "")
             }
             None => Prediction::not_predicted("the link reports no trained speed and width"),
         };
@@ -297,17 +310,12 @@ pub(super) fn mps_below_path(context: &Context) -> CheckOutcome {
                     mps: u32::from(best),
                     ..link
                 };
-                let (before, model) = write_ceiling(context.platform, &now);
-                let (after, _) = write_ceiling(context.platform, &then);
-                Prediction::predicted(
+                ceiling_prediction(
+                    context,
                     "write ceiling of the path",
-                    before,
-                    after,
-                    "MB/s",
-                    format!(
-                        "{model} on the limiting link at {}: MPS {mps} vs {best} B",
-                        link_fn.bdf
-                    ),
+                    &now,
+                    &then,
+                    &format!(" on the limiting link at {}", link_fn.bdf),
                 )
             }
             None => {
@@ -641,27 +649,31 @@ fn root_port_of(topo: &Topology, bdf: Bdf) -> Option<&Function> {
         .find(|f| f.kind == Kind::RootPort)
 }
 
-fn features_known(context: &Context) -> std::result::Result<(), String> {
+/// Busy endpoints whose DevCap/DevCtl features were read, with them; why not, when none were.
+fn busy_with_features<'a>(
+    context: &'a Context,
+) -> std::result::Result<Vec<(&'a Function, Features)>, String> {
     if context
         .facts
         .functions
         .values()
-        .any(|f| f.features.is_some())
+        .all(|f| f.features.is_none())
     {
-        Ok(())
-    } else {
-        Err("no function's DevCap/DevCtl features are known (reading config space beyond 64 bytes needs root; a sim: spec does not describe them)".into())
+        return Err("no function's DevCap/DevCtl features are known (reading config space beyond 64 bytes needs root; a sim: spec does not describe them)".into());
     }
+    Ok(context
+        .topology
+        .functions()
+        .iter()
+        .filter(|f| busy_endpoint(f))
+        .filter_map(|f| Some((f, facts(context, f.bdf)?.features?)))
+        .collect())
 }
 
 pub(super) fn ext_tag_off(context: &Context) -> CheckOutcome {
-    features_known(context)?;
     let topo = context.topology;
     let mut found = Vec::new();
-    for f in topo.functions().iter().filter(|f| busy_endpoint(f)) {
-        let Some(x) = facts(context, f.bdf).and_then(|x| x.features) else {
-            continue;
-        };
+    for (f, x) in busy_with_features(context)? {
         if !x.ext_tag_supported || x.ext_tag_enabled {
             continue;
         }
@@ -729,13 +741,9 @@ fn tag_prediction(
 }
 
 pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
-    features_known(context)?;
     let topo = context.topology;
     let mut found = Vec::new();
-    for f in topo.functions().iter().filter(|f| busy_endpoint(f)) {
-        let Some(x) = facts(context, f.bdf).and_then(|x| x.features) else {
-            continue;
-        };
+    for (f, x) in busy_with_features(context)? {
         let Some(root) = root_port_of(topo, f.bdf) else {
             continue;
         };
@@ -771,17 +779,12 @@ pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
 }
 
 pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
-    features_known(context)?;
     let topo = context.topology;
     let mut found = Vec::new();
-    for f in topo
-        .functions()
-        .iter()
-        .filter(|f| busy_endpoint(f) && moves_bulk_dma(f))
+    for (f, x) in busy_with_features(context)?
+        .into_iter()
+        .filter(|(f, _)| moves_bulk_dma(f))
     {
-        let Some(x) = facts(context, f.bdf).and_then(|x| x.features) else {
-            continue;
-        };
         let Some(root) = root_port_of(topo, f.bdf) else {
             continue;
         };
