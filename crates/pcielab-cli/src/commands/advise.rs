@@ -83,6 +83,10 @@ pub struct Args {
     /// With --apply: apply even where irqbalance or tuned would revert the change
     #[arg(long)]
     pub force: bool,
+    /// With --apply: seconds to wait before re-reading the links an ASPM change touches (a
+    /// link that retrained lower or counted correctable errors rolls the change back)
+    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    pub settle: f64,
 }
 
 fn privileged() -> bool {
@@ -158,6 +162,11 @@ pub fn run(args: Args) -> Result<()> {
                 dry_run: args.dry_run,
                 force: args.force,
                 privileged: may_write,
+                settle: Duration::from_secs_f64(pcielab::input::duration_s(
+                    "--settle",
+                    args.settle,
+                    false,
+                )?),
             },
         )?;
         return print_changes(

@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::facts::{parse_cpu_list, read_text, selected_word, SystemFacts};
 use super::{Advice, Finding, Write};
 use crate::error::{Error, Result};
+use crate::pcie::Bdf;
+use crate::topology::health::{read_link_health, LinkHealth};
 
 /// What the undo file holds: the root it applies to and each file's value before the change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -52,6 +54,9 @@ pub struct ApplyOptions {
     pub force: bool,
     /// Whether the process may write the root's kernel files (euid 0 on a host).
     pub privileged: bool,
+    /// After the writes, how long to wait before re-reading the links an ASPM change touches:
+    /// a link that retrained lower or counted more correctable errors rolls everything back.
+    pub settle: std::time::Duration,
 }
 
 /// The findings `--apply` names: `ID` (every finding of that check) or `ID@BDF`/`ID@SUBJECT`.
@@ -218,8 +223,95 @@ pub fn apply(
             ))
         })
         .collect::<Result<_>>()?;
+    let watched = links_watched(&options.root, &changes);
+    let before: Vec<LinkHealth> = watched
+        .iter()
+        .map(|b| read_link_health(&options.root, *b))
+        .collect();
     write_all_or_restore(&pairs, "--apply")?;
+    if watched.is_empty() {
+        return Ok(changes);
+    }
+    std::thread::sleep(options.settle);
+    for (bdf, was) in watched.iter().zip(&before) {
+        if let Some(worse) = got_worse(was, &read_link_health(&options.root, *bdf)) {
+            let restored = restore(&pairs);
+            return Err(Error::runtime(format!(
+                "--apply: after the change {bdf} {worse}; {restored}"
+            )));
+        }
+    }
     Ok(changes)
+}
+
+/// The functions whose links an ASPM change can affect: the one a per-link file names, or every
+/// function with a link when the policy changes.
+fn links_watched(root: &Path, changes: &[Change]) -> Vec<Bdf> {
+    let mut watched: Vec<Bdf> = Vec::new();
+    for c in changes {
+        let rel = Path::new(&c.file);
+        if c.file.ends_with("pcie_aspm/parameters/policy") {
+            let devices = root.join("sys/bus/pci/devices");
+            watched.extend(
+                std::fs::read_dir(devices)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<Bdf>().ok()),
+            );
+        } else if rel.starts_with("sys/bus/pci/devices") && c.file.contains("/link/") {
+            if let Some(bdf) = rel
+                .iter()
+                .nth(4)
+                .and_then(|b| b.to_str()?.parse::<Bdf>().ok())
+            {
+                watched.push(bdf);
+            }
+        }
+    }
+    watched.sort();
+    watched.dedup();
+    watched
+}
+
+/// What got worse on a link between two reads: a lower trained speed or width, or more
+/// correctable errors.
+fn got_worse(was: &LinkHealth, now: &LinkHealth) -> Option<String> {
+    if let (Some(a), Some(b)) = (was.aer.correctable, now.aer.correctable) {
+        if b > a {
+            return Some(format!(
+                "counted {} more correctable AER error(s) ({a} -> {b})",
+                b - a
+            ));
+        }
+    }
+    let lower = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if b < a);
+    let narrower = matches!((was.current_width, now.current_width), (Some(a), Some(b)) if b < a);
+    if lower(was.current_gts, now.current_gts) || narrower {
+        return Some(format!(
+            "retrained lower ({} GT/s x{} -> {} GT/s x{})",
+            was.current_gts.unwrap_or(0.0),
+            was.current_width.unwrap_or(0),
+            now.current_gts.unwrap_or(0.0),
+            now.current_width.unwrap_or(0)
+        ));
+    }
+    None
+}
+
+/// Writes every previous value back, last first; says what could not be.
+fn restore(pairs: &[(PathBuf, String, String)]) -> String {
+    let failed: Vec<String> = pairs
+        .iter()
+        .rev()
+        .filter(|(path, previous, _)| write_value(path, previous).is_err())
+        .map(|(path, _, _)| path.display().to_string())
+        .collect();
+    if failed.is_empty() {
+        format!("restored the {} file(s) changed", pairs.len())
+    } else {
+        format!("could NOT restore {}: use the undo file", failed.join(", "))
+    }
 }
 
 /// Writes each (file, previous, new) in order; on a refused write or a value that reads back
@@ -237,19 +329,13 @@ fn write_all_or_restore(pairs: &[(PathBuf, String, String)], what: &str) -> Resu
             },
         };
         if let Some(why) = failure {
-            let mut unrestored = Vec::new();
-            for (earlier, previous, _) in pairs[..=done].iter().rev() {
-                if write_value(earlier, previous).is_err() && earlier != path {
-                    unrestored.push(earlier.display().to_string());
-                }
-            }
-            let restored = if unrestored.is_empty() {
-                format!("restored the {done} file(s) changed before it")
+            // The failed file itself was not changed (or could not be): restore the ones before
+            // it, and try it too in case a partial write landed.
+            let _ = write_value(path, &pairs[done].1);
+            let restored = if done == 0 {
+                "nothing was changed before it".to_string()
             } else {
-                format!(
-                    "could NOT restore {}: use the undo file",
-                    unrestored.join(", ")
-                )
+                restore(&pairs[..done])
             };
             return Err(Error::runtime(format!(
                 "{what}: writing '{value}' to {}: {why}; {restored}",

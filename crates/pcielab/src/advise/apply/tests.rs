@@ -45,6 +45,7 @@ fn options(root: &Path) -> ApplyOptions {
         dry_run: false,
         force: false,
         privileged: true,
+        settle: std::time::Duration::ZERO,
     }
 }
 
@@ -130,10 +131,7 @@ fn a_write_the_kernel_refuses_half_way_restores_what_was_changed() {
         text.contains("cpu3/cpufreq/scaling_governor") && text.contains("refused"),
         "{text}"
     );
-    assert!(
-        text.contains("restored the 4 file(s) changed before it"),
-        "{text}"
-    );
+    assert!(text.contains("restored the 4 file(s) changed"), "{text}");
     assert_eq!(
         snapshot(&root, &chosen),
         before,
@@ -215,4 +213,43 @@ fn irqbalance_blocks_irq_moves_unless_forced_and_printed_fixes_cannot_be_applied
     let err = undo(&undo_file, &root, true).unwrap_err();
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("not a kernel file"), "{err}");
+}
+
+#[test]
+fn a_link_that_counts_errors_after_an_aspm_change_rolls_the_change_back() {
+    let (_dir, root) = server_copy();
+    let advice = advice_of(&root);
+    let chosen = select(&advice, &["aspm-busy-link".to_string()]).unwrap();
+    let before = snapshot(&root, &chosen);
+    let aer = root.join("sys/bus/pci/devices/0000:06:00.0/aer_dev_correctable");
+    let counted = std::fs::read_to_string(&aer).unwrap();
+    // The "kernel" counts two replays on the link while the change settles.
+    let bump = {
+        let aer = aer.clone();
+        let worse = counted.replace("TOTAL_ERR_COR 0", "TOTAL_ERR_COR 2");
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::fs::write(aer, worse).unwrap();
+        })
+    };
+    let settling = ApplyOptions {
+        settle: std::time::Duration::from_millis(400),
+        ..options(&root)
+    };
+    let err = apply(&chosen, None, &root.join("../undo.json"), &settling).unwrap_err();
+    bump.join().unwrap();
+    let text = err.to_string();
+    assert!(
+        text.contains("0000:06:00.0 counted 2 more correctable AER error(s) (0 -> 2)"),
+        "{text}"
+    );
+    assert!(text.contains("restored the 1 file(s) changed"), "{text}");
+    assert_eq!(snapshot(&root, &chosen), before);
+    // Without new errors the same change stays.
+    std::fs::write(&aer, &counted).unwrap();
+    apply(&chosen, None, &root.join("../undo.json"), &settling).unwrap();
+    assert_eq!(
+        std::fs::read(root.join("sys/bus/pci/devices/0000:06:00.0/link/l1_aspm")).unwrap(),
+        b"0\n"
+    );
 }
