@@ -202,7 +202,7 @@ pub fn result_json(data: &[u8]) {
     let Ok(document) = Document::parse("fuzz.json", text) else {
         return;
     };
-    let _ = pcielab::plot::svg_of(&document, "fuzz.json");
+    let _ = pcielab::plot::any::svg_of(&document, "fuzz.json");
     let result = pcielab::report::html::ResultFile {
         origin: "fuzz.json".into(),
         document,

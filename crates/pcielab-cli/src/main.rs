@@ -16,6 +16,7 @@ sysfs snapshot (--machine snapshot:DIR), anyone's saved lspci -vvv or -xxxx outp
 lspci:FILE) or a built-in simulated platform (--machine sim:NAME).",
     after_help = "Examples:\n  \
 pcielab topo --machine sim:yitian710                      the tree, links, ceilings, warnings\n  \
+pcielab advise                                            what to change here, evidence, predicted gain\n  \
 pcielab model --gen 3 --width 4 --sizes 64,4K,1M          link bandwidth vs transfer size\n  \
 pcielab pmu list --machine sim:yitian710                  PMU devices and their events\n  \
 pcielab stat --machine sim:yitian710 -a -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ -- \\\n      \

@@ -111,6 +111,28 @@ fn typed_outputs_validate_against_their_shipped_schemas() {
         true,
     );
     assert!(sample["functions"][0]["bdf"].is_string());
+    let server = root.join("fixtures/advise/server/sys/bus/pci");
+    let machine = format!("snapshot:{}", server.display());
+    let advice = check_output(&["advise", "--machine", &machine, "--json"], "advise", true);
+    assert_eq!(advice["findings"].as_array().unwrap().len(), 18);
+    let dry = check_output(
+        &[
+            "advise",
+            "--machine",
+            "host",
+            "--root",
+            root.join("fixtures/advise/server").to_str().unwrap(),
+            "--apply",
+            "devfreq-governor",
+            "--undo-file",
+            "/nonexistent/undo.json",
+            "--dry-run",
+            "--json",
+        ],
+        "advise-apply",
+        true,
+    );
+    assert_eq!(dry["changes"][0]["value"], "performance");
 }
 
 #[test]

@@ -33,6 +33,7 @@
 //! # Ok::<(), pcielab::Error>(())
 //! ```
 
+pub mod advise;
 pub mod error;
 pub mod input;
 pub mod lab;

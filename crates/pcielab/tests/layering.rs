@@ -245,10 +245,12 @@ fn named_paths(file: &SourceFile, children: &BTreeSet<Vec<String>>) -> Vec<(usiz
             "self" => Some(file.module.clone()),
             "super" => Some(file.module[..file.module.len().saturating_sub(1)].to_vec()),
             _ => {
+                // A child module named in a `use` or as a path (`links::check(…)`).
                 let in_use = code[..i].trim_end().ends_with("use");
                 let mut child = file.module.clone();
                 child.push(word.to_string());
-                (in_use && children.contains(&child)).then(|| file.module.clone())
+                let as_path = code[word_end..].starts_with("::");
+                ((in_use || as_path) && children.contains(&child)).then(|| file.module.clone())
             }
         };
         match base {

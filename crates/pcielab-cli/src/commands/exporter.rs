@@ -6,7 +6,8 @@ use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
 use std::io::Write;
 
-use pcielab::observe::exporter::{self, DEFAULT_LISTEN};
+use pcielab::advise::{advise, AdviseOptions};
+use pcielab::observe::exporter::{self, MetricsRenderer, DEFAULT_LISTEN};
 use pcielab::observe::Observer;
 use pcielab::text::json_text;
 use pcielab::Result;
@@ -57,12 +58,33 @@ pub fn run(args: Args) -> Result<()> {
     for warning in observer.warnings() {
         eprintln!("{warning}");
     }
+    // Advice is read once: what it reads (config space, IRQs, governors) rarely changes.
+    let options = AdviseOptions {
+        link_samples: 1,
+        ..AdviseOptions::default()
+    };
+    let mut renderer = match advise(&machine, &options) {
+        Ok(advice) => MetricsRenderer::with_findings(&advice),
+        Err(e) => {
+            eprintln!("pcielab exporter: no advice findings: {e}");
+            MetricsRenderer::default()
+        }
+    };
+    // The advice (evidence, fixes, predictions for every finding) was read to render three
+    // labels per finding and is gone: hand its pages back, so a long-running exporter does
+    // not keep tens of MB it no longer uses on a machine with thousands of findings.
+    // SAFETY: malloc_trim only releases free heap memory; no pointer is invalidated.
+    unsafe {
+        libc::malloc_trim(0);
+    }
     if args.once {
         let sample = observer.sample()?;
         if args.json {
             print!("{}", json_text("exporter-sample", &sample)?);
         } else {
-            print!("{}", exporter::render_metrics(&sample));
+            let mut text = String::new();
+            renderer.render(&sample, &mut text);
+            print!("{text}");
         }
         return Ok(());
     }
@@ -72,5 +94,5 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|e| pcielab::Error::runtime(format!("cannot read the bound address: {e}")))?;
     eprintln!("pcielab exporter: serving {machine} at http://{bound}/metrics");
     let _ = std::io::stderr().flush();
-    exporter::serve(listener, observer)
+    exporter::serve(listener, observer, renderer)
 }

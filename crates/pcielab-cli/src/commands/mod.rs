@@ -1,5 +1,6 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+mod advise;
 mod bench;
 mod corpus;
 mod exporter;
@@ -23,6 +24,8 @@ use pcielab::Result;
 
 #[derive(Subcommand)]
 pub enum Command {
+    /// What to change on this machine: findings with evidence, fix and predicted gain; apply/undo runtime fixes
+    Advise(advise::Args),
     /// Show the PCIe tree with links, ceilings and warnings (or JSON, DOT, a sysfs export)
     Topo(topo::Args),
     /// Link bandwidth and TLP counts versus transfer size.
@@ -63,6 +66,7 @@ pub enum Command {
 
 pub fn run(command: Command) -> Result<()> {
     match command {
+        Command::Advise(args) => advise::run(args),
         Command::Topo(args) => topo::run(args),
         Command::Model(args) => model::run(args),
         Command::Fit(args) => fit::run(args),

@@ -6,6 +6,7 @@ use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
+use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
 use pcielab::plot::document::{view_of, Document, Kind};
 use pcielab::report::html::{page, MachineFacts, ResultFile};
@@ -63,6 +64,14 @@ pub fn run(args: Args) -> Result<()> {
                 view_of(Kind::Topology, &render::to_json(platform, model.as_ref()))?
             },
             pmus: machine.counters()?.pcie_pmus()?,
+            advice: advise(
+                &machine,
+                &AdviseOptions {
+                    link_samples: 1,
+                    ..AdviseOptions::default()
+                },
+            )
+            .ok(),
         }),
         None => None,
     };

@@ -308,6 +308,30 @@ impl Machine {
         Ok(&self.platform()?.topology)
     }
 
+    /// The directory shaped like `/sys/bus/pci` this machine is read from: a host's
+    /// `<root>/sys/bus/pci` or a snapshot's directory; `None` for `sim:` machines.
+    pub fn pci_dir(&self) -> Option<PathBuf> {
+        match &self.access {
+            Access::Host { root, .. } => Some(root.join("sys/bus/pci")),
+            Access::Snapshot { dir, .. } => Some(dir.clone()),
+            Access::SimPcie(_) | Access::SimResctrl(_) | Access::Lspci(_) => None,
+        }
+    }
+
+    /// The filesystem root whose `/sys` and `/proc` describe this machine beyond its PCI tree
+    /// (IRQs, CPUs, IOMMU groups): a host's root, or a snapshot saved as a whole tree
+    /// (`snapshot:ROOT/sys/bus/pci`); `None` for other snapshots and `sim:` machines.
+    pub fn system_root(&self) -> Option<PathBuf> {
+        match &self.access {
+            Access::Host { root, .. } => Some(root.clone()),
+            Access::Snapshot { dir, .. } => dir
+                .ends_with("sys/bus/pci")
+                .then(|| dir.ancestors().nth(3).map(Path::to_path_buf))
+                .flatten(),
+            Access::SimPcie(_) | Access::SimResctrl(_) | Access::Lspci(_) => None,
+        }
+    }
+
     /// The sysfs read plan of a host or snapshot (`topology::readplan`): which link and AER
     /// attributes each sample reads, discovered once and kept here so every observer of the
     /// machine (`top`, `exporter`) shares it. `sim:` machines have no sysfs: bad input.
@@ -315,16 +339,12 @@ impl Machine {
         if let Some(plan) = self.read_plan.get() {
             return Ok(Arc::clone(plan));
         }
-        let pci_dir = match &self.access {
-            Access::Host { root, .. } => root.join("sys/bus/pci"),
-            Access::Snapshot { dir, .. } => dir.clone(),
-            _ => {
-                return Err(Error::bad_input(format!(
-                    "machine '{}' has no sysfs to read: use host or snapshot:DIR",
-                    self.selector
-                )))
-            }
-        };
+        let pci_dir = self.pci_dir().ok_or_else(|| {
+            Error::bad_input(format!(
+                "machine '{}' has no sysfs to read: use host or snapshot:DIR",
+                self.selector
+            ))
+        })?;
         let topology = self.topology()?.clone();
         let plan = ReadPlan::discover(&pci_dir, topology, read_named_sysfs);
         Ok(Arc::clone(

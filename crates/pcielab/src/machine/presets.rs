@@ -2,8 +2,6 @@
 //! embedded in the library so `--machine sim:NAME` works from any directory, and the one list
 //! of every preset of either kind (`pcielab presets`).
 
-use super::MachineSelector;
-
 /// One built-in topology preset: what `--machine sim:NAME` opens.
 #[derive(Debug, Clone, Copy)]
 pub struct TopologyPreset {
@@ -96,10 +94,10 @@ pub struct PresetList {
 pub fn catalog() -> crate::error::Result<Vec<PresetSummary>> {
     let mut all = Vec::new();
     for preset in PRESETS {
-        let platform = MachineSelector::SimPreset {
-            name: preset.name.to_string(),
-        }
-        .open()?;
+        let platform = crate::topology::spec::parse_spec(
+            &format!("presets/{}.toml", preset.name),
+            preset.spec,
+        )?;
         all.push(PresetSummary {
             name: preset.name,
             kind: "topology",
@@ -125,6 +123,7 @@ pub fn catalog() -> crate::error::Result<Vec<PresetSummary>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::MachineSelector;
     use crate::pcie::Generation;
     use crate::topology::Kind;
 

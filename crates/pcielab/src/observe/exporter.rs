@@ -9,7 +9,7 @@
 //! are shed when one peer (or all together) hold too many, so scrapes keep being answered.
 //! Malformed requests get a 4xx and the server keeps serving. docs/fleet.md lists the metrics.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{FunctionSample, Observer, Sample, Traffic};
+use crate::advise::Advice;
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::health::AerCounts;
@@ -78,9 +79,9 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener> {
 /// connection to answer it on.
 type Request = (TcpStream, Vec<u8>);
 
-/// Serves `observer` on `listener` until the process ends.
-pub fn serve(listener: TcpListener, observer: Observer) -> Result<()> {
-    let observer = Arc::new(Mutex::new(Scrapes::new(observer)));
+/// Serves `observer` on `listener` until the process ends, each scrape rendered by `renderer`.
+pub fn serve(listener: TcpListener, observer: Observer, renderer: MetricsRenderer) -> Result<()> {
+    let observer = Arc::new(Mutex::new(Scrapes::new(observer, renderer)));
     let (queue, waiting) = sync_channel::<Request>(QUEUE);
     let waiting = Arc::new(Mutex::new(waiting));
     for i in 0..WORKERS {
@@ -308,10 +309,10 @@ struct Scrapes {
 }
 
 impl Scrapes {
-    fn new(observer: Observer) -> Scrapes {
+    fn new(observer: Observer, renderer: MetricsRenderer) -> Scrapes {
         Scrapes {
             observer,
-            renderer: MetricsRenderer::default(),
+            renderer,
             body: Arc::new(String::new()),
         }
     }
@@ -589,11 +590,45 @@ struct FunctionLabels {
 /// last one's memory instead of building a new response (and its per-series strings) each
 /// time; each function's label set is formatted once, not once per series per scrape.
 #[derive(Default)]
-pub(crate) struct MetricsRenderer {
+pub struct MetricsRenderer {
     labels: Vec<FunctionLabels>,
+    /// The `pcielab_advice_findings` family, rendered once: advice is read at start.
+    findings: String,
 }
 
 impl MetricsRenderer {
+    /// A renderer that also serves `advice` as `pcielab_advice_findings{check,severity,function}`
+    /// (one series per distinct label set, valued with its number of findings; `function` is the
+    /// BDF, or the subject of a machine-wide finding such as `cpu 0-3`).
+    pub fn with_findings(advice: &Advice) -> MetricsRenderer {
+        let mut counts: BTreeMap<(&str, &str, String), u64> = BTreeMap::new();
+        for f in &advice.findings {
+            let function = f.function.clone().unwrap_or_else(|| f.subject.clone());
+            *counts
+                .entry((f.id, f.severity.name(), function))
+                .or_default() += 1;
+        }
+        let mut findings = String::new();
+        let mut w = FamilyWriter {
+            out: &mut findings,
+            name: "pcielab_advice_findings",
+            kind: "gauge",
+            help: "Findings of pcielab advise (read at exporter start) by rule id, severity and function.",
+            started: false,
+        };
+        for ((check, severity, function), n) in counts {
+            let labels = format!(
+                "check=\"{check}\",severity=\"{severity}\",function=\"{}\"",
+                escape(&function)
+            );
+            w.series(&labels, None, Value::Count(n));
+        }
+        MetricsRenderer {
+            labels: Vec::new(),
+            findings,
+        }
+    }
+
     /// Replaces `out` with the sample's metrics: every family the exporter serves
     /// (docs/fleet.md).
     pub fn render(&mut self, sample: &Sample, out: &mut String) {
@@ -770,6 +805,7 @@ impl MetricsRenderer {
                 }
             },
         );
+        out.push_str(&self.findings);
     }
 
     /// Formats each function's labels again only when the function list changed.

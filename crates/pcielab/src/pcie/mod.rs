@@ -4,6 +4,7 @@
 //! readers and the simulator all share one source of truth for each fact.
 
 pub(crate) mod dllp;
+pub mod features;
 pub mod flit;
 pub mod link;
 pub mod tlp;

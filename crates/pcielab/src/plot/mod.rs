@@ -5,6 +5,7 @@
 //! laid out below the plot (so it never covers data), a coloured matrix, colours and axis
 //! labels; one submodule per kind of result turns its document into one of them.
 
+pub mod any;
 pub mod document;
 pub mod fit;
 pub mod lab;
@@ -70,21 +71,6 @@ pub(crate) fn svg_document(
     }
     out.push('\n');
     Ok(out)
-}
-
-/// The picture of any result document: what that command's `--svg` draws. `origin` names the
-/// document in errors (a `stat` result counted without `-I` has no series to draw).
-pub fn svg_of(doc: &document::Document, origin: &str) -> Result<String> {
-    use document::Document as D;
-    match doc {
-        D::Stat(d) => stat::svg(d, origin),
-        D::Model(d) => model::svg(d),
-        D::Fit(d) => fit::svg(d),
-        D::Topology(d) => topology::svg(d),
-        D::P2p(d) => topology::p2p_svg(d),
-        D::Scenario(d) => scenario::svg(d),
-        D::LabCheck(d) => lab::svg(d),
-    }
 }
 
 /// How x values are placed and labelled.

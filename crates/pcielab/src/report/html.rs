@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use crate::advise::{Advice, Severity};
 use crate::error::Result;
 use crate::model::sweep::SizeSweep;
 use crate::plot::document::{Document, FitDoc, LabCheckDoc, P2pDoc, PairDoc, StatDoc, TopologyDoc};
@@ -20,6 +21,8 @@ pub struct MachineFacts {
     pub selector: String,
     pub topology: TopologyDoc,
     pub pmus: Vec<PmuDevice>,
+    /// `pcielab advise` on the machine (default intent); `None` when it could not run.
+    pub advice: Option<Advice>,
 }
 
 /// One result file given with `--from`.
@@ -156,6 +159,9 @@ pub fn page(machine: Option<&MachineFacts>, results: &[ResultFile]) -> Result<St
             "PMU availability".into(),
             pmu_section(&m.selector, &m.pmus),
         ));
+        if let Some(advice) = &m.advice {
+            sections.push(("advice".into(), "Advice".into(), advice_section(advice)));
+        }
     }
     for (i, r) in results.iter().enumerate() {
         let (heading, body) = result_section(r)?;
@@ -297,6 +303,60 @@ fn topology_section(doc: &TopologyDoc) -> Result<String> {
     }
     out += &t.html();
     Ok(out)
+}
+
+/// The findings of `pcielab advise` as a table, worst first, and the checks it could not run.
+fn advice_section(advice: &Advice) -> String {
+    let mut out = format!(
+        "<p>{} finding(s) for intent {}; rule ids, evidence and limits: docs/advise.md.</p>\n",
+        advice.findings.len(),
+        crate::advise::intent_name(advice.intent)
+    );
+    let mut findings: Vec<_> = advice.findings.iter().collect();
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    if !findings.is_empty() {
+        let mut t = Table::new(&[
+            "severity",
+            "rule",
+            "subject",
+            "finding",
+            "evidence",
+            "fix",
+            "predicted",
+        ]);
+        for f in findings {
+            let evidence: Vec<String> = f
+                .evidence
+                .iter()
+                .map(|e| format!("{} = {}", e.field, e.value))
+                .collect();
+            t.row_marked(
+                vec![
+                    f.severity.name().to_string(),
+                    f.id.to_string(),
+                    f.subject.clone(),
+                    f.summary.clone(),
+                    evidence.join("; "),
+                    format!(
+                        "{}{}",
+                        f.fix.command,
+                        if f.fix.reboot { " (reboot)" } else { "" }
+                    ),
+                    crate::advise::prediction_text(&f.prediction),
+                ],
+                f.severity != Severity::Info,
+            );
+        }
+        out.push_str(&t.html());
+    }
+    if !advice.skipped.is_empty() {
+        out.push_str("<h3>Not checked</h3>\n<ul>\n");
+        for s in &advice.skipped {
+            let _ = writeln!(out, "<li>{}: {}</li>", escape(s.check), escape(&s.reason));
+        }
+        out.push_str("</ul>\n");
+    }
+    out
 }
 
 fn pmu_section(selector: &str, pmus: &[PmuDevice]) -> String {

@@ -6,6 +6,8 @@
 use schemars::{JsonSchema, Schema};
 use serde_json::json;
 
+use crate::advise::apply::ChangeReport;
+use crate::advise::Advice;
 use crate::lab::argv::QemuPlan;
 use crate::lab::check::CheckReport;
 use crate::lab::mmio::MmioReport;
@@ -47,6 +49,8 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         document::<QemuPlan>("lab-argv", "pcielab lab argv --json"),
         document::<RunReport>("lab-run", "pcielab lab run --json"),
         document::<CheckReport<'static>>("lab-check", "pcielab lab check --json"),
+        document::<Advice>("advise", "pcielab advise --json"),
+        document::<ChangeReport>("advise-apply", "pcielab advise --apply/--undo --json"),
         document::<TopologyJson>("topo", "pcielab topo --json"),
         document::<P2pReport>("topo-p2p", "pcielab topo --p2p --json"),
         document::<StatDocument>("stat", "pcielab stat --json"),

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::pcie::Bdf;
+use crate::pcie::{Bdf, Generation};
 use crate::topology::{Function, Kind, Topology};
 
 /// Warnings per function (only functions with findings appear), in address order.
@@ -60,7 +60,31 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
 /// How a downtrained link's warning starts: pictures mark exactly the links this warns about.
 pub const DOWNTRAINED: &str = "downtrained link";
 
-fn downtrained(parent: &Function, f: &Function) -> Option<String> {
+/// A link trained below the best both of its ends support: what it runs at and what it could.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shortfall {
+    pub speed: Generation,
+    pub width: u8,
+    /// The lesser of the two ends' LnkCap (`None` where neither end says).
+    pub common_speed: Option<Generation>,
+    pub common_width: Option<u8>,
+}
+
+impl Shortfall {
+    /// The speed falls short of what both ends support.
+    pub fn slower(&self) -> bool {
+        self.common_speed.is_some_and(|c| self.speed < c)
+    }
+
+    /// The width falls short of what both ends support.
+    pub fn narrower(&self) -> bool {
+        self.common_width.is_some_and(|c| self.width < c)
+    }
+}
+
+/// The link between `parent` and `f`, judged at `f` against min(parent, child) LnkCap: `None`
+/// when it runs at the best both ends can do, or is down (no width, or width 0), or unknown.
+pub fn shortfall(parent: &Function, f: &Function) -> Option<Shortfall> {
     let mine = f.link?;
     let (Some(speed), Some(width)) = (mine.speed, mine.width) else {
         return None;
@@ -69,21 +93,25 @@ fn downtrained(parent: &Function, f: &Function) -> Option<String> {
         return None;
     }
     let theirs = parent.link.unwrap_or_default();
-    let common_speed = min_known(mine.max_speed, theirs.max_speed);
-    let common_width = min_known(mine.max_width, theirs.max_width);
-    let slow = common_speed.filter(|&c| speed < c);
-    let narrow = common_width.filter(|&c| width < c);
-    if slow.is_none() && narrow.is_none() {
-        return None;
-    }
+    let found = Shortfall {
+        speed,
+        width,
+        common_speed: min_known(mine.max_speed, theirs.max_speed),
+        common_width: min_known(mine.max_width, theirs.max_width),
+    };
+    (found.slower() || found.narrower()).then_some(found)
+}
+
+fn downtrained(parent: &Function, f: &Function) -> Option<String> {
+    let s = shortfall(parent, f)?;
     Some(format!(
         "{DOWNTRAINED} {} -> {}: running {} x{} but both ends support {} x{}; check the slot, riser or signal integrity",
         parent.bdf,
         f.bdf,
-        speed,
-        width,
-        common_speed.map_or("?".into(), |g| g.to_string()),
-        common_width.map_or("?".into(), |w| w.to_string())
+        s.speed,
+        s.width,
+        s.common_speed.map_or("?".into(), |g| g.to_string()),
+        s.common_width.map_or("?".into(), |w| w.to_string())
     ))
 }
 
@@ -96,7 +124,7 @@ fn min_known<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
 
 /// Functions with a busy endpoint at or below them: an endpoint that has a driver bound or a
 /// device model attached, and every ancestor of one.
-fn busy_functions(topo: &Topology) -> HashSet<Bdf> {
+pub fn busy_functions(topo: &Topology) -> HashSet<Bdf> {
     let mut busy = HashSet::new();
     for f in topo.functions() {
         let is_busy_endpoint = matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint)

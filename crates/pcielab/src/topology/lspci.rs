@@ -1,4 +1,4 @@
-//! The lspci reader: builds a [`Topology`] from the output of `lspci` that someone saved or
+//! The lspci reader: builds a [`Topology`](super::Topology) from the output of `lspci` that someone saved or
 //! pasted, the machine a bug report or vendor ticket describes. Two formats are told apart by
 //! their lines: hex dumps (`lspci -x`, `-xxx`, `-xxxx`, with or without `-v`, as pciutils' own
 //! `-F FILE` dump access method reads them; decoded in [`super::lspci_dump`]) and verbose text

@@ -1,0 +1,380 @@
+//! What a check finds and what every check receives: severities, intents, evidence, fixes,
+//! predictions, findings and the advice they make, the list of checks with their stable ids,
+//! and the options. The checks (links.rs, system.rs) and the driver (mod.rs) import this file;
+//! it imports none of them.
+
+use serde::Serialize;
+
+use super::facts::Facts;
+use crate::error::{Error, Result};
+use crate::model::platform::PlatformModel;
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// Worth knowing; costs nothing measurable for the intent assumed.
+    Info,
+    /// A risk to correctness or stability (errors, malformed TLPs, revertible settings).
+    Risk,
+    /// Costs throughput or latency for the intent assumed.
+    PerfLoss,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Risk => "risk",
+            Severity::PerfLoss => "perf-loss",
+        }
+    }
+
+    /// `--fail-on` values: the severity, with its rank.
+    pub fn parse(text: &str) -> Result<Severity> {
+        match text {
+            "info" => Ok(Severity::Info),
+            "risk" => Ok(Severity::Risk),
+            "perf-loss" => Ok(Severity::PerfLoss),
+            other => Err(Error::bad_input(format!(
+                "severity '{other}' is not one: expected info, risk or perf-loss"
+            ))),
+        }
+    }
+}
+
+/// What the user wants from the machine: the advice differs with it (ASPM, ACS, IOMMU, MPS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Intent {
+    /// Bulk DMA bandwidth.
+    #[default]
+    Throughput,
+    /// Request-response time (ASPM exits, idle states matter most).
+    Latency,
+    /// Peer-to-peer DMA between devices (ACS redirect and `pcie_bus_perf` work against it).
+    P2p,
+    /// Devices kept apart (ACS and a translating IOMMU are wanted, not costs).
+    Isolation,
+}
+
+impl Intent {
+    pub fn parse(text: &str) -> Result<Intent> {
+        match text {
+            "throughput" => Ok(Intent::Throughput),
+            "latency" => Ok(Intent::Latency),
+            "p2p" => Ok(Intent::P2p),
+            "isolation" => Ok(Intent::Isolation),
+            other => Err(Error::bad_input(format!(
+                "--intent '{other}' is not one: expected throughput, latency, p2p or isolation"
+            ))),
+        }
+    }
+}
+
+/// One fact behind a finding: where it was read and what it said.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Evidence {
+    /// The file read (a sysfs/procfs path or a function's `config`), or "spec" on `sim:`.
+    pub source: String,
+    /// The field as `lspci -vvv` names it ("LnkSta: Speed"), or the attribute's file name.
+    pub field: String,
+    pub value: String,
+    /// The input line quoted, where the machine was read from text that has lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
+}
+
+impl Evidence {
+    pub fn new(source: impl Into<String>, field: &str, value: impl Into<String>) -> Evidence {
+        Evidence {
+            source: source.into(),
+            field: field.to_string(),
+            value: value.into(),
+            line: None,
+        }
+    }
+}
+
+/// The kind of change a fix makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lever {
+    /// A runtime write to sysfs or procfs: `--apply` can make it, and undo it.
+    RuntimeWrite,
+    /// A kernel command-line parameter: takes a reboot.
+    KernelParameter,
+    /// A configuration-space write with `setpci`: printed, never performed (drivers and the
+    /// kernel own these registers).
+    Setpci,
+    /// Firmware, BIOS or hardware (a slot, a riser).
+    Firmware,
+    /// A command to run (`cpupower`): printed, not performed.
+    Command,
+}
+
+/// One runtime write `--apply` performs: a file below the machine's root and the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Write {
+    /// The file, relative to the machine's root ("sys/module/pcie_aspm/parameters/policy").
+    pub file: String,
+    pub value: String,
+}
+
+/// How to fix a finding.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Fix {
+    pub lever: Lever,
+    /// What to run or set, ready to paste.
+    pub command: String,
+    pub reboot: bool,
+    /// The writes `--apply` makes (runtime writes only; empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<Write>,
+    /// Other levers and what to weigh.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Fix {
+    /// A fix pcielab prints and never performs: a `setpci` write, a kernel parameter (which
+    /// takes a reboot), firmware, or a command the user runs.
+    pub fn printed(lever: Lever, command: String) -> Fix {
+        Fix {
+            lever,
+            command,
+            reboot: lever == Lever::KernelParameter,
+            writes: Vec::new(),
+            note: None,
+        }
+    }
+
+    /// The same fix with what to weigh before making it.
+    pub fn noting(self, note: impl Into<String>) -> Fix {
+        Fix {
+            note: Some(note.into()),
+            ..self
+        }
+    }
+}
+
+/// What pcielab's model says the fix gains (or costs), or why it says nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Prediction {
+    Predicted {
+        /// What is predicted ("write ceiling of the path").
+        metric: String,
+        before: f64,
+        after: f64,
+        unit: String,
+        /// (after − before) / before × 100.
+        change_percent: f64,
+        /// The model and inputs it came from.
+        model: String,
+    },
+    NotPredicted {
+        reason: String,
+    },
+}
+
+impl Prediction {
+    pub fn predicted(metric: &str, before: f64, after: f64, unit: &str, model: String) -> Self {
+        let change_percent = if before > 0.0 {
+            (after - before) / before * 100.0
+        } else {
+            0.0
+        };
+        Prediction::Predicted {
+            metric: metric.to_string(),
+            before,
+            after,
+            unit: unit.to_string(),
+            change_percent,
+            model,
+        }
+    }
+
+    pub fn not_predicted(reason: impl Into<String>) -> Self {
+        Prediction::NotPredicted {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Finding {
+    /// The stable rule id (one of [`CHECKS`]).
+    pub id: &'static str,
+    pub severity: Severity,
+    /// What it concerns: "0000:03:00.0", "link 0000:00:01.0 -> 0000:03:00.0", "cpu 4-7",
+    /// "irq 45", "devfreq dmc", "machine".
+    pub subject: String,
+    /// The PCI function it is filed under (`--ignore ID@BDF`, the exporter's `function`
+    /// label); `None` for machine-wide findings.
+    pub function: Option<String>,
+    pub summary: String,
+    pub evidence: Vec<Evidence>,
+    pub fix: Fix,
+    /// The intent this finding assumed.
+    pub intent: Intent,
+    pub prediction: Prediction,
+}
+
+/// A check that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Skipped {
+    pub check: &'static str,
+    pub reason: String,
+}
+
+/// The whole answer of `advise`.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Advice {
+    pub machine: String,
+    pub intent: Intent,
+    pub checks_run: Vec<&'static str>,
+    pub skipped: Vec<Skipped>,
+    /// Findings muted by `--ignore`, counted so a fleet sees they exist.
+    pub muted: usize,
+    pub findings: Vec<Finding>,
+}
+
+impl Advice {
+    /// The most severe finding's severity, `None` with no findings.
+    pub fn worst(&self) -> Option<Severity> {
+        self.findings.iter().map(|f| f.severity).max()
+    }
+}
+
+/// Every check, by stable rule id, with what it looks at.
+pub const CHECKS: [(&str, &str); 15] = [
+    (
+        "link-downtrained",
+        "link trained below min(parent, child) LnkCap",
+    ),
+    (
+        "mps-below-path",
+        "MPS below what every function on the path supports",
+    ),
+    (
+        "mps-mismatch",
+        "MPS differs across a link in a way that can malform TLPs",
+    ),
+    ("mrrs-small", "MRRS below MPS or at 128 B on a DMA endpoint"),
+    (
+        "aspm-busy-link",
+        "ASPM L0s/L1 enabled on a link whose endpoint is busy",
+    ),
+    ("ext-tag-off", "Extended Tag supported but disabled"),
+    (
+        "ten-bit-tag-off",
+        "10-bit tags supported by requester and completer, disabled",
+    ),
+    (
+        "relaxed-ordering",
+        "Relaxed Ordering against the root port's kernel quirk",
+    ),
+    (
+        "aer-correctable",
+        "AER correctable errors counted on a function",
+    ),
+    (
+        "p2p-through-host",
+        "P2P pairs routed through the host bridge by ACS redirect",
+    ),
+    (
+        "iommu-translated",
+        "device DMA translated (and strictly invalidated) by the IOMMU",
+    ),
+    (
+        "irq-far-node",
+        "MSI/MSI-X vectors delivered to CPUs off the device's NUMA node",
+    ),
+    (
+        "cpu-governor",
+        "CPUs serving device IRQs not on the performance governor",
+    ),
+    (
+        "cpu-idle-deep",
+        "deep idle states enabled on CPUs serving device IRQs",
+    ),
+    (
+        "devfreq-governor",
+        "devfreq (DDR/bus) governor not performance",
+    ),
+];
+
+/// A muted finding: `ID@BDF` (or `ID@SUBJECT` for machine-wide ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mute {
+    pub id: String,
+    pub at: String,
+}
+
+impl Mute {
+    pub fn parse(text: &str) -> Result<Mute> {
+        let (id, at) = text.split_once('@').ok_or_else(|| {
+            Error::bad_input(format!(
+                "--ignore '{text}': expected ID@BDF (e.g. link-downtrained@0000:03:00.0)"
+            ))
+        })?;
+        check_id(id, "--ignore")?;
+        let at = match at.parse::<crate::pcie::Bdf>() {
+            Ok(bdf) => bdf.to_string(),
+            Err(_) => at.to_string(),
+        };
+        Ok(Mute {
+            id: id.to_string(),
+            at,
+        })
+    }
+
+    pub(crate) fn mutes(&self, finding: &Finding) -> bool {
+        self.id == finding.id
+            && (finding.function.as_deref() == Some(self.at.as_str()) || finding.subject == self.at)
+    }
+}
+
+/// `id` when it names a check; otherwise bad input listing them.
+pub fn check_id(id: &str, option: &str) -> Result<&'static str> {
+    CHECKS
+        .iter()
+        .map(|(c, _)| *c)
+        .find(|c| *c == id)
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "{option}: '{id}' is not a check id; valid are {}",
+                CHECKS.map(|(c, _)| c).join(", ")
+            ))
+        })
+}
+
+/// What to check, for whom and how.
+#[derive(Debug, Clone, Default)]
+pub struct AdviseOptions {
+    pub intent: Intent,
+    /// Check ids to run; empty runs every check.
+    pub only: Vec<&'static str>,
+    pub ignore: Vec<Mute>,
+    /// A fitted platform model: gains beyond the link model (reads, latency) are predicted with it.
+    pub platform: Option<PlatformModel>,
+    /// How many times a host's link state is read before a speed drop is called a downtrain
+    /// (devices lower their speed when idle), and the pause between reads.
+    pub link_samples: u32,
+    pub sample_interval: std::time::Duration,
+}
+
+/// What every check receives.
+pub(crate) struct Context<'a> {
+    pub topology: &'a crate::topology::Topology,
+    pub facts: &'a Facts,
+    pub options: &'a AdviseOptions,
+    pub platform: Option<&'a PlatformModel>,
+    /// The pci directory of a machine with sysfs, for re-reading link state.
+    pub pci_dir: Option<std::path::PathBuf>,
+}
+
+/// The result of one check: findings, or why it could not run.
+pub(crate) type CheckOutcome = std::result::Result<Vec<Finding>, String>;

@@ -1,0 +1,335 @@
+//! The link checks on sysfs trees written by the exporter (the same files the real lspci reads),
+//! opened as a host root, so every check runs end to end through `advise`.
+
+use super::super::{advise, AdviseOptions, Finding, Intent, Mute, Prediction, Severity};
+use crate::machine::Machine;
+use crate::model::transfer::{achievable_mbps, LinkParams};
+use crate::pcie::Generation::*;
+use crate::topology::export::export_sysfs;
+use crate::topology::spec::parse_spec;
+
+/// A root port (`port_link`) with one endpoint of `class` (`ep_link`), written as a host root.
+fn machine(
+    extra_port: &str,
+    port_link: &str,
+    extra_ep: &str,
+    ep_link: &str,
+    class: u32,
+) -> (tempfile::TempDir, Machine) {
+    let spec = format!(
+        r#"name = "t"
+[[function]]
+bdf = "0000:00:01.0"
+kind = "root_port"
+vendor = 0x8086
+device_id = 0x347a
+class = 0x060400
+link = {port_link}
+{extra_port}
+[[function]]
+bdf = "0000:01:00.0"
+kind = "endpoint"
+parent = "0000:00:01.0"
+vendor = 0x144d
+device_id = 0xa824
+class = {class:#08x}
+link = {ep_link}
+driver = "nvme"
+{extra_ep}
+"#
+    );
+    let topology = parse_spec("t.toml", &spec).unwrap().topology;
+    let root = tempfile::tempdir().unwrap();
+    export_sysfs(&topology, &root.path().join("sys/bus/pci")).unwrap();
+    let machine = Machine::host_at(root.path().to_path_buf());
+    (root, machine)
+}
+
+fn options() -> AdviseOptions {
+    AdviseOptions {
+        link_samples: 1,
+        ..AdviseOptions::default()
+    }
+}
+
+fn only(machine: &Machine, id: &'static str, options: &AdviseOptions) -> Vec<Finding> {
+    let options = AdviseOptions {
+        only: vec![id],
+        ..options.clone()
+    };
+    advise(machine, &options).unwrap().findings
+}
+
+fn numbers(p: &Prediction) -> (f64, f64) {
+    match p {
+        Prediction::Predicted { before, after, .. } => (*before, *after),
+        Prediction::NotPredicted { reason } => panic!("not predicted: {reason}"),
+    }
+}
+
+const NVME: u32 = 0x010802;
+const GPU: u32 = 0x030200;
+
+#[test]
+fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
+    let gen3x4 = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
+    let (_t, m) = machine(
+        "",
+        gen3x4,
+        "",
+        "{ max_speed = 16.0, max_width = 4, speed = 8.0, width = 4 }",
+        NVME,
+    );
+    assert!(only(&m, "link-downtrained", &options()).is_empty());
+
+    let (_t, m) = machine(
+        "",
+        "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 2 }",
+        "",
+        "{ max_speed = 16.0, max_width = 4, speed = 8.0, width = 2 }",
+        NVME,
+    );
+    let found = only(&m, "link-downtrained", &options());
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!(f.subject, "link 0000:00:01.0 -> 0000:01:00.0");
+    assert_eq!(f.severity, Severity::PerfLoss);
+    assert!(
+        f.summary
+            .contains("runs Gen3 x2 but both ends support Gen3 x4"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.summary.contains("limited by this link at 0000:01:00.0"),
+        "{}",
+        f.summary
+    );
+    assert_eq!(f.evidence[0].field, "LnkSta");
+    assert_eq!(f.evidence[0].value, "Speed 8GT/s, Width x2 (downgraded)");
+    // The prediction is the link model's achievable rate before and after, at the programmed
+    // MPS (the spec's default, 128 B): what `pcielab model --gen 3 --width 2/4 --mps 128` gives.
+    let at = |width| {
+        achievable_mbps(&LinkParams {
+            mps: 128,
+            ..LinkParams::new(Gen3, width)
+        })
+    };
+    let (before, after) = numbers(&f.prediction);
+    assert!(
+        (before - at(2)).abs() < 1e-9 && (after - at(4)).abs() < 1e-9,
+        "{before} {after}"
+    );
+    // Gen3 x2 payload at MPS 128: 1969 MB/s line rate × 128/(128+20) and less for DLLPs/SKP.
+    assert!((1600.0..1703.0).contains(&before), "{before}");
+}
+
+#[test]
+fn a_link_that_is_down_or_an_empty_slot_is_not_a_downtrain() {
+    let (_t, m) = machine(
+        "",
+        "{ max_speed = 8.0, max_width = 4, speed = 2.5, width = 0 }",
+        "",
+        "{ max_speed = 8.0, max_width = 4, speed = 2.5, width = 0 }",
+        NVME,
+    );
+    assert!(only(&m, "link-downtrained", &options()).is_empty());
+}
+
+#[test]
+fn an_idle_gpu_at_gen1_is_info_and_gone_when_a_later_sample_reaches_full_speed() {
+    let port = "{ max_speed = 8.0, max_width = 16, speed = 2.5, width = 16 }";
+    let gpu = "{ max_speed = 16.0, max_width = 16, speed = 2.5, width = 16 }";
+    let (root, m) = machine("", port, "", gpu, GPU);
+    let found = only(&m, "link-downtrained", &options());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].severity, Severity::Info);
+    assert!(
+        found[0].summary.contains("lower link speed when idle"),
+        "{}",
+        found[0].summary
+    );
+    // Under load the kernel's current_link_speed shows the trained-up rate.
+    let dir = root.path().join("sys/bus/pci/devices/0000:01:00.0");
+    std::fs::write(dir.join("current_link_speed"), "8.0 GT/s PCIe\n").unwrap();
+    let sampled = AdviseOptions {
+        link_samples: 2,
+        ..options()
+    };
+    assert!(only(&m, "link-downtrained", &sampled).is_empty());
+}
+
+#[test]
+fn mps_is_judged_against_the_whole_path_and_mismatch_against_the_port() {
+    let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
+    let (_t, m) = machine(
+        "mps = 128\nmps_supported = 512",
+        link,
+        "mps = 128\nmps_supported = 256\nmrrs = 128",
+        link,
+        NVME,
+    );
+    let found = only(&m, "mps-below-path", &options());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]
+            .summary
+            .contains("supports 256 B (limited by 0000:01:00.0)"),
+        "{}",
+        found[0].summary
+    );
+    let (before, after) = numbers(&found[0].prediction);
+    let at = |mps| {
+        achievable_mbps(&LinkParams {
+            mps,
+            mrrs: 128,
+            ..LinkParams::new(Gen3, 4)
+        })
+    };
+    assert!((before - at(128)).abs() < 1e-9 && (after - at(256)).abs() < 1e-9);
+    // 128 -> 256 B on Gen3 x4: (256/276)/(128/148) ≈ +7 % before DLLP effects.
+    let gain = (after - before) / before * 100.0;
+    assert!((5.0..10.0).contains(&gain), "{gain}");
+    assert_eq!(only(&m, "mrrs-small", &options()).len(), 1);
+    assert!(only(&m, "mps-mismatch", &options()).is_empty());
+
+    // Larger below than at the port: TLPs the port rejects.
+    let (_t, m) = machine(
+        "mps = 128\nmps_supported = 512",
+        link,
+        "mps = 256\nmps_supported = 256",
+        link,
+        NVME,
+    );
+    let found = only(&m, "mps-mismatch", &options());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].severity, Severity::Risk);
+    assert!(found[0]
+        .summary
+        .starts_with("MPS 256 B at 0000:01:00.0 above 128 B at 0000:00:01.0"));
+    // Smaller below with reads capped at its MPS is what pcie_bus_perf programs: no finding.
+    let (_t, m) = machine(
+        "mps = 256\nmps_supported = 256",
+        link,
+        "mps = 128\nmps_supported = 128\nmrrs = 128",
+        link,
+        NVME,
+    );
+    assert!(only(&m, "mps-mismatch", &options()).is_empty());
+}
+
+/// ORs `bits` into the 16- or 32-bit register at `offset` of the PCI Express capability (0x40
+/// in exported configs) of `bdf` below `root`.
+fn patch(root: &std::path::Path, bdf: &str, offset: usize, bits: u32) {
+    let path = root.join("sys/bus/pci/devices").join(bdf).join("config");
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes[0x40], 0x10);
+    let at = 0x40 + offset;
+    let value = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) | bits;
+    bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn aspm_on_a_busy_link_costs_the_slower_ends_exit_latency_and_fixes_per_link_first() {
+    let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
+    let aspm = "aspm = \"l1\"\naspm_supported = \"l0s+l1\"";
+    let (root, m) = machine(aspm, link, aspm, link, NVME);
+    // LnkCap L1 exit: port code 6 (<64us), endpoint code 3 (<8us).
+    patch(root.path(), "0000:00:01.0", 0x0c, 6 << 15);
+    patch(root.path(), "0000:01:00.0", 0x0c, 3 << 15);
+    let found = only(&m, "aspm-busy-link", &options());
+    assert_eq!(found.len(), 1);
+    let f = &found[0];
+    assert_eq!(numbers(&f.prediction), (64000.0, 0.0));
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.field == "LnkCap: Exit Latency" && e.value == "L0s <64ns, L1 <64us"),
+        "{:?}",
+        f.evidence
+    );
+    // No policy file and no per-link file: only the boot parameter is left.
+    assert!(f.fix.reboot && f.fix.writes.is_empty());
+    let policy = root.path().join("sys/module/pcie_aspm/parameters/policy");
+    std::fs::create_dir_all(policy.parent().unwrap()).unwrap();
+    std::fs::write(&policy, "default performance [powersave] powersupersave\n").unwrap();
+    let f = only(&m, "aspm-busy-link", &options()).remove(0);
+    assert_eq!(
+        f.fix.writes[0].file,
+        "sys/module/pcie_aspm/parameters/policy"
+    );
+    let l1 = root.path().join("sys/bus/pci/devices/0000:01:00.0/link");
+    std::fs::create_dir_all(&l1).unwrap();
+    std::fs::write(l1.join("l1_aspm"), "1\n").unwrap();
+    let f = only(&m, "aspm-busy-link", &options()).remove(0);
+    assert_eq!(f.fix.writes.len(), 1);
+    assert_eq!(
+        f.fix.writes[0].file,
+        "sys/bus/pci/devices/0000:01:00.0/link/l1_aspm"
+    );
+    assert_eq!(f.fix.writes[0].value, "0");
+    // Under isolation intent ASPM is no loss worth flagging as one.
+    let isolation = AdviseOptions {
+        intent: Intent::Isolation,
+        ..options()
+    };
+    assert_eq!(
+        only(&m, "aspm-busy-link", &isolation)[0].severity,
+        Severity::Info
+    );
+}
+
+#[test]
+fn ext_tags_off_is_found_only_where_devcap_supports_them_and_devctl_has_them_off() {
+    let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
+    let (root, m) = machine("", link, "", link, NVME);
+    assert!(
+        only(&m, "ext-tag-off", &options()).is_empty(),
+        "DevCap says no Extended Tag"
+    );
+    patch(root.path(), "0000:01:00.0", 0x04, 1 << 5);
+    let found = only(&m, "ext-tag-off", &options());
+    assert_eq!(found.len(), 1);
+    assert!(matches!(
+        found[0].prediction,
+        Prediction::NotPredicted { .. }
+    ));
+    patch(root.path(), "0000:01:00.0", 0x08, 1 << 8);
+    assert!(only(&m, "ext-tag-off", &options()).is_empty(), "enabled");
+}
+
+#[test]
+fn ignore_mutes_one_finding_and_sim_machines_list_what_they_cannot_check() {
+    let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 2 }";
+    let (_t, m) = machine("", link, "", link, NVME);
+    let muted = AdviseOptions {
+        ignore: vec![Mute::parse("link-downtrained@01:00.0").unwrap()],
+        ..options()
+    };
+    let advice = advise(&m, &muted).unwrap();
+    assert!(advice.findings.iter().all(|f| f.id != "link-downtrained"));
+    assert_eq!(advice.muted, 1);
+    assert!(Mute::parse("no-such-check@01:00.0")
+        .unwrap_err()
+        .to_string()
+        .contains("valid are link-downtrained"));
+
+    let sim = Machine::open(&"sim:yitian710".parse().unwrap()).unwrap();
+    let advice = advise(&sim, &options()).unwrap();
+    let skipped: Vec<&str> = advice.skipped.iter().map(|s| s.check).collect();
+    for id in [
+        "irq-far-node",
+        "cpu-governor",
+        "cpu-idle-deep",
+        "devfreq-governor",
+        "aer-correctable",
+        "iommu-translated",
+    ] {
+        assert!(
+            skipped.contains(&id),
+            "{id} not listed as skipped: {skipped:?}"
+        );
+    }
+    assert!(advice.skipped.iter().all(|s| !s.reason.is_empty()));
+}

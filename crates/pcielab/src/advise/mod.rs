@@ -1,0 +1,159 @@
+//! `pcielab advise`: what is misconfigured on a machine for the user's intent, with the evidence
+//! (the sysfs file or config-space field as `lspci -vvv` names it, and its value), the fix (the
+//! lever, the command, whether it needs a reboot) and the gain pcielab's own model predicts, or
+//! why it predicts none. Checks over PCIe links live in links.rs, checks over the CPUs, IRQs and
+//! IOMMU serving a device in system.rs; the facts they read beyond the topology in facts.rs;
+//! applying and undoing the runtime fixes in apply.rs.
+//!
+//! Rule ids are stable: fleets mute known exceptions with `--ignore ID@BDF` and alert on them
+//! (`pcielab_advice_findings`). A check whose facts the machine does not hold is skipped and
+//! listed with the reason, never reported as clean.
+
+pub mod apply;
+pub mod facts;
+mod finding;
+mod links;
+mod system;
+
+pub use finding::*;
+
+use crate::error::Result;
+use crate::machine::Machine;
+use facts::read_facts;
+
+/// Runs the checks on `machine`.
+pub fn advise(machine: &Machine, options: &AdviseOptions) -> Result<Advice> {
+    let platform = machine.platform()?;
+    let spec_model = platform.platform_model()?;
+    let pci_dir = machine.pci_dir();
+    let root = machine.system_root();
+    let facts = read_facts(&platform.topology, pci_dir.as_deref(), root.as_deref());
+    let context = Context {
+        topology: &platform.topology,
+        facts: &facts,
+        options,
+        platform: options.platform.as_ref().or(spec_model.as_ref()),
+        pci_dir,
+    };
+    Ok(run_checks(&context, &machine.selector().to_string()))
+}
+
+fn run_checks(context: &Context, machine: &str) -> Advice {
+    let selected = |id: &str| context.options.only.is_empty() || context.options.only.contains(&id);
+    let mut advice = Advice {
+        machine: machine.to_string(),
+        intent: context.options.intent,
+        checks_run: Vec::new(),
+        skipped: Vec::new(),
+        muted: 0,
+        findings: Vec::new(),
+    };
+    for (id, _) in CHECKS {
+        if !selected(id) {
+            continue;
+        }
+        let outcome = match id {
+            "link-downtrained" => links::downtrained(context),
+            "mps-below-path" => links::mps_below_path(context),
+            "mps-mismatch" => links::mps_mismatch(context),
+            "mrrs-small" => links::mrrs_small(context),
+            "aspm-busy-link" => links::aspm_busy(context),
+            "ext-tag-off" => links::ext_tag_off(context),
+            "ten-bit-tag-off" => links::ten_bit_tag_off(context),
+            "relaxed-ordering" => links::relaxed_ordering(context),
+            "aer-correctable" => links::aer_correctable(context),
+            "p2p-through-host" => links::p2p_through_host(context),
+            "iommu-translated" => system::iommu_translated(context),
+            "irq-far-node" => system::irq_far_node(context),
+            "cpu-governor" => system::cpu_governor(context),
+            "cpu-idle-deep" => system::cpu_idle_deep(context),
+            "devfreq-governor" => system::devfreq_governor(context),
+            other => unreachable!("check {other} listed in CHECKS without a body"),
+        };
+        match outcome {
+            Ok(found) => {
+                advice.checks_run.push(id);
+                for finding in found {
+                    if context.options.ignore.iter().any(|m| m.mutes(&finding)) {
+                        advice.muted += 1;
+                    } else {
+                        advice.findings.push(finding);
+                    }
+                }
+            }
+            Err(reason) => advice.skipped.push(Skipped { check: id, reason }),
+        }
+    }
+    advice
+}
+
+/// The findings as a table: severity, id, subject, summary, fix, prediction.
+pub fn to_text(advice: &Advice) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} finding(s) for intent {} ({} check(s) run, {} skipped, {} muted)",
+        advice.machine,
+        advice.findings.len(),
+        intent_name(advice.intent),
+        advice.checks_run.len(),
+        advice.skipped.len(),
+        advice.muted
+    );
+    for f in &advice.findings {
+        let _ = writeln!(
+            out,
+            "\n[{}] {} {}\n  {}",
+            f.severity.name(),
+            f.id,
+            f.subject,
+            f.summary
+        );
+        for e in &f.evidence {
+            let _ = writeln!(out, "  evidence: {} {} = {}", e.source, e.field, e.value);
+            if let Some(line) = &e.line {
+                let _ = writeln!(out, "    | {line}");
+            }
+        }
+        let reboot = if f.fix.reboot { " (reboot)" } else { "" };
+        let _ = writeln!(out, "  fix{reboot}: {}", f.fix.command);
+        if let Some(note) = &f.fix.note {
+            let _ = writeln!(out, "  note: {note}");
+        }
+        let _ = writeln!(out, "  predicted: {}", prediction_text(&f.prediction));
+    }
+    for s in &advice.skipped {
+        let _ = writeln!(out, "\nnot checked: {}: {}", s.check, s.reason);
+    }
+    out
+}
+
+pub fn intent_name(intent: Intent) -> &'static str {
+    match intent {
+        Intent::Throughput => "throughput",
+        Intent::Latency => "latency",
+        Intent::P2p => "p2p",
+        Intent::Isolation => "isolation",
+    }
+}
+
+/// "6300 → 7100 MB/s (+12.7 %, model)" or "not predicted: reason".
+pub fn prediction_text(p: &Prediction) -> String {
+    match p {
+        Prediction::Predicted {
+            metric,
+            before,
+            after,
+            unit,
+            change_percent,
+            model,
+        } => format!(
+            "{metric}: {} -> {} {unit} ({:+.1} %; {model})",
+            crate::text::round_to(*before, 1),
+            crate::text::round_to(*after, 1),
+            change_percent
+        ),
+        Prediction::NotPredicted { reason } => format!("not predicted: {reason}"),
+    }
+}

@@ -1,0 +1,357 @@
+//! Checks over what serves a device beyond its link: the IOMMU domain its DMA goes through, the
+//! NUMA node of the CPUs its MSI/MSI-X vectors are delivered to, those CPUs' frequency governor
+//! and idle states, and devfreq (DDR/bus) governors on SoCs. They need the machine's `/sys` and
+//! `/proc` (a host, or a snapshot saved as a whole tree); elsewhere they are skipped.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::facts::{cpu_list_text, SystemFacts};
+use super::finding::{
+    CheckOutcome, Context, Evidence, Finding, Fix, Intent, Lever, Prediction, Severity, Write,
+};
+use crate::topology::{Function, Kind};
+
+fn system<'a>(context: &'a Context) -> std::result::Result<&'a SystemFacts, String> {
+    context.facts.system.as_ref().ok_or_else(|| {
+        "the machine has no /sys and /proc to read (sim:, or a snapshot of /sys/bus/pci alone)"
+            .to_string()
+    })
+}
+
+fn busy_endpoints<'a>(context: &'a Context) -> impl Iterator<Item = &'a Function> {
+    context
+        .topology
+        .functions()
+        .iter()
+        .filter(|f| matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint) && f.driver.is_some())
+}
+
+/// The CPUs that receive a busy endpoint's interrupts, with the endpoints they serve.
+fn serving_cpus(context: &Context, system: &SystemFacts) -> BTreeMap<u32, BTreeSet<String>> {
+    let mut cpus: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+    for f in busy_endpoints(context) {
+        let Some(x) = context.facts.functions.get(&f.bdf) else {
+            continue;
+        };
+        for irq in &x.msi_irqs {
+            for cpu in system.irq_cpus.get(irq).into_iter().flatten() {
+                cpus.entry(*cpu).or_default().insert(f.bdf.to_string());
+            }
+        }
+    }
+    cpus
+}
+
+fn path(system: &SystemFacts, rel: &str) -> String {
+    system.root.join(rel).display().to_string()
+}
+
+pub(super) fn iommu_translated(context: &Context) -> CheckOutcome {
+    let typed: Vec<(&Function, &String)> = busy_endpoints(context)
+        .filter_map(|f| Some((f, context.facts.functions.get(&f.bdf)?.iommu_type.as_ref()?)))
+        .collect();
+    if typed.is_empty() {
+        return Err("no busy endpoint has an iommu_group/type file (no IOMMU, sim:, or a snapshot without it)".into());
+    }
+    let intent = context.options.intent;
+    let mut found = Vec::new();
+    for (f, kind) in typed {
+        let (severity, summary, command) = match (intent, kind.as_str()) {
+            (Intent::Isolation, "identity") => (
+                Severity::Risk,
+                format!("{}'s DMA is not translated (identity domain): it can reach all of memory", f.bdf),
+                "iommu.passthrough=0 on the kernel command line (or write DMA to iommu_group/type with the driver unbound)".to_string(),
+            ),
+            (Intent::Isolation, _) => continue,
+            (_, "DMA") => (
+                Severity::PerfLoss,
+                format!("{}'s DMA is translated with strict invalidation: each unmap waits for an IOTLB flush", f.bdf),
+                "iommu.strict=0 on the kernel command line (flush queue, type DMA-FQ), or iommu.passthrough=1 where isolation is not needed".to_string(),
+            ),
+            (_, "DMA-FQ") => (
+                Severity::Info,
+                format!("{}'s DMA is translated (lazy invalidation): each mapping costs an IOVA allocation and IOTLB misses", f.bdf),
+                "iommu.passthrough=1 where isolation is not needed".to_string(),
+            ),
+            _ => continue,
+        };
+        let file = context.facts.functions[&f.bdf].dir.as_ref().map_or_else(
+            || "iommu_group/type".to_string(),
+            |d| d.join("iommu_group/type").display().to_string(),
+        );
+        found.push(Finding {
+            id: "iommu-translated",
+            severity,
+            subject: f.bdf.to_string(),
+            function: Some(f.bdf.to_string()),
+            summary,
+            evidence: vec![Evidence::new(file, "type", kind.clone())],
+            fix: Fix::printed(Lever::KernelParameter, command).noting(
+                "writing iommu_group/type needs every driver of the group unbound: printed, not performed",
+            ),
+            intent,
+            prediction: Prediction::not_predicted("IOMMU translation cost is not in the link or platform model"),
+        });
+    }
+    Ok(found)
+}
+
+pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
+    let system = system(context)?;
+    if system.node_cpus.is_empty() || system.irq_cpus.is_empty() {
+        return Err(
+            "no NUMA node cpulists or no /proc/irq affinities under the machine's root".into(),
+        );
+    }
+    let mut found = Vec::new();
+    for f in busy_endpoints(context) {
+        let Some(node) = f.numa_node else {
+            continue;
+        };
+        let Some(local) = system.node_cpus.get(&node) else {
+            continue;
+        };
+        let x = &context.facts.functions[&f.bdf];
+        let far: Vec<(u32, &Vec<u32>)> = x
+            .msi_irqs
+            .iter()
+            .filter_map(|irq| Some((*irq, system.irq_cpus.get(irq)?)))
+            .filter(|(_, cpus)| !cpus.is_empty() && cpus.iter().all(|c| !local.contains(c)))
+            .collect();
+        if far.is_empty() {
+            continue;
+        }
+        let mut evidence = vec![Evidence::new(
+            x.dir.as_ref().map_or("numa_node".into(), |d| {
+                d.join("numa_node").display().to_string()
+            }),
+            "numa_node",
+            node.to_string(),
+        )];
+        evidence.push(Evidence::new(
+            path(
+                system,
+                &format!("sys/devices/system/node/node{node}/cpulist"),
+            ),
+            "cpulist",
+            cpu_list_text(local),
+        ));
+        for (irq, cpus) in &far {
+            evidence.push(Evidence::new(
+                path(system, &format!("proc/irq/{irq}/effective_affinity_list")),
+                "effective_affinity_list",
+                cpu_list_text(cpus),
+            ));
+        }
+        let writes: Vec<Write> = far
+            .iter()
+            .map(|(irq, _)| Write {
+                file: format!("proc/irq/{irq}/smp_affinity_list"),
+                value: cpu_list_text(local),
+            })
+            .collect();
+        let mut note = "interrupt handling off the device's node reads completions and descriptors across the socket interconnect".to_string();
+        if system.irqbalance_running {
+            note.push_str("; irqbalance is running and would move these IRQs back: stop it or ban them (IRQBALANCE_BANNED_CPULIST), or --apply --force");
+        }
+        found.push(Finding {
+            id: "irq-far-node",
+            severity: Severity::PerfLoss,
+            subject: f.bdf.to_string(),
+            function: Some(f.bdf.to_string()),
+            summary: format!(
+                "{} sits on NUMA node {node} but {} of its {} MSI/MSI-X vector(s) are delivered only to CPUs of other nodes (IRQ {})",
+                f.bdf,
+                far.len(),
+                x.msi_irqs.len(),
+                far.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+            evidence,
+            fix: Fix {
+                lever: Lever::RuntimeWrite,
+                command: writes.iter().map(|w| format!("echo {} > /{}", w.value, w.file)).collect::<Vec<_>>().join("; "),
+                reboot: false,
+                writes,
+                note: Some(note),
+            },
+            intent: context.options.intent,
+            prediction: Prediction::not_predicted("the model has no cross-node interrupt or memory cost"),
+        });
+    }
+    Ok(found)
+}
+
+pub(super) fn cpu_governor(context: &Context) -> CheckOutcome {
+    let system = system(context)?;
+    if system.governors.is_empty() {
+        return Err("no cpufreq scaling_governor files (no cpufreq driver, or not read)".into());
+    }
+    let serving = serving_cpus(context, system);
+    let slow: Vec<(u32, &String)> = serving
+        .keys()
+        .filter_map(|cpu| Some((*cpu, system.governors.get(cpu)?)))
+        .filter(|(_, g)| g.as_str() != "performance")
+        .collect();
+    if slow.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cpus: Vec<u32> = slow.iter().map(|(c, _)| *c).collect();
+    let devices: BTreeSet<&String> = cpus.iter().flat_map(|c| &serving[c]).collect();
+    let writes: Vec<Write> = cpus
+        .iter()
+        .map(|c| Write {
+            file: format!("sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"),
+            value: "performance".into(),
+        })
+        .collect();
+    let evidence = slow
+        .iter()
+        .map(|(c, g)| {
+            Evidence::new(
+                path(
+                    system,
+                    &format!("sys/devices/system/cpu/cpu{c}/cpufreq/scaling_governor"),
+                ),
+                "scaling_governor",
+                (*g).clone(),
+            )
+        })
+        .collect();
+    let mut note = "interrupt and completion handling runs at the clock the governor picks; on-demand governors ramp after the burst".to_string();
+    if system.tuned_running {
+        note.push_str("; tuned is running and reapplies its profile's governor: change the profile, or --apply --force");
+    }
+    Ok(vec![Finding {
+        id: "cpu-governor",
+        severity: Severity::PerfLoss,
+        subject: format!("cpu {}", cpu_list_text(&cpus)),
+        function: None,
+        summary: format!(
+            "CPU(s) {} serve interrupts of {} but run the {} governor",
+            cpu_list_text(&cpus),
+            devices.into_iter().cloned().collect::<Vec<_>>().join(", "),
+            slow.iter()
+                .map(|(_, g)| g.as_str())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join("/")
+        ),
+        evidence,
+        fix: Fix {
+            lever: Lever::RuntimeWrite,
+            command: format!(
+                "cpupower -c {} frequency-set -g performance",
+                cpu_list_text(&cpus)
+            ),
+            reboot: false,
+            writes,
+            note: Some(note),
+        },
+        intent: context.options.intent,
+        prediction: Prediction::not_predicted("CPU frequency is not in the link or platform model"),
+    }])
+}
+
+/// Idle states slower to leave than this (µs) are called deep.
+const DEEP_IDLE_US: u64 = 10;
+
+pub(super) fn cpu_idle_deep(context: &Context) -> CheckOutcome {
+    let system = system(context)?;
+    if system.idle_states.is_empty() {
+        return Err("no cpuidle state files (no cpuidle driver, or not read)".into());
+    }
+    let serving = serving_cpus(context, system);
+    let mut evidence = Vec::new();
+    let mut cpus = Vec::new();
+    for cpu in serving.keys() {
+        let deep: Vec<_> = system
+            .idle_states
+            .get(cpu)
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.disabled && s.latency_us > DEEP_IDLE_US)
+            .collect();
+        if deep.is_empty() {
+            continue;
+        }
+        cpus.push(*cpu);
+        for s in deep {
+            evidence.push(Evidence::new(
+                path(
+                    system,
+                    &format!(
+                        "sys/devices/system/cpu/cpu{cpu}/cpuidle/{}/latency",
+                        s.state
+                    ),
+                ),
+                &format!("{} ({}) latency", s.state, s.name),
+                format!("{} us, disable 0", s.latency_us),
+            ));
+        }
+    }
+    if cpus.is_empty() {
+        return Ok(Vec::new());
+    }
+    let severity = if context.options.intent == Intent::Latency {
+        Severity::PerfLoss
+    } else {
+        Severity::Info
+    };
+    Ok(vec![Finding {
+        id: "cpu-idle-deep",
+        severity,
+        subject: format!("cpu {}", cpu_list_text(&cpus)),
+        function: None,
+        summary: format!(
+            "CPU(s) {} serve device interrupts with idle states deeper than {DEEP_IDLE_US} us enabled: an interrupt that wakes them waits for the exit",
+            cpu_list_text(&cpus)
+        ),
+        evidence,
+        fix: Fix::printed(
+            Lever::Command,
+            format!(
+                "cpupower -c {} idle-set -D {DEEP_IDLE_US}, or a PM QoS latency request from the application",
+                cpu_list_text(&cpus)
+            ),
+        )
+        .noting("deep idle states save power and raise turbo headroom; disable them only where latency matters"),
+        intent: context.options.intent,
+        prediction: Prediction::not_predicted("CPU idle exits are not in the link or platform model"),
+    }])
+}
+
+pub(super) fn devfreq_governor(context: &Context) -> CheckOutcome {
+    let system = system(context)?;
+    if system.devfreq.is_empty() {
+        return Err("no /sys/class/devfreq devices (not an SoC with devfreq)".into());
+    }
+    let mut found = Vec::new();
+    for (name, governor) in system
+        .devfreq
+        .iter()
+        .filter(|(_, g)| g.as_str() != "performance")
+    {
+        let file = format!("sys/class/devfreq/{name}/governor");
+        found.push(Finding {
+            id: "devfreq-governor",
+            severity: Severity::PerfLoss,
+            subject: format!("devfreq {name}"),
+            function: None,
+            summary: format!(
+                "devfreq device {name} runs the {governor} governor: DMA to memory is served at whatever DDR/bus clock it picks"
+            ),
+            evidence: vec![Evidence::new(path(system, &file), "governor", governor.clone())],
+            fix: Fix {
+                lever: Lever::RuntimeWrite,
+                command: format!("echo performance > /{file}"),
+                reboot: false,
+                writes: vec![Write { file, value: "performance".into() }],
+                note: Some("the Rockchip PCIe performance guide, §3.1, fixes CPU and DDR at high frequency".into()),
+            },
+            intent: context.options.intent,
+            prediction: Prediction::not_predicted("memory clock is not in the link or platform model"),
+        });
+    }
+    Ok(found)
+}
