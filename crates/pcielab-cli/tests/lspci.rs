@@ -354,19 +354,26 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         assert_eq!(m["functions"], header_lines(&text), "{file}");
         for f in m["findings"].as_array().unwrap() {
-            found.push(format!("{file} {} {}", f["function"], f["check"]));
+            found.push(format!(
+                "{file} {} {} {}",
+                f["function"], f["check"], f["severity"]
+            ));
         }
     }
     // The traps in these machines raise nothing: empty slots at x0 (the PowerEdge 2850's
     // 00:04.0) or at x1 with DLActive- (the Altra's 0002:00:01.0), an x16 slot holding an x8
-    // switch (the R210 II), Gen4 ports above nothing listed. The one finding is real as the
-    // registers read: the Altra's RTX 3090 (and its audio function) at 2.5 GT/s under an
-    // 8 GT/s port; an idle GPU lowers its link speed this way, which the check cannot tell.
+    // switch (the R210 II), Gen4 ports above nothing listed, single-device dumps whose path to
+    // a root port is not in the file. What remains is real as the registers read: the Altra's
+    // RTX 3090 (and its audio function, on the same link) at 2.5 GT/s under an 8 GT/s port,
+    // called info because an idle GPU lowers its speed; and both at MaxPayload 128 under a
+    // root port that supports 512 and a GPU that supports 256.
     assert_eq!(
         found,
         vec![
-            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"downtrained_link\"",
-            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"downtrained_link\"",
+            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"link-downtrained\" \"info\"",
+            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"link-downtrained\" \"info\"",
+            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
         ]
     );
 }
@@ -417,28 +424,53 @@ fn corpus_findings_quote_their_evidence_lines_and_failures_their_place() {
         };
         for finding in m["findings"].as_array().unwrap() {
             assert_eq!(finding["function"], "0000:01:00.0");
-            let line = finding["evidence"]["line"].as_u64().unwrap() as usize;
-            let quoted = finding["evidence"]["text"].as_str().unwrap();
-            assert_eq!(text.lines().nth(line - 1).unwrap(), quoted);
-            seen.push((
-                finding["check"].as_str().unwrap().to_string(),
-                quoted.trim().to_string(),
-            ));
+            for quote in finding["evidence"].as_array().unwrap() {
+                let quote = quote.as_str().unwrap();
+                let (line, quoted) = quote
+                    .strip_prefix("line ")
+                    .and_then(|q| q.split_once(": "))
+                    .unwrap_or_else(|| panic!("evidence '{quote}' names no line"));
+                let line: usize = line.parse().unwrap();
+                assert_eq!(text.lines().nth(line - 1).unwrap().trim(), quoted);
+                seen.push((
+                    finding["check"].as_str().unwrap().to_string(),
+                    quoted.to_string(),
+                ));
+            }
         }
     }
     seen.sort();
+    // The narrowed link quotes the endpoint's LnkSta and both ends' LnkCap; the MPS mismatch
+    // quotes the switch's DevCtl line (128) and the root port's above it (256).
     assert_eq!(
         seen,
         vec![
             (
-                "downtrained_link".into(),
+                "link-downtrained".into(),
+                "LnkCap:\tPort #0, Speed 8GT/s, Width x8, ASPM L1, Exit Latency L1 <64us".into()
+            ),
+            (
+                "link-downtrained".into(),
+                "LnkCap:\tPort #2, Speed 8GT/s, Width x16, ASPM L0s L1, Exit Latency L0s <256ns, L1 <8us".into()
+            ),
+            (
+                "link-downtrained".into(),
                 "LnkSta:\tSpeed 8GT/s (ok), Width x4 (downgraded)".into()
             ),
             (
-                "mps_mismatch".into(),
+                "mps-mismatch".into(),
                 "MaxPayload 128 bytes, MaxReadReq 512 bytes".into()
+            ),
+            (
+                "mps-mismatch".into(),
+                "MaxPayload 128 bytes, MaxReadReq 512 bytes".into()
+            ),
+            (
+                "mps-mismatch".into(),
+                "MaxPayload 256 bytes, MaxReadReq 128 bytes".into()
             ),
         ]
     );
-    assert_eq!(report["checks"]["mps_mismatch"]["machines"], 1);
+    assert_eq!(report["checks"]["mps-mismatch"]["machines"], 1);
+    assert_eq!(report["checks"]["link-downtrained"]["machines"], 1);
 }

@@ -1,7 +1,7 @@
 //! `pcielab corpus DIR`: read every lspci output under DIR and count what the checks find.
 
 use clap::Args as ClapArgs;
-use pcielab::topology::lspci_corpus::run_corpus;
+use pcielab::advise::corpus::run_corpus;
 use pcielab::Result;
 use std::path::PathBuf;
 

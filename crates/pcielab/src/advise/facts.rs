@@ -25,7 +25,8 @@ const CONFIG_BYTES: u64 = 4096;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FunctionFacts {
     pub features: Option<Features>,
-    /// Where `features` came from: the `config` file, or "spec" on `sim:`.
+    /// Where `features` came from: the `config` file, "lspci BDF" on an lspci machine, or
+    /// "spec" on `sim:`.
     pub config_source: String,
     /// `TOTAL_ERR_COR` of `aer_dev_correctable`.
     pub aer_correctable: Option<u64>,
@@ -157,6 +158,11 @@ pub fn read_facts(topo: &Topology, pci_dir: Option<&Path>, root: Option<&Path>) 
             Some(pci) => read_function(&pci.join("devices").join(f.bdf.to_string())),
             // A spec says nothing of Extended Tag, Relaxed Ordering, 10-bit tags or exit
             // latencies: the checks that need them are skipped, not fed zeros.
+            // Text read from lspci names each function's facts by its address.
+            None if !f.evidence.is_empty() => FunctionFacts {
+                config_source: format!("lspci {}", f.bdf),
+                ..FunctionFacts::default()
+            },
             None => FunctionFacts {
                 config_source: "spec".to_string(),
                 ..FunctionFacts::default()

@@ -161,11 +161,20 @@ pub(super) fn downtrained(context: &Context) -> CheckOutcome {
         let common_width = s.common_width.unwrap_or(s.width);
         let below_each = below_each.get_or_insert_with(|| endpoints_below(topo));
         let below = below_each.get(&f.bdf).map_or(&[][..], Vec::as_slice);
+        // The functions of one device share its link: a GPU's audio function idles with it.
+        let same_device = |g: &&Function| {
+            (g.bdf.domain, g.bdf.bus, g.bdf.device) == (f.bdf.domain, f.bdf.bus, f.bdf.device)
+        };
         let idle_possible = s.slower()
             && !s.narrower()
-            && below
+            && (below
                 .iter()
-                .any(|b| topo.get(*b).is_some_and(lowers_speed_when_idle));
+                .any(|b| topo.get(*b).is_some_and(lowers_speed_when_idle))
+                || topo
+                    .functions()
+                    .iter()
+                    .filter(same_device)
+                    .any(lowers_speed_when_idle));
         let samples = context.options.link_samples.max(1);
         let mut summary = format!(
             "link {} -> {} runs {} x{} but both ends support {} x{} (min of {}'s and {}'s LnkCap)",
@@ -255,8 +264,14 @@ pub(super) fn downtrained(context: &Context) -> CheckOutcome {
 /// The largest MPS every function on `bdf`'s path supports, and the function that limits it
 /// (the nearest one on a tie): what `pci=pcie_bus_perf` would program on the endpoint.
 fn path_mps(topo: &Topology, bdf: Bdf) -> Option<(u16, Bdf)> {
-    topo.path_to_root(bdf)
-        .into_iter()
+    let path = topo.path_to_root(bdf);
+    // A path that does not reach a root port (a dump or paste of one device, an integrated
+    // endpoint whose root complex says nothing) leaves what the path supports unknown: its
+    // missing hops may support less.
+    if !path.last().is_some_and(|top| top.kind == Kind::RootPort) {
+        return None;
+    }
+    path.into_iter()
         .filter_map(|f| f.mps_supported.map(|m| (m, f.bdf)))
         .fold(None, |best: Option<(u16, Bdf)>, (m, at)| match best {
             Some((b, _)) if b <= m => best,

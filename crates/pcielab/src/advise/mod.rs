@@ -10,6 +10,7 @@
 //! listed with the reason, never reported as clean.
 
 pub mod apply;
+pub mod corpus;
 pub mod facts;
 mod finding;
 mod links;
@@ -35,7 +36,38 @@ pub fn advise(machine: &Machine, options: &AdviseOptions) -> Result<Advice> {
         platform: options.platform.as_ref().or(spec_model.as_ref()),
         pci_dir,
     };
-    Ok(run_checks(&context, &machine.selector().to_string()))
+    let mut advice = run_checks(&context, &machine.selector().to_string());
+    quote_input_lines(&mut advice, &platform.topology);
+    Ok(advice)
+}
+
+/// Quotes, beside each piece of config-space evidence, the input line it was read from, where
+/// the machine was read from text that keeps one per fact (lspci output: "LnkSta: …" evidence
+/// quotes the function's LnkSta line). The function is the one the evidence's file names, else
+/// the finding's.
+fn quote_input_lines(advice: &mut Advice, topology: &crate::topology::Topology) {
+    for finding in &mut advice.findings {
+        for evidence in &mut finding.evidence {
+            let named = evidence
+                .source
+                .split(['/', ' '])
+                .find_map(|part| part.parse::<crate::pcie::Bdf>().ok());
+            let bdf = named.or_else(|| finding.function.as_deref()?.parse().ok());
+            let fact = evidence
+                .field
+                .split(':')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            if let Some(line) = bdf
+                .and_then(|b| topology.get(b))
+                .and_then(|f| f.evidence.lines.get(&fact))
+            {
+                evidence.line = Some(format!("line {}: {}", line.line, line.text.trim()));
+            }
+        }
+    }
 }
 
 fn run_checks(context: &Context, machine: &str) -> Advice {

@@ -9,7 +9,6 @@ pub mod export;
 pub mod generate;
 pub mod health;
 pub mod lspci;
-pub mod lspci_corpus;
 pub mod lspci_dump;
 pub mod lspci_source;
 pub mod lspci_text;

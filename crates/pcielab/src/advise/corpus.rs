@@ -1,11 +1,8 @@
 //! `pcielab corpus DIR`: reads every lspci output under a directory (one machine per file),
 //! as `--machine lspci:FILE` would, and reports what a fleet of real machines looks like:
 //! which files fail to read (each naming its line), how long each machine takes, how many
-//! functions each holds, and how often each check fires, with the input line each finding
-//! quotes as its evidence.
-//!
-//! The findings come from one function, [`findings`], which today turns the topology's own
-//! health warnings ([`super::check`]) into records; another checker's findings slot in there.
+//! functions each holds, and how often each `advise` check fires, with the input line each
+//! finding quotes as its evidence.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,83 +10,53 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::{advise, AdviseOptions, Severity, CHECKS};
 use crate::error::{Error, Result};
-use crate::pcie::Bdf;
-use crate::topology::check::{warnings, DOWNTRAINED};
+use crate::machine::Machine;
 use crate::topology::lspci::read_lspci_path;
 use crate::topology::lspci_source::LspciFormat;
-use crate::topology::{SourceLine, Topology};
 
 /// The most files read from one directory tree (the public corpus holds about 19,000).
 pub const MAX_CORPUS_FILES: usize = 100_000;
 /// How deep the walk goes (linuxhw's tree is type/vendor/model/…/file, 8 levels).
 const MAX_DEPTH: usize = 16;
 
-/// How much a finding matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Costs bandwidth or latency on this machine.
-    PerfLoss,
-    /// Worth a look; may cost nothing.
-    Notice,
-}
-
-/// One check's finding on one function, with the line of input it rests on.
+/// One check's finding on one machine, with the input lines it rests on.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     pub check: &'static str,
     pub severity: Severity,
-    #[serde(serialize_with = "as_text")]
-    pub function: Bdf,
+    /// The PCI function it is filed under; `None` for machine-wide findings.
+    pub function: Option<String>,
     pub message: String,
-    pub evidence: Option<SourceLine>,
+    /// Each piece of evidence's input line ("line 12: LnkSta: Speed 2.5GT/s (downgraded)…").
+    pub evidence: Vec<String>,
 }
 
-fn as_text<S: serde::Serializer>(bdf: &Bdf, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.collect_str(bdf)
-}
-
-/// The check ids, the words each health warning starts with, their severity and the fact
-/// whose line is the evidence.
-const CHECKS: [(&str, &str, Severity, &str); 3] = [
-    (
-        "downtrained_link",
-        DOWNTRAINED,
-        Severity::PerfLoss,
-        "lnksta",
-    ),
-    ("mps_mismatch", "MPS mismatch", Severity::PerfLoss, "devctl"),
-    (
-        "aspm_on_busy_link",
-        "ASPM enabled on a busy link",
-        Severity::Notice,
-        "lnkctl",
-    ),
-];
-
-/// The findings on `topo`: the single place the corpus gets them from.
-pub fn findings(topo: &Topology) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for (bdf, messages) in warnings(topo) {
-        let f = topo
-            .get(bdf)
-            .expect("warnings name functions of the topology");
-        for message in messages {
-            let (check, severity, fact) = CHECKS
-                .iter()
-                .find(|(_, start, _, _)| message.starts_with(start))
-                .map_or(("other", Severity::Notice, "header"), |c| (c.0, c.2, c.3));
-            out.push(Finding {
-                check,
-                severity,
-                function: bdf,
-                message,
-                evidence: f.evidence.lines.get(fact).cloned(),
-            });
-        }
-    }
-    out
+/// The findings `advise` makes on the lspci output in `path`, for the throughput intent, each
+/// with the input lines its evidence was read from.
+pub fn findings(path: &Path) -> Result<Vec<Finding>> {
+    let machine: Machine = format!("lspci:{}", path.display()).parse()?;
+    let options = AdviseOptions {
+        link_samples: 1,
+        ..AdviseOptions::default()
+    };
+    Ok(advise(&machine, &options)?
+        .findings
+        .into_iter()
+        .map(|f| Finding {
+            check: f.id,
+            severity: f.severity,
+            function: f.function,
+            message: f.summary,
+            evidence: {
+                let mut lines: Vec<String> =
+                    f.evidence.into_iter().filter_map(|e| e.line).collect();
+                lines.dedup();
+                lines
+            },
+        })
+        .collect())
 }
 
 /// One machine (file) read.
@@ -144,18 +111,19 @@ pub fn run_corpus(dir: &Path) -> Result<CorpusReport> {
     for path in &files {
         let file = path.strip_prefix(dir).unwrap_or(path).display().to_string();
         let start = Instant::now();
-        match read_lspci_path(path) {
-            Ok(read) => {
-                let found = findings(&read.topology);
-                machines.push(MachineRead {
-                    file,
-                    format: read.format,
-                    functions: read.topology.functions().len(),
-                    read_us: start.elapsed().as_micros() as u64,
-                    notes: read.notes,
-                    findings: found,
-                });
-            }
+        let read = read_lspci_path(path).and_then(|read| {
+            let read_us = start.elapsed().as_micros() as u64;
+            Ok((read, read_us, findings(path)?))
+        });
+        match read {
+            Ok((read, read_us, found)) => machines.push(MachineRead {
+                file,
+                format: read.format,
+                functions: read.topology.functions().len(),
+                read_us,
+                notes: read.notes,
+                findings: found,
+            }),
             Err(e) => failed.push(Failure {
                 file,
                 exit_code: e.exit_code(),
@@ -165,15 +133,7 @@ pub fn run_corpus(dir: &Path) -> Result<CorpusReport> {
     }
     let mut checks: BTreeMap<&'static str, CheckCount> = CHECKS
         .iter()
-        .map(|c| {
-            (
-                c.0,
-                CheckCount {
-                    severity: Some(c.2),
-                    ..CheckCount::default()
-                },
-            )
-        })
+        .map(|(id, _)| (*id, CheckCount::default()))
         .collect();
     for m in &machines {
         let mut fired: Vec<&str> = Vec::new();
@@ -255,10 +215,7 @@ impl CorpusReport {
             "check", "severity", "findings", "machines"
         );
         for (check, count) in &self.checks {
-            let severity = match count.severity {
-                Some(Severity::PerfLoss) => "perf_loss",
-                Some(Severity::Notice) | None => "notice",
-            };
+            let severity = count.severity.map_or("-", Severity::name);
             let _ = writeln!(
                 out,
                 "{check:<22} {severity:<9} {:>9} {:>9}",
