@@ -363,10 +363,13 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // The traps in these machines raise nothing: empty slots at x0 (the PowerEdge 2850's
     // 00:04.0) or at x1 with DLActive- (the Altra's 0002:00:01.0), an x16 slot holding an x8
     // switch (the R210 II), Gen4 ports above nothing listed, single-device dumps whose path to
-    // a root port is not in the file. What remains is real as the registers read: the Altra's
-    // RTX 3090 (and its audio function, on the same link) at 2.5 GT/s under an 8 GT/s port,
-    // called info because an idle GPU lowers its speed; and both at MaxPayload 128 under a
-    // root port that supports 512 and a GPU that supports 256.
+    // a root port is not in the file, a report taken without root (every capability
+    // `<access denied>`). What remains is real as the registers read: GPUs (and their audio
+    // functions, on the same link) at 2.5 GT/s under 8 GT/s ports, called info because an idle
+    // GPU lowers its speed; the Altra's GPU at MaxPayload 128 under a root port that supports
+    // 512 and a GPU that supports 256; MaxReadReq 128 on a RAID controller and a NIC; ASPM
+    // enabled on links whose endpoints have drivers bound; a P2P pair whose only path is
+    // through the host bridge.
     assert_eq!(
         found,
         vec![
@@ -374,6 +377,17 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"link-downtrained\" \"info\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/dell-poweredge-r220.txt \"0000:06:00.0\" \"p2p-through-host\" \"info\"",
+            "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
+            "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"link-downtrained\" \"info\"",
+            "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.1\" \"link-downtrained\" \"info\"",
+            "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.1\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:01:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:02:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:02:00.1\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/intel-s1200rp.txt \"0000:03:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/intel-s3210sh.txt \"0000:02:00.0\" \"mrrs-small\" \"perf-loss\"",
         ]
     );
 }
