@@ -354,6 +354,18 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         let text = std::fs::read_to_string(root.join(file)).unwrap();
         assert_eq!(m["functions"], header_lines(&text), "{file}");
         for f in m["findings"].as_array().unwrap() {
+            // Every finding quotes at least one line of the file, as the file has it.
+            let quotes = f["evidence"].as_array().unwrap();
+            assert!(!quotes.is_empty(), "{file}: {f}");
+            for quote in quotes {
+                let quote = quote.as_str().unwrap();
+                let (line, quoted) = quote
+                    .strip_prefix("line ")
+                    .and_then(|q| q.split_once(": "))
+                    .unwrap_or_else(|| panic!("{file}: evidence '{quote}' names no line"));
+                let line: usize = line.parse().unwrap();
+                assert_eq!(text.lines().nth(line - 1).unwrap().trim(), quoted, "{file}");
+            }
             found.push(format!(
                 "{file} {} {} {}",
                 f["function"], f["check"], f["severity"]

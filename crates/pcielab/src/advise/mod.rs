@@ -60,10 +60,15 @@ fn quote_input_lines(advice: &mut Advice, topology: &crate::topology::Topology) 
                 .unwrap_or_default()
                 .trim()
                 .to_ascii_lowercase();
-            if let Some(line) = bdf
-                .and_then(|b| topology.get(b))
-                .and_then(|f| f.evidence.lines.get(&fact))
-            {
+            // The reader keeps one line per capability where lspci prints its control
+            // register only (ACSCtl is the "acs" fact).
+            let lines = bdf.and_then(|b| topology.get(b)).map(|f| &f.evidence.lines);
+            let quoted = lines.and_then(|lines| {
+                lines
+                    .get(&fact)
+                    .or_else(|| lines.get(fact.strip_suffix("ctl")?))
+            });
+            if let Some(line) = quoted {
                 evidence.line = Some(format!("line {}: {}", line.line, line.text.trim()));
             }
         }
