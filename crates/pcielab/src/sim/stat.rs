@@ -210,10 +210,8 @@ mod tests {
     }
 
     fn yitian() -> SimulatedPcie {
-        crate::machine::Machine::open(&"sim:yitian710".parse().unwrap())
-            .unwrap()
-            .simulated_pcie()
-            .unwrap()
+        let spec = crate::topology::spec::preset_for_tests("yitian710");
+        SimulatedPcie::new(spec.name, spec.topology, &spec.sim, &spec.platform).unwrap()
     }
 
     #[test]

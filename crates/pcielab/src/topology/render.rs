@@ -431,14 +431,14 @@ class = 0x020000
         );
         assert!(tree.contains("virtio"), "{tree}");
         // qemu-seed: every linked function has a ceiling; only the integrated NVMe has none.
-        let seed = crate::machine::read_spec("qemu-seed").unwrap();
+        let seed = crate::topology::spec::preset_for_tests("qemu-seed");
         let tree = to_tree(&seed, None);
         assert!(
             tree.contains("note: no ceiling for 0000:00:03.0: they report"),
             "{tree}"
         );
         // A machine where every device has a link gets no note.
-        let rk = crate::machine::read_spec("rk3588-evb").unwrap();
+        let rk = crate::topology::spec::preset_for_tests("rk3588-evb");
         assert!(!to_tree(&rk, None).contains("note: no ceiling"));
     }
 }
