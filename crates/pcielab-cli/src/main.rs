@@ -38,9 +38,13 @@ struct Cli {
 /// closed pipe (`pcielab pmu list | head`) ends the process quietly with status 141, as coreutils
 /// do, instead of a panic in the middle of a print.
 fn quiet_on_broken_pipe() {
-    // SAFETY: setting a signal's disposition to SIG_DFL at startup, before any thread exists.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    // signal-hook cannot set SIG_DFL itself; a handler that always runs the default action is
+    // the same thing (the process ends by SIGPIPE, not by an exit code that imitates it).
+    let always = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    if let Err(e) =
+        signal_hook::flag::register_conditional_default(signal_hook::consts::SIGPIPE, always)
+    {
+        eprintln!("pcielab: cannot restore the default SIGPIPE action: {e}");
     }
 }
 

@@ -5,14 +5,18 @@
 use super::number_in;
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
+use signal_hook::consts::SIGINT;
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
+use pcielab::machine::Machine;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::plot::document::{view_of, Kind};
 use pcielab::pmu::counters::{StatEnd, StatRequest};
 use pcielab::text::json_text;
-use pcielab::Result;
+use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
 #[command(
@@ -101,6 +105,27 @@ pub struct Args {
     pub workload: Vec<String>,
 }
 
+/// As `perf stat`: Ctrl-C reaches a real workload from the terminal and ends it, and pcielab
+/// stays to print what was counted; a second Ctrl-C (a workload that ignores the first) ends
+/// pcielab with status 130. A simulated workload runs inside pcielab, so there Ctrl-C keeps its
+/// default meaning.
+fn catch_ctrl_c(machine: &Machine) -> Result<Option<Arc<AtomicBool>>> {
+    if machine.is_simulated() {
+        return Ok(None);
+    }
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let register = |e: std::io::Error| Error::runtime(format!("cannot catch Ctrl-C (SIGINT): {e}"));
+    // Registered first, so it sees the flag before the first Ctrl-C raises it.
+    signal_hook::flag::register_conditional_shutdown(
+        SIGINT,
+        128 + SIGINT,
+        Arc::clone(&interrupted),
+    )
+    .map_err(register)?;
+    signal_hook::flag::register(SIGINT, Arc::clone(&interrupted)).map_err(register)?;
+    Ok(Some(interrupted))
+}
+
 pub fn run(args: Args) -> Result<()> {
     let machine = args.machine.open()?;
     let counters = machine.counters()?;
@@ -114,6 +139,7 @@ pub fn run(args: Args) -> Result<()> {
         .as_deref()
         .map(read_platform_file)
         .transpose()?;
+    let interrupt = catch_ctrl_c(&machine)?;
     let request = StatRequest {
         events: &args.events,
         all_cpus: args.all_cpus,
@@ -123,6 +149,7 @@ pub fn run(args: Args) -> Result<()> {
         workload: &args.workload,
         read_file: &read_file,
         platform: platform.as_ref(),
+        interrupt: interrupt.as_deref(),
     };
     let done = match counters.stat(&request)? {
         StatEnd::Counted(done) => done,

@@ -601,6 +601,7 @@ mod tests {
             workload: &["sleep".to_string(), "1".to_string()],
             read_file: &|p: &Path| Err(Error::bad_input(p.display().to_string())),
             platform: None,
+            interrupt: None,
         };
         let err = counters.stat(&request).err().unwrap();
         assert_eq!(err.exit_code(), 2);
@@ -652,6 +653,7 @@ mod tests {
             workload: &workload,
             read_file: &read_file,
             platform: None,
+            interrupt: None,
         };
         let counters = host.counters().unwrap();
         let err = counters.stat(&request).err().unwrap();

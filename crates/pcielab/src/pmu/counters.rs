@@ -6,6 +6,7 @@
 //! backend: the simulator implements it, not the other way round.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
 
@@ -36,6 +37,11 @@ pub struct StatRequest<'a> {
     /// The platform model whose streaming DMA prediction is printed beside payload rates
     /// (`--platform`); `None`: the `sim:` spec's own `[platform]`, if it has one.
     pub platform: Option<&'a PlatformModel>,
+    /// Raised by the caller's SIGINT handler while a host workload runs (the CLI registers one
+    /// with signal-hook). Ctrl-C reaches the workload from the terminal and its end ends the
+    /// count; the flag only tells the result it was interrupted. The library installs no
+    /// handler: without one, Ctrl-C ends the calling process as it would anyway.
+    pub interrupt: Option<&'a AtomicBool>,
 }
 
 /// A finished `stat` run.

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -35,6 +36,8 @@ pub struct HostStatRequest<'a> {
     pub workload: &'a [String],
     /// A platform model whose streaming DMA prediction is printed beside payload rates.
     pub platform: Option<&'a PlatformModel>,
+    /// The caller's SIGINT flag ([`StatRequest::interrupt`](crate::pmu::counters::StatRequest)).
+    pub interrupt: Option<&'a AtomicBool>,
 }
 
 /// The events of a request, encoded against the host's PMUs.
@@ -257,7 +260,7 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
         interval: request.interval_ms.map(Duration::from_millis),
         wrap_period,
     };
-    let run = run_workload(counters, request.workload, &plan)?;
+    let run = run_workload(counters, request.workload, &plan, request.interrupt)?;
     let labels: Vec<EventLabel> = labels
         .into_iter()
         .zip(run.not_supported)
@@ -318,6 +321,7 @@ impl Counters for HostCounters {
             interval_ms: request.interval_ms,
             workload: request.workload,
             platform: request.platform,
+            interrupt: request.interrupt,
         };
         let done = run(&host_request, &encoded)?;
         Ok(StatEnd::Counted(StatDone {

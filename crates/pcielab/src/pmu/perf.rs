@@ -344,12 +344,6 @@ fn read_group(on_cpu: &GroupOnCpu, len: usize) -> Result<Vec<(u64, u64, u64)>> {
         .collect())
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// How often to read so that no narrow counter wraps twice between reads.
 pub(crate) struct ReadPlan {
     pub interval: Option<Duration>,
@@ -358,27 +352,21 @@ pub(crate) struct ReadPlan {
 }
 
 /// Enables `counters`, runs `argv` to its end (or Ctrl-C), reads every interval and at the
-/// end, and returns the counts with the workload's exit status.
+/// end, and returns the counts with the workload's exit status. `interrupt` is the caller's
+/// SIGINT flag: the library installs no signal handler of its own (a process's signals belong
+/// to its program), it only reports whether the flag was raised while the workload ran.
 pub(crate) fn run_workload(
     mut counters: OpenCounters,
     argv: &[String],
     plan: &ReadPlan,
+    interrupt: Option<&AtomicBool>,
 ) -> Result<HostRun> {
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| Error::bad_input("no workload: give one after `--` (e.g. -- sleep 1)"))?;
-    INTERRUPTED.store(false, Ordering::SeqCst);
-    // A library call must leave SIGINT as it found it, so this saves and restores the previous
-    // disposition with signal(2): signal-hook cannot give a disposition back (its `unregister`
-    // leaves the signal ignored).
-    // SAFETY: installing an async-signal-safe handler that only stores an atomic; the
-    // workload gets SIGINT from the terminal itself (exec resets handled signals to default).
-    let previous = unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        )
-    };
+    if let Some(flag) = interrupt {
+        flag.store(false, Ordering::SeqCst);
+    }
     let start = Instant::now();
     counters.for_each_leader(Switch::Enable)?;
     let spawned = Command::new(program).args(args).spawn();
@@ -386,8 +374,6 @@ pub(crate) fn run_workload(
         Ok(child) => child,
         Err(e) => {
             counters.for_each_leader(Switch::Disable)?;
-            // SAFETY: restoring the handler saved above.
-            unsafe { libc::signal(libc::SIGINT, previous) };
             return Err(Error::runtime(format!(
                 "workload '{program}' failed to start: {e}"
             )));
@@ -437,8 +423,6 @@ pub(crate) fn run_workload(
     }
     counters.for_each_leader(Switch::Disable)?;
     counts.elapsed_ns = start.elapsed().as_nanos() as u64;
-    // SAFETY: restoring the handler saved above.
-    unsafe { libc::signal(libc::SIGINT, previous) };
     let status = waiter
         .join()
         .map_err(|_| Error::runtime("the workload waiter thread panicked"))?
@@ -458,7 +442,7 @@ pub(crate) fn run_workload(
         not_supported: counters.not_supported(),
         counts,
         exit_code,
-        interrupted: INTERRUPTED.load(Ordering::SeqCst),
+        interrupted: interrupt.is_some_and(|flag| flag.load(Ordering::SeqCst)),
     })
 }
 

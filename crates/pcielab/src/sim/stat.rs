@@ -199,6 +199,7 @@ mod tests {
             workload,
             read_file: &no_files,
             platform: None,
+            interrupt: None,
         }
     }
 
