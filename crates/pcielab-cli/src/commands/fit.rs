@@ -4,11 +4,10 @@
 //! `pcielab::model::fit`.
 
 use clap::Args as ClapArgs;
-use pcielab::model::fit::{fit, predict_rows};
+use pcielab::model::fit::{fit, predict_rows, FitDocument};
 use pcielab::model::measurements::parse_measurements;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
-use pcielab::plot::document::{view_of, Kind};
 use pcielab::text::json_text;
 use pcielab::Result;
 
@@ -67,7 +66,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     if let Some(spec) = &args.platform {
         let report = predict_rows(&read_platform_file(spec)?, &rows, &link)?;
-        draw(&args, &report)?;
+        draw(&args, || FitDocument::Prediction(report.clone()))?;
         if args.json {
             print!("{}", json_text("fit-prediction", &report)?);
         } else {
@@ -91,7 +90,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.out {
         pcielab::input::write_output(out.as_ref(), report.model.to_toml().as_bytes())?;
     }
-    draw(&args, &report)?;
+    draw(&args, || FitDocument::Fit(Box::new(report.clone())))?;
     if args.json {
         print!("{}", json_text("fit", &report)?);
     } else {
@@ -104,10 +103,9 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// `--svg`: the report's JSON document drawn.
-fn draw(args: &Args, report: &impl serde::Serialize) -> Result<()> {
+fn draw(args: &Args, document: impl FnOnce() -> FitDocument) -> Result<()> {
     let Some(path) = &args.svg else {
         return Ok(());
     };
-    let doc = view_of(Kind::Fit, report)?;
-    pcielab::input::write_output(path.as_ref(), plot::fit::svg(&doc)?.as_bytes())
+    pcielab::input::write_output(path.as_ref(), plot::fit::svg(&document())?.as_bytes())
 }

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use pcielab::machine::Machine;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
-use pcielab::plot::document::{view_of, Kind};
 use pcielab::pmu::counters::{StatEnd, StatRequest};
 use pcielab::text::json_text;
 use pcielab::{Error, Result};
@@ -160,11 +159,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let doc = done.outcome.document(done.workload_json);
     if let Some(path) = &args.svg {
-        let stat = view_of(Kind::Stat, &doc)?;
-        pcielab::input::write_output(
-            path.as_ref(),
-            plot::stat::svg(&stat, "this run")?.as_bytes(),
-        )?;
+        pcielab::input::write_output(path.as_ref(), plot::stat::svg(&doc, "this run")?.as_bytes())?;
     }
     if args.json {
         print!("{}", json_text("stat", &doc)?);

@@ -8,7 +8,9 @@
 //! default. Uncertainties are one standard deviation from the residual variance and
 //! `(JᵀJ)⁻¹`. Fully deterministic: same rows, same link → same parameters.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use super::measurements::{Measurement, Workload};
 use super::platform::{DmaDirection, FittedCell, MmioOp, PlatformModel, P, PARAMS};
@@ -39,7 +41,7 @@ pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) ->
 }
 
 /// One row's measured and predicted figures.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RowResult {
     /// Line in the input (0 for fio JSON jobs).
     pub line: usize,
@@ -50,13 +52,13 @@ pub struct RowResult {
     pub predicted_mbps: f64,
     /// (predicted / measured − 1) × 100.
     pub residual_percent: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_latency_ns: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_latency_ns: Option<f64>,
     /// DMA rows: whether the platform was fitted on this very cell (size, direction, link), so
     /// the predicted figure reproduces it rather than predicting it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_sample: Option<bool>,
 }
 
@@ -90,7 +92,7 @@ pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -
 }
 
 /// How a parameter came out of the fit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Fitted,
@@ -99,6 +101,17 @@ pub enum Status {
     Bound,
     /// Some row depends on it, but the data cannot pin it down; left at its default.
     NotDetermined,
+}
+
+impl Status {
+    /// The word `fit --json` writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Fitted => "fitted",
+            Status::Bound => "bound",
+            Status::NotDetermined => "not_determined",
+        }
+    }
 }
 
 /// Relative change of a parameter used to probe whether the fit's cost rises on each side.
@@ -187,10 +200,11 @@ fn what_determines(p: P) -> &'static str {
 }
 
 /// One fitted (or not determined) parameter.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ParamResult {
-    pub key: &'static str,
-    pub unit: &'static str,
+    /// The `[platform]` key, e.g. `dma.setup_ns`.
+    pub key: Cow<'static, str>,
+    pub unit: Cow<'static, str>,
     /// `null` when unbounded (the default of rate limits nothing limits).
     pub value: Option<f64>,
     /// One standard deviation; `null` when the rows leave no spare degree of freedom or the
@@ -198,12 +212,12 @@ pub struct ParamResult {
     pub uncertainty: Option<f64>,
     pub status: Status,
     /// Why it is not determined, or that it sits on a bound.
-    #[serde(skip_serializing_if = "String::is_empty")]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
 }
 
 /// The result of `pcielab fit`.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FitReport {
     pub fitted_on: String,
     pub rows_used: usize,
@@ -212,9 +226,52 @@ pub struct FitReport {
     pub params: Vec<ParamResult>,
     pub rows: Vec<RowResult>,
     /// Columns the model cannot reproduce together, each with the residuals that show it.
+    #[serde(default)]
     pub conflicts: Vec<String>,
+    /// The fitted model itself (`fit --out` writes it as a `[platform]` table); a report read
+    /// back from JSON has the defaults here.
     #[serde(skip)]
     pub model: PlatformModel,
+}
+
+/// A `fit --json` document read back (by `plot` and `report --from`): a fit, or the predictions
+/// of a platform fitted elsewhere (`fit --platform`), told apart by their fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FitDocument {
+    Fit(Box<FitReport>),
+    Prediction(PredictionReport),
+}
+
+impl FitDocument {
+    pub fn rows(&self) -> &[RowResult] {
+        match self {
+            FitDocument::Fit(f) => &f.rows,
+            FitDocument::Prediction(p) => &p.rows,
+        }
+    }
+
+    pub fn rows_used(&self) -> usize {
+        match self {
+            FitDocument::Fit(f) => f.rows_used,
+            FitDocument::Prediction(p) => p.rows_used,
+        }
+    }
+
+    pub fn rms_residual_percent(&self) -> f64 {
+        match self {
+            FitDocument::Fit(f) => f.rms_residual_percent,
+            FitDocument::Prediction(p) => p.rms_residual_percent,
+        }
+    }
+
+    /// `fit --platform`: what the given platform was fitted on.
+    pub fn platform_fitted_on(&self) -> Option<&str> {
+        match self {
+            FitDocument::Fit(_) => None,
+            FitDocument::Prediction(p) => Some(&p.platform_fitted_on),
+        }
+    }
 }
 
 /// Parameters some row depends on, most physically basic first: when two cannot be told apart
@@ -935,8 +992,8 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                     ("at least", "above")
                 };
                 params.push(ParamResult {
-                    key: s.key,
-                    unit: s.unit,
+                    key: s.key.into(),
+                    unit: s.unit.into(),
                     value: shown,
                     uncertainty: None,
                     status: Status::Bound,
@@ -949,8 +1006,8 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                 continue;
             }
             params.push(ParamResult {
-                key: s.key,
-                unit: s.unit,
+                key: s.key.into(),
+                unit: s.unit.into(),
                 value: shown,
                 uncertainty: covariance[i].map(|u| round_to(u, 4)),
                 status: Status::Fitted,
@@ -980,8 +1037,8 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                 Status::NotDetermined
             };
             params.push(ParamResult {
-                key: s.key,
-                unit: s.unit,
+                key: s.key.into(),
+                unit: s.unit.into(),
                 value: shown,
                 uncertainty: None,
                 status,
@@ -1009,8 +1066,8 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                 )
             });
             params.push(ParamResult {
-                key: s.key,
-                unit: s.unit,
+                key: s.key.into(),
+                unit: s.unit.into(),
                 value: shown,
                 uncertainty: None,
                 status: Status::NotDetermined,
@@ -1088,7 +1145,7 @@ fn rows_text(rows: &[RowResult]) -> String {
 /// Measurements set against a platform model fitted elsewhere, nothing fitted: what
 /// `pcielab fit --platform SPEC` prints. Each residual is a prediction error unless the model
 /// was fitted on these very rows (`platform_fitted_on` says what it was fitted on).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PredictionReport {
     pub platform_fitted_on: String,
     pub rows_used: usize,
@@ -1096,6 +1153,7 @@ pub struct PredictionReport {
     pub rms_residual_percent: f64,
     pub rows: Vec<RowResult>,
     /// One per link of these rows that none of the platform's measurements ran on.
+    #[serde(default)]
     pub warnings: Vec<String>,
 }
 

@@ -394,7 +394,16 @@ impl FittedCell {
 
 /// A platform model's predicted streaming DMA on one link, as `topo` and `stat` report it beside
 /// the link's own ceiling.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct PlatformDma {
     /// Device to memory, MB/s.
     #[serde(
@@ -417,7 +426,9 @@ pub struct PlatformDma {
 }
 
 /// Where a platform number stands against the measurements the platform was fitted on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Provenance {
     /// The fit saw this size and direction on this link: the number reproduces a measurement.

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::model::fit::FitDocument;
 use crate::model::sweep::SizeSweep;
+use crate::pmu::stat::StatDocument;
 use crate::qos::scenario::Outcome;
 
 /// What printed a document.
@@ -86,9 +88,9 @@ impl Kind {
 /// One result file, read.
 #[derive(Debug, Clone)]
 pub enum Document {
-    Stat(StatDoc),
+    Stat(StatDocument),
     Model(SizeSweep),
-    Fit(FitDoc),
+    Fit(FitDocument),
     Topology(TopologyDoc),
     P2p(P2pDoc),
     Scenario(Outcome),
@@ -171,86 +173,6 @@ pub fn view_of<T: DeserializeOwned>(kind: Kind, document: &impl serde::Serialize
     let value = serde_json::to_value(document)
         .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
     read_as(kind.command(), kind, value)
-}
-
-/// `pcielab stat --json` (docs/pmu.md).
-#[derive(Debug, Clone, Deserialize)]
-pub struct StatDoc {
-    pub elapsed_s: f64,
-    pub events: Vec<EventDoc>,
-    /// One entry per `-I` interval, each with that interval's counts.
-    #[serde(default)]
-    pub intervals: Vec<IntervalDoc>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct EventDoc {
-    pub pmu: String,
-    pub event: String,
-    pub count: Option<u64>,
-    #[serde(default)]
-    pub unit: String,
-    pub status: String,
-    #[serde(default)]
-    pub running_percent: f64,
-    #[serde(rename = "bandwidth_MBps", default)]
-    pub bandwidth_mbps: Option<f64>,
-    #[serde(rename = "link_achievable_MBps", default)]
-    pub link_achievable_mbps: Option<f64>,
-    #[serde(default)]
-    pub link_percent: Option<f64>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct IntervalDoc {
-    pub time_s: f64,
-    pub events: Vec<EventDoc>,
-}
-
-/// `pcielab fit --json` (docs/calibration.md): a fit, or with `--platform` the predictions of a
-/// platform fitted elsewhere (no parameters, `platform_fitted_on` instead of `fitted_on`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct FitDoc {
-    #[serde(default)]
-    pub fitted_on: Option<String>,
-    #[serde(default)]
-    pub platform_fitted_on: Option<String>,
-    pub rows_used: usize,
-    pub rms_residual_percent: f64,
-    #[serde(default)]
-    pub params: Vec<FitParamDoc>,
-    pub rows: Vec<FitRowDoc>,
-    /// `--platform`: links of these rows the platform was not fitted on.
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// A fit: columns the model cannot reproduce together.
-    #[serde(default)]
-    pub conflicts: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct FitParamDoc {
-    pub key: String,
-    pub unit: String,
-    pub value: Option<f64>,
-    pub uncertainty: Option<f64>,
-    pub status: String,
-    #[serde(default)]
-    pub note: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct FitRowDoc {
-    pub line: usize,
-    pub workload: String,
-    #[serde(rename = "measured_MBps")]
-    pub measured_mbps: f64,
-    #[serde(rename = "predicted_MBps")]
-    pub predicted_mbps: f64,
-    pub residual_percent: f64,
-    /// DMA rows: whether the platform was fitted on this cell.
-    #[serde(default)]
-    pub in_sample: Option<bool>,
 }
 
 /// `pcielab topo --json` (docs/topology.md).

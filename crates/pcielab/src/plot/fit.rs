@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use super::document::{FitDoc, FitRowDoc};
 use super::{draw_line_chart, svg_document, LineChart, Reference, Series, Stroke, XScale, WIDTH};
 use crate::error::Result;
+use crate::model::fit::{FitDocument, RowResult};
 
 /// A row's workload ("write 4096", "fio_read 131072") as (kind, size); rows without a size are
 /// placed by their order.
-fn kind_and_size(row: &FitRowDoc, index: usize) -> (String, f64) {
+fn kind_and_size(row: &RowResult, index: usize) -> (String, f64) {
     let mut words = row.workload.split_whitespace();
     let kind = words.next().unwrap_or("row").to_string();
     let size = words
@@ -20,15 +20,15 @@ fn kind_and_size(row: &FitRowDoc, index: usize) -> (String, f64) {
 }
 
 /// The upper (rates) and lower (residuals) charts.
-pub fn charts(doc: &FitDoc) -> (LineChart, LineChart) {
-    let mut by_kind: BTreeMap<String, Vec<(f64, &FitRowDoc)>> = BTreeMap::new();
-    for (i, row) in doc.rows.iter().enumerate() {
+pub fn charts(doc: &FitDocument) -> (LineChart, LineChart) {
+    let mut by_kind: BTreeMap<String, Vec<(f64, &RowResult)>> = BTreeMap::new();
+    for (i, row) in doc.rows().iter().enumerate() {
         let (kind, size) = kind_and_size(row, i);
         by_kind.entry(kind).or_default().push((size, row));
     }
     let mut rates = Vec::new();
     let mut residuals = Vec::new();
-    let model = if doc.platform_fitted_on.is_some() {
+    let model = if doc.platform_fitted_on().is_some() {
         "predicted"
     } else {
         "fitted"
@@ -57,14 +57,14 @@ pub fn charts(doc: &FitDoc) -> (LineChart, LineChart) {
         ));
     }
     let top = LineChart {
-        title: match &doc.platform_fitted_on {
+        title: match doc.platform_fitted_on() {
             None => format!(
                 "Fit: measured vs fitted ({} rows, rms residual {:.2} %)",
-                doc.rows_used, doc.rms_residual_percent
+                doc.rows_used(), doc.rms_residual_percent()
             ),
             Some(_) => format!(
                 "Measured vs predicted by a platform fitted elsewhere ({} rows, rms residual {:.2} %)",
-                doc.rows_used, doc.rms_residual_percent
+                doc.rows_used(), doc.rms_residual_percent()
             ),
         },
         x_label: "transfer size (bytes, log scale)".into(),
@@ -94,7 +94,7 @@ pub fn charts(doc: &FitDoc) -> (LineChart, LineChart) {
 }
 
 /// The fit as a standalone SVG document: rates above, residuals below.
-pub fn svg(doc: &FitDoc) -> Result<String> {
+pub fn svg(doc: &FitDocument) -> Result<String> {
     let (top, bottom) = charts(doc);
     svg_document(WIDTH, 900, |area| {
         let (upper, lower) = area.split_vertically(540);

@@ -3,19 +3,19 @@
 //! link-achievable rate as a reference line, and counts per interval for the rest (on the
 //! right axis when both kinds are plotted).
 
-use super::document::{EventDoc, StatDoc};
 use super::{line_chart_svg, LineChart, Reference, RightAxis, Series, Stroke, XScale};
 use crate::error::{Error, Result};
+use crate::pmu::stat::{EventReport, StatDocument};
 
 /// What an event is plotted as: MB/s where the document has a bandwidth, else its count.
-fn is_bandwidth(e: &EventDoc) -> bool {
+fn is_bandwidth(e: &EventReport) -> bool {
     e.bandwidth_mbps.is_some()
 }
 
 /// The chart of a run's intervals; `None` when it was counted without `-I`.
-pub fn chart(doc: &StatDoc) -> Option<LineChart> {
+pub fn chart(doc: &StatDocument) -> Option<LineChart> {
     let first = doc.intervals.first()?;
-    let value = |e: &EventDoc| {
+    let value = |e: &EventReport| {
         if is_bandwidth(e) {
             e.bandwidth_mbps
         } else {
@@ -50,7 +50,7 @@ pub fn chart(doc: &StatDoc) -> Option<LineChart> {
     }
     let mut references: Vec<Reference> = Vec::new();
     for e in first.events.iter().filter(|e| is_bandwidth(e)) {
-        if let Some(ceiling) = e.link_achievable_mbps {
+        if let Some(ceiling) = e.link_ceiling_mbps {
             let label = format!("{} link-achievable {ceiling:.0} MB/s", e.pmu);
             if !references.iter().any(|r| r.label == label) {
                 references.push(Reference { label, y: ceiling });
@@ -91,7 +91,7 @@ fn seconds(s: f64) -> String {
 }
 
 /// The run as a standalone SVG document; a run without intervals is bad input naming `origin`.
-pub fn svg(doc: &StatDoc, origin: &str) -> Result<String> {
+pub fn svg(doc: &StatDocument, origin: &str) -> Result<String> {
     let chart = chart(doc).ok_or_else(|| {
         Error::bad_input(format!(
             "{origin}: this stat result has no intervals to draw over time: count with -I MS \

@@ -4,7 +4,7 @@
 //! it adds the bytes, MB/s over the window, the share of the link-achievable rate, the line
 //! rate and, where a platform model is given, its streaming DMA prediction ([`LinkRates`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::model::platform::{PlatformDma, PlatformModel, Provenance};
@@ -89,50 +89,84 @@ impl EventLabel {
     }
 }
 
-/// One event's result, as the JSON output documents it (docs/pmu.md).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+/// Whether an event was counted, as `stat --json` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventStatus {
+    Counted,
+    /// It never got a counter.
+    NotCounted,
+    /// It could not be opened.
+    NotSupported,
+}
+
+impl EventStatus {
+    /// The word `stat --json` writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventStatus::Counted => "counted",
+            EventStatus::NotCounted => "not_counted",
+            EventStatus::NotSupported => "not_supported",
+        }
+    }
+}
+
+/// One event's result, as the JSON output documents it (docs/pmu.md). Read back by `plot` and
+/// `report --from`: fields a simulated run or an older pcielab did not write read as absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventReport {
     pub pmu: String,
     pub event: String,
     /// What perf reports before scaling (in the event's unit).
+    #[serde(default)]
     pub raw_count: u64,
     /// The estimate raw × enabled / running, rounded to a whole count as perf prints it;
     /// `null` when the event never ran or could not be opened.
     pub count: Option<u64>,
     /// `count` × the PMU's `.scale`, in `unit` (present when the scale is not 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaled: Option<f64>,
+    #[serde(default)]
     pub unit: String,
     /// Percent of the enabled time the event was on a counter.
+    #[serde(default)]
     pub running_percent: f64,
-    /// `counted`, `not_counted` (never got a counter) or `not_supported` (could not open).
-    pub status: &'static str,
+    pub status: EventStatus,
     /// Why, when `status` is not `counted`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// `count` in bytes, for events measured in bytes or 16-byte units.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<f64>,
+    #[serde(default)]
     pub enabled_ns: u64,
+    #[serde(default)]
     pub running_ns: u64,
     /// The measurement window: the time the event was enabled, in seconds.
+    #[serde(default)]
     pub window_s: f64,
-    #[serde(rename = "bandwidth_MBps", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "bandwidth_MBps",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub bandwidth_mbps: Option<f64>,
     /// The root port link's line rate after encoding, MB/s per direction.
     #[serde(
         rename = "link_line_rate_MBps",
+        default,
         skip_serializing_if = "Option::is_none"
     )]
     pub link_line_mbps: Option<f64>,
     /// The root port link's link-achievable payload MB/s per direction (`model::transfer::achievable_mbps`).
     #[serde(
         rename = "link_achievable_MBps",
+        default,
         skip_serializing_if = "Option::is_none"
     )]
     pub link_ceiling_mbps: Option<f64>,
     /// `bandwidth_MBps` as a percentage of `link_achievable_MBps`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_percent: Option<f64>,
     /// The platform model's predicted streaming DMA on the link, where a model is given.
     #[serde(flatten)]
@@ -143,9 +177,12 @@ impl EventReport {
     pub fn new(label: &EventLabel, reading: &Reading) -> Self {
         let estimate = reading.estimate().filter(|_| label.not_supported.is_none());
         let (status, reason) = match (&label.not_supported, estimate) {
-            (Some(why), _) => ("not_supported", Some(why.clone())),
-            (None, None) => ("not_counted", Some(label.not_counted_reason.clone())),
-            (None, Some(_)) => ("counted", None),
+            (Some(why), _) => (EventStatus::NotSupported, Some(why.clone())),
+            (None, None) => (
+                EventStatus::NotCounted,
+                Some(label.not_counted_reason.clone()),
+            ),
+            (None, Some(_)) => (EventStatus::Counted, None),
         };
         let window_s = reading.enabled_ns as f64 / 1e9;
         let bytes = label.bytes_per_count.zip(estimate).map(|(n, c)| c * n);
@@ -278,22 +315,23 @@ impl StatOutcome {
     }
 }
 
-/// The `stat --json` document (docs/pmu.md).
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+/// The `stat --json` document (docs/pmu.md), also as `plot` and `report --from` read it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatDocument {
     /// Each event over the whole run.
     pub events: Vec<EventReport>,
     pub elapsed_s: f64,
     /// The workload's own summary: on a host its argv and exit code, on `sim:` what the
     /// simulated workload reports.
+    #[serde(default)]
     pub workload: serde_json::Value,
     /// Each `-I` interval's change; absent when no interval was asked for.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<IntervalReport>,
 }
 
 /// One `-I` interval of the `stat --json` document.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalReport {
     /// When the interval ended, in seconds since counting began.
     pub time_s: f64,
@@ -319,7 +357,7 @@ fn interval_deltas(counts: &Counts) -> impl Iterator<Item = (u64, Vec<Reading>)>
 /// The value perf prints: the scaled value with two decimals, or the whole count.
 fn value_text(r: &EventReport, grouped: bool) -> String {
     match (r.status, r.scaled, r.count) {
-        ("not_supported", _, _) => "<not supported>".into(),
+        (EventStatus::NotSupported, _, _) => "<not supported>".into(),
         (_, Some(scaled), _) => {
             let hundredths = (scaled * 100.0).round() as u64;
             let whole = if grouped {
@@ -373,7 +411,7 @@ pub fn render_text(reports: &[EventReport], elapsed_ns: u64) -> String {
         out.push_str(&event_line(r));
         out.push('\n');
     }
-    for r in reports.iter().filter(|r| r.status != "counted") {
+    for r in reports.iter().filter(|r| r.status != EventStatus::Counted) {
         if let Some(why) = &r.reason {
             out.push_str(&format!("  {} {}: {why}\n", value_text(r, true), r.event));
         }
@@ -490,7 +528,7 @@ mod tests {
                 running_ns: 0,
             },
         );
-        assert_eq!((r.count, r.status), (None, "not_counted"));
+        assert_eq!((r.count, r.status), (None, EventStatus::NotCounted));
         let text = render_text(std::slice::from_ref(&r), 5);
         assert!(text.contains("<not counted>"), "{text}");
         assert!(text.contains("one time-based counter"), "{text}");
@@ -527,7 +565,7 @@ mod tests {
             ..label
         };
         let r = EventReport::new(&gone, &Reading::default());
-        assert_eq!(r.status, "not_supported");
+        assert_eq!(r.status, EventStatus::NotSupported);
         assert!(render_text(&[r], 1).contains("<not supported>"));
     }
 }

@@ -9,9 +9,11 @@ use std::fmt::Write as _;
 
 use crate::advise::{Advice, Severity};
 use crate::error::Result;
+use crate::model::fit::{FitDocument, Status};
 use crate::model::sweep::SizeSweep;
-use crate::plot::document::{Document, FitDoc, LabCheckDoc, P2pDoc, PairDoc, StatDoc, TopologyDoc};
+use crate::plot::document::{Document, LabCheckDoc, P2pDoc, PairDoc, TopologyDoc};
 use crate::plot::{self, value_text};
+use crate::pmu::stat::{EventStatus, StatDocument};
 use crate::pmu::PmuDevice;
 use crate::qos::scenario::Outcome;
 
@@ -212,10 +214,9 @@ fn result_section(r: &ResultFile) -> Result<(String, String)> {
             model_body(sweep)?,
         ),
         Document::Fit(doc) => (
-            if doc.params.is_empty() {
-                "Platform prediction"
-            } else {
-                "Platform fit"
+            match doc {
+                FitDocument::Prediction(_) => "Platform prediction",
+                FitDocument::Fit(_) => "Platform fit",
             }
             .to_string(),
             fit_body(doc)?,
@@ -397,7 +398,7 @@ fn pmu_section(selector: &str, pmus: &[PmuDevice]) -> String {
     )
 }
 
-fn stat_body(doc: &StatDoc) -> Result<String> {
+fn stat_body(doc: &StatDocument) -> Result<String> {
     let mut out = String::new();
     match plot::stat::chart(doc) {
         Some(chart) => out += &inline_svg(&plot::line_chart_svg(&chart)?, &chart.title),
@@ -422,9 +423,9 @@ fn stat_body(doc: &StatDoc) -> Result<String> {
                 optional(e.bandwidth_mbps),
                 optional(e.link_percent),
                 value_text(e.running_percent),
-                e.status.clone(),
+                e.status.as_str().to_string(),
             ],
-            e.status != "counted",
+            e.status != EventStatus::Counted,
         );
     }
     out += &t.html();
@@ -523,48 +524,57 @@ fn provenance_cell(value: Option<f64>, in_sample: Option<bool>) -> String {
     }
 }
 
-fn fit_body(doc: &FitDoc) -> Result<String> {
+fn fit_body(doc: &FitDocument) -> Result<String> {
     let mut out = inline_svg(&plot::fit::svg(doc)?, "measured vs fitted and residuals");
-    let source = match (&doc.fitted_on, &doc.platform_fitted_on) {
-        (_, Some(elsewhere)) => format!("Predicted by a platform fitted on {elsewhere}"),
-        (Some(on), None) => format!("Fitted on {on}"),
-        (None, None) => "Fitted".to_string(),
+    let (source, warnings, conflicts, params) = match doc {
+        FitDocument::Prediction(p) => (
+            format!("Predicted by a platform fitted on {}", p.platform_fitted_on),
+            p.warnings.as_slice(),
+            &[][..],
+            &[][..],
+        ),
+        FitDocument::Fit(f) => (
+            format!("Fitted on {}", f.fitted_on),
+            &[][..],
+            f.conflicts.as_slice(),
+            f.params.as_slice(),
+        ),
     };
     let _ = writeln!(
         out,
         "<p>{}: {} rows, rms residual {} %.</p>",
         escape(&source),
-        doc.rows_used,
-        value_text(doc.rms_residual_percent)
+        doc.rows_used(),
+        value_text(doc.rms_residual_percent())
     );
-    for warning in &doc.warnings {
+    for warning in warnings {
         let _ = writeln!(out, "<p><strong>Warning:</strong> {}</p>", escape(warning));
     }
-    for conflict in &doc.conflicts {
+    for conflict in conflicts {
         let _ = writeln!(
             out,
             "<p><strong>Conflict:</strong> {}</p>",
             escape(conflict)
         );
     }
-    if !doc.params.is_empty() {
+    if !params.is_empty() {
         out.push_str("<h3>Parameters</h3>\n");
     }
     let mut t = Table::new(&["parameter", "value", "± 1 sigma", "unit", "status", "note"]);
-    for p in &doc.params {
+    for p in params {
         t.row_marked(
             vec![
-                p.key.clone(),
+                p.key.to_string(),
                 optional(p.value),
                 optional(p.uncertainty),
-                p.unit.clone(),
-                p.status.clone(),
+                p.unit.to_string(),
+                p.status.as_str().to_string(),
                 p.note.clone(),
             ],
-            p.status != "fitted",
+            p.status != Status::Fitted,
         );
     }
-    if !doc.params.is_empty() {
+    if !params.is_empty() {
         out += &t.html();
     }
     out.push_str("<h3>Rows</h3>\n");
@@ -576,7 +586,7 @@ fn fit_body(doc: &FitDoc) -> Result<String> {
         "residual %",
         "cell",
     ]);
-    for r in &doc.rows {
+    for r in doc.rows() {
         t.row(vec![
             r.line.to_string(),
             r.workload.clone(),
