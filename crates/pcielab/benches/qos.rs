@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 /// Two groups on one 15-way domain, driven by the simulator's own address generators: `bw_mem`
-/// streaming over twice the cache in 7ff0 and `stress-ng` random accesses over the cache size in
+/// streaming over twice the cache in 7ff0 and `stress-ng` sweeping a buffer the cache's size in
 /// 000f, so most accesses miss and exercise victim selection. The two groups alternate access by
 /// access.
 fn two_groups(sample: u64) -> impl FnMut() -> (u64, u64, u16) {

@@ -148,33 +148,72 @@ fn xeon_bandwidth_monitor_is_within_eight_percent() {
     assert!(measured.at(10.0).unwrap() < 0.2 * full);
 }
 
+/// Mean of a line over `from < t <= to`.
+fn mean(o: &Outcome, label: &str, from: f64, to: f64) -> f64 {
+    let pts: Vec<f64> = o
+        .line(label)
+        .unwrap()
+        .points
+        .iter()
+        .filter(|p| p.0 > from && p.0 <= to)
+        .map(|p| p.1)
+        .collect();
+    pts.iter().sum::<f64>() / pts.len() as f64
+}
+
+/// The online group's occupancy after isolation over its occupancy while sharing.
+fn online_rise(o: &Outcome) -> f64 {
+    mean(o, "online occupancy", 300.0, 400.0) / mean(o, "online occupancy", 50.0, 200.0)
+}
+
 #[test]
-fn isolating_the_online_service_more_than_triples_its_occupancy() {
+fn isolating_the_online_service_raises_its_occupancy_about_as_the_article_saw() {
     let o = run("colocation");
-    let mean = |label: &str, from: f64, to: f64| {
-        let pts: Vec<f64> = o
-            .line(label)
-            .unwrap()
-            .points
-            .iter()
-            .filter(|p| p.0 > from && p.0 <= to)
-            .map(|p| p.1)
-            .collect();
-        pts.iter().sum::<f64>() / pts.len() as f64
-    };
-    let shared = mean("online occupancy", 50.0, 200.0);
-    let isolated = mean("online occupancy", 300.0, 400.0);
-    // The simulator gives 4.04×: the cache thrasher held most of L3 while shared. The bound
-    // says that (not the MPAM/resctrl article's loose "more"), and the ceiling is the online group's 11 ways.
+    // The article: the online service's L3 occupancy rose by about 35 % once isolated. With its
+    // one stated aggressor (stress-ng --cache 10), stress-ng's own sweep and CPU hopping, and a
+    // working set beyond the L3, the simulator gives +41 %: held to within a factor 1.5 of +35 %.
+    let rise = online_rise(&o);
     assert!(
-        isolated >= 3.5 * shared,
-        "online {shared} -> {isolated} KiB"
+        (1.0 + 0.35 / 1.5..=1.0 + 0.35 * 1.5).contains(&rise),
+        "online occupancy rose {rise:.2}x"
     );
     let eleven_ways = 4.0 * 11.0 * MPAM_SEED.l3_bytes as f64 / 15.0 / 1024.0;
-    assert!(isolated <= 1.02 * eleven_ways, "online {isolated} KiB");
+    let isolated = mean(&o, "online occupancy", 300.0, 400.0);
+    // A working set far beyond the L3 fills every way it may, and no more.
+    assert!(
+        isolated <= 1.02 * eleven_ways && isolated >= 0.98 * eleven_ways,
+        "online {isolated} KiB"
+    );
     // Offline is held to its 4 ways per domain.
-    let offline = mean("offline occupancy", 300.0, 400.0);
+    let offline = mean(&o, "offline occupancy", 300.0, 400.0);
     let four_ways = 4.0 * 4.0 * MPAM_SEED.l3_bytes as f64 / 15.0 / 1024.0;
     assert!(offline <= 1.02 * four_ways, "offline {offline} KiB");
-    assert!(mean("online throughput", 300.0, 400.0) > mean("online throughput", 50.0, 200.0));
+    // The stand-in's limit (docs/qos.md): uniform reuse over 2 GiB gains under 1 % of hits from
+    // 11 ways, so its throughput does not move, where the article saw SPECjbb's improve.
+    let (before, after) = (
+        mean(&o, "online throughput", 50.0, 200.0),
+        mean(&o, "online throughput", 300.0, 400.0),
+    );
+    assert!(
+        (after / before - 1.0).abs() < 0.03,
+        "online throughput {before} -> {after}"
+    );
+}
+
+#[test]
+fn the_colocation_rise_is_decided_by_the_aggressor_worker_count_the_article_leaves_out() {
+    // docs/qos.md: the same experiment with one stress-ng worker per CPU (96, the scenario's
+    // earlier assumption) triples the rise; the article does not say how many it ran.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/colocation.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("stress-ng --cache 10 --aggressive"));
+    let o = Scenario::parse(
+        &text.replace("stress-ng --cache 10", "stress-ng --cache 96"),
+        "colocation with 96 workers",
+    )
+    .unwrap()
+    .run()
+    .unwrap();
+    let rise = online_rise(&o);
+    assert!((2.6..=3.4).contains(&rise), "96 workers: {rise:.2}x");
 }

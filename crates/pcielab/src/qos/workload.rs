@@ -2,9 +2,10 @@
 //! -N 1 -P 1 145M 512`) into a memory access pattern, a thread count, CPU and memory binding and
 //! the memory-level parallelism each thread sustains. Four programs are known: lmbench `bw_mem`
 //! (streaming reads over a private buffer per process), lmbench `lat_mem_rd` (a dependent
-//! pointer chase over a size with a stride), `stress-ng --cache` (random accesses over a shared
-//! buffer the size of the LLC), and `online-service` (pcielab's stand-in for SPECjbb: random
-//! accesses over a shared working set between bursts of compute, reporting operations/s).
+//! pointer chase over a size with a stride), `stress-ng --cache` (sequential sweeps over a shared
+//! buffer the size of the LLC, each worker moving to the next CPU after every sweep), and
+//! `online-service` (pcielab's stand-in for SPECjbb: random accesses over a shared working set
+//! between bursts of compute, reporting operations/s).
 
 use super::presets::Preset;
 use crate::error::{Error, Result};
@@ -18,7 +19,11 @@ pub enum Pattern {
     Stream { bytes: u64 },
     /// Every `stride`-th byte of `bytes`, one dependent load at a time (`lat_mem_rd`).
     Chase { bytes: u64, stride: u64 },
-    /// Uniform random lines over `bytes` shared by all threads (`stress-ng --cache`).
+    /// Sequential sweeps over `bytes` shared by all threads, each thread starting at its own
+    /// offset (`stress-ng --cache`): stress-ng's stress-cache.c walks its shared buffer with
+    /// `k += 33` and `i += size/4 + 1` bytes per iteration, so every line of the buffer is touched
+    /// once per sweep and reused only a whole buffer later (the `k` walk makes about nine in ten
+    /// of the new lines: one per 64/33 iterations against the four `i` pointers' one per 16).
     Thrash { bytes: u64 },
     /// Operations of `accesses_per_op` random lines over a shared `bytes` working set plus
     /// `compute_ns` of work that touches no memory (`online-service`).
@@ -37,6 +42,10 @@ pub struct Workload {
     pub threads: u32,
     /// CPUs threads are placed on, round-robin.
     pub cpus: Vec<u32>,
+    /// Threads are spread evenly over `cpus` instead of filling them from the first: for
+    /// programs that keep moving between the allowed CPUs, where the time average is what the
+    /// caches see.
+    pub spread: bool,
     /// Memory node (`numactl -m`); `None` is first touch: the node of the thread's CPU.
     pub mem_node: Option<u32>,
     /// Misses one thread keeps in flight.
@@ -46,7 +55,13 @@ pub struct Workload {
 impl Workload {
     /// The thread → CPU placement.
     pub(crate) fn cpu_of_thread(&self, thread: u32) -> u32 {
-        self.cpus[thread as usize % self.cpus.len()]
+        let n = self.cpus.len();
+        let index = if self.spread && (self.threads as usize) < n {
+            thread as usize * n / self.threads as usize
+        } else {
+            thread as usize % n
+        };
+        self.cpus[index]
     }
 }
 
@@ -264,6 +279,10 @@ pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
     if threads == 0 {
         return Err(bad(command, "thread count must be at least 1"));
     }
+    // stress-ng's cache workers call sched_setaffinity for the next allowed CPU after every
+    // sweep of the buffer (stress-cache.c; `--cache-no-affinity` keeps them where they are), so
+    // over a model step each worker has visited every allowed CPU, i.e. every L3 domain they span.
+    let spread = program == "stress-ng" && !flags.iter().any(|(f, _)| *f == "--cache-no-affinity");
     let mlp = match pattern {
         Pattern::Stream { .. } => preset.core_outstanding,
         Pattern::Chase { .. } => 1.0,
@@ -275,6 +294,7 @@ pub fn parse(command: &str, preset: &Preset) -> Result<Workload> {
         pattern,
         threads,
         cpus,
+        spread,
         mem_node,
         mlp,
     })
@@ -300,19 +320,26 @@ impl AccessStream {
         let (bytes, step, private, random) = match *pattern {
             Pattern::Stream { bytes } => (bytes, 1, true, false),
             Pattern::Chase { bytes, stride } => (bytes, (stride / 64).max(1), false, false),
-            Pattern::Thrash { bytes } => (bytes, 1, false, true),
+            Pattern::Thrash { bytes } => (bytes, 1, false, false),
             Pattern::Service { bytes, .. } => (bytes, 1, false, true),
         };
         let lines = (bytes / 64 / step / sample.max(1)).clamp(1, (1 << 28) / step);
         let buffer = if private { thread as u64 & 0xff } else { 0 };
         let space = ((owner as u64 & 0xfff) << 36) | (buffer << 28);
+        let rng = 0x9e37_79b9_7f4a_7c15 ^ ((owner as u64) << 16 | thread as u64);
+        // stress-ng starts each cache worker at a random byte of the shared buffer
+        // (`i = stress_mwc64modn(size)`), so concurrent sweeps are spread over it.
+        let pos = match pattern {
+            Pattern::Thrash { .. } => (rng.wrapping_mul(0xd6e8_feb8_6659_fd93) >> 32) % lines,
+            _ => 0,
+        };
         AccessStream {
             base: space,
             lines,
             step,
-            pos: 0,
+            pos,
             random,
-            rng: 0x9e37_79b9_7f4a_7c15 ^ ((owner as u64) << 16 | thread as u64),
+            rng,
         }
     }
 
@@ -385,6 +412,49 @@ mod tests {
         ] {
             assert_eq!(parse(bad, &MPAM_SEED).unwrap_err().exit_code(), 2, "{bad}");
         }
+    }
+
+    #[test]
+    fn stress_ng_workers_spread_over_every_allowed_cpu_unless_told_to_stay() {
+        // stress-cache.c moves each worker to the next allowed CPU after every sweep: over a
+        // step, 10 workers on all 96 CPUs are in every node, not on CPUs 0-9 of node 0.
+        let w = parse("stress-ng --cache 10 --aggressive", &MPAM_SEED).unwrap();
+        let nodes: Vec<u32> = (0..10)
+            .map(|t| MPAM_SEED.node_of_cpu(w.cpu_of_thread(t)))
+            .collect();
+        assert_eq!(nodes, vec![0, 0, 0, 1, 1, 2, 2, 2, 3, 3]);
+        let w = parse("numactl -N 2 stress-ng --cache 10", &MPAM_SEED).unwrap();
+        assert!((0..10).all(|t| MPAM_SEED.node_of_cpu(w.cpu_of_thread(t)) == 2));
+        let w = parse("stress-ng --cache 10 --cache-no-affinity", &MPAM_SEED).unwrap();
+        assert_eq!(
+            (0..10).map(|t| w.cpu_of_thread(t)).collect::<Vec<_>>(),
+            (0..10).collect::<Vec<_>>()
+        );
+        // Other programs keep filling CPUs from the first.
+        let w = parse("bw_mem -P 10 1M rd", &MPAM_SEED).unwrap();
+        assert_eq!(w.cpu_of_thread(9), 9);
+    }
+
+    #[test]
+    fn stress_ng_sweeps_its_buffer_in_order_from_its_own_offset() {
+        let pattern = Pattern::Thrash { bytes: 1 << 20 };
+        let lines = (1u64 << 20) / 64;
+        let starts: Vec<u64> = (0..4)
+            .map(|t| {
+                let mut s = AccessStream::new(&pattern, 3, t, 1);
+                let first = s.next_line() - (3 << 36);
+                // Every line of the buffer once, in order, before any line again.
+                for k in 1..lines {
+                    assert_eq!(s.next_line() - (3 << 36), (first + k) % lines);
+                }
+                assert_eq!(s.next_line() - (3 << 36), first);
+                first
+            })
+            .collect();
+        let mut distinct = starts.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 4, "workers start apart: {starts:?}");
     }
 
     #[test]
