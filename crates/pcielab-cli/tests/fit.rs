@@ -95,7 +95,11 @@ fn fit_writes_a_platform_that_model_predicts_with() {
             args.push("--json");
         }
         let run = pcielab(&args);
-        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
         String::from_utf8(run.stdout).unwrap()
     };
     let doc: serde_json::Value = serde_json::from_str(&sweep(true)).unwrap();

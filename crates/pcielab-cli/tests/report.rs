@@ -323,8 +323,7 @@ fn the_report_opens_offline_in_chromium_with_every_section() {
             thousands(count)
         );
     }
-    let model_doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    let model_doc: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
     let sweep = page_of("Link model Gen3 x4");
     for p in model_doc["points"].as_array().unwrap() {
         let want = [
@@ -335,7 +334,8 @@ fn the_report_opens_offline_in_chromium_with_every_section() {
         assert!(
             sweep.lines().any(|l| {
                 let w: Vec<&str> = l.split_whitespace().collect();
-                w.len() > 3 && [w[0], w[1], w[3]] == [&want[0], &want[1], &want[2]].map(|s| s.as_str())
+                w.len() > 3
+                    && [w[0], w[1], w[3]] == [&want[0], &want[1], &want[2]].map(|s| s.as_str())
             }),
             "no printed row {want:?}:\n{sweep}"
         );
@@ -347,7 +347,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -390,11 +390,7 @@ fn first_svg_box(dir: &Path, html: &str) -> [f64; 4] {
 
 /// Checks every function box of the topology SVG that lies in the screenshot: its fill just
 /// inside its right edge, white in the gap below it. Returns how many were checked.
-fn topology_boxes_in_view(
-    dir: &Path,
-    html: &str,
-    (width, pixels): (u32, &[[u8; 3]]),
-) -> usize {
+fn topology_boxes_in_view(dir: &Path, html: &str, (width, pixels): (u32, &[[u8; 3]])) -> usize {
     let [left, top, shown_width, _] = first_svg_box(dir, html);
     let start = html.find("<svg ").unwrap();
     let end = html[start..].find("</svg>").unwrap() + start + "</svg>".len();

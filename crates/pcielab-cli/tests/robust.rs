@@ -1026,8 +1026,18 @@ fn hostile_names_in_svg_and_html_land_as_text_where_they_were_put() {
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join("m.toml"), spec).unwrap();
         let machine = "sim:m.toml";
-        expect(&dir, &["topo", "--machine", machine, "--svg", "t.svg"], 0, "");
-        expect(&dir, &["report", "--machine", machine, "-o", "r.html"], 0, "");
+        expect(
+            &dir,
+            &["topo", "--machine", machine, "--svg", "t.svg"],
+            0,
+            "",
+        );
+        expect(
+            &dir,
+            &["report", "--machine", machine, "-o", "r.html"],
+            0,
+            "",
+        );
         (
             std::fs::read_to_string(dir.join("t.svg")).unwrap(),
             std::fs::read_to_string(dir.join("r.html")).unwrap(),
@@ -1075,7 +1085,9 @@ fn hostile_names_in_svg_and_html_land_as_text_where_they_were_put() {
     let cells = markup(&html);
     for (_, name) in hostile {
         assert!(
-            cells.iter().any(|m| matches!(m, Markup::Text(t) if t.contains(name))),
+            cells
+                .iter()
+                .any(|m| matches!(m, Markup::Text(t) if t.contains(name))),
             "{name:?} is not in the HTML's text"
         );
     }

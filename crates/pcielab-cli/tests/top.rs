@@ -256,7 +256,17 @@ fn host_rates_add_up_to_the_bytes_the_kernel_counted_for_the_disk() {
     let file = disk::file_on_disk(&disk.scratch, 64);
     let before = disk::bytes_read(&disk.name);
     let child = Command::new(BIN)
-        .args(["top", "--machine", "host", "-b", "-n", "2", "-d", "1.5", "--json"])
+        .args([
+            "top",
+            "--machine",
+            "host",
+            "-b",
+            "-n",
+            "2",
+            "-d",
+            "1.5",
+            "--json",
+        ])
         .args(["--flat", "--filter", &disk.bdf])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

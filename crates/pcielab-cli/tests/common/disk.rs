@@ -67,11 +67,7 @@ pub fn pci_disk() -> PciDisk {
             )
         })
         .to_string();
-    PciDisk {
-        name,
-        bdf,
-        scratch,
-    }
+    PciDisk { name, bdf, scratch }
 }
 
 /// Bytes read from `disk` since boot: /proc/diskstats' sectors read (the 6th field) × 512.

@@ -180,7 +180,10 @@ impl SizeSweep {
 /// A fitted read latency with its 1-sigma uncertainty where the fit gave one (`8123.4 ± 56.7`):
 /// without the spread a reader cannot tell a latency the data pinned from one it barely bound.
 pub fn latency_text(p: &SizePoint) -> String {
-    match (p.predicted_read_latency_ns, p.predicted_read_latency_sigma_ns) {
+    match (
+        p.predicted_read_latency_ns,
+        p.predicted_read_latency_sigma_ns,
+    ) {
         (Some(ns), Some(sigma)) => format!("{ns:.1} ± {sigma:.1}"),
         (Some(ns), None) => format!("{ns:.1}"),
         (None, _) => "-".to_string(),
@@ -345,10 +348,11 @@ mod tests {
         let link = LinkParams::new(Generation::Gen3, 4);
         let mut s = sweep(&link, &[64, 4096], Overheads::Full).unwrap();
         s.platform_fitted_on = Some("a table".into());
-        for (p, (w, r, ns, sigma)) in s.points.iter_mut().zip([
-            (10.0, 20.0, 812.3, Some(45.6)),
-            (30.0, 40.0, 9000.0, None),
-        ]) {
+        for (p, (w, r, ns, sigma)) in s
+            .points
+            .iter_mut()
+            .zip([(10.0, 20.0, 812.3, Some(45.6)), (30.0, 40.0, 9000.0, None)])
+        {
             p.predicted_write_mbps = Some(w);
             p.predicted_read_mbps = Some(r);
             p.predicted_read_latency_ns = Some(ns);
@@ -360,11 +364,7 @@ mod tests {
         assert!(lines[4].ends_with("  812.3 ± 45.6"), "{}", lines[4]);
         // No sigma from the fit: the value alone, never a made-up spread.
         assert!(lines[5].ends_with("  9000.0"), "{}", lines[5]);
-        assert_eq!(
-            lines[3].chars().count(),
-            lines[4].chars().count(),
-            "{text}"
-        );
+        assert_eq!(lines[3].chars().count(), lines[4].chars().count(), "{text}");
     }
 
     #[test]

@@ -230,7 +230,10 @@ mod tests {
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
                 let sectors = |i: usize| f.get(i)?.parse::<u64>().ok();
-                Some((f.get(2)?.to_string(), (sectors(5)? * 512, sectors(9)? * 512)))
+                Some((
+                    f.get(2)?.to_string(),
+                    (sectors(5)? * 512, sectors(9)? * 512),
+                ))
             })
             .collect()
     }
