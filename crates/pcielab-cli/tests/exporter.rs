@@ -1,8 +1,9 @@
 //! `pcielab exporter` against real clients: a real Prometheus (Debian's `prometheus`, installed by
 //! .ci/run) scraping a simulated fio read played in real time, `promtool check metrics`, 100
 //! concurrent scrapes with bounded RSS and threads, malformed and oversized requests, a port in
-//! use and a non-loopback address; and every query of the Grafana dashboard
-//! (dashboards/pcielab.json) run by that Prometheus.
+//! use and a non-loopback address; every query of the Grafana dashboard (dashboards/pcielab.json)
+//! run by that Prometheus; and on `--machine host`, a disk's derived bytes held to the kernel's
+//! own count in /proc/diskstats around reads driven past the page cache.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+#[path = "common/disk.rs"]
+mod disk;
 #[path = "common/exporter.rs"]
 mod launch;
 use launch::{start_exporter, Running};
@@ -558,4 +561,59 @@ fn scrapes_are_answered_while_200_clients_trickle_their_heads() {
         }
     }
     assert!(cut_with_408 > 0, "no trickling head was answered 408");
+}
+
+/// The value of `family{function="BDF",...}` in a metrics body.
+fn series_value(body: &str, family: &str, function: &str) -> u64 {
+    let label = format!("function=\"{function}\"");
+    body.lines()
+        .find(|l| l.starts_with(&format!("{family}{{")) && l.contains(&label))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {family} of {function} in:\n{body}"))
+}
+
+#[test]
+fn host_disk_bytes_are_what_the_kernel_counted_around_each_scrape() {
+    let disk = disk::pci_disk();
+    let file = disk::file_on_disk(&disk.scratch, 32);
+    let (_exporter, addr) = start_exporter("host", &[]);
+    // Each scrape samples the counters while it is answered: its value must lie between the
+    // kernel's count just before the request and just after the answer.
+    let scrape = || {
+        let before = disk::bytes_read(&disk.name);
+        let (status, body) = get(&addr, "/metrics");
+        let after = disk::bytes_read(&disk.name);
+        assert_eq!(status, 200);
+        assert!(
+            body.contains(&format!(
+                "pcielab_rx_bytes_total{{function=\"{}\"",
+                disk.bdf
+            )) && body.contains("source=\"derived\""),
+            "{body}"
+        );
+        let served = series_value(&body, "pcielab_rx_bytes_total", &disk.bdf);
+        assert!(
+            before <= served && served <= after,
+            "{} ({}): exporter {served} B read, the kernel {before}..{after}",
+            disk.bdf,
+            disk.name
+        );
+        served
+    };
+    let first = scrape();
+    let copied = disk::read_direct(&file);
+    let second = scrape();
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(copied, 32 << 20, "dd read the whole file");
+    eprintln!(
+        "{} ({}): {} B between scrapes, dd read {copied} B past the page cache",
+        disk.bdf,
+        disk.name,
+        second - first
+    );
+    assert!(
+        second - first >= copied,
+        "{} B between scrapes, but dd read {copied} B from the disk",
+        second - first
+    );
 }

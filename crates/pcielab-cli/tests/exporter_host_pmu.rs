@@ -1,11 +1,13 @@
 //! `pcielab exporter --machine host` with root-port PCIe PMUs, through the real kernel: in a
 //! private mount namespace, yitian710's PCI tree (exported as sysfs) is bind-mounted over
 //! /sys/bus/pci and a PMU directory over /sys/bus/event_source/devices holding the machine's
-//! real PMUs beside fixtures/observe_pmu, whose `dwc_rootport_10` (root port 00:02.0) counts the
-//! real TSC through the msr PMU's type. As root the port's traffic is `pmu`; as `nobody` the
-//! kernel refuses system-wide counting (perf_event_paranoid >= 1 without CAP_PERFMON) and the
-//! exporter still answers, the port `derived`, with one warning (where perf_event_paranoid
-//! lets everyone count, `nobody` counts too). Needs root, unshare(1) and
+//! real PMUs beside fixtures/observe_pmu's `dwc_rootport_10` (root port 00:02.0), which has the
+//! real `software` PMU's type: its Rx payload event opens `cpu-clock` (one count per nanosecond
+//! of counting, so Rx bytes lie between 0 and the nanoseconds the exporter ran) and its Tx event
+//! `dummy` (Tx exactly 0), so swapped directions fail. As root the port's traffic is `pmu`; as
+//! `nobody` the kernel refuses system-wide counting (perf_event_paranoid >= 1 without
+//! CAP_PERFMON) and the exporter still answers, the port `derived`, with one warning (where
+//! perf_event_paranoid lets everyone count, `nobody` counts too). Needs root, unshare(1) and
 //! setpriv(1) (util-linux); when any is missing it fails, never passes silently.
 
 use std::fs;
@@ -20,8 +22,8 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// `pci/` (yitian710's tree) and `devices/` (the real PMUs and `dwc_rootport_10`), readable by
-/// everyone.
+/// `pci/` (yitian710's tree) and `devices/` (the real PMUs and `dwc_rootport_10`, typed as the
+/// software PMU), readable by everyone.
 fn fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
@@ -45,9 +47,11 @@ fn fixture() -> tempfile::TempDir {
             }
         }
     }
-    let msr_type = fs::read_to_string(Path::new(DEVICES).join("msr/type"))
-        .unwrap_or_else(|e| panic!("the real msr PMU is needed ({DEVICES}/msr/type: {e})"));
-    fs::write(pmu.join("type"), msr_type).unwrap();
+    let software_type = fs::read_to_string(Path::new(DEVICES).join("software/type"))
+        .unwrap_or_else(|e| {
+            panic!("the real software PMU is needed ({DEVICES}/software/type: {e})")
+        });
+    fs::write(pmu.join("type"), software_type).unwrap();
     dir
 }
 
@@ -99,7 +103,9 @@ fn port(doc: &serde_json::Value, bdf: &str) -> serde_json::Value {
 #[test]
 fn a_root_port_pmu_gives_pmu_traffic_and_a_refused_open_falls_back_to_derived() {
     let fixture = fixture();
+    let started = std::time::Instant::now();
     let out = exporter_once(fixture.path(), None);
+    let ran_ns = started.elapsed().as_nanos() as u64;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         !text(&out.stderr).contains("warning"),
@@ -110,11 +116,14 @@ fn a_root_port_pmu_gives_pmu_traffic_and_a_refused_open_falls_back_to_derived() 
     let counted = port(&doc, "0000:00:02.0");
     assert_eq!(counted["pmu"], true, "{counted}");
     assert_eq!(counted["traffic"]["source"], "pmu", "{counted}");
-    // The TSC ticked between enabling the counters and the one sample.
+    // Rx is cpu-clock: the nanoseconds between enabling the counters and the one sample, so
+    // more than none and no more than the exporter's whole run. Tx is dummy: nothing.
+    let rx = counted["traffic"]["rx_bytes"].as_u64().unwrap();
     assert!(
-        counted["traffic"]["rx_bytes"].as_u64().unwrap() > 0,
-        "{counted}"
+        rx > 0 && rx <= ran_ns,
+        "Rx {rx} B should be the ns counted, within the {ran_ns} ns the exporter ran: {counted}"
     );
+    assert_eq!(counted["traffic"]["tx_bytes"], 0, "{counted}");
     let plain = port(&doc, "0000:00:01.0");
     assert_eq!(plain["pmu"], false, "{plain}");
     assert_ne!(plain["traffic"]["source"], "pmu", "{plain}");

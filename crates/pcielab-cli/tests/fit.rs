@@ -75,6 +75,58 @@ fn fit_writes_a_platform_that_model_predicts_with() {
         "4 MB write {predicted} vs the Rockchip guide's 3066.1"
     );
     assert!(point["predicted_read_latency_ns"].as_f64().is_some());
+
+    // The read latency's 1-sigma is printed in the text too, and is the fitted file's fixed
+    // and per-byte sigmas (the latter over the first request's bytes, MRRS 512) in quadrature.
+    let fitted = std::fs::read_to_string(&out).unwrap();
+    let sigma_of = |key: &str| -> f64 {
+        let at = fitted.find(&format!("\"{key}\" = ")).unwrap() + key.len() + 5;
+        let rest = &fitted[at..];
+        rest[..rest.find([',', ' ', '}']).unwrap()].parse().unwrap()
+    };
+    let (fixed, per_byte) = (
+        sigma_of("root_complex.read_latency_ns"),
+        sigma_of("root_complex.read_latency_per_byte_ns"),
+    );
+    let sweep = |json: bool| {
+        let mut args = vec!["model", "--gen", "3", "--width", "4", "--sizes", "64,4K,4M"];
+        args.extend(["--platform", out.to_str().unwrap()]);
+        if json {
+            args.push("--json");
+        }
+        let run = pcielab(&args);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        String::from_utf8(run.stdout).unwrap()
+    };
+    let doc: serde_json::Value = serde_json::from_str(&sweep(true)).unwrap();
+    let text = sweep(false);
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("size"))
+        .unwrap();
+    assert!(header.ends_with("read ns ± 1 sigma"), "{text}");
+    for p in doc["points"].as_array().unwrap() {
+        let size = p["size"].as_u64().unwrap();
+        let ns = p["predicted_read_latency_ns"].as_f64().unwrap();
+        let sigma = p["predicted_read_latency_sigma_ns"].as_f64().unwrap();
+        let want = fixed.hypot(per_byte * size.min(512) as f64);
+        assert!(
+            (sigma - want).abs() <= 0.05 + 1e-9 * want,
+            "{size} B: sigma {sigma}, from the fitted sigmas {want}"
+        );
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(size.to_string().as_str()))
+            .unwrap_or_else(|| panic!("no {size} row in {text}"));
+        assert!(
+            row.ends_with(&format!("  {ns:.1} ± {sigma:.1}")),
+            "{size} B: {row}"
+        );
+    }
 }
 
 #[test]

@@ -145,7 +145,7 @@ fn model_svg_with_a_platform_adds_the_predictions() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.svg");
     let platform = concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/rk3588-ep.toml");
-    ok(pcielab(&[
+    let doc = json(pcielab(&[
         "model",
         "--gen",
         "2",
@@ -153,6 +153,7 @@ fn model_svg_with_a_platform_adds_the_predictions() {
         "1",
         "--platform",
         platform,
+        "--json",
         "--svg",
         out.to_str().unwrap(),
     ]));
@@ -162,6 +163,73 @@ fn model_svg_with_a_platform_adds_the_predictions() {
         .texts()
         .iter()
         .any(|t| t.ends_with("with platform prediction")));
+    // The dashed prediction curves run through the document's predicted values: series 3 and 4
+    // of the palette (green, orange).
+    let x = svg.bottom_axis(parse_log2_bytes);
+    let y = svg.left_axis();
+    let points = doc["points"].as_array().unwrap();
+    for (colour, field) in [
+        ("#2CA02C", "predicted_write_MBps"),
+        ("#FF7F0E", "predicted_read_MBps"),
+    ] {
+        let expected: Vec<(f64, f64)> = points
+            .iter()
+            .map(|p| {
+                (
+                    p["size"].as_f64().unwrap().log2(),
+                    p[field].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_dashes_follow(&svg.lines_of(colour), &expected, x, y, field);
+    }
+}
+
+/// Asserts that the dashes of a dashed curve lie on the polyline through `expected` (values)
+/// within a pixel and a half, and cover it from its first point to its last (within one dash
+/// and gap, 13 px): a dash drawn at a wrong value, or a curve cut short, fails.
+fn assert_dashes_follow(
+    dashes: &[&svg_reading::Polyline],
+    expected: &[(f64, f64)],
+    x: svg_reading::Axis,
+    y: svg_reading::Axis,
+    what: &str,
+) {
+    let path: Vec<(f64, f64)> = expected
+        .iter()
+        .map(|&(vx, vy)| (x.pixel(vx), y.pixel(vy)))
+        .collect();
+    let distance = |(px, py): (f64, f64)| {
+        path.windows(2)
+            .map(|w| {
+                let ((ax, ay), (bx, by)) = (w[0], w[1]);
+                let (dx, dy) = (bx - ax, by - ay);
+                let t = (((px - ax) * dx + (py - ay) * dy) / (dx * dx + dy * dy)).clamp(0.0, 1.0);
+                (px - ax - t * dx).hypot(py - ay - t * dy)
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    assert!(dashes.len() > path.len(), "{what}: {} dashes", dashes.len());
+    let drawn: Vec<(f64, f64)> = dashes.iter().flat_map(|d| d.points.clone()).collect();
+    for &p in &drawn {
+        assert!(
+            distance(p) <= 1.5,
+            "{what}: a dash at ({:.1}, {:.1}) reads ({:.2}, {:.2}), {:.1} px off the curve through \
+             {expected:?}",
+            p.0,
+            p.1,
+            x.value(p.0),
+            y.value(p.1),
+            distance(p)
+        );
+    }
+    let (first, last) = (path[0].0, path[path.len() - 1].0);
+    let min_x = drawn.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let max_x = drawn.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    assert!(
+        (min_x - first).abs() <= 13.0 && (last - max_x).abs() <= 13.0 && max_x <= last + 1.5,
+        "{what}: dashes span x {min_x}..{max_x}, the curve {first}..{last}"
+    );
 }
 
 const STAT_EVENTS: [&str; 6] = [
@@ -480,31 +548,10 @@ fn p2p_svg_draws_one_row_per_group() {
         .starts_with("P2PDMA verdicts between groups of endpoints")));
 }
 
-#[test]
-fn fit_svg_draws_measured_points_fitted_lines_and_residuals() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("fit.svg");
-    let data = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../fixtures/rockchip/rk3588-gen3x4-dmatest.txt"
-    );
-    let doc = json(pcielab(&[
-        "fit",
-        data,
-        "--gen",
-        "3",
-        "--width",
-        "4",
-        "--json",
-        "--svg",
-        out.to_str().unwrap(),
-    ]));
-    let svg = read(&svg_text(&out));
-    assert!(svg.has_text(&format!(
-        "Fit: measured vs fitted ({} rows, rms residual {:.2} %)",
-        doc["rows_used"],
-        doc["rms_residual_percent"].as_f64().unwrap()
-    )));
+/// Every row of a `fit --json` document drawn on its SVG: read (blue) and write (red) predicted
+/// values as lines and measured values as points on the top chart, residuals as lines on the
+/// chart below, each read back through that chart's axes to the row's value within a pixel.
+fn assert_fit_drawn(svg: &svg_reading::Svg, doc: &Value) {
     let rows: Vec<&Value> = doc["rows"].as_array().unwrap().iter().collect();
     let of_kind = |kind: &str, field: &str| -> Vec<(f64, f64)> {
         let mut v: Vec<(f64, f64)> = rows
@@ -563,6 +610,34 @@ fn fit_svg_draws_measured_points_fitted_lines_and_residuals() {
             kind,
         );
     }
+}
+
+#[test]
+fn fit_svg_draws_measured_points_fitted_lines_and_residuals() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fit.svg");
+    let data = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/rockchip/rk3588-gen3x4-dmatest.txt"
+    );
+    let doc = json(pcielab(&[
+        "fit",
+        data,
+        "--gen",
+        "3",
+        "--width",
+        "4",
+        "--json",
+        "--svg",
+        out.to_str().unwrap(),
+    ]));
+    let svg = read(&svg_text(&out));
+    assert!(svg.has_text(&format!(
+        "Fit: measured vs fitted ({} rows, rms residual {:.2} %)",
+        doc["rows_used"],
+        doc["rms_residual_percent"].as_f64().unwrap()
+    )));
+    assert_fit_drawn(&svg, &doc);
 }
 
 #[test]
@@ -765,6 +840,9 @@ fn fit_platform_predictions_draw_too() {
         "{:?}",
         svg.texts()
     );
+    // Not only the legend: every row's predicted, measured and residual value is drawn where
+    // the axes put it.
+    assert_fit_drawn(&svg, &doc);
 }
 
 /// `pcielab plot` draws a kept result exactly as the command's own `--svg` did.

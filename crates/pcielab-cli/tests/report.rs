@@ -2,8 +2,11 @@
 //! result and a `model` sweep is loaded by headless Chromium (Debian's `chromium`, installed
 //! by `.ci/run`) with its network pointed at a dead proxy. `--dump-dom` must show every section
 //! and no console error; Chromium's own network log must show no request made by the page; a
-//! `--screenshot` must have the asked-for size and not be blank; printed to PDF, every section
-//! must start a page with its plot on the same page (read back with poppler's `pdftotext`). A
+//! `--screenshot` must show every function box of the topology diagram in view with its fill
+//! colour at the place the SVG gives it (located on the page by a probe copy that reports the
+//! SVG's bounding box); printed to PDF, every section must start a page with its plot on the
+//! same page and its table's numbers (the events' counts, the model's MB/s) as the result files
+//! hold them (read back with poppler's `pdftotext`). A
 //! control page with a script error and an external image proves the browser checks can fail.
 
 use serde_json::Value;
@@ -256,12 +259,12 @@ fn the_report_opens_offline_in_chromium_with_every_section() {
     );
     let (width, height, pixels) = png_pixels(&shot);
     assert_eq!((width, height), (1280, 1800));
-    let inked = pixels.iter().filter(|p| p.iter().any(|c| *c < 200)).count();
-    assert!(
-        inked * 100 > pixels.len(),
-        "only {inked} of {} pixels are not blank",
-        pixels.len()
-    );
+    // The topology diagram is drawn where the page lays it out: every function box in view
+    // has its own fill colour just inside its right edge, and the page's white in the gap
+    // below it, at the positions the SVG gives them.
+    let boxes = topology_boxes_in_view(dir.path(), &html, (width, &pixels));
+    eprintln!("{boxes} topology boxes checked in the screenshot");
+    assert!(boxes >= 10, "only {boxes} function boxes in view");
     let mut colours: Vec<[u8; 3]> = pixels.clone();
     colours.sort_unstable();
     colours.dedup();
@@ -299,6 +302,144 @@ fn the_report_opens_offline_in_chromium_with_every_section() {
             assert_eq!(first, heading, "{heading} does not start its page");
         }
     }
+    // The printed tables carry the results' own numbers on their sections' pages: each event's
+    // count (thousands separated) and each model size's write and read MB/s.
+    let page_of = |heading: &str| {
+        pages
+            .iter()
+            .find(|p| p.lines().any(|l| l.trim() == heading))
+            .unwrap()
+    };
+    let stat_doc: Value = serde_json::from_str(&std::fs::read_to_string(&stat).unwrap()).unwrap();
+    let counts = page_of("PMU counts");
+    for e in stat_doc["events"].as_array().unwrap() {
+        let (event, count) = (e["event"].as_str().unwrap(), e["count"].as_u64().unwrap());
+        assert!(
+            counts.lines().any(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.first() == Some(&event) && words.get(1) == Some(&thousands(count).as_str())
+            }),
+            "no printed row '{event} {}':\n{counts}",
+            thousands(count)
+        );
+    }
+    let model_doc: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    let sweep = page_of("Link model Gen3 x4");
+    for p in model_doc["points"].as_array().unwrap() {
+        let want = [
+            p["size"].to_string(),
+            format!("{:.0}", p["write_MBps"].as_f64().unwrap()),
+            format!("{:.0}", p["read_MBps"].as_f64().unwrap()),
+        ];
+        assert!(
+            sweep.lines().any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 3
+                    && [w[0], w[1], w[3]] == [&want[0], &want[1], &want[2]].map(|s| s.as_str())
+            }),
+            "no printed row {want:?}:\n{sweep}"
+        );
+    }
+}
+
+/// 59192072 as the report prints it: 59,192,072.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where the page's first SVG (the topology) lies, in CSS pixels at the screenshot's window
+/// size: a copy of the page with a probe script that writes the SVG's bounding box into the
+/// title, read back with --dump-dom.
+fn first_svg_box(dir: &Path, html: &str) -> [f64; 4] {
+    let probe = dir.join("probe.html");
+    std::fs::write(
+        &probe,
+        html.replace(
+            "</body>",
+            "<script>var r = document.querySelector('svg').getBoundingClientRect(); \
+             document.title = 'box ' + [r.left + scrollX, r.top + scrollY, r.width, r.height]\
+             .join(' ');</script></body>",
+        ),
+    )
+    .unwrap();
+    let browsed = chromium(
+        dir,
+        &probe,
+        &["--hide-scrollbars", "--window-size=1280,1800", "--dump-dom"],
+    );
+    let title = browsed
+        .stdout
+        .split("<title>box ")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next())
+        .unwrap_or_else(|| panic!("the probe wrote no box: {:?}", browsed.console));
+    let numbers: Vec<f64> = title
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    [numbers[0], numbers[1], numbers[2], numbers[3]]
+}
+
+/// Checks every function box of the topology SVG that lies in the screenshot: its fill just
+/// inside its right edge, white in the gap below it. Returns how many were checked.
+fn topology_boxes_in_view(dir: &Path, html: &str, (width, pixels): (u32, &[[u8; 3]])) -> usize {
+    let [left, top, shown_width, _] = first_svg_box(dir, html);
+    let start = html.find("<svg ").unwrap();
+    let end = html[start..].find("</svg>").unwrap() + start + "</svg>".len();
+    let svg = roxmltree::Document::parse(&html[start..end]).unwrap();
+    let number = |n: &roxmltree::Node, a: &str| -> f64 { n.attribute(a).unwrap().parse().unwrap() };
+    let scale = shown_width / number(&svg.root_element(), "width");
+    let pixel = |x: f64, y: f64| -> Option<[u8; 3]> {
+        let (px, py) = ((left + x * scale).floor(), (top + y * scale).floor());
+        let at = py as usize * width as usize + px as usize;
+        (px >= 0.0 && px < f64::from(width) && py >= 0.0)
+            .then(|| pixels.get(at).copied())
+            .flatten()
+    };
+    let hex = |c: &str| -> [u8; 3] {
+        let v = u32::from_str_radix(c.trim_start_matches('#'), 16).unwrap();
+        [(v >> 16) as u8, (v >> 8) as u8, v as u8]
+    };
+    let near = |a: [u8; 3], b: [u8; 3]| a.iter().zip(b).all(|(x, y)| x.abs_diff(y) <= 2);
+    let mut checked = 0;
+    for rect in svg.descendants().filter(|n| n.has_tag_name("rect")) {
+        let fill = rect.attribute("fill").unwrap_or("none");
+        let (x, y, w, h) = (
+            number(&rect, "x"),
+            number(&rect, "y"),
+            number(&rect, "width"),
+            number(&rect, "height"),
+        );
+        // The background and the outlines (drawn as their own unfilled rects) are not boxes.
+        if fill == "none" || fill == "#FFFFFF" || h > 100.0 {
+            continue;
+        }
+        let (Some(inside), Some(below)) = (
+            pixel(x + w - 6.0, y + h / 2.0),
+            pixel(x + w - 6.0, y + h + 5.0),
+        ) else {
+            continue; // below the fold
+        };
+        assert!(
+            near(inside, hex(fill)),
+            "the box at ({x}, {y}) should show {fill} inside its right edge, the screenshot has \
+             {inside:?}"
+        );
+        assert!(
+            near(below, [255, 255, 255]),
+            "below the box at ({x}, {y}) should be the page's white, the screenshot has {below:?}"
+        );
+        checked += 1;
+    }
+    checked
 }
 
 /// The text of each page of a PDF (poppler's `pdftotext`, installed by `.ci/run`).

@@ -860,3 +860,235 @@ fn a_function_whose_parent_link_names_itself_still_shows() {
     let r = expect(d, &["topo", "--machine", "snapshot:snap"], 0, "");
     assert!(r.stdout.contains("00:01.0"), "{}", r.stdout);
 }
+
+/// One piece of markup as a browser's tokenizer splits it: tags with their attributes (values
+/// decoded), end tags, text (decoded), comments and declarations. Enough of HTML5's rules for
+/// pcielab's output: quoted and bare attribute values, `<style>`/`<script>` raw text, and the
+/// character references an escaper writes.
+#[derive(Debug, Clone, PartialEq)]
+enum Markup {
+    Open(String, Vec<(String, String)>),
+    Close(String),
+    Text(String),
+    Comment(String),
+    Declaration(String),
+}
+
+fn decode(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(end) = rest.find(';').filter(|e| *e <= 10) else {
+            out.push('&');
+            rest = &rest[1..];
+            continue;
+        };
+        let name = &rest[1..end];
+        let c = match name {
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "amp" => Some('&'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            _ => name
+                .strip_prefix("#x")
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .or_else(|| name.strip_prefix('#').and_then(|d| d.parse().ok()))
+                .and_then(char::from_u32),
+        };
+        match c {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out + rest
+}
+
+fn markup(doc: &str) -> Vec<Markup> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < doc.len() {
+        let rest = &doc[i..];
+        let upto = |pattern: &str| {
+            rest.find(pattern)
+                .unwrap_or_else(|| panic!("unterminated markup at byte {i}: {:.60}", rest))
+        };
+        if let Some(body) = rest.strip_prefix("<!--") {
+            let end = upto("-->");
+            out.push(Markup::Comment(body[..end - 4].to_string()));
+            i += end + 3;
+        } else if rest.starts_with("<!") || rest.starts_with("<?") {
+            let end = upto(">");
+            out.push(Markup::Declaration(rest[..end].to_string()));
+            i += end + 1;
+        } else if let Some(body) = rest.strip_prefix("</") {
+            let end = upto(">");
+            out.push(Markup::Close(body[..end - 2].trim().to_lowercase()));
+            i += end + 1;
+        } else if rest.starts_with('<') {
+            let bytes = rest.as_bytes();
+            let mut j = 1;
+            while j < bytes.len() && !b" \t\r\n/>".contains(&bytes[j]) {
+                j += 1;
+            }
+            let name = rest[1..j].to_lowercase();
+            let mut attributes = Vec::new();
+            loop {
+                while bytes[j].is_ascii_whitespace() || bytes[j] == b'/' {
+                    j += 1;
+                }
+                if bytes[j] == b'>' {
+                    j += 1;
+                    break;
+                }
+                let start = j;
+                while !b" \t\r\n=/>".contains(&bytes[j]) {
+                    j += 1;
+                }
+                let key = rest[start..j].to_lowercase();
+                let mut value = String::new();
+                if bytes[j] == b'=' {
+                    j += 1;
+                    if bytes[j] == b'"' || bytes[j] == b'\'' {
+                        let quote = bytes[j] as char;
+                        let end = rest[j + 1..].find(quote).unwrap() + j + 1;
+                        value = decode(&rest[j + 1..end]);
+                        j = end + 1;
+                    } else {
+                        let start = j;
+                        while !b" \t\r\n>".contains(&bytes[j]) {
+                            j += 1;
+                        }
+                        value = decode(&rest[start..j]);
+                    }
+                }
+                attributes.push((key, value));
+            }
+            i += j;
+            if name == "style" || name == "script" {
+                let end = doc[i..].find(&format!("</{name}")).unwrap();
+                out.push(Markup::Text(doc[i..i + end].to_string()));
+                i += end;
+            }
+            out.push(Markup::Open(name, attributes));
+        } else {
+            let end = rest.find('<').unwrap_or(rest.len());
+            out.push(Markup::Text(decode(&rest[..end])));
+            i += end;
+        }
+    }
+    out
+}
+
+/// Hostile names (markup, quotes, an attribute, a CDATA end, a comment opener, entities) in a
+/// spec's machine, function and driver names must reach the topology SVG and the report's HTML
+/// as text only, each exactly where a harmless name of the same length lands: the markup of
+/// both outputs, tokenized, is identical once the hostile names are read back as the harmless
+/// ones, so no element, attribute or comment was injected and each hostile name decodes to
+/// itself in the text or attribute value it was put in.
+#[test]
+fn hostile_names_in_svg_and_html_land_as_text_where_they_were_put() {
+    let hostile = [
+        ('M', "m<script>alert(1)</script>\"x]]>&amp;'"),
+        (
+            'F',
+            "<script>alert(2)</script>\" onload=\"evil()\" ]]> <!-- &lt;",
+        ),
+        ('D', "d<b>\"'"),
+    ];
+    let harmless = |letter: char, name: &str| -> String {
+        name.chars()
+            .map(|c| if c == ' ' { ' ' } else { letter })
+            .collect()
+    };
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let outputs = |names: [String; 3], tag: &str| -> (String, String) {
+        let q = |s: &str| serde_json::to_string(s).unwrap();
+        let spec = format!(
+            "name = {}\n\n[[function]]\nbdf = \"0000:00:01.0\"\nkind = \"root_port\"\n\
+             vendor = 0x1ded\ndevice_id = 0x8000\nclass = 0x060400\nname = {}\ndriver = {}\n\
+             link = {{ max_speed = 16.0, max_width = 4, speed = 16.0, width = 4 }}\n",
+            q(&names[0]),
+            q(&names[1]),
+            q(&names[2])
+        );
+        // The same file names in a directory of their own: only the names differ.
+        let dir = d.join(tag);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("m.toml"), spec).unwrap();
+        let machine = "sim:m.toml";
+        expect(
+            &dir,
+            &["topo", "--machine", machine, "--svg", "t.svg"],
+            0,
+            "",
+        );
+        expect(
+            &dir,
+            &["report", "--machine", machine, "-o", "r.html"],
+            0,
+            "",
+        );
+        (
+            std::fs::read_to_string(dir.join("t.svg")).unwrap(),
+            std::fs::read_to_string(dir.join("r.html")).unwrap(),
+        )
+    };
+    let (plain_svg, plain_html) = outputs(hostile.map(|(l, n)| harmless(l, n)), "plain");
+    let (svg, html) = outputs(hostile.map(|(_, n)| n.to_string()), "hostile");
+    // Read back as the harmless names: what the hostile ones decoded to must be themselves.
+    let back = |text: &str| {
+        hostile
+            .iter()
+            .fold(text.to_string(), |t, (l, n)| t.replace(n, &harmless(*l, n)))
+    };
+    let read_back = |doc: &str| -> Vec<Markup> {
+        markup(doc)
+            .into_iter()
+            .map(|m| match m {
+                Markup::Text(t) => Markup::Text(back(&t)),
+                Markup::Open(name, attributes) => Markup::Open(
+                    name,
+                    attributes.into_iter().map(|(k, v)| (k, back(&v))).collect(),
+                ),
+                other => other,
+            })
+            .collect()
+    };
+    for (what, plain, hostile_doc) in [("SVG", &plain_svg, &svg), ("HTML", &plain_html, &html)] {
+        let expected = markup(plain);
+        let got = read_back(hostile_doc);
+        assert_eq!(got.len(), expected.len(), "{what}: markup pieces differ");
+        for (g, e) in got.iter().zip(&expected) {
+            assert_eq!(g, e, "{what}: the hostile names changed the markup");
+        }
+        assert!(!hostile_doc.contains("<script") && !hostile_doc.contains("<b>"));
+    }
+    // Each hostile name did land, whole, as text: a real XML parser reads the SVG's text.
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+    for (_, name) in hostile {
+        assert!(
+            texts.iter().any(|t| t.contains(name)),
+            "{name:?} is not in the SVG's text: {texts:?}"
+        );
+    }
+    let cells = markup(&html);
+    for (_, name) in hostile {
+        assert!(
+            cells
+                .iter()
+                .any(|m| matches!(m, Markup::Text(t) if t.contains(name))),
+            "{name:?} is not in the HTML's text"
+        );
+    }
+}

@@ -2,8 +2,10 @@
 //! `.ci/run` installs) while a simulated fio read plays, keys go in through `tmux send-keys` and
 //! the screens come back through `tmux capture-pane`; the `-b` text is checked line by line
 //! against `pcielab topo --json` (the functions and links) and `pcielab stat --json` on the same
-//! job (the port's rate); bad options exit 2 naming the valid range; q, Ctrl-C and SIGTERM leave
-//! the terminal restored.
+//! job (the port's rate, a consistency check between two pcielab commands); on `--machine host`
+//! the rate top shows for a real disk's function is held to an outside count, the kernel's
+//! sectors read in /proc/diskstats around reads driven past the page cache; bad options exit 2
+//! naming the valid range; q, Ctrl-C and SIGTERM leave the terminal restored.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -11,6 +13,9 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pcielab");
+
+#[path = "common/disk.rs"]
+mod disk;
 
 /// A 1 MiB sequential read on yitian710's SATA disk (behind root port 0000:00:02.0), long
 /// enough to outlast every test.
@@ -243,6 +248,69 @@ fn batch_json_lines_carry_the_rows() {
     let (stat_rx, _) = stat_rx_and_achievable();
     let rx = port["rx_mbps"].as_f64().unwrap();
     assert!((rx / stat_rx - 1.0).abs() < 0.02, "{rx} vs {stat_rx}");
+}
+
+#[test]
+fn host_rates_add_up_to_the_bytes_the_kernel_counted_for_the_disk() {
+    let disk = disk::pci_disk();
+    let file = disk::file_on_disk(&disk.scratch, 64);
+    let before = disk::bytes_read(&disk.name);
+    let child = Command::new(BIN)
+        .args([
+            "top",
+            "--machine",
+            "host",
+            "-b",
+            "-n",
+            "2",
+            "-d",
+            "1.5",
+            "--json",
+        ])
+        .args(["--flat", "--filter", &disk.bdf])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Well inside top's first interval: the whole read falls between its first and last sample.
+    std::thread::sleep(Duration::from_millis(500));
+    let copied = disk::read_direct(&file);
+    let text = stdout_of(child.wait_with_output().unwrap());
+    let after = disk::bytes_read(&disk.name);
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(copied, 64 << 20, "dd read the whole file");
+    // Each frame's rate times its own interval is the bytes read in it; the two intervals are
+    // back to back.
+    let mut shown = 0.0;
+    for line in text.lines() {
+        let frame: Value = serde_json::from_str(line).unwrap();
+        let row = frame["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["bdf"] == disk.bdf.as_str())
+            .unwrap_or_else(|| panic!("no {} in {line}", disk.bdf));
+        assert_eq!(row["source"], "derived", "{row}");
+        let devices = row["devices"].as_array().unwrap();
+        assert!(
+            devices.iter().any(|d| d == &format!("block/{}", disk.name)),
+            "{row}"
+        );
+        shown += row["rx_mbps"].as_f64().unwrap() * 1e6 * frame["interval_s"].as_f64().unwrap();
+    }
+    let kernel = (after - before) as f64;
+    eprintln!(
+        "{} ({}): top {shown:.0} B in its two intervals; the kernel {kernel:.0} B in the \
+         enclosing window; dd {copied} B",
+        disk.bdf, disk.name
+    );
+    // What top saw lies between what dd alone read (inside its window) and what the kernel
+    // counted over the wider window around the whole run; 0.5 % for the rounding of MB/s.
+    assert!(
+        shown >= copied as f64 * 0.995 && shown <= kernel * 1.005,
+        "top showed {shown:.0} B read; dd read {copied} B in its window and the kernel counted \
+         {kernel:.0} B around it"
+    );
 }
 
 #[test]

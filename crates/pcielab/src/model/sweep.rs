@@ -133,6 +133,13 @@ impl SizeSweep {
                 "platform write", "platform read"
             ));
         }
+        let latency = self
+            .points
+            .iter()
+            .any(|p| p.predicted_read_latency_ns.is_some());
+        if latency {
+            text.push_str(&format!("  {:>22}", "read ns ± 1 sigma"));
+        }
         text.push('\n');
         let percent = |mbps: f64| mbps / self.achievable_mbps * 100.0;
         for p in &self.points {
@@ -161,9 +168,25 @@ impl SizeSweep {
                     mark(p.predicted_read_in_sample)
                 ));
             }
+            if latency {
+                text.push_str(&format!("  {:>22}", latency_text(p)));
+            }
             text.push('\n');
         }
         text
+    }
+}
+
+/// A fitted read latency with its 1-sigma uncertainty where the fit gave one (`8123.4 ± 56.7`):
+/// without the spread a reader cannot tell a latency the data pinned from one it barely bound.
+pub fn latency_text(p: &SizePoint) -> String {
+    match (
+        p.predicted_read_latency_ns,
+        p.predicted_read_latency_sigma_ns,
+    ) {
+        (Some(ns), Some(sigma)) => format!("{ns:.1} ± {sigma:.1}"),
+        (Some(ns), None) => format!("{ns:.1}"),
+        (None, _) => "-".to_string(),
     }
 }
 
@@ -318,6 +341,30 @@ mod tests {
         );
         assert_eq!(row[5], p.write_tlps.to_string());
         assert_eq!(lines[3].len(), lines[4].len(), "rows are aligned");
+    }
+
+    #[test]
+    fn a_fitted_read_latency_is_printed_with_its_sigma() {
+        let link = LinkParams::new(Generation::Gen3, 4);
+        let mut s = sweep(&link, &[64, 4096], Overheads::Full).unwrap();
+        s.platform_fitted_on = Some("a table".into());
+        for (p, (w, r, ns, sigma)) in s
+            .points
+            .iter_mut()
+            .zip([(10.0, 20.0, 812.3, Some(45.6)), (30.0, 40.0, 9000.0, None)])
+        {
+            p.predicted_write_mbps = Some(w);
+            p.predicted_read_mbps = Some(r);
+            p.predicted_read_latency_ns = Some(ns);
+            p.predicted_read_latency_sigma_ns = sigma;
+        }
+        let text = s.to_text(&link, Overheads::Full);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[3].ends_with("read ns ± 1 sigma"), "{}", lines[3]);
+        assert!(lines[4].ends_with("  812.3 ± 45.6"), "{}", lines[4]);
+        // No sigma from the fit: the value alone, never a made-up spread.
+        assert!(lines[5].ends_with("  9000.0"), "{}", lines[5]);
+        assert_eq!(lines[3].chars().count(), lines[4].chars().count(), "{text}");
     }
 
     #[test]

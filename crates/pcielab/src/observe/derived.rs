@@ -221,6 +221,56 @@ mod tests {
         );
     }
 
+    /// /proc/diskstats: disk name → bytes read and written (sectors, its 6th and 10th fields,
+    /// × 512), parsed on its own as the outside count.
+    fn proc_diskstats() -> BTreeMap<String, (u64, u64)> {
+        fs::read_to_string("/proc/diskstats")
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let sectors = |i: usize| f.get(i)?.parse::<u64>().ok();
+                Some((
+                    f.get(2)?.to_string(),
+                    (sectors(5)? * 512, sectors(9)? * 512),
+                ))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn this_machines_pci_disks_read_as_proc_diskstats_counts_them() {
+        let before = proc_diskstats();
+        let found = DeviceReader::new(Path::new("/")).read();
+        let after = proc_diskstats();
+        let disks: Vec<&DeviceBytes> = found
+            .iter()
+            .filter(|d| d.name.starts_with("block/"))
+            .collect();
+        assert!(
+            !disks.is_empty(),
+            "this test needs a disk on a PCI function under /sys/block; found {found:?}"
+        );
+        for d in disks {
+            let name = &d.name["block/".len()..];
+            let (b, a) = (before[name], after[name]);
+            assert!(
+                b.0 <= d.up && d.up <= a.0 && d.up > 0,
+                "{name}: read {} B, /proc/diskstats {}..{}",
+                d.up,
+                b.0,
+                a.0
+            );
+            assert!(
+                b.1 <= d.down && d.down <= a.1,
+                "{name}: written {} B, /proc/diskstats {}..{}",
+                d.down,
+                b.1,
+                a.1
+            );
+        }
+    }
+
     #[test]
     fn a_multipath_namespace_belongs_to_its_one_controller() {
         let root = tempfile::tempdir().unwrap();

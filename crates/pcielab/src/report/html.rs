@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use crate::advise::{Advice, Severity};
 use crate::error::Result;
 use crate::model::fit::{FitDocument, Status};
-use crate::model::sweep::SizeSweep;
+use crate::model::sweep::{latency_text, SizeSweep};
 use crate::plot::document::{Document, LabCheckDoc, P2pDoc, PairDoc, TopologyDoc};
 use crate::plot::{self, value_text};
 use crate::pmu::stat::{EventStatus, StatDocument};
@@ -487,6 +487,13 @@ fn model_body(sweep: &SizeSweep) -> Result<String> {
     if predicted {
         headings.extend(["platform write MB/s", "platform read MB/s"]);
     }
+    let latency = sweep
+        .points
+        .iter()
+        .any(|p| p.predicted_read_latency_ns.is_some());
+    if latency {
+        headings.push("platform read latency ns (± 1 sigma)");
+    }
     let mut t = Table::new(&headings);
     let percent = |v: f64| value_text(v / sweep.achievable_mbps * 100.0);
     for p in &sweep.points {
@@ -509,6 +516,9 @@ fn model_body(sweep: &SizeSweep) -> Result<String> {
                 p.predicted_read_mbps,
                 p.predicted_read_in_sample,
             ));
+        }
+        if latency {
+            row.push(latency_text(p));
         }
         t.row(row);
     }
