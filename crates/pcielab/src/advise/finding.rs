@@ -374,6 +374,9 @@ pub(crate) struct Context<'a> {
     pub platform: Option<&'a PlatformModel>,
     /// The pci directory of a machine with sysfs, for re-reading link state.
     pub pci_dir: Option<std::path::PathBuf>,
+    /// The simulator behind a `sim:` machine: its devices' access latencies and its `[sim]`
+    /// IRQ placement let ASPM and IRQ findings predict a workload's change.
+    pub simulated: Option<&'a crate::sim::SimulatedPcie>,
 }
 
 /// The result of one check: findings, or why it could not run.
