@@ -601,7 +601,7 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             }
             let after = fixed.path_link_power(f.bdf, power.l0s_entry_ns, power.l1_entry_ns);
             let irq = sim.far_irq_ns(f.bdf);
-            super::qd1_read_prediction(sim, f.bdf, (&power, irq), (&after, irq))
+            super::finding::qd1_read_prediction(sim, f.bdf, (&power, irq), (&after, irq))
         });
         let prediction = simulated.unwrap_or_else(|| match exit_ns {
             Some(exit) => match (context.platform, f.link_params()) {

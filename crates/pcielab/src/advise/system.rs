@@ -108,11 +108,13 @@ fn irq_far_node_simulated(context: &Context, sim: &crate::sim::SimulatedPcie) ->
             continue;
         }
         let power = sim.link_power(f.bdf);
-        let prediction =
-            super::qd1_read_prediction(sim, f.bdf, (&power, sim.far_irq_ns(f.bdf)), (&power, 0.0))
-                .unwrap_or_else(|| {
-                    Prediction::not_predicted("the function is not a simulated disk")
-                });
+        let prediction = super::finding::qd1_read_prediction(
+            sim,
+            f.bdf,
+            (&power, sim.far_irq_ns(f.bdf)),
+            (&power, 0.0),
+        )
+        .unwrap_or_else(|| Prediction::not_predicted("the function is not a simulated disk"));
         found.push(Finding {
             id: "irq-far-node",
             severity: Severity::PerfLoss,
