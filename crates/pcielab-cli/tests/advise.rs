@@ -530,3 +530,63 @@ fn each_sim_prediction_is_what_pcielab_model_prints_for_before_and_after() {
         "IRQ local",
     );
 }
+
+#[test]
+fn spec_exit_latencies_export_as_the_lnkcap_lspci_reads_and_advise_quotes() {
+    // The fixture's drive says L1 <32us and no L0s bound; its root port L0s <1us, L1 <16us.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("pci");
+    let machine = format!("sim:{}", fixture("sim-aspm.toml").display());
+    ok(pcielab(&[
+        "topo",
+        "--machine",
+        &machine,
+        "--sysfs-export",
+        tree.to_str().unwrap(),
+    ]));
+    let lspci = |bdf: &str| {
+        let out = Command::new("lspci")
+            .args([
+                "-A",
+                "linux-sysfs",
+                "-O",
+                &format!("sysfs.path={}", tree.display()),
+                "-vvv",
+                "-s",
+                bdf,
+            ])
+            .output()
+            .expect("lspci (pciutils) must be installed; .ci/run installs it");
+        register(&String::from_utf8(out.stdout).unwrap(), "LnkCap")
+    };
+    let port = lspci("00:01.0");
+    assert!(port.contains("Exit Latency L0s <1us, L1 <16us"), "{port}");
+    // Code 0 where the spec gives no L0s bound, as before exit latencies were exported.
+    let drive = lspci("01:00.0");
+    assert!(drive.contains("L1 <32us"), "{drive}");
+    // advise on the exported tree reads the same exits from config and quotes them as on sim:.
+    let snapshot = format!("snapshot:{}", tree.display());
+    let advice: Value = serde_json::from_str(&ok(pcielab(&[
+        "advise",
+        "--machine",
+        &snapshot,
+        "--only",
+        "aspm-busy-link",
+        "--json",
+    ])))
+    .unwrap();
+    let exits: Vec<&str> = advice["findings"][0]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["field"] == "LnkCap: Exit Latency")
+        .map(|e| e["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        exits,
+        ["L0s <1us, L1 <16us", "L0s <64ns, L1 <32us"],
+        "{advice:#}"
+    );
+    // Without a device model the snapshot predicts per request: the 32 µs exit.
+    assert_eq!(advice["findings"][0]["prediction"]["before"], 32000.0);
+}

@@ -179,6 +179,16 @@ fn request_response(args: &Args, model: &PlatformModel) -> Result<Option<(f64, L
             ))
         }
     };
+    for (flag, ns) in [
+        ("--l0s-entry-ns", args.l0s_entry_ns),
+        ("--l1-entry-ns", args.l1_entry_ns),
+    ] {
+        if !(ns.is_finite() && ns >= 0.0) {
+            return Err(Error::bad_input(format!(
+                "{flag} {ns}: expected an idle time of 0 ns or more"
+            )));
+        }
+    }
     let power = LinkPower {
         l0s_exit_ns: l0s.then_some(exits.0),
         l1_exit_ns: l1.then_some(exits.1),
