@@ -590,19 +590,23 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             }
         }
         // On a simulated disk: the workload-level change, from the model the simulator times
-        // fio with, the path's ASPM now against this link's ASPM off.
-        let simulated = context.simulated.and_then(|sim| {
-            let power = sim.link_power(f.bdf);
-            let mut fixed = topo.clone();
-            for u in fixed.functions_mut() {
-                if u.bdf == f.bdf || u.bdf == port.bdf {
-                    u.aspm_enabled = Default::default();
+        // fio with, the path's ASPM now against this link's ASPM off. Only where the exits are
+        // known: an unknown one costs the simulator nothing, which is no prediction of a gain.
+        let simulated = context
+            .simulated
+            .filter(|_| exit_ns.is_some())
+            .and_then(|sim| {
+                let power = sim.link_power(f.bdf);
+                let mut fixed = topo.clone();
+                for u in fixed.functions_mut() {
+                    if u.bdf == f.bdf || u.bdf == port.bdf {
+                        u.aspm_enabled = Default::default();
+                    }
                 }
-            }
-            let after = fixed.path_link_power(f.bdf, power.l0s_entry_ns, power.l1_entry_ns);
-            let irq = sim.far_irq_ns(f.bdf);
-            super::finding::qd1_read_prediction(sim, f.bdf, (&power, irq), (&after, irq))
-        });
+                let after = fixed.path_link_power(f.bdf, power.l0s_entry_ns, power.l1_entry_ns);
+                let irq = sim.far_irq_ns(f.bdf);
+                super::finding::qd1_read_prediction(sim, f.bdf, (&power, irq), (&after, irq))
+            });
         let prediction = simulated.unwrap_or_else(|| match exit_ns {
             Some(exit) => match (context.platform, f.link_params()) {
                 (Some(p), Some(link)) => {
