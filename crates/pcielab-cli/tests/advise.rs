@@ -248,20 +248,39 @@ fn the_report_page_has_an_advice_section_with_every_finding() {
 
 /// Seconds a simulated fio job takes on `spec` (the "seconds time elapsed" line of `stat`).
 fn simulated_fio_seconds(spec: &Path) -> f64 {
+    simulated_seconds(spec, &["--rw=write", "--bs=1m", "--size=1g", "--name=w"])
+}
+
+/// 4 KiB random reads at queue depth 1, the request–response workload ASPM exits and far-node
+/// interrupts slow down.
+const QD1_READS: [&str; 6] = [
+    "--rw=randread",
+    "--bs=4k",
+    "--size=64m",
+    "--ioengine=libaio",
+    "--iodepth=1",
+    "--name=r",
+];
+
+/// Seconds the simulated fio job `job` takes on /dev/nvme0n1 of `spec`.
+fn simulated_seconds(spec: &Path, job: &[&str]) -> f64 {
     let machine = format!("sim:{}", spec.display());
-    let out = pcielab(&[
-        "stat",
-        "--machine",
-        &machine,
-        "-a",
-        "--",
-        "fio",
-        "--filename=/dev/nvme0n1",
-        "--rw=write",
-        "--bs=1m",
-        "--size=1g",
-        "--name=w",
-    ]);
+    let out = pcielab(
+        &[
+            &[
+                "stat",
+                "--machine",
+                &machine,
+                "-a",
+                "--",
+                "fio",
+                "--filename=/dev/nvme0n1",
+                "--direct=1",
+            ][..],
+            job,
+        ]
+        .concat(),
+    );
     assert!(out.status.success());
     // perf stat's summary (and the elapsed time) goes to stderr, as perf's does.
     let text = String::from_utf8(out.stderr).unwrap();
@@ -319,4 +338,255 @@ fn the_simulated_workload_gains_what_the_mps_finding_predicts() {
         (measured - predicted).abs() <= 0.10 * predicted,
         "simulated {measured:.2} % vs predicted {predicted:.2} %"
     );
+}
+
+/// The one finding `check` gives on `spec`, as JSON.
+fn only_finding(spec: &Path, check: &str) -> Value {
+    let machine = format!("sim:{}", spec.display());
+    let advice: Value = serde_json::from_str(&ok(pcielab(&[
+        "advise",
+        "--machine",
+        &machine,
+        "--only",
+        check,
+        "--json",
+    ])))
+    .unwrap();
+    let findings = advice["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{advice:#}");
+    findings[0].clone()
+}
+
+/// `spec` with the fix applied as `edit` says, written beside the test's other files; the fix
+/// must clear the finding.
+fn fixed_spec(dir: &Path, spec: &Path, check: &str, edit: &dyn Fn(String) -> String) -> PathBuf {
+    let fixed = dir.join(spec.file_name().unwrap());
+    let text = std::fs::read_to_string(spec).unwrap();
+    let changed = edit(text.clone());
+    assert_ne!(changed, text, "the edit changed nothing");
+    std::fs::write(&fixed, changed).unwrap();
+    let machine = format!("sim:{}", fixed.display());
+    let advice = ok(pcielab(&[
+        "advise",
+        "--machine",
+        &machine,
+        "--only",
+        check,
+        "--json",
+    ]));
+    assert_eq!(
+        advice.matches("\"id\"").count(),
+        0,
+        "the fix clears the finding: {advice}"
+    );
+    fixed
+}
+
+/// The simulated QD1 reads' change from `spec` to `fixed`, in % of IOPS.
+fn measured_qd1_gain(spec: &Path, fixed: &Path) -> f64 {
+    let (before, after) = (
+        simulated_seconds(spec, &QD1_READS),
+        simulated_seconds(fixed, &QD1_READS),
+    );
+    (before / after - 1.0) * 100.0
+}
+
+#[test]
+fn the_simulated_qd1_reads_gain_what_the_aspm_finding_predicts() {
+    let spec = fixture("sim-aspm.toml");
+    let finding = only_finding(&spec, "aspm-busy-link");
+    let predicted = finding["prediction"]["change_percent"].as_f64().unwrap();
+    // The L1 exit (32 µs, the drive's LnkCap bound) on every 82.7 µs read: about +39 %.
+    assert!(predicted > 30.0 && predicted < 45.0, "{finding:#}");
+    let dir = tempfile::tempdir().unwrap();
+    // The fix on this link: ASPM off at both ends, as `echo 0 > link/l1_aspm` leaves it.
+    let fixed = fixed_spec(dir.path(), &spec, "aspm-busy-link", &|t| {
+        t.replace("aspm = \"l1\"", "aspm = \"none\"")
+    });
+    let measured = measured_qd1_gain(&spec, &fixed);
+    assert!(
+        (measured - predicted).abs() <= 0.10 * predicted,
+        "simulated {measured:.2} % vs predicted {predicted:.2} %"
+    );
+    // A deeper queue keeps the link busy (80 µs / 8 in flight is past L0s entry, short of
+    // L1's): the same fix then changes far less than the QD1 prediction.
+    let qd8 = |s: &Path| {
+        simulated_seconds(
+            s,
+            &[
+                "--rw=randread",
+                "--bs=4k",
+                "--size=64m",
+                "--ioengine=libaio",
+                "--iodepth=8",
+                "--name=r",
+            ],
+        )
+    };
+    let deep = (qd8(&spec) / qd8(&fixed) - 1.0) * 100.0;
+    assert!(deep < predicted / 10.0, "QD8 changed {deep:.2} %");
+}
+
+#[test]
+fn the_simulated_qd1_reads_gain_what_the_irq_finding_predicts() {
+    let spec = fixture("sim-irq.toml");
+    let finding = only_finding(&spec, "irq-far-node");
+    assert_eq!(finding["evidence"][1]["field"], "irq_node");
+    assert_eq!(finding["evidence"][1]["value"], "1");
+    let predicted = finding["prediction"]["change_percent"].as_f64().unwrap();
+    // 1.5 µs per completion on a 12.7 µs read: 14.2 / 12.7, about +11.8 %.
+    assert!(predicted > 10.0 && predicted < 13.0, "{finding:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = fixed_spec(dir.path(), &spec, "irq-far-node", &|t| {
+        t.replace("\"0000:01:00.0\" = 1 }", "\"0000:01:00.0\" = 0 }")
+    });
+    let measured = measured_qd1_gain(&spec, &fixed);
+    assert!(
+        (measured - predicted).abs() <= 0.10 * predicted,
+        "simulated {measured:.2} % vs predicted {predicted:.2} %"
+    );
+}
+
+/// `pcielab model --json` with `args`: its first point and the document.
+fn model_json(args: &[&str]) -> Value {
+    serde_json::from_str(&ok(pcielab(&[&["model", "--json"][..], args].concat()))).unwrap()
+}
+
+#[test]
+fn each_sim_prediction_is_what_pcielab_model_prints_for_before_and_after() {
+    let close = |a: f64, b: &Value, what: &str| {
+        let b = b.as_f64().unwrap_or_else(|| panic!("{what}: {b}"));
+        // `model` rounds to 0.01 MB/s and 0.1 IOPS.
+        assert!((a - b).abs() <= 0.051, "{what}: advise {a} vs model {b}");
+    };
+    // MPS: the link model's achievable payload rate at MPS 128 and at 256 on Gen3 x2.
+    let mps = only_finding(&fixture("sim-mps.toml"), "mps-below-path");
+    let p = &mps["prediction"];
+    for (value, mps) in [(&p["before"], "128"), (&p["after"], "256")] {
+        let model = model_json(&["--gen", "3", "--width", "2", "--mps", mps, "--sizes", "4K"]);
+        close(
+            value.as_f64().unwrap(),
+            &model["achievable_MBps"],
+            &format!("MPS {mps}"),
+        );
+    }
+    // ASPM: the drive's 80 µs reads with L1 (exit 32 µs, the slower end's) and with ASPM off.
+    let aspm = only_finding(&fixture("sim-aspm.toml"), "aspm-busy-link");
+    let p = &aspm["prediction"];
+    let qd1 = [
+        "--gen",
+        "3",
+        "--width",
+        "2",
+        "--sizes",
+        "4K",
+        "--io-latency-us",
+        "80",
+    ];
+    let with_l1 = model_json(
+        &[
+            &qd1[..],
+            &["--aspm", "l1", "--exit-latency-ns", "1000,32000"],
+        ]
+        .concat(),
+    );
+    close(
+        p["before"].as_f64().unwrap(),
+        &with_l1["points"][0]["predicted_qd1_read_iops"],
+        "ASPM L1",
+    );
+    let off = model_json(&qd1);
+    close(
+        p["after"].as_f64().unwrap(),
+        &off["points"][0]["predicted_qd1_read_iops"],
+        "ASPM off",
+    );
+    // IRQ placement: the spec's own [platform] (cross_node_ns = 1500), far and local.
+    let irq = only_finding(&fixture("sim-irq.toml"), "irq-far-node");
+    let p = &irq["prediction"];
+    let platform = fixture("sim-irq.toml");
+    let qd1 = [
+        "--gen",
+        "3",
+        "--width",
+        "4",
+        "--sizes",
+        "4K",
+        "--io-latency-us",
+        "10",
+        "--platform",
+        platform.to_str().unwrap(),
+    ];
+    let far = model_json(&[&qd1[..], &["--irq-far-node"]].concat());
+    close(
+        p["before"].as_f64().unwrap(),
+        &far["points"][0]["predicted_qd1_read_iops"],
+        "IRQ far",
+    );
+    let local = model_json(&qd1);
+    close(
+        p["after"].as_f64().unwrap(),
+        &local["points"][0]["predicted_qd1_read_iops"],
+        "IRQ local",
+    );
+}
+
+#[test]
+fn spec_exit_latencies_export_as_the_lnkcap_lspci_reads_and_advise_quotes() {
+    // The fixture's drive says L1 <32us and no L0s bound; its root port L0s <1us, L1 <16us.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("pci");
+    let machine = format!("sim:{}", fixture("sim-aspm.toml").display());
+    ok(pcielab(&[
+        "topo",
+        "--machine",
+        &machine,
+        "--sysfs-export",
+        tree.to_str().unwrap(),
+    ]));
+    let lspci = |bdf: &str| {
+        let out = Command::new("lspci")
+            .args([
+                "-A",
+                "linux-sysfs",
+                "-O",
+                &format!("sysfs.path={}", tree.display()),
+                "-vvv",
+                "-s",
+                bdf,
+            ])
+            .output()
+            .expect("lspci (pciutils) must be installed; .ci/run installs it");
+        register(&String::from_utf8(out.stdout).unwrap(), "LnkCap")
+    };
+    let port = lspci("00:01.0");
+    assert!(port.contains("Exit Latency L0s <1us, L1 <16us"), "{port}");
+    // Code 0 where the spec gives no L0s bound, as before exit latencies were exported.
+    let drive = lspci("01:00.0");
+    assert!(drive.contains("L1 <32us"), "{drive}");
+    // advise on the exported tree reads the same exits from config and quotes them as on sim:.
+    let snapshot = format!("snapshot:{}", tree.display());
+    let advice: Value = serde_json::from_str(&ok(pcielab(&[
+        "advise",
+        "--machine",
+        &snapshot,
+        "--only",
+        "aspm-busy-link",
+        "--json",
+    ])))
+    .unwrap();
+    let exits: Vec<&str> = advice["findings"][0]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["field"] == "LnkCap: Exit Latency")
+        .map(|e| e["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        exits,
+        ["L0s <1us, L1 <16us", "L0s <64ns, L1 <32us"],
+        "{advice:#}"
+    );
+    // Without a device model the snapshot predicts per request: the 32 µs exit.
+    assert_eq!(advice["findings"][0]["prediction"]["before"], 32000.0);
 }

@@ -150,3 +150,96 @@ fn help_has_examples() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Examples:") && text.contains("--addr64 --ecrc --ideal"));
 }
+
+#[test]
+fn request_response_flags_refuse_what_they_cannot_mean() {
+    let refused = |extra: &[&str], says: &str| {
+        let out = pcielab(
+            &[
+                &["model", "--gen", "3", "--width", "2", "--sizes", "4K"][..],
+                extra,
+            ]
+            .concat(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{extra:?}: {err}");
+    };
+    refused(&["--aspm", "l1"], "give --io-latency-us too");
+    refused(
+        &["--io-latency-us", "80", "--aspm", "l1"],
+        "--exit-latency-ns L0S,L1",
+    );
+    refused(
+        &[
+            "--io-latency-us",
+            "80",
+            "--aspm",
+            "l2",
+            "--exit-latency-ns",
+            "1,2",
+        ],
+        "expected none, l0s, l1 or l0s+l1",
+    );
+    refused(
+        &[
+            "--io-latency-us",
+            "80",
+            "--aspm",
+            "l1",
+            "--exit-latency-ns",
+            "16000",
+        ],
+        "expected two latencies",
+    );
+    refused(
+        &["--io-latency-us", "-1"],
+        "expected a latency of 0 µs or more",
+    );
+    // An L0s exit costs nothing when only L1 is enabled, and the L1 exit only past L1 entry.
+    let iops = |extra: &[&str]| {
+        json(
+            &[
+                &[
+                    "model",
+                    "--gen",
+                    "3",
+                    "--width",
+                    "2",
+                    "--sizes",
+                    "4K",
+                    "--json",
+                    "--io-latency-us",
+                    "80",
+                ][..],
+                extra,
+            ]
+            .concat(),
+        )["points"][0]["predicted_qd1_read_iops"]
+            .as_f64()
+            .unwrap()
+    };
+    let off = iops(&[]);
+    // 80 µs access + 2 µs drive service (500k IOPS) + 0.7 µs round trip.
+    assert!((off - 1e9 / 82_700.0).abs() < 0.06, "{off}");
+    let l1 = iops(&["--aspm", "l1", "--exit-latency-ns", "4000,16000"]);
+    assert!((l1 - 1e9 / 98_700.0).abs() < 0.06, "{l1}");
+    let late = iops(&[
+        "--aspm",
+        "l1",
+        "--exit-latency-ns",
+        "4000,16000",
+        "--l1-entry-ns",
+        "100000",
+    ]);
+    assert_eq!(late, off);
+    let l0s = iops(&[
+        "--aspm",
+        "l0s+l1",
+        "--exit-latency-ns",
+        "4000,16000",
+        "--l1-entry-ns",
+        "100000",
+    ]);
+    assert!((l0s - 1e9 / 86_700.0).abs() < 0.06, "{l0s}");
+}

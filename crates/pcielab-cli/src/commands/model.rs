@@ -5,7 +5,8 @@
 
 use super::number_in;
 use clap::Args as ClapArgs;
-use pcielab::model::platform::read_platform_file;
+use pcielab::model::io::{LinkPower, L0S_ENTRY_NS, L1_ENTRY_NS};
+use pcielab::model::platform::{read_platform_file, PlatformModel, P};
 use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_SIZES};
 use pcielab::model::transfer::{LinkParams, Overheads};
 use pcielab::pcie::tlp::TlpFormat;
@@ -99,6 +100,107 @@ pub struct Args {
     /// Also draw MB/s and efficiency vs size (with the platform prediction) as an SVG here.
     #[arg(long, value_name = "OUT.svg")]
     svg: Option<std::path::PathBuf>,
+    /// A device's access latency in µs: adds each size's reads at queue depth 1 on the
+    /// platform's drive as a request–response (predicted_qd1_read_iops).
+    #[arg(long, value_name = "US")]
+    io_latency_us: Option<f64>,
+    /// With --io-latency-us: ASPM states enabled on the path: none, l0s, l1 or l0s+l1.
+    #[arg(long, default_value = "none")]
+    aspm: String,
+    /// With --aspm: the LnkCap exit latencies in ns as L0S,L1 (the slower end's upper bounds,
+    /// e.g. 512,16000).
+    #[arg(long, value_name = "L0S,L1")]
+    exit_latency_ns: Option<String>,
+    /// With --aspm: idle ns before L0s entry (the specification's 7 µs at most).
+    #[arg(long, default_value_t = L0S_ENTRY_NS)]
+    l0s_entry_ns: f64,
+    /// With --aspm: idle ns before L1 entry.
+    #[arg(long, default_value_t = L1_ENTRY_NS)]
+    l1_entry_ns: f64,
+    /// With --io-latency-us: the device's interrupts are taken on another NUMA node, costing
+    /// [platform] interrupts.cross_node_ns per completion.
+    #[arg(long)]
+    irq_far_node: bool,
+}
+
+/// The request–response options as the model's link power and interrupt cost, or bad input
+/// naming the flag.
+fn request_response(args: &Args, model: &PlatformModel) -> Result<Option<(f64, LinkPower, f64)>> {
+    let Some(us) = args.io_latency_us else {
+        if args.aspm != "none" || args.exit_latency_ns.is_some() || args.irq_far_node {
+            return Err(Error::bad_input(
+                "--aspm, --exit-latency-ns and --irq-far-node describe a request–response I/O: give --io-latency-us too",
+            ));
+        }
+        return Ok(None);
+    };
+    if !(us.is_finite() && us >= 0.0) {
+        return Err(Error::bad_input(format!(
+            "--io-latency-us {us}: expected a latency of 0 µs or more"
+        )));
+    }
+    let (l0s, l1) = match args.aspm.as_str() {
+        "none" => (false, false),
+        "l0s" => (true, false),
+        "l1" => (false, true),
+        "l0s+l1" => (true, true),
+        other => {
+            return Err(Error::bad_input(format!(
+                "--aspm {other}: expected none, l0s, l1 or l0s+l1"
+            )))
+        }
+    };
+    let exits = match (&args.exit_latency_ns, l0s || l1) {
+        (None, false) => (0.0, 0.0),
+        (Some(text), true) => {
+            let parsed: Vec<f64> = text
+                .split(',')
+                .filter_map(|n| n.trim().parse().ok())
+                .filter(|n: &f64| n.is_finite() && *n >= 0.0)
+                .collect();
+            match parsed.as_slice() {
+                [a, b] if text.split(',').count() == 2 => (*a, *b),
+                _ => {
+                    return Err(Error::bad_input(format!(
+                        "--exit-latency-ns {text}: expected two latencies in ns, L0S,L1 (e.g. 512,16000)"
+                    )))
+                }
+            }
+        }
+        (None, true) => {
+            return Err(Error::bad_input(format!(
+                "--aspm {}: give the exit latencies with --exit-latency-ns L0S,L1",
+                args.aspm
+            )))
+        }
+        (Some(_), false) => {
+            return Err(Error::bad_input(
+                "--exit-latency-ns needs --aspm l0s, l1 or l0s+l1",
+            ))
+        }
+    };
+    for (flag, ns) in [
+        ("--l0s-entry-ns", args.l0s_entry_ns),
+        ("--l1-entry-ns", args.l1_entry_ns),
+    ] {
+        if !(ns.is_finite() && ns >= 0.0) {
+            return Err(Error::bad_input(format!(
+                "{flag} {ns}: expected an idle time of 0 ns or more"
+            )));
+        }
+    }
+    let power = LinkPower {
+        l0s_exit_ns: l0s.then_some(exits.0),
+        l1_exit_ns: l1.then_some(exits.1),
+        l0s_entry_ns: args.l0s_entry_ns,
+        l1_entry_ns: args.l1_entry_ns,
+    };
+    let irq = if args.irq_far_node {
+        model.get(P::CrossNodeIrqNs)
+    } else {
+        0.0
+    };
+    Ok(Some((us * 1e3, power, irq)))
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -113,8 +215,16 @@ pub fn run(args: Args) -> Result<()> {
         Overheads::Full
     };
     let mut report = sweep(&link, &sizes, overheads)?;
-    if let Some(file) = &args.platform {
-        report.add_platform(&read_platform_file(file)?, &link);
+    let platform = match &args.platform {
+        Some(file) => Some(read_platform_file(file)?),
+        None => None,
+    };
+    if let Some(model) = &platform {
+        report.add_platform(model, &link);
+    }
+    let model = platform.unwrap_or_default();
+    if let Some((access_ns, power, irq)) = request_response(&args, &model)? {
+        report.add_request_response(&model, access_ns, &power, irq);
     }
     if let Some(path) = &args.svg {
         pcielab::input::write_output(path.as_ref(), plot::model::svg(&report)?.as_bytes())?;

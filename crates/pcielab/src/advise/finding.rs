@@ -374,7 +374,50 @@ pub(crate) struct Context<'a> {
     pub platform: Option<&'a PlatformModel>,
     /// The pci directory of a machine with sysfs, for re-reading link state.
     pub pci_dir: Option<std::path::PathBuf>,
+    /// The simulator behind a `sim:` machine: its devices' access latencies and its `[sim]`
+    /// IRQ placement let ASPM and IRQ findings predict a workload's change.
+    pub simulated: Option<&'a crate::sim::SimulatedPcie>,
 }
 
 /// The result of one check: findings, or why it could not run.
 pub(crate) type CheckOutcome = std::result::Result<Vec<Finding>, String>;
+
+/// The size and queue depth of the request–response workload ASPM and IRQ-placement findings
+/// predict for: 4 KiB reads, one at a time (the latency benchmark drive datasheets quote).
+pub(crate) const QD1_READ_BYTES: u64 = 4096;
+
+/// The simulated device `bdf`'s 4 KiB reads at queue depth 1, as IOPS with the path's ASPM
+/// exits and the interrupt cost `before`, then `after` the fix: `model::io::RequestResponse`,
+/// the function the simulator times fio with. `None` when `bdf` is not a simulated disk.
+pub(crate) fn qd1_read_prediction(
+    sim: &crate::sim::SimulatedPcie,
+    bdf: crate::pcie::Bdf,
+    before: (&crate::model::io::LinkPower, f64),
+    after: (&crate::model::io::LinkPower, f64),
+) -> Option<Prediction> {
+    let block = sim.devices.get(&bdf)?.block()?;
+    let io = sim.request_response(bdf, block, 1.0, QD1_READ_BYTES, 1);
+    let describe = |(power, irq): (&crate::model::io::LinkPower, f64)| {
+        format!(
+            "ASPM exit {} ns, interrupt +{irq} ns",
+            power.exit_ns(io.idle_gap_ns())
+        )
+    };
+    Some(Prediction::predicted(
+        "4 KiB reads at queue depth 1 (request–response)",
+        io.iops(before.0, before.1),
+        io.iops(after.0, after.1),
+        "IOPS",
+        format!(
+            "model::io request–response, as the simulator times fio: access {} ns + service {} ns + read round trip {} ns, link idle {} ns between I/Os (L0s entry {} ns, L1 entry {} ns); before: {}; after: {}",
+            io.access_ns,
+            io.service_ns,
+            io.round_trip_ns,
+            io.idle_gap_ns(),
+            before.0.l0s_entry_ns,
+            before.0.l1_entry_ns,
+            describe(before),
+            describe(after)
+        ),
+    ))
+}

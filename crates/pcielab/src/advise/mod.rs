@@ -29,7 +29,10 @@ pub fn advise(machine: &Machine, options: &AdviseOptions) -> Result<Advice> {
     let pci_dir = machine.pci_dir();
     let root = machine.system_root();
     let facts = read_facts(&platform.topology, pci_dir.as_deref(), root.as_deref());
+    // Only sim: machines have one; elsewhere this is an error we do not need.
+    let simulated = machine.simulated_pcie().ok();
     let context = Context {
+        simulated: simulated.as_ref(),
         topology: &platform.topology,
         facts: &facts,
         options,

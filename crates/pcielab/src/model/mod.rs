@@ -3,6 +3,7 @@
 //! ceilings, and P2P distance rules. No I/O.
 
 pub mod fit;
+pub mod io;
 pub mod latency;
 pub mod measurements;
 pub mod path;

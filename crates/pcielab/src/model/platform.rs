@@ -54,6 +54,7 @@ pub enum P {
     MsiCpuNs,
     ElbiTriggerNs,
     ElbiCpuNs,
+    CrossNodeIrqNs,
 }
 
 const UNBOUNDED: f64 = f64::INFINITY;
@@ -64,7 +65,7 @@ const UNBOUNDED: f64 = f64::INFINITY;
 /// second, far beyond any measured interrupt rate).
 pub(crate) const MIN_INTERRUPT_NS: f64 = 10.0;
 
-pub(crate) const PARAMS: [ParamSpec; 23] = [
+pub(crate) const PARAMS: [ParamSpec; 24] = [
     ParamSpec {
         key: "root_complex.posted_write_MBps",
         unit: "MB/s",
@@ -297,6 +298,20 @@ pub(crate) const PARAMS: [ParamSpec; 23] = [
         integer: false,
         meaning: "endpoint CPU interrupt entry and handler per ELBI interrupt",
         source: "Rockchip PCIe performance guide §6.3, RK3588 row: one ELBI per 6 us",
+    },
+    // blk-mq completes a request on the CPU that submitted it when the interrupted CPU shares
+    // no cache with it (block/blk-mq.c, blk_mq_complete_need_ipi): a completion taken on the
+    // far node costs an inter-processor interrupt back across the socket interconnect, and the
+    // handler's reads of the completion entry and request miss to remote memory.
+    ParamSpec {
+        key: "interrupts.cross_node_ns",
+        unit: "ns",
+        default: 1000.0,
+        min: 0.0,
+        max: 1e6,
+        integer: false,
+        meaning: "extra time per I/O completion when the device's interrupt is taken on a CPU of another NUMA node than the device and the submitting thread",
+        source: "assumption, not measured: one cross-socket IPI back to the submitting CPU (blk_mq_complete_need_ipi) plus a few remote cache misses; fit it on a host",
     },
 ];
 
@@ -814,6 +829,29 @@ impl PlatformModel {
     /// Latency of one DMA read of `size` (no setup): what `predicted_read_latency_ns` reports.
     pub(crate) fn read_latency_ns(&self, size: u64, link: &LinkParams) -> f64 {
         self.read_data_ns(size, link, self.get(P::DmaMaxReadRequests))
+    }
+
+    /// One I/O of `bs` bytes on the platform's drive as a request–response with `in_flight` I/Os
+    /// outstanding: `access_ns` of media latency, the drive's service time (`drive.*_MBps`,
+    /// `drive.*_iops`) and the root complex's read round trip.
+    pub fn drive_request(
+        &self,
+        read: bool,
+        bs: u64,
+        access_ns: f64,
+        in_flight: f64,
+    ) -> super::io::RequestResponse {
+        let (mbps, iops) = if read {
+            (self.get(P::DriveReadMbps), self.get(P::DriveReadIops))
+        } else {
+            (self.get(P::DriveWriteMbps), self.get(P::DriveWriteIops))
+        };
+        super::io::RequestResponse {
+            access_ns,
+            service_ns: super::io::drive_service_ns(bs, mbps, iops),
+            round_trip_ns: self.get(P::ReadLatencyNs),
+            in_flight,
+        }
     }
 
     /// fio-style queued I/O of `bs` bytes: `device` is the device's DMA direction (a disk read is

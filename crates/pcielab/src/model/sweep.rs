@@ -53,6 +53,10 @@ pub struct SizePoint {
     /// The same for reads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_read_in_sample: Option<bool>,
+    /// `--io-latency-us` only: reads of this size at queue depth 1 on the platform's drive as a
+    /// request–response (`model::io`), with the ASPM exits and interrupt placement given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_qd1_read_iops: Option<f64>,
 }
 
 /// The whole sweep for one link; serialises to the documented `pcielab model --json` shape.
@@ -140,6 +144,13 @@ impl SizeSweep {
         if latency {
             text.push_str(&format!("  {:>22}", "read ns ± 1 sigma"));
         }
+        let qd1 = self
+            .points
+            .iter()
+            .any(|p| p.predicted_qd1_read_iops.is_some());
+        if qd1 {
+            text.push_str(&format!("  {:>14}", "QD1 read IOPS"));
+        }
         text.push('\n');
         let percent = |mbps: f64| mbps / self.achievable_mbps * 100.0;
         for p in &self.points {
@@ -170,6 +181,9 @@ impl SizeSweep {
             }
             if latency {
                 text.push_str(&format!("  {:>22}", latency_text(p)));
+            }
+            if let Some(iops) = p.predicted_qd1_read_iops.filter(|_| qd1) {
+                text.push_str(&format!("  {iops:>14.1}"));
             }
             text.push('\n');
         }
@@ -215,6 +229,7 @@ pub fn sweep(link: &LinkParams, sizes: &[u64], overheads: Overheads) -> Result<S
                 predicted_read_latency_sigma_ns: None,
                 predicted_write_in_sample: None,
                 predicted_read_in_sample: None,
+                predicted_qd1_read_iops: None,
             }
         })
         .collect();
@@ -257,6 +272,24 @@ impl SizeSweep {
         }
         self.platform_fitted_on = Some(model.fitted_on.clone());
         self.platform_warning = model.link_warning(link);
+    }
+}
+
+impl SizeSweep {
+    /// Adds, per size, reads at queue depth 1 on `model`'s drive after `access_ns` of device
+    /// latency, with the ASPM exits of `power` and `interrupt_ns` per completion
+    /// ([`super::io::RequestResponse`], the function the simulator times fio with).
+    pub fn add_request_response(
+        &mut self,
+        model: &PlatformModel,
+        access_ns: f64,
+        power: &super::io::LinkPower,
+        interrupt_ns: f64,
+    ) {
+        for p in &mut self.points {
+            let io = model.drive_request(true, p.size, access_ns, 1.0);
+            p.predicted_qd1_read_iops = Some(round_to(io.iops(power, interrupt_ns), 1));
+        }
     }
 }
 

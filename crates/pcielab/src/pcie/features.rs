@@ -43,7 +43,7 @@ pub struct Features {
 }
 
 /// L0s exit latency upper bounds per LnkCap code, in ns (code 7: unlimited).
-const L0S_EXIT_NS: [Option<u32>; 8] = [
+pub(crate) const L0S_EXIT_NS: [Option<u32>; 8] = [
     Some(64),
     Some(128),
     Some(256),
@@ -54,7 +54,7 @@ const L0S_EXIT_NS: [Option<u32>; 8] = [
     None,
 ];
 /// L1 exit latency upper bounds per LnkCap code, in ns (code 7: unlimited).
-const L1_EXIT_NS: [Option<u32>; 8] = [
+pub(crate) const L1_EXIT_NS: [Option<u32>; 8] = [
     Some(1000),
     Some(2000),
     Some(4000),

@@ -162,6 +162,9 @@ pub struct SimConfig {
     /// Idle time before a link enters L0s / L1 when ASPM enables them, ns.
     pub l0s_idle_ns: f64,
     pub l1_idle_ns: f64,
+    /// The NUMA node whose CPUs take each function's interrupts (its IRQs' effective
+    /// affinity); a function not listed takes them where the kernel puts them, costing nothing.
+    pub irq_nodes: BTreeMap<Bdf, i32>,
 }
 
 impl Default for SimConfig {
@@ -174,8 +177,9 @@ impl Default for SimConfig {
             aux_clock_mhz: 24.0,
             ber: 0.0,
             switch_latency_ns: 150.0,
-            l0s_idle_ns: 7_000.0,
-            l1_idle_ns: 32_000.0,
+            l0s_idle_ns: crate::model::io::L0S_ENTRY_NS,
+            l1_idle_ns: crate::model::io::L1_ENTRY_NS,
+            irq_nodes: BTreeMap::new(),
         }
     }
 }
@@ -190,6 +194,7 @@ const SIM_KEYS: &[&str] = &[
     "switch_latency_ns",
     "l0s_idle_ns",
     "l1_idle_ns",
+    "irq_node",
 ];
 
 impl SimConfig {
@@ -217,6 +222,32 @@ impl SimConfig {
                     .map_err(|e| Error::bad_input(format!("[sim] block_devices.{name}: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;
+        let mut irq_nodes = BTreeMap::new();
+        match map.get("irq_node") {
+            None => {}
+            Some(toml::Value::Table(nodes)) => {
+                for (bdf, node) in nodes {
+                    let bad = |why: String| {
+                        Error::bad_input(format!(
+                            "[sim] irq_node.\"{bdf}\": {why}; expected {{ \"0000:01:00.0\" = 1 }} (a PCI address = the NUMA node whose CPUs take its interrupts)"
+                        ))
+                    };
+                    let bdf: Bdf = bdf
+                        .parse()
+                        .map_err(|e: Error| bad(e.message().to_string()))?;
+                    let node = node
+                        .as_integer()
+                        .filter(|n| (0..i64::from(crate::topology::MAX_NUMA_NODES)).contains(n))
+                        .ok_or_else(|| bad(format!("{node} is not a NUMA node number")))?;
+                    irq_nodes.insert(bdf, node as i32);
+                }
+            }
+            Some(other) => {
+                return Err(Error::bad_input(format!(
+                    "[sim] irq_node = {other}: expected a table {{ \"0000:01:00.0\" = 1 }}"
+                )))
+            }
+        }
         let ber = t.number("ber", d.ber, true)?;
         if ber >= 1e-3 {
             return Err(Error::bad_input(format!(
@@ -233,6 +264,7 @@ impl SimConfig {
             switch_latency_ns: t.number("switch_latency_ns", d.switch_latency_ns, true)?,
             l0s_idle_ns: t.number("l0s_idle_ns", d.l0s_idle_ns, true)?,
             l1_idle_ns: t.number("l1_idle_ns", d.l1_idle_ns, true)?,
+            irq_nodes,
         })
     }
 
@@ -344,6 +376,27 @@ mod tests {
         "#;
         let map: BTreeMap<String, toml::Value> = toml::from_str(text).unwrap();
         SimConfig::from_table(Some(&map)).unwrap()
+    }
+
+    #[test]
+    fn irq_nodes_name_a_function_and_a_node() {
+        let read = |text: &str| {
+            let map: BTreeMap<String, toml::Value> = toml::from_str(text).unwrap();
+            SimConfig::from_table(Some(&map))
+        };
+        let c = read(r#"irq_node = { "0000:01:00.0" = 1 }"#).unwrap();
+        assert_eq!(c.irq_nodes.get(&"01:00.0".parse().unwrap()), Some(&1));
+        assert!(SimConfig::default().irq_nodes.is_empty());
+        let e = read(r#"irq_node = { "0000:01:00.0" = -1 }"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("irq_node.\"0000:01:00.0\": -1 is not a NUMA node number"),
+            "{e}"
+        );
+        let e = read(r#"irq_node = { "nvme" = 1 }"#).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(read("irq_node = 1").is_err());
     }
 
     #[test]

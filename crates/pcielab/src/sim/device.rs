@@ -372,7 +372,7 @@ impl BlockDevice for Nvme {
         } else {
             (self.write_mbps, self.write_iops)
         };
-        mb_per_s_to_ns(bs, mbps).max(1e9 / iops)
+        crate::model::io::drive_service_ns(bs, mbps, iops)
     }
 
     fn latency_ns(&self, read: bool) -> f64 {

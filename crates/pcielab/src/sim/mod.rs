@@ -17,6 +17,7 @@ pub mod workload;
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
+use crate::model::io::{LinkPower, RequestResponse};
 use crate::model::latency::ReadConcurrency;
 use crate::model::platform::{PlatformModel, P};
 use crate::model::transfer::{CompletionSize, LinkParams, Overheads};
@@ -26,7 +27,8 @@ use crate::pcie::{Bdf, Generation};
 use crate::pmu::{bound_root_port_pmus, PmuDevice};
 use crate::topology::{Aspm, Kind as FnKind, Topology};
 use config::SimConfig;
-use device::{BlockDevice, Device};
+use device::BlockDevice;
+use device::Device;
 use emission::Emission;
 use engine::{Demand, FlowSpec, Progress};
 use fio::{DirectionStats, GroupStats};
@@ -221,6 +223,45 @@ impl SimulatedPcie {
         let mut model = self.platform.clone();
         model.set(P::ReadLatencyNs, self.read_rtt_ns(device));
         model
+    }
+
+    /// The ASPM exits `device`'s path costs: its spec's exit latencies and this machine's idle
+    /// timers (`l0s_idle_ns`, `l1_idle_ns`).
+    pub fn link_power(&self, device: Bdf) -> LinkPower {
+        self.topology
+            .path_link_power(device, self.config.l0s_idle_ns, self.config.l1_idle_ns)
+    }
+
+    /// What each completion interrupt of `device` costs beyond a local one: the platform's
+    /// `interrupts.cross_node_ns` when `[sim] irq_node` puts its interrupts on another NUMA
+    /// node than its own `numa_node`; nothing where either is unknown.
+    pub fn far_irq_ns(&self, device: Bdf) -> f64 {
+        let own = self.topology.get(device).and_then(|f| f.numa_node);
+        match (own, self.config.irq_nodes.get(&device)) {
+            (Some(own), Some(irq)) if own != *irq => self.platform.get(P::CrossNodeIrqNs),
+            _ => 0.0,
+        }
+    }
+
+    /// One I/O of `bs` bytes on block device `device` (`read_fraction` of them reads) with
+    /// `outstanding` I/Os queued, as a request–response: the device's access latency and
+    /// service time, and the read round trip from it.
+    pub fn request_response(
+        &self,
+        device: Bdf,
+        block: &dyn BlockDevice,
+        read_fraction: f64,
+        bs: u64,
+        outstanding: u64,
+    ) -> RequestResponse {
+        let mixed =
+            |f: &dyn Fn(bool) -> f64| read_fraction * f(true) + (1.0 - read_fraction) * f(false);
+        RequestResponse {
+            access_ns: mixed(&|r| block.latency_ns(r)),
+            service_ns: mixed(&|r| block.service_ns(r, bs)),
+            round_trip_ns: self.read_rtt_ns(device),
+            in_flight: outstanding.min(u64::from(block.queue_depth())) as f64,
+        }
     }
 
     /// Runs `workload` from time 0 and returns the finished simulation.
@@ -463,12 +504,16 @@ impl<'m> RunBuilder<'m> {
         }
         let mixed =
             |f: &dyn Fn(bool) -> f64| read_fraction * f(true) + (1.0 - read_fraction) * f(false);
-        let service = mixed(&|r| block.service_ns(r, job.bs));
-        let latency = mixed(&|r| block.latency_ns(r));
         let outstanding = u64::from(job.numjobs) * u64::from(job.effective_depth());
-        let in_device = outstanding.min(u64::from(block.queue_depth())) as f64;
-        let rtt = self.machine.read_rtt_ns(bdf);
-        let mut cap = in_device / (latency + service + rtt);
+        let io = self
+            .machine
+            .request_response(bdf, block, read_fraction, job.bs, outstanding);
+        let service = io.service_ns;
+        let rtt = io.round_trip_ns;
+        // Little's law over the whole request–response, with the ASPM exit its data waits for
+        // after an idle gap and a far-node completion interrupt (both 0 unless the spec says).
+        let mut cap =
+            io.in_flight / io.io_ns(&self.machine.link_power(bdf), self.machine.far_irq_ns(bdf));
         let platform = &self.machine.platform;
         let cpu_ns = mixed(&|r| platform.get(if r { P::CpuReadIoNs } else { P::CpuWriteIoNs }));
         if cpu_ns > 0.0 {

@@ -379,9 +379,17 @@ fn encode_express(b: &mut [u8], f: &Function) {
     }
     let link = f.link.unwrap_or_default();
     let max_code = link.max_speed.map_or(0, Generation::number);
+    // Exit latencies a spec gives go into LnkCap's codes (bits 14:12 and 17:15); unknown ones
+    // stay code 0, as before.
+    let exit_code = |ns: Option<u32>, table: &[Option<u32>; 8]| {
+        ns.and_then(|ns| table.iter().position(|t| *t == Some(ns)))
+            .unwrap_or(0) as u32
+    };
     let lnkcap = u32::from(max_code)
         | (u32::from(link.max_width.unwrap_or(0)) << 4)
         | (aspm_bits(f.aspm_supported) << 10)
+        | (exit_code(f.exit_latency.l0s_ns, &crate::pcie::features::L0S_EXIT_NS) << 12)
+        | (exit_code(f.exit_latency.l1_ns, &crate::pcie::features::L1_EXIT_NS) << 15)
         | (u32::from(f.bdf.device) << 24);
     put32(b, at + EXP_LNKCAP, lnkcap);
     put16(b, at + EXP_LNKCTL, aspm_bits(f.aspm_enabled) as u16);

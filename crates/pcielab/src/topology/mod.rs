@@ -81,6 +81,15 @@ impl Aspm {
     }
 }
 
+/// LnkCap exit latencies as a spec gives them: the upper bound of each encoded range, ns
+/// (`pcie::features` decodes the same bounds from a real function's configuration space).
+/// `None` where the spec does not say: the simulator then charges no exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExitLatency {
+    pub l0s_ns: Option<u32>,
+    pub l1_ns: Option<u32>,
+}
+
 /// Access Control Services capability and control bits (ACS extended capability).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Acs {
@@ -156,6 +165,8 @@ pub struct Function {
     pub mrrs: Option<u16>,
     pub aspm_supported: Aspm,
     pub aspm_enabled: Aspm,
+    /// Spec-given LnkCap exit latencies (readers of real devices leave them unknown here).
+    pub exit_latency: ExitLatency,
     pub acs: Option<Acs>,
     /// The ACS capability could not be looked for: the extended configuration space was not
     /// readable (an unprivileged sysfs read returns 64 bytes). `acs` is then unknown, not absent.
@@ -210,6 +221,7 @@ impl Function {
             mrrs: None,
             aspm_supported: Aspm::default(),
             aspm_enabled: Aspm::default(),
+            exit_latency: ExitLatency::default(),
             acs: None,
             acs_unreadable: false,
             aer: false,
@@ -276,6 +288,54 @@ impl Topology {
         path
     }
 
+    /// The ASPM exits `bdf`'s path costs (`model::io::LinkPower`), from the spec's exit
+    /// latencies: on each link, a state enabled at either end costs the slower end's exit, and
+    /// a state whose exit either end leaves unknown costs nothing; over the path, the longest
+    /// exit, each L1 exit growing by 1 µs per link above it (the kernel's
+    /// `pcie_aspm_check_latency`). `l0s_entry_ns`/`l1_entry_ns` are the idle timers.
+    pub fn path_link_power(
+        &self,
+        bdf: Bdf,
+        l0s_entry_ns: f64,
+        l1_entry_ns: f64,
+    ) -> crate::model::io::LinkPower {
+        use crate::model::io::{LinkPower, L1_SWITCH_EXIT_NS};
+        let mut power = LinkPower {
+            l0s_entry_ns,
+            l1_entry_ns,
+            ..LinkPower::OFF
+        };
+        let mut hops_above = 0.0;
+        for f in self.path_to_root(bdf) {
+            let Some(port) = f
+                .parent
+                .and_then(|p| self.get(p))
+                .filter(|p| p.kind.has_link_below() && f.link.is_some())
+            else {
+                continue;
+            };
+            let ends = [port, f];
+            let exit = |on: fn(&Function) -> bool, ns: fn(&ExitLatency) -> Option<u32>| {
+                if !ends.iter().any(|e| on(e)) {
+                    return None;
+                }
+                let both: Option<Vec<u32>> = ends.iter().map(|e| ns(&e.exit_latency)).collect();
+                both.and_then(|v| v.into_iter().max()).map(f64::from)
+            };
+            let l0s = exit(|e| e.aspm_enabled.l0s, |x| x.l0s_ns);
+            let l1 = exit(|e| e.aspm_enabled.l1, |x| x.l1_ns)
+                .map(|l1| l1 + hops_above * L1_SWITCH_EXIT_NS);
+            let longer = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            power.l0s_exit_ns = longer(power.l0s_exit_ns, l0s);
+            power.l1_exit_ns = longer(power.l1_exit_ns, l1);
+            hops_above += 1.0;
+        }
+        power
+    }
+
     /// The bandwidth ceiling of `bdf`'s path to its root complex, with the limiting link, as
     /// the kernel's `pcie_bandwidth_available()` finds it. `None` when no link on the path
     /// reports a trained speed and width.
@@ -309,6 +369,53 @@ mod tests {
         assert_eq!(path, vec![bdf("04:00.0"), bdf("00:02.0")]);
         assert_eq!(topo.children(bdf("00:02.0")).count(), 1);
         assert_eq!(topo.roots().count(), 1);
+    }
+
+    #[test]
+    fn a_path_costs_its_longest_exit_and_nothing_it_does_not_know() {
+        use crate::model::io::LinkPower;
+        let f = |b: &str, kind: Kind, parent: Option<&str>, l1_ns: Option<u32>, l1_on: bool| {
+            let mut f = Function::new(bdf(b), 0x8086, 0x1, 0x060400, kind);
+            f.parent = parent.map(bdf);
+            f.link = Some(Link::trained((Generation::Gen3, 4), (Generation::Gen3, 4)));
+            f.aspm_enabled.l1 = l1_on;
+            f.exit_latency.l1_ns = l1_ns;
+            f
+        };
+        let topo = |ep_exit: Option<u32>, ep_on: bool| {
+            Topology::new(vec![
+                f("00:01.0", Kind::RootPort, None, Some(8000), true),
+                f(
+                    "01:00.0",
+                    Kind::SwitchUpstream,
+                    Some("00:01.0"),
+                    Some(4000),
+                    true,
+                ),
+                f(
+                    "02:00.0",
+                    Kind::SwitchDownstream,
+                    Some("01:00.0"),
+                    Some(2000),
+                    ep_on,
+                ),
+                f("03:00.0", Kind::Endpoint, Some("02:00.0"), ep_exit, ep_on),
+            ])
+        };
+        let power = |t: &Topology| t.path_link_power(bdf("03:00.0"), 7000.0, 32000.0);
+        // The endpoint's own link: 16 µs; the switch's upstream link: 8 µs, + 1 µs for the
+        // switch it exits through after the link below.
+        assert_eq!(power(&topo(Some(16000), true)).l1_exit_ns, Some(16000.0));
+        assert_eq!(power(&topo(Some(1000), true)).l1_exit_ns, Some(9000.0));
+        // The endpoint's link is off: only the uplink costs; an unknown exit costs nothing.
+        assert_eq!(power(&topo(Some(16000), false)).l1_exit_ns, Some(9000.0));
+        assert_eq!(power(&topo(None, true)).l1_exit_ns, Some(9000.0));
+        assert_eq!(power(&topo(None, true)).l0s_exit_ns, None);
+        let mut off = topo(Some(16000), false);
+        for u in off.functions_mut() {
+            u.aspm_enabled.l1 = false;
+        }
+        assert_eq!(power(&off), LinkPower::OFF);
     }
 
     #[test]

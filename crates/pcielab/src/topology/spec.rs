@@ -79,6 +79,7 @@ struct RawFunction {
     mrrs: Option<Spanned<u16>>,
     aspm: Option<Spanned<String>>,
     aspm_supported: Option<Spanned<String>>,
+    exit_latency: Option<Spanned<RawExitLatency>>,
     acs: Option<RawAcs>,
     #[serde(default)]
     aer: bool,
@@ -95,6 +96,14 @@ struct RawLink {
     max_width: Option<Spanned<u8>>,
     speed: Option<Spanned<f64>>,
     width: Option<Spanned<u8>>,
+}
+
+/// LnkCap exit latencies, as the upper bound of an encoded range in ns.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExitLatency {
+    l0s_ns: Option<u32>,
+    l1_ns: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -473,6 +482,35 @@ fn convert_function(
     }
     f.aspm_enabled = enabled;
     f.aspm_supported = supported;
+    if let Some(exit) = &raw.exit_latency {
+        let bound = |field: &str,
+                     v: Option<u32>,
+                     table: &[Option<u32>; 8]|
+         -> Result<Option<u32>> {
+            match v {
+                Some(ns) if !table.contains(&Some(ns)) => {
+                    let valid: Vec<String> = table.iter().flatten().map(u32::to_string).collect();
+                    Err(loc.err(
+                        exit.span().start,
+                        ctx(format!(
+                            "exit_latency.{field} = {ns} is not a LnkCap exit latency bound; valid (ns): {}",
+                            valid.join(", ")
+                        )),
+                    ))
+                }
+                v => Ok(v),
+            }
+        };
+        let raw_exit = exit.get_ref();
+        f.exit_latency = crate::topology::ExitLatency {
+            l0s_ns: bound(
+                "l0s_ns",
+                raw_exit.l0s_ns,
+                &crate::pcie::features::L0S_EXIT_NS,
+            )?,
+            l1_ns: bound("l1_ns", raw_exit.l1_ns, &crate::pcie::features::L1_EXIT_NS)?,
+        };
+    }
     f.acs = raw.acs.as_ref().map(|a| Acs {
         capability: a.capability,
         control: a.control,
@@ -521,6 +559,7 @@ fn complete_express(loc: &Locator, at: usize, raw: &RawFunction, f: &mut Functio
             ("mrrs", raw.mrrs.is_some()),
             ("aspm", raw.aspm.is_some()),
             ("aspm_supported", raw.aspm_supported.is_some()),
+            ("exit_latency", raw.exit_latency.is_some()),
             ("acs", raw.acs.is_some()),
             ("aer", raw.aer),
         ];
@@ -1032,6 +1071,41 @@ model = "ahci"
             }
         );
         assert_eq!(sata.aspm_supported, sata.aspm_enabled);
+    }
+
+    #[test]
+    fn exit_latencies_take_lnkcap_bounds_only() {
+        let with = |exit: &str| {
+            GOOD.replacen(
+                "aspm = \"l1\"",
+                &format!("aspm = \"l1\"\nexit_latency = {exit}"),
+                1,
+            )
+        };
+        let p = parse_spec("t.toml", &with("{ l1_ns = 16000 }")).unwrap();
+        let sata = p.topology.get("04:00.0".parse().unwrap()).unwrap();
+        assert_eq!(
+            sata.exit_latency,
+            crate::topology::ExitLatency {
+                l0s_ns: None,
+                l1_ns: Some(16000)
+            }
+        );
+        // 15 µs is no LnkCap code's bound (they are 1, 2, 4, … 64 µs).
+        let e = err(&with("{ l1_ns = 15000 }"));
+        assert!(
+            e.contains("exit_latency.l1_ns = 15000 is not a LnkCap exit latency bound"),
+            "{e}"
+        );
+        assert!(
+            e.contains("1000, 2000, 4000, 8000, 16000, 32000, 64000"),
+            "{e}"
+        );
+        let e = err(&with("{ l0s_ns = 100 }"));
+        assert!(
+            e.contains("valid (ns): 64, 128, 256, 512, 1000, 2000, 4000"),
+            "{e}"
+        );
     }
 
     /// Root port 00:02.0 with a bridge to bus 03 (so it covers [01-03] with bus 02 unused), and an
