@@ -500,7 +500,8 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
         let Some(port) = port_above(topo, f) else {
             continue;
         };
-        if f.link.is_none() || !busy.contains(&f.bdf) {
+        // No trained link below a port whose data link layer is down: no exit latency to pay.
+        if f.link.is_none() || !busy.contains(&f.bdf) || port.express_detail.data_link_down() {
             continue;
         }
         let on: Vec<&Function> = [port, f]
