@@ -393,21 +393,16 @@ impl Topology {
 
     /// The bandwidth ceiling of `bdf`'s path to its root complex, with the limiting link, as
     /// the kernel's `pcie_bandwidth_available()` finds it. `None` when no link on the path
-    /// reports a trained speed and width (a link below a port whose DL_Active is clear where
-    /// it reports it is not trained; the kernel does not look).
+    /// reports a trained speed and width (the LnkSta of a port whose DL_Active is clear where
+    /// it reports it is not a trained link; the kernel does not look).
     pub fn path_ceiling(&self, bdf: Bdf) -> Option<PathCeiling> {
-        // A port whose data link layer reports down has no trained link at either end of it,
-        // whatever its LnkSta and its device's still read.
-        let down = |f: &Function| {
-            f.express_detail.data_link_down()
-                || f.parent
-                    .and_then(|p| self.get(p))
-                    .is_some_and(|p| p.kind.has_link_below() && p.express_detail.data_link_down())
-        };
+        // A port whose data link layer reports down has no trained link, whatever its LnkSta
+        // reads. A device listed below it keeps its own LnkSta: lspci read its config space
+        // through that link (QEMU 7.2's emulated ports read DLActive- under working devices).
         path_ceiling(
             self.path_to_root(bdf)
                 .into_iter()
-                .filter(|f| !down(f))
+                .filter(|f| !f.express_detail.data_link_down())
                 .filter_map(|f| f.link.map(|l| (f.bdf, l, f.link_params()))),
         )
     }

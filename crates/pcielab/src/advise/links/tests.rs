@@ -186,8 +186,8 @@ fn no_link_is_judged_below_a_port_whose_data_link_is_down() {
         let topo = crate::topology::lspci::read_lspci_path(&path)
             .unwrap()
             .topology;
-        // No ceiling either where no link is trained.
-        let ceiling = topo.path_ceiling(crate::pcie::bdf("01:00.0"));
+        // The port's own LnkSta is no ceiling where its data link is down.
+        let ceiling = topo.path_ceiling(crate::pcie::bdf("00:1c.0"));
         assert_eq!(ceiling.is_none(), reporting == '+' && active == '-');
         let warned = crate::topology::check::warnings(&topo);
         found.extend(
