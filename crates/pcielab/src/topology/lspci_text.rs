@@ -93,7 +93,7 @@ struct Block {
     link_sta_seen: bool,
     section: Section,
     aer: AerSeen,
-    /// LnkSta2's equalization flags were printed (lspci 3.1 and older print the de-emphasis
+    /// LnkSta2's equalization flags were printed (older lspci prints the de-emphasis
     /// level only).
     equalization_seen: bool,
 }
@@ -303,7 +303,7 @@ fn word_after<'a>(text: &'a str, label: &str) -> Option<&'a str> {
 }
 
 /// The latencies after `label` (`Exit Latency `, `Latency `): `L0s X` and `L1 Y`, each
-/// optional (lspci before 3.1 wrote `L0` for L0s).
+/// optional (old lspci, as on CentOS 6, wrote `L0` for L0s).
 fn latencies(text: &str, label: &str) -> (Option<AspmLatency>, Option<AspmLatency>) {
     let Some(at) = text.find(label) else {
         return (None, None);
@@ -441,8 +441,8 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
     }
 }
 
-/// The flags of the PCI Express capability that sit on lspci's continuation lines (or, before
-/// pciutils 3.0, on the register's own line): LnkCap's `LLActRep`, LnkSta's `DLActive`,
+/// The flags of the PCI Express capability that sit on lspci's continuation lines (or, in
+/// old lspci, on the register's own line): LnkCap's `LLActRep`, LnkSta's `DLActive`,
 /// LnkCap2's `Crosslink`, and LnkSta2's equalization flags and `CrosslinkRes:`.
 fn express_flags(block: &mut Block, line: &str, number: usize, text: &str) {
     let detail = &mut block.f.express_detail;
@@ -859,7 +859,7 @@ mod tests {
         );
         assert_eq!(f.evidence.lines["aer_masks"].line, 15);
         assert_eq!(f.evidence.lines["dl_active"].line, 7);
-        // lspci 3.1 printed LnkSta2's de-emphasis level only: equalization stays unknown.
+        // Older lspci printed LnkSta2's de-emphasis level only: equalization stays unknown.
         let old: String = text
             .lines()
             .take(10)

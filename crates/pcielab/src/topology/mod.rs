@@ -98,7 +98,7 @@ pub struct LinkStatus2 {
     pub equalization_phase3: bool,
     pub equalization_request: bool,
     /// Crosslink resolution (bits 9:8): 0 unsupported, 1 upstream port, 2 downstream port,
-    /// 3 not completed; `None` in text from lspci before 3.7, which does not print it.
+    /// 3 not completed; `None` in text from older lspci, which does not print it.
     pub crosslink_resolution: Option<u8>,
 }
 

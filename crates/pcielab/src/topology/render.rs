@@ -106,7 +106,7 @@ pub struct LinkStatus2Json {
     pub equalization_phase3: bool,
     pub equalization_request: bool,
     /// `unsupported`, `upstream_port`, `downstream_port`, `incomplete`; null when the text
-    /// (lspci before 3.7) does not print it.
+    /// (older lspci) does not print it.
     pub crosslink_resolution: Option<&'static str>,
 }
 
