@@ -215,6 +215,31 @@ fn no_link_is_judged_below_a_port_whose_data_link_is_down() {
             .any(|(w, _)| w.starts_with("downtrained link 0000:00:1c.0 -> 0000:01:00.0")),
         "{up:?}"
     );
+    // ASPM on that link costs the slower end's L1 exit, as each LnkCap line says it.
+    let m: Machine = format!("lspci:{}", dir.path().join("++.txt").display())
+        .parse()
+        .unwrap();
+    let aspm = only(&m, "aspm-busy-link", &options());
+    let exits: Vec<(&str, Option<&str>)> = aspm[0]
+        .evidence
+        .iter()
+        .filter(|e| e.field == "LnkCap: Exit Latency")
+        .map(|e| (e.value.as_str(), e.line.as_deref()))
+        .collect();
+    assert_eq!(
+        exits,
+        vec![
+            (
+                "L1 <16us",
+                Some("line 8: LnkCap:\tPort #5, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <16us")
+            ),
+            (
+                "L1 <64us",
+                Some("line 20: LnkCap:\tPort #0, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <64us")
+            ),
+        ]
+    );
+    assert_eq!(numbers(&aspm[0].prediction), (64000.0, 0.0));
     // A port that does not report DL_Active always reads DLActive-: that says nothing.
     assert_eq!(link_checks('-', '-').len(), up.len());
 }
