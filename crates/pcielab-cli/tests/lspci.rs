@@ -3,7 +3,9 @@
 //! `tests/`) and the `lspci -xxxx` of two QEMU lab guests (fixtures/lspci/qemu): for every one,
 //! the facts pcielab decodes from the hex dump must equal what
 //! `lspci -F FILE -vvv` prints for the same bytes, and reading that lspci text back must give
-//! the same topology JSON as reading the dump.
+//! the same topology JSON as reading the dump. A generated dump (`register_sweep`) steps the
+//! latency, DL_Active, LnkCap2/LnkCtl2/LnkSta2 and AER mask registers through their codes and
+//! bits, which real dumps leave mostly at a few values, against the same oracle.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -112,91 +114,77 @@ fn acs_bits(line: &str) -> String {
     format!("{bits:#06x}")
 }
 
+/// AER's uncorrectable and correctable error bits by the names lspci prints, at the positions
+/// Linux's pci_regs.h gives them (`PCI_ERR_UNC_*`, `PCI_ERR_COR_*`).
+const UNCORRECTABLE: [(&str, u32); 12] = [
+    ("DLP", 4),
+    ("SDES", 5),
+    ("TLP", 12),
+    ("FCP", 13),
+    ("CmpltTO", 14),
+    ("CmpltAbrt", 15),
+    ("UnxCmplt", 16),
+    ("RxOF", 17),
+    ("MalfTLP", 18),
+    ("ECRC", 19),
+    ("UnsupReq", 20),
+    ("ACSViol", 21),
+];
+const CORRECTABLE: [(&str, u32); 6] = [
+    ("RxErr", 0),
+    ("BadTLP", 6),
+    ("BadDLLP", 7),
+    ("Rollover", 8),
+    ("Timeout", 12),
+    ("AdvNonFatalErr", 13),
+];
+
+/// An AER register line's flags as a register value. Every flag lspci printed must be one the
+/// table knows, so a flag the decoder does not keep cannot pass unseen.
+fn aer_bits(rest: &str, table: &[(&str, u32)]) -> String {
+    let mut bits = 0u32;
+    for word in rest.split_whitespace() {
+        let (name, on) = match (word.strip_suffix('+'), word.strip_suffix('-')) {
+            (Some(name), _) => (name, true),
+            (_, Some(name)) => (name, false),
+            _ => panic!("'{word}' in an AER line is not a flag"),
+        };
+        let bit = table
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("lspci prints AER flag {name}, unknown to this test"))
+            .1;
+        if on {
+            bits |= 1 << bit;
+        }
+    }
+    format!("{bits:#010x}")
+}
+
+/// lspci's `NAME+`/`NAME-` among the words of `line`.
+fn flag(line: &str, name: &str) -> Option<bool> {
+    line.split_whitespace()
+        .find_map(|w| match w.strip_prefix(name) {
+            Some("+") => Some(true),
+            Some("-") => Some(false),
+            _ => None,
+        })
+}
+
+/// `2.5-8GT/s` as the list of rates it covers (lspci prints the range of the speeds vector).
+fn speed_range(words: &str) -> Vec<f64> {
+    let top = rate(words.rsplit('-').next().unwrap()).unwrap();
+    [2.5, 5.0, 8.0, 16.0, 32.0, 64.0]
+        .into_iter()
+        .filter(|r| *r <= top)
+        .collect()
+}
+
 #[test]
 fn every_pciutils_dump_decodes_to_what_the_real_lspci_prints() {
     let mut compared: BTreeMap<&str, usize> = BTreeMap::new();
     for dump in oracle_dumps() {
-        let lspci = real_lspci(&dump);
-        let json = topo_json(&format!("lspci:{}", dump.display()));
-        let functions: BTreeMap<String, &Value> = json["functions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| (f["bdf"].as_str().unwrap().to_string(), f))
-            .collect();
-        let listed = blocks(&lspci);
-        assert_eq!(
-            functions.keys().collect::<Vec<_>>(),
-            listed.keys().collect::<Vec<_>>(),
-            "{}",
-            dump.display()
-        );
-        for (bdf, lines) in &listed {
-            let f = functions[bdf];
-            let at = format!("{} {bdf}", dump.display());
-            let mut check = |fact: &'static str, ours: &Value, theirs: Value| {
-                assert_eq!(ours, &theirs, "{at}: {fact}");
-                *compared.entry(fact).or_default() += 1;
-            };
-            let mut in_acs = false;
-            for line in lines {
-                if line.starts_with("Capabilities: ") {
-                    in_acs = line.contains("Access Control Services");
-                }
-                if let Some(rest) = line.strip_prefix("LnkCap:") {
-                    if let Some(speed) = after(rest, "Speed ").and_then(rate) {
-                        check("max_speed", &f["link"]["max_speed_gts"], speed.into());
-                    }
-                    let width: u64 = after(rest, "Width x").unwrap().parse().unwrap();
-                    if width != 0 {
-                        check("max_width", &f["link"]["max_width"], width.into());
-                    }
-                    let words = rest
-                        .split("ASPM ")
-                        .nth(1)
-                        .unwrap()
-                        .split(',')
-                        .next()
-                        .unwrap();
-                    check("aspm_supported", &f["aspm_supported"], aspm(words).into());
-                } else if let Some(rest) = line.strip_prefix("LnkSta:") {
-                    if let Some(speed) = after(rest, "Speed ").and_then(rate) {
-                        check("speed", &f["link"]["speed_gts"], speed.into());
-                        let width: u64 = after(rest, "Width x").unwrap().parse().unwrap();
-                        check("width", &f["link"]["width"], width.into());
-                    }
-                } else if let Some(rest) = line.strip_prefix("LnkCtl:") {
-                    let words = rest
-                        .split("ASPM ")
-                        .nth(1)
-                        .unwrap()
-                        .split(';')
-                        .next()
-                        .unwrap();
-                    check("aspm_enabled", &f["aspm_enabled"], aspm(words).into());
-                } else if let Some(rest) = line.strip_prefix("DevCap:") {
-                    let mps: u64 = after(rest, "MaxPayload ").unwrap().parse().unwrap();
-                    check("mps_supported", &f["mps_supported"], mps.into());
-                } else if line.contains("MaxReadReq ") {
-                    let mps: u64 = after(line, "MaxPayload ").unwrap().parse().unwrap();
-                    let mrrs: u64 = after(line, "MaxReadReq ").unwrap().parse().unwrap();
-                    check("mps", &f["mps"], mps.into());
-                    check("mrrs", &f["mrrs"], mrrs.into());
-                } else if let (true, Some(rest)) = (in_acs, line.strip_prefix("ACSCap:")) {
-                    check(
-                        "acs_capability",
-                        &f["acs"]["capability"],
-                        acs_bits(rest).into(),
-                    );
-                } else if let (true, Some(rest)) = (in_acs, line.strip_prefix("ACSCtl:")) {
-                    check("acs_control", &f["acs"]["control"], acs_bits(rest).into());
-                }
-            }
-            let aer = lines.iter().any(|l| {
-                l.starts_with("Capabilities: [") && l.contains("] Advanced Error Reporting")
-            });
-            check("aer", &f["aer"], aer.into());
-        }
+        compare_with_lspci(&dump, &mut compared);
     }
     // Enough of each fact was compared that the oracle cannot pass by seeing nothing.
     for (fact, least) in [
@@ -209,11 +197,347 @@ fn every_pciutils_dump_decodes_to_what_the_real_lspci_prints() {
         ("mrrs", 40),
         ("acs_control", 5),
         ("aer", 100),
+        ("l0s_exit", 60),
+        ("l1_exit", 60),
+        ("acceptable_l0s", 20),
+        ("dl_active", 60),
+        ("dl_active_reporting", 60),
+        ("supported_speeds", 20),
+        ("crosslink", 20),
+        ("target_speed", 45),
+        ("status2", 200),
+        ("crosslink_resolution", 45),
+        ("ue_mask", 20),
+        ("ue_severity", 20),
+        ("ce_mask", 20),
+        ("absent_link2", 20),
+        ("absent_acceptable", 50),
     ] {
         assert!(
             compared.get(fact).copied().unwrap_or(0) >= least,
             "{fact}: {compared:?}"
         );
+    }
+}
+
+/// `count` functions whose registers step through every code lspci decodes, as an `lspci
+/// -xxxx` dump: root ports (type 1 headers, nothing below) and endpoints, some with version 1
+/// of the PCI Express capability, some functions other than 0 of an endpoint; each with AER.
+/// Bits follow the PCIe base specification (pci_regs.h names them); the decoder under test is
+/// not used to write them.
+fn register_sweep(count: usize) -> String {
+    let mut text = String::new();
+    // A fixed-seed xorshift: every AER mask bit, printed by lspci or not, turns up.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed as u32
+    };
+    for i in 0..count {
+        let mut b = vec![0u8; 4096];
+        let put = |b: &mut Vec<u8>, at: usize, v: u32, n: usize| {
+            b[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+        };
+        let port = i % 3 == 0;
+        let (device, function) = (i / 8, i % 8);
+        put(&mut b, 0x00, 0x8086, 2);
+        put(&mut b, 0x02, 0x1000 + i as u32, 2);
+        put(&mut b, 0x06, 0x0010, 2); // capability list
+        put(
+            &mut b,
+            0x08,
+            if port { 0x0604_0000 } else { 0x0108_0200 },
+            4,
+        );
+        b[0x0e] = u8::from(port);
+        if port {
+            let bus = 0x40 + i as u8;
+            b[0x19] = bus;
+            b[0x1a] = bus;
+        }
+        b[0x34] = 0x40;
+        let version = if i % 7 == 6 { 1 } else { 2 };
+        put(&mut b, 0x40, 0x10, 1);
+        put(&mut b, 0x42, version | if port { 4 << 4 } else { 0 }, 2);
+        let devcap = (i as u32 % 4) | ((i as u32 % 8) << 6) | (((i as u32 * 5) % 8) << 9);
+        put(&mut b, 0x44, devcap, 4);
+        let speed = i as u32 % 5 + 1;
+        let lnkcap = speed
+            | (4 << 4)
+            | ((i as u32 % 4) << 10)
+            | (((i as u32 * 3) % 8) << 12)
+            | (((i as u32 * 7) % 8) << 15)
+            | ((i as u32 % 2) << 20);
+        put(&mut b, 0x4c, lnkcap, 4);
+        put(
+            &mut b,
+            0x52,
+            speed | (4 << 4) | (((i as u32 / 2) % 2) << 13),
+            2,
+        );
+        // LnkCap2: 0 (before PCIe 3.0) for some, else the speeds up to `speed`, crosslink on
+        // every third; LnkCtl2's target through 0-6; LnkSta2 through its flags.
+        let lnkcap2 = if i % 5 == 4 {
+            0
+        } else {
+            (((1 << speed) - 1) << 1) | (u32::from(i % 3 == 1) << 8)
+        };
+        put(&mut b, 0x6c, lnkcap2, 4);
+        put(&mut b, 0x70, i as u32 % 7, 2);
+        put(&mut b, 0x72, (i as u32 * 37) & 0x33f, 2);
+        put(&mut b, 0x100, 0x0001_0001, 4); // AER v1, last
+        for at in [0x108, 0x10c, 0x114] {
+            put(&mut b, at, next(), 4);
+        }
+        text.push_str(&format!("00:{device:02x}.{function} Device {i}\n"));
+        for (row, chunk) in b.chunks(16).enumerate() {
+            let bytes: Vec<String> = chunk.iter().map(|x| format!("{x:02x}")).collect();
+            text.push_str(&format!("{:02x}: {}\n", row * 16, bytes.join(" ")));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn every_register_code_decodes_to_what_the_real_lspci_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("sweep.xxxx");
+    std::fs::write(&dump, register_sweep(56)).unwrap();
+    let mut compared: BTreeMap<&str, usize> = BTreeMap::new();
+    compare_with_lspci(&dump, &mut compared);
+    // Every function's three AER registers; every latency and flag of every function with a
+    // link (all of them); LnkCap2 where not 0, and lspci's silence where it is.
+    for (fact, least) in [
+        ("ue_mask", 56),
+        ("ue_severity", 56),
+        ("ce_mask", 56),
+        ("l0s_exit", 56),
+        ("l1_exit", 56),
+        ("dl_active", 56),
+        ("dl_active_reporting", 56),
+        ("acceptable_l0s", 30),
+        ("supported_speeds", 10),
+        ("target_speed", 12),
+        ("status2", 200),
+        ("absent_link2", 20),
+    ] {
+        assert!(
+            compared.get(fact).copied().unwrap_or(0) >= least,
+            "{fact}: {compared:?}"
+        );
+    }
+    // And lspci's text of the sweep reads back to the same topology.
+    let text = dir.path().join("sweep.txt");
+    std::fs::write(&text, real_lspci(&dump)).unwrap();
+    assert_eq!(
+        facts_only(topo_json(&format!("lspci:{}", dump.display()))),
+        facts_only(topo_json(&format!("lspci:{}", text.display())))
+    );
+}
+
+/// Compares what pcielab decodes from `dump` with what the real lspci prints for it, fact by
+/// fact, counting each fact compared in `compared`.
+fn compare_with_lspci(dump: &Path, compared: &mut BTreeMap<&'static str, usize>) {
+    let lspci = real_lspci(dump);
+    let json = topo_json(&format!("lspci:{}", dump.display()));
+    let functions: BTreeMap<String, &Value> = json["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["bdf"].as_str().unwrap().to_string(), f))
+        .collect();
+    let listed = blocks(&lspci);
+    assert_eq!(
+        functions.keys().collect::<Vec<_>>(),
+        listed.keys().collect::<Vec<_>>(),
+        "{}",
+        dump.display()
+    );
+    for (bdf, lines) in &listed {
+        let f = functions[bdf];
+        let at = format!("{} {bdf}", dump.display());
+        let mut check = |fact: &'static str, ours: &Value, theirs: Value| {
+            assert_eq!(ours, &theirs, "{at}: {fact}");
+            *compared.entry(fact).or_default() += 1;
+        };
+        let mut in_acs = false;
+        let mut in_aer = false;
+        let printed = |label: &str| lines.iter().any(|l| l.starts_with(label));
+        let link = &f["link"];
+        // What lspci leaves out, pcielab leaves unknown.
+        if printed("LnkCap:") {
+            for (label, field) in [
+                ("LnkCap2:", "supported_speeds_gts"),
+                ("LnkCap2:", "crosslink"),
+                ("LnkCtl2:", "target_speed_gts"),
+                ("LnkSta2:", "status2"),
+            ] {
+                if !printed(label) {
+                    check("absent_link2", &link[field], Value::Null);
+                }
+            }
+        }
+        if !lines
+            .iter()
+            .any(|l| l.starts_with("DevCap:") && l.contains("Latency L0s"))
+        {
+            check("absent_acceptable", &f["acceptable_latency"], Value::Null);
+        }
+        for line in lines {
+            if line.starts_with("Capabilities: ") {
+                in_acs = line.contains("Access Control Services");
+                in_aer = line.contains("] Advanced Error Reporting");
+            }
+            if let Some(on) = flag(line, "LLActRep") {
+                check(
+                    "dl_active_reporting",
+                    &link["dl_active_reporting"],
+                    on.into(),
+                );
+            }
+            if let Some(on) = flag(line, "DLActive") {
+                check("dl_active", &link["dl_active"], on.into());
+            }
+            for (name, field) in [
+                ("EqualizationComplete", "equalization_complete"),
+                ("EqualizationPhase1", "equalization_phase1"),
+                ("EqualizationPhase2", "equalization_phase2"),
+                ("EqualizationPhase3", "equalization_phase3"),
+                ("LinkEqualizationRequest", "equalization_request"),
+            ] {
+                if let Some(on) = flag(line, name) {
+                    check("status2", &link["status2"][field], on.into());
+                }
+            }
+            if let Some(res) = line.split("CrosslinkRes: ").nth(1) {
+                let words = res.split(',').next().unwrap();
+                let ours = match words {
+                    "unsupported" => "unsupported",
+                    "Upstream Port" => "upstream_port",
+                    "Downstream Port" => "downstream_port",
+                    _ => "incomplete",
+                };
+                check(
+                    "crosslink_resolution",
+                    &link["status2"]["crosslink_resolution"],
+                    ours.into(),
+                );
+            }
+            if let Some(rest) = line.strip_prefix("LnkCap2:") {
+                let words = after(rest, "Supported Link Speeds: ").unwrap();
+                check(
+                    "supported_speeds",
+                    &link["supported_speeds_gts"],
+                    serde_json::json!(speed_range(words)),
+                );
+                let on = flag(rest, "Crosslink").unwrap();
+                check("crosslink", &link["crosslink"], on.into());
+            } else if let Some(rest) = line.strip_prefix("LnkCtl2:") {
+                let speed = rate(after(rest, "Target Link Speed: ").unwrap()).unwrap();
+                check("target_speed", &link["target_speed_gts"], speed.into());
+            }
+            if let (true, Some(rest)) = (in_aer, line.strip_prefix("UEMsk:")) {
+                let bits = aer_bits(rest, &UNCORRECTABLE);
+                check(
+                    "ue_mask",
+                    &f["aer_masks"]["uncorrectable_mask"],
+                    bits.into(),
+                );
+            } else if let (true, Some(rest)) = (in_aer, line.strip_prefix("UESvrt:")) {
+                let bits = aer_bits(rest, &UNCORRECTABLE);
+                check(
+                    "ue_severity",
+                    &f["aer_masks"]["uncorrectable_severity"],
+                    bits.into(),
+                );
+            } else if let (true, Some(rest)) = (in_aer, line.strip_prefix("CEMsk:")) {
+                let bits = aer_bits(rest, &CORRECTABLE);
+                check("ce_mask", &f["aer_masks"]["correctable_mask"], bits.into());
+            }
+            if let Some(rest) = line.strip_prefix("LnkCap:") {
+                // `Exit Latency L0s <1us, L1 <16us`: only the supported states are printed.
+                let exit = rest.split("Exit Latency ").nth(1).unwrap_or("");
+                let latency = |state: &str| {
+                    exit.split(", ")
+                        .find_map(|i| i.strip_prefix(state))
+                        .map_or(Value::Null, |w| w.trim().into())
+                };
+                check("l0s_exit", &link["l0s_exit_latency"], latency("L0s "));
+                check("l1_exit", &link["l1_exit_latency"], latency("L1 "));
+            }
+            if let Some(rest) = line
+                .strip_prefix("DevCap:")
+                .and_then(|r| r.split("Latency ").nth(1))
+            {
+                // `Latency L0s <64ns, L1 <1us`: what an endpoint accepts.
+                let (l0s, l1) = rest.split_once(", ").unwrap();
+                check(
+                    "acceptable_l0s",
+                    &f["acceptable_latency"]["l0s"],
+                    l0s.strip_prefix("L0s ").unwrap().into(),
+                );
+                check(
+                    "acceptable_l1",
+                    &f["acceptable_latency"]["l1"],
+                    l1.strip_prefix("L1 ").unwrap().trim().into(),
+                );
+            }
+            if let Some(rest) = line.strip_prefix("LnkCap:") {
+                if let Some(speed) = after(rest, "Speed ").and_then(rate) {
+                    check("max_speed", &f["link"]["max_speed_gts"], speed.into());
+                }
+                let width: u64 = after(rest, "Width x").unwrap().parse().unwrap();
+                if width != 0 {
+                    check("max_width", &f["link"]["max_width"], width.into());
+                }
+                let words = rest
+                    .split("ASPM ")
+                    .nth(1)
+                    .unwrap()
+                    .split(',')
+                    .next()
+                    .unwrap();
+                check("aspm_supported", &f["aspm_supported"], aspm(words).into());
+            } else if let Some(rest) = line.strip_prefix("LnkSta:") {
+                if let Some(speed) = after(rest, "Speed ").and_then(rate) {
+                    check("speed", &f["link"]["speed_gts"], speed.into());
+                    let width: u64 = after(rest, "Width x").unwrap().parse().unwrap();
+                    check("width", &f["link"]["width"], width.into());
+                }
+            } else if let Some(rest) = line.strip_prefix("LnkCtl:") {
+                let words = rest
+                    .split("ASPM ")
+                    .nth(1)
+                    .unwrap()
+                    .split(';')
+                    .next()
+                    .unwrap();
+                check("aspm_enabled", &f["aspm_enabled"], aspm(words).into());
+            } else if let Some(rest) = line.strip_prefix("DevCap:") {
+                let mps: u64 = after(rest, "MaxPayload ").unwrap().parse().unwrap();
+                check("mps_supported", &f["mps_supported"], mps.into());
+            } else if line.contains("MaxReadReq ") {
+                let mps: u64 = after(line, "MaxPayload ").unwrap().parse().unwrap();
+                let mrrs: u64 = after(line, "MaxReadReq ").unwrap().parse().unwrap();
+                check("mps", &f["mps"], mps.into());
+                check("mrrs", &f["mrrs"], mrrs.into());
+            } else if let (true, Some(rest)) = (in_acs, line.strip_prefix("ACSCap:")) {
+                check(
+                    "acs_capability",
+                    &f["acs"]["capability"],
+                    acs_bits(rest).into(),
+                );
+            } else if let (true, Some(rest)) = (in_acs, line.strip_prefix("ACSCtl:")) {
+                check("acs_control", &f["acs"]["control"], acs_bits(rest).into());
+            }
+        }
+        let aer = lines
+            .iter()
+            .any(|l| l.starts_with("Capabilities: [") && l.contains("] Advanced Error Reporting"));
+        check("aer", &f["aer"], aer.into());
     }
 }
 

@@ -17,7 +17,7 @@ use crate::pcie::{Bdf, Generation};
 use crate::topology::check::{busy_functions, shortfall, Shortfall};
 use crate::topology::health::read_function_health;
 use crate::topology::p2p::{self, Cpu, MapType, Reason};
-use crate::topology::{Function, Kind, Topology};
+use crate::topology::{AspmLatency, Function, Kind, Topology};
 
 /// lspci's rate text: "8GT/s", "2.5GT/s".
 fn rate(g: Generation) -> String {
@@ -500,7 +500,8 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
         let Some(port) = port_above(topo, f) else {
             continue;
         };
-        if f.link.is_none() || !busy.contains(&f.bdf) {
+        // No trained link below a port whose data link layer is down: no exit latency to pay.
+        if f.link.is_none() || !busy.contains(&f.bdf) || port.express_detail.data_link_down() {
             continue;
         }
         let on: Vec<&Function> = [port, f]
@@ -522,26 +523,47 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             })
             .collect();
         // A link's exit takes as long as the slower end; L1 exits also wait for every link above.
-        let ends: Vec<(Bdf, Features)> = [port, f]
+        // Each end's LnkCap exit latencies: from its config file, else as lspci printed them
+        // (only the states it supports).
+        let ends: Vec<(Bdf, Option<AspmLatency>, Option<AspmLatency>)> = [port, f]
             .iter()
-            .filter_map(|u| Some((u.bdf, exit_latencies(context, u)?)))
+            .filter_map(|u| match facts(context, u.bdf).and_then(|x| x.features) {
+                Some(x) => Some((
+                    u.bdf,
+                    Some(AspmLatency::l0s(x.l0s_exit_code)),
+                    Some(AspmLatency::l1(x.l1_exit_code)),
+                )),
+                None => {
+                    let d = u.express_detail;
+                    (d.l0s_exit.is_some() || d.l1_exit.is_some())
+                        .then_some((u.bdf, d.l0s_exit, d.l1_exit))
+                }
+            })
             .collect();
         let l1 = on.iter().any(|u| u.aspm_enabled.l1);
         let l0s = on.iter().any(|u| u.aspm_enabled.l0s);
         let exit_ns = ends
             .iter()
-            .map(|(_, x)| {
-                let l0 = if l0s { x.l0s_exit_ns } else { Some(0) };
-                let l1n = if l1 { x.l1_exit_ns } else { Some(0) };
+            .map(|(_, l0s_exit, l1_exit)| {
+                let l0 = if l0s {
+                    l0s_exit.as_ref()?.ns()
+                } else {
+                    Some(0)
+                };
+                let l1n = if l1 { l1_exit.as_ref()?.ns() } else { Some(0) };
                 Some(l0?.max(l1n?))
             })
             .collect::<Option<Vec<u32>>>()
             .and_then(|v| v.into_iter().max());
-        for (bdf, x) in &ends {
+        for (bdf, l0s_exit, l1_exit) in &ends {
+            let words: Vec<String> = [("L0s", l0s_exit), ("L1", l1_exit)]
+                .iter()
+                .filter_map(|(state, l)| Some(format!("{state} {}", l.as_ref()?.text())))
+                .collect();
             evidence.push(Evidence::new(
                 config_source(context, *bdf),
                 "LnkCap: Exit Latency",
-                format!("L0s {}, L1 {}", x.l0s_exit_text(), x.l1_exit_text()),
+                words.join(", "),
             ));
         }
         let mut writes = Vec::new();
@@ -653,30 +675,6 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
         });
     }
     Ok(found)
-}
-
-/// A function's LnkCap exit latencies: from its configuration space where it was read, else
-/// the spec's `exit_latency` (a `sim:` machine); `None` when neither says.
-fn exit_latencies(context: &Context, u: &Function) -> Option<Features> {
-    if let Some(x) = facts(context, u.bdf).and_then(|x| x.features) {
-        return Some(x);
-    }
-    let given = u.exit_latency;
-    if given == Default::default() {
-        return None;
-    }
-    // A bound the spec leaves out is "unlimited" (code 7), as no exit latency is known.
-    let code = |ns: Option<u32>, table: &[Option<u32>; 8]| {
-        ns.and_then(|ns| table.iter().position(|t| *t == Some(ns)))
-            .unwrap_or(7) as u8
-    };
-    Some(Features {
-        l0s_exit_ns: given.l0s_ns,
-        l1_exit_ns: given.l1_ns,
-        l0s_exit_code: code(given.l0s_ns, &crate::pcie::features::L0S_EXIT_NS),
-        l1_exit_code: code(given.l1_ns, &crate::pcie::features::L1_EXIT_NS),
-        ..Features::default()
-    })
 }
 
 /// The kernel's quirks (drivers/pci/quirks.c, Linux 6.12): root ports flagged

@@ -88,12 +88,70 @@ const L1_EXIT_TEXT: [&str; 8] = [
 impl Features {
     /// lspci's text for the L0s exit latency ("<1us", "unlimited"), as `latency_l0s` in ls-caps.c.
     pub fn l0s_exit_text(&self) -> &'static str {
-        L0S_EXIT_TEXT[usize::from(self.l0s_exit_code & 7)]
+        AspmLatency::l0s(self.l0s_exit_code).text()
     }
 
     /// lspci's text for the L1 exit latency ("<64us").
     pub fn l1_exit_text(&self) -> &'static str {
-        L1_EXIT_TEXT[usize::from(self.l1_exit_code & 7)]
+        AspmLatency::l1(self.l1_exit_code).text()
+    }
+}
+
+/// One ASPM latency as the registers encode it: a 3-bit code of the L0s table (64 ns … 4 µs)
+/// or of the L1 table (1 µs … 64 µs), code 7 meaning more than the table's last step. LnkCap's
+/// exit latencies and an endpoint's DevCap acceptable latencies share the two tables (lspci
+/// prints both through `latency_l0s`/`latency_l1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AspmLatency {
+    pub l1: bool,
+    /// 0-7.
+    pub code: u8,
+}
+
+impl AspmLatency {
+    pub fn l0s(code: u8) -> AspmLatency {
+        AspmLatency {
+            l1: false,
+            code: code & 7,
+        }
+    }
+
+    pub fn l1(code: u8) -> AspmLatency {
+        AspmLatency {
+            l1: true,
+            code: code & 7,
+        }
+    }
+
+    /// The upper bound of the encoded range in nanoseconds; `None` for code 7 ("unlimited").
+    pub fn ns(self) -> Option<u32> {
+        let table = if self.l1 { &L1_EXIT_NS } else { &L0S_EXIT_NS };
+        table[usize::from(self.code & 7)]
+    }
+
+    /// lspci's words for it: `<64ns`, `<1us`, `unlimited`.
+    pub fn text(self) -> &'static str {
+        let table = if self.l1 {
+            &L1_EXIT_TEXT
+        } else {
+            &L0S_EXIT_TEXT
+        };
+        table[usize::from(self.code & 7)]
+    }
+
+    /// The code whose range ends at `ns` in the L0s (`l1` false) or L1 table: how a spec's
+    /// `exit_latency` bound becomes a LnkCap code; `None` for a value that is no bound.
+    pub fn from_ns(l1: bool, ns: u32) -> Option<AspmLatency> {
+        let table = if l1 { &L1_EXIT_NS } else { &L0S_EXIT_NS };
+        let code = table.iter().position(|t| *t == Some(ns))? as u8;
+        Some(AspmLatency { l1, code })
+    }
+
+    /// The latency lspci wrote as `text` in the L0s (`l1` false) or L1 table.
+    pub fn from_text(l1: bool, text: &str) -> Option<AspmLatency> {
+        let table = if l1 { &L1_EXIT_TEXT } else { &L0S_EXIT_TEXT };
+        let code = table.iter().position(|t| *t == text)? as u8;
+        Some(AspmLatency { l1, code })
     }
 }
 
@@ -148,8 +206,8 @@ pub fn features(bytes: &[u8]) -> Option<Features> {
         ten_bit_tag_completer: devcap2.map(|c| c & DEVCAP2_10BIT_TAG_COMPLETER != 0),
         ten_bit_tag_requester: devcap2.map(|c| c & DEVCAP2_10BIT_TAG_REQUESTER != 0),
         ten_bit_tag_requester_enabled: devctl2.map(|c| c & DEVCTL2_10BIT_TAG_REQUESTER != 0),
-        l0s_exit_ns: L0S_EXIT_NS[usize::from(l0s_exit_code)],
-        l1_exit_ns: L1_EXIT_NS[usize::from(l1_exit_code)],
+        l0s_exit_ns: AspmLatency::l0s(l0s_exit_code).ns(),
+        l1_exit_ns: AspmLatency::l1(l1_exit_code).ns(),
         l0s_exit_code,
         l1_exit_code,
     })
@@ -195,6 +253,21 @@ mod tests {
         assert_eq!(f.l0s_exit_ns, None);
         assert_eq!(f.l1_exit_ns, Some(1000));
         assert_eq!(f.l1_exit_text(), "<1us");
+    }
+
+    #[test]
+    fn latency_words_read_back_to_their_codes() {
+        for code in 0..8 {
+            for l1 in [false, true] {
+                let l = AspmLatency { l1, code };
+                assert_eq!(AspmLatency::from_text(l1, l.text()), Some(l));
+            }
+        }
+        // The tables overlap on 1-4 us: the same words are different codes in each.
+        assert_eq!(AspmLatency::from_text(false, "<2us").unwrap().code, 5);
+        assert_eq!(AspmLatency::from_text(true, "<2us").unwrap().code, 1);
+        assert_eq!(AspmLatency::from_text(true, "<64ns"), None);
+        assert_eq!(AspmLatency::l1(3).ns(), Some(8000));
     }
 
     #[test]

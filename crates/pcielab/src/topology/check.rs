@@ -19,7 +19,10 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
     let mut out: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
     for f in topo.functions() {
         let parent = f.parent.and_then(|p| topo.get(p));
-        let link_above = parent.filter(|p| p.kind.has_link_below());
+        // A port whose data link layer reports down has no trained link below it: what the
+        // device's LnkSta still reads (a surprise-removed card, a slot powering up) is no link.
+        let link_above =
+            parent.filter(|p| p.kind.has_link_below() && !p.express_detail.data_link_down());
         let mut found = Vec::new();
         if let Some(w) = link_above.and_then(|p| downtrained(p, f)) {
             found.push(w);
@@ -83,8 +86,12 @@ impl Shortfall {
 }
 
 /// The link between `parent` and `f`, judged at `f` against min(parent, child) LnkCap: `None`
-/// when it runs at the best both ends can do, or is down (no width, or width 0), or unknown.
+/// when it runs at the best both ends can do, or is down (no width, width 0, or the port's
+/// DL_Active clear where it reports it), or unknown.
 pub fn shortfall(parent: &Function, f: &Function) -> Option<Shortfall> {
+    if parent.express_detail.data_link_down() {
+        return None;
+    }
     let mine = f.link?;
     let (Some(speed), Some(width)) = (mine.speed, mine.width) else {
         return None;

@@ -4,7 +4,10 @@
 //! config space that the kernel's and lspci's decoders read back to the same values. The two are
 //! inverse on everything the topology model holds; a test keeps them so.
 
-use super::{Acs, Aspm, Function, Kind, Link};
+use super::{
+    Acs, AerMasks, Aspm, AspmLatency, ExpressDetail, Function, Kind, Link, LinkStatus2,
+    AER_CORRECTABLE_SHOWN, AER_UNCORRECTABLE_SHOWN,
+};
 use crate::pcie::Generation;
 
 /// Size of a PCI Express function's config space (with extended capabilities).
@@ -40,6 +43,19 @@ const EXP_LNKCTL: usize = 0x10;
 const EXP_LNKSTA: usize = 0x12;
 const EXP_LNKCAP2: usize = 0x2c;
 const EXP_LNKCTL2: usize = 0x30;
+const EXP_LNKSTA2: usize = 0x32;
+
+/// LnkCap bit 20: Data Link Layer Link Active Reporting Capable.
+const LNKCAP_DLLA: u32 = 1 << 20;
+/// LnkSta bit 13: Data Link Layer Link Active.
+const LNKSTA_DL_ACTIVE: u16 = 1 << 13;
+/// LnkCap2 bit 8: crosslink supported.
+const LNKCAP2_CROSSLINK: u32 = 1 << 8;
+
+/// AER register offsets (from the extended capability's start).
+const AER_UNCOR_MASK: usize = 0x08;
+const AER_UNCOR_SEVER: usize = 0x0c;
+const AER_COR_MASK: usize = 0x14;
 
 /// Device/port type field of the PCI Express capability.
 pub(crate) mod port_type {
@@ -65,6 +81,12 @@ pub struct Express {
     pub mrrs: u16,
     pub aspm_supported: Aspm,
     pub aspm_enabled: Aspm,
+    /// The capability's version (PCIe 1.x functions have 1 and no version-2 registers).
+    pub version: u8,
+    /// Latencies, DL_Active and the version-2 link registers as the bytes hold them (the
+    /// rule that functions other than 0 of an endpoint have no LnkCap2/LnkCtl2 is applied
+    /// by [`Function::take_express_detail`], which knows the address).
+    pub detail: ExpressDetail,
 }
 
 /// A decoded config space. Capabilities beyond the readable bytes are unknown, not absent:
@@ -83,6 +105,8 @@ pub struct Decoded {
     pub express: Option<Express>,
     pub acs: Option<Acs>,
     pub aer: bool,
+    /// The AER masks, limited to the bits lspci prints; `None` without AER.
+    pub aer_masks: Option<AerMasks>,
     pub capabilities_read: bool,
     /// Where the PCI Express, ACS and AER capabilities start, for readers that quote the bytes
     /// a fact came from.
@@ -166,6 +190,7 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
         express: None,
         acs: None,
         aer: false,
+        aer_masks: None,
         capabilities_read: true,
         express_at: None,
         acs_at: None,
@@ -226,7 +251,9 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
 }
 
 fn decode_express(b: &[u8], at: usize) -> Express {
-    let port_type = ((u16_at(b, at + EXP_FLAGS) >> 4) & 0xf) as u8;
+    let flags = u16_at(b, at + EXP_FLAGS);
+    let port_type = ((flags >> 4) & 0xf) as u8;
+    let version = (flags & 0xf) as u8;
     let devcap = u32_at(b, at + EXP_DEVCAP);
     let devctl = u32::from(u16_at(b, at + EXP_DEVCTL));
     let lnkcap = u32_at(b, at + EXP_LNKCAP);
@@ -244,7 +271,60 @@ fn decode_express(b: &[u8], at: usize) -> Express {
         // Integrated endpoints' link registers are reserved: no ASPM to speak of.
         aspm_supported: aspm_from_bits((lnkcap >> 10) & 0x3 & if has_link { 3 } else { 0 }),
         aspm_enabled: aspm_from_bits(lnkctl & 0x3 & if has_link { 3 } else { 0 }),
+        version,
+        detail: decode_detail(b, at, port_type, version, has_link),
     }
+}
+
+/// What lspci prints of the latencies and the version-2 link registers: acceptable latencies
+/// for endpoints, an exit latency for each supported ASPM state, LnkCap2 when it is not 0,
+/// and LnkCtl2/LnkSta2 from version 2 of the capability on.
+fn decode_detail(b: &[u8], at: usize, port_type: u8, version: u8, has_link: bool) -> ExpressDetail {
+    let devcap = u32_at(b, at + EXP_DEVCAP);
+    let mut d = ExpressDetail::default();
+    if matches!(port_type, port_type::ENDPOINT | port_type::LEGACY_ENDPOINT) {
+        d.l0s_acceptable = Some(AspmLatency::l0s((devcap >> 6) as u8));
+        d.l1_acceptable = Some(AspmLatency::l1((devcap >> 9) as u8));
+    }
+    if !has_link {
+        return d;
+    }
+    let lnkcap = u32_at(b, at + EXP_LNKCAP);
+    let lnksta = u16_at(b, at + EXP_LNKSTA);
+    d.l0s_exit = (lnkcap & (1 << 10) != 0).then(|| AspmLatency::l0s((lnkcap >> 12) as u8));
+    d.l1_exit = (lnkcap & (1 << 11) != 0).then(|| AspmLatency::l1((lnkcap >> 15) as u8));
+    d.dl_active_reporting = Some(lnkcap & LNKCAP_DLLA != 0);
+    d.dl_active = Some(lnksta & LNKSTA_DL_ACTIVE != 0);
+    if version < 2 {
+        return d;
+    }
+    let lnkcap2 = u32_at(b, at + EXP_LNKCAP2);
+    if lnkcap2 != 0 {
+        d.supported_speeds = Some(((lnkcap2 >> 1) & 0x7f) as u8);
+        d.crosslink = Some(lnkcap2 & LNKCAP2_CROSSLINK != 0);
+    }
+    // A target speed hardwired to 0 means 2.5 GT/s only, as lspci reads it.
+    let target = (u16_at(b, at + EXP_LNKCTL2) & 0xf) as u8;
+    d.target_speed = Generation::from_number(target.max(1));
+    let sta2 = u16_at(b, at + EXP_LNKSTA2);
+    d.status2 = Some(LinkStatus2 {
+        equalization_complete: sta2 & (1 << 1) != 0,
+        equalization_phase1: sta2 & (1 << 2) != 0,
+        equalization_phase2: sta2 & (1 << 3) != 0,
+        equalization_phase3: sta2 & (1 << 4) != 0,
+        equalization_request: sta2 & (1 << 5) != 0,
+        crosslink_resolution: Some(((sta2 >> 8) & 3) as u8),
+    });
+    d
+}
+
+fn status2_bits(s: LinkStatus2) -> u16 {
+    (u16::from(s.equalization_complete) << 1)
+        | (u16::from(s.equalization_phase1) << 2)
+        | (u16::from(s.equalization_phase2) << 3)
+        | (u16::from(s.equalization_phase3) << 4)
+        | (u16::from(s.equalization_request) << 5)
+        | (u16::from(s.crosslink_resolution.unwrap_or(0) & 3) << 8)
 }
 
 fn decode_extended(b: &[u8], d: &mut Decoded) {
@@ -259,6 +339,12 @@ fn decode_extended(b: &[u8], d: &mut Decoded) {
             EXT_ID_AER => {
                 d.aer = true;
                 d.aer_at = Some(at);
+                d.aer_masks = (at + AER_COR_MASK + 4 <= b.len()).then(|| AerMasks {
+                    uncorrectable_mask: u32_at(b, at + AER_UNCOR_MASK) & AER_UNCORRECTABLE_SHOWN,
+                    uncorrectable_severity: u32_at(b, at + AER_UNCOR_SEVER)
+                        & AER_UNCORRECTABLE_SHOWN,
+                    correctable_mask: u32_at(b, at + AER_COR_MASK) & AER_CORRECTABLE_SHOWN,
+                });
             }
             EXT_ID_ACS => {
                 d.acs_at = Some(at);
@@ -365,11 +451,16 @@ fn encode_express(b: &mut [u8], f: &Function) {
         at + EXP_FLAGS,
         0x2 | (u16::from(express_type_of(f.kind)) << 4),
     );
+    let detail = &f.express_detail;
+    let code = |l: Option<AspmLatency>| u32::from(l.map_or(0, |l| l.code));
     // Role-based error reporting is mandatory since PCIe 1.1.
     put32(
         b,
         at + EXP_DEVCAP,
-        code_from_size(f.mps_supported.unwrap_or(128)) | (1 << 15),
+        code_from_size(f.mps_supported.unwrap_or(128))
+            | (code(detail.l0s_acceptable) << 6)
+            | (code(detail.l1_acceptable) << 9)
+            | (1 << 15),
     );
     let devctl =
         (code_from_size(f.mps.unwrap_or(128)) << 5) | (code_from_size(f.mrrs.unwrap_or(512)) << 12);
@@ -379,27 +470,44 @@ fn encode_express(b: &mut [u8], f: &Function) {
     }
     let link = f.link.unwrap_or_default();
     let max_code = link.max_speed.map_or(0, Generation::number);
-    // Exit latencies a spec gives go into LnkCap's codes (bits 14:12 and 17:15); unknown ones
-    // stay code 0, as before.
-    let exit_code = |ns: Option<u32>, table: &[Option<u32>; 8]| {
-        ns.and_then(|ns| table.iter().position(|t| *t == Some(ns)))
-            .unwrap_or(0) as u32
-    };
     let lnkcap = u32::from(max_code)
         | (u32::from(link.max_width.unwrap_or(0)) << 4)
         | (aspm_bits(f.aspm_supported) << 10)
-        | (exit_code(f.exit_latency.l0s_ns, &crate::pcie::features::L0S_EXIT_NS) << 12)
-        | (exit_code(f.exit_latency.l1_ns, &crate::pcie::features::L1_EXIT_NS) << 15)
+        | (code(detail.l0s_exit) << 12)
+        | (code(detail.l1_exit) << 15)
+        | if detail.dl_active_reporting == Some(true) {
+            LNKCAP_DLLA
+        } else {
+            0
+        }
         | (u32::from(f.bdf.device) << 24);
     put32(b, at + EXP_LNKCAP, lnkcap);
     put16(b, at + EXP_LNKCTL, aspm_bits(f.aspm_enabled) as u16);
     let lnksta = u16::from(link.speed.map_or(0, Generation::number))
-        | (u16::from(link.width.unwrap_or(0)) << 4);
+        | (u16::from(link.width.unwrap_or(0)) << 4)
+        | if detail.dl_active == Some(true) {
+            LNKSTA_DL_ACTIVE
+        } else {
+            0
+        };
     put16(b, at + EXP_LNKSTA, lnksta);
-    // Supported-speeds vector: every generation up to the maximum (bit n for Gen n).
-    let vector = ((1u32 << max_code) - 1) << 1;
-    put32(b, at + EXP_LNKCAP2, vector);
-    put16(b, at + EXP_LNKCTL2, u16::from(max_code));
+    // Supported-speeds vector (bit n for Gen n): as read, else every generation up to the
+    // maximum.
+    let lnkcap2 = match detail.supported_speeds {
+        Some(vector) => {
+            (u32::from(vector & 0x7f) << 1)
+                | if detail.crosslink == Some(true) {
+                    LNKCAP2_CROSSLINK
+                } else {
+                    0
+                }
+        }
+        None => ((1u32 << max_code) - 1) << 1,
+    };
+    put32(b, at + EXP_LNKCAP2, lnkcap2);
+    let target = detail.target_speed.map_or(max_code, Generation::number);
+    put16(b, at + EXP_LNKCTL2, u16::from(target));
+    put16(b, at + EXP_LNKSTA2, detail.status2.map_or(0, status2_bits));
 }
 
 fn encode_extended(b: &mut [u8], f: &Function) {
@@ -422,6 +530,11 @@ fn encode_extended(b: &mut [u8], f: &Function) {
             put16(b, at + 4, acs.capability);
             put16(b, at + 6, acs.control);
         }
+        if let (EXT_ID_AER, Some(masks)) = (id, f.aer_masks) {
+            put32(b, at + AER_UNCOR_MASK, masks.uncorrectable_mask);
+            put32(b, at + AER_UNCOR_SEVER, masks.uncorrectable_severity);
+            put32(b, at + AER_COR_MASK, masks.correctable_mask);
+        }
         at += len;
     }
 }
@@ -435,6 +548,23 @@ impl Function {
         self.mrrs = Some(e.mrrs);
         self.aspm_supported = e.aspm_supported;
         self.aspm_enabled = e.aspm_enabled;
+    }
+
+    /// Takes the latencies, DL_Active and version-2 link registers `e` holds. LnkCap2 and
+    /// LnkCtl2 of an endpoint's functions other than 00.0 are left unknown: they govern
+    /// nothing (function 0's control the link) and lspci does not print them.
+    pub fn take_express_detail(&mut self, e: &Express) {
+        let mut d = e.detail;
+        let endpoint = matches!(
+            e.port_type,
+            port_type::ENDPOINT | port_type::LEGACY_ENDPOINT
+        );
+        if endpoint && (self.bdf.device != 0 || self.bdf.function != 0) {
+            d.supported_speeds = None;
+            d.crosslink = None;
+            d.target_speed = None;
+        }
+        self.express_detail = d;
     }
 }
 
@@ -551,6 +681,116 @@ mod tests {
         let e = decode(&encode(&f)).unwrap().express.unwrap();
         assert_eq!(e.port_type, port_type::RC_ENDPOINT);
         assert_eq!(e.link, None);
+    }
+}
+
+#[cfg(test)]
+mod detail {
+    use super::*;
+    use crate::pcie::bdf;
+    use crate::pcie::Generation::*;
+
+    fn nvme() -> Function {
+        let mut f = Function::new(bdf("01:00.0"), 0x144d, 0xa808, 0x010802, Kind::Endpoint);
+        f.link = Some(Link::trained((Gen4, 4), (Gen3, 4)));
+        f.aspm_supported = Aspm {
+            l0s: true,
+            l1: true,
+        };
+        f.aer = true;
+        f.aer_masks = Some(AerMasks {
+            uncorrectable_mask: 1 << 16,
+            uncorrectable_severity: 0x0006_2030,
+            correctable_mask: 1 << 13,
+        });
+        f.express_detail = ExpressDetail {
+            l0s_acceptable: Some(AspmLatency::l0s(6)),
+            l1_acceptable: Some(AspmLatency::l1(7)),
+            l0s_exit: Some(AspmLatency::l0s(3)),
+            l1_exit: Some(AspmLatency::l1(5)),
+            dl_active_reporting: Some(false),
+            dl_active: Some(false),
+            supported_speeds: Some(0b1111),
+            crosslink: Some(true),
+            target_speed: Some(Gen3),
+            status2: Some(LinkStatus2 {
+                equalization_complete: true,
+                equalization_phase1: true,
+                equalization_phase2: false,
+                equalization_phase3: true,
+                equalization_request: false,
+                crosslink_resolution: Some(1),
+            }),
+        };
+        f
+    }
+
+    #[test]
+    fn detail_registers_sit_where_the_spec_puts_them_and_read_back() {
+        let f = nvme();
+        let b = encode(&f);
+        // DevCap: acceptable L0s code 6 at bits 8:6, L1 code 7 at 11:9, RBE (bit 15).
+        assert_eq!(u32_at(&b, 0x44) & 0xfc0, (6 << 6) | (7 << 9));
+        // LnkCap: L0s exit code 3 at 14:12, L1 exit code 5 at 17:15, DLLA (bit 20) clear.
+        assert_eq!(u32_at(&b, 0x4c) & 0x1f_f000, (3 << 12) | (5 << 15));
+        // LnkCap2: speeds 2.5-16 GT/s at bits 4:1, crosslink bit 8; LnkCtl2 target 3.
+        assert_eq!(u32_at(&b, 0x6c), 0x11e);
+        assert_eq!(u16_at(&b, 0x70), 3);
+        // LnkSta2: equalization complete, phases 1 and 3, crosslink resolved upstream.
+        assert_eq!(u16_at(&b, 0x72), 0x0116);
+        // AER masks at +8, +0xc, +0x14 of the capability at 0x100.
+        assert_eq!(u32_at(&b, 0x108), 1 << 16);
+        assert_eq!(u32_at(&b, 0x10c), 0x0006_2030);
+        assert_eq!(u32_at(&b, 0x114), 1 << 13);
+        let d = decode(&b).unwrap();
+        assert_eq!(d.aer_masks, f.aer_masks);
+        let e = d.express.unwrap();
+        assert_eq!(e.version, 2);
+        let mut back = Function::new(f.bdf, 0, 0, 0, Kind::Endpoint);
+        back.take_express_detail(&e);
+        assert_eq!(back.express_detail, f.express_detail);
+        assert_eq!(
+            back.express_detail.speeds(),
+            Some(vec![Gen1, Gen2, Gen3, Gen4])
+        );
+    }
+
+    #[test]
+    fn what_lspci_would_not_print_stays_unknown() {
+        let mut f = nvme();
+        // Without ASPM support a state has no exit latency to read.
+        f.aspm_supported = Aspm {
+            l0s: false,
+            l1: true,
+        };
+        // A second function of the endpoint: its LnkCap2/LnkCtl2 are not function 0's.
+        f.bdf = bdf("01:00.1");
+        let e = decode(&encode(&f)).unwrap().express.unwrap();
+        let mut back = Function::new(f.bdf, 0, 0, 0, Kind::Endpoint);
+        back.take_express_detail(&e);
+        let d = back.express_detail;
+        assert_eq!((d.l0s_exit, d.l1_exit), (None, Some(AspmLatency::l1(5))));
+        assert_eq!(
+            (d.supported_speeds, d.crosslink, d.target_speed),
+            (None, None, None)
+        );
+        assert!(d.status2.is_some());
+        // A root port accepts no latency (DevCap's fields are an endpoint's), and an LnkCtl2
+        // target hardwired to 0 reads as 2.5 GT/s.
+        let mut b = encode(&f);
+        b[0x42] = 0x42;
+        b[0x70] = 0;
+        let e = decode(&b).unwrap().express.unwrap();
+        assert_eq!(
+            (e.detail.l0s_acceptable, e.detail.l1_acceptable),
+            (None, None)
+        );
+        assert_eq!(e.detail.target_speed, Some(Gen1));
+        // Version 1 of the capability has no version-2 registers.
+        b[0x42] = 0x41;
+        let e = decode(&b).unwrap().express.unwrap();
+        assert_eq!((e.detail.supported_speeds, e.detail.status2), (None, None));
+        assert_eq!(e.detail.dl_active, Some(false));
     }
 }
 

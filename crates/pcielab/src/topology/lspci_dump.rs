@@ -221,6 +221,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         return;
     };
     f.take_express(&e);
+    f.take_express_detail(&e);
     let at = d.express_at.expect("an express capability has a place");
     let registers = [
         ("express", 0x00),
@@ -229,9 +230,22 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         ("lnkcap", 0x0c),
         ("lnkctl", 0x10),
         ("lnksta", 0x12),
+        ("lnkcap2", 0x2c),
+        ("lnkctl2", 0x30),
+        ("lnksta2", 0x32),
     ];
     for (fact, offset) in registers {
         if fact.starts_with("lnk") && e.link.is_none() {
+            continue;
+        }
+        let detail = &f.express_detail;
+        let shown = match fact {
+            "lnkcap2" => detail.supported_speeds.is_some(),
+            "lnkctl2" => detail.target_speed.is_some(),
+            "lnksta2" => detail.status2.is_some(),
+            _ => true,
+        };
+        if !shown {
             continue;
         }
         if let Some((n, text)) = line(at + offset) {
@@ -246,6 +260,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         return;
     }
     f.aer = d.aer;
+    f.aer_masks = d.aer_masks;
     f.acs = d.acs.map(|a| Acs {
         capability: a.capability & ACS_SHOWN_BITS,
         control: a.control & ACS_SHOWN_BITS,
@@ -255,6 +270,9 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
     }
     if let Some((n, text)) = d.aer_at.and_then(line) {
         f.evidence.saw("aer", n, text);
+    }
+    if let Some((n, text)) = d.aer_at.and_then(|at| line(at + 0x08)) {
+        f.evidence.saw("aer_masks", n, text);
     }
 }
 

@@ -20,7 +20,10 @@ use crate::topology::lspci_source::{
     check_unique, device_header, link_by_bus_ranges, passed_over, passed_over_note, LspciFormat,
     LspciRead, Source,
 };
-use crate::topology::{Acs, Aspm, Function, Link, Topology};
+use crate::topology::{
+    Acs, AerMasks, Aspm, AspmLatency, Function, Link, LinkStatus2, Topology, AER_CORRECTABLE_FLAGS,
+    AER_UNCORRECTABLE_FLAGS,
+};
 
 /// Where the extended capabilities start: a capability listed at or above it proves lspci
 /// read them.
@@ -61,6 +64,22 @@ const PORT_TYPES: [(&str, u8); 10] = [
     ),
 ];
 
+/// The capability whose lines are being read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Other,
+    Express,
+    Acs,
+    Aer,
+}
+
+/// The AER registers whose lines were read: UEMsk, UESvrt, CEMsk.
+#[derive(Default)]
+struct AerSeen {
+    masks: AerMasks,
+    lines: [bool; 3],
+}
+
 /// One function's block as it is read.
 struct Block {
     f: Function,
@@ -72,7 +91,11 @@ struct Block {
     extended_listed: bool,
     link_cap_seen: bool,
     link_sta_seen: bool,
-    in_acs: bool,
+    section: Section,
+    aer: AerSeen,
+    /// LnkSta2's equalization flags were printed (older lspci prints the de-emphasis
+    /// level only).
+    equalization_seen: bool,
 }
 
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
@@ -160,7 +183,9 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
         extended_listed: false,
         link_cap_seen: false,
         link_sta_seen: false,
-        in_acs: false,
+        section: Section::Other,
+        aer: AerSeen::default(),
+        equalization_seen: false,
     }
 }
 
@@ -195,7 +220,7 @@ fn id_pair(description: &str) -> Option<(u16, u16)> {
 fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
     let f = &mut block.f;
     if let Some(cap) = line.strip_prefix("Capabilities: ") {
-        block.in_acs = false;
+        block.section = Section::Other;
         capability(block, cap, number, text);
     } else if let Some(rest) = line.strip_prefix("Subsystem: ") {
         if let Some((vendor, device)) = id_pair(rest.trim_end()) {
@@ -224,9 +249,91 @@ fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
             .ok()
             .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
         f.evidence.saw("numa_node", number, text);
+    } else if block.section == Section::Aer {
+        aer_register(block, line, number, text);
     } else if block.express {
         express_register(block, line, number, text);
     }
+}
+
+/// `UEMsk:`, `UESvrt:` and `CEMsk:` of the AER capability: the flags lspci marks `+`.
+fn aer_register(block: &mut Block, line: &str, number: usize, text: &str) {
+    let registers: [(&str, &[(&str, u8)]); 3] = [
+        ("UEMsk:", &AER_UNCORRECTABLE_FLAGS),
+        ("UESvrt:", &AER_UNCORRECTABLE_FLAGS),
+        ("CEMsk:", &AER_CORRECTABLE_FLAGS),
+    ];
+    for (i, (label, flags)) in registers.into_iter().enumerate() {
+        let Some(rest) = line.strip_prefix(label) else {
+            continue;
+        };
+        let bits = flags
+            .iter()
+            .filter(|(name, _)| flag(rest, name) == Some(true))
+            .fold(0u32, |bits, (_, bit)| bits | (1 << bit));
+        let masks = &mut block.aer.masks;
+        match i {
+            0 => masks.uncorrectable_mask = bits,
+            1 => masks.uncorrectable_severity = bits,
+            _ => masks.correctable_mask = bits,
+        }
+        block.aer.lines[i] = true;
+        if i == 0 {
+            block.f.evidence.saw("aer_masks", number, text);
+        }
+    }
+}
+
+/// lspci's `NAME+` / `NAME-` among the words of `text` (older versions follow some with a comma).
+fn flag(text: &str, name: &str) -> Option<bool> {
+    text.split_whitespace()
+        .map(|w| w.trim_end_matches(','))
+        .find_map(|w| match w.strip_prefix(name) {
+            Some("+") => Some(true),
+            Some("-") => Some(false),
+            _ => None,
+        })
+}
+
+/// The text after `label` up to the next comma: `Latency L0s <64ns, L1 <1us` gives `<64ns`
+/// for `L0s `.
+fn word_after<'a>(text: &'a str, label: &str) -> Option<&'a str> {
+    let at = text.find(label)? + label.len();
+    Some(text[at..].split(',').next()?.trim())
+}
+
+/// The latencies after `label` (`Exit Latency `, `Latency `): `L0s X` and `L1 Y`, each
+/// optional (old lspci, as on CentOS 6, wrote `L0` for L0s).
+fn latencies(text: &str, label: &str) -> (Option<AspmLatency>, Option<AspmLatency>) {
+    let Some(at) = text.find(label) else {
+        return (None, None);
+    };
+    let (mut l0s, mut l1) = (None, None);
+    for item in text[at + label.len()..].split(", ") {
+        let item = item.trim();
+        if let Some(v) = item
+            .strip_prefix("L0s ")
+            .or_else(|| item.strip_prefix("L0 "))
+        {
+            l0s = AspmLatency::from_text(false, v);
+        } else if let Some(v) = item.strip_prefix("L1 ") {
+            l1 = AspmLatency::from_text(true, v);
+        }
+    }
+    (l0s, l1)
+}
+
+/// LnkCap2's `Supported Link Speeds: 2.5-8GT/s` as the speeds vector (bit n-1 for Gen n):
+/// lspci prints the range up to the highest bit, `Unknown` for none and `RsvdP` for bits it
+/// does not know (which stay unknown).
+fn speeds_vector(text: &str) -> Option<u8> {
+    let words = word_after(text, "Supported Link Speeds: ")?;
+    if words == "Unknown" {
+        return Some(0);
+    }
+    let top = words.strip_suffix("GT/s")?.rsplit('-').next()?;
+    let top = Generation::from_gt_s(top.parse().ok()?)?;
+    Some(((1u16 << top.number()) - 1) as u8)
 }
 
 /// `Capabilities: [OFF] NAME` (or `[OFF vN] NAME` for extended ones, or `<access denied>`).
@@ -255,21 +362,38 @@ fn capability(block: &mut Block, cap: &str, number: usize, text: &str) {
             .find(|(words, _)| kind.starts_with(words))
             .map(|&(_, code)| code);
         f.evidence.saw("express", number, text);
+        block.section = Section::Express;
     } else if name.starts_with("Advanced Error Reporting") {
         f.aer = true;
         f.evidence.saw("aer", number, text);
+        block.section = Section::Aer;
     } else if name.starts_with("Access Control Services") {
-        block.in_acs = true;
+        block.section = Section::Acs;
         f.acs = Some(Acs::default());
     }
 }
 
 /// Registers of the PCI Express capability, and ACS's two lines.
 fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
+    if block.section == Section::Express {
+        express_flags(block, line, number, text);
+    }
     let f = &mut block.f;
+    let detail = &mut f.express_detail;
     if let Some(rest) = line.strip_prefix("DevCap:") {
         f.mps_supported = bytes_after(rest, "MaxPayload ");
+        (detail.l0s_acceptable, detail.l1_acceptable) = latencies(rest, "Latency ");
         f.evidence.saw("devcap", number, text);
+    } else if let Some(rest) = line.strip_prefix("LnkCap2:") {
+        detail.supported_speeds = speeds_vector(rest);
+        f.evidence.saw("lnkcap2", number, text);
+    } else if let Some(rest) = line.strip_prefix("LnkCtl2:") {
+        detail.target_speed = word_after(rest, "Target Link Speed: ")
+            .and_then(|w| w.strip_suffix("GT/s")?.parse().ok())
+            .and_then(Generation::from_gt_s);
+        f.evidence.saw("lnkctl2", number, text);
+    } else if line.starts_with("LnkSta2:") {
+        f.evidence.saw("lnksta2", number, text);
     } else if line.contains("MaxReadReq ") {
         f.mps = bytes_after(line, "MaxPayload ");
         f.mrrs = bytes_after(line, "MaxReadReq ");
@@ -280,6 +404,10 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
         link.max_speed = speed_after(rest);
         link.max_width = width_after(rest).filter(|&w| w != 0);
         f.aspm_supported = aspm_named(rest, ",");
+        // Only the supported states' exit latencies count (lspci prints no others).
+        let (l0s, l1) = latencies(rest, "Latency ");
+        detail.l0s_exit = l0s.filter(|_| f.aspm_supported.l0s);
+        detail.l1_exit = l1.filter(|_| f.aspm_supported.l1);
         f.evidence.saw("lnkcap", number, text);
     } else if let Some(rest) = line.strip_prefix("LnkCtl:") {
         f.aspm_enabled = aspm_named(rest, ";");
@@ -291,7 +419,7 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
         // A width of 0 with an unknown speed is an unknown link, as the register decode has it.
         link.width = width_after(rest).filter(|&w| link.speed.is_some() || w != 0);
         f.evidence.saw("lnksta", number, text);
-    } else if block.in_acs {
+    } else if block.section == Section::Acs {
         let control = if let Some(rest) = line.strip_prefix("ACSCap:") {
             Some((false, rest))
         } else {
@@ -310,6 +438,55 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
                 acs.capability = bits;
             }
         }
+    }
+}
+
+/// The flags of the PCI Express capability that sit on lspci's continuation lines (or, in
+/// old lspci, on the register's own line): LnkCap's `LLActRep`, LnkSta's `DLActive`,
+/// LnkCap2's `Crosslink`, and LnkSta2's equalization flags and `CrosslinkRes:`.
+fn express_flags(block: &mut Block, line: &str, number: usize, text: &str) {
+    let detail = &mut block.f.express_detail;
+    let evidence = &mut block.f.evidence;
+    if let Some(on) = flag(line, "LLActRep") {
+        detail.dl_active_reporting = Some(on);
+        evidence.saw("dl_active_reporting", number, text);
+    }
+    if let Some(on) = flag(line, "DLActive") {
+        detail.dl_active = Some(on);
+        evidence.saw("dl_active", number, text);
+    }
+    if line.starts_with("LnkCap2:") {
+        detail.crosslink = flag(line, "Crosslink");
+    }
+    if line.starts_with("LnkSta2:") {
+        detail.status2 = Some(LinkStatus2::default());
+    }
+    let Some(status2) = detail.status2.as_mut() else {
+        return;
+    };
+    let flags: [(&str, &mut bool); 5] = [
+        ("EqualizationComplete", &mut status2.equalization_complete),
+        ("EqualizationPhase1", &mut status2.equalization_phase1),
+        ("EqualizationPhase2", &mut status2.equalization_phase2),
+        ("EqualizationPhase3", &mut status2.equalization_phase3),
+        ("LinkEqualizationRequest", &mut status2.equalization_request),
+    ];
+    for (name, value) in flags {
+        if let Some(on) = flag(line, name) {
+            *value = on;
+            block.equalization_seen = true;
+        }
+    }
+    if let Some(words) = word_after(line, "CrosslinkRes: ") {
+        status2.crosslink_resolution = [
+            "unsupported",
+            "Upstream Port",
+            "Downstream Port",
+            "incomplete",
+        ]
+        .iter()
+        .position(|w| *w == words)
+        .map(|p| p as u8);
     }
 }
 
@@ -379,12 +556,22 @@ fn finish(block: Block) -> Function {
     if f.mps.is_none() {
         f.evidence.missing("mps");
     }
+    if !block.equalization_seen {
+        f.express_detail.status2 = None;
+    }
     if !block.extended_listed {
         f.acs_unreadable = true;
         f.acs = None;
         f.aer = false;
         f.evidence.missing("acs");
         f.evidence.missing("aer");
+    } else if f.aer {
+        if block.aer.lines == [true; 3] {
+            f.aer_masks = Some(block.aer.masks);
+        } else {
+            // Below -vv lspci names the capability only.
+            f.evidence.missing("aer_masks");
+        }
     }
     f
 }
@@ -472,10 +659,18 @@ mod tests {
         assert!(slot.aer);
         assert_eq!(slot.driver.as_deref(), Some("pcieport"));
         assert_eq!(slot.evidence.lines["lnksta"].line, 11);
-        assert!(
-            slot.evidence.unknown.is_empty(),
-            "{:?}",
-            slot.evidence.unknown
+        // AER is listed without its registers (an excerpt): its masks are unknown.
+        assert_eq!(slot.evidence.unknown, vec!["aer_masks"]);
+        assert_eq!(slot.aer_masks, None);
+        let d = slot.express_detail;
+        assert_eq!((d.l0s_exit, d.l1_exit), (None, Some(AspmLatency::l1(4))));
+        assert_eq!(d.dl_active, Some(false));
+        // No LLActRep line in the excerpt: whether DLActive- means anything is unknown.
+        assert_eq!(d.dl_active_reporting, None);
+        assert!(!d.data_link_down());
+        assert_eq!(
+            (d.supported_speeds, d.target_speed, d.status2),
+            (None, None, None)
         );
 
         let port = topo.get(bdf("00:02.0")).unwrap();
@@ -498,6 +693,14 @@ mod tests {
             (0x8086, 0x0003)
         );
         assert_eq!(nic.link, Some(Link::trained((Gen2, 8), (Gen2, 4))));
+        let d = nic.express_detail;
+        assert_eq!(
+            (d.l0s_acceptable, d.l1_acceptable),
+            (Some(AspmLatency::l0s(3)), Some(AspmLatency::l1(6)))
+        );
+        assert_eq!((d.l0s_exit, d.l1_exit), (Some(AspmLatency::l0s(4)), None));
+        // A port has no acceptable latencies (DevCap prints them for endpoints only).
+        assert_eq!(slot.express_detail.l0s_acceptable, None);
         assert_eq!((nic.mps, nic.mrrs), (Some(256), Some(512)));
         assert_eq!(
             nic.evidence.lines["lnksta"].text,
@@ -586,6 +789,11 @@ mod tests {
 ";
         let f = read_lspci("old.txt", old).unwrap().topology.functions()[0].clone();
         assert_eq!(f.kind, Kind::PciBridge);
+        // Old lspci printed both latencies whatever the support, `L0` for L0s, and the LnkSta
+        // flags on the register's own line.
+        let d = f.express_detail;
+        assert_eq!((d.l0s_exit, d.l1_exit), (Some(AspmLatency::l0s(7)), None));
+        assert_eq!(d.dl_active, Some(false));
         assert_eq!(f.link, Some(Link::trained((Gen1, 8), (Gen1, 8))));
         let unknown = old.replace("PCI/PCI-X Bridge", "Unknown type 12");
         let f = read_lspci("odd.txt", &unknown)
@@ -595,6 +803,73 @@ mod tests {
             .clone();
         assert_eq!(f.kind, Kind::PciBridge, "the class and header say bridge");
         assert_eq!(f.link, Some(Link::trained((Gen1, 8), (Gen1, 8))));
+    }
+
+    #[test]
+    fn version_2_link_registers_and_aer_masks_read_from_their_lines() {
+        let text = "00:1c.0 PCI bridge [0604]: Intel [8086:a33c]
+\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0
+\tCapabilities: [40] Express (v2) Root Port (Slot+), MSI 00
+\t\tLnkCap:\tPort #5, Speed 16GT/s, Width x4, ASPM not supported
+\t\t\tClockPM- Surprise- LLActRep+ BwNot+ ASPMOptComp+
+\t\tLnkSta:\tSpeed 16GT/s (ok), Width x4 (ok)
+\t\t\tTrErr- Train- SlotClk+ DLActive+ BWMgmt- ABWMgmt-
+\t\tLnkCap2: Supported Link Speeds: 2.5-16GT/s, Crosslink+ Retimer- 2Retimers- DRS-
+\t\tLnkCtl2: Target Link Speed: 8GT/s, EnterCompliance- SpeedDis-
+\t\tLnkSta2: Current De-emphasis Level: -6dB, EqualizationComplete+ EqualizationPhase1+
+\t\t\t EqualizationPhase2- EqualizationPhase3+ LinkEqualizationRequest-
+\t\t\t Retimer- 2Retimers- CrosslinkRes: Downstream Port
+\tCapabilities: [100 v1] Advanced Error Reporting
+\t\tUESta:\tDLP+ SDES- TLP- FCP- CmpltTO- CmpltAbrt- UnxCmplt- RxOF- MalfTLP- ECRC- UnsupReq- ACSViol-
+\t\tUEMsk:\tDLP- SDES- TLP- FCP- CmpltTO- CmpltAbrt- UnxCmplt+ RxOF- MalfTLP- ECRC- UnsupReq+ ACSViol-
+\t\tUESvrt:\tDLP+ SDES+ TLP- FCP+ CmpltTO- CmpltAbrt- UnxCmplt- RxOF+ MalfTLP+ ECRC- UnsupReq- ACSViol-
+\t\tCESta:\tRxErr+ BadTLP- BadDLLP- Rollover- Timeout- AdvNonFatalErr-
+\t\tCEMsk:\tRxErr- BadTLP- BadDLLP- Rollover- Timeout- AdvNonFatalErr+
+";
+        let f = read_lspci("v2.txt", text).unwrap().topology.functions()[0].clone();
+        let d = f.express_detail;
+        assert_eq!(
+            (d.dl_active_reporting, d.dl_active),
+            (Some(true), Some(true))
+        );
+        assert_eq!(
+            (d.supported_speeds, d.crosslink),
+            (Some(0b1111), Some(true))
+        );
+        assert_eq!(d.target_speed, Some(Gen3));
+        assert_eq!(
+            d.status2,
+            Some(LinkStatus2 {
+                equalization_complete: true,
+                equalization_phase1: true,
+                equalization_phase2: false,
+                equalization_phase3: true,
+                equalization_request: false,
+                crosslink_resolution: Some(2),
+            })
+        );
+        // The status registers (UESta, CESta) are not masks: only UEMsk/UESvrt/CEMsk count.
+        assert_eq!(
+            f.aer_masks,
+            Some(AerMasks {
+                uncorrectable_mask: (1 << 16) | (1 << 20),
+                uncorrectable_severity: (1 << 4) | (1 << 5) | (1 << 13) | (1 << 17) | (1 << 18),
+                correctable_mask: 1 << 13,
+            })
+        );
+        assert_eq!(f.evidence.lines["aer_masks"].line, 15);
+        assert_eq!(f.evidence.lines["dl_active"].line, 7);
+        // Older lspci printed LnkSta2's de-emphasis level only: equalization stays unknown.
+        let old: String = text
+            .lines()
+            .take(10)
+            .map(|l| {
+                let l = l.split(", Equalization").next().unwrap();
+                format!("{l}\n")
+            })
+            .collect();
+        let f = read_lspci("old.txt", &old).unwrap().topology.functions()[0].clone();
+        assert_eq!(f.express_detail.status2, None);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 
 use crate::model::path::{path_ceiling, PathCeiling};
 use crate::model::transfer::LinkParams;
+pub use crate::pcie::features::AspmLatency;
 pub use crate::pcie::link::Link;
 use crate::pcie::Bdf;
 
@@ -81,21 +82,120 @@ impl Aspm {
     }
 }
 
-/// LnkCap exit latencies as a spec gives them: the upper bound of each encoded range, ns
-/// (`pcie::features` decodes the same bounds from a real function's configuration space).
-/// `None` where the spec does not say: the simulator then charges no exit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ExitLatency {
-    pub l0s_ns: Option<u32>,
-    pub l1_ns: Option<u32>,
-}
-
 /// Access Control Services capability and control bits (ACS extended capability).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Acs {
     pub capability: u16,
     pub control: u16,
 }
+
+/// LnkSta2 as lspci prints it: the equalization progress and the crosslink resolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkStatus2 {
+    pub equalization_complete: bool,
+    pub equalization_phase1: bool,
+    pub equalization_phase2: bool,
+    pub equalization_phase3: bool,
+    pub equalization_request: bool,
+    /// Crosslink resolution (bits 9:8): 0 unsupported, 1 upstream port, 2 downstream port,
+    /// 3 not completed; `None` in text from older lspci, which does not print it.
+    pub crosslink_resolution: Option<u8>,
+}
+
+/// What the PCI Express capability says beyond speed, width, MPS and ASPM states: the ASPM
+/// latencies, data-link-layer activity and the version-2 link registers. Each is `None` where
+/// the input does not say (the sysfs and spec readers leave all of it unknown; lspci readers
+/// fill what the dump or text holds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExpressDetail {
+    /// DevCap: the L0s and L1 exit latencies an endpoint accepts (reserved for other types).
+    pub l0s_acceptable: Option<AspmLatency>,
+    pub l1_acceptable: Option<AspmLatency>,
+    /// LnkCap: the exit latency of each ASPM state the port supports.
+    pub l0s_exit: Option<AspmLatency>,
+    pub l1_exit: Option<AspmLatency>,
+    /// LnkCap bit 20 (lspci's `LLActRep`): the port reports DL_Active in LnkSta.
+    pub dl_active_reporting: Option<bool>,
+    /// LnkSta bit 13 (`DLActive`); meaningful only where `dl_active_reporting` is true.
+    pub dl_active: Option<bool>,
+    /// LnkCap2's supported link speeds vector: bit n-1 set for Gen n. `None` where LnkCap2
+    /// reads 0 (reserved before PCIe 3.0) or lspci does not print it (functions other than
+    /// 0 of a multi-function endpoint).
+    pub supported_speeds: Option<u8>,
+    /// LnkCap2 bit 8: crosslink supported.
+    pub crosslink: Option<bool>,
+    /// LnkCtl2's target link speed (0 reads as 2.5 GT/s, as lspci prints it).
+    pub target_speed: Option<crate::pcie::Generation>,
+    pub status2: Option<LinkStatus2>,
+}
+
+impl ExpressDetail {
+    /// The generations of `supported_speeds`, slowest first.
+    pub fn speeds(&self) -> Option<Vec<crate::pcie::Generation>> {
+        let vector = self.supported_speeds?;
+        Some(
+            crate::pcie::Generation::ALL
+                .iter()
+                .copied()
+                .filter(|g| vector & (1 << (g.number() - 1)) != 0)
+                .collect(),
+        )
+    }
+
+    /// The port says its data link layer is down: it reports DL_Active and the bit is clear,
+    /// so no link is trained below it whatever the LnkSta speed and width read.
+    pub fn data_link_down(&self) -> bool {
+        self.dl_active_reporting == Some(true) && self.dl_active == Some(false)
+    }
+}
+
+/// The AER registers that say what is reported and how: the uncorrectable error mask and
+/// severity and the correctable error mask, each limited to the bits lspci 3.9 prints
+/// ([`AER_UNCORRECTABLE_SHOWN`], [`AER_CORRECTABLE_SHOWN`]) so dumps and text agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AerMasks {
+    pub uncorrectable_mask: u32,
+    pub uncorrectable_severity: u32,
+    pub correctable_mask: u32,
+}
+
+/// The uncorrectable error bits lspci 3.9 prints (`UEMsk:`/`UESvrt:`), by name and bit.
+pub const AER_UNCORRECTABLE_FLAGS: [(&str, u8); 12] = [
+    ("DLP", 4),
+    ("SDES", 5),
+    ("TLP", 12),
+    ("FCP", 13),
+    ("CmpltTO", 14),
+    ("CmpltAbrt", 15),
+    ("UnxCmplt", 16),
+    ("RxOF", 17),
+    ("MalfTLP", 18),
+    ("ECRC", 19),
+    ("UnsupReq", 20),
+    ("ACSViol", 21),
+];
+/// The correctable error bits lspci 3.9 prints (`CEMsk:`).
+pub const AER_CORRECTABLE_FLAGS: [(&str, u8); 6] = [
+    ("RxErr", 0),
+    ("BadTLP", 6),
+    ("BadDLLP", 7),
+    ("Rollover", 8),
+    ("Timeout", 12),
+    ("AdvNonFatalErr", 13),
+];
+
+const fn flag_bits<const N: usize>(flags: [(&str, u8); N]) -> u32 {
+    let mut bits = 0;
+    let mut i = 0;
+    while i < N {
+        bits |= 1 << flags[i].1;
+        i += 1;
+    }
+    bits
+}
+
+pub const AER_UNCORRECTABLE_SHOWN: u32 = flag_bits(AER_UNCORRECTABLE_FLAGS);
+pub const AER_CORRECTABLE_SHOWN: u32 = flag_bits(AER_CORRECTABLE_FLAGS);
 
 /// The input line a reader took a fact from (1-based), so a finding can quote its evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -165,14 +265,16 @@ pub struct Function {
     pub mrrs: Option<u16>,
     pub aspm_supported: Aspm,
     pub aspm_enabled: Aspm,
-    /// Spec-given LnkCap exit latencies (readers of real devices leave them unknown here).
-    pub exit_latency: ExitLatency,
     pub acs: Option<Acs>,
     /// The ACS capability could not be looked for: the extended configuration space was not
     /// readable (an unprivileged sysfs read returns 64 bytes). `acs` is then unknown, not absent.
     pub acs_unreadable: bool,
     /// The function has the Advanced Error Reporting extended capability.
     pub aer: bool,
+    /// Its masks and severities, where the input shows them (lspci readers).
+    pub aer_masks: Option<AerMasks>,
+    /// ASPM latencies, DL_Active and the version-2 link registers (lspci readers).
+    pub express_detail: ExpressDetail,
     /// Below `MAX_NUMA_NODES` when set.
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
@@ -221,10 +323,11 @@ impl Function {
             mrrs: None,
             aspm_supported: Aspm::default(),
             aspm_enabled: Aspm::default(),
-            exit_latency: ExitLatency::default(),
             acs: None,
             acs_unreadable: false,
             aer: false,
+            aer_masks: None,
+            express_detail: ExpressDetail::default(),
             numa_node: None,
             driver: None,
             name: None,
@@ -315,15 +418,17 @@ impl Topology {
                 continue;
             };
             let ends = [port, f];
-            let exit = |on: fn(&Function) -> bool, ns: fn(&ExitLatency) -> Option<u32>| {
+            let exit = |on: fn(&Function) -> bool,
+                        ns: fn(&ExpressDetail) -> Option<AspmLatency>| {
                 if !ends.iter().any(|e| on(e)) {
                     return None;
                 }
-                let both: Option<Vec<u32>> = ends.iter().map(|e| ns(&e.exit_latency)).collect();
+                let both: Option<Vec<u32>> =
+                    ends.iter().map(|e| ns(&e.express_detail)?.ns()).collect();
                 both.and_then(|v| v.into_iter().max()).map(f64::from)
             };
-            let l0s = exit(|e| e.aspm_enabled.l0s, |x| x.l0s_ns);
-            let l1 = exit(|e| e.aspm_enabled.l1, |x| x.l1_ns)
+            let l0s = exit(|e| e.aspm_enabled.l0s, |x| x.l0s_exit);
+            let l1 = exit(|e| e.aspm_enabled.l1, |x| x.l1_exit)
                 .map(|l1| l1 + hops_above * L1_SWITCH_EXIT_NS);
             let longer = |a: Option<f64>, b: Option<f64>| match (a, b) {
                 (Some(a), Some(b)) => Some(a.max(b)),
@@ -338,11 +443,16 @@ impl Topology {
 
     /// The bandwidth ceiling of `bdf`'s path to its root complex, with the limiting link, as
     /// the kernel's `pcie_bandwidth_available()` finds it. `None` when no link on the path
-    /// reports a trained speed and width.
+    /// reports a trained speed and width (the LnkSta of a port whose DL_Active is clear where
+    /// it reports it is not a trained link; the kernel does not look).
     pub fn path_ceiling(&self, bdf: Bdf) -> Option<PathCeiling> {
+        // A port whose data link layer reports down has no trained link, whatever its LnkSta
+        // reads. A device listed below it keeps its own LnkSta: lspci read its config space
+        // through that link (QEMU 7.2's emulated ports read DLActive- under working devices).
         path_ceiling(
             self.path_to_root(bdf)
                 .into_iter()
+                .filter(|f| !f.express_detail.data_link_down())
                 .filter_map(|f| f.link.map(|l| (f.bdf, l, f.link_params()))),
         )
     }
@@ -379,7 +489,7 @@ mod tests {
             f.parent = parent.map(bdf);
             f.link = Some(Link::trained((Generation::Gen3, 4), (Generation::Gen3, 4)));
             f.aspm_enabled.l1 = l1_on;
-            f.exit_latency.l1_ns = l1_ns;
+            f.express_detail.l1_exit = l1_ns.and_then(|ns| AspmLatency::from_ns(true, ns));
             f
         };
         let topo = |ep_exit: Option<u32>, ep_on: bool| {

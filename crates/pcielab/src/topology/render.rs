@@ -13,7 +13,7 @@ use crate::pcie::{Bdf, Generation};
 use crate::text::round_to;
 use crate::topology::check::warnings;
 use crate::topology::spec::{aspm_name, Platform};
-use crate::topology::{Evidence, Function, Kind, Link, Topology};
+use crate::topology::{AspmLatency, Evidence, Function, Kind, Link, LinkStatus2, Topology};
 
 /// The `--json` document.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -44,6 +44,10 @@ pub struct FunctionJson {
     pub aspm_enabled: &'static str,
     pub acs: Option<AcsJson>,
     pub aer: bool,
+    /// AER's UEMsk, UESvrt and CEMsk (the bits lspci prints), where the input shows them.
+    pub aer_masks: Option<AerMasksJson>,
+    /// DevCap's acceptable L0s/L1 exit latencies (endpoints), where the input shows them.
+    pub acceptable_latency: Option<LatenciesJson>,
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
     #[serde(rename = "ceiling_line_rate_MBps")]
@@ -76,6 +80,66 @@ pub struct LinkJson {
     pub speed_gts: Option<f64>,
     pub width: Option<u8>,
     pub downgraded: bool,
+    /// LnkCap's exit latencies of the supported ASPM states, in lspci's words (`<64ns`,
+    /// `<16us`, `unlimited`); null where the state is unsupported or the input does not say.
+    pub l0s_exit_latency: Option<&'static str>,
+    pub l1_exit_latency: Option<&'static str>,
+    /// LnkCap's Data Link Layer Link Active Reporting Capable (lspci `LLActRep`).
+    pub dl_active_reporting: Option<bool>,
+    /// LnkSta's DL_Active (lspci `DLActive`).
+    pub dl_active: Option<bool>,
+    /// LnkCap2's supported link speeds vector, GT/s, slowest first.
+    pub supported_speeds_gts: Option<Vec<f64>>,
+    /// LnkCap2's Crosslink Supported.
+    pub crosslink: Option<bool>,
+    /// LnkCtl2's target link speed.
+    pub target_speed_gts: Option<f64>,
+    /// LnkSta2.
+    pub status2: Option<LinkStatus2Json>,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct LinkStatus2Json {
+    pub equalization_complete: bool,
+    pub equalization_phase1: bool,
+    pub equalization_phase2: bool,
+    pub equalization_phase3: bool,
+    pub equalization_request: bool,
+    /// `unsupported`, `upstream_port`, `downstream_port`, `incomplete`; null when the text
+    /// (older lspci) does not print it.
+    pub crosslink_resolution: Option<&'static str>,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct LatenciesJson {
+    pub l0s: &'static str,
+    pub l1: &'static str,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct AerMasksJson {
+    /// Register values as 8 hex digits (`0x00100000`: bit 20, UnsupReq).
+    pub uncorrectable_mask: String,
+    pub uncorrectable_severity: String,
+    pub correctable_mask: String,
+}
+
+fn status2_json(s: LinkStatus2) -> LinkStatus2Json {
+    LinkStatus2Json {
+        equalization_complete: s.equalization_complete,
+        equalization_phase1: s.equalization_phase1,
+        equalization_phase2: s.equalization_phase2,
+        equalization_phase3: s.equalization_phase3,
+        equalization_request: s.equalization_request,
+        crosslink_resolution: s.crosslink_resolution.map(|r| {
+            [
+                "unsupported",
+                "upstream_port",
+                "downstream_port",
+                "incomplete",
+            ][usize::from(r & 3)]
+        }),
+    }
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -103,6 +167,7 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
         .map(|f| {
             let ceiling = topo.path_ceiling(f.bdf);
             let dma = platform_dma(model, f);
+            let d = &f.express_detail;
             FunctionJson {
                 bdf: f.bdf.to_string(),
                 vendor: format!("{:#06x}", f.vendor),
@@ -124,6 +189,16 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
                     speed_gts: l.speed.map(Generation::gt_s),
                     width: l.width,
                     downgraded: marks_downgraded(f),
+                    l0s_exit_latency: d.l0s_exit.map(AspmLatency::text),
+                    l1_exit_latency: d.l1_exit.map(AspmLatency::text),
+                    dl_active_reporting: d.dl_active_reporting,
+                    dl_active: d.dl_active,
+                    supported_speeds_gts: d
+                        .speeds()
+                        .map(|s| s.into_iter().map(Generation::gt_s).collect()),
+                    crosslink: d.crosslink,
+                    target_speed_gts: d.target_speed.map(Generation::gt_s),
+                    status2: d.status2.map(status2_json),
                 }),
                 mps: f.mps,
                 mps_supported: f.mps_supported,
@@ -135,6 +210,18 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
                     control: format!("{:#06x}", a.control),
                 }),
                 aer: f.aer,
+                aer_masks: f.aer_masks.map(|m| AerMasksJson {
+                    uncorrectable_mask: format!("{:#010x}", m.uncorrectable_mask),
+                    uncorrectable_severity: format!("{:#010x}", m.uncorrectable_severity),
+                    correctable_mask: format!("{:#010x}", m.correctable_mask),
+                }),
+                acceptable_latency: match (d.l0s_acceptable, d.l1_acceptable) {
+                    (Some(l0s), Some(l1)) => Some(LatenciesJson {
+                        l0s: l0s.text(),
+                        l1: l1.text(),
+                    }),
+                    _ => None,
+                },
                 numa_node: f.numa_node,
                 driver: f.driver.clone(),
                 ceiling_mbps: ceiling.map(|c| round_to(c.mbps, MBPS_DECIMALS)),
@@ -177,6 +264,8 @@ fn link_text(f: &Function, l: &Link) -> String {
         width(l.width),
         if marks_downgraded(f) {
             " (downgraded)"
+        } else if f.express_detail.data_link_down() {
+            " (data link down)"
         } else {
             ""
         }

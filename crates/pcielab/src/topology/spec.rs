@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use toml::Spanned;
 
 use crate::error::{Error, Result};
+use crate::pcie::features::{AspmLatency, L0S_EXIT_NS, L1_EXIT_NS};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{has_express, kind_of};
 use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
@@ -483,33 +484,24 @@ fn convert_function(
     f.aspm_enabled = enabled;
     f.aspm_supported = supported;
     if let Some(exit) = &raw.exit_latency {
-        let bound = |field: &str,
-                     v: Option<u32>,
-                     table: &[Option<u32>; 8]|
-         -> Result<Option<u32>> {
-            match v {
-                Some(ns) if !table.contains(&Some(ns)) => {
-                    let valid: Vec<String> = table.iter().flatten().map(u32::to_string).collect();
-                    Err(loc.err(
-                        exit.span().start,
-                        ctx(format!(
-                            "exit_latency.{field} = {ns} is not a LnkCap exit latency bound; valid (ns): {}",
-                            valid.join(", ")
-                        )),
-                    ))
-                }
-                v => Ok(v),
-            }
+        // A spec names the bound of a LnkCap range, which becomes that range's code.
+        let code = |field: &str, l1: bool, v: Option<u32>| -> Result<Option<AspmLatency>> {
+            let Some(ns) = v else { return Ok(None) };
+            AspmLatency::from_ns(l1, ns).map(Some).ok_or_else(|| {
+                let table = if l1 { &L1_EXIT_NS } else { &L0S_EXIT_NS };
+                let valid: Vec<String> = table.iter().flatten().map(u32::to_string).collect();
+                loc.err(
+                    exit.span().start,
+                    ctx(format!(
+                        "exit_latency.{field} = {ns} is not a LnkCap exit latency bound; valid (ns): {}",
+                        valid.join(", ")
+                    )),
+                )
+            })
         };
         let raw_exit = exit.get_ref();
-        f.exit_latency = crate::topology::ExitLatency {
-            l0s_ns: bound(
-                "l0s_ns",
-                raw_exit.l0s_ns,
-                &crate::pcie::features::L0S_EXIT_NS,
-            )?,
-            l1_ns: bound("l1_ns", raw_exit.l1_ns, &crate::pcie::features::L1_EXIT_NS)?,
-        };
+        f.express_detail.l0s_exit = code("l0s_ns", false, raw_exit.l0s_ns)?;
+        f.express_detail.l1_exit = code("l1_ns", true, raw_exit.l1_ns)?;
     }
     f.acs = raw.acs.as_ref().map(|a| Acs {
         capability: a.capability,
@@ -1084,13 +1076,12 @@ model = "ahci"
         };
         let p = parse_spec("t.toml", &with("{ l1_ns = 16000 }")).unwrap();
         let sata = p.topology.get("04:00.0".parse().unwrap()).unwrap();
+        let d = sata.express_detail;
         assert_eq!(
-            sata.exit_latency,
-            crate::topology::ExitLatency {
-                l0s_ns: None,
-                l1_ns: Some(16000)
-            }
+            (d.l0s_exit, d.l1_exit.and_then(AspmLatency::ns)),
+            (None, Some(16000))
         );
+        assert_eq!(d.l1_exit.map(AspmLatency::text), Some("<16us"));
         // 15 µs is no LnkCap code's bound (they are 1, 2, 4, … 64 µs).
         let e = err(&with("{ l1_ns = 15000 }"));
         assert!(

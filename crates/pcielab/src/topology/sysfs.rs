@@ -170,6 +170,7 @@ fn header(bdf: Bdf, dir: &Path, config: &[u8]) -> Result<Decoded> {
         express: None,
         acs: None,
         aer: false,
+        aer_masks: None,
         capabilities_read: false,
         express_at: None,
         acs_at: None,

@@ -136,6 +136,114 @@ fn a_link_that_is_down_or_an_empty_slot_is_not_a_downtrain() {
     assert!(only(&m, "link-downtrained", &options()).is_empty());
 }
 
+/// A root port and the NVMe drive below it as `lspci -vvnn` prints them, both reading x1 on an
+/// x4 link with ASPM L1 on: the port's LnkCap line says `reporting` for LLActRep and its
+/// LnkSta flags line says `active` for DLActive.
+fn slot_text(reporting: char, active: char) -> String {
+    format!(
+        "00:1c.0 PCI bridge [0604]: Intel Corporation Device [8086:a33c] (rev f0) (prog-if 00 [Normal decode])
+\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0
+\tCapabilities: [40] Express (v2) Root Port (Slot+), MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0
+\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-
+\t\t\tRlxdOrd- ExtTag- PhantFunc- AuxPwr- NoSnoop-
+\t\t\tMaxPayload 256 bytes, MaxReadReq 128 bytes
+\t\tLnkCap:\tPort #5, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <16us
+\t\t\tClockPM- Surprise- LLActRep{reporting} BwNot+ ASPMOptComp+
+\t\tLnkCtl:\tASPM L1 Enabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 8GT/s (ok), Width x1 (downgraded)
+\t\t\tTrErr- Train- SlotClk+ DLActive{active} BWMgmt- ABWMgmt-
+
+01:00.0 Non-Volatile memory controller [0108]: Samsung Electronics Co Ltd Device [144d:a808] (prog-if 02 [NVM Express])
+\tCapabilities: [70] Express (v2) Endpoint, MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0, Latency L0s unlimited, L1 unlimited
+\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-
+\t\t\tRlxdOrd+ ExtTag+ PhantFunc- AuxPwr- NoSnoop+ FLReset-
+\t\t\tMaxPayload 256 bytes, MaxReadReq 512 bytes
+\t\tLnkCap:\tPort #0, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <64us
+\t\t\tClockPM+ Surprise- LLActRep- BwNot- ASPMOptComp+
+\t\tLnkCtl:\tASPM L1 Enabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 8GT/s (ok), Width x1 (downgraded)
+\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-
+\tKernel driver in use: nvme
+"
+    )
+}
+
+#[test]
+fn no_link_is_judged_below_a_port_whose_data_link_is_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let link_checks = |reporting, active| -> Vec<(String, Severity)> {
+        let path = dir.path().join(format!("{reporting}{active}.txt"));
+        std::fs::write(&path, slot_text(reporting, active)).unwrap();
+        let m: Machine = format!("lspci:{}", path.display()).parse().unwrap();
+        let mut found: Vec<(String, Severity)> = ["link-downtrained", "aspm-busy-link"]
+            .into_iter()
+            .flat_map(|id| only(&m, id, &options()))
+            .map(|f| (f.id.to_string(), f.severity))
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        let topo = crate::topology::lspci::read_lspci_path(&path)
+            .unwrap()
+            .topology;
+        // The port's own LnkSta is no ceiling where its data link is down.
+        let ceiling = topo.path_ceiling(crate::pcie::bdf("00:1c.0"));
+        assert_eq!(ceiling.is_none(), reporting == '+' && active == '-');
+        let warned = crate::topology::check::warnings(&topo);
+        found.extend(
+            warned
+                .values()
+                .flatten()
+                .map(|w| (w.clone(), Severity::Info)),
+        );
+        found
+    };
+    // The port reports DL_Active and it is clear: the x1 the drive still reads is no trained
+    // link, so neither a downtrain nor ASPM on a busy link is raised, by advise or topo.
+    assert_eq!(link_checks('+', '-'), vec![]);
+    // With the data link up, the same registers are a real x1 downtrain under ASPM L1.
+    let up = link_checks('+', '+');
+    assert_eq!(
+        up.iter()
+            .filter(|(_, s)| *s == Severity::PerfLoss)
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        vec!["aspm-busy-link", "link-downtrained"]
+    );
+    assert!(
+        up.iter()
+            .any(|(w, _)| w.starts_with("downtrained link 0000:00:1c.0 -> 0000:01:00.0")),
+        "{up:?}"
+    );
+    // ASPM on that link costs the slower end's L1 exit, as each LnkCap line says it.
+    let m: Machine = format!("lspci:{}", dir.path().join("++.txt").display())
+        .parse()
+        .unwrap();
+    let aspm = only(&m, "aspm-busy-link", &options());
+    let exits: Vec<(&str, Option<&str>)> = aspm[0]
+        .evidence
+        .iter()
+        .filter(|e| e.field == "LnkCap: Exit Latency")
+        .map(|e| (e.value.as_str(), e.line.as_deref()))
+        .collect();
+    assert_eq!(
+        exits,
+        vec![
+            (
+                "L1 <16us",
+                Some("line 8: LnkCap:\tPort #5, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <16us")
+            ),
+            (
+                "L1 <64us",
+                Some("line 20: LnkCap:\tPort #0, Speed 8GT/s, Width x4, ASPM L1, Exit Latency L1 <64us")
+            ),
+        ]
+    );
+    assert_eq!(numbers(&aspm[0].prediction), (64000.0, 0.0));
+    // A port that does not report DL_Active always reads DLActive-: that says nothing.
+    assert_eq!(link_checks('-', '-').len(), up.len());
+}
+
 #[test]
 fn an_idle_gpu_at_gen1_is_info_and_gone_when_a_later_sample_reaches_full_speed() {
     let port = "{ max_speed = 8.0, max_width = 16, speed = 2.5, width = 16 }";
