@@ -186,7 +186,7 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
         .iter()
         .map(key)
         .collect();
-    let cleared = ["devfreq-governor devfreq dmc", "cpu-governor cpu 0-3"];
+    let cleared = ["cpu-governor cpu 0-3", "devfreq-governor devfreq dmc"];
     for c in cleared {
         assert!(before.contains(&c.to_string()), "{c} not in {before:?}");
     }
@@ -228,7 +228,7 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
     let text = ok(pcielab(&applied));
     assert!(
         text.contains(
-            "re-checked the machine after the change:\n  gone: devfreq-governor devfreq dmc (perf-loss), cpu-governor cpu 0-3 (perf-loss)\n"
+            "re-checked the machine after the change:\n  gone: cpu-governor cpu 0-3 (perf-loss), devfreq-governor devfreq dmc (perf-loss)\n"
         ),
         "{text}"
     );

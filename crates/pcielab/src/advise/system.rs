@@ -184,7 +184,7 @@ pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
             subject: f.bdf.to_string(),
             function: Some(f.bdf.to_string()),
             summary: format!(
-                "{} sits on NUMA node {node} but all {} of its MSI/MSI-X vector(s) are delivered only to CPUs of other nodes (IRQ {}){}",
+                "{} sits on NUMA node {node} but its {} MSI/MSI-X vector(s) all go only to CPUs of other nodes (IRQ {}){}",
                 f.bdf,
                 far.len(),
                 far.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>().join(", "),

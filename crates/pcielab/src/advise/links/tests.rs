@@ -340,7 +340,7 @@ fn ignore_mutes_one_finding_and_sim_machines_list_what_they_cannot_check() {
 #[test]
 fn irq_far_node_judges_all_vectors_and_follows_pending_moves() {
     let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
-    let (t, m) = machine("", link, "numa_node = 1", link, NVME);
+    let (t, _machine) = machine("", link, "numa_node = 1", link, NVME);
     let root = t.path();
     let write = |rel: &str, text: &str| {
         let path = root.join(rel);
