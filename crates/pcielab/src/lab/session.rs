@@ -335,6 +335,22 @@ mod tests {
     }
 
     #[test]
+    fn tools_are_paths_or_names_on_path_and_a_missing_one_is_named() {
+        let sh = guest_tool(Path::new("sh")).unwrap();
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        assert_eq!(guest_tool(&sh).unwrap(), sh);
+        let missing = guest_tool(Path::new("/nonexistent/lspci")).unwrap_err();
+        assert_eq!(missing.exit_code(), 2);
+        assert!(missing
+            .to_string()
+            .contains("--tool /nonexistent/lspci: no such file"));
+        let unknown = guest_tool(Path::new("no-such-program-here")).unwrap_err();
+        assert!(unknown
+            .to_string()
+            .contains("--tool no-such-program-here: not found on PATH"));
+    }
+
+    #[test]
     fn fio_job_is_checked_copied_and_run_after_the_script() {
         let dir = tempfile::tempdir().unwrap();
         let job = dir.path().join("seq.fio");
