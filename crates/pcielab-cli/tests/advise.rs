@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ok, pcielab, promtool_accepts};
+use common::{assert_lspci_agrees, ok, pcielab, promtool_accepts};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,17 +32,6 @@ fn lspci_vvv(tree: &str, bdf: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// One register's text in lspci -vvv: its line ("\t\tDevCtl:\t…") and its continuation lines.
-fn register(lspci: &str, name: &str) -> String {
-    let head = format!("\t\t{name}:");
-    let mut lines = lspci.lines().skip_while(|l| !l.starts_with(&head));
-    let first = lines
-        .next()
-        .unwrap_or_else(|| panic!("no {name} in\n{lspci}"));
-    let rest: Vec<&str> = lines.take_while(|l| l.starts_with("\t\t\t")).collect();
-    format!("{first} {}", rest.join(" "))
-}
-
 #[test]
 fn every_check_fires_on_the_server_and_its_evidence_is_what_lspci_prints() {
     let advice = advise_json("server", &[]);
@@ -63,25 +52,7 @@ fn every_check_fires_on_the_server_and_its_evidence_is_what_lspci_prints() {
             let bdf = dir.rsplit('/').next().unwrap();
             let lspci = lspci_vvv("server", bdf);
             let (field, value) = (e["field"].as_str().unwrap(), e["value"].as_str().unwrap());
-            let (reg, name) = field.split_once(": ").unwrap_or((field, ""));
-            let text = register(&lspci, reg);
-            let expected = match (name, value) {
-                (_, "+" | "-") => format!("{name}{value}"),
-                ("MaxPayload" | "MaxReadReq", v) => {
-                    format!("{name} {}", v.split(" (").next().unwrap())
-                }
-                ("", v) => v.to_string(),
-                (n, v) => format!("{n} {v}"),
-            };
-            // lspci marks "(downgraded)" against the device's own LnkCap, pcielab against
-            // both ends': the speeds and widths must agree, the marks may not.
-            let strip = |s: &str| s.replace(" (downgraded)", "");
-            let found = if reg == "ACSCtl" {
-                text.contains("ReqRedir+") && text.contains("CmpltRedir+")
-            } else {
-                strip(&text).contains(&strip(&expected))
-            };
-            assert!(found, "{bdf} {field} = {value}: lspci says {text}");
+            assert_lspci_agrees(&lspci, bdf, field, value);
             compared += 1;
         }
     }
@@ -182,6 +153,89 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     assert_eq!(std::fs::read_to_string(&irq).unwrap(), "9\n");
     ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
     assert_eq!(std::fs::read(&governor).unwrap(), before);
+}
+
+/// `--apply` runs the whole advice again on the machine as it reads after the writes: the
+/// findings the writes cleared are `gone`, every other finding of the run before `remaining`.
+#[test]
+fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture("server"))
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success());
+    let undo = dir.path().join("undo.json");
+    let (root_s, undo_s) = (root.to_str().unwrap(), undo.to_str().unwrap());
+    let host = ["advise", "--machine", "host", "--root", root_s];
+    let before: Value =
+        serde_json::from_str(&ok(pcielab(&[&host[..], &["--json"]].concat()))).unwrap();
+    let key = |f: &Value| {
+        format!(
+            "{} {}",
+            f["id"].as_str().unwrap(),
+            f["subject"].as_str().unwrap()
+        )
+    };
+    let before: Vec<String> = before["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    let cleared = ["cpu-governor cpu 0-3", "devfreq-governor devfreq dmc"];
+    for c in cleared {
+        assert!(before.contains(&c.to_string()), "{c} not in {before:?}");
+    }
+
+    let applied = [
+        &host[..],
+        &[
+            "--apply",
+            "devfreq-governor,cpu-governor",
+            "--undo-file",
+            undo_s,
+        ],
+    ]
+    .concat();
+    let report: Value =
+        serde_json::from_str(&ok(pcielab(&[&applied[..], &["--json"]].concat()))).unwrap();
+    assert_eq!(report["action"], "wrote");
+    assert_eq!(report["changes"].as_array().unwrap().len(), 5);
+    let keys = |name: &str| -> Vec<String> {
+        report["recheck"][name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .collect()
+    };
+    assert_eq!(keys("gone"), cleared);
+    let remaining: Vec<String> = before
+        .iter()
+        .filter(|k| !cleared.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    assert_eq!(keys("remaining"), remaining);
+    assert!(keys("new").is_empty());
+
+    // The text says the same; a second apply finds nothing left to apply, and the undo brings
+    // both findings back.
+    ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
+    let text = ok(pcielab(&applied));
+    assert!(
+        text.contains(
+            "re-checked the machine after the change:\n  gone: cpu-governor cpu 0-3 (perf-loss), devfreq-governor devfreq dmc (perf-loss)\n"
+        ),
+        "{text}"
+    );
+    assert!(text.ends_with("  new: none\n"), "{text}");
+    let out = pcielab(&applied);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such finding"));
 }
 
 #[test]

@@ -41,6 +41,7 @@ fn boot(c: &mut Criterion) {
         files: Vec::new(),
         pcielab: None,
         with_fio: false,
+        tools: Vec::new(),
         monitor_hook: false,
         timeout: Duration::from_secs(120),
         keep: false,

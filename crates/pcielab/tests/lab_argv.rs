@@ -298,3 +298,45 @@ fn nvme_sizes_are_bounded() {
         );
     }
 }
+
+/// Kernel parameters join the lab's own command line; one with a space would split into two
+/// words there and is refused. With two NUMA nodes and two vCPUs, each node gets one.
+#[test]
+fn kernel_arguments_and_vcpus_per_numa_node() {
+    let options = MachineOptions {
+        smp: 2,
+        kernel_args: vec!["pci=pcie_bus_perf".into(), "intel_iommu=on".into()],
+        ..MachineOptions::default()
+    };
+    let planned = plan(&wide(), &options).unwrap();
+    assert_eq!(
+        planned.kernel_cmdline,
+        "console=ttyS0 panic=-1 loglevel=4 no_timer_check pci=pcie_bus_perf intel_iommu=on"
+    );
+    let numa: Vec<&str> = planned
+        .argv
+        .iter()
+        .filter(|a| a.starts_with("node,"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        numa,
+        [
+            "node,nodeid=0,memdev=mem0,cpus=0",
+            "node,nodeid=1,memdev=mem1,cpus=1"
+        ]
+    );
+    for bad in ["pci=a b", ""] {
+        let options = MachineOptions {
+            kernel_args: vec![bad.into()],
+            ..MachineOptions::default()
+        };
+        let err = plan(&wide(), &options).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.to_string()
+                .contains(&format!("--kernel-arg '{bad}': give one kernel parameter")),
+            "{err}"
+        );
+    }
+}

@@ -36,6 +36,7 @@ fn options(script: &str, timeout_s: u64, results: &Path) -> RunOptions {
         files: Vec::new(),
         pcielab: None,
         with_fio: false,
+        tools: Vec::new(),
         monitor_hook: false,
         timeout: Duration::from_secs(timeout_s),
         keep: false,

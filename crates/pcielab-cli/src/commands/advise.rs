@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::advise::apply::{self, ApplyOptions, Change, ChangeReport};
+use pcielab::advise::apply::{self, ApplyOptions, Change, ChangeReport, Recheck};
 use pcielab::advise::facts::read_system;
 use pcielab::advise::{self as advice, AdviseOptions, Intent, Mute, Severity};
 use pcielab::machine::{Machine, PcieSource};
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(file) = &args.undo {
         let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let changes = apply::undo(file, &root, may_write)?;
-        return print_changes("restored", &changes, args.json);
+        return print_changes("restored", &changes, None, args.json);
     }
     let options = AdviseOptions {
         intent: Intent::parse(&args.intent)?,
@@ -168,9 +168,18 @@ pub fn run(args: Args) -> Result<()> {
                 )?),
             },
         )?;
+        // The whole advice again on the machine as it reads now, so the user sees which
+        // findings the change cleared and whether it brought any.
+        let recheck = if args.dry_run {
+            None
+        } else {
+            let reread = Machine::open(machine.selector())?;
+            Some(apply::recheck(&found, &advice::advise(&reread, &options)?))
+        };
         return print_changes(
             if args.dry_run { "would write" } else { "wrote" },
             &changes,
+            recheck,
             args.json,
         );
     }
@@ -193,16 +202,25 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn print_changes(verb: &str, changes: &[Change], json: bool) -> Result<()> {
+fn print_changes(
+    verb: &str,
+    changes: &[Change],
+    recheck: Option<Recheck>,
+    json: bool,
+) -> Result<()> {
     if json {
         let report = ChangeReport {
             action: verb.to_string(),
             changes: changes.to_vec(),
+            recheck,
         };
         print!("{}", json_text("advise-apply", &report)?);
     } else {
         for c in changes {
             println!("{verb} /{}: {} -> {}", c.file, c.previous, c.value);
+        }
+        if let Some(recheck) = recheck {
+            print!("{}", recheck.to_text());
         }
     }
     Ok(())

@@ -87,9 +87,13 @@ pub struct MachineArgs {
     /// Guest memory in MiB (128 to 1048576)
     #[arg(long, default_value_t = 1024, value_parser = number_in(128..=1_048_576u32))]
     pub memory: u32,
-    /// Virtual CPUs (1 to 64)
+    /// Virtual CPUs (1 to 64); with NUMA nodes and at least one vCPU per node, split over the nodes
     #[arg(long, default_value_t = 1, value_parser = number_in(1..=64u32))]
     pub smp: u32,
+    /// A guest kernel parameter, appended to the lab's command line (repeatable; e.g.
+    /// `--kernel-arg pci=pcie_bus_perf --kernel-arg pcie_aspm.policy=powersave`)
+    #[arg(long = "kernel-arg", value_name = "PARAM")]
+    pub kernel_args: Vec<String>,
     /// Extra QEMU arguments after `--`, appended to the command line as given
     /// (e.g. `-- -device virtio-rng-pci`)
     #[arg(last = true, value_name = "QEMU_ARG")]
@@ -147,6 +151,10 @@ pub struct RunArgs {
     /// to QEMU (e.g. `pcie_aer_inject_error d0000_00_04_0 COMP_TIME`); replies go to the console
     #[arg(long)]
     pub monitor_hook: bool,
+    /// A program to copy into the guest's /bin with its libraries (repeatable; a path, or a
+    /// name on PATH, e.g. `--tool lspci --tool setpci`)
+    #[arg(long = "tool", value_name = "PROGRAM")]
+    pub tools: Vec<PathBuf>,
 }
 
 #[derive(ClapArgs)]
@@ -196,6 +204,7 @@ fn machine_options(m: &MachineArgs) -> MachineOptions {
         memory_mib: m.memory,
         smp: m.smp,
         extra_args: m.qemu_args.clone(),
+        kernel_args: m.kernel_args.clone(),
         ..MachineOptions::default()
     }
 }
@@ -256,6 +265,7 @@ fn run_options(
         files: Vec::new(),
         pcielab: Some(pcielab),
         with_fio: false,
+        tools: Vec::new(),
         monitor_hook: false,
         timeout: Duration::from_secs(timeout),
         keep: output.keep,
@@ -282,6 +292,7 @@ fn run_run(args: RunArgs) -> Result<()> {
     };
     let mut options = boot_options(&args.boot, Some(script))?;
     options.monitor_hook = args.monitor_hook;
+    options.tools = args.tools.clone();
     if let Some(job) = &args.fio {
         options.add_fio_job(job)?;
     }

@@ -50,3 +50,41 @@ pub fn promtool_accepts(metrics: &str) {
         String::from_utf8_lossy(&checked.stderr)
     );
 }
+
+/// One register's text in one function's `lspci -vvv`: its line ("\t\tDevCtl:\t…") and its
+/// continuation lines, joined by spaces.
+// Only the advise tests read registers.
+#[allow(dead_code)]
+pub fn lspci_register(lspci: &str, name: &str) -> String {
+    let head = format!("\t\t{name}:");
+    let mut lines = lspci.lines().skip_while(|l| !l.starts_with(&head));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no {name} in\n{lspci}"));
+    let rest: Vec<&str> = lines.take_while(|l| l.starts_with("\t\t\t")).collect();
+    format!("{first} {}", rest.join(" "))
+}
+
+/// Asserts that one piece of `pcielab advise` config-space evidence (`field` as lspci -vvv
+/// names it, e.g. "DevCtl: MaxPayload", and its `value`) is what the real lspci printed for
+/// that function (`lspci`: the function's `lspci -vvv` text).
+#[allow(dead_code)]
+pub fn assert_lspci_agrees(lspci: &str, bdf: &str, field: &str, value: &str) {
+    let (reg, name) = field.split_once(": ").unwrap_or((field, ""));
+    let text = lspci_register(lspci, reg);
+    let expected = match (name, value) {
+        (_, "+" | "-") => format!("{name}{value}"),
+        ("MaxPayload" | "MaxReadReq", v) => format!("{name} {}", v.split(" (").next().unwrap()),
+        ("", v) => v.to_string(),
+        (n, v) => format!("{n} {v}"),
+    };
+    // lspci marks "(downgraded)" against the device's own LnkCap, pcielab against both ends':
+    // the speeds and widths must agree, the marks may not.
+    let strip = |s: &str| s.replace(" (downgraded)", "");
+    let found = if reg == "ACSCtl" {
+        text.contains("ReqRedir+") && text.contains("CmpltRedir+")
+    } else {
+        strip(&text).contains(&strip(&expected))
+    };
+    assert!(found, "{bdf} {field} = {value}: lspci says {text}");
+}

@@ -43,6 +43,81 @@ pub struct ChangeReport {
     /// "wrote", "would write" or "restored".
     pub action: String,
     pub changes: Vec<Change>,
+    /// After `--apply` (not `--dry-run`, not `--undo`): the whole advice run again on the
+    /// machine as it reads now.
+    pub recheck: Option<Recheck>,
+}
+
+/// A finding named the way `--ignore` and `--apply` name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct FindingRef {
+    pub id: String,
+    pub subject: String,
+    pub severity: super::Severity,
+}
+
+/// The advice before a change against the advice after it, finding by finding (id and subject).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Recheck {
+    /// Findings of the run before that the run after no longer reports.
+    pub gone: Vec<FindingRef>,
+    /// Findings both runs report (with the severity the run after gives).
+    pub remaining: Vec<FindingRef>,
+    /// Findings only the run after reports: what the change brought.
+    pub new: Vec<FindingRef>,
+}
+
+/// Compares two runs of the advice on one machine.
+pub fn recheck(before: &Advice, after: &Advice) -> Recheck {
+    let key = |f: &Finding| (f.id, f.subject.clone());
+    let reference = |f: &Finding| FindingRef {
+        id: f.id.to_string(),
+        subject: f.subject.clone(),
+        severity: f.severity,
+    };
+    let in_run = |run: &Advice, f: &Finding| run.findings.iter().any(|g| key(g) == key(f));
+    Recheck {
+        gone: before
+            .findings
+            .iter()
+            .filter(|f| !in_run(after, f))
+            .map(reference)
+            .collect(),
+        remaining: after
+            .findings
+            .iter()
+            .filter(|f| in_run(before, f))
+            .map(reference)
+            .collect(),
+        new: after
+            .findings
+            .iter()
+            .filter(|f| !in_run(before, f))
+            .map(reference)
+            .collect(),
+    }
+}
+
+impl Recheck {
+    /// "re-checked: gone …; remaining …; new …", one line each, for the text output.
+    pub fn to_text(&self) -> String {
+        let list = |refs: &[FindingRef]| {
+            if refs.is_empty() {
+                "none".to_string()
+            } else {
+                refs.iter()
+                    .map(|r| format!("{} {} ({})", r.id, r.subject, r.severity.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        format!(
+            "re-checked the machine after the change:\n  gone: {}\n  remaining: {}\n  new: {}\n",
+            list(&self.gone),
+            list(&self.remaining),
+            list(&self.new)
+        )
+    }
 }
 
 /// Where and how to write.

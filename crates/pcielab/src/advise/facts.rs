@@ -54,8 +54,13 @@ pub struct SystemFacts {
     pub root: PathBuf,
     /// The selected policy of `/sys/module/pcie_aspm/parameters/policy` (the bracketed word).
     pub aspm_policy: Option<String>,
-    /// Each IRQ's CPUs: `effective_affinity_list`, or `smp_affinity_list` where the first is absent.
+    /// Each IRQ's CPUs as its next interrupt finds them: `effective_affinity_list`, or
+    /// `smp_affinity_list` where the first is absent or a move is pending.
     pub irq_cpus: BTreeMap<u32, Vec<u32>>,
+    /// IRQs whose move is pending, with their effective CPUs now: the effective CPUs lie outside
+    /// the requested ones. x86 without interrupt remapping moves an MSI only when its next
+    /// interrupt arrives, so an idle device keeps the old CPU in `effective_affinity_list`.
+    pub irq_moving: BTreeMap<u32, Vec<u32>>,
     /// Each NUMA node's CPUs (`/sys/devices/system/node/nodeN/cpulist`).
     pub node_cpus: BTreeMap<i32, Vec<u32>>,
     /// `cpuN/cpufreq/scaling_governor`.
@@ -203,12 +208,18 @@ pub fn read_system(root: &Path) -> SystemFacts {
         ..SystemFacts::default()
     };
     for (irq, dir) in numbered(&root.join("proc/irq"), "") {
-        let cpus = read_text(&dir.join("effective_affinity_list"))
-            .or_else(|| read_text(&dir.join("smp_affinity_list")))
-            .and_then(|t| parse_cpu_list(&t));
-        if let Some(cpus) = cpus {
-            system.irq_cpus.insert(irq, cpus);
-        }
+        let list = |name: &str| read_text(&dir.join(name)).and_then(|t| parse_cpu_list(&t));
+        let (effective, requested) = (list("effective_affinity_list"), list("smp_affinity_list"));
+        let cpus = match (effective, requested) {
+            (Some(now), Some(wanted)) if !now.iter().all(|c| wanted.contains(c)) => {
+                system.irq_moving.insert(irq, now);
+                wanted
+            }
+            (Some(now), _) => now,
+            (None, Some(wanted)) => wanted,
+            (None, None) => continue,
+        };
+        system.irq_cpus.insert(irq, cpus);
     }
     for (node, dir) in numbered(&root.join("sys/devices/system/node"), "node") {
         if let Some(cpus) = read_text(&dir.join("cpulist")).and_then(|t| parse_cpu_list(&t)) {

@@ -156,19 +156,29 @@ pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
         let Some(node) = f.numa_node else {
             continue;
         };
-        let Some(local) = system.node_cpus.get(&node) else {
+        // A node without CPUs (memory only) has nowhere to take the interrupts.
+        let Some(local) = system.node_cpus.get(&node).filter(|c| !c.is_empty()) else {
             continue;
         };
         let x = &context.facts.functions[&f.bdf];
-        let far: Vec<(u32, &Vec<u32>)> = x
+        let delivered: Vec<(u32, &Vec<u32>)> = x
             .msi_irqs
             .iter()
             .filter_map(|irq| Some((*irq, system.irq_cpus.get(irq)?)))
-            .filter(|(_, cpus)| !cpus.is_empty() && cpus.iter().all(|c| !local.contains(c)))
+            .filter(|(_, cpus)| !cpus.is_empty())
             .collect();
-        if far.is_empty() {
+        // A device with a vector on its own node spreads its vectors on purpose: the kernel's
+        // managed per-queue vectors (NVMe, multi-queue NICs) follow the CPUs that submit, and
+        // writing their affinity fails with EIO. Only a device none of whose vectors reach its
+        // node is misplaced.
+        if delivered.is_empty()
+            || delivered
+                .iter()
+                .any(|(_, cpus)| cpus.iter().any(|c| local.contains(c)))
+        {
             continue;
         }
+        let far = delivered;
         let mut evidence = vec![Evidence::new(
             x.dir.as_ref().map_or("numa_node".into(), |d| {
                 d.join("numa_node").display().to_string()
@@ -185,6 +195,20 @@ pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
             cpu_list_text(local),
         ));
         for (irq, cpus) in &far {
+            // A pending move: the requested CPUs take the next interrupt; both files say so.
+            if let Some(now) = system.irq_moving.get(irq) {
+                evidence.push(Evidence::new(
+                    path(system, &format!("proc/irq/{irq}/smp_affinity_list")),
+                    "smp_affinity_list",
+                    cpu_list_text(cpus),
+                ));
+                evidence.push(Evidence::new(
+                    path(system, &format!("proc/irq/{irq}/effective_affinity_list")),
+                    "effective_affinity_list",
+                    cpu_list_text(now),
+                ));
+                continue;
+            }
             evidence.push(Evidence::new(
                 path(system, &format!("proc/irq/{irq}/effective_affinity_list")),
                 "effective_affinity_list",
@@ -208,11 +232,15 @@ pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
             subject: f.bdf.to_string(),
             function: Some(f.bdf.to_string()),
             summary: format!(
-                "{} sits on NUMA node {node} but {} of its {} MSI/MSI-X vector(s) are delivered only to CPUs of other nodes (IRQ {})",
+                "{} sits on NUMA node {node} but its {} MSI/MSI-X vector(s) all go only to CPUs of other nodes (IRQ {}){}",
                 f.bdf,
                 far.len(),
-                x.msi_irqs.len(),
-                far.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>().join(", ")
+                far.iter().map(|(i, _)| i.to_string()).collect::<Vec<_>>().join(", "),
+                if far.iter().any(|(i, _)| system.irq_moving.contains_key(i)) {
+                    "; a pending move (smp_affinity_list) takes effect at the next interrupt"
+                } else {
+                    ""
+                }
             ),
             evidence,
             fix: Fix {

@@ -24,10 +24,15 @@ pub struct MachineOptions {
     pub memory_mib: u32,
     /// Where NVMe backing files live.
     pub disk_dir: PathBuf,
-    /// Virtual CPUs (`-smp`), all on NUMA node 0.
+    /// Virtual CPUs (`-smp`). With several NUMA nodes and at least as many vCPUs as nodes,
+    /// they are split into equal runs, one per node (the last node takes the remainder);
+    /// fewer vCPUs than nodes all sit on node 0.
     pub smp: u32,
     /// Further QEMU arguments, appended as given after everything pcielab builds.
     pub extra_args: Vec<String>,
+    /// Further guest kernel parameters (`pci=pcie_bus_perf`, `intel_iommu=on`), appended to
+    /// the lab's own command line.
+    pub kernel_args: Vec<String>,
 }
 
 impl Default for MachineOptions {
@@ -39,6 +44,7 @@ impl Default for MachineOptions {
             disk_dir: PathBuf::from("."),
             smp: 1,
             extra_args: Vec::new(),
+            kernel_args: Vec::new(),
         }
     }
 }
@@ -70,6 +76,9 @@ pub struct QemuPlan {
     pub limits: Vec<Limit>,
     /// NUMA nodes the machine has (1 when the topology names none beyond node 0).
     pub numa_nodes: u32,
+    /// The guest kernel's command line (`-append`): the lab's own parameters, then
+    /// [`MachineOptions::kernel_args`].
+    pub kernel_cmdline: String,
 }
 
 impl std::fmt::Display for Limit {
@@ -283,12 +292,13 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
             argv.push("-object".into());
             argv.push(format!("memory-backend-ram,id=mem{node},size={per_node}M"));
             argv.push("-numa".into());
-            // One vCPU boots fastest under TCG; the other nodes are memory-only, which is
-            // enough for a host bridge's _PXM to name them.
-            let cpus = match (node, options.smp) {
-                (0, 1) => ",cpus=0".to_string(),
-                (0, n) => format!(",cpus=0-{}", n - 1),
-                _ => String::new(),
+            // One vCPU boots fastest under TCG; the other nodes are then memory-only, which is
+            // enough for a host bridge's _PXM to name them. With a vCPU per node or more, each
+            // node gets its own, so a device's node has CPUs to take its interrupts.
+            let cpus = match node_cpus(node, numa_nodes, options.smp) {
+                Some((first, last)) if first == last => format!(",cpus={first}"),
+                Some((first, last)) => format!(",cpus={first}-{last}"),
+                None => String::new(),
             };
             argv.push(format!("node,nodeid={node},memdev=mem{node}{cpus}"));
         }
@@ -412,12 +422,48 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
             problems.join("\n  ")
         )));
     }
+    if let Some(bad) = options
+        .kernel_args
+        .iter()
+        .find(|a| a.is_empty() || a.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        return Err(Error::bad_input(format!(
+            "--kernel-arg '{bad}': give one kernel parameter without spaces per option, e.g. \
+             --kernel-arg pci=pcie_bus_perf"
+        )));
+    }
+    let kernel_cmdline = std::iter::once(LAB_KERNEL_CMDLINE)
+        .chain(options.kernel_args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
     Ok(QemuPlan {
         argv,
         disks,
         limits,
         numa_nodes,
+        kernel_cmdline,
     })
+}
+
+/// The lab's own kernel parameters. loglevel=4: errors and warnings reach the console, so a
+/// failed boot shows why; the guest silences the console before sending results.
+/// no_timer_check: under TCG on a loaded host the IO-APIC timer check can miss ticks and panic
+/// ("IO-APIC + timer doesn't work!"); it proves nothing about PCIe.
+pub const LAB_KERNEL_CMDLINE: &str = "console=ttyS0 panic=-1 loglevel=4 no_timer_check";
+
+/// The first and last vCPU of `node` (None: the node has none).
+fn node_cpus(node: u32, nodes: u32, smp: u32) -> Option<(u32, u32)> {
+    if smp < nodes {
+        return (node == 0).then_some((0, smp - 1));
+    }
+    let per_node = smp / nodes;
+    let first = node * per_node;
+    let last = if node + 1 == nodes {
+        smp - 1
+    } else {
+        first + per_node - 1
+    };
+    Some((first, last))
 }
 
 /// PCIe slot identities of root and downstream ports: QEMU refuses two ports with one
@@ -865,7 +911,19 @@ mod tests {
             disks: Vec::new(),
             limits: Vec::new(),
             numa_nodes: 1,
+            kernel_cmdline: String::new(),
         }
+    }
+
+    #[test]
+    fn vcpus_are_split_over_numa_nodes_when_each_can_have_one() {
+        assert_eq!(node_cpus(0, 2, 1), Some((0, 0)));
+        assert_eq!(node_cpus(1, 2, 1), None);
+        assert_eq!(node_cpus(0, 2, 2), Some((0, 0)));
+        assert_eq!(node_cpus(1, 2, 2), Some((1, 1)));
+        assert_eq!(node_cpus(0, 3, 8), Some((0, 1)));
+        assert_eq!(node_cpus(2, 3, 8), Some((4, 7)));
+        assert_eq!(node_cpus(0, 1, 4), Some((0, 3)));
     }
 
     #[test]

@@ -40,19 +40,23 @@ pub(crate) fn phase_error(phase: &str, msg: impl std::fmt::Display) -> Error {
 
 /// Finds `program` on PATH; the error names the Debian package that provides it.
 pub fn find_tool(program: &str, package: &str, phase: &str) -> Result<PathBuf> {
+    on_path(program).ok_or_else(|| {
+        phase_error(
+            phase,
+            format!(
+                "'{program}' not found on PATH: install the Debian package {package} \
+                     (apt-get install --no-install-recommends {package})"
+            ),
+        )
+    })
+}
+
+/// `program` in the first PATH directory that has it.
+pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            phase_error(
-                phase,
-                format!(
-                    "'{program}' not found on PATH: install the Debian package {package} \
-                     (apt-get install --no-install-recommends {package})"
-                ),
-            )
-        })
 }
 
 /// Runs a command, returning stdout; a failure names the phase, the command and its stderr.

@@ -124,14 +124,8 @@ pub fn boot(
         .arg(kernel)
         .arg("-initrd")
         .arg(initrd)
-        // loglevel=4: errors and warnings reach the console, so a failed boot shows why; the
-        // guest silences the console before sending results. no_timer_check: under TCG on a
-        // loaded host the IO-APIC timer check can miss ticks and panic ("IO-APIC + timer doesn't
-        // work!"); it proves nothing about PCIe.
-        .args([
-            "-append",
-            "console=ttyS0 panic=-1 loglevel=4 no_timer_check",
-        ])
+        .arg("-append")
+        .arg(&plan.kernel_cmdline)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub pcielab: Option<PathBuf>,
     /// Put fio into the guest.
     pub with_fio: bool,
+    /// Further programs for the guest's `/bin` (e.g. `lspci`, `setpci`): a path, or a name
+    /// looked up on PATH; each is copied with the libraries `ldd` lists.
+    pub tools: Vec<PathBuf>,
     /// Let the guest script drive QEMU's monitor by printing `@@pcielab monitor COMMAND` lines
     /// (e.g. `pcie_aer_inject_error` to inject a PCIe error). Off unless asked: the monitor can
     /// change or stop the machine.
@@ -108,6 +111,27 @@ impl RunOptions {
             .push_str("\nfio --output-format=json --output=/results/fio.json /pcielab/job.fio\n");
         Ok(())
     }
+}
+
+/// A `--tool` for the guest: a path as given, or a bare name found on PATH.
+fn guest_tool(tool: &Path) -> Result<PathBuf> {
+    if tool.components().count() > 1 {
+        return if tool.is_file() {
+            Ok(tool.to_path_buf())
+        } else {
+            Err(Error::bad_input(format!(
+                "lab phase 'guest-image': --tool {}: no such file",
+                tool.display()
+            )))
+        };
+    }
+    let name = tool.to_string_lossy();
+    guest::on_path(&name).ok_or_else(|| {
+        Error::bad_input(format!(
+            "lab phase 'guest-image': --tool {name}: not found on PATH (give its path, or \
+                 install the package that has it)"
+        ))
+    })
 }
 
 /// The guest kernel's report of an OOM kill ("Out of memory: Killed process 212 (fio) …").
@@ -236,6 +260,9 @@ fn run_in(
     if options.with_fio {
         binaries.push(guest::find_tool("fio", "fio", Phase::GuestImage.name())?);
     }
+    for tool in &options.tools {
+        binaries.push(guest_tool(tool)?);
+    }
     let image = ImageSpec {
         binaries,
         files: options.files.clone(),
@@ -298,12 +325,29 @@ mod tests {
             files: Vec::new(),
             pcielab: None,
             with_fio: false,
+            tools: Vec::new(),
             monitor_hook: false,
             timeout: Duration::from_secs(60),
             keep: false,
             results_dir: None,
             cache: "/tmp/cache".into(),
         }
+    }
+
+    #[test]
+    fn tools_are_paths_or_names_on_path_and_a_missing_one_is_named() {
+        let sh = guest_tool(Path::new("sh")).unwrap();
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        assert_eq!(guest_tool(&sh).unwrap(), sh);
+        let missing = guest_tool(Path::new("/nonexistent/lspci")).unwrap_err();
+        assert_eq!(missing.exit_code(), 2);
+        assert!(missing
+            .to_string()
+            .contains("--tool /nonexistent/lspci: no such file"));
+        let unknown = guest_tool(Path::new("no-such-program-here")).unwrap_err();
+        assert!(unknown
+            .to_string()
+            .contains("--tool no-such-program-here: not found on PATH"));
     }
 
     #[test]

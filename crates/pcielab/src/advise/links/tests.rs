@@ -441,3 +441,57 @@ fn ignore_mutes_one_finding_and_sim_machines_list_what_they_cannot_check() {
     }
     assert!(advice.skipped.iter().all(|s| !s.reason.is_empty()));
 }
+
+/// irq-far-node judges a device's vectors together (a device with one vector on its node
+/// spreads them on purpose, as the kernel's managed queue vectors do), follows a move that is
+/// pending until the next interrupt, and leaves devices on CPU-less nodes alone.
+#[test]
+fn irq_far_node_judges_all_vectors_and_follows_pending_moves() {
+    let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
+    let (t, _machine) = machine("", link, "numa_node = 1", link, NVME);
+    let root = t.path();
+    let write = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{text}\n")).unwrap();
+    };
+    let dev = "sys/bus/pci/devices/0000:01:00.0";
+    write(&format!("{dev}/msi_irqs/30"), "msix");
+    write(&format!("{dev}/msi_irqs/31"), "msix");
+    write("sys/devices/system/node/node0/cpulist", "0-1");
+    write("sys/devices/system/node/node1/cpulist", "2-3");
+    // (IRQ 30 requested, effective), (IRQ 31 requested, effective)
+    let found = |irqs: [(&str, &str); 2]| {
+        for (irq, (wanted, now)) in [30, 31].iter().zip(irqs) {
+            write(&format!("proc/irq/{irq}/smp_affinity_list"), wanted);
+            write(&format!("proc/irq/{irq}/effective_affinity_list"), now);
+        }
+        only(&Machine::host_at(root), "irq-far-node", &options())
+    };
+    let far = found([("0-1", "0"), ("0-1", "1")]);
+    assert_eq!(far.len(), 1);
+    assert_eq!(far[0].fix.writes.len(), 2);
+    assert_eq!(far[0].fix.writes[0].value, "2-3");
+    // One vector on the device's node: spread, not misplaced.
+    assert!(found([("0-1", "0"), ("2-3", "2")]).is_empty());
+    // Moved to node 1 but not yet delivered there (no interrupt since): already right.
+    assert!(found([("2-3", "0"), ("2-3", "1")]).is_empty());
+    // Pinned to node 0, effective still on node 1 until the next interrupt: a finding, with
+    // the requested and the current CPUs as evidence.
+    let pending = found([("0", "2"), ("0", "3")]);
+    assert_eq!(pending.len(), 1);
+    let values: Vec<(&str, &str)> = pending[0]
+        .evidence
+        .iter()
+        .filter(|e| e.source.contains("/proc/irq/30/"))
+        .map(|e| (e.field.as_str(), e.value.as_str()))
+        .collect();
+    assert_eq!(
+        values,
+        [("smp_affinity_list", "0"), ("effective_affinity_list", "2")]
+    );
+    assert!(pending[0].summary.contains("pending move"));
+    // A node without CPUs has nowhere to take them.
+    write("sys/devices/system/node/node1/cpulist", "");
+    assert!(found([("0-1", "0"), ("0-1", "1")]).is_empty());
+}
