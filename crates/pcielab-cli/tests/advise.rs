@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_lspci_agrees, ok, pcielab, promtool_accepts};
+use common::{assert_lspci_agrees, lspci_register, ok, pcielab, promtool_accepts};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -611,7 +611,7 @@ fn spec_exit_latencies_export_as_the_lnkcap_lspci_reads_and_advise_quotes() {
             ])
             .output()
             .expect("lspci (pciutils) must be installed; .ci/run installs it");
-        register(&String::from_utf8(out.stdout).unwrap(), "LnkCap")
+        lspci_register(&String::from_utf8(out.stdout).unwrap(), "LnkCap")
     };
     let port = lspci("00:01.0");
     assert!(port.contains("Exit Latency L0s <1us, L1 <16us"), "{port}");
