@@ -6,7 +6,6 @@
 
 use pcielab::linux::cpuset::CpuSet;
 use pcielab::machine::MachineSelector;
-use pcielab::plot::document::Document;
 use pcielab::qos::apply::{check, parse_desired, plan};
 use pcielab::qos::backend::QosBackend;
 use pcielab::qos::host::HostResctrl;
@@ -18,6 +17,7 @@ use pcielab::qos::schemata::{parse_write, Schemata};
 use pcielab::qos::sim::{SimState, SimulatedResctrl};
 use pcielab::qos::view;
 use pcielab::qos::workload;
+use pcielab::report::document::Document;
 use pcielab::sim::fio::{parse_command_line, parse_job_file};
 use pcielab::topology::config_space::decode;
 use pcielab::topology::render::{to_dot, to_json, to_tree};
@@ -202,7 +202,7 @@ pub fn result_json(data: &[u8]) {
     let Ok(document) = Document::parse("fuzz.json", text) else {
         return;
     };
-    let _ = pcielab::plot::any::svg_of(&document, "fuzz.json");
+    let _ = pcielab::report::any::svg_of(&document, "fuzz.json");
     let result = pcielab::report::html::ResultFile {
         origin: "fuzz.json".into(),
         document,

@@ -78,7 +78,7 @@ fn faster_current_links_are_limits_not_changes() {
     let got: Vec<(String, &str, &str)> = plan
         .limits
         .iter()
-        .map(|l| (l.bdf.to_string(), l.field, l.qemu.as_str()))
+        .map(|l| (l.bdf.to_string(), l.field.as_ref(), l.qemu.as_str()))
         .collect();
     assert_eq!(
         got,

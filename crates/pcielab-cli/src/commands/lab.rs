@@ -330,7 +330,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
         &guest_view.cmb_bar,
         p2pmem,
     );
-    let verdict = CheckReport::new(&args.boot.machine.spec, &rows, &report);
+    let verdict = CheckReport::new(&args.boot.machine.spec, rows, report);
     if args.boot.output.json {
         json("lab-check", &verdict)?;
     } else {

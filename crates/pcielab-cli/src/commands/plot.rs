@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
 use pcielab::input::write_output;
-use pcielab::plot::any::svg_of;
-use pcielab::plot::document::Document;
+use pcielab::report::any::svg_of;
+use pcielab::report::document::Document;
 use pcielab::Result;
 
 #[derive(ClapArgs)]

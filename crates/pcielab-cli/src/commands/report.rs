@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
-use pcielab::plot::document::{view_of, Document, Kind};
+use pcielab::report::document::{view_of, Document, Kind};
 use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::topology::render;
 use pcielab::{Error, Result};

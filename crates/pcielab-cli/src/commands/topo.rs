@@ -5,7 +5,7 @@ use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
-use pcielab::plot::document::{view_of, Kind};
+use pcielab::report::document::{view_of, Kind};
 use pcielab::text::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};

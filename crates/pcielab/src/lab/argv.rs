@@ -5,7 +5,8 @@
 //! function; what QEMU expresses differently from the spec (every current link trains at
 //! 2.5 GT/s x1) is returned as a [`Limit`], so callers report it instead of hiding it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -57,14 +58,14 @@ pub struct Disk {
 }
 
 /// A spec value QEMU 7.2 cannot reproduce, and what the guest will report instead.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Limit {
     pub bdf: Bdf,
     /// The field as `lab check` names it: `link.speed`, `link.width`, `link.max_speed`, …
-    pub field: &'static str,
+    pub field: Cow<'static, str>,
     pub spec: String,
     pub qemu: String,
-    pub why: &'static str,
+    pub why: Cow<'static, str>,
 }
 
 /// The QEMU invocation for a topology.
@@ -711,10 +712,10 @@ fn numa_limit(f: &Function, guest_node: Option<i32>) -> Option<Limit> {
     let spec = f.numa_node.filter(|n| *n >= 0);
     (spec.is_some() && spec != guest_node && guest_node.is_none()).then(|| Limit {
         bdf: f.bdf,
-        field: "numa_node",
+        field: "numa_node".into(),
         spec: show_opt(spec),
         qemu: "none".into(),
-        why: QEMU_NUMA_MAIN_BUS,
+        why: QEMU_NUMA_MAIN_BUS.into(),
     })
 }
 
@@ -783,19 +784,19 @@ fn link_limits(
     if spec_speed.is_some() && spec_speed != qemu_speed {
         limits.push(Limit {
             bdf: f.bdf,
-            field: speed_field,
+            field: speed_field.into(),
             spec: show_speed(spec_speed),
             qemu: show_speed(qemu_speed),
-            why,
+            why: why.into(),
         });
     }
     if spec_width.is_some() && spec_width != qemu_width {
         limits.push(Limit {
             bdf: f.bdf,
-            field: width_field,
+            field: width_field.into(),
             spec: show_opt(spec_width),
             qemu: show_opt(qemu_width),
-            why,
+            why: why.into(),
         });
     }
     limits
@@ -957,10 +958,10 @@ mod tests {
     fn limit_line_names_function_field_and_reason() {
         let limit = Limit {
             bdf: bdf("00:02.0"),
-            field: "link.speed",
+            field: "link.speed".into(),
             spec: "16 GT/s".into(),
             qemu: "2.5 GT/s".into(),
-            why: QEMU_CURRENT_LINK,
+            why: QEMU_CURRENT_LINK.into(),
         };
         assert_eq!(
             limit.to_string(),

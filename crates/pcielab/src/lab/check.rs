@@ -4,7 +4,8 @@
 //! avoid (listed by [`super::argv`] as a [`Limit`]) is marked expected, with the reason; q35's
 //! own functions are expected extras. Everything else is a mismatch.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -17,7 +18,7 @@ use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Function, Topology};
 
 /// How one field compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Match,
@@ -26,35 +27,47 @@ pub enum Status {
     Mismatch,
 }
 
+impl Status {
+    /// The word `lab check --json` writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Match => "match",
+            Status::Expected => "expected",
+            Status::Mismatch => "mismatch",
+        }
+    }
+}
+
 /// One compared field.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
     pub bdf: Bdf,
-    pub field: &'static str,
+    /// `link.speed`, `numa_node`, … (the comparer's own names; read back from JSON, owned).
+    pub field: Cow<'static, str>,
     pub spec: String,
     pub guest: String,
     pub status: Status,
     pub why: Option<String>,
 }
 
-/// The `lab check` verdict (its `--json` document): every compared field with the counts that
-/// decide it, and the run the guest view came from.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct CheckReport<'a> {
-    pub spec: &'a str,
+/// The `lab check` verdict (its `--json` document, which `plot` and `report --from` read back):
+/// every compared field with the counts that decide it, and the run the guest view came from.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckReport {
+    pub spec: String,
     pub ok: bool,
     pub mismatches: usize,
     pub expected: usize,
-    pub rows: &'a [Row],
-    pub run: &'a RunReport,
+    pub rows: Vec<Row>,
+    pub run: RunReport,
 }
 
-impl<'a> CheckReport<'a> {
-    pub fn new(spec: &'a str, rows: &'a [Row], run: &'a RunReport) -> Self {
+impl CheckReport {
+    pub fn new(spec: &str, rows: Vec<Row>, run: RunReport) -> Self {
         let count = |status| rows.iter().filter(|r| r.status == status).count();
         let mismatches = count(Status::Mismatch);
         CheckReport {
-            spec,
+            spec: spec.to_string(),
             ok: mismatches == 0,
             mismatches,
             expected: count(Status::Expected),
@@ -69,7 +82,7 @@ impl<'a> CheckReport<'a> {
             "{:<14} {:<15} {:<18} {:<18} status\n",
             "function", "field", "spec", "guest"
         );
-        for r in self.rows {
+        for r in &self.rows {
             let status = match r.status {
                 Status::Match => "ok".to_string(),
                 Status::Expected => format!("expected: {}", r.why.as_deref().unwrap_or("")),
@@ -183,7 +196,7 @@ fn row(
 ) -> Row {
     Row {
         bdf,
-        field,
+        field: field.into(),
         spec: spec.to_string(),
         guest: guest.to_string(),
         status,
@@ -205,7 +218,7 @@ fn judge(bdf: Bdf, field: &'static str, spec: String, guest: String, limits: &[L
             &spec,
             &guest,
             Status::Expected,
-            Some(l.why.into()),
+            Some(l.why.to_string()),
         ),
         None => row(bdf, field, &spec, &guest, Status::Mismatch, None),
     }
@@ -343,10 +356,10 @@ mod tests {
         let guest = Topology::new(vec![guest_rp, lpc, stray]);
         let limits = vec![Limit {
             bdf: bdf("00:02.0"),
-            field: "link.speed",
+            field: "link.speed".into(),
             spec: "16 GT/s".into(),
             qemu: "2.5 GT/s".into(),
-            why: "training",
+            why: "training".into(),
         }];
         let rows = compare(&spec, &guest, &limits, &BTreeMap::new(), None);
         let status = |field: &str, at: &str| {
@@ -391,7 +404,7 @@ mod tests {
     fn row(field: &'static str, guest: &str, status: Status, why: Option<&str>) -> Row {
         Row {
             bdf: bdf("00:02.0"),
-            field,
+            field: field.into(),
             spec: "16 GT/s".into(),
             guest: guest.into(),
             status,
@@ -412,7 +425,7 @@ mod tests {
             row("numa_node", "0", Status::Mismatch, None),
         ];
         let run = run_report();
-        let report = CheckReport::new("qemu-seed", &rows, &run);
+        let report = CheckReport::new("qemu-seed", rows.clone(), run.clone());
         assert!(!report.ok);
         assert_eq!((report.mismatches, report.expected), (1, 1));
         let text = report.to_text();
@@ -432,6 +445,6 @@ mod tests {
         assert_eq!(keys.len(), 6);
         assert_eq!(json["ok"], false);
         assert_eq!(json["rows"][1]["status"], "expected");
-        assert!(CheckReport::new("s", &rows[..2], &run).ok);
+        assert!(CheckReport::new("s", rows[..2].to_vec(), run).ok);
     }
 }

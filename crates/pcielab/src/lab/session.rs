@@ -2,7 +2,7 @@
 //! disks, boot, collect results, clean up. This is what `pcielab lab run` and `lab check` call;
 //! the pieces live in [`super::argv`], [`super::guest`], [`super::kernel`] and [`super::runner`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -72,7 +72,7 @@ pub struct RunOptions {
 }
 
 /// What `lab run` reports.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
     pub results_dir: PathBuf,
     /// Kept run directory (with `--keep`), else null.

@@ -5,10 +5,7 @@
 //! laid out below the plot (so it never covers data), a coloured matrix, colours and axis
 //! labels; one submodule per kind of result turns its document into one of them.
 
-pub mod any;
-pub mod document;
 pub mod fit;
-pub mod lab;
 pub mod model;
 pub mod scenario;
 pub mod stat;

@@ -9,11 +9,12 @@ use std::collections::{BTreeMap, HashSet};
 
 use plotters::prelude::*;
 
-use super::document::{FunctionDoc, P2pDoc, TopologyDoc};
 use super::{drawing_failed, matrix_svg, svg_document, Area, Cell, Matrix, CHAR_WIDTH, FONT};
 use crate::error::Result;
 use crate::pcie::Generation;
 use crate::topology::check::DOWNTRAINED;
+use serde::Deserialize;
+use serde_json::Value;
 
 const MIN_WIDTH: i32 = 1000;
 const INDENT: i32 = 34;
@@ -473,6 +474,129 @@ pub(crate) const MAX_MATRIX_ROWS: usize = 256;
 /// The verdict matrix as a standalone SVG document.
 pub fn p2p_svg(doc: &P2pDoc) -> Result<String> {
     matrix_svg(&p2p_matrix(doc)?)
+}
+
+/// `pcielab topo --json` (docs/topology.md).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TopologyDoc {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub functions: Vec<FunctionDoc>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct FunctionDoc {
+    pub bdf: String,
+    pub vendor: String,
+    pub device: String,
+    pub kind: String,
+    pub name: Option<String>,
+    pub parent: Option<String>,
+    pub link: Option<LinkDoc>,
+    pub numa_node: Option<i32>,
+    pub driver: Option<String>,
+    #[serde(rename = "ceiling_achievable_MBps", default)]
+    pub ceiling_achievable_mbps: Option<f64>,
+    #[serde(default)]
+    pub ceiling_limited_by: Option<String>,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct LinkDoc {
+    pub max_speed_gts: Option<f64>,
+    pub max_width: Option<u8>,
+    pub speed_gts: Option<f64>,
+    pub width: Option<u8>,
+    #[serde(default)]
+    pub downgraded: bool,
+}
+
+/// `pcielab topo --p2p --json` (docs/lab.md): verdicts by group, and with `--full` by pair.
+#[derive(Debug, Clone, Deserialize)]
+pub struct P2pDoc {
+    pub cpu: Value,
+    pub pairs: Vec<PairDoc>,
+    #[serde(default)]
+    pub groups: Vec<GroupDoc>,
+    #[serde(default)]
+    pub group_pairs: Vec<GroupPairDoc>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GroupDoc {
+    pub group: String,
+    pub port: Option<String>,
+    pub functions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct GroupPairDoc {
+    pub provider_group: String,
+    pub first_client_group: String,
+    pub last_client_group: String,
+    pub verdict: PairDoc,
+}
+
+/// Row/column labels of a verdict matrix and each (provider, client) index pair's verdict.
+pub(crate) type VerdictGrid<'a> = (Vec<String>, Vec<((usize, usize), &'a PairDoc)>);
+
+impl P2pDoc {
+    /// What a picture or table of this document shows: the endpoint pairs when it has them
+    /// (`--full`), else the groups. Returns the row/column labels and each (provider, client)
+    /// index pair's verdict.
+    pub(crate) fn verdict_grid(&self) -> VerdictGrid<'_> {
+        if !self.pairs.is_empty() || self.groups.is_empty() {
+            let mut labels: Vec<String> = self
+                .pairs
+                .iter()
+                .flat_map(|p| [p.provider.clone(), p.client.clone()])
+                .collect();
+            labels.sort_unstable();
+            labels.dedup();
+            let at = |bdf: &str| labels.binary_search_by(|l| l.as_str().cmp(bdf)).ok();
+            let cells = self
+                .pairs
+                .iter()
+                .filter_map(|p| Some(((at(&p.provider)?, at(&p.client)?), p)))
+                .collect();
+            return (labels, cells);
+        }
+        let names: Vec<&str> = self.groups.iter().map(|g| g.group.as_str()).collect();
+        let at = |name: &str| names.iter().position(|n| *n == name);
+        let mut cells = Vec::new();
+        for gp in &self.group_pairs {
+            if let (Some(p), Some(first), Some(last)) = (
+                at(&gp.provider_group),
+                at(&gp.first_client_group),
+                at(&gp.last_client_group),
+            ) {
+                cells.extend((first..=last).map(|c| ((p, c), &gp.verdict)));
+            }
+        }
+        let labels = self
+            .groups
+            .iter()
+            .map(|g| match g.functions.as_slice() {
+                [one] => format!("{} {one}", g.group),
+                [first, ..] => format!("{} {first} +{}", g.group, g.functions.len() - 1),
+                [] => g.group.clone(),
+            })
+            .collect();
+        (labels, cells)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct PairDoc {
+    pub provider: String,
+    pub client: String,
+    pub distance: u32,
+    pub map: String,
+    #[serde(default)]
+    pub reasons: Vec<Value>,
 }
 
 #[cfg(test)]

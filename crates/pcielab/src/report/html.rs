@@ -7,11 +7,13 @@
 
 use std::fmt::Write as _;
 
+use super::document::Document;
 use crate::advise::{Advice, Severity};
 use crate::error::Result;
+use crate::lab::check::{CheckReport, Status as CheckStatus};
 use crate::model::fit::{FitDocument, Status};
 use crate::model::sweep::{latency_text, SizeSweep};
-use crate::plot::document::{Document, LabCheckDoc, P2pDoc, PairDoc, TopologyDoc};
+use crate::plot::topology::{FunctionDoc, P2pDoc, PairDoc, TopologyDoc};
 use crate::plot::{self, value_text};
 use crate::pmu::stat::{EventStatus, StatDocument};
 use crate::pmu::PmuDevice;
@@ -236,7 +238,7 @@ fn optional(v: Option<f64>) -> String {
     v.map_or("-".into(), value_text)
 }
 
-fn link_of(f: &crate::plot::document::FunctionDoc) -> (String, String) {
+fn link_of(f: &FunctionDoc) -> (String, String) {
     let Some(l) = &f.link else {
         return ("-".into(), "-".into());
     };
@@ -686,8 +688,8 @@ fn scenario_body(outcome: &Outcome) -> Result<String> {
     Ok(out)
 }
 
-fn lab_body(doc: &LabCheckDoc) -> Result<String> {
-    let mut out = inline_svg(&plot::lab::svg(doc)?, "lab check matrix");
+fn lab_body(doc: &CheckReport) -> Result<String> {
+    let mut out = inline_svg(&crate::lab::picture::svg(doc)?, "lab check matrix");
     let _ = writeln!(
         out,
         "<p>{}: {} mismatches, {} expected differences.</p>",
@@ -703,14 +705,14 @@ fn lab_body(doc: &LabCheckDoc) -> Result<String> {
     for r in &doc.rows {
         t.row_marked(
             vec![
-                r.bdf.clone(),
-                r.field.clone(),
+                r.bdf.to_string(),
+                r.field.to_string(),
                 r.spec.clone(),
                 r.guest.clone(),
-                r.status.clone(),
+                r.status.as_str().to_string(),
                 r.why.clone().unwrap_or_default(),
             ],
-            r.status == "mismatch",
+            r.status == CheckStatus::Mismatch,
         );
     }
     out += &t.html();

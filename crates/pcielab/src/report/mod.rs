@@ -3,5 +3,7 @@
 //! every floor shares (rounding, thousands, terminal-safe text, `--json` tagging) are
 //! [`crate::text`].
 
+pub mod any;
+pub mod document;
 pub mod html;
 pub mod schema;

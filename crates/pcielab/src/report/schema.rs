@@ -48,7 +48,7 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
         document::<LabP2pReport<'static>>("lab-p2p", "pcielab lab p2p --json"),
         document::<QemuPlan>("lab-argv", "pcielab lab argv --json"),
         document::<RunReport>("lab-run", "pcielab lab run --json"),
-        document::<CheckReport<'static>>("lab-check", "pcielab lab check --json"),
+        document::<CheckReport>("lab-check", "pcielab lab check --json"),
         document::<Advice>("advise", "pcielab advise --json"),
         document::<ChangeReport>("advise-apply", "pcielab advise --apply/--undo --json"),
         document::<TopologyJson>("topo", "pcielab topo --json"),

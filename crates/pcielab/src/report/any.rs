@@ -8,13 +8,14 @@ use crate::error::Result;
 /// document in errors (a `stat` result counted without `-I` has no series to draw).
 pub fn svg_of(doc: &super::document::Document, origin: &str) -> Result<String> {
     use super::document::Document as D;
+    use crate::plot;
     match doc {
-        D::Stat(d) => super::stat::svg(d, origin),
-        D::Model(d) => super::model::svg(d),
-        D::Fit(d) => super::fit::svg(d),
-        D::Topology(d) => super::topology::svg(d),
-        D::P2p(d) => super::topology::p2p_svg(d),
-        D::Scenario(d) => super::scenario::svg(d),
-        D::LabCheck(d) => super::lab::svg(d),
+        D::Stat(d) => plot::stat::svg(d, origin),
+        D::Model(d) => plot::model::svg(d),
+        D::Fit(d) => plot::fit::svg(d),
+        D::Topology(d) => plot::topology::svg(d),
+        D::P2p(d) => plot::topology::p2p_svg(d),
+        D::Scenario(d) => plot::scenario::svg(d),
+        D::LabCheck(d) => crate::lab::picture::svg(d),
     }
 }

@@ -4,28 +4,29 @@
 
 use plotters::style::RGBColor;
 
-use super::document::LabCheckDoc;
-use super::{matrix_svg, Cell, Matrix};
+use super::check::{CheckReport, Status};
 use crate::error::Result;
+use crate::pcie::Bdf;
+use crate::plot::{matrix_svg, Cell, Matrix};
 
-const STATUSES: [(&str, &str, RGBColor); 3] = [
-    ("match", "= match", RGBColor(0x2c, 0xa0, 0x2c)),
+const STATUSES: [(Status, &str, RGBColor); 3] = [
+    (Status::Match, "= match", RGBColor(0x2c, 0xa0, 0x2c)),
     (
-        "expected",
+        Status::Expected,
         "~ expected difference (QEMU)",
         RGBColor(0xff, 0x7f, 0x0e),
     ),
-    ("mismatch", "x mismatch", RGBColor(0xd6, 0x27, 0x28)),
+    (Status::Mismatch, "x mismatch", RGBColor(0xd6, 0x27, 0x28)),
 ];
 
 /// The check as a function × field matrix.
-pub fn matrix(doc: &LabCheckDoc) -> Matrix {
-    let mut functions: Vec<&str> = doc.rows.iter().map(|r| r.bdf.as_str()).collect();
+pub fn matrix(doc: &CheckReport) -> Matrix {
+    let mut functions: Vec<Bdf> = doc.rows.iter().map(|r| r.bdf).collect();
     functions.sort_unstable();
     functions.dedup();
     let mut fields: Vec<&str> = Vec::new();
     for r in &doc.rows {
-        if !fields.contains(&r.field.as_str()) {
+        if !fields.contains(&r.field.as_ref()) {
             fields.push(&r.field);
         }
     }
@@ -58,7 +59,7 @@ pub fn matrix(doc: &LabCheckDoc) -> Matrix {
         ),
         row_heading: "function".into(),
         column_heading: "field".into(),
-        rows: functions.iter().map(|s| s.to_string()).collect(),
+        rows: functions.iter().map(Bdf::to_string).collect(),
         columns: fields.iter().map(|s| s.to_string()).collect(),
         cells,
         classes: STATUSES
@@ -69,6 +70,6 @@ pub fn matrix(doc: &LabCheckDoc) -> Matrix {
 }
 
 /// The check as a standalone SVG document.
-pub fn svg(doc: &LabCheckDoc) -> Result<String> {
+pub fn svg(doc: &CheckReport) -> Result<String> {
     matrix_svg(&matrix(doc))
 }
