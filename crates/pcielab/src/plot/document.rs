@@ -299,7 +299,7 @@ pub struct P2pDoc {
     #[serde(default)]
     pub groups: Vec<GroupDoc>,
     #[serde(default)]
-    pub group_pairs: Vec<GroupPairDoc>,
+    pub group_verdicts: Vec<GroupVerdictDoc>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -310,10 +310,11 @@ pub struct GroupDoc {
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct GroupPairDoc {
-    pub provider_group: String,
-    pub first_client_group: String,
-    pub last_client_group: String,
+pub struct GroupVerdictDoc {
+    pub meeting: Option<String>,
+    pub provider_groups: Vec<String>,
+    pub client_groups: Vec<String>,
+    pub pairs: u64,
     pub verdict: PairDoc,
 }
 
@@ -323,8 +324,15 @@ pub(crate) type VerdictGrid<'a> = (Vec<String>, Vec<((usize, usize), &'a PairDoc
 impl P2pDoc {
     /// What a picture or table of this document shows: the endpoint pairs when it has them
     /// (`--full`), else the groups. Returns the row/column labels and each (provider, client)
-    /// index pair's verdict.
-    pub(crate) fn verdict_grid(&self) -> VerdictGrid<'_> {
+    /// index pair's verdict; bad input when there are more than `max_rows` labels or the
+    /// group verdicts list more cells than any host pcielab draws.
+    pub(crate) fn verdict_grid(&self, max_rows: usize) -> Result<VerdictGrid<'_>> {
+        let too_many = |rows: usize| {
+            Error::bad_input(format!(
+                "the P2P verdict matrix would have {rows} rows, more than the {max_rows} it is drawn with; \
+                 draw the groups (without --full) or read the verdicts as text or JSON"
+            ))
+        };
         if !self.pairs.is_empty() || self.groups.is_empty() {
             let mut labels: Vec<String> = self
                 .pairs
@@ -333,26 +341,39 @@ impl P2pDoc {
                 .collect();
             labels.sort_unstable();
             labels.dedup();
+            if labels.len() > max_rows {
+                return Err(too_many(labels.len()));
+            }
             let at = |bdf: &str| labels.binary_search_by(|l| l.as_str().cmp(bdf)).ok();
             let cells = self
                 .pairs
                 .iter()
                 .filter_map(|p| Some(((at(&p.provider)?, at(&p.client)?), p)))
                 .collect();
-            return (labels, cells);
+            return Ok((labels, cells));
         }
-        let names: Vec<&str> = self.groups.iter().map(|g| g.group.as_str()).collect();
-        let at = |name: &str| names.iter().position(|n| *n == name);
-        let mut cells = Vec::new();
-        for gp in &self.group_pairs {
-            if let (Some(p), Some(first), Some(last)) = (
-                at(&gp.provider_group),
-                at(&gp.first_client_group),
-                at(&gp.last_client_group),
-            ) {
-                cells.extend((first..=last).map(|c| ((p, c), &gp.verdict)));
-            }
+        let n = self.groups.len();
+        if n > max_rows {
+            return Err(too_many(n));
         }
+        let grid = crate::topology::p2p::group_cells(
+            n,
+            self.group_verdicts
+                .iter()
+                .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
+        )
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "the {} group verdicts name more (provider, client) cells than a matrix of {n} groups holds many times over; \
+                 expected the output of pcielab topo --p2p --json",
+                self.group_verdicts.len()
+            ))
+        })?;
+        let cells = grid
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| ((i / n, i % n), v)))
+            .collect();
         let labels = self
             .groups
             .iter()
@@ -362,7 +383,7 @@ impl P2pDoc {
                 [] => g.group.clone(),
             })
             .collect();
-        (labels, cells)
+        Ok((labels, cells))
     }
 }
 

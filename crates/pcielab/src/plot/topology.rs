@@ -426,14 +426,7 @@ const VERDICTS: [(&str, &str, RGBColor); 4] = [
 /// The verdict matrix: providers down, clients across (groups of endpoints, or with `--full`
 /// endpoints), each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS`.
 pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
-    let (labels, verdicts) = doc.verdict_grid();
-    if labels.len() > MAX_MATRIX_ROWS {
-        return Err(crate::Error::bad_input(format!(
-            "the P2P verdict matrix would have {} rows, more than the {MAX_MATRIX_ROWS} it is drawn with; \
-             draw the groups (without --full) or read the verdicts as text or JSON",
-            labels.len()
-        )));
-    }
+    let (labels, verdicts) = doc.verdict_grid(MAX_MATRIX_ROWS)?;
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; labels.len()]; labels.len()];
     for ((p, c), pair) in verdicts {
         let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
