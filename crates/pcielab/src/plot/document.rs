@@ -306,6 +306,10 @@ pub struct P2pDoc {
 pub struct GroupDoc {
     pub group: String,
     pub port: Option<String>,
+    /// Absent in documents from before it was written: such a document's large hosts cannot be
+    /// drawn by root port.
+    #[serde(default)]
+    pub top: Option<String>,
     pub functions: Vec<String>,
 }
 
@@ -318,19 +322,36 @@ pub struct GroupVerdictDoc {
     pub verdict: PairDoc,
 }
 
-/// Row/column labels of a verdict matrix and each (provider, client) index pair's verdict.
-pub(crate) type VerdictGrid<'a> = (Vec<String>, Vec<((usize, usize), &'a PairDoc)>);
+/// What one cell of a verdict matrix shows: a verdict, or (drawn by root port) that the pairs
+/// it gathers get different ones.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum GridCell<'a> {
+    One(&'a PairDoc),
+    Mixed,
+}
+
+/// Row/column labels of a verdict matrix, whether its rows are root ports gathering groups,
+/// and each (provider, client) index pair's cell.
+pub(crate) type VerdictGrid<'a> = (Vec<String>, bool, Vec<((usize, usize), GridCell<'a>)>);
 
 impl P2pDoc {
-    /// What a picture or table of this document shows: the endpoint pairs when it has them
-    /// (`--full`), else the groups. Returns the row/column labels and each (provider, client)
-    /// index pair's verdict; bad input when there are more than `max_rows` labels or the
-    /// group verdicts list more cells than any host pcielab draws.
+    /// What a picture of this document shows: the endpoint pairs when it has them (`--full`),
+    /// else the groups, or past `max_rows` groups the root ports they lie below (each cell the
+    /// verdict all pairs between two root ports share, or mixed). Bad input when even that has
+    /// more than `max_rows` rows, or the group verdicts list more cells than any host pcielab
+    /// draws.
     pub(crate) fn verdict_grid(&self, max_rows: usize) -> Result<VerdictGrid<'_>> {
-        let too_many = |rows: usize| {
+        let too_many = |rows: usize, what: &str| {
             Error::bad_input(format!(
-                "the P2P verdict matrix would have {rows} rows, more than the {max_rows} it is drawn with; \
+                "the P2P verdict matrix would have {rows} rows ({what}), more than the {max_rows} it is drawn with; \
                  draw the groups (without --full) or read the verdicts as text or JSON"
+            ))
+        };
+        let too_many_cells = || {
+            Error::bad_input(format!(
+                "the {} group verdicts name more (provider, client) cells than any host pcielab draws; \
+                 expected the output of pcielab topo --p2p --json",
+                self.group_verdicts.len()
             ))
         };
         if !self.pairs.is_empty() || self.groups.is_empty() {
@@ -342,19 +363,19 @@ impl P2pDoc {
             labels.sort_unstable();
             labels.dedup();
             if labels.len() > max_rows {
-                return Err(too_many(labels.len()));
+                return Err(too_many(labels.len(), "endpoints"));
             }
             let at = |bdf: &str| labels.binary_search_by(|l| l.as_str().cmp(bdf)).ok();
             let cells = self
                 .pairs
                 .iter()
-                .filter_map(|p| Some(((at(&p.provider)?, at(&p.client)?), p)))
+                .filter_map(|p| Some(((at(&p.provider)?, at(&p.client)?), GridCell::One(p))))
                 .collect();
-            return Ok((labels, cells));
+            return Ok((labels, false, cells));
         }
         let n = self.groups.len();
         if n > max_rows {
-            return Err(too_many(n));
+            return self.grid_by_top(max_rows, too_many, too_many_cells);
         }
         let grid = crate::topology::p2p::group_cells(
             n,
@@ -362,17 +383,11 @@ impl P2pDoc {
                 .iter()
                 .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
         )
-        .ok_or_else(|| {
-            Error::bad_input(format!(
-                "the {} group verdicts name more (provider, client) cells than a matrix of {n} groups holds many times over; \
-                 expected the output of pcielab topo --p2p --json",
-                self.group_verdicts.len()
-            ))
-        })?;
+        .ok_or_else(too_many_cells)?;
         let cells = grid
             .iter()
             .enumerate()
-            .filter_map(|(i, v)| v.map(|v| ((i / n, i % n), v)))
+            .filter_map(|(i, v)| v.map(|v| ((i / n, i % n), GridCell::One(v))))
             .collect();
         let labels = self
             .groups
@@ -383,7 +398,102 @@ impl P2pDoc {
                 [] => g.group.clone(),
             })
             .collect();
-        Ok((labels, cells))
+        Ok((labels, false, cells))
+    }
+
+    /// [`P2pDoc::verdict_grid`] by root port: every group verdict adds its verdict to the cells
+    /// its pairs fall in (those meeting below a bridge to their root port's own cell; those
+    /// meeting only at the root complex to each pair of different root ports, and to an
+    /// integrated group's own cell when it has several functions).
+    fn grid_by_top(
+        &self,
+        max_rows: usize,
+        too_many: impl Fn(usize, &str) -> Error,
+        too_many_cells: impl Fn() -> Error,
+    ) -> Result<VerdictGrid<'_>> {
+        let n = self.groups.len();
+        let mut tops: Vec<&str> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        let mut block = Vec::with_capacity(n);
+        for g in &self.groups {
+            let top = g.top.as_deref().ok_or_else(|| too_many(n, "groups"))?;
+            let next = tops.len();
+            let at = *index.entry(top).or_insert(next);
+            if at == next {
+                tops.push(top);
+            }
+            block.push(at);
+        }
+        let b = tops.len();
+        if b > max_rows {
+            return Err(too_many(b, "root ports"));
+        }
+        let mut cells: Vec<Option<GridCell<'_>>> = vec![None; b * b];
+        fn add<'a>(cell: &mut Option<GridCell<'a>>, v: &'a PairDoc) {
+            *cell = match *cell {
+                None => Some(GridCell::One(v)),
+                Some(GridCell::One(w)) if (w.distance, &w.map) == (v.distance, &v.map) => {
+                    Some(GridCell::One(w))
+                }
+                Some(_) => Some(GridCell::Mixed),
+            }
+        }
+        // Several functions integrated in the root complex share one group and one top, yet
+        // meet only there.
+        let integrated_pairs: Vec<bool> = self
+            .groups
+            .iter()
+            .map(|g| g.port.is_none() && g.functions.len() > 1)
+            .collect();
+        let mut visits = 0usize;
+        for gv in &self.group_verdicts {
+            let blocks = |names: &[String]| {
+                let mut out: Vec<(usize, bool)> = names
+                    .iter()
+                    .filter_map(|r| crate::topology::p2p::group_run(r))
+                    .filter(|&(first, _)| first < n)
+                    .flat_map(|(first, last)| first..=last.min(n - 1))
+                    .map(|g| (block[g], integrated_pairs[g]))
+                    .collect();
+                out.sort_unstable();
+                out.dedup();
+                out
+            };
+            let (providers, clients) = (blocks(&gv.provider_groups), blocks(&gv.client_groups));
+            visits += providers.len() * clients.len() + gv.provider_groups.len();
+            if visits > 1 << 24 {
+                return Err(too_many_cells());
+            }
+            let v = &gv.verdict;
+            if gv.meeting.is_some() {
+                if let Some(&(p, _)) = providers.first() {
+                    add(&mut cells[p * b + p], v);
+                }
+                continue;
+            }
+            for &(p, p_integrated) in &providers {
+                for &(c, c_integrated) in &clients {
+                    if p != c || (p_integrated && c_integrated) {
+                        add(&mut cells[p * b + c], v);
+                    }
+                }
+            }
+        }
+        let mut per_top = vec![0usize; b];
+        for &at in &block {
+            per_top[at] += 1;
+        }
+        let labels = tops
+            .iter()
+            .zip(&per_top)
+            .map(|(top, count)| format!("{top} ({count} groups)"))
+            .collect();
+        let cells = cells
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.map(|c| ((i / b, i % b), c)))
+            .collect();
+        Ok((labels, true, cells))
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use plotters::prelude::*;
 
-use super::document::{FunctionDoc, P2pDoc, TopologyDoc};
+use super::document::{FunctionDoc, GridCell, P2pDoc, TopologyDoc};
 use super::{drawing_failed, matrix_svg, svg_document, Area, Cell, Matrix, CHAR_WIDTH, FONT};
 use crate::error::Result;
 use crate::pcie::Generation;
@@ -423,28 +423,49 @@ const VERDICTS: [(&str, &str, RGBColor); 4] = [
     ),
 ];
 
-/// The verdict matrix: providers down, clients across (groups of endpoints, or with `--full`
-/// endpoints), each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS`.
+/// The verdict matrix: providers down, clients across (groups of endpoints, the root ports they
+/// lie below when there are more groups than `MAX_MATRIX_ROWS`, or with `--full` endpoints),
+/// each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS` rows even so.
 pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
-    let (labels, verdicts) = doc.verdict_grid(MAX_MATRIX_ROWS)?;
+    let (labels, by_top, verdicts) = doc.verdict_grid(MAX_MATRIX_ROWS)?;
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; labels.len()]; labels.len()];
-    for ((p, c), pair) in verdicts {
-        let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
-        let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
-        cells[p][c] = Some(Cell {
-            text: format!("{} {mark}", pair.distance),
-            class,
+    for ((p, c), cell) in verdicts {
+        cells[p][c] = Some(match cell {
+            GridCell::One(pair) => {
+                let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
+                let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
+                Cell {
+                    text: format!("{} {mark}", pair.distance),
+                    class,
+                }
+            }
+            GridCell::Mixed => Cell {
+                text: "mixed".into(),
+                class: VERDICTS.len(),
+            },
         });
     }
     let cpu = match (doc.cpu.get("vendor"), doc.cpu.get("family")) {
         (Some(v), Some(f)) => format!(", CPU {}:{f}", v.as_str().unwrap_or("?")),
         _ => String::new(),
     };
-    let between = if doc.pairs.is_empty() && !doc.groups.is_empty() {
+    let between = if by_top {
+        "endpoints below each root port"
+    } else if doc.pairs.is_empty() && !doc.groups.is_empty() {
         "groups of endpoints"
     } else {
         "endpoints"
     };
+    let mut classes: Vec<(String, RGBColor)> = VERDICTS
+        .iter()
+        .map(|(_, name, c)| (name.to_string(), *c))
+        .collect();
+    if by_top {
+        classes.push((
+            "mixed: pairs below these root ports differ (text or JSON lists them)".into(),
+            RGBColor(0xc5, 0xb0, 0xd5),
+        ));
+    }
     Ok(Matrix {
         title: format!("P2PDMA verdicts between {between} (distance and mapping{cpu})"),
         row_heading: "provider".into(),
@@ -452,10 +473,7 @@ pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
         rows: labels.clone(),
         columns: labels,
         cells,
-        classes: VERDICTS
-            .iter()
-            .map(|(_, name, c)| (name.to_string(), *c))
-            .collect(),
+        classes,
     })
 }
 
@@ -471,6 +489,104 @@ pub fn p2p_svg(doc: &P2pDoc) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// More groups than a matrix is drawn with: 5 root ports, each above a 64-port switch with an
+    /// endpoint per port (one port with ACS redirect), and three integrated endpoints (one group
+    /// of three tops' worth). Drawn by root port, each cell must say what every pair between
+    /// those root ports gets, by the pairwise rule, or "mixed" where they differ.
+    #[test]
+    fn a_host_with_more_groups_than_rows_is_drawn_by_root_port_as_every_pair_says() {
+        use crate::pcie::Bdf;
+        use crate::topology::p2p::{matrix, Cpu, Report};
+        use crate::topology::{Acs, Function, Kind, Topology};
+        let function = |bdf: Bdf, kind, parent: Option<Bdf>| {
+            let mut f = Function::new(bdf, 0x8086, 0x1234, 0, kind);
+            f.parent = parent;
+            f
+        };
+        let mut functions = vec![function(Bdf::new(0, 0, 0, 0), Kind::HostBridge, None)];
+        for i in 0..3 {
+            functions.push(function(Bdf::new(0, 0, 0x1f, i), Kind::RcEndpoint, None));
+        }
+        for s in 0..5u8 {
+            let rp = Bdf::new(0, 0, s + 1, 0);
+            let up = Bdf::new(0, 1 + s * 40, 0, 0);
+            functions.push(function(rp, Kind::RootPort, None));
+            functions.push(function(up, Kind::SwitchUpstream, Some(rp)));
+            for port in 0..64u8 {
+                let down = Bdf::new(0, 2 + s * 40, port / 8, port % 8);
+                let mut d = function(down, Kind::SwitchDownstream, Some(up));
+                if s == 2 && port == 5 {
+                    d.acs = Some(Acs {
+                        capability: 0x7f,
+                        control: 0x0004,
+                    });
+                }
+                functions.push(d);
+                let ep = Bdf::new(0, 3 + s * 40 + port / 2, (port % 2) * 4, 0);
+                functions.push(function(ep, Kind::Endpoint, Some(down)));
+            }
+        }
+        let topology = Topology::new(functions);
+        let cpu = Cpu::Intel { family: 6 };
+        let report = Report::new(&topology, cpu, false).unwrap();
+        assert!(report.groups.len() > MAX_MATRIX_ROWS);
+        let doc: P2pDoc = serde_json::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+        let drawn = p2p_matrix(&doc).unwrap();
+        assert!(
+            drawn.title.contains("below each root port"),
+            "{}",
+            drawn.title
+        );
+        // Rows: the three integrated endpoints' group (one top) and the five root ports.
+        assert_eq!(drawn.rows.len(), 6, "{:?}", drawn.rows);
+        let top_of = |bdf: Bdf| {
+            let top = report
+                .groups
+                .iter()
+                .find(|g| g.functions.contains(&bdf))
+                .unwrap()
+                .top
+                .to_string();
+            drawn.rows.iter().position(|r| r.starts_with(&top)).unwrap()
+        };
+        let mut expected: std::collections::HashMap<(usize, usize), Vec<String>> =
+            std::collections::HashMap::new();
+        for pair in matrix(&topology, cpu).unwrap() {
+            let text = format!(
+                "{} {}",
+                pair.distance,
+                serde_json::to_value(pair.map).unwrap().as_str().unwrap()
+            );
+            let seen = expected
+                .entry((top_of(pair.provider), top_of(pair.client)))
+                .or_default();
+            if !seen.contains(&text) {
+                seen.push(text);
+            }
+        }
+        let mut mixed = 0;
+        for (p, row) in drawn.cells.iter().enumerate() {
+            for (c, cell) in row.iter().enumerate() {
+                let want = expected.get(&(p, c));
+                match (cell, want) {
+                    (None, None) => {}
+                    (Some(cell), Some(want)) if want.len() > 1 => {
+                        assert_eq!(cell.text, "mixed", "{p},{c}: {want:?}");
+                        mixed += 1;
+                    }
+                    (Some(cell), Some(want)) => {
+                        let (distance, map) = want[0].split_once(' ').unwrap();
+                        let mark = VERDICTS.iter().find(|v| v.0 == map).unwrap().1;
+                        assert_eq!(cell.text, format!("{distance} {}", &mark[..1]), "{p},{c}");
+                    }
+                    _ => panic!("{p},{c}: drawn {cell:?}, pairs {want:?}"),
+                }
+            }
+        }
+        // Only the switch with ACS redirect on one port mixes bus addresses with refusals.
+        assert_eq!(mixed, 1);
+    }
 
     #[test]
     fn descriptions_wrap_between_words() {

@@ -298,6 +298,9 @@ pub struct Group {
     pub group: String,
     /// The bridge above them; `None` for endpoints integrated in the root complex.
     pub port: Option<Bdf>,
+    /// The root port at the top of their path (for integrated endpoints, the first of them):
+    /// where a picture of a large host gathers groups.
+    pub top: Bdf,
     /// Its endpoints, in address order.
     pub functions: Vec<Bdf>,
 }
@@ -308,17 +311,17 @@ pub fn groups(topology: &Topology) -> Vec<Group> {
     let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for f in endpoints(topology) {
-        let root_bus = topology
+        let top = topology
             .path_to_root(f.bdf)
             .last()
-            .map_or((f.bdf.domain, f.bdf.bus), |top| {
-                (top.bdf.domain, top.bdf.bus)
-            });
+            .map_or(f.bdf, |top| top.bdf);
+        let root_bus = (top.domain, top.bus);
         let key = (f.parent, root_bus, has_acs_redirect(f), f.acs_unreadable);
         let at = *index.entry(key).or_insert_with(|| {
             groups.push(Group {
                 group: format!("g{}", groups.len() + 1),
                 port: f.parent,
+                top,
                 functions: Vec::new(),
             });
             groups.len() - 1
