@@ -633,10 +633,14 @@ fn tree_writers_refuse_what_is_not_a_writable_directory() {
     symlink(outside.path(), d.join("away")).unwrap();
     std::fs::create_dir(d.join("real")).unwrap();
     symlink("real", d.join("beside")).unwrap();
-    let export = |dir: &str| ["topo", "--machine", "sim:qemu-seed", "--sysfs-export", dir];
+    fn export(dir: &str) -> [&str; 5] {
+        ["topo", "--machine", "sim:qemu-seed", "--sysfs-export", dir]
+    }
     // The snapshot reads a tree exported first (into a new path).
     expect(d, &export("src/sys/bus/pci"), 0, "");
-    let snapshot = |dir: &str| ["snapshot", "--root", "src", dir];
+    fn snapshot(dir: &str) -> [&str; 4] {
+        ["snapshot", "--root", "src", dir]
+    }
     for (dir, why) in [
         ("afile", "is a regular file, not a directory"),
         ("/dev/null", "is a device, not a directory"),
