@@ -1266,6 +1266,58 @@ mod tests {
         );
     }
 
+    /// 16 switches of 64 ports, an endpoint on each (1,024 groups of one, each switch in its
+    /// own domain): one verdict per switch and one for the root complex, never one per pair of
+    /// groups, and their pair counts cover every ordered pair once.
+    #[test]
+    fn a_fan_out_has_a_verdict_per_switch_not_per_pair_of_groups() {
+        let mut functions = Vec::new();
+        for s in 0..16u16 {
+            let rp = Bdf::new(s, 0, 1, 0);
+            let up = Bdf::new(s, 1, 0, 0);
+            functions.push(Function::new(rp, 0x8086, 0x352a, 0, Kind::RootPort));
+            let mut f = Function::new(up, 0x1000, 0xc030, 0, Kind::SwitchUpstream);
+            f.parent = Some(rp);
+            functions.push(f);
+            for port in 0..64u8 {
+                let down = Bdf::new(s, 2, port / 8, port % 8);
+                let mut d = Function::new(down, 0x1000, 0xc030, 0, Kind::SwitchDownstream);
+                d.parent = Some(up);
+                functions.push(d);
+                let mut e = Function::new(
+                    Bdf::new(s, 3 + port, 0, 0),
+                    0x144d,
+                    0xa824,
+                    0,
+                    Kind::Endpoint,
+                );
+                e.parent = Some(down);
+                functions.push(e);
+            }
+        }
+        let topology = Topology::new(functions);
+        let groups = groups(&topology);
+        assert_eq!(groups.len(), 1024);
+        let verdicts = group_verdicts(&topology, &groups, INTEL);
+        assert_eq!(verdicts.len(), 16 + 1, "{:?}", &verdicts[..3]);
+        assert_eq!(verdicts.iter().map(|v| v.pairs).sum::<u64>(), 1024 * 1023);
+        let per_switch = &verdicts[0];
+        assert_eq!(per_switch.meeting, Some(Bdf::new(0, 1, 0, 0)));
+        assert_eq!(per_switch.provider_groups, ["g1..g64"]);
+        assert_eq!(
+            (per_switch.pairs, per_switch.verdict.distance),
+            (64 * 63, 4)
+        );
+        assert_eq!(per_switch.verdict.map, MapType::BusAddress);
+        let apart = verdicts.last().unwrap();
+        assert_eq!(apart.meeting, None);
+        assert_eq!(apart.client_groups, ["g1..g1024"]);
+        assert_eq!(
+            (apart.verdict.distance, apart.verdict.map),
+            (8, MapType::NotSupported)
+        );
+    }
+
     #[test]
     fn too_many_pairs_for_the_full_table_is_bad_input_naming_full() {
         let e = matrix(&with_virtual_functions(1100), INTEL).unwrap_err();
