@@ -377,8 +377,9 @@ impl P2pDoc {
         if n > max_rows {
             return self.grid_by_top(max_rows, too_many, too_many_cells);
         }
+        let members: Vec<usize> = self.groups.iter().map(|g| g.functions.len()).collect();
         let grid = crate::topology::p2p::group_cells(
-            n,
+            &members,
             self.group_verdicts
                 .iter()
                 .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),

@@ -711,8 +711,9 @@ pub fn to_text(report: &Report) -> String {
     out.push('\n');
     let names: Vec<&str> = report.groups.iter().map(|g| g.group.as_str()).collect();
     if names.len() <= MAX_MATRIX_ROWS {
+        let members: Vec<usize> = report.groups.iter().map(|g| g.functions.len()).collect();
         let cells = group_cells(
-            names.len(),
+            &members,
             report
                 .group_verdicts
                 .iter()
@@ -731,12 +732,13 @@ pub fn to_text(report: &Report) -> String {
         let v = &gv.verdict;
         let _ = writeln!(
             out,
-            "{:<14} {} -> {}: {} pairs, {}  (as {} -> {})",
+            "{:<14} {} -> {}: {} pair{}, {}  (as {} -> {})",
             gv.meeting
                 .map_or("root complex".to_string(), |b| b.to_string()),
             gv.provider_groups.join(","),
             gv.client_groups.join(","),
             gv.pairs,
+            if gv.pairs == 1 { "" } else { "s" },
             verdict_text(v),
             v.provider,
             v.client
@@ -771,14 +773,15 @@ pub fn to_text(report: &Report) -> String {
 /// more is not one pcielab printed for a host it can draw.
 const MAX_CELL_VISITS: usize = 1 << 24;
 
-/// Each (provider group, client group) cell's verdict, row-major over `groups` groups, from
-/// group verdicts in their listed order (deepest meeting point first: the first naming both
-/// groups applies). `None` in a cell no pair falls in (a group of one with itself); `None`
-/// overall past `MAX_CELL_VISITS`.
+/// Each (provider group, client group) cell's verdict, row-major over the groups (`members`:
+/// how many functions each has), from group verdicts in their listed order (deepest meeting
+/// point first: the first naming both groups applies). `None` in a cell no pair falls in (a
+/// group of one with itself); `None` overall past `MAX_CELL_VISITS`.
 pub fn group_cells<'v, V: ?Sized>(
-    groups: usize,
+    members: &[usize],
     verdicts: impl IntoIterator<Item = (&'v [String], &'v [String], &'v V)>,
 ) -> Option<Vec<Option<&'v V>>> {
+    let groups = members.len();
     let mut cells: Vec<Option<&V>> = vec![None; groups * groups];
     let mut visits = 0usize;
     let runs = |names: &[String]| -> Vec<(usize, usize)> {
@@ -803,6 +806,13 @@ pub fn group_cells<'v, V: ?Sized>(
                     }
                 }
             }
+        }
+    }
+    // A verdict listing a group as provider and client stands for pairs between its
+    // functions, which a group of one has none of.
+    for (g, &n) in members.iter().enumerate() {
+        if n < 2 {
+            cells[g * groups + g] = None;
         }
     }
     Some(cells)
@@ -1097,6 +1107,21 @@ mod tests {
             "0000:03:00.0 -> 0000:05:00.0  distance  6  not supported        no common upstream \
              bridge; host bridge 0000:00:00.0 (8086:29c0) not whitelisted"
         ));
+        // The two NVMe below one switch meet at its upstream port: one verdict line for both
+        // directions, listed before the root complex's lines (different path lengths there).
+        let meets = |at: &str| text.lines().position(|l| l.starts_with(at)).unwrap();
+        assert!(
+            text.contains(
+                "0000:01:00.0   g2..g3 -> g2..g3: 2 pairs, distance  4  bus address          \
+                 common upstream bridge 0000:01:00.0  (as 0000:03:00.0 -> 0000:04:00.0)"
+            ),
+            "{text}"
+        );
+        assert!(meets("0000:01:00.0") < meets("root complex"));
+        assert!(
+            text.contains("root complex   g4 -> g2..g3: 2 pairs, distance  6  not supported"),
+            "{text}"
+        );
     }
 
     /// The seed's host widened to SR-IOV size: behind root port 00:05.0 a device with `vfs`
@@ -1243,6 +1268,28 @@ mod tests {
                         pair.client
                     );
                 }
+                // The matrix of groups (text and SVG) reads the same verdicts: a cell where
+                // pairs fall has their verdict, every other cell is empty.
+                let members: Vec<usize> = groups.iter().map(|g| g.functions.len()).collect();
+                let cells = group_cells(
+                    &members,
+                    by_group
+                        .iter()
+                        .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
+                )
+                .unwrap();
+                let mut pairs_in = vec![None; cells.len()];
+                for pair in matrix(&topology, cpu).unwrap() {
+                    let at = group_of(pair.provider) * groups.len() + group_of(pair.client);
+                    pairs_in[at] = Some((pair.distance, pair.map));
+                }
+                assert_eq!(
+                    cells
+                        .iter()
+                        .map(|v| v.map(|v| (v.distance, v.map)))
+                        .collect::<Vec<_>>(),
+                    pairs_in
+                );
                 // Each says how many pairs it stands for, and none stands for none.
                 assert_eq!(
                     stood_for,
