@@ -155,6 +155,99 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     assert_eq!(std::fs::read(&governor).unwrap(), before);
 }
 
+/// The undo file goes through the one output policy and is written before anything changes:
+/// a device that fails the write, a link out of its directory, a read-only file or a directory
+/// leaves every sysfs file as it was and the target untouched; a regular file is replaced whole
+/// (mode kept, no temporary left beside it).
+#[test]
+fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
+    use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture("server"))
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success());
+    let governor = root.join("sys/class/devfreq/dmc/governor");
+    let before = std::fs::read(&governor).unwrap();
+    let undo_dir = dir.path().join("undo");
+    std::fs::create_dir(&undo_dir).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    symlink(outside.path().join("undo.json"), undo_dir.join("away.json")).unwrap();
+    std::fs::write(undo_dir.join("ro.json"), "kept\n").unwrap();
+    std::fs::set_permissions(
+        undo_dir.join("ro.json"),
+        std::fs::Permissions::from_mode(0o444),
+    )
+    .unwrap();
+    std::fs::create_dir(undo_dir.join("adir")).unwrap();
+    let apply = |undo: &Path| {
+        pcielab(&[
+            "advise",
+            "--machine",
+            "host",
+            "--root",
+            root.to_str().unwrap(),
+            "--apply",
+            "devfreq-governor",
+            "--undo-file",
+            undo.to_str().unwrap(),
+        ])
+    };
+    for (undo, code, why) in [
+        (PathBuf::from("/dev/full"), 1, "/dev/full"),
+        (undo_dir.join("away.json"), 2, "is a symlink"),
+        (undo_dir.join("ro.json"), 2, "is a read-only file"),
+        (undo_dir.join("adir"), 2, "is a directory"),
+    ] {
+        let out = apply(&undo);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}: {stderr}",
+            undo.display()
+        );
+        assert!(stderr.contains(why), "{}: {stderr}", undo.display());
+        assert_eq!(
+            std::fs::read(&governor).unwrap(),
+            before,
+            "{}",
+            undo.display()
+        );
+    }
+    assert!(std::fs::metadata("/dev/full")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(undo_dir.join("ro.json")).unwrap(),
+        "kept\n"
+    );
+    // A regular file: replaced whole, its mode kept, nothing else left in the directory.
+    let undo = undo_dir.join("undo.json");
+    std::fs::write(&undo, "an older undo file\n").unwrap();
+    std::fs::set_permissions(&undo, std::fs::Permissions::from_mode(0o600)).unwrap();
+    ok(apply(&undo));
+    assert_eq!(std::fs::read(&governor).unwrap(), b"performance\n");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&undo).unwrap()).unwrap();
+    assert_eq!(saved["previous"][0]["value"], "simple_ondemand", "{saved}");
+    assert_eq!(
+        std::fs::metadata(&undo).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&undo_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["adir", "away.json", "ro.json", "undo.json"]);
+}
+
 /// `--apply` runs the whole advice again on the machine as it reads after the writes: the
 /// findings the writes cleared are `gone`, every other finding of the run before `remaining`.
 #[test]

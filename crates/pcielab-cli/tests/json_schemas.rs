@@ -352,7 +352,7 @@ fn the_p2p_matrix_validates_against_its_shipped_schema() {
     ] {
         let doc = check_output(args, "topo-p2p", true);
         assert!(
-            !doc["group_pairs"].as_array().unwrap().is_empty(),
+            !doc["group_verdicts"].as_array().unwrap().is_empty(),
             "{args:?}"
         );
     }

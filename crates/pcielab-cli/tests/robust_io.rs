@@ -579,8 +579,30 @@ fn a_moved_sim_key_is_refused_by_topo_too() {
         d.path(),
         &["topo", "--machine", "sim:moved.toml"],
         2,
-        "'cpu_io_ns' moved to the platform model",
+        "moved.toml: [sim]: 'cpu_io_ns' moved to the platform model",
     );
+    // The same spec as a platform model: it has a [platform] table, so only the moved key
+    // can refuse it.
+    let with_platform = std::fs::read_to_string(d.path().join("moved.toml")).unwrap()
+        + "\n[platform.cpu]\nread_io_ns = 900\n";
+    std::fs::write(d.path().join("moved.toml"), &with_platform).unwrap();
+    let mut args = MODEL.to_vec();
+    args.extend(["--platform", "moved.toml"]);
+    expect(
+        d.path(),
+        &args,
+        2,
+        "moved.toml: [sim]: 'cpu_io_ns' moved to the platform model: set [platform.cpu] read_io_ns",
+    );
+    // Without the moved key the same file is a valid platform model.
+    std::fs::write(
+        d.path().join("kept.toml"),
+        with_platform.replacen("cpu_io_ns = 5000\n", "", 1),
+    )
+    .unwrap();
+    args.truncate(MODEL.len());
+    args.extend(["--platform", "kept.toml"]);
+    expect(d.path(), &args, 0, "");
 }
 
 #[test]
@@ -594,4 +616,54 @@ fn a_300_digit_number_is_quoted_cut() {
         "(300 characters)' is not a number in",
     );
     assert!(r.stderr.matches(&huge).count() <= 1, "{}", r.stderr);
+}
+
+/// The directories `--sysfs-export` and `snapshot` write into follow the output policy: a file,
+/// a device, a FIFO, a read-only directory or a link out of its directory is refused with exit
+/// 2 naming it, and left as it was; a link to a directory beside it is followed.
+#[test]
+fn tree_writers_refuse_what_is_not_a_writable_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let d = d.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(d.join("afile"), "kept\n").unwrap();
+    mkfifo(&d.join("fifo"));
+    std::fs::create_dir(d.join("ro")).unwrap();
+    std::fs::set_permissions(d.join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    symlink(outside.path(), d.join("away")).unwrap();
+    std::fs::create_dir(d.join("real")).unwrap();
+    symlink("real", d.join("beside")).unwrap();
+    fn export(dir: &str) -> [&str; 5] {
+        ["topo", "--machine", "sim:qemu-seed", "--sysfs-export", dir]
+    }
+    // The snapshot reads a tree exported first (into a new path).
+    expect(d, &export("src/sys/bus/pci"), 0, "");
+    fn snapshot(dir: &str) -> [&str; 4] {
+        ["snapshot", "--root", "src", dir]
+    }
+    for (dir, why) in [
+        ("afile", "is a regular file, not a directory"),
+        ("/dev/null", "is a device, not a directory"),
+        ("fifo", "is a FIFO, not a directory"),
+        ("ro", "is a read-only directory"),
+        ("away", "is a symlink to"),
+    ] {
+        for args in [&export(dir)[..], &snapshot(dir)[..]] {
+            expect(d, args, 2, &format!("output directory {dir}: {why}"));
+        }
+    }
+    assert_eq!(std::fs::read_to_string(d.join("afile")).unwrap(), "kept\n");
+    assert!(is_char_device("/dev/null"));
+    assert!(std::fs::symlink_metadata(d.join("fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(std::fs::read_dir(d.join("ro")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    expect(d, &export("beside"), 0, "");
+    assert!(d.join("real/devices").is_dir());
+    assert!(std::fs::symlink_metadata(d.join("beside"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }

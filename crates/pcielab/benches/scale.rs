@@ -51,25 +51,30 @@ fn sriov_host(endpoints: usize) -> Topology {
 fn fanout_host(endpoints: usize) -> Topology {
     const PORTS_PER_SWITCH: usize = 64;
     let mut functions = vec![function(Bdf::new(0, 0, 0, 0), Kind::HostBridge, None)];
-    let mut domain_bus = (0u16, 1usize);
-    let mut next_bus = || {
-        if domain_bus.1 > 255 {
-            domain_bus = (domain_bus.0 + 1, 1);
-        }
-        domain_bus.1 += 1;
-        (domain_bus.0, (domain_bus.1 - 1) as u8)
+    // (domain, next free bus, switches placed in this domain so far)
+    let mut at = (0u16, 1usize, 0usize);
+    let next_bus = |at: &mut (u16, usize, usize)| {
+        at.1 += 1;
+        (at.0, (at.1 - 1) as u8)
     };
     for switch in 0..endpoints.div_ceil(PORTS_PER_SWITCH) {
-        let (d, b) = next_bus();
-        let rp = Bdf::new(d, 0, (switch % 32) as u8, (switch / 32 % 8) as u8);
+        // A switch's buses (upstream, downstream, one per port) all in one domain, as
+        // firmware numbers them; its root port on that domain's bus 0, past the host bridge.
+        if at.1 + 2 + PORTS_PER_SWITCH > 256 {
+            at = (at.0 + 1, 1, 0);
+        }
+        let k = at.2;
+        at.2 += 1;
+        let (d, b) = next_bus(&mut at);
+        let rp = Bdf::new(d, 0, (k % 31 + 1) as u8, (k / 31 % 8) as u8);
         functions.push(function(rp, Kind::RootPort, None));
         let up = Bdf::new(d, b, 0, 0);
         functions.push(function(up, Kind::SwitchUpstream, Some(rp)));
-        let (_, down_bus) = next_bus();
+        let (_, down_bus) = next_bus(&mut at);
         for port in 0..PORTS_PER_SWITCH.min(endpoints - switch * PORTS_PER_SWITCH) {
             let down = Bdf::new(d, down_bus, (port / 8) as u8, (port % 8) as u8);
             functions.push(function(down, Kind::SwitchDownstream, Some(up)));
-            let (_, ep_bus) = next_bus();
+            let (_, ep_bus) = next_bus(&mut at);
             functions.push(function(
                 Bdf::new(d, ep_bus, 0, 0),
                 Kind::Endpoint,

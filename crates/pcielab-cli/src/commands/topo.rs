@@ -58,8 +58,8 @@ pub struct Args {
     /// QEMU 7.2 TCG `-cpu max` is amd:0xf, `-cpu EPYC` amd:0x17
     #[arg(long, default_value = "intel", requires = "p2p", value_parser = Cpu::parse)]
     pub cpu: Cpu,
-    /// Also draw the tree (or with --p2p the matrix of group verdicts; with --full, of endpoint
-    /// pairs) as an SVG here
+    /// Also draw the tree (or with --p2p the matrix of group verdicts, by root port past 256
+    /// groups; with --full, of endpoint pairs) as an SVG here
     #[arg(long, value_name = "OUT.svg", conflicts_with_all = ["dot", "sysfs_export"])]
     pub svg: Option<PathBuf>,
     /// A spec or fragment with a [platform] table (e.g. from `pcielab fit --out`): endpoints show

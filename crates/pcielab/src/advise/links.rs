@@ -926,15 +926,24 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
         Intent::Throughput | Intent::Latency => Severity::Info,
     };
     let groups = p2p::groups(topo);
-    let mut found = Vec::new();
+    // One pair per group verdict, each unordered pair once (the lower address as provider
+    // where both directions are listed).
+    let mut pairs = std::collections::BTreeMap::new();
     for g in p2p::group_verdicts(topo, &groups, Cpu::Intel { family: 6 }) {
-        let v = &g.verdict;
+        let v = g.verdict;
+        let key = (v.provider.min(v.client), v.provider.max(v.client));
+        if v.provider < v.client || !pairs.contains_key(&key) {
+            pairs.insert(key, v);
+        }
+    }
+    let mut found = Vec::new();
+    for v in pairs.values() {
         // Only pairs that share a switch and are sent up anyway: ACS is then the reason.
         let share_a_bridge = v
             .reasons
             .iter()
             .any(|r| matches!(r, Reason::CommonUpstreamBridge { .. }));
-        if v.map == MapType::BusAddress || v.provider >= v.client || !share_a_bridge {
+        if v.map == MapType::BusAddress || !share_a_bridge {
             continue;
         }
         let Some(bridges) = v.reasons.iter().find_map(|r| match r {

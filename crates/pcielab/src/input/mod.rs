@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 mod output;
 pub mod yaml;
 
-pub use output::{output_target, write_output, OutputTarget};
+pub use output::{output_dir, output_target, write_output, OutputTarget};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
 pub(crate) const MAX_INPUT_FILE: u64 = 4 << 20;

@@ -151,6 +151,64 @@ fn through_link(link: &Path) -> Result<OutputTarget> {
     }
 }
 
+/// Checks `dir`, the directory a tree is written into (`snapshot`, `--sysfs-export`), under the
+/// same policy: a new path (created with its parents) or a writable directory; a symlink is
+/// followed once, only to a directory beside it; a directory without write bits, a file, a
+/// device, a FIFO or a socket is refused (bad input, exit 2). Returns the directory to write.
+pub fn output_dir(dir: &Path) -> Result<PathBuf> {
+    let refuse = |why: String| {
+        Error::bad_input(format!(
+            "output directory {}: {why}; name a new or empty directory",
+            dir.display()
+        ))
+    };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(dir.to_path_buf()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let (at, meta) = if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(dir).map_err(|e| Error::io(dir, e))?;
+        let resolved = directory_of(dir).join(&target);
+        let meta = std::fs::symlink_metadata(&resolved).map_err(|_| {
+            refuse(format!(
+                "is a symlink to {}, which does not exist",
+                target.display()
+            ))
+        })?;
+        let beside = canonical_dir(&directory_of(dir))?;
+        if meta.file_type().is_symlink() || canonical_dir(&directory_of(&resolved))? != beside {
+            return Err(refuse(format!(
+                "is a symlink to {}, outside {} (pcielab follows an output link only to a \
+                 directory beside it)",
+                target.display(),
+                beside.display()
+            )));
+        }
+        (resolved, meta)
+    } else {
+        (dir.to_path_buf(), meta)
+    };
+    let kind = meta.file_type();
+    if !kind.is_dir() {
+        let what = if kind.is_file() {
+            "a regular file"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else {
+            "a socket or another special file"
+        };
+        return Err(refuse(format!("is {what}, not a directory")));
+    }
+    // No write bit at all: read-only by intent, even for root, as for a file.
+    if meta.permissions().mode() & 0o222 == 0 || !writable(&at) {
+        return Err(refuse("is a read-only directory".into()));
+    }
+    Ok(at)
+}
+
 /// `/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1` (or a link to one of them, as `/dev/stdout`
 /// is): this process's standard output, however the shell set it up (terminal, pipe, file).
 fn names_stdout(path: &Path) -> bool {

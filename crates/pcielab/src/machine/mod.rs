@@ -125,11 +125,13 @@ impl MachineSelector {
                         presets::names().join(", ")
                     ))
                 })?;
-                parse_spec(&format!("presets/{name}.toml"), text).and_then(sim_table_checked)
+                let origin = format!("presets/{name}.toml");
+                parse_spec(&origin, text).and_then(|p| sim_table_checked(&origin, p))
             }
             MachineSelector::SimFile { path } => {
                 let text = crate::input::read_input_file(path, "spec file")?;
-                parse_spec(&path.display().to_string(), &text).and_then(sim_table_checked)
+                let origin = path.display().to_string();
+                parse_spec(&origin, &text).and_then(|p| sim_table_checked(&origin, p))
             }
             MachineSelector::Host { root } => Ok(Platform {
                 name: "host".to_string(),
@@ -180,14 +182,15 @@ impl MachineSelector {
 }
 
 /// `platform` once its `[sim]` table is valid: checked whenever a spec is opened, so `topo`
-/// refuses a moved or unknown key just as a simulated run does.
-fn sim_table_checked(platform: Platform) -> Result<Platform> {
+/// refuses a moved or unknown key just as a simulated run does, naming the spec's file.
+fn sim_table_checked(origin: &str, platform: Platform) -> Result<Platform> {
     let sim: std::collections::BTreeMap<String, toml::Value> = platform
         .sim
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    crate::sim::config::SimConfig::from_table(Some(&sim))?;
+    crate::sim::config::SimConfig::from_table(Some(&sim))
+        .map_err(|e| Error::bad_input(format!("{origin}: {}", e.message())))?;
     Ok(platform)
 }
 

@@ -1009,8 +1009,20 @@ pub fn read_platform_file(path: &str) -> Result<PlatformModel> {
     parse_platform(path, &text)
 }
 
+/// `[sim]` keys that now live in `[platform]`, with where: a spec still setting one would be
+/// simulated with the platform's defaults, so every reader of a spec refuses it by name.
+pub const MOVED_SIM_KEYS: [(&str, &str); 2] = [
+    (
+        "rc_read_latency_ns",
+        "[platform.root_complex] read_latency_ns",
+    ),
+    ("cpu_io_ns", "[platform.cpu] read_io_ns and write_io_ns"),
+];
+
 /// Reads `[platform]` from a TOML file's text: a whole spec or a fragment with only that table.
-/// A file without `[platform]` is bad input (it would silently predict with defaults).
+/// A file without `[platform]` is bad input (it would silently predict with defaults), and so
+/// is a `[sim]` table still setting a key that moved to `[platform]`, as when the spec is opened
+/// as a machine.
 pub fn parse_platform(file: &str, text: &str) -> Result<PlatformModel> {
     let table: toml::Table = toml::from_str(text).map_err(|e| {
         Error::bad_input(format!(
@@ -1018,6 +1030,16 @@ pub fn parse_platform(file: &str, text: &str) -> Result<PlatformModel> {
             e.message().trim_end()
         ))
     })?;
+    if let Some(sim) = table.get("sim").and_then(|v| v.as_table()) {
+        if let Some((old, new)) = MOVED_SIM_KEYS
+            .iter()
+            .find(|(old, _)| sim.contains_key(*old))
+        {
+            return Err(Error::bad_input(format!(
+                "{file}: [sim]: '{old}' moved to the platform model: set {new} (docs/calibration.md)"
+            )));
+        }
+    }
     let platform = table
         .get("platform")
         .and_then(|v| v.as_table())

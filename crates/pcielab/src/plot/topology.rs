@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 use plotters::prelude::*;
 
 use super::{drawing_failed, matrix_svg, svg_document, Area, Cell, Matrix, CHAR_WIDTH, FONT};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::pcie::Generation;
 use crate::topology::check::DOWNTRAINED;
 use serde::Deserialize;
@@ -424,35 +424,49 @@ const VERDICTS: [(&str, &str, RGBColor); 4] = [
     ),
 ];
 
-/// The verdict matrix: providers down, clients across (groups of endpoints, or with `--full`
-/// endpoints), each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS`.
+/// The verdict matrix: providers down, clients across (groups of endpoints, the root ports they
+/// lie below when there are more groups than `MAX_MATRIX_ROWS`, or with `--full` endpoints),
+/// each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS` rows even so.
 pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
-    let (labels, verdicts) = doc.verdict_grid();
-    if labels.len() > MAX_MATRIX_ROWS {
-        return Err(crate::Error::bad_input(format!(
-            "the P2P verdict matrix would have {} rows, more than the {MAX_MATRIX_ROWS} it is drawn with; \
-             draw the groups (without --full) or read the verdicts as text or JSON",
-            labels.len()
-        )));
-    }
+    let (labels, by_top, verdicts) = doc.verdict_grid(MAX_MATRIX_ROWS)?;
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; labels.len()]; labels.len()];
-    for ((p, c), pair) in verdicts {
-        let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
-        let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
-        cells[p][c] = Some(Cell {
-            text: format!("{} {mark}", pair.distance),
-            class,
+    for ((p, c), cell) in verdicts {
+        cells[p][c] = Some(match cell {
+            GridCell::One(pair) => {
+                let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
+                let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
+                Cell {
+                    text: format!("{} {mark}", pair.distance),
+                    class,
+                }
+            }
+            GridCell::Mixed => Cell {
+                text: "mixed".into(),
+                class: VERDICTS.len(),
+            },
         });
     }
     let cpu = match (doc.cpu.get("vendor"), doc.cpu.get("family")) {
         (Some(v), Some(f)) => format!(", CPU {}:{f}", v.as_str().unwrap_or("?")),
         _ => String::new(),
     };
-    let between = if doc.pairs.is_empty() && !doc.groups.is_empty() {
+    let between = if by_top {
+        "endpoints below each root port"
+    } else if doc.pairs.is_empty() && !doc.groups.is_empty() {
         "groups of endpoints"
     } else {
         "endpoints"
     };
+    let mut classes: Vec<(String, RGBColor)> = VERDICTS
+        .iter()
+        .map(|(_, name, c)| (name.to_string(), *c))
+        .collect();
+    if by_top {
+        classes.push((
+            "mixed: pairs below these root ports differ (text or JSON lists them)".into(),
+            RGBColor(0xc5, 0xb0, 0xd5),
+        ));
+    }
     Ok(Matrix {
         title: format!("P2PDMA verdicts between {between} (distance and mapping{cpu})"),
         row_heading: "provider".into(),
@@ -460,10 +474,7 @@ pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
         rows: labels.clone(),
         columns: labels,
         cells,
-        classes: VERDICTS
-            .iter()
-            .map(|(_, name, c)| (name.to_string(), *c))
-            .collect(),
+        classes,
     })
 }
 
@@ -522,32 +533,61 @@ pub struct P2pDoc {
     #[serde(default)]
     pub groups: Vec<GroupDoc>,
     #[serde(default)]
-    pub group_pairs: Vec<GroupPairDoc>,
+    pub group_verdicts: Vec<GroupVerdictDoc>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct GroupDoc {
     pub group: String,
     pub port: Option<String>,
+    /// Absent in documents from before it was written: such a document's large hosts cannot be
+    /// drawn by root port.
+    #[serde(default)]
+    pub top: Option<String>,
     pub functions: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct GroupPairDoc {
-    pub provider_group: String,
-    pub first_client_group: String,
-    pub last_client_group: String,
+pub struct GroupVerdictDoc {
+    pub meeting: Option<String>,
+    pub provider_groups: Vec<String>,
+    pub client_groups: Vec<String>,
+    pub pairs: u64,
     pub verdict: PairDoc,
 }
 
-/// Row/column labels of a verdict matrix and each (provider, client) index pair's verdict.
-pub(crate) type VerdictGrid<'a> = (Vec<String>, Vec<((usize, usize), &'a PairDoc)>);
+/// What one cell of a verdict matrix shows: a verdict, or (drawn by root port) that the pairs
+/// it gathers get different ones.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum GridCell<'a> {
+    One(&'a PairDoc),
+    Mixed,
+}
+
+/// Row/column labels of a verdict matrix, whether its rows are root ports gathering groups,
+/// and each (provider, client) index pair's cell.
+pub(crate) type VerdictGrid<'a> = (Vec<String>, bool, Vec<((usize, usize), GridCell<'a>)>);
 
 impl P2pDoc {
-    /// What a picture or table of this document shows: the endpoint pairs when it has them
-    /// (`--full`), else the groups. Returns the row/column labels and each (provider, client)
-    /// index pair's verdict.
-    pub(crate) fn verdict_grid(&self) -> VerdictGrid<'_> {
+    /// What a picture of this document shows: the endpoint pairs when it has them (`--full`),
+    /// else the groups, or past `max_rows` groups the root ports they lie below (each cell the
+    /// verdict all pairs between two root ports share, or mixed). Bad input when even that has
+    /// more than `max_rows` rows, or the group verdicts list more cells than any host pcielab
+    /// draws.
+    pub(crate) fn verdict_grid(&self, max_rows: usize) -> Result<VerdictGrid<'_>> {
+        let too_many = |rows: usize, what: &str| {
+            Error::bad_input(format!(
+                "the P2P verdict matrix would have {rows} rows ({what}), more than the {max_rows} it is drawn with; \
+                 draw the groups (without --full) or read the verdicts as text or JSON"
+            ))
+        };
+        let too_many_cells = || {
+            Error::bad_input(format!(
+                "the {} group verdicts name more (provider, client) cells than any host pcielab draws; \
+                 expected the output of pcielab topo --p2p --json",
+                self.group_verdicts.len()
+            ))
+        };
         if !self.pairs.is_empty() || self.groups.is_empty() {
             let mut labels: Vec<String> = self
                 .pairs
@@ -556,26 +596,34 @@ impl P2pDoc {
                 .collect();
             labels.sort_unstable();
             labels.dedup();
+            if labels.len() > max_rows {
+                return Err(too_many(labels.len(), "endpoints"));
+            }
             let at = |bdf: &str| labels.binary_search_by(|l| l.as_str().cmp(bdf)).ok();
             let cells = self
                 .pairs
                 .iter()
-                .filter_map(|p| Some(((at(&p.provider)?, at(&p.client)?), p)))
+                .filter_map(|p| Some(((at(&p.provider)?, at(&p.client)?), GridCell::One(p))))
                 .collect();
-            return (labels, cells);
+            return Ok((labels, false, cells));
         }
-        let names: Vec<&str> = self.groups.iter().map(|g| g.group.as_str()).collect();
-        let at = |name: &str| names.iter().position(|n| *n == name);
-        let mut cells = Vec::new();
-        for gp in &self.group_pairs {
-            if let (Some(p), Some(first), Some(last)) = (
-                at(&gp.provider_group),
-                at(&gp.first_client_group),
-                at(&gp.last_client_group),
-            ) {
-                cells.extend((first..=last).map(|c| ((p, c), &gp.verdict)));
-            }
+        let n = self.groups.len();
+        if n > max_rows {
+            return self.grid_by_top(max_rows, too_many, too_many_cells);
         }
+        let members: Vec<usize> = self.groups.iter().map(|g| g.functions.len()).collect();
+        let grid = crate::topology::p2p::group_cells(
+            &members,
+            self.group_verdicts
+                .iter()
+                .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
+        )
+        .ok_or_else(too_many_cells)?;
+        let cells = grid
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| ((i / n, i % n), GridCell::One(v))))
+            .collect();
         let labels = self
             .groups
             .iter()
@@ -585,7 +633,102 @@ impl P2pDoc {
                 [] => g.group.clone(),
             })
             .collect();
-        (labels, cells)
+        Ok((labels, false, cells))
+    }
+
+    /// [`P2pDoc::verdict_grid`] by root port: every group verdict adds its verdict to the cells
+    /// its pairs fall in (those meeting below a bridge to their root port's own cell; those
+    /// meeting only at the root complex to each pair of different root ports, and to an
+    /// integrated group's own cell when it has several functions).
+    fn grid_by_top(
+        &self,
+        max_rows: usize,
+        too_many: impl Fn(usize, &str) -> Error,
+        too_many_cells: impl Fn() -> Error,
+    ) -> Result<VerdictGrid<'_>> {
+        let n = self.groups.len();
+        let mut tops: Vec<&str> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        let mut block = Vec::with_capacity(n);
+        for g in &self.groups {
+            let top = g.top.as_deref().ok_or_else(|| too_many(n, "groups"))?;
+            let next = tops.len();
+            let at = *index.entry(top).or_insert(next);
+            if at == next {
+                tops.push(top);
+            }
+            block.push(at);
+        }
+        let b = tops.len();
+        if b > max_rows {
+            return Err(too_many(b, "root ports"));
+        }
+        let mut cells: Vec<Option<GridCell<'_>>> = vec![None; b * b];
+        fn add<'a>(cell: &mut Option<GridCell<'a>>, v: &'a PairDoc) {
+            *cell = match *cell {
+                None => Some(GridCell::One(v)),
+                Some(GridCell::One(w)) if (w.distance, &w.map) == (v.distance, &v.map) => {
+                    Some(GridCell::One(w))
+                }
+                Some(_) => Some(GridCell::Mixed),
+            }
+        }
+        // Several functions integrated in the root complex share one group and one top, yet
+        // meet only there.
+        let integrated_pairs: Vec<bool> = self
+            .groups
+            .iter()
+            .map(|g| g.port.is_none() && g.functions.len() > 1)
+            .collect();
+        let mut visits = 0usize;
+        for gv in &self.group_verdicts {
+            let blocks = |names: &[String]| {
+                let mut out: Vec<(usize, bool)> = names
+                    .iter()
+                    .filter_map(|r| crate::topology::p2p::group_run(r))
+                    .filter(|&(first, _)| first < n)
+                    .flat_map(|(first, last)| first..=last.min(n - 1))
+                    .map(|g| (block[g], integrated_pairs[g]))
+                    .collect();
+                out.sort_unstable();
+                out.dedup();
+                out
+            };
+            let (providers, clients) = (blocks(&gv.provider_groups), blocks(&gv.client_groups));
+            visits += providers.len() * clients.len() + gv.provider_groups.len();
+            if visits > 1 << 24 {
+                return Err(too_many_cells());
+            }
+            let v = &gv.verdict;
+            if gv.meeting.is_some() {
+                if let Some(&(p, _)) = providers.first() {
+                    add(&mut cells[p * b + p], v);
+                }
+                continue;
+            }
+            for &(p, p_integrated) in &providers {
+                for &(c, c_integrated) in &clients {
+                    if p != c || (p_integrated && c_integrated) {
+                        add(&mut cells[p * b + c], v);
+                    }
+                }
+            }
+        }
+        let mut per_top = vec![0usize; b];
+        for &at in &block {
+            per_top[at] += 1;
+        }
+        let labels = tops
+            .iter()
+            .zip(&per_top)
+            .map(|(top, count)| format!("{top} ({count} groups)"))
+            .collect();
+        let cells = cells
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.map(|c| ((i / b, i % b), c)))
+            .collect();
+        Ok((labels, true, cells))
     }
 }
 
@@ -602,6 +745,104 @@ pub struct PairDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// More groups than a matrix is drawn with: 5 root ports, each above a 64-port switch with an
+    /// endpoint per port (one port with ACS redirect), and three integrated endpoints (one group
+    /// of three tops' worth). Drawn by root port, each cell must say what every pair between
+    /// those root ports gets, by the pairwise rule, or "mixed" where they differ.
+    #[test]
+    fn a_host_with_more_groups_than_rows_is_drawn_by_root_port_as_every_pair_says() {
+        use crate::pcie::Bdf;
+        use crate::topology::p2p::{matrix, Cpu, Report};
+        use crate::topology::{Acs, Function, Kind, Topology};
+        let function = |bdf: Bdf, kind, parent: Option<Bdf>| {
+            let mut f = Function::new(bdf, 0x8086, 0x1234, 0, kind);
+            f.parent = parent;
+            f
+        };
+        let mut functions = vec![function(Bdf::new(0, 0, 0, 0), Kind::HostBridge, None)];
+        for i in 0..3 {
+            functions.push(function(Bdf::new(0, 0, 0x1f, i), Kind::RcEndpoint, None));
+        }
+        for s in 0..5u8 {
+            let rp = Bdf::new(0, 0, s + 1, 0);
+            let up = Bdf::new(0, 1 + s * 40, 0, 0);
+            functions.push(function(rp, Kind::RootPort, None));
+            functions.push(function(up, Kind::SwitchUpstream, Some(rp)));
+            for port in 0..64u8 {
+                let down = Bdf::new(0, 2 + s * 40, port / 8, port % 8);
+                let mut d = function(down, Kind::SwitchDownstream, Some(up));
+                if s == 2 && port == 5 {
+                    d.acs = Some(Acs {
+                        capability: 0x7f,
+                        control: 0x0004,
+                    });
+                }
+                functions.push(d);
+                let ep = Bdf::new(0, 3 + s * 40 + port / 2, (port % 2) * 4, 0);
+                functions.push(function(ep, Kind::Endpoint, Some(down)));
+            }
+        }
+        let topology = Topology::new(functions);
+        let cpu = Cpu::Intel { family: 6 };
+        let report = Report::new(&topology, cpu, false).unwrap();
+        assert!(report.groups.len() > MAX_MATRIX_ROWS);
+        let doc: P2pDoc = serde_json::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+        let drawn = p2p_matrix(&doc).unwrap();
+        assert!(
+            drawn.title.contains("below each root port"),
+            "{}",
+            drawn.title
+        );
+        // Rows: the three integrated endpoints' group (one top) and the five root ports.
+        assert_eq!(drawn.rows.len(), 6, "{:?}", drawn.rows);
+        let top_of = |bdf: Bdf| {
+            let top = report
+                .groups
+                .iter()
+                .find(|g| g.functions.contains(&bdf))
+                .unwrap()
+                .top
+                .to_string();
+            drawn.rows.iter().position(|r| r.starts_with(&top)).unwrap()
+        };
+        let mut expected: std::collections::HashMap<(usize, usize), Vec<String>> =
+            std::collections::HashMap::new();
+        for pair in matrix(&topology, cpu).unwrap() {
+            let text = format!(
+                "{} {}",
+                pair.distance,
+                serde_json::to_value(pair.map).unwrap().as_str().unwrap()
+            );
+            let seen = expected
+                .entry((top_of(pair.provider), top_of(pair.client)))
+                .or_default();
+            if !seen.contains(&text) {
+                seen.push(text);
+            }
+        }
+        let mut mixed = 0;
+        for (p, row) in drawn.cells.iter().enumerate() {
+            for (c, cell) in row.iter().enumerate() {
+                let want = expected.get(&(p, c));
+                match (cell, want) {
+                    (None, None) => {}
+                    (Some(cell), Some(want)) if want.len() > 1 => {
+                        assert_eq!(cell.text, "mixed", "{p},{c}: {want:?}");
+                        mixed += 1;
+                    }
+                    (Some(cell), Some(want)) => {
+                        let (distance, map) = want[0].split_once(' ').unwrap();
+                        let mark = VERDICTS.iter().find(|v| v.0 == map).unwrap().1;
+                        assert_eq!(cell.text, format!("{distance} {}", &mark[..1]), "{p},{c}");
+                    }
+                    _ => panic!("{p},{c}: drawn {cell:?}, pairs {want:?}"),
+                }
+            }
+        }
+        // Only the switch with ACS redirect on one port mixes bus addresses with refusals.
+        assert_eq!(mixed, 1);
+    }
 
     #[test]
     fn descriptions_wrap_between_words() {

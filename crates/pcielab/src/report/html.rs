@@ -649,14 +649,18 @@ fn p2p_body(doc: &P2pDoc) -> Result<String> {
         );
     };
     if doc.pairs.is_empty() {
-        // Grouped: one row per provider group and run of client groups.
-        for gp in &doc.group_pairs {
-            let clients = if gp.first_client_group == gp.last_client_group {
-                gp.first_client_group.clone()
-            } else {
-                format!("{}..{}", gp.first_client_group, gp.last_client_group)
-            };
-            row(gp.provider_group.clone(), clients, &gp.verdict);
+        // Grouped: one row per meeting point and pair of sides, deepest first.
+        for gv in &doc.group_verdicts {
+            let meeting = gv.meeting.as_deref().unwrap_or("root complex");
+            row(
+                gv.provider_groups.join(","),
+                format!(
+                    "{} ({} pairs meeting at {meeting})",
+                    gv.client_groups.join(","),
+                    gv.pairs
+                ),
+                &gv.verdict,
+            );
         }
     } else {
         for p in &doc.pairs {

@@ -205,13 +205,7 @@ impl SimConfig {
             return Ok(d);
         };
         let t = Table::new("[sim]", map);
-        t.no_moved_keys(&[
-            (
-                "rc_read_latency_ns",
-                "[platform.root_complex] read_latency_ns",
-            ),
-            ("cpu_io_ns", "[platform.cpu] read_io_ns and write_io_ns"),
-        ])?;
+        t.no_moved_keys(&crate::model::platform::MOVED_SIM_KEYS)?;
         t.only(SIM_KEYS)?;
         let block_devices = t
             .string_map("block_devices")?

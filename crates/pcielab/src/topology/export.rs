@@ -39,13 +39,15 @@ pub fn export_sysfs(topo: &Topology, dir: &Path) -> Result<()> {
 const TREE_ENTRIES: [&str; 3] = ["devices", "tree", "drivers"];
 
 /// Runs `write` on `dir` (created if needed) once it is known to hold no `devices/` yet, with
-/// `devices/` made. When `write` fails (a refused link, a full disk), every top-level entry it
-/// created is removed again, so nothing half-written is left and the same command can be retried.
+/// `devices/` made. `dir` is checked by the output policy first ([`crate::input::output_dir`]).
+/// When `write` fails (a refused link, a full disk), every top-level entry it created is
+/// removed again, so nothing half-written is left and the same command can be retried.
 pub(crate) fn write_sysfs_tree<T>(
     dir: &Path,
     what: &str,
     write: impl FnOnce(&ConfinedDir) -> Result<T>,
 ) -> Result<T> {
+    let dir = &crate::input::output_dir(dir)?;
     let devices = dir.join("devices");
     if devices.symlink_metadata().is_ok() {
         return Err(Error::bad_input(format!(

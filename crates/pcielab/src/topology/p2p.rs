@@ -298,6 +298,9 @@ pub struct Group {
     pub group: String,
     /// The bridge above them; `None` for endpoints integrated in the root complex.
     pub port: Option<Bdf>,
+    /// The root port at the top of their path (for integrated endpoints, the first of them):
+    /// where a picture of a large host gathers groups.
+    pub top: Bdf,
     /// Its endpoints, in address order.
     pub functions: Vec<Bdf>,
 }
@@ -308,17 +311,17 @@ pub fn groups(topology: &Topology) -> Vec<Group> {
     let mut index: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
     let mut groups: Vec<Group> = Vec::new();
     for f in endpoints(topology) {
-        let root_bus = topology
+        let top = topology
             .path_to_root(f.bdf)
             .last()
-            .map_or((f.bdf.domain, f.bdf.bus), |top| {
-                (top.bdf.domain, top.bdf.bus)
-            });
+            .map_or(f.bdf, |top| top.bdf);
+        let root_bus = (top.domain, top.bus);
         let key = (f.parent, root_bus, has_acs_redirect(f), f.acs_unreadable);
         let at = *index.entry(key).or_insert_with(|| {
             groups.push(Group {
                 group: format!("g{}", groups.len() + 1),
                 port: f.parent,
+                top,
                 functions: Vec::new(),
             });
             groups.len() - 1
@@ -328,108 +331,266 @@ pub fn groups(topology: &Topology) -> Vec<Group> {
     groups
 }
 
-/// One verdict standing for every pair from a provider group to a run of consecutive client
-/// groups (in group order) that all get it.
+/// One verdict standing for every ordered pair of endpoints whose paths meet at one place, the
+/// provider in one of `provider_groups` and the client in one of `client_groups`. The kernel's
+/// rules read of such a pair only how far each side is from the meeting point and whether its
+/// side of the path holds an ACS redirect or unreadable ACS (below different tops: each side's
+/// path length and root bus), so every pair a verdict stands for has its distance and mapping.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct GroupVerdict {
-    pub provider_group: String,
-    pub first_client_group: String,
-    pub last_client_group: String,
-    /// The verdict of the first pair it stands for: `provider` and `client` name those two
-    /// functions, and the reasons name what that pair's path holds.
+    /// The bridge where the two paths meet (their closest common upstream bridge); `None` for
+    /// pairs below different root ports or integrated endpoints, which meet only at the root
+    /// complex.
+    pub meeting: Option<Bdf>,
+    /// Provider groups as runs of consecutive group names: `g1..g64`, `g70`.
+    pub provider_groups: Vec<String>,
+    /// Client groups, written as `provider_groups`.
+    pub client_groups: Vec<String>,
+    /// How many ordered endpoint pairs it stands for.
+    pub pairs: u64,
+    /// The verdict of one pair it stands for: `provider` and `client` name those two
+    /// functions, and the reasons name what that pair's path holds (another pair's may name
+    /// other bridges with the same effect).
     pub verdict: Verdict,
 }
 
-/// Verdicts between groups: one per provider group and run of client groups, each computed
-/// once for a representative pair, so the work grows with the square of the groups, not of the
-/// endpoints. Within a group the pair is its first two functions; a group of one has no pair
-/// with itself.
+/// `g1` → 0..=0, `g3..g9` → 2..=8: the 0-based group indices a name or run of names stands for.
+pub fn group_run(text: &str) -> Option<(usize, usize)> {
+    let index = |name: &str| -> Option<usize> {
+        name.strip_prefix('g')?
+            .parse::<usize>()
+            .ok()?
+            .checked_sub(1)
+    };
+    let (first, last) = match text.split_once("..") {
+        Some((a, b)) => (index(a)?, index(b)?),
+        None => (index(text)?, index(text)?),
+    };
+    (first <= last).then_some((first, last))
+}
+
+/// Sorted group indices as runs of names (`g1..g64`, `g70`).
+fn run_names(indices: &[usize]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < indices.len() {
+        let mut j = i;
+        while j + 1 < indices.len() && indices[j + 1] == indices[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            format!("g{}", indices[i] + 1)
+        } else {
+            format!("g{}..g{}", indices[i] + 1, indices[j] + 1)
+        });
+        i = j + 1;
+    }
+    out
+}
+
+/// What one side of a pair contributes to the verdict, seen from a meeting point. Below a
+/// bridge: the hops up to it and whether that side's functions (for the provider up to and
+/// including the bridge, for the client below it) redirect or have unreadable ACS. Below
+/// different tops: the path length and how the root bus's host bridge stands on the whitelist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Side {
+    Below {
+        hops: usize,
+        redirect: bool,
+        unreadable: bool,
+    },
+    Apart {
+        length: usize,
+        host_bridge: HostBridgeClass,
+    },
+}
+
+/// A root bus's host bridge as far as the whitelist can tell pairs apart: any whitelisted one
+/// lets through a pair with any other whitelisted one, one allowed only within itself lets
+/// through only pairs on its own root bus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum HostBridgeClass {
+    /// The CPU is exempt: the host bridge is not asked.
+    Exempt,
+    NotWhitelisted,
+    Whitelisted,
+    OnlyWithin((u16, u8)),
+}
+
+/// Where two groups' paths meet and the ones on each side of it, gathered from each group's
+/// own path (so the work grows with the groups times the depth of the tree, never with the
+/// pairs of groups).
+#[derive(Default)]
+struct Meeting {
+    /// Hops from the meeting point up to the root complex (0 for the root complex itself):
+    /// verdicts are listed deepest meeting point first.
+    depth: usize,
+    /// Per side as provider and as client: (group, the child of the meeting point it is
+    /// below, how many endpoints).
+    providers: std::collections::BTreeMap<Side, Vec<(usize, Child)>>,
+    clients: std::collections::BTreeMap<Side, Vec<(usize, Child)>>,
+}
+
+/// The child of a meeting point a group lies below: a bridge, or, for the group's own port,
+/// the group's functions themselves (each its own child, so two of them form a pair).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Child {
+    Bridge(Bdf),
+    Own(usize),
+}
+
+/// Verdicts between groups, one per meeting point and pair of sides (see [`GroupVerdict`]),
+/// deepest meeting point first: a pair of groups takes the first verdict that lists the
+/// provider's group and the client's. Each is computed once, by the pairwise rule, for a
+/// pair it stands for.
 pub fn group_verdicts(topology: &Topology, groups: &[Group], cpu: Cpu) -> Vec<GroupVerdict> {
-    let firsts: Vec<Vec<&Function>> = groups
+    use std::collections::{BTreeMap, HashMap};
+    let paths: Vec<Vec<&Function>> = groups
         .iter()
         .map(|g| topology.path_to_root(g.functions[0]))
         .collect();
-    let seconds: Vec<Option<Vec<&Function>>> = groups
-        .iter()
-        .map(|g| g.functions.get(1).map(|&b| topology.path_to_root(b)))
-        .collect();
-    // Paths below different tops (root ports, integrated endpoints) never meet, and then the
-    // kernel's verdict reads of the client only how far it is from its top and which root bus
-    // that top is on: clients alike in both share the verdict, computed once per provider.
-    let top = |path: &[&Function]| path.last().map_or(path[0].bdf, |f| f.bdf);
-    // Each group's (depth, root bus) as a dense index, so a provider's shared verdicts are a
-    // vector, not a map probed for every client.
-    let mut apart_ids: std::collections::HashMap<(usize, (u16, u8)), usize> =
-        std::collections::HashMap::new();
-    let apart_id: Vec<usize> = firsts
-        .iter()
-        .map(|path| {
-            let next = apart_ids.len();
-            *apart_ids
-                .entry((path.len(), (top(path).domain, top(path).bus)))
-                .or_insert(next)
-        })
-        .collect();
-    // (provider, first client, last client, verdict), client indices in group order.
-    let mut runs: Vec<(usize, usize, usize, Verdict)> = Vec::new();
-    for p in 0..groups.len() {
-        let mut apart: Vec<Option<Verdict>> = vec![None; apart_ids.len()];
-        // The run the previous client joined, and the shared verdict it took if it took one:
-        // a client taking the same shared verdict joins without comparing.
-        let mut open: Option<(usize, Option<usize>)> = None;
-        for c in 0..groups.len() {
-            let client_path = if p == c {
-                match &seconds[c] {
-                    Some(path) => path,
-                    None => {
-                        open = None;
-                        continue;
-                    }
-                }
+    let mut host_bridges: HashMap<(u16, u8), HostBridgeClass> = HashMap::new();
+    let mut meetings: BTreeMap<Option<Bdf>, Meeting> = BTreeMap::new();
+    for (g, path) in paths.iter().enumerate() {
+        let top = path.last().expect("a path starts with the function itself");
+        let root_bus = (top.bdf.domain, top.bdf.bus);
+        let host_bridge = *host_bridges
+            .entry(root_bus)
+            .or_insert_with(|| host_bridge_class(topology, root_bus, cpu));
+        let apart = Side::Apart {
+            length: path.len(),
+            host_bridge,
+        };
+        // Integrated endpoints are each their own top.
+        let child = if path.len() == 1 {
+            Child::Own(g)
+        } else {
+            Child::Bridge(top.bdf)
+        };
+        let at = meetings.entry(None).or_default();
+        at.providers.entry(apart).or_default().push((g, child));
+        at.clients.entry(apart).or_default().push((g, child));
+        let (mut redirect, mut unreadable) = (false, false);
+        for hops in 1..path.len() {
+            let below = path[hops - 1];
+            redirect |= has_acs_redirect(below);
+            unreadable |= below.acs_unreadable;
+            let bridge = path[hops];
+            let child = if hops == 1 {
+                Child::Own(g)
             } else {
-                &firsts[c]
+                Child::Bridge(below.bdf)
             };
-            let shared = (top(client_path) != top(&firsts[p])).then_some(apart_id[c]);
-            let verdict = match shared {
-                None => std::borrow::Cow::Owned(verdict_on_paths(
-                    topology,
-                    &firsts[p],
-                    client_path,
-                    cpu,
-                )),
-                Some(id) => std::borrow::Cow::Borrowed(&*apart[id].get_or_insert_with(|| {
-                    verdict_on_paths(topology, &firsts[p], client_path, cpu)
-                })),
+            let at = meetings.entry(Some(bridge.bdf)).or_default();
+            at.depth = path.len() - hops;
+            at.clients
+                .entry(Side::Below {
+                    hops,
+                    redirect,
+                    unreadable,
+                })
+                .or_default()
+                .push((g, child));
+            let provider = Side::Below {
+                hops,
+                redirect: redirect || has_acs_redirect(bridge),
+                unreadable: unreadable || bridge.acs_unreadable,
             };
-            let joins = open.is_some_and(|(at, took)| {
-                (shared.is_some() && took == shared) || {
-                    let last = &runs[at].3;
-                    (last.distance, last.map, &last.reasons)
-                        == (verdict.distance, verdict.map, &verdict.reasons)
+            at.providers.entry(provider).or_default().push((g, child));
+        }
+    }
+    let members = |g: usize| groups[g].functions.len() as u64;
+    let mut out = Vec::new();
+    for (meeting, at) in &meetings {
+        for providers in at.providers.values() {
+            for clients in at.clients.values() {
+                // Pairs below one child meet further down; a group's own functions are each
+                // their own child.
+                let mut per_child: HashMap<Child, (u64, u64)> = HashMap::new();
+                for &(g, child) in providers {
+                    per_child.entry(child).or_default().0 += members(g);
                 }
-            });
-            match open {
-                Some((at, _)) if joins => {
-                    runs[at].2 = c;
-                    open = Some((at, shared));
+                for &(g, child) in clients {
+                    per_child.entry(child).or_default().1 += members(g);
                 }
-                _ => {
-                    let mut first = verdict.into_owned();
-                    first.client = client_path[0].bdf;
-                    runs.push((p, c, c, first));
-                    open = Some((runs.len() - 1, shared));
+                let total =
+                    |side: &[(usize, Child)]| side.iter().map(|&(g, _)| members(g)).sum::<u64>();
+                let below_one_child: u64 = per_child
+                    .iter()
+                    .map(|(child, &(p, c))| match child {
+                        Child::Own(_) => p.min(c),
+                        Child::Bridge(_) => p * c,
+                    })
+                    .sum();
+                let pairs = total(providers) * total(clients) - below_one_child;
+                if pairs == 0 {
+                    continue;
                 }
+                let (p, c) = representative(providers, clients, &members)
+                    .expect("a side pair with pairs has one below different children");
+                let client_path = if p == c {
+                    topology.path_to_root(groups[c].functions[1])
+                } else {
+                    paths[c].clone()
+                };
+                let indices =
+                    |side: &[(usize, Child)]| side.iter().map(|&(g, _)| g).collect::<Vec<_>>();
+                out.push((
+                    at.depth,
+                    GroupVerdict {
+                        meeting: *meeting,
+                        provider_groups: run_names(&indices(providers)),
+                        client_groups: run_names(&indices(clients)),
+                        pairs,
+                        verdict: verdict_on_paths(topology, &paths[p], &client_path, cpu),
+                    },
+                ));
             }
         }
     }
-    runs.into_iter()
-        .map(|(p, first, last, verdict)| GroupVerdict {
-            provider_group: groups[p].group.clone(),
-            first_client_group: groups[first].group.clone(),
-            last_client_group: groups[last].group.clone(),
-            verdict,
-        })
-        .collect()
+    // Stable: within one depth, meeting points stay in address order.
+    out.sort_by_key(|(depth, _)| std::cmp::Reverse(*depth));
+    out.into_iter().map(|(_, v)| v).collect()
+}
+
+/// A provider group and a client group below different children of their meeting point (or
+/// one group of several functions below its own port, paired with itself).
+fn representative(
+    providers: &[(usize, Child)],
+    clients: &[(usize, Child)],
+    members: &impl Fn(usize) -> u64,
+) -> Option<(usize, usize)> {
+    let apart = |(p, pc): (usize, Child), (c, cc): (usize, Child)| {
+        pc != cc || (p == c && matches!(pc, Child::Own(_)) && members(p) > 1)
+    };
+    let &first = providers.first()?;
+    if let Some(&c) = clients.iter().find(|&&c| apart(first, c)) {
+        return Some((first.0, c.0));
+    }
+    // Every client is below the first provider's child: any provider below another pairs
+    // with them.
+    let &c = clients.first()?;
+    providers
+        .iter()
+        .find(|&&p| apart(p, c))
+        .map(|&p| (p.0, c.0))
+}
+
+/// How `root_bus`'s host bridge stands for pairs that meet only at the root complex.
+fn host_bridge_class(topology: &Topology, root_bus: (u16, u8), cpu: Cpu) -> HostBridgeClass {
+    if cpu.exempts_host_bridge() {
+        return HostBridgeClass::Exempt;
+    }
+    let entry = host_bridge_function(topology, root_bus).and_then(|h| {
+        HOST_BRIDGE_WHITELIST
+            .iter()
+            .find(|(v, d, _)| *v == h.vendor && *d == h.device)
+    });
+    match entry {
+        None => HostBridgeClass::NotWhitelisted,
+        Some((_, _, false)) => HostBridgeClass::Whitelisted,
+        Some((_, _, true)) => HostBridgeClass::OnlyWithin(root_bus),
+    }
 }
 
 /// The `pcielab topo --p2p --json` document: the groups and their verdicts, and with `--full`
@@ -438,7 +599,7 @@ pub fn group_verdicts(topology: &Topology, groups: &[Group], cpu: Cpu) -> Vec<Gr
 pub struct Report {
     pub cpu: Cpu,
     pub groups: Vec<Group>,
-    pub group_pairs: Vec<GroupVerdict>,
+    pub group_verdicts: Vec<GroupVerdict>,
     pub pairs: Vec<Verdict>,
 }
 
@@ -448,7 +609,7 @@ impl Report {
         let groups = groups(topology);
         Ok(Report {
             cpu,
-            group_pairs: group_verdicts(topology, &groups, cpu),
+            group_verdicts: group_verdicts(topology, &groups, cpu),
             groups,
             pairs: if full {
                 matrix(topology, cpu)?
@@ -550,33 +711,34 @@ pub fn to_text(report: &Report) -> String {
     out.push('\n');
     let names: Vec<&str> = report.groups.iter().map(|g| g.group.as_str()).collect();
     if names.len() <= MAX_MATRIX_ROWS {
-        let mut cells = std::collections::HashMap::new();
-        let position = |name: &str| names.iter().position(|n| *n == name);
-        for gv in &report.group_pairs {
-            if let (Some(first), Some(last)) = (
-                position(&gv.first_client_group),
-                position(&gv.last_client_group),
-            ) {
-                if let Some(provider) = position(&gv.provider_group) {
-                    for client in first..=last {
-                        cells.insert((provider, client), &gv.verdict);
-                    }
-                }
-            }
-        }
-        write_matrix(&mut out, &names, |p, c| cells.get(&(p, c)).copied());
+        let members: Vec<usize> = report.groups.iter().map(|g| g.functions.len()).collect();
+        let cells = group_cells(
+            &members,
+            report
+                .group_verdicts
+                .iter()
+                .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
+        )
+        .expect("at most 32 groups stay far within the budget");
+        write_matrix(&mut out, &names, |p, c| cells[p * names.len() + c]);
     }
-    for gv in &report.group_pairs {
-        let clients = if gv.first_client_group == gv.last_client_group {
-            gv.first_client_group.clone()
-        } else {
-            format!("{}..{}", gv.first_client_group, gv.last_client_group)
-        };
+    let _ = writeln!(
+        out,
+        "{:<14} provider groups -> client groups: verdict (a pair of groups takes the first line \
+         naming both)",
+        "paths meet at"
+    );
+    for gv in &report.group_verdicts {
         let v = &gv.verdict;
         let _ = writeln!(
             out,
-            "{} -> {clients:<11} {}  (as {} -> {})",
-            gv.provider_group,
+            "{:<14} {} -> {}: {} pair{}, {}  (as {} -> {})",
+            gv.meeting
+                .map_or("root complex".to_string(), |b| b.to_string()),
+            gv.provider_groups.join(","),
+            gv.client_groups.join(","),
+            gv.pairs,
+            if gv.pairs == 1 { "" } else { "s" },
             verdict_text(v),
             v.provider,
             v.client
@@ -605,6 +767,55 @@ pub fn to_text(report: &Report) -> String {
         }
     }
     out
+}
+
+/// The most (provider group, client group) cells [`group_cells`] visits: a document listing
+/// more is not one pcielab printed for a host it can draw.
+const MAX_CELL_VISITS: usize = 1 << 24;
+
+/// Each (provider group, client group) cell's verdict, row-major over the groups (`members`:
+/// how many functions each has), from group verdicts in their listed order (deepest meeting
+/// point first: the first naming both groups applies). `None` in a cell no pair falls in (a
+/// group of one with itself); `None` overall past `MAX_CELL_VISITS`.
+pub fn group_cells<'v, V: ?Sized>(
+    members: &[usize],
+    verdicts: impl IntoIterator<Item = (&'v [String], &'v [String], &'v V)>,
+) -> Option<Vec<Option<&'v V>>> {
+    let groups = members.len();
+    let mut cells: Vec<Option<&V>> = vec![None; groups * groups];
+    let mut visits = 0usize;
+    let runs = |names: &[String]| -> Vec<(usize, usize)> {
+        names
+            .iter()
+            .filter_map(|n| group_run(n))
+            .filter(|&(first, _)| first < groups)
+            .map(|(first, last)| (first, last.min(groups - 1)))
+            .collect()
+    };
+    for (providers, clients, verdict) in verdicts {
+        let clients = runs(clients);
+        for (first, last) in runs(providers) {
+            for p in first..=last {
+                for &(c_first, c_last) in &clients {
+                    visits += c_last - c_first + 1;
+                    if visits > MAX_CELL_VISITS {
+                        return None;
+                    }
+                    for cell in &mut cells[p * groups + c_first..=p * groups + c_last] {
+                        cell.get_or_insert(verdict);
+                    }
+                }
+            }
+        }
+    }
+    // A verdict listing a group as provider and client stands for pairs between its
+    // functions, which a group of one has none of.
+    for (g, &n) in members.iter().enumerate() {
+        if n < 2 {
+            cells[g * groups + g] = None;
+        }
+    }
+    Some(cells)
 }
 
 /// `distance  N  map  reasons`, as every verdict line ends.
@@ -896,6 +1107,21 @@ mod tests {
             "0000:03:00.0 -> 0000:05:00.0  distance  6  not supported        no common upstream \
              bridge; host bridge 0000:00:00.0 (8086:29c0) not whitelisted"
         ));
+        // The two NVMe below one switch meet at its upstream port: one verdict line for both
+        // directions, listed before the root complex's lines (different path lengths there).
+        let meets = |at: &str| text.lines().position(|l| l.starts_with(at)).unwrap();
+        assert!(
+            text.contains(
+                "0000:01:00.0   g2..g3 -> g2..g3: 2 pairs, distance  4  bus address          \
+                 common upstream bridge 0000:01:00.0  (as 0000:03:00.0 -> 0000:04:00.0)"
+            ),
+            "{text}"
+        );
+        assert!(meets("0000:01:00.0") < meets("root complex"));
+        assert!(
+            text.contains("root complex   g4 -> g2..g3: 2 pairs, distance  6  not supported"),
+            "{text}"
+        );
     }
 
     /// The seed's host widened to SR-IOV size: behind root port 00:05.0 a device with `vfs`
@@ -959,10 +1185,50 @@ mod tests {
         Topology::new(functions)
     }
 
+    /// A fan-out with ACS redirect on one downstream port and unreadable ACS on another, three
+    /// integrated endpoints (one group of several tops), and a second root bus whose first
+    /// function is a root port with a two-function device; `host` and `expander` are the
+    /// device ids of the two root buses' host bridges (Intel), for the whitelist's cases.
+    fn mixed(host: u16, expander: u16) -> Topology {
+        let mut functions = with_fan_out(2, 3).functions().to_vec();
+        for f in &mut functions {
+            if f.bdf == bdf("41:01.0") {
+                f.acs = Some(Acs {
+                    capability: 0x7f,
+                    control: 0x0008,
+                });
+            }
+            f.acs_unreadable = f.bdf == bdf("51:02.0");
+            if f.bdf == bdf("00:00.0") {
+                f.device = host;
+            }
+        }
+        for addr in ["00:03.1", "00:03.2"] {
+            functions.push(func(addr, Kind::RcEndpoint, 0x1b36, 0x0010, None));
+        }
+        functions.push(func("80:00.0", Kind::RootPort, 0x8086, expander, None));
+        for addr in ["81:00.0", "81:00.1"] {
+            functions.push(func(addr, Kind::Endpoint, 0x1b36, 0x0010, Some("80:00.0")));
+        }
+        Topology::new(functions)
+    }
+
     #[test]
     fn group_verdicts_agree_with_every_pairwise_verdict() {
+        let hosts = || {
+            [
+                seed(),
+                with_virtual_functions(40),
+                with_fan_out(3, 4),
+                // Not whitelisted; whitelisted only within one host bridge; whitelisted.
+                mixed(0x29c0, 0x000c),
+                mixed(0x3c00, 0x3c00),
+                mixed(0x2030, 0x2031),
+                mixed(0x2030, 0x3c01),
+            ]
+        };
         for cpu in [INTEL, Cpu::Amd { family: 0x19 }] {
-            for topology in [seed(), with_virtual_functions(40), with_fan_out(3, 4)] {
+            for topology in hosts() {
                 let groups = groups(&topology);
                 let by_group = group_verdicts(&topology, &groups, cpu);
                 let group_of = |bdf: Bdf| {
@@ -971,25 +1237,64 @@ mod tests {
                         .position(|g| g.functions.contains(&bdf))
                         .unwrap()
                 };
-                let index = |name: &str| groups.iter().position(|g| g.group == name).unwrap();
+                let lists = |names: &[String], g: usize| {
+                    names.iter().any(|n| {
+                        let (first, last) = group_run(n).unwrap();
+                        (first..=last).contains(&g)
+                    })
+                };
+                let mut stood_for = vec![0u64; by_group.len()];
                 for pair in matrix(&topology, cpu).unwrap() {
                     let (p, c) = (group_of(pair.provider), group_of(pair.client));
-                    let stands_for = by_group
+                    let at = by_group
                         .iter()
-                        .find(|gv| {
-                            index(&gv.provider_group) == p
-                                && (index(&gv.first_client_group)..=index(&gv.last_client_group))
-                                    .contains(&c)
-                        })
+                        .position(|gv| lists(&gv.provider_groups, p) && lists(&gv.client_groups, c))
                         .unwrap_or_else(|| panic!("no group verdict for {pair:?}"));
+                    let stands_for = &by_group[at];
+                    stood_for[at] += 1;
+                    let meeting = pair.reasons.iter().find_map(|r| match r {
+                        Reason::CommonUpstreamBridge { bridge } => Some(*bridge),
+                        _ => None,
+                    });
                     assert_eq!(
-                        (stands_for.verdict.distance, stands_for.verdict.map),
-                        (pair.distance, pair.map),
+                        (
+                            stands_for.meeting,
+                            stands_for.verdict.distance,
+                            stands_for.verdict.map
+                        ),
+                        (meeting, pair.distance, pair.map),
                         "{} -> {}",
                         pair.provider,
                         pair.client
                     );
                 }
+                // The matrix of groups (text and SVG) reads the same verdicts: a cell where
+                // pairs fall has their verdict, every other cell is empty.
+                let members: Vec<usize> = groups.iter().map(|g| g.functions.len()).collect();
+                let cells = group_cells(
+                    &members,
+                    by_group
+                        .iter()
+                        .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
+                )
+                .unwrap();
+                let mut pairs_in = vec![None; cells.len()];
+                for pair in matrix(&topology, cpu).unwrap() {
+                    let at = group_of(pair.provider) * groups.len() + group_of(pair.client);
+                    pairs_in[at] = Some((pair.distance, pair.map));
+                }
+                assert_eq!(
+                    cells
+                        .iter()
+                        .map(|v| v.map(|v| (v.distance, v.map)))
+                        .collect::<Vec<_>>(),
+                    pairs_in
+                );
+                // Each says how many pairs it stands for, and none stands for none.
+                assert_eq!(
+                    stood_for,
+                    by_group.iter().map(|gv| gv.pairs).collect::<Vec<_>>()
+                );
             }
         }
         // The fan-out's 12 endpoints are 12 groups of one beside the seed's.
@@ -1005,6 +1310,58 @@ mod tests {
         assert_eq!(
             groups.iter().map(|g| g.functions.len()).max(),
             Some(1 + 40 - 2)
+        );
+    }
+
+    /// 16 switches of 64 ports, an endpoint on each (1,024 groups of one, each switch in its
+    /// own domain): one verdict per switch and one for the root complex, never one per pair of
+    /// groups, and their pair counts cover every ordered pair once.
+    #[test]
+    fn a_fan_out_has_a_verdict_per_switch_not_per_pair_of_groups() {
+        let mut functions = Vec::new();
+        for s in 0..16u16 {
+            let rp = Bdf::new(s, 0, 1, 0);
+            let up = Bdf::new(s, 1, 0, 0);
+            functions.push(Function::new(rp, 0x8086, 0x352a, 0, Kind::RootPort));
+            let mut f = Function::new(up, 0x1000, 0xc030, 0, Kind::SwitchUpstream);
+            f.parent = Some(rp);
+            functions.push(f);
+            for port in 0..64u8 {
+                let down = Bdf::new(s, 2, port / 8, port % 8);
+                let mut d = Function::new(down, 0x1000, 0xc030, 0, Kind::SwitchDownstream);
+                d.parent = Some(up);
+                functions.push(d);
+                let mut e = Function::new(
+                    Bdf::new(s, 3 + port, 0, 0),
+                    0x144d,
+                    0xa824,
+                    0,
+                    Kind::Endpoint,
+                );
+                e.parent = Some(down);
+                functions.push(e);
+            }
+        }
+        let topology = Topology::new(functions);
+        let groups = groups(&topology);
+        assert_eq!(groups.len(), 1024);
+        let verdicts = group_verdicts(&topology, &groups, INTEL);
+        assert_eq!(verdicts.len(), 16 + 1, "{:?}", &verdicts[..3]);
+        assert_eq!(verdicts.iter().map(|v| v.pairs).sum::<u64>(), 1024 * 1023);
+        let per_switch = &verdicts[0];
+        assert_eq!(per_switch.meeting, Some(Bdf::new(0, 1, 0, 0)));
+        assert_eq!(per_switch.provider_groups, ["g1..g64"]);
+        assert_eq!(
+            (per_switch.pairs, per_switch.verdict.distance),
+            (64 * 63, 4)
+        );
+        assert_eq!(per_switch.verdict.map, MapType::BusAddress);
+        let apart = verdicts.last().unwrap();
+        assert_eq!(apart.meeting, None);
+        assert_eq!(apart.client_groups, ["g1..g1024"]);
+        assert_eq!(
+            (apart.verdict.distance, apart.verdict.map),
+            (8, MapType::NotSupported)
         );
     }
 
