@@ -55,25 +55,22 @@ fn text(data: &[u8]) -> Option<&str> {
 /// QEMU machine, compute path ceilings and P2P verdicts, build the simulated machine and its PMUs.
 pub fn spec_toml(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let Ok(platform) = parse_spec("fuzz.toml", text) else {
+    let Ok(spec) = parse_spec("fuzz.toml", text) else {
         return;
     };
-    let model = platform.platform_model().ok().flatten();
-    let _ = to_tree(&platform, model.as_ref());
-    let _ = to_dot(&platform);
-    let _ = to_json(&platform, model.as_ref());
-    let _ = pcielab::topology::check::warnings(&platform.topology);
-    let _ = pcielab::lab::argv::plan(&platform.topology, &Default::default());
-    let _ = pcielab::topology::p2p::matrix(&platform.topology, pcielab::topology::p2p::Cpu::Other);
-    for f in platform.topology.functions() {
-        let _ = platform.topology.path_ceiling(f.bdf);
+    let model = spec.platform_model().ok().flatten();
+    let _ = to_tree(&spec, model.as_ref());
+    let _ = to_dot(&spec);
+    let _ = to_json(&spec, model.as_ref());
+    let _ = pcielab::topology::check::warnings(&spec.topology);
+    let _ = pcielab::lab::argv::plan(&spec.topology, &Default::default());
+    let _ = pcielab::topology::p2p::matrix(&spec.topology, pcielab::topology::p2p::Cpu::Other);
+    for f in spec.topology.functions() {
+        let _ = spec.topology.path_ceiling(f.bdf);
     }
-    if let Ok(sim) = pcielab::sim::SimulatedPcie::new(
-        "fuzz",
-        platform.topology,
-        &platform.sim,
-        &platform.platform,
-    ) {
+    if let Ok(sim) =
+        pcielab::sim::SimulatedPcie::new("fuzz", spec.topology, &spec.sim, &spec.platform_table)
+    {
         let _ = sim.pmus();
     }
 }
@@ -319,16 +316,16 @@ pub fn sysfs_tree(data: &[u8]) {
         let _ = pcielab::topology::health::read_link_health(dir.path(), bdf.parse().expect("bdf"));
     }
     let _ = pcielab::topology::p2p::matrix(&topology, pcielab::topology::p2p::Cpu::Other);
-    let platform = pcielab::topology::spec::Platform {
+    let spec = pcielab::topology::spec::MachineSpec {
         name: "fuzz".into(),
         description: String::new(),
         topology,
         sim: Default::default(),
-        platform: Default::default(),
+        platform_table: Default::default(),
     };
-    let _ = to_tree(&platform, None);
-    let _ = to_dot(&platform);
-    let _ = to_json(&platform, None);
+    let _ = to_tree(&spec, None);
+    let _ = to_dot(&spec);
+    let _ = to_json(&spec, None);
 }
 
 /// What `fit` and `model --platform` read: measurements (fio JSON, CSV or the dmatest table)

@@ -64,16 +64,16 @@ fn generated_spec() -> String {
 
 fn bench(c: &mut Criterion) {
     let text = generated_spec();
-    let platform = parse_spec("gen4096.toml", &text).expect("generated spec is valid");
-    assert_eq!(platform.topology.functions().len(), 4096);
+    let spec = parse_spec("gen4096.toml", &text).expect("generated spec is valid");
+    assert_eq!(spec.topology.functions().len(), 4096);
     c.bench_function("topo/read_spec_4096", |b| {
         b.iter(|| parse_spec("gen4096.toml", black_box(&text)).unwrap())
     });
     c.bench_function("topo/render_tree_4096", |b| {
-        b.iter(|| to_tree(black_box(&platform), None))
+        b.iter(|| to_tree(black_box(&spec), None))
     });
     c.bench_function("topo/render_json_4096", |b| {
-        b.iter(|| serde_json::to_string(&to_json(black_box(&platform), None)).unwrap())
+        b.iter(|| serde_json::to_string(&to_json(black_box(&spec), None)).unwrap())
     });
     c.bench_function("topo/read_render_tree_json_4096", |b| {
         b.iter(|| {

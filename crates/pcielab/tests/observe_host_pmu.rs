@@ -27,8 +27,8 @@ fn fixture_pmus() -> std::path::PathBuf {
 /// A root with yitian710's PCI tree and the fixture PMUs counting with the software PMU's type.
 fn host_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
-    let platform = pcielab::machine::read_spec("yitian710").unwrap();
-    pcielab::topology::export::export_sysfs(&platform.topology, &root.path().join("sys/bus/pci"))
+    let spec = pcielab::machine::read_spec("yitian710").unwrap();
+    pcielab::topology::export::export_sysfs(&spec.topology, &root.path().join("sys/bus/pci"))
         .unwrap();
     let software_type = fs::read_to_string(Path::new(REAL_DEVICES).join("software/type"))
         .unwrap_or_else(|e| {

@@ -221,8 +221,8 @@ fn print_limits(limits: &[argv::Limit]) {
 }
 
 fn run_argv(args: ArgvArgs) -> Result<()> {
-    let platform = load_spec(&args.machine.spec)?;
-    let plan = argv::plan(&platform.topology, &machine_options(&args.machine))?;
+    let spec = load_spec(&args.machine.spec)?;
+    let plan = argv::plan(&spec.topology, &machine_options(&args.machine))?;
     if args.json {
         return json("lab-argv", &plan);
     }
@@ -285,7 +285,7 @@ fn boot_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
 }
 
 fn run_run(args: RunArgs) -> Result<()> {
-    let platform = load_spec(&args.boot.machine.spec)?;
+    let spec = load_spec(&args.boot.machine.spec)?;
     let script = match &args.script {
         Some(path) => pcielab::input::read_input_file(path, "--script")?,
         None => DEFAULT_SCRIPT.to_string(),
@@ -297,7 +297,7 @@ fn run_run(args: RunArgs) -> Result<()> {
         options.add_fio_job(job)?;
     }
     let report = session::run(
-        &platform.topology,
+        &spec.topology,
         &options,
         &mut progress_printer(args.boot.output.json),
     )?;
@@ -314,17 +314,17 @@ fn run_run(args: RunArgs) -> Result<()> {
 }
 
 fn run_check(args: CheckArgs) -> Result<()> {
-    let platform = load_spec(&args.boot.machine.spec)?;
+    let spec = load_spec(&args.boot.machine.spec)?;
     let options = boot_options(&args.boot, None)?;
     let report = session::run(
-        &platform.topology,
+        &spec.topology,
         &options,
         &mut progress_printer(args.boot.output.json),
     )?;
     let guest_view = check::read_guest(&report.results_dir)?;
     let p2pmem = (args.boot.kernel == KernelChoice::P2pdma).then_some(&guest_view.p2pmem);
     let rows = check::compare(
-        &platform.topology,
+        &spec.topology,
         &guest_view.topology,
         &report.limits,
         &guest_view.cmb_bar,
@@ -346,8 +346,8 @@ fn run_check(args: CheckArgs) -> Result<()> {
 }
 
 fn run_p2p(args: P2pArgs) -> Result<()> {
-    let platform = load_spec(&args.machine.spec)?;
-    if oracle::pairs(&platform.topology).is_empty() {
+    let spec = load_spec(&args.machine.spec)?;
+    if oracle::pairs(&spec.topology).is_empty() {
         return Err(Error::bad_input(format!(
             "{}: no two NVMe controllers with a CMB ([function.device] cmb_size_mb) to try",
             args.machine.spec
@@ -358,14 +358,14 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
         &args.kernel,
         args.timeout,
         &args.output,
-        Some(oracle::script(&platform.topology, args.size)),
+        Some(oracle::script(&spec.topology, args.size)),
     )?;
     let report = session::run(
-        &platform.topology,
+        &spec.topology,
         &options,
         &mut progress_printer(args.output.json),
     )?;
-    let (cpu, outcomes) = oracle::evaluate(&platform.topology, &report.results_dir)?;
+    let (cpu, outcomes) = oracle::evaluate(&spec.topology, &report.results_dir)?;
     let verdict = P2pReport::new(&args.machine.spec, cpu, &outcomes, &report);
     if args.output.json {
         json("lab-p2p", &verdict)?;

@@ -59,9 +59,9 @@ pub fn run(args: Args) -> Result<()> {
         Some(machine) => Some(MachineFacts {
             selector: machine.selector().to_string(),
             topology: {
-                let platform = machine.platform()?;
-                let model = platform.platform_model()?;
-                view_of(Kind::Topology, &render::to_json(platform, model.as_ref()))?
+                let spec = machine.spec()?;
+                let model = spec.platform_model()?;
+                view_of(Kind::Topology, &render::to_json(spec, model.as_ref()))?
             },
             pmus: machine.counters()?.pcie_pmus()?,
             advice: advise(

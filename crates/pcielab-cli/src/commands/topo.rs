@@ -70,18 +70,18 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let machine = args.machine.open()?;
-    let platform = machine.platform()?;
+    let spec = machine.spec()?;
     if let Some(dir) = &args.sysfs_export {
-        export_sysfs(&platform.topology, dir)?;
+        export_sysfs(&spec.topology, dir)?;
         eprintln!(
             "exported {} functions to {}",
-            platform.topology.functions().len(),
+            spec.topology.functions().len(),
             dir.display()
         );
         return Ok(());
     }
     if args.p2p {
-        let report = p2p::Report::new(&platform.topology, args.cpu, args.full)?;
+        let report = p2p::Report::new(&spec.topology, args.cpu, args.full)?;
         if let Some(path) = &args.svg {
             let doc = view_of(Kind::P2p, &report)?;
             pcielab::input::write_output(path.as_ref(), plot::topology::p2p_svg(&doc)?.as_bytes())?;
@@ -94,9 +94,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     let model = match &args.platform {
         Some(file) => Some(read_platform_file(file)?),
-        None => platform.platform_model()?,
+        None => spec.platform_model()?,
     };
-    let topology = render::to_json(platform, model.as_ref());
+    let topology = render::to_json(spec, model.as_ref());
     if let Some(path) = &args.svg {
         let doc = view_of(Kind::Topology, &topology)?;
         pcielab::input::write_output(path.as_ref(), plot::topology::svg(&doc)?.as_bytes())?;
@@ -104,9 +104,9 @@ pub fn run(args: Args) -> Result<()> {
     let text = if args.json {
         json_text("topo", &topology)?
     } else if args.dot {
-        render::to_dot(platform)
+        render::to_dot(spec)
     } else {
-        render::to_tree(platform, model.as_ref())
+        render::to_tree(spec, model.as_ref())
     };
     emit(&text)
 }

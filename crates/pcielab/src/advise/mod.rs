@@ -24,23 +24,23 @@ use facts::read_facts;
 
 /// Runs the checks on `machine`.
 pub fn advise(machine: &Machine, options: &AdviseOptions) -> Result<Advice> {
-    let platform = machine.platform()?;
-    let spec_model = platform.platform_model()?;
+    let spec = machine.spec()?;
+    let spec_model = spec.platform_model()?;
     let pci_dir = machine.pci_dir();
     let root = machine.system_root();
-    let facts = read_facts(&platform.topology, pci_dir.as_deref(), root.as_deref());
+    let facts = read_facts(&spec.topology, pci_dir.as_deref(), root.as_deref());
     // Only sim: machines have one; elsewhere this is an error we do not need.
     let simulated = machine.simulated_pcie().ok();
     let context = Context {
         simulated: simulated.as_ref(),
-        topology: &platform.topology,
+        topology: &spec.topology,
         facts: &facts,
         options,
         platform: options.platform.as_ref().or(spec_model.as_ref()),
         pci_dir,
     };
     let mut advice = run_checks(&context, &machine.selector().to_string());
-    quote_input_lines(&mut advice, &platform.topology);
+    quote_input_lines(&mut advice, &spec.topology);
     Ok(advice)
 }
 

@@ -15,11 +15,11 @@ pub mod session;
 
 use crate::error::{Error, Result};
 use crate::machine::read_spec;
-use crate::topology::spec::Platform;
+use crate::topology::spec::MachineSpec;
 
 /// Opens the spec a lab command names (a FILE.toml or a preset); bad input is tagged with the
 /// run's first phase, like every other lab error.
-pub fn load_spec(spec: &str) -> Result<Platform> {
+pub fn load_spec(spec: &str) -> Result<MachineSpec> {
     read_spec(spec).map_err(|e| match e {
         Error::BadInput(msg) => Error::bad_input(format!("lab phase 'prepare': {msg}")),
         other => other,

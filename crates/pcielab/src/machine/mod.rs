@@ -3,7 +3,7 @@
 //! (`sim:PRESET` or `sim:FILE.toml`) or a simulated MPAM/RDT resctrl machine (`sim:mpam-seed`,
 //! `sim:rdt-xeon8163`). This module parses the user's `--machine` selector ([`MachineSelector`])
 //! and opens it once ([`Machine::open`]); the [`Machine`] then answers the three questions every
-//! command asks — its PCIe topology ([`Machine::platform`]), its performance counters
+//! command asks — its PCIe topology ([`Machine::spec`]), its performance counters
 //! ([`Machine::counters`]: perf_event_open on a host, the simulator's PMU models on `sim:`) and
 //! its resctrl ([`Machine::qos`]: the host mount or the simulated MPAM/RDT kernel) — or says
 //! clearly that this kind of machine has no such thing. pmu/, sim/ and qos/ provide the
@@ -38,7 +38,7 @@ use crate::sim::SimulatedPcie;
 use crate::topology::lspci::read_lspci_path;
 use crate::topology::lspci_source::LspciFormat;
 use crate::topology::readplan::ReadPlan;
-use crate::topology::spec::{parse_spec, Platform};
+use crate::topology::spec::{parse_spec, MachineSpec};
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::Topology;
 
@@ -113,10 +113,10 @@ impl MachineSelector {
         }
     }
 
-    /// Reads the platform the selector names: its topology and, for `sim:`, the spec's
+    /// Reads the spec the selector names: its topology and, for `sim:`, the spec's
     /// `[sim]` and `[platform]` tables (a lab spec is read this way). Commands open a
     /// [`Machine`] instead, which also answers counters and resctrl.
-    pub fn open(&self) -> Result<Platform> {
+    pub fn open(&self) -> Result<MachineSpec> {
         match self {
             MachineSelector::SimPreset { name } => {
                 let text = presets::preset(name).ok_or_else(|| {
@@ -133,12 +133,12 @@ impl MachineSelector {
                 let origin = path.display().to_string();
                 parse_spec(&origin, &text).and_then(|p| sim_table_checked(&origin, p))
             }
-            MachineSelector::Host { root } => Ok(Platform {
+            MachineSelector::Host { root } => Ok(MachineSpec {
                 name: "host".to_string(),
                 description: format!("live sysfs under {}", root.display()),
                 topology: read_named_sysfs(&root.join("sys/bus/pci"))?,
                 sim: toml::Table::new(),
-                platform: toml::Table::new(),
+                platform_table: toml::Table::new(),
             }),
             MachineSelector::Snapshot { dir } => {
                 let topology = read_named_sysfs(dir)?;
@@ -150,12 +150,12 @@ impl MachineSelector {
                         dir.display()
                     )));
                 }
-                Ok(Platform {
+                Ok(MachineSpec {
                     name: "snapshot".to_string(),
                     description: format!("sysfs snapshot {}", dir.display()),
                     topology,
                     sim: toml::Table::new(),
-                    platform: toml::Table::new(),
+                    platform_table: toml::Table::new(),
                 })
             }
             MachineSelector::Lspci { path } => {
@@ -169,29 +169,29 @@ impl MachineSelector {
                     description.push_str("; ");
                     description.push_str(note);
                 }
-                Ok(Platform {
+                Ok(MachineSpec {
                     name: "lspci".to_string(),
                     description,
                     topology: named(read.topology),
                     sim: toml::Table::new(),
-                    platform: toml::Table::new(),
+                    platform_table: toml::Table::new(),
                 })
             }
         }
     }
 }
 
-/// `platform` once its `[sim]` table is valid: checked whenever a spec is opened, so `topo`
+/// `spec` once its `[sim]` table is valid: checked whenever a spec is opened, so `topo`
 /// refuses a moved or unknown key just as a simulated run does, naming the spec's file.
-fn sim_table_checked(origin: &str, platform: Platform) -> Result<Platform> {
-    let sim: std::collections::BTreeMap<String, toml::Value> = platform
+fn sim_table_checked(origin: &str, spec: MachineSpec) -> Result<MachineSpec> {
+    let sim: std::collections::BTreeMap<String, toml::Value> = spec
         .sim
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     crate::sim::config::SimConfig::from_table(Some(&sim))
         .map_err(|e| Error::bad_input(format!("{origin}: {}", e.message())))?;
-    Ok(platform)
+    Ok(spec)
 }
 
 /// Where a machine's PCIe facts come from ([`Machine::pcie_source`]).
@@ -220,14 +220,14 @@ enum Access {
     /// The live host under `root`; its PCI tree is read on first use and kept.
     Host {
         root: PathBuf,
-        platform: OnceLock<Platform>,
+        spec: OnceLock<MachineSpec>,
     },
     /// A saved sysfs tree under `dir`, read at open.
-    Snapshot { dir: PathBuf, platform: Platform },
+    Snapshot { dir: PathBuf, spec: MachineSpec },
     /// Saved lspci output, read at open: a topology and nothing else.
-    Lspci(Platform),
+    Lspci(MachineSpec),
     /// A simulated PCIe platform: its spec, parsed at open.
-    SimPcie(Platform),
+    SimPcie(MachineSpec),
     /// A simulated MPAM/RDT resctrl machine.
     SimResctrl(&'static Preset),
 }
@@ -239,11 +239,11 @@ impl Machine {
         let access = match selector {
             MachineSelector::Host { root } => Access::Host {
                 root: root.clone(),
-                platform: OnceLock::new(),
+                spec: OnceLock::new(),
             },
             MachineSelector::Snapshot { dir } => Access::Snapshot {
                 dir: dir.clone(),
-                platform: selector.open()?,
+                spec: selector.open()?,
             },
             MachineSelector::Lspci { .. } => Access::Lspci(selector.open()?),
             MachineSelector::SimFile { .. } => Access::SimPcie(selector.open()?),
@@ -277,7 +277,7 @@ impl Machine {
             selector: MachineSelector::Host { root: root.clone() },
             access: Access::Host {
                 root,
-                platform: OnceLock::new(),
+                spec: OnceLock::new(),
             },
             read_plan: OnceLock::new(),
         }
@@ -288,27 +288,25 @@ impl Machine {
         &self.selector
     }
 
-    /// The machine's PCIe platform: its topology and, on `sim:`, the spec's `[sim]` and
-    /// `[platform]` tables. A simulated resctrl machine has none.
-    pub fn platform(&self) -> Result<&Platform> {
+    /// The machine as a spec: its topology and, on `sim:`, the spec's `[sim]` and `[platform]`
+    /// tables. A simulated resctrl machine has none.
+    pub fn spec(&self) -> Result<&MachineSpec> {
         match &self.access {
-            Access::Host { platform, .. } => {
-                if let Some(read) = platform.get() {
+            Access::Host { spec, .. } => {
+                if let Some(read) = spec.get() {
                     return Ok(read);
                 }
                 let read = self.selector.open()?;
-                Ok(platform.get_or_init(|| read))
+                Ok(spec.get_or_init(|| read))
             }
-            Access::Snapshot { platform, .. }
-            | Access::SimPcie(platform)
-            | Access::Lspci(platform) => Ok(platform),
+            Access::Snapshot { spec, .. } | Access::SimPcie(spec) | Access::Lspci(spec) => Ok(spec),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
     }
 
-    /// The machine's PCIe topology (see [`Machine::platform`]).
+    /// The machine's PCIe topology (see [`Machine::spec`]).
     pub fn topology(&self) -> Result<&Topology> {
-        Ok(&self.platform()?.topology)
+        Ok(&self.spec()?.topology)
     }
 
     /// The directory shaped like `/sys/bus/pci` this machine is read from: a host's
@@ -382,12 +380,10 @@ impl Machine {
     pub fn counters(&self) -> Result<Box<dyn Counters>> {
         match &self.access {
             Access::Host { root, .. } => Ok(Box::new(HostCounters { root: root.clone() })),
-            Access::Snapshot { platform, .. } | Access::Lspci(platform) => {
-                Ok(Box::new(CatalogPmus {
-                    machine: self.selector.to_string(),
-                    pmus: bound_root_port_pmus(&platform.topology),
-                }))
-            }
+            Access::Snapshot { spec, .. } | Access::Lspci(spec) => Ok(Box::new(CatalogPmus {
+                machine: self.selector.to_string(),
+                pmus: bound_root_port_pmus(&spec.topology),
+            })),
             Access::SimPcie(_) => Ok(Box::new(self.simulated_pcie()?)),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
@@ -429,11 +425,11 @@ impl Machine {
     /// (predictions, simulated runs).
     pub fn simulated_pcie(&self) -> Result<SimulatedPcie> {
         match &self.access {
-            Access::SimPcie(platform) => SimulatedPcie::new(
-                platform.name.clone(),
-                platform.topology.clone(),
-                &platform.sim,
-                &platform.platform,
+            Access::SimPcie(spec) => SimulatedPcie::new(
+                spec.name.clone(),
+                spec.topology.clone(),
+                &spec.sim,
+                &spec.platform_table,
             ),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
             _ => Err(Error::bad_input(format!(
@@ -479,9 +475,9 @@ impl fmt::Display for Machine {
 }
 
 /// `"sim:yitian710".parse::<Machine>()`: parses a `--machine` value and opens it.
-/// The platform a spec names the way `sim:` takes it (a FILE.toml, a path, or a preset name),
+/// The machine a spec names the way `sim:` takes it (a FILE.toml, a path, or a preset name),
 /// read without opening a machine: the lab boots a spec, it does not observe one.
-pub fn read_spec(target: &str) -> Result<Platform> {
+pub fn read_spec(target: &str) -> Result<MachineSpec> {
     MachineSelector::spec(target).open()
 }
 
@@ -575,7 +571,7 @@ mod tests {
             "sim:mpam-seed"
         );
         for err in [
-            mpam.platform().err().unwrap(),
+            mpam.spec().err().unwrap(),
             mpam.counters().err().unwrap(),
             mpam.simulated_pcie().err().unwrap(),
         ] {
@@ -628,7 +624,7 @@ mod tests {
             root: root.path().to_path_buf(),
         })
         .unwrap();
-        assert!(host.platform().is_err());
+        assert!(host.spec().is_err());
         // Its counters are the PMUs under the root's event_source: a DWC root-port PMU there
         // is a PCIe PMU with the DesignWare catalog (unplaced: this root has no PCI tree).
         let pmu_dir = root

@@ -94,14 +94,14 @@ pub struct PresetList {
 pub fn catalog() -> crate::error::Result<Vec<PresetSummary>> {
     let mut all = Vec::new();
     for preset in PRESETS {
-        let platform = crate::topology::spec::parse_spec(
+        let spec = crate::topology::spec::parse_spec(
             &format!("presets/{}.toml", preset.name),
             preset.spec,
         )?;
         all.push(PresetSummary {
             name: preset.name,
             kind: "topology",
-            models: platform.description,
+            models: spec.description,
             source: preset.source,
         });
     }
@@ -127,7 +127,7 @@ mod tests {
     use crate::pcie::Generation;
     use crate::topology::Kind;
 
-    fn open(name: &str) -> crate::topology::spec::Platform {
+    fn open(name: &str) -> crate::topology::spec::MachineSpec {
         MachineSelector::SimPreset { name: name.into() }
             .open()
             .unwrap()

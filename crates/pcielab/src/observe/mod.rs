@@ -949,12 +949,9 @@ mod tests {
     impl Fixture {
         fn new() -> Fixture {
             let root = tempfile::tempdir().unwrap();
-            let platform = crate::machine::read_spec("qemu-seed").unwrap();
-            crate::topology::export::export_sysfs(
-                &platform.topology,
-                &root.path().join("sys/bus/pci"),
-            )
-            .unwrap();
+            let spec = crate::machine::read_spec("qemu-seed").unwrap();
+            crate::topology::export::export_sysfs(&spec.topology, &root.path().join("sys/bus/pci"))
+                .unwrap();
             let f = Fixture { root };
             f.disk("nvme0n1", "0000:00:03.0", 0, 0);
             f.disk("nvme1n1", "0000:03:00.0", 0, 0);

@@ -1,6 +1,7 @@
 //! Pictures of results: the one drawing layer of the tree. Every plot is drawn with the
-//! `plotters` crate onto its SVG backend from the same JSON document a command prints with
-//! `--json` (see [`document`]), so an old result can be drawn again. This module owns the shared
+//! `plotters` crate onto its SVG backend from the document a command prints with `--json`, in
+//! the type that command writes (`report::document` reads a saved one back into it), so an old
+//! result can be drawn again. This module owns the shared
 //! pieces — a line chart with optional right axis, reference lines, event markers and a legend
 //! laid out below the plot (so it never covers data), a coloured matrix, colours and axis
 //! labels; one submodule per kind of result turns its document into one of them.

@@ -212,7 +212,7 @@ mod tests {
 
     fn yitian() -> SimulatedPcie {
         let spec = crate::topology::spec::preset_for_tests("yitian710");
-        SimulatedPcie::new(spec.name, spec.topology, &spec.sim, &spec.platform).unwrap()
+        SimulatedPcie::new(spec.name, spec.topology, &spec.sim, &spec.platform_table).unwrap()
     }
 
     #[test]

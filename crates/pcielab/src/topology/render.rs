@@ -12,7 +12,7 @@ use crate::model::platform::{PlatformDma, PlatformModel, Provenance};
 use crate::pcie::{Bdf, Generation};
 use crate::text::round_to;
 use crate::topology::check::warnings;
-use crate::topology::spec::{aspm_name, Platform};
+use crate::topology::spec::{aspm_name, MachineSpec};
 use crate::topology::{AspmLatency, Evidence, Function, Kind, Link, LinkStatus2, Topology};
 
 /// The `--json` document.
@@ -158,8 +158,8 @@ fn platform_dma(model: Option<&PlatformModel>, f: &Function) -> Option<(f64, f64
 }
 
 /// The JSON view of a platform, with `model`'s predictions on its endpoints' links.
-pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJson {
-    let topo = &platform.topology;
+pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJson {
+    let topo = &spec.topology;
     let mut found = warnings(topo);
     let functions = topo
         .functions()
@@ -240,8 +240,8 @@ pub fn to_json(platform: &Platform, model: Option<&PlatformModel>) -> TopologyJs
         })
         .collect();
     TopologyJson {
-        name: platform.name.clone(),
-        description: platform.description.clone(),
+        name: spec.name.clone(),
+        description: spec.description.clone(),
         functions,
     }
 }
@@ -330,10 +330,10 @@ fn function_line(topo: &Topology, model: Option<&PlatformModel>, f: &Function) -
 
 /// The tree: one block per root bus, children indented below their bridge, warnings last;
 /// endpoints show `model`'s streaming DMA prediction.
-pub fn to_tree(platform: &Platform, model: Option<&PlatformModel>) -> String {
-    let topo = &platform.topology;
+pub fn to_tree(spec: &MachineSpec, model: Option<&PlatformModel>) -> String {
+    let topo = &spec.topology;
     let mut out = String::new();
-    let _ = writeln!(out, "{}: {}", platform.name, platform.description);
+    let _ = writeln!(out, "{}: {}", spec.name, spec.description);
     let mut children: BTreeMap<Bdf, Vec<&Function>> = BTreeMap::new();
     let mut roots: BTreeMap<(u16, u8), Vec<&Function>> = BTreeMap::new();
     for f in topo.functions() {
@@ -429,14 +429,14 @@ fn draw(
 }
 
 /// Graphviz: one node per function, one edge per parent link labelled with its status.
-pub fn to_dot(platform: &Platform) -> String {
-    let topo = &platform.topology;
+pub fn to_dot(spec: &MachineSpec) -> String {
+    let topo = &spec.topology;
     let found = warnings(topo);
     let mut out = String::new();
     let _ = writeln!(
         out,
         "digraph \"{}\" {{\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];",
-        escape(&platform.name)
+        escape(&spec.name)
     );
     for f in topo.functions() {
         let mut label = format!(

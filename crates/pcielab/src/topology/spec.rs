@@ -14,9 +14,11 @@ use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{has_express, kind_of};
 use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
 
-/// A described platform: the hierarchy plus what the simulator needs beyond it.
+/// A machine as described: its PCIe hierarchy plus the tables a spec file adds for the
+/// simulator and the platform model ("platform" in pcielab means only the fitted cost model,
+/// `model::platform::PlatformModel`; a preset is a named spec).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Platform {
+pub struct MachineSpec {
     pub name: String,
     pub description: String,
     pub topology: Topology,
@@ -24,17 +26,18 @@ pub struct Platform {
     pub sim: toml::Table,
     /// The spec's `[platform]` table (the platform model beyond the link,
     /// `model::platform`), untouched here; empty when absent.
-    pub platform: toml::Table,
+    pub platform_table: toml::Table,
 }
 
-impl Platform {
+impl MachineSpec {
     /// The platform model of the spec's `[platform]` table (checked when the spec was parsed);
     /// `None` without one, as for machines read from sysfs.
     pub fn platform_model(&self) -> Result<Option<crate::model::platform::PlatformModel>> {
-        if self.platform.is_empty() {
+        if self.platform_table.is_empty() {
             return Ok(None);
         }
-        crate::model::platform::PlatformModel::from_table(&self.name, &self.platform).map(Some)
+        crate::model::platform::PlatformModel::from_table(&self.name, &self.platform_table)
+            .map(Some)
     }
 }
 
@@ -157,7 +160,7 @@ fn key_before(text: &str, offset: usize) -> Option<&str> {
 /// the peak near the input's own size instead. Whatever the sections do not parse alone (a
 /// layout the split cannot follow, any error) is parsed whole, so results and messages are
 /// those of one whole-document parse.
-pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
+pub fn parse_spec(file: &str, text: &str) -> Result<MachineSpec> {
     let loc = Locator {
         file,
         text,
@@ -194,12 +197,12 @@ pub fn parse_spec(file: &str, text: &str) -> Result<Platform> {
     // Checked here so every command on this spec (topo too, not only the simulator) rejects a
     // bad [platform]; the simulator reads the values.
     crate::model::platform::PlatformModel::from_table(file, &head.platform)?;
-    Ok(Platform {
+    Ok(MachineSpec {
         name: head.name,
         description: head.description,
         topology: Topology::new(functions),
         sim: head.sim,
-        platform: head.platform,
+        platform_table: head.platform,
     })
 }
 
@@ -991,7 +994,7 @@ pub(crate) fn preset_files() -> Vec<(String, String)> {
 
 /// One preset's spec, parsed as `sim:NAME` parses it.
 #[cfg(test)]
-pub(crate) fn preset_for_tests(name: &str) -> Platform {
+pub(crate) fn preset_for_tests(name: &str) -> MachineSpec {
     let (_, text) = preset_files().into_iter().find(|(n, _)| n == name).unwrap();
     parse_spec(&format!("presets/{name}.toml"), &text).unwrap()
 }
