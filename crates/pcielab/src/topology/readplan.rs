@@ -120,9 +120,17 @@ impl ReadPlan {
     }
 
     /// The link health of every function of [`ReadPlan::topology`], in its order.
+    #[cfg(test)]
     pub fn read(&mut self) -> Vec<LinkHealth> {
+        let mut out = Vec::new();
+        self.read_into(&mut out);
+        out
+    }
+
+    /// [`ReadPlan::read`] into `out`, replacing what it held (its memory is kept).
+    pub fn read_into(&mut self, out: &mut Vec<LinkHealth>) {
         let mut buffer = [0u8; ATTRIBUTE_BYTES];
-        let mut out: Vec<LinkHealth> = Vec::with_capacity(self.planned.len());
+        out.clear();
         for p in &self.planned {
             let mut health = p.fixed.clone();
             for attribute in &p.each_sample {
@@ -140,7 +148,6 @@ impl ReadPlan {
                 out[i].current_width = out[from].current_width;
             }
         }
-        out
     }
 }
 
