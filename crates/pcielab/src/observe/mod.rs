@@ -775,8 +775,11 @@ struct Layout {
     deepest_first: Vec<usize>,
     /// Per function: the trained speed and width its achievable rate was last worked out for,
     /// and that rate (a link retrains rarely; the model is not run again until it does).
-    achievable: Vec<Option<((Option<f64>, Option<u32>), Option<f64>)>>,
+    achievable: Vec<Option<(Trained, Option<f64>)>>,
 }
+
+/// A link's trained speed (GT/s) and width.
+type Trained = (Option<f64>, Option<u32>);
 
 impl Layout {
     fn of(topology: &Topology) -> Layout {
