@@ -15,7 +15,7 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers
 use signal_hook::consts::{SIGHUP, SIGTERM};
 
 use super::number_in;
-use pcielab::observe::top::{Action, Key, SortKey, TopFrame, View, COLUMNS, KEY_HELP};
+use pcielab::observe::top::{Action, Frames, Key, SortKey, TopFrame, View, COLUMNS, KEY_HELP};
 use pcielab::observe::{Observer, Sample};
 use pcielab::{Error, Result};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -129,16 +129,17 @@ impl Clock {
     }
 
     fn tick(&mut self, observer: &mut Observer) -> Result<()> {
-        let latest = observer.sample()?;
-        self.prev = std::mem::replace(&mut self.latest, latest);
+        // The latest becomes the previous; the new sample is written over the old previous.
+        std::mem::swap(&mut self.prev, &mut self.latest);
+        observer.sample_into(&mut self.latest)?;
         self.taken = SystemTime::now();
         // A late tick (a suspended terminal) starts a new schedule instead of catching up.
         self.next = (self.next + self.delay).max(Instant::now());
         Ok(())
     }
 
-    fn frame(&self, view: &View) -> TopFrame {
-        TopFrame::build(view, &self.first, &self.prev, &self.latest, self.taken)
+    fn frame<'a>(&self, frames: &'a mut Frames, view: &View) -> &'a TopFrame {
+        frames.build(view, &self.first, &self.prev, &self.latest, self.taken)
     }
 }
 
@@ -150,21 +151,23 @@ fn batch(
     json: bool,
 ) -> Result<()> {
     let mut clock = Clock::start(&mut observer, delay)?;
+    // Kept between frames: an unchanged row is not formatted again.
+    let mut frames = Frames::default();
     let mut out = std::io::stdout().lock();
     let written = |e: std::io::Error| Error::runtime(format!("cannot write to stdout: {e}"));
     for i in 0..iterations.unwrap_or(u64::MAX) {
         std::thread::sleep(clock.until_next());
         clock.tick(&mut observer)?;
-        let frame = clock.frame(view);
+        let frame = clock.frame(&mut frames, view);
         if json {
-            let line = serde_json::to_string(&pcielab::text::tagged("top-frame", &frame)?)
+            let line = serde_json::to_string(&pcielab::text::tagged("top-frame", frame)?)
                 .map_err(|e| Error::runtime(format!("cannot encode the frame as JSON: {e}")))?;
             writeln!(out, "{line}").map_err(written)?;
         } else {
             if i > 0 {
                 writeln!(out).map_err(written)?;
             }
-            write!(out, "{}", frame.text()).map_err(written)?;
+            out.write_all(frames.text().as_bytes()).map_err(written)?;
         }
         out.flush().map_err(written)?;
     }
@@ -192,6 +195,7 @@ fn interactive(
     let mut terminal = ratatui::try_init().map_err(terminal_error)?;
     let result = (|| -> Result<Option<i32>> {
         let mut clock = Clock::start(&mut observer, delay)?;
+        let mut built = Frames::default();
         // While paused the screen holds the samples it showed; sampling goes on behind it.
         let mut held: Option<(Sample, Sample, SystemTime)> = None;
         let mut frames = 0u64;
@@ -200,12 +204,12 @@ fn interactive(
             if redraw {
                 let shown = match &held {
                     Some((prev, latest, taken)) => {
-                        TopFrame::build(&view, &clock.first, prev, latest, *taken)
+                        built.build(&view, &clock.first, prev, latest, *taken)
                     }
-                    None => clock.frame(&view),
+                    None => clock.frame(&mut built, &view),
                 };
                 terminal
-                    .draw(|f| draw(f, &view, &shown))
+                    .draw(|f| draw(f, &view, shown))
                     .map_err(terminal_error)?;
                 redraw = false;
             }

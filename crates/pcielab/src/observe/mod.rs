@@ -172,7 +172,7 @@ pub struct FunctionSample {
 }
 
 /// Every function of the machine at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Sample {
     /// The `--machine` selector, as given.
     pub machine: String,
@@ -188,6 +188,15 @@ impl Sample {
             .binary_search_by_key(&bdf, |f| f.bdf)
             .ok()
             .map(|i| &self.functions[i])
+    }
+
+    /// The function `bdf`, found at index `i` when this sample lists the same functions as the
+    /// one `i` is from (every sample between two hotplug events), else by address.
+    pub(crate) fn counterpart(&self, i: usize, bdf: Bdf) -> Option<&FunctionSample> {
+        match self.functions.get(i) {
+            Some(f) if f.bdf == bdf => Some(f),
+            _ => self.get(bdf),
+        }
     }
 }
 
@@ -213,58 +222,56 @@ pub struct FunctionRate {
 /// Rates of every function present in both samples, in address order; empty when `next` is not
 /// later than `prev`.
 pub fn rates(prev: &Sample, next: &Sample) -> Vec<FunctionRate> {
-    if next.t_ns <= prev.t_ns {
+    let Some(us) = interval_us(prev, next) else {
         return Vec::new();
-    }
-    // MB/s is bytes per microsecond.
-    let us = (next.t_ns - prev.t_ns) as f64 / 1e3;
-    let per_s = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?) as f64 / us);
-    let delta = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+    };
     next.functions
         .iter()
-        .filter_map(|n| {
-            let p = prev.get(n.bdf)?;
-            let same_source = match (p.traffic, n.traffic) {
-                (Some(a), Some(b)) if a.source == b.source => Some((a, b)),
-                _ => None,
-            };
-            let field = |get: fn(&Traffic) -> Option<u64>| {
-                same_source.and_then(|(a, b)| per_s(get(&a), get(&b)))
-            };
-            let rx = field(|t| Some(t.rx_bytes));
-            let tx = field(|t| Some(t.tx_bytes));
-            let percent = |mbps: Option<f64>| Some(mbps? / n.achievable_mbps? * 100.0);
-            let (pa, na) = (&p.link.aer, &n.link.aer);
-            let share = |a: u64, b: u64| b.saturating_sub(a) as f64 / us / 1e3 * 100.0;
-            let link_state_percent = match (p.link_states, n.link_states) {
-                (Some(a), Some(b)) => Some(LinkStatePercent {
-                    l0: share(a.l0_ns, b.l0_ns),
-                    l0s: share(a.l0s_ns, b.l0s_ns),
-                    l1: share(a.l1_ns, b.l1_ns),
-                }),
-                _ => None,
-            };
-            Some(FunctionRate {
-                bdf: n.bdf,
-                source: n.traffic.map(|t| t.source),
-                rx_mbps: rx,
-                tx_mbps: tx,
-                rx_wire_mbps: field(|t| t.rx_wire_bytes),
-                tx_wire_mbps: field(|t| t.tx_wire_bytes),
-                rx_percent: percent(rx),
-                tx_percent: percent(tx),
-                aer_delta: AerCounts {
-                    correctable: delta(pa.correctable, na.correctable),
-                    nonfatal: delta(pa.nonfatal, na.nonfatal),
-                    fatal: delta(pa.fatal, na.fatal),
-                    rootport_correctable: delta(pa.rootport_correctable, na.rootport_correctable),
-                    rootport_nonfatal: delta(pa.rootport_nonfatal, na.rootport_nonfatal),
-                    rootport_fatal: delta(pa.rootport_fatal, na.rootport_fatal),
-                },
-                link_state_percent,
-            })
-        })
+        .enumerate()
+        .filter_map(|(i, n)| Some(rate(prev.counterpart(i, n.bdf)?, n, us)))
         .collect()
+}
+
+/// Microseconds from `prev` to `next`; `None` when `next` is not later.
+pub(crate) fn interval_us(prev: &Sample, next: &Sample) -> Option<f64> {
+    (next.t_ns > prev.t_ns).then(|| (next.t_ns - prev.t_ns) as f64 / 1e3)
+}
+
+/// What changed for one function from `p` to `n`, `us` microseconds later ([`rates`] for one
+/// function: a caller that walks the samples itself needs no list of every function's rates).
+pub(crate) fn rate(p: &FunctionSample, n: &FunctionSample, us: f64) -> FunctionRate {
+    // MB/s is bytes per microsecond.
+    let per_s = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?) as f64 / us);
+    let same_source = match (p.traffic, n.traffic) {
+        (Some(a), Some(b)) if a.source == b.source => Some((a, b)),
+        _ => None,
+    };
+    let field =
+        |get: fn(&Traffic) -> Option<u64>| same_source.and_then(|(a, b)| per_s(get(&a), get(&b)));
+    let rx = field(|t| Some(t.rx_bytes));
+    let tx = field(|t| Some(t.tx_bytes));
+    let percent = |mbps: Option<f64>| Some(mbps? / n.achievable_mbps? * 100.0);
+    let share = |a: u64, b: u64| b.saturating_sub(a) as f64 / us / 1e3 * 100.0;
+    let link_state_percent = match (p.link_states, n.link_states) {
+        (Some(a), Some(b)) => Some(LinkStatePercent {
+            l0: share(a.l0_ns, b.l0_ns),
+            l0s: share(a.l0s_ns, b.l0s_ns),
+            l1: share(a.l1_ns, b.l1_ns),
+        }),
+        _ => None,
+    };
+    FunctionRate {
+        bdf: n.bdf,
+        source: n.traffic.map(|t| t.source),
+        rx_mbps: rx,
+        tx_mbps: tx,
+        rx_wire_mbps: field(|t| t.rx_wire_bytes),
+        tx_wire_mbps: field(|t| t.tx_wire_bytes),
+        rx_percent: percent(rx),
+        tx_percent: percent(tx),
+        aer_delta: n.link.aer.since(&p.link.aer),
+        link_state_percent,
+    }
 }
 
 /// A counter made monotonic over the observer's lifetime.
@@ -351,6 +358,8 @@ pub struct Observer {
     /// Totals of devices that disappeared, per function: (up, down).
     retired: BTreeMap<Bdf, (u64, u64)>,
     warnings: Vec<String>,
+    /// The link health buffer, kept between samples.
+    healths: Vec<LinkHealth>,
 }
 
 impl Observer {
@@ -441,6 +450,7 @@ impl Observer {
             multiplexed: BTreeMap::new(),
             retired: BTreeMap::new(),
             warnings,
+            healths: Vec::new(),
         })
     }
 
@@ -467,13 +477,36 @@ impl Observer {
 
     /// A sample stamped with the time since open (on `sim:`, the simulated time played to).
     pub fn sample(&mut self) -> Result<Sample> {
+        let mut sample = Sample::default();
+        self.sample_into(&mut sample)?;
+        Ok(sample)
+    }
+
+    /// [`Observer::sample`] written over `out`, reusing its memory (a loop that keeps its
+    /// oldest sample for the next one allocates nothing per function).
+    pub fn sample_into(&mut self, out: &mut Sample) -> Result<()> {
         let t_ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.sample_at(t_ns)
+        self.sample_at_into(t_ns, out)
     }
 
     /// A sample stamped `t_ns`; on `sim:` the counts at simulated time `t_ns`.
     pub fn sample_at(&mut self, t_ns: u64) -> Result<Sample> {
-        let healths = self.link_health(t_ns)?;
+        let mut sample = Sample::default();
+        self.sample_at_into(t_ns, &mut sample)?;
+        Ok(sample)
+    }
+
+    /// [`Observer::sample_at`] written over `out`; see [`Observer::sample_into`].
+    pub fn sample_at_into(&mut self, t_ns: u64, out: &mut Sample) -> Result<()> {
+        let mut healths = std::mem::take(&mut self.healths);
+        let result = self
+            .link_health(t_ns, &mut healths)
+            .and_then(|()| self.fill(t_ns, &healths, out));
+        self.healths = healths;
+        result
+    }
+
+    fn fill(&mut self, t_ns: u64, healths: &[LinkHealth], out: &mut Sample) -> Result<()> {
         let (own, names, pmu_counts) = self.own_traffic(t_ns)?;
         let functions = self.topology.functions();
         // Sum each function's own bytes into every ancestor, deepest first.
@@ -488,7 +521,7 @@ impl Observer {
                 summed[p] = Some((up.saturating_add(bytes.0), down.saturating_add(bytes.1)));
             }
         }
-        let mut out = Vec::with_capacity(functions.len());
+        out.functions.truncate(functions.len());
         for (i, ((f, derived), link)) in functions.iter().zip(summed).zip(healths).enumerate() {
             let traffic = match pmu_counts.get(&f.bdf) {
                 Some(&bytes) => Some((Source::Pmu, bytes)),
@@ -504,27 +537,48 @@ impl Observer {
                     tx_wire_bytes: wire.map(|w| w.1 as u64),
                 }
             });
-            out.push(FunctionSample {
+            let achievable_mbps = self.layout.achievable(i, f, link);
+            let sample = FunctionSample {
                 bdf: f.bdf,
                 kind: f.kind,
                 parent: f.parent,
                 root_port: self.layout.root_ports[i],
-                name: f.name.clone(),
-                devices: names.get(&f.bdf).cloned().unwrap_or_default(),
+                name: None,
+                devices: Vec::new(),
                 traffic,
                 downgraded: link.downgraded(),
                 link_down: link.down(),
-                achievable_mbps: achievable(f, &link),
-                link,
+                achievable_mbps,
+                link: link.clone(),
                 pmu: self.pmu_ports.contains(&f.bdf),
                 link_states: self.link_states(f.bdf, t_ns),
-            });
+            };
+            let devices = names.get(&f.bdf).map_or(&[][..], Vec::as_slice);
+            match out.functions.get_mut(i) {
+                // The old entry's strings are kept and overwritten: no allocation when the
+                // name and devices have not grown.
+                Some(old) => {
+                    let mut name = std::mem::take(&mut old.name);
+                    let mut kept = std::mem::take(&mut old.devices);
+                    name.clone_from(&f.name);
+                    kept.clear();
+                    kept.extend_from_slice(devices);
+                    *old = FunctionSample {
+                        name,
+                        devices: kept,
+                        ..sample
+                    };
+                }
+                None => out.functions.push(FunctionSample {
+                    name: f.name.clone(),
+                    devices: devices.to_vec(),
+                    ..sample
+                }),
+            }
         }
-        Ok(Sample {
-            machine: self.machine.clone(),
-            t_ns,
-            functions: out,
-        })
+        out.machine.clone_from(&self.machine);
+        out.t_ns = t_ns;
+        Ok(())
     }
 
     /// Each function's own (device-level) bytes up and down, the device names per function, and
@@ -655,14 +709,17 @@ impl Observer {
         }
     }
 
-    /// Every function's link health, in topology order: through the machine's read plan on
-    /// sysfs (after its hotplug check; a re-plan brings a new topology), or from the spec.
-    fn link_health(&mut self, t_ns: u64) -> Result<Vec<LinkHealth>> {
+    /// Every function's link health, in topology order, into `out`: through the machine's
+    /// read plan on sysfs (after its hotplug check; a re-plan brings a new topology), or from
+    /// the spec.
+    fn link_health(&mut self, t_ns: u64, out: &mut Vec<LinkHealth>) -> Result<()> {
         let plan = match &self.backend {
             Backend::Sysfs { plan, .. } => plan,
             Backend::Sim { run, .. } => {
                 let functions = self.topology.functions();
-                return Ok(functions.iter().map(|f| sim_health(run, f, t_ns)).collect());
+                out.clear();
+                out.extend(functions.iter().map(|f| sim_health(run, f, t_ns)));
+                return Ok(());
             }
         };
         let mut plan = plan.lock().map_err(|_| poisoned())?;
@@ -672,7 +729,8 @@ impl Observer {
             self.layout = Layout::of(&self.topology);
             self.plan_generation = plan.generation();
         }
-        Ok(plan.read())
+        plan.read_into(out);
+        Ok(())
     }
 }
 
@@ -715,7 +773,13 @@ struct Layout {
     root_ports: Vec<Option<Bdf>>,
     /// Function indices, deepest first: the order that sums children into parents.
     deepest_first: Vec<usize>,
+    /// Per function: the trained speed and width its achievable rate was last worked out for,
+    /// and that rate (a link retrains rarely; the model is not run again until it does).
+    achievable: Vec<Option<(Trained, Option<f64>)>>,
 }
+
+/// A link's trained speed (GT/s) and width.
+type Trained = (Option<f64>, Option<u32>);
 
 impl Layout {
     fn of(topology: &Topology) -> Layout {
@@ -738,7 +802,21 @@ impl Layout {
                         .map(|a| a.bdf)
                 })
                 .collect(),
+            achievable: vec![None; functions.len()],
             deepest_first,
+        }
+    }
+
+    /// [`achievable`] for function `i`, `f`, from the memo when its link is trained as before.
+    fn achievable(&mut self, i: usize, f: &Function, link: &LinkHealth) -> Option<f64> {
+        let trained = (link.current_gts, link.current_width);
+        match self.achievable[i] {
+            Some((was, mbps)) if was == trained => mbps,
+            _ => {
+                let mbps = achievable(f, link);
+                self.achievable[i] = Some((trained, mbps));
+                mbps
+            }
         }
     }
 }

@@ -21,6 +21,22 @@ pub struct AerCounts {
     pub rootport_fatal: Option<u64>,
 }
 
+impl AerCounts {
+    /// The increments from `earlier` to these counts (each `None` where either lacks the
+    /// counter; a counter that went back, a re-created device, counts 0).
+    pub fn since(&self, earlier: &AerCounts) -> AerCounts {
+        let delta = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+        AerCounts {
+            correctable: delta(earlier.correctable, self.correctable),
+            nonfatal: delta(earlier.nonfatal, self.nonfatal),
+            fatal: delta(earlier.fatal, self.fatal),
+            rootport_correctable: delta(earlier.rootport_correctable, self.rootport_correctable),
+            rootport_nonfatal: delta(earlier.rootport_nonfatal, self.rootport_nonfatal),
+            rootport_fatal: delta(earlier.rootport_fatal, self.rootport_fatal),
+        }
+    }
+}
+
 /// The link as the function's sysfs attributes describe it now and at best.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct LinkHealth {

@@ -8,12 +8,22 @@
 //! and the functions below take its values. Per sample the plan then reads only the trained
 //! state of each link and the AER counters that exist.
 //!
+//! The files a sample reads are opened once, when planned, and read again from offset 0 each
+//! sample (`pread`): sysfs makes an attribute's value anew for a read at the start of the file
+//! (the kernel's sysfs documentation: "seek to 0 and read again"), and a snapshot's regular file
+//! shows what was last written into it. That spares each sample a path lookup through the
+//! `devices/` symlink per file, most of what a sample cost. At most [`HELD_FILES`] stay open
+//! (the process's descriptor limit is commonly 1024); files past them are opened per read. A
+//! held file of a device that went away fails to read, which re-plans as any failed read does;
+//! a snapshot file replaced by a new one (renamed over it) is seen at the next re-plan.
+//!
 //! Hotplug: [`ReadPlan::refresh`] compares the `devices/` listing with the planned one at most
 //! every [`REDISCOVER_NS`] (one directory read), or at once after a planned file failed to
 //! read (a device going away), and on a change reads the topology again and plans anew.
 
 use std::fs::File;
 use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
@@ -26,18 +36,22 @@ pub(crate) const REDISCOVER_NS: u64 = 10_000_000_000;
 /// The most of one attribute read: the kernel fills at most one page.
 const ATTRIBUTE_BYTES: usize = 4096;
 
+/// Attribute files a plan keeps open between samples; see the module documentation.
+pub(crate) const HELD_FILES: usize = 512;
+
 /// Reads the topology again after hotplug (the machine's own reader, with its naming).
 pub(crate) type Reread = fn(&Path) -> Result<Topology>;
 
 /// What one function's sample reads.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Planned {
     dir: PathBuf,
     /// The static part, read at discovery: capable speed and width.
     fixed: LinkHealth,
     /// The attributes read every sample (present in the directory, not static, and not a
-    /// trained-state attribute taken from the link's other end).
-    each_sample: Vec<Attribute>,
+    /// trained-state attribute taken from the link's other end), each with its file when it is
+    /// one of those held open.
+    each_sample: Vec<(Attribute, Option<File>)>,
     /// The function (index) whose `current_link_*` this one takes, when not its own.
     link_from: Option<usize>,
 }
@@ -120,14 +134,26 @@ impl ReadPlan {
     }
 
     /// The link health of every function of [`ReadPlan::topology`], in its order.
+    #[cfg(test)]
     pub fn read(&mut self) -> Vec<LinkHealth> {
+        let mut out = Vec::new();
+        self.read_into(&mut out);
+        out
+    }
+
+    /// [`ReadPlan::read`] into `out`, replacing what it held (its memory is kept).
+    pub fn read_into(&mut self, out: &mut Vec<LinkHealth>) {
         let mut buffer = [0u8; ATTRIBUTE_BYTES];
-        let mut out: Vec<LinkHealth> = Vec::with_capacity(self.planned.len());
+        out.clear();
         for p in &self.planned {
             let mut health = p.fixed.clone();
-            for attribute in &p.each_sample {
+            for (attribute, held) in &p.each_sample {
                 self.reads += 1;
-                match read_attribute(&p.dir.join(attribute.file()), &mut buffer) {
+                let text = match held {
+                    Some(file) => read_held(file, &mut buffer),
+                    None => read_attribute(&p.dir.join(attribute.file()), &mut buffer),
+                };
+                match text {
                     Some(text) => attribute.apply(text, &mut health),
                     None => self.stale = true,
                 }
@@ -140,7 +166,6 @@ impl ReadPlan {
                 out[i].current_width = out[from].current_width;
             }
         }
-        out
     }
 }
 
@@ -179,7 +204,11 @@ fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
             Planned {
                 dir,
                 fixed,
-                each_sample: present.into_iter().filter(|a| !a.is_static()).collect(),
+                each_sample: present
+                    .into_iter()
+                    .filter(|a| !a.is_static())
+                    .map(|a| (a, None))
+                    .collect(),
                 link_from: None,
             }
         })
@@ -196,12 +225,23 @@ fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
         let port_reads_it = planned[port]
             .each_sample
             .iter()
-            .filter(|a| a.is_current_link())
+            .filter(|(a, _)| a.is_current_link())
             .count()
             == 2;
         if port_reads_it && trained(&seen[i]) == trained(&seen[port]) {
             planned[i].link_from = Some(port);
-            planned[i].each_sample.retain(|a| !a.is_current_link());
+            planned[i].each_sample.retain(|(a, _)| !a.is_current_link());
+        }
+    }
+    // Open what each sample reads, up to the limit, in address order.
+    let mut held = 0;
+    for p in &mut planned {
+        for (attribute, file) in &mut p.each_sample {
+            if held == HELD_FILES {
+                return planned;
+            }
+            *file = File::open(p.dir.join(attribute.file())).ok();
+            held += usize::from(file.is_some());
         }
     }
     planned
@@ -215,9 +255,16 @@ fn read_attribute<'a>(path: &Path, buffer: &'a mut [u8]) -> Option<&'a str> {
     std::str::from_utf8(&buffer[..n]).ok()
 }
 
+/// A held attribute file's text now: one read from its start.
+fn read_held<'a>(file: &File, buffer: &'a mut [u8]) -> Option<&'a str> {
+    let n = file.read_at(buffer, 0).ok()?;
+    std::str::from_utf8(&buffer[..n]).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pcie::Bdf;
     use crate::topology::export::export_sysfs;
     use crate::topology::generate::server;
     use crate::topology::sysfs::read_sysfs;
@@ -255,6 +302,60 @@ mod tests {
         assert_eq!(plan.reads(), 2 * links + 2);
         plan.read();
         assert_eq!(plan.reads(), 2 * (2 * links + 2));
+    }
+
+    /// More files than a plan holds open: every function with AER counters (three files each)
+    /// on top of the links' trained state. Held files and files opened per read both see a
+    /// value written after planning, and every function agrees with a full read.
+    #[test]
+    fn files_past_the_held_ones_are_opened_per_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = server(crate::topology::generate::FIXED_FUNCTIONS + 64).unwrap();
+        export_sysfs(&shape, dir.path()).unwrap();
+        let topology = read_sysfs(dir.path()).unwrap();
+        let aer = |bdf: Bdf, fatal: u64| {
+            let at = dir.path().join("devices").join(bdf.to_string());
+            fs::write(at.join("aer_dev_correctable"), "TOTAL_ERR_COR 0\n").unwrap();
+            fs::write(at.join("aer_dev_nonfatal"), "TOTAL_ERR_NONFATAL 0\n").unwrap();
+            fs::write(
+                at.join("aer_dev_fatal"),
+                format!("TOTAL_ERR_FATAL {fatal}\n"),
+            )
+            .unwrap();
+        };
+        for f in topology.functions() {
+            aer(f.bdf, 0);
+        }
+        let mut plan = ReadPlan::discover(dir.path(), topology.clone(), reread);
+        let per_sample = 2 * (16 + 96 + 32) + 3 * topology.functions().len();
+        assert!(per_sample > HELD_FILES, "{per_sample}");
+        let held: usize = plan
+            .planned
+            .iter()
+            .flat_map(|p| &p.each_sample)
+            .filter(|(_, file)| file.is_some())
+            .count();
+        assert_eq!(held, HELD_FILES);
+        // The first function's files are held, the last one's are not.
+        let functions = topology.functions();
+        let (early, late) = (functions[0].bdf, functions[functions.len() - 1].bdf);
+        assert!(plan.planned[0].each_sample.iter().all(|(_, f)| f.is_some()));
+        assert!(plan.planned[functions.len() - 1]
+            .each_sample
+            .iter()
+            .all(|(_, f)| f.is_none()));
+        plan.read();
+        aer(early, 3);
+        aer(late, 5);
+        let health = plan.read();
+        assert_eq!(plan.reads(), 2 * per_sample as u64);
+        assert_eq!(health[0].aer.fatal, Some(3));
+        assert_eq!(health[functions.len() - 1].aer.fatal, Some(5));
+        for (f, h) in functions.iter().zip(&health) {
+            let full = read_function_health(&dir.path().join("devices").join(f.bdf.to_string()));
+            assert_eq!(*h, full, "{}", f.bdf);
+        }
+        assert_eq!(plan.generation(), 0);
     }
 
     #[test]
