@@ -15,6 +15,21 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A writable copy of the two-socket server fixture (in a temporary directory the caller keeps)
+/// and its root, for tests that apply changes.
+fn server_copy() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    assert!(Command::new("cp")
+        .arg("-a")
+        .arg(fixture("server"))
+        .arg(&root)
+        .status()
+        .unwrap()
+        .success());
+    (dir, root)
+}
+
 fn advise_json(tree: &str, extra: &[&str]) -> Value {
     let machine = format!("snapshot:{}", fixture(tree).join("sys/bus/pci").display());
     let args = [&["advise", "--machine", &machine, "--json"][..], extra].concat();
@@ -113,15 +128,7 @@ fn fail_on_ignore_and_only_shape_the_exit_and_the_findings() {
 
 #[test]
 fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    assert!(Command::new("cp")
-        .arg("-a")
-        .arg(fixture("server"))
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success());
+    let (dir, root) = server_copy();
     let governor = root.join("sys/class/devfreq/dmc/governor");
     let before = std::fs::read(&governor).unwrap();
     let undo = dir.path().join("undo.json");
@@ -162,15 +169,7 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
 #[test]
 fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
     use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    assert!(Command::new("cp")
-        .arg("-a")
-        .arg(fixture("server"))
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success());
+    let (dir, root) = server_copy();
     let governor = root.join("sys/class/devfreq/dmc/governor");
     let before = std::fs::read(&governor).unwrap();
     let undo_dir = dir.path().join("undo");
@@ -252,15 +251,7 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
 /// findings the writes cleared are `gone`, every other finding of the run before `remaining`.
 #[test]
 fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    assert!(Command::new("cp")
-        .arg("-a")
-        .arg(fixture("server"))
-        .arg(&root)
-        .status()
-        .unwrap()
-        .success());
+    let (dir, root) = server_copy();
     let undo = dir.path().join("undo.json");
     let (root_s, undo_s) = (root.to_str().unwrap(), undo.to_str().unwrap());
     let host = ["advise", "--machine", "host", "--root", root_s];
