@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
-use pcielab::report::document::{view_of, Document, Kind};
+use pcielab::report::document::Document;
 use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::topology::render;
 use pcielab::{Error, Result};
@@ -61,7 +61,7 @@ pub fn run(args: Args) -> Result<()> {
             topology: {
                 let spec = machine.spec()?;
                 let model = spec.platform_model()?;
-                view_of(Kind::Topology, &render::to_json(spec, model.as_ref()))?
+                render::to_json(spec, model.as_ref())
             },
             pmus: machine.counters()?.pcie_pmus()?,
             advice: advise(

@@ -5,7 +5,6 @@ use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
 use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
-use pcielab::report::document::{view_of, Kind};
 use pcielab::text::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};
@@ -83,8 +82,8 @@ pub fn run(args: Args) -> Result<()> {
     if args.p2p {
         let report = p2p::Report::new(&spec.topology, args.cpu, args.full)?;
         if let Some(path) = &args.svg {
-            let doc = view_of(Kind::P2p, &report)?;
-            pcielab::input::write_output(path.as_ref(), plot::topology::p2p_svg(&doc)?.as_bytes())?;
+            let svg = plot::topology::p2p_svg(&report)?;
+            pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
         }
         return emit(&if args.json {
             json_text("topo-p2p", &report)?
@@ -98,8 +97,8 @@ pub fn run(args: Args) -> Result<()> {
     };
     let topology = render::to_json(spec, model.as_ref());
     if let Some(path) = &args.svg {
-        let doc = view_of(Kind::Topology, &topology)?;
-        pcielab::input::write_output(path.as_ref(), plot::topology::svg(&doc)?.as_bytes())?;
+        let svg = plot::topology::svg(&topology)?;
+        pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
     }
     let text = if args.json {
         json_text("topo", &topology)?

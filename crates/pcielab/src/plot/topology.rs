@@ -1,8 +1,9 @@
-//! Pictures of a machine's PCIe tree from `pcielab topo --json`: the tree as a diagram (one
+//! Pictures of a machine's PCIe tree from `pcielab topo --json` (`topology::render::TopologyJson`,
+//! the type that writes it): the tree as a diagram (one
 //! box per function, indented under its parent, each link coloured by the generation it
 //! trained to and drawn thicker the more lanes it has, downgraded links and health warnings in
 //! red, each path's link-achievable rate beside its box), and the `topo --p2p --json` verdicts
-//! as a coloured provider × client matrix. A tree layout, not a chart: it is drawn with the
+//! (`topology::p2p::Report`) as a coloured provider × client matrix. A tree layout, not a chart: it is drawn with the
 //! same plotters primitives as every other plot.
 
 use std::collections::{BTreeMap, HashSet};
@@ -11,10 +12,11 @@ use plotters::prelude::*;
 
 use super::{drawing_failed, matrix_svg, svg_document, Area, Cell, Matrix, CHAR_WIDTH, FONT};
 use crate::error::{Error, Result};
-use crate::pcie::Generation;
+use crate::pcie::{Bdf, Generation};
 use crate::topology::check::DOWNTRAINED;
-use serde::Deserialize;
-use serde_json::Value;
+use crate::topology::p2p::{group_cells, group_run, Cpu, MapType, Report, Verdict};
+use crate::topology::render::{FunctionJson, TopologyJson};
+use crate::topology::Kind;
 
 const MIN_WIDTH: i32 = 1000;
 const INDENT: i32 = 34;
@@ -56,12 +58,12 @@ fn stroke_for(width: Option<u8>) -> u32 {
 /// Whether the link above `f` trained below what both its ends can do: what the Warnings list
 /// reports (a root port whose device is slower is merely limited by it, as lspci's
 /// "(downgraded)" says of it, and is not marked).
-fn downtrained(f: &FunctionDoc) -> bool {
+fn downtrained(f: &FunctionJson) -> bool {
     f.warnings.iter().any(|w| w.starts_with(DOWNTRAINED))
 }
 
 /// A function's link as "Gen3 x4" and, when it trained below its capability, "of Gen5 x4".
-fn link_text(f: &FunctionDoc) -> Option<String> {
+fn link_text(f: &FunctionJson) -> Option<String> {
     let link = f.link.as_ref()?;
     let now = match (generation_of(link.speed_gts), link.width) {
         (_, Some(0)) => "link down".to_string(),
@@ -91,7 +93,7 @@ enum Row<'a> {
     /// A root bus: its domain:bus and NUMA node.
     Heading(String),
     Function {
-        f: &'a FunctionDoc,
+        f: &'a FunctionJson,
         depth: i32,
     },
 }
@@ -107,9 +109,9 @@ fn row_height(row: &Row) -> i32 {
 const MAX_DEPTH: i32 = 256;
 
 /// The rows in tree order: each root bus's heading, then depth-first under it.
-fn rows(doc: &TopologyDoc) -> Vec<Row<'_>> {
-    let mut children: BTreeMap<&str, Vec<&FunctionDoc>> = BTreeMap::new();
-    let mut roots: BTreeMap<String, Vec<&FunctionDoc>> = BTreeMap::new();
+fn rows(doc: &TopologyJson) -> Vec<Row<'_>> {
+    let mut children: BTreeMap<&str, Vec<&FunctionJson>> = BTreeMap::new();
+    let mut roots: BTreeMap<String, Vec<&FunctionJson>> = BTreeMap::new();
     for f in &doc.functions {
         match &f.parent {
             Some(p) => children.entry(p.as_str()).or_default().push(f),
@@ -129,10 +131,10 @@ fn rows(doc: &TopologyDoc) -> Vec<Row<'_>> {
     // children) and a parent chain may be as long as the file. Each function is drawn once, and
     // no deeper than a PCIe hierarchy can be (one bus number per level).
     fn walk<'a>(
-        f: &'a FunctionDoc,
+        f: &'a FunctionJson,
         depth: i32,
-        children: &BTreeMap<&str, Vec<&'a FunctionDoc>>,
-        drawn: &mut HashSet<*const FunctionDoc>,
+        children: &BTreeMap<&str, Vec<&'a FunctionJson>>,
+        drawn: &mut HashSet<*const FunctionJson>,
         out: &mut Vec<Row<'a>>,
     ) {
         if depth > MAX_DEPTH || !drawn.insert(f) {
@@ -152,10 +154,10 @@ fn rows(doc: &TopologyDoc) -> Vec<Row<'_>> {
         }
     }
     // A function whose parent is not in the document (a partial export) still gets drawn.
-    let orphans: Vec<&FunctionDoc> = doc
+    let orphans: Vec<&FunctionJson> = doc
         .functions
         .iter()
-        .filter(|f| !drawn.contains(&(*f as *const FunctionDoc)))
+        .filter(|f| !drawn.contains(&(*f as *const FunctionJson)))
         .collect();
     if !orphans.is_empty() {
         out.push(Row::Heading("parent not in this document".into()));
@@ -209,7 +211,7 @@ fn wrap(text: &str, chars: usize) -> Vec<String> {
 }
 
 /// The tree diagram as a standalone SVG document.
-pub fn svg(doc: &TopologyDoc) -> Result<String> {
+pub fn svg(doc: &TopologyJson) -> Result<String> {
     let rows = rows(doc);
     let description = wrap(&doc.description, 140);
     let top = TOP + DESCRIPTION_LINE * (description.len() as i32 - 1).max(0);
@@ -319,7 +321,7 @@ pub fn svg(doc: &TopologyDoc) -> Result<String> {
                         .map_err(drawing_failed)?;
                     }
                     let downgraded = downtrained(f);
-                    let fill = if f.kind.contains("endpoint") {
+                    let fill = if matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint) {
                         RGBColor(0xf4, 0xf8, 0xfc)
                     } else {
                         RGBColor(0xf6, 0xf6, 0xf0)
@@ -339,7 +341,7 @@ pub fn svg(doc: &TopologyDoc) -> Result<String> {
                     let id = format!(
                         "{}  {}  [{}:{}]",
                         f.bdf,
-                        f.kind,
+                        f.kind.name(),
                         f.vendor.trim_start_matches("0x"),
                         f.device.trim_start_matches("0x")
                     );
@@ -400,25 +402,25 @@ fn darker(c: RGBColor) -> RGBColor {
     )
 }
 
-/// The P2P verdict classes in legend order, with the map names of the JSON.
-const VERDICTS: [(&str, &str, RGBColor); 4] = [
+/// The P2P verdict classes in legend order.
+const VERDICTS: [(MapType, &str, RGBColor); 4] = [
     (
-        "bus_address",
+        MapType::BusAddress,
         "B: bus address (through a common switch)",
         RGBColor(0x2c, 0xa0, 0x2c),
     ),
     (
-        "through_host_bridge",
+        MapType::ThroughHostBridge,
         "H: through the host bridge",
         RGBColor(0x1f, 0x77, 0xb4),
     ),
     (
-        "not_supported",
+        MapType::NotSupported,
         "x: not supported (EREMOTEIO)",
         RGBColor(0xd6, 0x27, 0x28),
     ),
     (
-        "unknown",
+        MapType::Unknown,
         "?: unknown (facts not readable)",
         RGBColor(0x99, 0x99, 0x99),
     ),
@@ -427,13 +429,16 @@ const VERDICTS: [(&str, &str, RGBColor); 4] = [
 /// The verdict matrix: providers down, clients across (groups of endpoints, the root ports they
 /// lie below when there are more groups than `MAX_MATRIX_ROWS`, or with `--full` endpoints),
 /// each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS` rows even so.
-pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
-    let (labels, by_top, verdicts) = doc.verdict_grid(MAX_MATRIX_ROWS)?;
+pub fn p2p_matrix(doc: &Report) -> Result<Matrix> {
+    let (labels, by_top, verdicts) = verdict_grid(doc, MAX_MATRIX_ROWS)?;
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; labels.len()]; labels.len()];
     for ((p, c), cell) in verdicts {
         cells[p][c] = Some(match cell {
             GridCell::One(pair) => {
-                let class = VERDICTS.iter().position(|v| v.0 == pair.map).unwrap_or(3);
+                let class = VERDICTS
+                    .iter()
+                    .position(|v| v.0 == pair.map)
+                    .expect("VERDICTS lists every map type");
                 let mark = VERDICTS[class].1.split(':').next().unwrap_or("?");
                 Cell {
                     text: format!("{} {mark}", pair.distance),
@@ -446,9 +451,10 @@ pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
             },
         });
     }
-    let cpu = match (doc.cpu.get("vendor"), doc.cpu.get("family")) {
-        (Some(v), Some(f)) => format!(", CPU {}:{f}", v.as_str().unwrap_or("?")),
-        _ => String::new(),
+    let cpu = match doc.cpu {
+        Cpu::Intel { family } => format!(", CPU intel:{family}"),
+        Cpu::Amd { family } => format!(", CPU amd:{family}"),
+        Cpu::Other => String::new(),
     };
     let between = if by_top {
         "endpoints below each root port"
@@ -483,84 +489,15 @@ pub fn p2p_matrix(doc: &P2pDoc) -> Result<Matrix> {
 pub(crate) const MAX_MATRIX_ROWS: usize = 256;
 
 /// The verdict matrix as a standalone SVG document.
-pub fn p2p_svg(doc: &P2pDoc) -> Result<String> {
+pub fn p2p_svg(doc: &Report) -> Result<String> {
     matrix_svg(&p2p_matrix(doc)?)
-}
-
-/// `pcielab topo --json` (docs/topology.md).
-#[derive(Debug, Clone, Deserialize)]
-pub struct TopologyDoc {
-    pub name: String,
-    #[serde(default)]
-    pub description: String,
-    pub functions: Vec<FunctionDoc>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct FunctionDoc {
-    pub bdf: String,
-    pub vendor: String,
-    pub device: String,
-    pub kind: String,
-    pub name: Option<String>,
-    pub parent: Option<String>,
-    pub link: Option<LinkDoc>,
-    pub numa_node: Option<i32>,
-    pub driver: Option<String>,
-    #[serde(rename = "ceiling_achievable_MBps", default)]
-    pub ceiling_achievable_mbps: Option<f64>,
-    #[serde(default)]
-    pub ceiling_limited_by: Option<String>,
-    #[serde(default)]
-    pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct LinkDoc {
-    pub max_speed_gts: Option<f64>,
-    pub max_width: Option<u8>,
-    pub speed_gts: Option<f64>,
-    pub width: Option<u8>,
-    #[serde(default)]
-    pub downgraded: bool,
-}
-
-/// `pcielab topo --p2p --json` (docs/lab.md): verdicts by group, and with `--full` by pair.
-#[derive(Debug, Clone, Deserialize)]
-pub struct P2pDoc {
-    pub cpu: Value,
-    pub pairs: Vec<PairDoc>,
-    #[serde(default)]
-    pub groups: Vec<GroupDoc>,
-    #[serde(default)]
-    pub group_verdicts: Vec<GroupVerdictDoc>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct GroupDoc {
-    pub group: String,
-    pub port: Option<String>,
-    /// Absent in documents from before it was written: such a document's large hosts cannot be
-    /// drawn by root port.
-    #[serde(default)]
-    pub top: Option<String>,
-    pub functions: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct GroupVerdictDoc {
-    pub meeting: Option<String>,
-    pub provider_groups: Vec<String>,
-    pub client_groups: Vec<String>,
-    pub pairs: u64,
-    pub verdict: PairDoc,
 }
 
 /// What one cell of a verdict matrix shows: a verdict, or (drawn by root port) that the pairs
 /// it gathers get different ones.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum GridCell<'a> {
-    One(&'a PairDoc),
+    One(&'a Verdict),
     Mixed,
 }
 
@@ -568,178 +505,166 @@ pub(crate) enum GridCell<'a> {
 /// and each (provider, client) index pair's cell.
 pub(crate) type VerdictGrid<'a> = (Vec<String>, bool, Vec<((usize, usize), GridCell<'a>)>);
 
-impl P2pDoc {
-    /// What a picture of this document shows: the endpoint pairs when it has them (`--full`),
-    /// else the groups, or past `max_rows` groups the root ports they lie below (each cell the
-    /// verdict all pairs between two root ports share, or mixed). Bad input when even that has
-    /// more than `max_rows` rows, or the group verdicts list more cells than any host pcielab
-    /// draws.
-    pub(crate) fn verdict_grid(&self, max_rows: usize) -> Result<VerdictGrid<'_>> {
-        let too_many = |rows: usize, what: &str| {
-            Error::bad_input(format!(
-                "the P2P verdict matrix would have {rows} rows ({what}), more than the {max_rows} it is drawn with; \
-                 draw the groups (without --full) or read the verdicts as text or JSON"
-            ))
-        };
-        let too_many_cells = || {
-            Error::bad_input(format!(
-                "the {} group verdicts name more (provider, client) cells than any host pcielab draws; \
-                 expected the output of pcielab topo --p2p --json",
-                self.group_verdicts.len()
-            ))
-        };
-        if !self.pairs.is_empty() || self.groups.is_empty() {
-            let mut labels: Vec<String> = self
-                .pairs
-                .iter()
-                .flat_map(|p| [p.provider.clone(), p.client.clone()])
-                .collect();
-            labels.sort_unstable();
-            labels.dedup();
-            if labels.len() > max_rows {
-                return Err(too_many(labels.len(), "endpoints"));
-            }
-            let at = |bdf: &str| labels.binary_search_by(|l| l.as_str().cmp(bdf)).ok();
-            let cells = self
-                .pairs
-                .iter()
-                .filter_map(|p| Some(((at(&p.provider)?, at(&p.client)?), GridCell::One(p))))
-                .collect();
-            return Ok((labels, false, cells));
-        }
-        let n = self.groups.len();
-        if n > max_rows {
-            return self.grid_by_top(max_rows, too_many, too_many_cells);
-        }
-        let members: Vec<usize> = self.groups.iter().map(|g| g.functions.len()).collect();
-        let grid = crate::topology::p2p::group_cells(
-            &members,
-            self.group_verdicts
-                .iter()
-                .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
-        )
-        .ok_or_else(too_many_cells)?;
-        let cells = grid
+/// What a picture of `doc` shows: the endpoint pairs when it has them (`--full`), else the
+/// groups, or past `max_rows` groups the root ports they lie below (each cell the verdict all
+/// pairs between two root ports share, or mixed). Bad input when even that has more than
+/// `max_rows` rows, or the group verdicts list more cells than any host pcielab draws.
+pub(crate) fn verdict_grid(doc: &Report, max_rows: usize) -> Result<VerdictGrid<'_>> {
+    let too_many = |rows: usize, what: &str| {
+        Error::bad_input(format!(
+            "the P2P verdict matrix would have {rows} rows ({what}), more than the {max_rows} it is drawn with; \
+             draw the groups (without --full) or read the verdicts as text or JSON"
+        ))
+    };
+    let too_many_cells = || {
+        Error::bad_input(format!(
+            "the {} group verdicts name more (provider, client) cells than any host pcielab draws; \
+             expected the output of pcielab topo --p2p --json",
+            doc.group_verdicts.len()
+        ))
+    };
+    if !doc.pairs.is_empty() || doc.groups.is_empty() {
+        let mut bdfs: Vec<Bdf> = doc
+            .pairs
             .iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.map(|v| ((i / n, i % n), GridCell::One(v))))
+            .flat_map(|p| [p.provider, p.client])
             .collect();
-        let labels = self
-            .groups
+        bdfs.sort_unstable();
+        bdfs.dedup();
+        if bdfs.len() > max_rows {
+            return Err(too_many(bdfs.len(), "endpoints"));
+        }
+        let at = |bdf: Bdf| bdfs.binary_search(&bdf).ok();
+        let cells = doc
+            .pairs
             .iter()
-            .map(|g| match g.functions.as_slice() {
-                [one] => format!("{} {one}", g.group),
-                [first, ..] => format!("{} {first} +{}", g.group, g.functions.len() - 1),
-                [] => g.group.clone(),
-            })
+            .filter_map(|p| Some(((at(p.provider)?, at(p.client)?), GridCell::One(p))))
             .collect();
-        Ok((labels, false, cells))
+        let labels = bdfs.iter().map(Bdf::to_string).collect();
+        return Ok((labels, false, cells));
     }
-
-    /// [`P2pDoc::verdict_grid`] by root port: every group verdict adds its verdict to the cells
-    /// its pairs fall in (those meeting below a bridge to their root port's own cell; those
-    /// meeting only at the root complex to each pair of different root ports, and to an
-    /// integrated group's own cell when it has several functions).
-    fn grid_by_top(
-        &self,
-        max_rows: usize,
-        too_many: impl Fn(usize, &str) -> Error,
-        too_many_cells: impl Fn() -> Error,
-    ) -> Result<VerdictGrid<'_>> {
-        let n = self.groups.len();
-        let mut tops: Vec<&str> = Vec::new();
-        let mut index = std::collections::HashMap::new();
-        let mut block = Vec::with_capacity(n);
-        for g in &self.groups {
-            let top = g.top.as_deref().ok_or_else(|| too_many(n, "groups"))?;
-            let next = tops.len();
-            let at = *index.entry(top).or_insert(next);
-            if at == next {
-                tops.push(top);
-            }
-            block.push(at);
-        }
-        let b = tops.len();
-        if b > max_rows {
-            return Err(too_many(b, "root ports"));
-        }
-        let mut cells: Vec<Option<GridCell<'_>>> = vec![None; b * b];
-        fn add<'a>(cell: &mut Option<GridCell<'a>>, v: &'a PairDoc) {
-            *cell = match *cell {
-                None => Some(GridCell::One(v)),
-                Some(GridCell::One(w)) if (w.distance, &w.map) == (v.distance, &v.map) => {
-                    Some(GridCell::One(w))
-                }
-                Some(_) => Some(GridCell::Mixed),
-            }
-        }
-        // Several functions integrated in the root complex share one group and one top, yet
-        // meet only there.
-        let integrated_pairs: Vec<bool> = self
-            .groups
-            .iter()
-            .map(|g| g.port.is_none() && g.functions.len() > 1)
-            .collect();
-        let mut visits = 0usize;
-        for gv in &self.group_verdicts {
-            let blocks = |names: &[String]| {
-                let mut out: Vec<(usize, bool)> = names
-                    .iter()
-                    .filter_map(|r| crate::topology::p2p::group_run(r))
-                    .filter(|&(first, _)| first < n)
-                    .flat_map(|(first, last)| first..=last.min(n - 1))
-                    .map(|g| (block[g], integrated_pairs[g]))
-                    .collect();
-                out.sort_unstable();
-                out.dedup();
-                out
-            };
-            let (providers, clients) = (blocks(&gv.provider_groups), blocks(&gv.client_groups));
-            visits += providers.len() * clients.len() + gv.provider_groups.len();
-            if visits > 1 << 24 {
-                return Err(too_many_cells());
-            }
-            let v = &gv.verdict;
-            if gv.meeting.is_some() {
-                if let Some(&(p, _)) = providers.first() {
-                    add(&mut cells[p * b + p], v);
-                }
-                continue;
-            }
-            for &(p, p_integrated) in &providers {
-                for &(c, c_integrated) in &clients {
-                    if p != c || (p_integrated && c_integrated) {
-                        add(&mut cells[p * b + c], v);
-                    }
-                }
-            }
-        }
-        let mut per_top = vec![0usize; b];
-        for &at in &block {
-            per_top[at] += 1;
-        }
-        let labels = tops
-            .iter()
-            .zip(&per_top)
-            .map(|(top, count)| format!("{top} ({count} groups)"))
-            .collect();
-        let cells = cells
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, c)| c.map(|c| ((i / b, i % b), c)))
-            .collect();
-        Ok((labels, true, cells))
+    let n = doc.groups.len();
+    if n > max_rows {
+        return grid_by_top(doc, max_rows, too_many, too_many_cells);
     }
+    let members: Vec<usize> = doc.groups.iter().map(|g| g.functions.len()).collect();
+    let grid = group_cells(
+        &members,
+        doc.group_verdicts
+            .iter()
+            .map(|gv| (&gv.provider_groups[..], &gv.client_groups[..], &gv.verdict)),
+    )
+    .ok_or_else(too_many_cells)?;
+    let cells = grid
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.map(|v| ((i / n, i % n), GridCell::One(v))))
+        .collect();
+    let labels = doc
+        .groups
+        .iter()
+        .map(|g| match g.functions.as_slice() {
+            [one] => format!("{} {one}", g.group),
+            [first, ..] => format!("{} {first} +{}", g.group, g.functions.len() - 1),
+            [] => g.group.clone(),
+        })
+        .collect();
+    Ok((labels, false, cells))
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct PairDoc {
-    pub provider: String,
-    pub client: String,
-    pub distance: u32,
-    pub map: String,
-    #[serde(default)]
-    pub reasons: Vec<Value>,
+/// [`verdict_grid`] by root port: every group verdict adds its verdict to the cells its pairs
+/// fall in (those meeting below a bridge to their root port's own cell; those meeting only at
+/// the root complex to each pair of different root ports, and to an integrated group's own
+/// cell when it has several functions).
+fn grid_by_top(
+    doc: &Report,
+    max_rows: usize,
+    too_many: impl Fn(usize, &str) -> Error,
+    too_many_cells: impl Fn() -> Error,
+) -> Result<VerdictGrid<'_>> {
+    let n = doc.groups.len();
+    let mut tops: Vec<Bdf> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    let mut block = Vec::with_capacity(n);
+    for g in &doc.groups {
+        let top = g.top.ok_or_else(|| too_many(n, "groups"))?;
+        let next = tops.len();
+        let at = *index.entry(top).or_insert(next);
+        if at == next {
+            tops.push(top);
+        }
+        block.push(at);
+    }
+    let b = tops.len();
+    if b > max_rows {
+        return Err(too_many(b, "root ports"));
+    }
+    let mut cells: Vec<Option<GridCell<'_>>> = vec![None; b * b];
+    fn add<'a>(cell: &mut Option<GridCell<'a>>, v: &'a Verdict) {
+        *cell = match *cell {
+            None => Some(GridCell::One(v)),
+            Some(GridCell::One(w)) if (w.distance, w.map) == (v.distance, v.map) => {
+                Some(GridCell::One(w))
+            }
+            Some(_) => Some(GridCell::Mixed),
+        }
+    }
+    // Several functions integrated in the root complex share one group and one top, yet meet
+    // only there.
+    let integrated_pairs: Vec<bool> = doc
+        .groups
+        .iter()
+        .map(|g| g.port.is_none() && g.functions.len() > 1)
+        .collect();
+    let mut visits = 0usize;
+    for gv in &doc.group_verdicts {
+        let blocks = |names: &[String]| {
+            let mut out: Vec<(usize, bool)> = names
+                .iter()
+                .filter_map(|r| group_run(r))
+                .filter(|&(first, _)| first < n)
+                .flat_map(|(first, last)| first..=last.min(n - 1))
+                .map(|g| (block[g], integrated_pairs[g]))
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        let (providers, clients) = (blocks(&gv.provider_groups), blocks(&gv.client_groups));
+        visits += providers.len() * clients.len() + gv.provider_groups.len();
+        if visits > 1 << 24 {
+            return Err(too_many_cells());
+        }
+        let v = &gv.verdict;
+        if gv.meeting.is_some() {
+            if let Some(&(p, _)) = providers.first() {
+                add(&mut cells[p * b + p], v);
+            }
+            continue;
+        }
+        for &(p, p_integrated) in &providers {
+            for &(c, c_integrated) in &clients {
+                if p != c || (p_integrated && c_integrated) {
+                    add(&mut cells[p * b + c], v);
+                }
+            }
+        }
+    }
+    let mut per_top = vec![0usize; b];
+    for &at in &block {
+        per_top[at] += 1;
+    }
+    let labels = tops
+        .iter()
+        .zip(&per_top)
+        .map(|(top, count)| format!("{top} ({count} groups)"))
+        .collect();
+    let cells = cells
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.map(|c| ((i / b, i % b), c)))
+        .collect();
+    Ok((labels, true, cells))
 }
 
 #[cfg(test)]
@@ -752,9 +677,8 @@ mod tests {
     /// those root ports gets, by the pairwise rule, or "mixed" where they differ.
     #[test]
     fn a_host_with_more_groups_than_rows_is_drawn_by_root_port_as_every_pair_says() {
-        use crate::pcie::Bdf;
-        use crate::topology::p2p::{matrix, Cpu, Report};
-        use crate::topology::{Acs, Function, Kind, Topology};
+        use crate::topology::p2p::matrix;
+        use crate::topology::{Acs, Function, Topology};
         let function = |bdf: Bdf, kind, parent: Option<Bdf>| {
             let mut f = Function::new(bdf, 0x8086, 0x1234, 0, kind);
             f.parent = parent;
@@ -787,7 +711,10 @@ mod tests {
         let cpu = Cpu::Intel { family: 6 };
         let report = Report::new(&topology, cpu, false).unwrap();
         assert!(report.groups.len() > MAX_MATRIX_ROWS);
-        let doc: P2pDoc = serde_json::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+        // Drawn as read back from its JSON, as `pcielab plot` draws it.
+        let doc: Report = serde_json::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+        assert_eq!(doc.groups, report.groups);
+        assert_eq!(doc.group_verdicts, report.group_verdicts);
         let drawn = p2p_matrix(&doc).unwrap();
         assert!(
             drawn.title.contains("below each root port"),
@@ -803,17 +730,14 @@ mod tests {
                 .find(|g| g.functions.contains(&bdf))
                 .unwrap()
                 .top
+                .unwrap()
                 .to_string();
             drawn.rows.iter().position(|r| r.starts_with(&top)).unwrap()
         };
-        let mut expected: std::collections::HashMap<(usize, usize), Vec<String>> =
+        let mut expected: std::collections::HashMap<(usize, usize), Vec<(u32, MapType)>> =
             std::collections::HashMap::new();
         for pair in matrix(&topology, cpu).unwrap() {
-            let text = format!(
-                "{} {}",
-                pair.distance,
-                serde_json::to_value(pair.map).unwrap().as_str().unwrap()
-            );
+            let text = (pair.distance, pair.map);
             let seen = expected
                 .entry((top_of(pair.provider), top_of(pair.client)))
                 .or_default();
@@ -832,7 +756,7 @@ mod tests {
                         mixed += 1;
                     }
                     (Some(cell), Some(want)) => {
-                        let (distance, map) = want[0].split_once(' ').unwrap();
+                        let (distance, map) = want[0];
                         let mark = VERDICTS.iter().find(|v| v.0 == map).unwrap().1;
                         assert_eq!(cell.text, format!("{distance} {}", &mark[..1]), "{p},{c}");
                     }
@@ -842,6 +766,24 @@ mod tests {
         }
         // Only the switch with ACS redirect on one port mixes bus addresses with refusals.
         assert_eq!(mixed, 1);
+
+        // A document from before groups named their root port still reads, but cannot be
+        // gathered by root port: too many groups, said as such.
+        let mut old = serde_json::to_value(&report).unwrap();
+        for g in old["groups"].as_array_mut().unwrap() {
+            g.as_object_mut().unwrap().remove("top");
+        }
+        let old: Report = serde_json::from_value(old).unwrap();
+        assert!(old.groups.iter().all(|g| g.top.is_none()));
+        let e = p2p_matrix(&old).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message().starts_with(&format!(
+                "the P2P verdict matrix would have {} rows (groups), more than the 256",
+                report.groups.len()
+            )),
+            "{e}"
+        );
     }
 
     #[test]
@@ -853,7 +795,8 @@ mod tests {
 
     #[test]
     fn links_read_as_generation_and_width() {
-        let f: FunctionDoc = serde_json::from_value(serde_json::json!({
+        // A document from before most fields were written: what the picture needs reads.
+        let f: FunctionJson = serde_json::from_value(serde_json::json!({
             "bdf": "0000:01:00.0", "vendor": "0x144d", "device": "0xa80a", "kind": "endpoint",
             "name": null, "parent": "0000:00:00.0", "numa_node": null, "driver": null,
             "link": {"max_speed_gts": 16.0, "max_width": 4, "speed_gts": 8.0, "width": 4, "downgraded": true},

@@ -1,9 +1,8 @@
 //! The `--json` documents pictures are drawn from, read back: which command printed a file
-//! (told by the fields only that command's document has), and the fields a plot or a report
-//! table needs. Model sweeps and QoS scenarios read straight into their own structs; the other
-//! documents are built as JSON values, so they are read here into views that take the fields
-//! docs/*.md document and ignore the rest (older and newer results both read). A file of
-//! another kind, or cut short, is bad input naming the file and what it is not.
+//! (told by the fields only that command's document has), read into the very type that wrote
+//! it. Those types ignore fields they do not know and default the ones older results lack, so
+//! older and newer results both read. A file of another kind, or cut short, is bad input
+//! naming the file and what it is not.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -12,9 +11,10 @@ use crate::error::{Error, Result};
 use crate::lab::check::CheckReport;
 use crate::model::fit::FitDocument;
 use crate::model::sweep::SizeSweep;
-use crate::plot::topology::{P2pDoc, TopologyDoc};
 use crate::pmu::stat::StatDocument;
 use crate::qos::scenario::Outcome;
+use crate::topology::p2p::Report as P2pReport;
+use crate::topology::render::TopologyJson;
 
 /// What printed a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,8 +92,8 @@ pub enum Document {
     Stat(StatDocument),
     Model(SizeSweep),
     Fit(FitDocument),
-    Topology(TopologyDoc),
-    P2p(P2pDoc),
+    Topology(TopologyJson),
+    P2p(P2pReport),
     Scenario(Outcome),
     LabCheck(CheckReport),
 }
@@ -158,7 +158,7 @@ impl Document {
     }
 }
 
-/// Reads `value`, the `--json` document of a `kind` command, as its view `T`, naming the field
+/// Reads `value`, the `--json` document of a `kind` command, as its type `T`, naming the field
 /// that does not fit.
 pub(crate) fn read_as<T: DeserializeOwned>(origin: &str, kind: Kind, value: Value) -> Result<T> {
     serde_json::from_value(value).map_err(|e| {
@@ -167,13 +167,6 @@ pub(crate) fn read_as<T: DeserializeOwned>(origin: &str, kind: Kind, value: Valu
             kind.command()
         ))
     })
-}
-
-/// A command's own `--json` document, read back as the view `T` its plot takes.
-pub fn view_of<T: DeserializeOwned>(kind: Kind, document: &impl serde::Serialize) -> Result<T> {
-    let value = serde_json::to_value(document)
-        .map_err(|e| Error::runtime(format!("JSON encoding failed: {e}")))?;
-    read_as(kind.command(), kind, value)
 }
 
 #[cfg(test)]

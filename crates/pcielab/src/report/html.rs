@@ -13,17 +13,18 @@ use crate::error::Result;
 use crate::lab::check::{CheckReport, Status as CheckStatus};
 use crate::model::fit::{FitDocument, Status};
 use crate::model::sweep::{latency_text, SizeSweep};
-use crate::plot::topology::{FunctionDoc, P2pDoc, PairDoc, TopologyDoc};
 use crate::plot::{self, value_text};
 use crate::pmu::stat::{EventStatus, StatDocument};
 use crate::pmu::PmuDevice;
 use crate::qos::scenario::Outcome;
+use crate::topology::p2p::{MapType, Reason, Report as P2pReport, Verdict};
+use crate::topology::render::{FunctionJson, TopologyJson};
 
 /// What the page says about the machine itself.
 pub struct MachineFacts {
     /// The `--machine` it was read from.
     pub selector: String,
-    pub topology: TopologyDoc,
+    pub topology: TopologyJson,
     pub pmus: Vec<PmuDevice>,
     /// `pcielab advise` on the machine (default intent); `None` when it could not run.
     pub advice: Option<Advice>,
@@ -238,7 +239,7 @@ fn optional(v: Option<f64>) -> String {
     v.map_or("-".into(), value_text)
 }
 
-fn link_of(f: &FunctionDoc) -> (String, String) {
+fn link_of(f: &FunctionJson) -> (String, String) {
     let Some(l) = &f.link else {
         return ("-".into(), "-".into());
     };
@@ -252,7 +253,7 @@ fn link_of(f: &FunctionDoc) -> (String, String) {
     )
 }
 
-fn topology_section(doc: &TopologyDoc) -> Result<String> {
+fn topology_section(doc: &TopologyJson) -> Result<String> {
     let mut out = inline_svg(
         &plot::topology::svg(doc)?,
         &format!("topology of {}", doc.name),
@@ -289,7 +290,7 @@ fn topology_section(doc: &TopologyDoc) -> Result<String> {
         t.row_marked(
             vec![
                 f.bdf.clone(),
-                f.kind.clone(),
+                f.kind.name().to_string(),
                 f.name.clone().unwrap_or_default(),
                 if downgraded {
                     format!("{now} (downgraded)")
@@ -616,42 +617,45 @@ fn fit_body(doc: &FitDocument) -> Result<String> {
     Ok(out)
 }
 
-fn p2p_body(doc: &P2pDoc) -> Result<String> {
+/// A reason as its JSON names it: `acs redirect bridges=["0000:00:01.0"]`, the tag's words
+/// then each field, so the table shows the facts the document holds.
+fn reason_text(r: &Reason) -> String {
+    let value = serde_json::to_value(r).expect("a reason is plain data");
+    let mut text = value["reason"].as_str().unwrap_or("?").replace('_', " ");
+    if let Some(o) = value.as_object() {
+        for (k, v) in o.iter().filter(|(k, _)| *k != "reason") {
+            let _ = write!(
+                text,
+                " {k}={}",
+                v.as_str().map_or(v.to_string(), str::to_string)
+            );
+        }
+    }
+    text
+}
+
+fn p2p_body(doc: &P2pReport) -> Result<String> {
     let mut out = inline_svg(&plot::topology::p2p_svg(doc)?, "P2PDMA verdict matrix");
     let mut t = Table::new(&["provider", "client", "distance", "mapping", "reasons"]);
-    let mut row = |provider: String, client: String, p: &PairDoc| {
-        let reasons: Vec<String> = p
-            .reasons
-            .iter()
-            .map(|r| {
-                let mut text = r["reason"].as_str().unwrap_or("?").replace('_', " ");
-                if let Some(o) = r.as_object() {
-                    for (k, v) in o.iter().filter(|(k, _)| *k != "reason") {
-                        let _ = write!(
-                            text,
-                            " {k}={}",
-                            v.as_str().map_or(v.to_string(), str::to_string)
-                        );
-                    }
-                }
-                text
-            })
-            .collect();
+    let mut row = |provider: String, client: String, p: &Verdict| {
+        let reasons: Vec<String> = p.reasons.iter().map(reason_text).collect();
         t.row_marked(
             vec![
                 provider,
                 client,
                 p.distance.to_string(),
-                p.map.replace('_', " "),
+                p.map.describe().to_string(),
                 reasons.join("; "),
             ],
-            p.map == "not_supported",
+            p.map == MapType::NotSupported,
         );
     };
     if doc.pairs.is_empty() {
         // Grouped: one row per meeting point and pair of sides, deepest first.
         for gv in &doc.group_verdicts {
-            let meeting = gv.meeting.as_deref().unwrap_or("root complex");
+            let meeting = gv
+                .meeting
+                .map_or("root complex".to_string(), |b| b.to_string());
             row(
                 gv.provider_groups.join(","),
                 format!(
@@ -664,7 +668,7 @@ fn p2p_body(doc: &P2pDoc) -> Result<String> {
         }
     } else {
         for p in &doc.pairs {
-            row(p.provider.clone(), p.client.clone(), p);
+            row(p.provider.to_string(), p.client.to_string(), p);
         }
     }
     out += &t.html();

@@ -198,7 +198,7 @@ pub const AER_UNCORRECTABLE_SHOWN: u32 = flag_bits(AER_UNCORRECTABLE_FLAGS);
 pub const AER_CORRECTABLE_SHOWN: u32 = flag_bits(AER_CORRECTABLE_FLAGS);
 
 /// The input line a reader took a fact from (1-based), so a finding can quote its evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceLine {
     pub line: usize,
     pub text: String,
@@ -207,7 +207,7 @@ pub struct SourceLine {
 /// Where a function's facts came from, for readers of text someone pasted (lspci output): the
 /// line behind each fact, by fact name (`lnksta`, `devctl`, …), and the facts the input did not
 /// give (which stay unknown rather than guessed). Empty for the other readers.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub lines: BTreeMap<String, SourceLine>,
     pub unknown: Vec<String>,

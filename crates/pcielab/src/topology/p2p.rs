@@ -4,7 +4,7 @@
 //! mapped through the host bridge, or refused — with the reason. The CPU vendor/family is an input
 //! because the kernel exempts AMD Zen and later from the host-bridge whitelist. No I/O.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Function, Kind, Topology};
 use crate::pcie::Bdf;
@@ -14,7 +14,7 @@ use crate::pcie::Bdf;
 pub(crate) const ACS_REDIRECT_BITS: u16 = 0x0004 | 0x0008 | 0x0020;
 
 /// The CPU the kernel runs on, as far as P2PDMA cares: x86 vendor and family (`cpu_data(0)`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "vendor", rename_all = "snake_case")]
 pub enum Cpu {
     Intel {
@@ -78,7 +78,7 @@ impl std::fmt::Display for Cpu {
 }
 
 /// How the kernel will map DMA between the two functions (`enum pci_p2pdma_map_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MapType {
     /// Transactions route through a common upstream bridge with PCI bus addresses.
@@ -93,7 +93,7 @@ pub enum MapType {
 }
 
 /// One fact that led to the verdict.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Reason {
     /// The two functions meet below a bridge: the closest one.
@@ -120,13 +120,14 @@ pub enum Reason {
 }
 
 /// The kernel's verdict for one provider/client pair.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     pub provider: Bdf,
     pub client: Bdf,
     /// The kernel's distance: hops from each function up to where their paths meet, summed.
     pub distance: u32,
     pub map: MapType,
+    #[serde(default)]
     pub reasons: Vec<Reason>,
 }
 
@@ -292,15 +293,18 @@ pub fn matrix(topology: &Topology, cpu: Cpu) -> crate::Result<Vec<Verdict>> {
 /// root; for integrated endpoints, the same root bus) and the same ACS state of their own, the
 /// only facts of an endpoint the kernel's rules read. The virtual functions of an SR-IOV device
 /// below one port are one group however many there are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Group {
     /// `g1`, `g2`, … in the address order of their first function.
     pub group: String,
     /// The bridge above them; `None` for endpoints integrated in the root complex.
     pub port: Option<Bdf>,
     /// The root port at the top of their path (for integrated endpoints, the first of them):
-    /// where a picture of a large host gathers groups.
-    pub top: Bdf,
+    /// where a picture of a large host gathers groups. Always written; absent only from
+    /// documents older than it, read back without it (their large hosts cannot be drawn by root
+    /// port).
+    #[schemars(with = "Bdf")]
+    pub top: Option<Bdf>,
     /// Its endpoints, in address order.
     pub functions: Vec<Bdf>,
 }
@@ -321,7 +325,7 @@ pub fn groups(topology: &Topology) -> Vec<Group> {
             groups.push(Group {
                 group: format!("g{}", groups.len() + 1),
                 port: f.parent,
-                top,
+                top: Some(top),
                 functions: Vec::new(),
             });
             groups.len() - 1
@@ -336,7 +340,7 @@ pub fn groups(topology: &Topology) -> Vec<Group> {
 /// rules read of such a pair only how far each side is from the meeting point and whether its
 /// side of the path holds an ACS redirect or unreadable ACS (below different tops: each side's
 /// path length and root bus), so every pair a verdict stands for has its distance and mapping.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GroupVerdict {
     /// The bridge where the two paths meet (their closest common upstream bridge); `None` for
     /// pairs below different root ports or integrated endpoints, which meet only at the root
@@ -594,11 +598,14 @@ fn host_bridge_class(topology: &Topology, root_bus: (u16, u8), cpu: Cpu) -> Host
 }
 
 /// The `pcielab topo --p2p --json` document: the groups and their verdicts, and with `--full`
-/// every ordered pair of endpoints (empty otherwise).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+/// every ordered pair of endpoints (empty otherwise). Read back by `plot` and `report --from`:
+/// documents from before verdicts were grouped have only `pairs`.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub cpu: Cpu,
+    #[serde(default)]
     pub groups: Vec<Group>,
+    #[serde(default)]
     pub group_verdicts: Vec<GroupVerdict>,
     pub pairs: Vec<Verdict>,
 }

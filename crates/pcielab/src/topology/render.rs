@@ -3,7 +3,8 @@
 //! `docs/topology.md`; and Graphviz DOT. Ceilings come from [`crate::model::path`], findings
 //! from [`super::check`], endpoints' platform predictions from [`crate::model::platform`].
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -13,26 +14,32 @@ use crate::pcie::{Bdf, Generation};
 use crate::text::round_to;
 use crate::topology::check::warnings;
 use crate::topology::spec::{aspm_name, MachineSpec};
-use crate::topology::{AspmLatency, Evidence, Function, Kind, Link, LinkStatus2, Topology};
+use crate::topology::{Evidence, Function, Kind, Link, LinkStatus2, Topology};
 
-/// The `--json` document.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+/// The `--json` document, also as `plot` and `report --from` read it back: fields added after
+/// the first documents were written read as empty, false or null when absent.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TopologyJson {
     pub name: String,
+    #[serde(default)]
     pub description: String,
     pub functions: Vec<FunctionJson>,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FunctionJson {
     pub bdf: String,
     pub vendor: String,
     pub device: String,
+    #[serde(default)]
     pub class: String,
+    #[serde(default)]
     pub revision: String,
+    #[serde(default)]
     pub subsystem_vendor: String,
+    #[serde(default)]
     pub subsystem_device: String,
-    pub kind: &'static str,
+    pub kind: Kind,
     pub name: Option<String>,
     pub parent: Option<String>,
     pub buses: Option<BusesJson>,
@@ -40,9 +47,12 @@ pub struct FunctionJson {
     pub mps: Option<u16>,
     pub mps_supported: Option<u16>,
     pub mrrs: Option<u16>,
-    pub aspm_supported: &'static str,
-    pub aspm_enabled: &'static str,
+    #[serde(default)]
+    pub aspm_supported: Cow<'static, str>,
+    #[serde(default)]
+    pub aspm_enabled: Cow<'static, str>,
     pub acs: Option<AcsJson>,
+    #[serde(default)]
     pub aer: bool,
     /// AER's UEMsk, UESvrt and CEMsk (the bits lspci prints), where the input shows them.
     pub aer_masks: Option<AerMasksJson>,
@@ -61,29 +71,31 @@ pub struct FunctionJson {
     /// model is given.
     #[serde(flatten)]
     pub platform_dma: PlatformDma,
+    #[serde(default)]
     pub warnings: Vec<String>,
     /// The input lines behind each fact, and the facts the input did not give (lspci machines).
-    #[serde(skip_serializing_if = "Evidence::is_empty")]
+    #[serde(default, skip_serializing_if = "Evidence::is_empty")]
     pub evidence: Evidence,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BusesJson {
     pub secondary: u8,
     pub subordinate: u8,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkJson {
     pub max_speed_gts: Option<f64>,
     pub max_width: Option<u8>,
     pub speed_gts: Option<f64>,
     pub width: Option<u8>,
+    #[serde(default)]
     pub downgraded: bool,
     /// LnkCap's exit latencies of the supported ASPM states, in lspci's words (`<64ns`,
     /// `<16us`, `unlimited`); null where the state is unsupported or the input does not say.
-    pub l0s_exit_latency: Option<&'static str>,
-    pub l1_exit_latency: Option<&'static str>,
+    pub l0s_exit_latency: Option<Cow<'static, str>>,
+    pub l1_exit_latency: Option<Cow<'static, str>>,
     /// LnkCap's Data Link Layer Link Active Reporting Capable (lspci `LLActRep`).
     pub dl_active_reporting: Option<bool>,
     /// LnkSta's DL_Active (lspci `DLActive`).
@@ -98,7 +110,7 @@ pub struct LinkJson {
     pub status2: Option<LinkStatus2Json>,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkStatus2Json {
     pub equalization_complete: bool,
     pub equalization_phase1: bool,
@@ -107,16 +119,16 @@ pub struct LinkStatus2Json {
     pub equalization_request: bool,
     /// `unsupported`, `upstream_port`, `downstream_port`, `incomplete`; null when the text
     /// (older lspci) does not print it.
-    pub crosslink_resolution: Option<&'static str>,
+    pub crosslink_resolution: Option<Cow<'static, str>>,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatenciesJson {
-    pub l0s: &'static str,
-    pub l1: &'static str,
+    pub l0s: Cow<'static, str>,
+    pub l1: Cow<'static, str>,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AerMasksJson {
     /// Register values as 8 hex digits (`0x00100000`: bit 20, UnsupReq).
     pub uncorrectable_mask: String,
@@ -138,11 +150,12 @@ fn status2_json(s: LinkStatus2) -> LinkStatus2Json {
                 "downstream_port",
                 "incomplete",
             ][usize::from(r & 3)]
+            .into()
         }),
     }
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcsJson {
     pub capability: String,
     pub control: String,
@@ -176,7 +189,7 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                 revision: format!("{:#04x}", f.revision),
                 subsystem_vendor: format!("{:#06x}", f.subsystem_vendor),
                 subsystem_device: format!("{:#06x}", f.subsystem_device),
-                kind: f.kind.name(),
+                kind: f.kind,
                 name: f.name.clone(),
                 parent: f.parent.map(|p| p.to_string()),
                 buses: f.buses.map(|(secondary, subordinate)| BusesJson {
@@ -189,8 +202,8 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                     speed_gts: l.speed.map(Generation::gt_s),
                     width: l.width,
                     downgraded: marks_downgraded(f),
-                    l0s_exit_latency: d.l0s_exit.map(AspmLatency::text),
-                    l1_exit_latency: d.l1_exit.map(AspmLatency::text),
+                    l0s_exit_latency: d.l0s_exit.map(|l| l.text().into()),
+                    l1_exit_latency: d.l1_exit.map(|l| l.text().into()),
                     dl_active_reporting: d.dl_active_reporting,
                     dl_active: d.dl_active,
                     supported_speeds_gts: d
@@ -203,8 +216,8 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                 mps: f.mps,
                 mps_supported: f.mps_supported,
                 mrrs: f.mrrs,
-                aspm_supported: aspm_name(f.aspm_supported),
-                aspm_enabled: aspm_name(f.aspm_enabled),
+                aspm_supported: aspm_name(f.aspm_supported).into(),
+                aspm_enabled: aspm_name(f.aspm_enabled).into(),
                 acs: f.acs.map(|a| AcsJson {
                     capability: format!("{:#06x}", a.capability),
                     control: format!("{:#06x}", a.control),
@@ -217,8 +230,8 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                 }),
                 acceptable_latency: match (d.l0s_acceptable, d.l1_acceptable) {
                     (Some(l0s), Some(l1)) => Some(LatenciesJson {
-                        l0s: l0s.text(),
-                        l1: l1.text(),
+                        l0s: l0s.text().into(),
+                        l1: l1.text().into(),
                     }),
                     _ => None,
                 },
