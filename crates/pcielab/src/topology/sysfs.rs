@@ -193,8 +193,40 @@ fn inferred_kind(d: &Decoded, express: bool, parent: Option<&Function>) -> Kind 
     }
 }
 
+/// A function's directory holds files, directories and links, in the kernel's sysfs and in a
+/// saved copy alike. A FIFO, socket or device node there (a planted or damaged snapshot) would
+/// be skipped by every attribute read (`read_capped` opens only regular files), losing facts
+/// without a word: it is refused here by name instead. One directory listing per function; the
+/// entry types come from the listing itself.
+fn refuse_special_files(dir: &Path) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let kind = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
+        if !(kind.is_file() || kind.is_dir() || kind.is_symlink()) {
+            use std::os::unix::fs::FileTypeExt;
+            let what = if kind.is_fifo() {
+                "a FIFO"
+            } else if kind.is_socket() {
+                "a socket"
+            } else if kind.is_char_device() || kind.is_block_device() {
+                "a device node"
+            } else {
+                "a special file"
+            };
+            return Err(Error::bad_input(format!(
+                "{}: is {what}; a PCI function's directory (sysfs, or a snapshot of it) holds only \
+                 files, directories and links",
+                entry.path().display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Reads one function; the flag says its kind was inferred rather than read from the capability.
 fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function, bool)> {
+    refuse_special_files(dir)?;
     let config = read_capped(&dir.join("config"), CONFIG_BYTES).unwrap_or_default();
     let d = header(bdf, dir, &config)?;
     let parent = parent_of(dir, bdf, earlier);
