@@ -202,7 +202,7 @@ fn refuse_special_files(dir: &Path) -> Result<()> {
     let entries = fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let kind = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
+        let kind = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
         if !(kind.is_file() || kind.is_dir() || kind.is_symlink()) {
             use std::os::unix::fs::FileTypeExt;
             let what = if kind.is_fifo() {
