@@ -27,6 +27,20 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
         if let Some(w) = link_above.and_then(|p| downtrained(p, f)) {
             found.push(w);
         }
+        // Said once per link, at the function every device below a port has (00.0).
+        let down_above = parent.filter(|p| {
+            p.kind.has_link_below()
+                && p.express_detail.data_link_down()
+                && (f.bdf.device, f.bdf.function) == (0, 0)
+        });
+        if let Some(p) = down_above {
+            found.push(format!(
+                "data link down between {} and {}: the port reports DL_Active clear (DLActive-) \
+                 though the device is listed below it (a link that failed or a card removed after \
+                 enumeration, or an emulator that does not set the bit); the link is not judged",
+                p.bdf, f.bdf
+            ));
+        }
         if let Some(p) = parent {
             if let (Some(mine), Some(theirs)) = (f.mps, p.mps) {
                 if mine != theirs {
