@@ -611,7 +611,6 @@ fn each_sim_prediction_is_what_pcielab_model_prints_for_before_and_after() {
     }
     // ASPM: the drive's 80 µs reads with L1 (exit 32 µs, the slower end's) and with ASPM off.
     let aspm = only_finding(&fixture("sim-aspm.toml"), "aspm-busy-link");
-    let p = &aspm["prediction"];
     let qd1 = [
         "--gen",
         "3",
@@ -622,27 +621,30 @@ fn each_sim_prediction_is_what_pcielab_model_prints_for_before_and_after() {
         "--io-latency-us",
         "80",
     ];
-    let with_l1 = model_json(
-        &[
-            &qd1[..],
-            &["--aspm", "l1", "--exit-latency-ns", "1000,32000"],
-        ]
-        .concat(),
-    );
-    close(
-        p["before"].as_f64().unwrap(),
-        &with_l1["points"][0]["predicted_qd1_read_iops"],
+    // A finding's before against `model`'s QD1 IOPS with `before` added to `base`, its after
+    // against `base` alone.
+    let qd1_pair = |finding: &Value, base: &[&str], before: &[&str], what: &str| {
+        let p = &finding["prediction"];
+        for (value, extra, side) in [
+            (&p["before"], before, "before"),
+            (&p["after"], &[][..], "after"),
+        ] {
+            let model = model_json(&[base, extra].concat());
+            close(
+                value.as_f64().unwrap(),
+                &model["points"][0]["predicted_qd1_read_iops"],
+                &format!("{what} {side}"),
+            );
+        }
+    };
+    qd1_pair(
+        &aspm,
+        &qd1,
+        &["--aspm", "l1", "--exit-latency-ns", "1000,32000"],
         "ASPM L1",
-    );
-    let off = model_json(&qd1);
-    close(
-        p["after"].as_f64().unwrap(),
-        &off["points"][0]["predicted_qd1_read_iops"],
-        "ASPM off",
     );
     // IRQ placement: the spec's own [platform] (cross_node_ns = 1500), far and local.
     let irq = only_finding(&fixture("sim-irq.toml"), "irq-far-node");
-    let p = &irq["prediction"];
     let platform = fixture("sim-irq.toml");
     let qd1 = [
         "--gen",
@@ -656,18 +658,7 @@ fn each_sim_prediction_is_what_pcielab_model_prints_for_before_and_after() {
         "--platform",
         platform.to_str().unwrap(),
     ];
-    let far = model_json(&[&qd1[..], &["--irq-far-node"]].concat());
-    close(
-        p["before"].as_f64().unwrap(),
-        &far["points"][0]["predicted_qd1_read_iops"],
-        "IRQ far",
-    );
-    let local = model_json(&qd1);
-    close(
-        p["after"].as_f64().unwrap(),
-        &local["points"][0]["predicted_qd1_read_iops"],
-        "IRQ local",
-    );
+    qd1_pair(&irq, &qd1, &["--irq-far-node"], "IRQ far node");
 }
 
 #[test]
