@@ -648,7 +648,7 @@ fn tree_writers_refuse_what_is_not_a_writable_directory() {
     }
     for (dir, why) in [
         ("afile", "is a regular file, not a directory"),
-        ("/dev/null", "is a device, not a directory"),
+        ("/dev/null", "is a character device, not a directory"),
         ("fifo", "is a FIFO, not a directory"),
         ("ro", "is a read-only directory"),
         ("away", "is a symlink to"),

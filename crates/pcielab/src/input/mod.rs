@@ -14,7 +14,10 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
+mod file_kind;
 mod output;
+
+pub(crate) use file_kind::file_kind;
 pub mod yaml;
 
 pub use output::{output_dir, output_target, write_output, OutputTarget};
@@ -140,23 +143,10 @@ pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
 }
 
 fn not_regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = meta.file_type();
-    let what = if kind.is_file() {
+    if meta.is_file() {
         return Ok(());
-    } else if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else {
-        "a special file"
-    };
+    }
+    let what = file_kind(meta.file_type());
     Err(std::io::Error::new(
         std::io::ErrorKind::InvalidInput,
         format!("is {what}, not a regular file; pcielab reads input only from regular files"),

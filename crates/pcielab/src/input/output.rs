@@ -100,7 +100,7 @@ fn existing_target(path: &Path, meta: &Metadata) -> std::result::Result<OutputTa
     } else if kind.is_block_device() {
         Err("is a block device; pcielab never writes one".into())
     } else {
-        Err("is a socket or another special file".into())
+        Err(format!("is {}", super::file_kind::file_kind(kind)))
     }
 }
 
@@ -191,16 +191,10 @@ pub fn output_dir(dir: &Path) -> Result<PathBuf> {
     };
     let kind = meta.file_type();
     if !kind.is_dir() {
-        let what = if kind.is_file() {
-            "a regular file"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else {
-            "a socket or another special file"
-        };
-        return Err(refuse(format!("is {what}, not a directory")));
+        return Err(refuse(format!(
+            "is {}, not a directory",
+            super::file_kind::file_kind(kind)
+        )));
     }
     // No write bit at all: read-only by intent, even for root, as for a file.
     if meta.permissions().mode() & 0o222 == 0 || !writable(&at) {

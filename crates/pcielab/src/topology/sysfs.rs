@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::input::read_capped;
+use crate::input::{file_kind, read_capped};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{decode, kind_of, Decoded};
 use crate::topology::{Function, Kind, Link, Topology};
@@ -204,20 +204,11 @@ fn refuse_special_files(dir: &Path) -> Result<()> {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let kind = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
         if !(kind.is_file() || kind.is_dir() || kind.is_symlink()) {
-            use std::os::unix::fs::FileTypeExt;
-            let what = if kind.is_fifo() {
-                "a FIFO"
-            } else if kind.is_socket() {
-                "a socket"
-            } else if kind.is_char_device() || kind.is_block_device() {
-                "a device node"
-            } else {
-                "a special file"
-            };
             return Err(Error::bad_input(format!(
-                "{}: is {what}; a PCI function's directory (sysfs, or a snapshot of it) holds only \
+                "{}: is {}; a PCI function's directory (sysfs, or a snapshot of it) holds only \
                  files, directories and links",
-                entry.path().display()
+                entry.path().display(),
+                file_kind(kind)
             )));
         }
     }
