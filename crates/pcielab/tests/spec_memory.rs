@@ -19,7 +19,8 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = System.alloc(layout);
+        // SAFETY: the layout is the caller's, passed on unchanged to the system allocator.
+        let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             let now = HELD.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
             PEAK.fetch_max(now, Ordering::SeqCst);
@@ -28,7 +29,8 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
+        // SAFETY: `ptr` came from `alloc` above with this same layout.
+        unsafe { System.dealloc(ptr, layout) };
         HELD.fetch_sub(layout.size(), Ordering::SeqCst);
     }
 }

@@ -235,18 +235,21 @@ fn pattern(offset: u64) -> u64 {
 /// # Safety
 /// `base + offset .. + width` lies inside a live, writable mapping.
 unsafe fn store(base: *mut u8, offset: usize, width: u32) {
-    let p = base.add(offset);
-    let o = offset as u64;
-    match width {
-        4 => std::ptr::write_volatile(p as *mut u32, pattern(o) as u32),
-        8 => std::ptr::write_volatile(p as *mut u64, pattern(o)),
-        16 => std::ptr::write_volatile(
-            p as *mut u128,
-            u128::from(pattern(o)) | (u128::from(pattern(o + 8)) << 64),
-        ),
-        _ => {
-            for k in 0..8 {
-                std::ptr::write_volatile((p as *mut u64).add(k), pattern(o + 8 * k as u64));
+    // SAFETY: the caller keeps `base + offset .. + width` inside a live, writable mapping.
+    unsafe {
+        let p = base.add(offset);
+        let o = offset as u64;
+        match width {
+            4 => std::ptr::write_volatile(p as *mut u32, pattern(o) as u32),
+            8 => std::ptr::write_volatile(p as *mut u64, pattern(o)),
+            16 => std::ptr::write_volatile(
+                p as *mut u128,
+                u128::from(pattern(o)) | (u128::from(pattern(o + 8)) << 64),
+            ),
+            _ => {
+                for k in 0..8 {
+                    std::ptr::write_volatile((p as *mut u64).add(k), pattern(o + 8 * k as u64));
+                }
             }
         }
     }
@@ -257,19 +260,22 @@ unsafe fn store(base: *mut u8, offset: usize, width: u32) {
 /// # Safety
 /// `base + offset .. + width` lies inside a live, readable mapping.
 unsafe fn load_matches(base: *mut u8, offset: usize, width: u32) -> bool {
-    let p = base.add(offset);
-    let o = offset as u64;
-    match width {
-        4 => std::ptr::read_volatile(p as *const u32) == pattern(o) as u32,
-        8 => std::ptr::read_volatile(p as *const u64) == pattern(o),
-        16 => {
-            let v = std::ptr::read_volatile(p as *const u128);
-            v == (u128::from(pattern(o)) | (u128::from(pattern(o + 8)) << 64))
+    // SAFETY: the caller keeps `base + offset .. + width` inside a live, readable mapping.
+    unsafe {
+        let p = base.add(offset);
+        let o = offset as u64;
+        match width {
+            4 => std::ptr::read_volatile(p as *const u32) == pattern(o) as u32,
+            8 => std::ptr::read_volatile(p as *const u64) == pattern(o),
+            16 => {
+                let v = std::ptr::read_volatile(p as *const u128);
+                v == (u128::from(pattern(o)) | (u128::from(pattern(o + 8)) << 64))
+            }
+            _ => (0..8).fold(true, |all, k| {
+                let v = std::ptr::read_volatile((p as *const u64).add(k));
+                all & (v == pattern(o + 8 * k as u64))
+            }),
         }
-        _ => (0..8).fold(true, |all, k| {
-            let v = std::ptr::read_volatile((p as *const u64).add(k));
-            all & (v == pattern(o + 8 * k as u64))
-        }),
     }
 }
 

@@ -41,7 +41,7 @@ fn perf_event_open(attr: &perf_event_attr, cpu: u32, group_fd: i32) -> std::io::
             &mut attr,
             -1,
             cpu as libc::c_int,
-            group_fd as libc::c_int,
+            group_fd,
             libc::c_ulong::from(PERF_FLAG_FD_CLOEXEC),
         )
     };
