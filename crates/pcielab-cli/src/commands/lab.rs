@@ -75,7 +75,7 @@ repository, set by .cargo/config.toml).")]
 }
 
 #[derive(ClapArgs)]
-pub struct MachineArgs {
+pub struct QemuArgs {
     /// Spec file (FILE.toml) or preset name (qemu-seed, qemu-wide)
     pub spec: String,
     /// QEMU accelerator: tcg, or kvm on a machine with working KVM
@@ -103,7 +103,7 @@ pub struct MachineArgs {
 #[derive(ClapArgs)]
 pub struct ArgvArgs {
     #[command(flatten)]
-    pub machine: MachineArgs,
+    pub machine: QemuArgs,
     /// Print JSON: argv, disks, limits, numa_nodes (docs/lab.md)
     #[arg(long)]
     pub json: bool,
@@ -112,7 +112,7 @@ pub struct ArgvArgs {
 #[derive(ClapArgs)]
 pub struct BootArgs {
     #[command(flatten)]
-    pub machine: MachineArgs,
+    pub machine: QemuArgs,
     /// Guest kernel: debian (cloud kernel), p2pdma (built by `lab kernel`) or a bzImage path
     #[arg(long, default_value = "debian")]
     pub kernel: KernelChoice,
@@ -166,7 +166,7 @@ pub struct CheckArgs {
 #[derive(ClapArgs)]
 pub struct P2pArgs {
     #[command(flatten)]
-    pub machine: MachineArgs,
+    pub machine: QemuArgs,
     /// Guest kernel; it needs CONFIG_PCI_P2PDMA (p2pdma: built by `lab kernel`)
     #[arg(long, default_value = "p2pdma")]
     pub kernel: KernelChoice,
@@ -197,7 +197,7 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-fn machine_options(m: &MachineArgs) -> MachineOptions {
+fn machine_options(m: &QemuArgs) -> MachineOptions {
     MachineOptions {
         accel: m.accel.clone(),
         cpu: m.cpu.clone(),
@@ -245,7 +245,7 @@ fn progress_printer(quiet: bool) -> impl FnMut(Phase) {
 }
 
 fn run_options(
-    machine: &MachineArgs,
+    machine: &QemuArgs,
     kernel: &KernelChoice,
     timeout: u64,
     output: &OutputArgs,

@@ -33,7 +33,7 @@ pub struct Args {
 }
 
 #[derive(ClapArgs, Clone)]
-struct MachineArgs {
+struct ResctrlMachineArgs {
     #[command(flatten)]
     machine: MachineArg,
     /// Host: the resctrl mount to use instead of /sys/fs/resctrl
@@ -57,7 +57,7 @@ enum QosCommand {
     #[command(after_help = EXAMPLES)]
     Show {
         #[command(flatten)]
-        machine: MachineArgs,
+        machine: ResctrlMachineArgs,
         /// JSON output (shape in docs/qos.md)
         #[arg(long)]
         json: bool,
@@ -68,7 +68,7 @@ enum QosCommand {
         /// NAME (control group), NAME/MON (monitor group) or mon_groups/MON (under the root)
         group: String,
         #[command(flatten)]
-        machine: MachineArgs,
+        machine: ResctrlMachineArgs,
         #[command(flatten)]
         settings: GroupSettings,
     },
@@ -78,7 +78,7 @@ enum QosCommand {
         /// /, NAME, NAME/MON or mon_groups/MON
         group: String,
         #[command(flatten)]
-        machine: MachineArgs,
+        machine: ResctrlMachineArgs,
         #[command(flatten)]
         settings: GroupSettings,
     },
@@ -88,7 +88,7 @@ enum QosCommand {
         /// /, NAME, NAME/MON or mon_groups/MON
         group: String,
         #[command(flatten)]
-        machine: MachineArgs,
+        machine: ResctrlMachineArgs,
         /// Comma-separated pids
         #[arg(long)]
         tasks: Option<String>,
@@ -102,7 +102,7 @@ enum QosCommand {
         /// /, NAME, NAME/MON or mon_groups/MON
         group: String,
         #[command(flatten)]
-        machine: MachineArgs,
+        machine: ResctrlMachineArgs,
     },
     /// Make the machine match a desired-state file (YAML or TOML): plan, check, apply, verify,
     /// roll back on failure
@@ -111,7 +111,7 @@ enum QosCommand {
         /// Desired-state file: .toml, anything else is read as YAML
         file: PathBuf,
         #[command(flatten)]
-        machine: MachineArgs,
+        machine: ResctrlMachineArgs,
         /// Print the plan and check it against the kernel's rules; change nothing
         #[arg(long)]
         dry_run: bool,
@@ -123,7 +123,7 @@ enum QosCommand {
     #[command(after_help = EXAMPLES)]
     Monitor {
         #[command(flatten)]
-        machine: MachineArgs,
+        machine: ResctrlMachineArgs,
         /// Interval in milliseconds (1 ms to 1 hour)
         #[arg(short = 'I', long = "interval", default_value_t = 1000, value_parser = number_in(1..=3_600_000u64))]
         interval_ms: u64,
@@ -139,7 +139,7 @@ enum QosCommand {
 /// Opens the machine a `qos` command works on. `changes`: the command writes to it, so a
 /// simulated machine without `--state` (whose change is lost when pcielab exits) is worth a note;
 /// reading one (`show`, `monitor`, `apply --dry-run`) is not.
-fn open(m: &MachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
+fn open(m: &ResctrlMachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
     let machine = m.machine.open()?;
     let backend = machine.qos(&QosOptions {
         resctrl_dir: m.resctrl.clone(),

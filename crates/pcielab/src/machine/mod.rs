@@ -116,7 +116,7 @@ impl MachineSelector {
     /// Reads the spec the selector names: its topology and, for `sim:`, the spec's
     /// `[sim]` and `[platform]` tables (a lab spec is read this way). Commands open a
     /// [`Machine`] instead, which also answers counters and resctrl.
-    pub fn open(&self) -> Result<MachineSpec> {
+    pub(crate) fn read_spec(&self) -> Result<MachineSpec> {
         match self {
             MachineSelector::SimPreset { name } => {
                 let text = presets::preset(name).ok_or_else(|| {
@@ -243,14 +243,14 @@ impl Machine {
             },
             MachineSelector::Snapshot { dir } => Access::Snapshot {
                 dir: dir.clone(),
-                spec: selector.open()?,
+                spec: selector.read_spec()?,
             },
-            MachineSelector::Lspci { .. } => Access::Lspci(selector.open()?),
-            MachineSelector::SimFile { .. } => Access::SimPcie(selector.open()?),
+            MachineSelector::Lspci { .. } => Access::Lspci(selector.read_spec()?),
+            MachineSelector::SimFile { .. } => Access::SimPcie(selector.read_spec()?),
             MachineSelector::SimPreset { name } => {
                 match RESCTRL_PRESETS.iter().find(|p| p.name == name) {
                     Some(preset) => Access::SimResctrl(preset),
-                    None if presets::preset(name).is_some() => Access::SimPcie(selector.open()?),
+                    None if presets::preset(name).is_some() => Access::SimPcie(selector.read_spec()?),
                     None => {
                         return Err(Error::bad_input(format!(
                             "unknown preset 'sim:{name}': simulated PCIe platforms are {} \
@@ -296,7 +296,7 @@ impl Machine {
                 if let Some(read) = spec.get() {
                     return Ok(read);
                 }
-                let read = self.selector.open()?;
+                let read = self.selector.read_spec()?;
                 Ok(spec.get_or_init(|| read))
             }
             Access::Snapshot { spec, .. } | Access::SimPcie(spec) | Access::Lspci(spec) => Ok(spec),
@@ -478,7 +478,7 @@ impl fmt::Display for Machine {
 /// The machine a spec names the way `sim:` takes it (a FILE.toml, a path, or a preset name),
 /// read without opening a machine: the lab boots a spec, it does not observe one.
 pub fn read_spec(target: &str) -> Result<MachineSpec> {
-    MachineSelector::spec(target).open()
+    MachineSelector::spec(target).read_spec()
 }
 
 impl FromStr for Machine {

@@ -1,4 +1,4 @@
-//! The built-in platform presets: the spec files under `presets/` at the repository root,
+//! The built-in machine presets: the spec files under `presets/` at the repository root,
 //! embedded in the library so `--machine sim:NAME` works from any directory, and the one list
 //! of every preset of either kind (`pcielab presets`).
 
@@ -75,7 +75,7 @@ pub fn names() -> Vec<&'static str> {
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PresetSummary {
     pub name: &'static str,
-    /// `topology` (a PCIe platform: topo, pmu, stat, top, exporter, lab) or `qos` (a resctrl
+    /// `topology` (a PCIe machine: topo, pmu, stat, top, exporter, lab) or `qos` (a resctrl
     /// machine: qos, sim run).
     pub kind: &'static str,
     /// What it models: the preset's own description.
@@ -129,7 +129,7 @@ mod tests {
 
     fn open(name: &str) -> crate::topology::spec::MachineSpec {
         MachineSelector::SimPreset { name: name.into() }
-            .open()
+            .read_spec()
             .unwrap()
     }
 

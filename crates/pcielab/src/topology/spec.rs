@@ -1,4 +1,4 @@
-//! The platform spec reader: a TOML file (or a built-in preset) describing a PCIe hierarchy
+//! The machine spec reader: a TOML file (or a built-in preset) describing a PCIe hierarchy
 //! function by function, plus two free-form tables passed through untouched (`[sim]` for the
 //! simulator, `[function.device]` for device models). It validates structure and values and
 //! reports every problem as bad input with `file:line`, the field and what would be valid.
