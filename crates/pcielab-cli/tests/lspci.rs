@@ -670,7 +670,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         report["failed"]
     );
     let machines = report["machines"].as_array().unwrap();
-    assert!(machines.len() >= 47, "{}", machines.len());
+    assert!(machines.len() >= 91, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
     let mut found = Vec::new();
     for m in machines {
@@ -705,7 +705,9 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // GPU lowers its speed; the Altra's GPU at MaxPayload 128 under a root port that supports
     // 512 and a GPU that supports 256; MaxReadReq 128 on a RAID controller and a NIC; ASPM
     // enabled on links whose endpoints have drivers bound; a P2P pair whose only path is
-    // through the host bridge.
+    // through the host bridge. One is false, and pinned here as the check reads today: the
+    // TX1310 M3's MaxReadReq 128 is on its integrated GPU, a root-complex integrated endpoint
+    // with no link (docs/corpus.md, the review table).
     assert_eq!(
         found,
         vec![
@@ -714,6 +716,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/dell-poweredge-r220.txt \"0000:06:00.0\" \"p2p-through-host\" \"info\"",
+            "linuxhw/fujitsu-primergy-tx1310-m3.txt \"0000:00:02.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"link-downtrained\" \"info\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.1\" \"link-downtrained\" \"info\"",
