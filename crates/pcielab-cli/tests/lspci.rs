@@ -703,11 +703,12 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // `<access denied>`). What remains is real as the registers read: GPUs (and their audio
     // functions, on the same link) at 2.5 GT/s under 8 GT/s ports, called info because an idle
     // GPU lowers its speed; the Altra's GPU at MaxPayload 128 under a root port that supports
-    // 512 and a GPU that supports 256; MaxReadReq 128 on a RAID controller and a NIC; ASPM
-    // enabled on links whose endpoints have drivers bound; a P2P pair whose only path is
-    // through the host bridge. One is false, and pinned here as the check reads today: the
-    // TX1310 M3's MaxReadReq 128 is on its integrated GPU, a root-complex integrated endpoint
-    // with no link (docs/corpus.md, the review table).
+    // 512 and a GPU that supports 256; ASPM enabled on links whose endpoints have drivers
+    // bound; a P2P pair whose only path is through the host bridge; MaxReadReq 128 on three
+    // display functions, two of them false and pinned here as the check reads today: the
+    // TX1310 M3's integrated GPU is a root-complex integrated endpoint with no link, and the
+    // S3210SH's G200e is a BMC framebuffer that reads nothing in bulk (docs/corpus.md, the
+    // review table).
     assert_eq!(
         found,
         vec![
