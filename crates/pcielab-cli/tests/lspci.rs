@@ -670,7 +670,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         report["failed"]
     );
     let machines = report["machines"].as_array().unwrap();
-    assert!(machines.len() >= 47, "{}", machines.len());
+    assert!(machines.len() >= 93, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
     let mut found = Vec::new();
     for m in machines {
@@ -703,9 +703,12 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // `<access denied>`). What remains is real as the registers read: GPUs (and their audio
     // functions, on the same link) at 2.5 GT/s under 8 GT/s ports, called info because an idle
     // GPU lowers its speed; the Altra's GPU at MaxPayload 128 under a root port that supports
-    // 512 and a GPU that supports 256; MaxReadReq 128 on a RAID controller and a NIC; ASPM
-    // enabled on links whose endpoints have drivers bound; a P2P pair whose only path is
-    // through the host bridge.
+    // 512 and a GPU that supports 256; ASPM enabled on links whose endpoints have drivers
+    // bound; a P2P pair whose only path is through the host bridge; MaxReadReq 128 on three
+    // display functions, two of them false and pinned here as the check reads today: the
+    // TX1310 M3's integrated GPU is a root-complex integrated endpoint with no link, and the
+    // S3210SH's G200e is a BMC framebuffer that reads nothing in bulk (docs/corpus.md, the
+    // review table).
     assert_eq!(
         found,
         vec![
@@ -714,6 +717,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/dell-poweredge-r220.txt \"0000:06:00.0\" \"p2p-through-host\" \"info\"",
+            "linuxhw/fujitsu-primergy-tx1310-m3.txt \"0000:00:02.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"link-downtrained\" \"info\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.1\" \"link-downtrained\" \"info\"",
