@@ -77,8 +77,30 @@ pub struct Aspm {
 }
 
 impl Aspm {
+    /// The one spelling of ASPM states shared by specs and the command line, in order.
+    pub const SPELLINGS: [&'static str; 4] = ["none", "l0s", "l1", "l0s+l1"];
+
     pub fn any(self) -> bool {
         self.l0s || self.l1
+    }
+
+    /// Reads one of [`Aspm::SPELLINGS`]; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Aspm> {
+        let at = Aspm::SPELLINGS.iter().position(|w| *w == s)?;
+        Some(Aspm {
+            l0s: at & 1 != 0,
+            l1: at & 2 != 0,
+        })
+    }
+
+    /// The spelling [`Aspm::parse`] reads back to `self`.
+    pub fn name(self) -> &'static str {
+        Aspm::SPELLINGS[usize::from(self.l0s) | (usize::from(self.l1) << 1)]
+    }
+
+    /// The valid spellings as an error message lists them: `"none", "l0s", "l1", "l0s+l1"`.
+    pub fn spellings_quoted() -> String {
+        Aspm::SPELLINGS.map(|w| format!("\"{w}\"")).join(", ")
     }
 }
 
@@ -526,6 +548,24 @@ mod tests {
             u.aspm_enabled.l1 = false;
         }
         assert_eq!(power(&off), LinkPower::OFF);
+    }
+
+    #[test]
+    fn aspm_spellings_read_back_and_nothing_else_reads() {
+        for word in Aspm::SPELLINGS {
+            assert_eq!(Aspm::parse(word).unwrap().name(), word);
+        }
+        let both = Aspm::parse("l0s+l1").unwrap();
+        assert!(both.l0s && both.l1);
+        assert_eq!(
+            Aspm::parse("l1"),
+            Some(Aspm {
+                l0s: false,
+                l1: true
+            })
+        );
+        assert_eq!(Aspm::parse("L1"), None);
+        assert_eq!(Aspm::parse("l1+l0s"), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::model::platform::{PlatformDma, PlatformModel, Provenance};
 use crate::pcie::{Bdf, Generation};
 use crate::text::round_to;
 use crate::topology::check::warnings;
-use crate::topology::spec::{aspm_name, MachineSpec};
+use crate::topology::spec::MachineSpec;
 use crate::topology::{Evidence, Function, Kind, Link, LinkStatus2, Topology};
 
 /// The `--json` document, also as `plot` and `report --from` read it back: fields added after
@@ -216,8 +216,8 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                 mps: f.mps,
                 mps_supported: f.mps_supported,
                 mrrs: f.mrrs,
-                aspm_supported: aspm_name(f.aspm_supported).into(),
-                aspm_enabled: aspm_name(f.aspm_enabled).into(),
+                aspm_supported: f.aspm_supported.name().into(),
+                aspm_enabled: f.aspm_enabled.name().into(),
                 acs: f.acs.map(|a| AcsJson {
                     capability: format!("{:#06x}", a.capability),
                     control: format!("{:#06x}", a.control),

@@ -459,12 +459,13 @@ fn convert_function(
     let aspm = |field: &str, v: &Option<Spanned<String>>| -> Result<Option<Aspm>> {
         v.as_ref()
             .map(|s| {
-                parse_aspm(s.get_ref()).ok_or_else(|| {
+                Aspm::parse(s.get_ref()).ok_or_else(|| {
                     loc.err(
                         s.span().start,
                         ctx(format!(
-                            "{field} = \"{}\" is not an ASPM state; valid: \"none\", \"l0s\", \"l1\", \"l0s+l1\"",
-                            s.get_ref()
+                            "{field} = \"{}\" is not an ASPM state; valid: {}",
+                            s.get_ref(),
+                            Aspm::spellings_quoted()
                         )),
                     )
                 })
@@ -479,8 +480,8 @@ fn convert_function(
             at,
             ctx(format!(
                 "aspm = \"{}\" enables a state aspm_supported = \"{}\" lacks",
-                aspm_name(enabled),
-                aspm_name(supported)
+                enabled.name(),
+                supported.name()
             )),
         ));
     }
@@ -670,36 +671,6 @@ fn convert_link(loc: &Locator, ctx: &dyn Fn(String) -> String, raw: &RawLink) ->
         }
     }
     Ok(link)
-}
-
-/// Parses the spec's ASPM spelling.
-pub(crate) fn parse_aspm(s: &str) -> Option<Aspm> {
-    match s {
-        "none" => Some(Aspm::default()),
-        "l0s" => Some(Aspm {
-            l0s: true,
-            l1: false,
-        }),
-        "l1" => Some(Aspm {
-            l0s: false,
-            l1: true,
-        }),
-        "l0s+l1" => Some(Aspm {
-            l0s: true,
-            l1: true,
-        }),
-        _ => None,
-    }
-}
-
-/// The spec's spelling of an ASPM state (inverse of [`parse_aspm`]).
-pub(crate) fn aspm_name(a: Aspm) -> &'static str {
-    match (a.l0s, a.l1) {
-        (false, false) => "none",
-        (true, false) => "l0s",
-        (false, true) => "l1",
-        (true, true) => "l0s+l1",
-    }
 }
 
 fn list<T: std::fmt::Display>(items: &[T]) -> String {
