@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::pcie::features::{AspmLatency, L0S_EXIT_NS, L1_EXIT_NS};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{has_express, kind_of};
-use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
+use crate::topology::{Acs, Aspm, FactSource, Function, Kind, Link, Topology};
 
 /// A machine as described: its PCIe hierarchy plus the tables a spec file adds for the
 /// simulator and the platform model ("platform" in pcielab means only the fitted cost model,
@@ -410,6 +410,7 @@ fn convert_function(
             .map_err(|e| loc.err(driver.span().start, ctx(e.message().to_string())))?;
     }
     f.driver = raw.driver.as_ref().map(|d| d.get_ref().clone());
+    f.driver_source = FactSource::Spec;
     f.params = raw
         .params
         .clone()
