@@ -903,3 +903,157 @@ fn a_degraded_ssd_behind_a_switch_is_warned_about_once_naming_its_link() {
         );
     }
 }
+
+/// The four captures a user pastes, as the real lspci renders an exported tree: the verbose text
+/// with and without numeric IDs and kernel lines, and the hex dump with and without them.
+const CAPTURES: [(&str, &[&str]); 4] = [
+    ("vvv", &["-vvv"]),
+    ("vvvnn-k", &["-vvvnn", "-k"]),
+    ("k-xxxx", &["-k", "-xxxx"]),
+    ("xxxx", &["-xxxx"]),
+];
+
+/// Every machine a spec describes: the presets and the spec fixtures.
+fn every_spec_machine() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut machines: Vec<String> = std::fs::read_dir(root.join("presets"))
+        .unwrap()
+        .chain(std::fs::read_dir(root.join("fixtures/advise")).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| format!("sim:{}", p.display()))
+        .collect();
+    machines.sort();
+    machines
+}
+
+/// bdf -> the function's JSON facts, without what is not a fact of the machine's bytes or files:
+/// the display name (a spec's label or pci.ids), topo's warnings (judged from the facts) and
+/// the evidence lines (which only lspci input has).
+fn facts_by_bdf(doc: &Value) -> BTreeMap<String, serde_json::Map<String, Value>> {
+    doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let mut f = f.as_object().unwrap().clone();
+            for derived in ["name", "warnings", "evidence"] {
+                f.remove(derived);
+            }
+            (f["bdf"].as_str().unwrap().to_string(), f)
+        })
+        .collect()
+}
+
+/// The PCIe findings of `advise --json`: check, subject, severity and summary.
+fn findings(machine: &str) -> BTreeSet<(String, String, String, String)> {
+    let doc: Value =
+        serde_json::from_str(&ok(pcielab(&["advise", "--machine", machine, "--json"]))).unwrap();
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap().to_string();
+            (s("id"), s("subject"), s("severity"), s("summary"))
+        })
+        .collect()
+}
+
+/// The checks whose findings need to know which endpoints are in use (a bound driver).
+const NEED_DRIVERS: [&str; 5] = [
+    "aspm-busy-link",
+    "ext-tag-off",
+    "ten-bit-tag-off",
+    "relaxed-ordering",
+    "mrrs-small",
+];
+
+/// The checks whose findings need the function's class (storage, network, display), which
+/// `lspci -vvv` names in words only.
+const NEED_CLASSES: [&str; 3] = ["relaxed-ordering", "mrrs-small", "link-downtrained"];
+
+#[test]
+fn every_access_method_reads_the_same_facts_and_gives_the_same_findings() {
+    for machine in every_spec_machine() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("sys");
+        export(&machine, &dir);
+        let snapshot = format!("snapshot:{}", dir.display());
+        let truth = facts_by_bdf(&topo_json(&snapshot));
+        let truth_findings = findings(&snapshot);
+        for (capture, args) in CAPTURES {
+            let file = tmp.path().join(capture);
+            std::fs::write(&file, lspci_at(&dir, args)).unwrap();
+            let lspci = format!("lspci:{}", file.display());
+            let read = facts_by_bdf(&topo_json(&lspci));
+            assert_eq!(
+                read.keys().collect::<Vec<_>>(),
+                truth.keys().collect::<Vec<_>>(),
+                "{machine} {capture}: functions"
+            );
+            let dump = capture.ends_with("xxxx");
+            let with_ids = capture != "vvv";
+            // lspci prints kernel lines (`-k`, and `-v` on sysfs) only for bound functions: a
+            // machine without drivers reads as a capture without them.
+            let any_driver = truth.values().any(|f| !f["driver"].is_null());
+            let with_drivers = capture != "xxxx" && any_driver;
+            for (bdf, want) in &truth {
+                let got = &read[bdf];
+                let at = format!("{machine} {capture} {bdf}");
+                for (field, value) in want {
+                    let expected = match field.as_str() {
+                        // Where the driver came from is the one fact that differs by method.
+                        "driver_source" if with_drivers => Value::from("lspci_kernel_lines"),
+                        "driver_source" => Value::from("unknown"),
+                        "driver" if !with_drivers => Value::Null,
+                        // A hex dump does not print the NUMA node: unknown, not node 0.
+                        "numa_node" if dump => Value::Null,
+                        // Without -n the text names the IDs in words: left unknown and listed.
+                        "vendor" | "device" | "class" | "subsystem_vendor" | "subsystem_device"
+                        | "kind"
+                            if !with_ids =>
+                        {
+                            continue
+                        }
+                        _ => value.clone(),
+                    };
+                    assert_eq!(got.get(field), Some(&expected), "{at}: {field}");
+                }
+                assert_eq!(got.len(), want.len(), "{at}: fields");
+            }
+            if !with_ids {
+                let doc = topo_json(&lspci);
+                for f in doc["functions"].as_array().unwrap() {
+                    let unknown = f["evidence"]["unknown"].as_array().unwrap();
+                    for id in ["vendor", "device", "class"] {
+                        assert!(unknown.contains(&Value::from(id)), "{machine} {f}: {id}");
+                    }
+                }
+            }
+            let got = findings(&lspci);
+            // Findings are equal, except the ones the capture cannot support: without kernel
+            // lines no endpoint is known to be in use, without -n no class is known. Those
+            // are missing, never different or invented.
+            let lacks = |id: &str| {
+                (!with_drivers && NEED_DRIVERS.contains(&id))
+                    || (!with_ids && NEED_CLASSES.contains(&id))
+            };
+            let expected: BTreeSet<_> = truth_findings
+                .iter()
+                .filter(|f| !lacks(&f.0))
+                .cloned()
+                .collect();
+            let comparable: BTreeSet<_> = got.iter().filter(|f| !lacks(&f.0)).cloned().collect();
+            assert_eq!(comparable, expected, "{machine} {capture}: findings");
+            if with_drivers && with_ids {
+                assert_eq!(got, truth_findings, "{machine} {capture}: findings");
+            }
+            assert!(
+                got.iter()
+                    .all(|f| truth_findings.contains(f) || lacks(&f.0)),
+                "{machine} {capture}: a finding the snapshot does not give"
+            );
+        }
+    }
+}
