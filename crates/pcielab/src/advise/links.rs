@@ -715,7 +715,12 @@ fn busy_with_features<'a>(
 pub(super) fn ext_tag_off(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let mut found = Vec::new();
-    for (f, x) in busy_with_features(context)? {
+    // Tags bound the reads a bulk-DMA device keeps in flight; a port or event collector bound
+    // to pcieport issues no such reads.
+    for (f, x) in busy_with_features(context)?
+        .into_iter()
+        .filter(|(f, _)| moves_bulk_dma(f))
+    {
         if x.ext_tag_supported != Some(true) || x.ext_tag_enabled != Some(false) {
             continue;
         }
