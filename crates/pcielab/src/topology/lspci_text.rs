@@ -676,7 +676,7 @@ mod tests {
     use crate::pcie::bdf;
     use crate::pcie::Generation::*;
     use crate::topology::lspci::read_lspci;
-    use crate::topology::Kind;
+    use crate::topology::{ExpressDetail, Kind};
 
     /// As `lspci -vvnn` prints an empty hotplug slot's root port and a NIC below another port
     /// whose link is narrower than the NIC can do (from real server listings).
@@ -993,33 +993,41 @@ mod tests {
 \tKernel modules: nvme
 ";
 
-    #[test]
-    fn device_flags_belong_to_the_register_above_them() {
-        let f = read_lspci("nvme.txt", DEVICE_REGISTERS)
-            .unwrap()
-            .topology
-            .functions()[0]
-            .clone();
-        let d = f.express_detail;
-        // DevCap's ExtTag+ is support; DevCtl's ExtTag- is the enable (the DevCtl line's own
-        // CorrErr+ … are reporting enables, not detected errors).
-        assert_eq!(
+    /// The one function `text` describes.
+    fn only_function(text: &str) -> Function {
+        read_lspci("t.txt", text).unwrap().topology.functions()[0].clone()
+    }
+
+    /// (ExtTag supported, ExtTag enabled, RlxdOrd) and (10BitTagComp, 10BitTagReq, its enable).
+    type Features = (Option<bool>, Option<bool>, Option<bool>);
+    fn features(d: &ExpressDetail) -> (Features, Features) {
+        (
             (
                 d.ext_tag_supported,
                 d.ext_tag_enabled,
-                d.relaxed_ordering_enabled
+                d.relaxed_ordering_enabled,
             ),
-            (Some(true), Some(false), Some(true))
-        );
-        assert_eq!(d.errors_detected, Some(0b1001));
-        assert_eq!(
             (
                 d.ten_bit_tag_completer,
                 d.ten_bit_tag_requester,
-                d.ten_bit_tag_requester_enabled
+                d.ten_bit_tag_requester_enabled,
             ),
-            (Some(true), Some(false), Some(true))
+        )
+    }
+
+    #[test]
+    fn device_flags_belong_to_the_register_above_them() {
+        let f = only_function(DEVICE_REGISTERS);
+        let d = f.express_detail;
+        // DevCap's ExtTag+ is support, DevCtl's ExtTag- the enable; DevCap2's 10BitTagReq- is
+        // the capability, DevCtl2's 10BitTagReq+ the enable (the DevCtl line's own CorrErr+ …
+        // are reporting enables, not detected errors).
+        let some = |a, b, c| (Some(a), Some(b), Some(c));
+        assert_eq!(
+            features(&d),
+            (some(true, false, true), some(true, false, true))
         );
+        assert_eq!(d.errors_detected, Some(0b1001));
         assert_eq!(f.evidence.lines["devsta"].line, 8);
         assert_eq!(f.evidence.lines["devctl2"].line, 11);
         // `Kernel modules:` without a driver line: -k was given and nothing is bound.
@@ -1034,25 +1042,11 @@ mod tests {
             .filter(|l| !l.starts_with("\t\t\t") && !l.contains("Kernel"))
             .map(|l| format!("{l}\n"))
             .collect();
-        let f = read_lspci("short.txt", &short)
-            .unwrap()
-            .topology
-            .functions()[0]
-            .clone();
-        let d = f.express_detail;
+        let f = only_function(&short);
         assert_eq!(
-            (
-                d.ext_tag_supported,
-                d.ext_tag_enabled,
-                d.relaxed_ordering_enabled
-            ),
-            (None, None, None)
+            features(&f.express_detail),
+            ((None, None, None), (None, None, Some(true)))
         );
-        assert_eq!(
-            (d.ten_bit_tag_completer, d.ten_bit_tag_requester),
-            (None, None)
-        );
-        assert_eq!(d.ten_bit_tag_requester_enabled, Some(true));
         assert_eq!(f.driver_source, FactSource::Unknown);
     }
 
