@@ -263,7 +263,7 @@ const WRITTEN_BY_EXPORT: [&str; 4] = [
     "aer_masks",
     "aer_status",
     "acceptable_latency",
-    "device_features",
+    "errors_detected",
 ];
 const LINK_WRITTEN_BY_EXPORT: [&str; 8] = [
     "l0s_exit_latency",

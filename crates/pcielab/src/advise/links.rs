@@ -16,7 +16,7 @@ use crate::pcie::{Bdf, Generation};
 use crate::topology::check::{busy_functions, shortfall, Shortfall};
 use crate::topology::health::read_function_health;
 use crate::topology::p2p::{self, Cpu, MapType, Reason};
-use crate::topology::{AspmLatency, ExpressDetail, Function, Kind, Topology};
+use crate::topology::{AspmLatency, DeviceFeatures, Function, Kind, Topology};
 
 /// lspci's rate text: "8GT/s", "2.5GT/s".
 fn rate(g: Generation) -> String {
@@ -698,8 +698,8 @@ fn root_port_of(topo: &Topology, bdf: Bdf) -> Option<&Function> {
 /// Busy endpoints whose DevCap/DevCtl features were read, with them; why not, when none were.
 fn busy_with_features<'a>(
     context: &Context<'a>,
-) -> std::result::Result<Vec<(&'a Function, ExpressDetail)>, String> {
-    let known = |f: &Function| f.express_detail.ext_tag_supported.is_some();
+) -> std::result::Result<Vec<(&'a Function, DeviceFeatures)>, String> {
+    let known = |f: &Function| f.express_detail.features.ext_tag_supported.is_some();
     if !context.topology.functions().iter().any(known) {
         return Err("no function's DevCap/DevCtl features are known (reading config space beyond 64 bytes needs root; a sim: spec does not describe them)".into());
     }
@@ -708,7 +708,7 @@ fn busy_with_features<'a>(
         .functions()
         .iter()
         .filter(|f| busy_endpoint(f) && known(f))
-        .map(|f| (f, f.express_detail))
+        .map(|f| (f, f.express_detail.features))
         .collect())
 }
 
@@ -794,7 +794,7 @@ pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
         let Some(root) = root_port_of(topo, f.bdf) else {
             continue;
         };
-        let rx = root.express_detail;
+        let rx = root.express_detail.features;
         if x.ten_bit_tag_requester != Some(true)
             || x.ten_bit_tag_requester_enabled != Some(false)
             || rx.ten_bit_tag_completer != Some(true)

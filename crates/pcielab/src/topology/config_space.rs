@@ -8,8 +8,8 @@
 //! model holds; a test keeps them so.
 
 use super::{
-    Acs, AerMasks, AerStatus, Aspm, AspmLatency, ExpressDetail, Function, Kind, Link, LinkStatus2,
-    AER_CORRECTABLE_SHOWN, AER_UNCORRECTABLE_SHOWN,
+    Acs, AerMasks, AerStatus, Aspm, AspmLatency, DeviceFeatures, ExpressDetail, Function, Kind,
+    Link, LinkStatus2, AER_CORRECTABLE_SHOWN, AER_UNCORRECTABLE_SHOWN,
 };
 use crate::pcie::Generation;
 
@@ -309,18 +309,21 @@ fn decode_detail(b: &[u8], at: usize, port_type: u8, version: u8, has_link: bool
     let devcap = u32_at(b, at + EXP_DEVCAP);
     let devctl = u16_at(b, at + EXP_DEVCTL);
     let mut d = ExpressDetail {
-        ext_tag_supported: Some(devcap & DEVCAP_EXT_TAG != 0),
-        ext_tag_enabled: Some(devctl & DEVCTL_EXT_TAG != 0),
-        relaxed_ordering_enabled: Some(devctl & DEVCTL_RELAXED_ORDERING != 0),
+        features: DeviceFeatures {
+            ext_tag_supported: Some(devcap & DEVCAP_EXT_TAG != 0),
+            ext_tag_enabled: Some(devctl & DEVCTL_EXT_TAG != 0),
+            relaxed_ordering_enabled: Some(devctl & DEVCTL_RELAXED_ORDERING != 0),
+            ..DeviceFeatures::default()
+        },
         errors_detected: Some((u16_at(b, at + EXP_DEVSTA) & DEVSTA_ERRORS) as u8),
         ..ExpressDetail::default()
     };
     if version >= 2 {
         let devcap2 = u32_at(b, at + EXP_DEVCAP2);
         let devctl2 = u16_at(b, at + EXP_DEVCTL2);
-        d.ten_bit_tag_completer = Some(devcap2 & DEVCAP2_10BIT_TAG_COMPLETER != 0);
-        d.ten_bit_tag_requester = Some(devcap2 & DEVCAP2_10BIT_TAG_REQUESTER != 0);
-        d.ten_bit_tag_requester_enabled = Some(devctl2 & DEVCTL2_10BIT_TAG_REQUESTER != 0);
+        d.features.ten_bit_tag_completer = Some(devcap2 & DEVCAP2_10BIT_TAG_COMPLETER != 0);
+        d.features.ten_bit_tag_requester = Some(devcap2 & DEVCAP2_10BIT_TAG_REQUESTER != 0);
+        d.features.ten_bit_tag_requester_enabled = Some(devctl2 & DEVCTL2_10BIT_TAG_REQUESTER != 0);
     }
     if matches!(port_type, port_type::ENDPOINT | port_type::LEGACY_ENDPOINT) {
         d.l0s_acceptable = Some(AspmLatency::l0s((devcap >> 6) as u8));
@@ -505,7 +508,7 @@ fn encode_express(b: &mut [u8], f: &Function) {
         b,
         at + EXP_DEVCAP,
         code_from_size(f.mps_supported.unwrap_or(128))
-            | set(detail.ext_tag_supported, DEVCAP_EXT_TAG)
+            | set(detail.features.ext_tag_supported, DEVCAP_EXT_TAG)
             | (code(detail.l0s_acceptable) << 6)
             | (code(detail.l1_acceptable) << 9)
             | (1 << 15),
@@ -513,10 +516,10 @@ fn encode_express(b: &mut [u8], f: &Function) {
     let devctl = (code_from_size(f.mps.unwrap_or(128)) << 5)
         | (code_from_size(f.mrrs.unwrap_or(512)) << 12)
         | set(
-            detail.relaxed_ordering_enabled,
+            detail.features.relaxed_ordering_enabled,
             DEVCTL_RELAXED_ORDERING.into(),
         )
-        | set(detail.ext_tag_enabled, DEVCTL_EXT_TAG.into());
+        | set(detail.features.ext_tag_enabled, DEVCTL_EXT_TAG.into());
     put16(b, at + EXP_DEVCTL, devctl as u16);
     put16(
         b,
@@ -526,14 +529,19 @@ fn encode_express(b: &mut [u8], f: &Function) {
     put32(
         b,
         at + EXP_DEVCAP2,
-        set(detail.ten_bit_tag_completer, DEVCAP2_10BIT_TAG_COMPLETER)
-            | set(detail.ten_bit_tag_requester, DEVCAP2_10BIT_TAG_REQUESTER),
+        set(
+            detail.features.ten_bit_tag_completer,
+            DEVCAP2_10BIT_TAG_COMPLETER,
+        ) | set(
+            detail.features.ten_bit_tag_requester,
+            DEVCAP2_10BIT_TAG_REQUESTER,
+        ),
     );
     put16(
         b,
         at + EXP_DEVCTL2,
         set(
-            detail.ten_bit_tag_requester_enabled,
+            detail.features.ten_bit_tag_requester_enabled,
             DEVCTL2_10BIT_TAG_REQUESTER.into(),
         ) as u16,
     );
@@ -803,12 +811,14 @@ mod detail {
             correctable: (1 << 0) | (1 << 6),
         });
         f.express_detail = ExpressDetail {
-            ext_tag_supported: Some(true),
-            ext_tag_enabled: Some(false),
-            relaxed_ordering_enabled: Some(true),
-            ten_bit_tag_completer: Some(true),
-            ten_bit_tag_requester: Some(true),
-            ten_bit_tag_requester_enabled: Some(false),
+            features: DeviceFeatures {
+                ext_tag_supported: Some(true),
+                ext_tag_enabled: Some(false),
+                relaxed_ordering_enabled: Some(true),
+                ten_bit_tag_completer: Some(true),
+                ten_bit_tag_requester: Some(true),
+                ten_bit_tag_requester_enabled: Some(false),
+            },
             errors_detected: Some(0b0101),
             l0s_acceptable: Some(AspmLatency::l0s(6)),
             l1_acceptable: Some(AspmLatency::l1(7)),
@@ -912,12 +922,12 @@ mod detail {
         assert_eq!((e.detail.supported_speeds, e.detail.status2), (None, None));
         assert_eq!(
             (
-                e.detail.ten_bit_tag_completer,
-                e.detail.ten_bit_tag_requester_enabled
+                e.detail.features.ten_bit_tag_completer,
+                e.detail.features.ten_bit_tag_requester_enabled
             ),
             (None, None)
         );
-        assert_eq!(e.detail.ext_tag_supported, Some(true));
+        assert_eq!(e.detail.features.ext_tag_supported, Some(true));
         assert_eq!(e.detail.dl_active, Some(false));
     }
 }

@@ -270,7 +270,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
             "lnkcap2" => detail.supported_speeds.is_some(),
             "lnkctl2" => detail.target_speed.is_some(),
             "lnksta2" => detail.status2.is_some(),
-            "devcap2" | "devctl2" => detail.ten_bit_tag_completer.is_some(),
+            "devcap2" | "devctl2" => detail.features.ten_bit_tag_completer.is_some(),
             _ => true,
         };
         if !shown {

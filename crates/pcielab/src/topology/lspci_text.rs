@@ -550,12 +550,14 @@ fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
     let evidence = &mut block.f.evidence;
     match block.register {
         "DevCap:" => {
-            detail.ext_tag_supported = flag(line, "ExtTag").or(detail.ext_tag_supported);
+            detail.features.ext_tag_supported =
+                flag(line, "ExtTag").or(detail.features.ext_tag_supported);
         }
         "DevCtl:" => {
-            detail.relaxed_ordering_enabled =
-                flag(line, "RlxdOrd").or(detail.relaxed_ordering_enabled);
-            detail.ext_tag_enabled = flag(line, "ExtTag").or(detail.ext_tag_enabled);
+            detail.features.relaxed_ordering_enabled =
+                flag(line, "RlxdOrd").or(detail.features.relaxed_ordering_enabled);
+            detail.features.ext_tag_enabled =
+                flag(line, "ExtTag").or(detail.features.ext_tag_enabled);
         }
         "DevSta:" if line.starts_with("DevSta:") => {
             detail.errors_detected = Some(flag_bits(line, &DEVICE_ERROR_FLAGS) as u8);
@@ -563,15 +565,15 @@ fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
         }
         "DevCap2:" => {
             if let Some(on) = flag(line, "10BitTagComp") {
-                detail.ten_bit_tag_completer = Some(on);
+                detail.features.ten_bit_tag_completer = Some(on);
                 evidence.saw("devcap2", number, text);
             }
-            detail.ten_bit_tag_requester =
-                flag(line, "10BitTagReq").or(detail.ten_bit_tag_requester);
+            detail.features.ten_bit_tag_requester =
+                flag(line, "10BitTagReq").or(detail.features.ten_bit_tag_requester);
         }
         "DevCtl2:" => {
             if let Some(on) = flag(line, "10BitTagReq") {
-                detail.ten_bit_tag_requester_enabled = Some(on);
+                detail.features.ten_bit_tag_requester_enabled = Some(on);
                 evidence.saw("devctl2", number, text);
             }
         }
@@ -1001,16 +1003,17 @@ mod tests {
     /// (ExtTag supported, ExtTag enabled, RlxdOrd) and (10BitTagComp, 10BitTagReq, its enable).
     type Features = (Option<bool>, Option<bool>, Option<bool>);
     fn features(d: &ExpressDetail) -> (Features, Features) {
+        let f = d.features;
         (
             (
-                d.ext_tag_supported,
-                d.ext_tag_enabled,
-                d.relaxed_ordering_enabled,
+                f.ext_tag_supported,
+                f.ext_tag_enabled,
+                f.relaxed_ordering_enabled,
             ),
             (
-                d.ten_bit_tag_completer,
-                d.ten_bit_tag_requester,
-                d.ten_bit_tag_requester_enabled,
+                f.ten_bit_tag_completer,
+                f.ten_bit_tag_requester,
+                f.ten_bit_tag_requester_enabled,
             ),
         )
     }

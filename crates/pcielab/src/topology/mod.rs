@@ -124,6 +124,25 @@ pub struct LinkStatus2 {
     pub crosslink_resolution: Option<u8>,
 }
 
+/// The device features of the PCI Express capability, each `None` where the input does not say
+/// (JSON `device_features`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct DeviceFeatures {
+    /// DevCap bit 5 (lspci `ExtTag` on DevCap's second line): 8-bit tags supported.
+    pub ext_tag_supported: Option<bool>,
+    /// DevCtl bit 8 (`ExtTag` after `RlxdOrd`): 8-bit tags enabled.
+    pub ext_tag_enabled: Option<bool>,
+    /// DevCtl bit 4 (`RlxdOrd`): the function may set Relaxed Ordering on its requests.
+    pub relaxed_ordering_enabled: Option<bool>,
+    /// DevCap2 bits 16 and 17 (`10BitTagComp`, `10BitTagReq`) and DevCtl2 bit 12
+    /// (`10BitTagReq`): version 2 of the capability only, and printed by lspci 3.7 and later.
+    pub ten_bit_tag_completer: Option<bool>,
+    pub ten_bit_tag_requester: Option<bool>,
+    pub ten_bit_tag_requester_enabled: Option<bool>,
+}
+
 /// What the PCI Express capability says beyond speed, width, MPS and ASPM states: the ASPM
 /// latencies, data-link-layer activity, the version-2 link registers, the DevCap/DevCtl and
 /// DevCap2/DevCtl2 features and DevSta's error bits. Each is `None` where the input does not say:
@@ -151,17 +170,8 @@ pub struct ExpressDetail {
     /// LnkCtl2's target link speed (0 reads as 2.5 GT/s, as lspci prints it).
     pub target_speed: Option<crate::pcie::Generation>,
     pub status2: Option<LinkStatus2>,
-    /// DevCap bit 5 (lspci `ExtTag` on DevCap's second line): 8-bit tags supported.
-    pub ext_tag_supported: Option<bool>,
-    /// DevCtl bit 8 (`ExtTag` after `RlxdOrd`): 8-bit tags enabled.
-    pub ext_tag_enabled: Option<bool>,
-    /// DevCtl bit 4 (`RlxdOrd`): the function may set Relaxed Ordering on its requests.
-    pub relaxed_ordering_enabled: Option<bool>,
-    /// DevCap2 bits 16 and 17 (`10BitTagComp`, `10BitTagReq`) and DevCtl2 bit 12
-    /// (`10BitTagReq`): version 2 of the capability only, and printed by lspci 3.7 and later.
-    pub ten_bit_tag_completer: Option<bool>,
-    pub ten_bit_tag_requester: Option<bool>,
-    pub ten_bit_tag_requester_enabled: Option<bool>,
+    /// DevCap/DevCtl and DevCap2/DevCtl2 features.
+    pub features: DeviceFeatures,
     /// DevSta bits 3:0 (`CorrErr`, `NonFatalErr`, `FatalErr`, `UnsupReq`): the errors the
     /// function detected since they were last cleared, reported or not.
     pub errors_detected: Option<u8>,

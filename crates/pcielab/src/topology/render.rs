@@ -15,8 +15,8 @@ use crate::text::round_to;
 use crate::topology::check::warnings;
 use crate::topology::spec::MachineSpec;
 use crate::topology::{
-    Evidence, ExpressDetail, FactSource, Function, Kind, Link, LinkStatus2, Topology,
-    DEVICE_ERROR_FLAGS,
+    DeviceFeatures, Evidence, ExpressDetail, FactSource, Function, Kind, Link, LinkStatus2,
+    Topology, DEVICE_ERROR_FLAGS,
 };
 
 /// The `--json` document, also as `plot` and `report --from` read it back: fields added after
@@ -64,10 +64,13 @@ pub struct FunctionJson {
     pub aer_status: Option<AerStatusJson>,
     /// DevCap's acceptable L0s/L1 exit latencies (endpoints), where the input shows them.
     pub acceptable_latency: Option<LatenciesJson>,
-    /// The DevCap/DevCtl/DevSta and DevCap2/DevCtl2 facts, each null where the input does not
-    /// say.
+    /// The DevCap/DevCtl and DevCap2/DevCtl2 features, each null where the input does not say.
     #[serde(default)]
-    pub device_features: DeviceFeaturesJson,
+    pub device_features: DeviceFeatures,
+    /// DevSta's detected errors by lspci's names (`CorrErr`, `NonFatalErr`, `FatalErr`,
+    /// `UnsupReq`): empty when none is set, null where the input does not show DevSta.
+    #[serde(default)]
+    pub errors_detected: Option<Vec<Cow<'static, str>>>,
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
     /// Where `driver` came from: `unknown` means a null driver says nothing (lspci output
@@ -157,40 +160,15 @@ pub struct AerStatusJson {
     pub correctable: String,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct DeviceFeaturesJson {
-    /// DevCap `ExtTag`: 8-bit tags supported.
-    pub ext_tag_supported: Option<bool>,
-    /// DevCtl `ExtTag`: 8-bit tags enabled.
-    pub ext_tag_enabled: Option<bool>,
-    /// DevCtl `RlxdOrd`.
-    pub relaxed_ordering_enabled: Option<bool>,
-    /// DevCap2 `10BitTagComp` and `10BitTagReq`.
-    pub ten_bit_tag_completer: Option<bool>,
-    pub ten_bit_tag_requester: Option<bool>,
-    /// DevCtl2 `10BitTagReq`.
-    pub ten_bit_tag_requester_enabled: Option<bool>,
-    /// DevSta's detected errors by lspci's names (`CorrErr`, `NonFatalErr`, `FatalErr`,
-    /// `UnsupReq`); empty when none is set.
-    pub errors_detected: Option<Vec<Cow<'static, str>>>,
-}
-
-fn device_features_json(d: &ExpressDetail) -> DeviceFeaturesJson {
-    DeviceFeaturesJson {
-        ext_tag_supported: d.ext_tag_supported,
-        ext_tag_enabled: d.ext_tag_enabled,
-        relaxed_ordering_enabled: d.relaxed_ordering_enabled,
-        ten_bit_tag_completer: d.ten_bit_tag_completer,
-        ten_bit_tag_requester: d.ten_bit_tag_requester,
-        ten_bit_tag_requester_enabled: d.ten_bit_tag_requester_enabled,
-        errors_detected: d.errors_detected.map(|bits| {
-            DEVICE_ERROR_FLAGS
-                .iter()
-                .filter(|(_, bit)| bits & (1 << bit) != 0)
-                .map(|(name, _)| Cow::Borrowed(*name))
-                .collect()
-        }),
-    }
+/// DevSta's set error bits by lspci's names; `None` where the input does not show DevSta.
+fn errors_detected(d: &ExpressDetail) -> Option<Vec<Cow<'static, str>>> {
+    d.errors_detected.map(|bits| {
+        DEVICE_ERROR_FLAGS
+            .iter()
+            .filter(|(_, bit)| bits & (1 << bit) != 0)
+            .map(|(name, _)| Cow::Borrowed(*name))
+            .collect()
+    })
 }
 
 fn status2_json(s: LinkStatus2) -> LinkStatus2Json {
@@ -289,7 +267,8 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                     uncorrectable: format!("{:#010x}", s.uncorrectable),
                     correctable: format!("{:#010x}", s.correctable),
                 }),
-                device_features: device_features_json(d),
+                device_features: d.features,
+                errors_detected: errors_detected(d),
                 acceptable_latency: match (d.l0s_acceptable, d.l1_acceptable) {
                     (Some(l0s), Some(l1)) => Some(LatenciesJson {
                         l0s: l0s.text().into(),
