@@ -1065,7 +1065,13 @@ fn set_feature_bits(dir: &Path) {
             let value = u32::from_le_bytes(word) | bits;
             b[offset..offset + 4].copy_from_slice(&value.to_le_bytes());
         };
-        let on = |k: usize, bit: u32| if (i + k) % 3 == 0 { 1 << bit } else { 0 };
+        let on = |k: usize, bit: u32| {
+            if (i + k).is_multiple_of(3) {
+                1 << bit
+            } else {
+                0
+            }
+        };
         or(&mut b, at + 0x04, on(0, 5)); // DevCap ExtTag
         or(&mut b, at + 0x08, on(1, 4) | on(2, 8)); // DevCtl RlxdOrd, ExtTag
         or(&mut b, at + 0x08, (i as u32 % 16) << 16); // DevSta (at 0x0a) errors
