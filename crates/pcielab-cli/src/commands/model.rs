@@ -13,6 +13,7 @@ use pcielab::pcie::tlp::TlpFormat;
 use pcielab::pcie::Generation;
 use pcielab::plot;
 use pcielab::text::json_text;
+use pcielab::topology::Aspm;
 use pcielab::{Error, Result};
 
 /// The link a model or a fit is for.
@@ -139,16 +140,13 @@ fn request_response(args: &Args, model: &PlatformModel) -> Result<Option<(f64, L
             "--io-latency-us {us}: expected a latency of 0 µs or more"
         )));
     }
-    let (l0s, l1) = match args.aspm.as_str() {
-        "none" => (false, false),
-        "l0s" => (true, false),
-        "l1" => (false, true),
-        "l0s+l1" => (true, true),
-        other => {
-            return Err(Error::bad_input(format!(
-                "--aspm {other}: expected none, l0s, l1 or l0s+l1"
-            )))
-        }
+    let Some(Aspm { l0s, l1 }) = Aspm::parse(&args.aspm) else {
+        return Err(Error::bad_input(format!(
+            "--aspm {}: expected {} or {}",
+            args.aspm,
+            Aspm::SPELLINGS[..3].join(", "),
+            Aspm::SPELLINGS[3]
+        )));
     };
     let exits = match (&args.exit_latency_ns, l0s || l1) {
         (None, false) => (0.0, 0.0),

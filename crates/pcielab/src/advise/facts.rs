@@ -1,5 +1,6 @@
 //! What `advise` reads beyond the topology, each fact with the file it came from so a finding can
-//! quote it: per function its configuration-space features (`config`), AER correctable total,
+//! quote it: per function where its configuration space was read (the registers themselves are
+//! in the topology, decoded once by `topology::config_space`), AER correctable total,
 //! MSI/MSI-X vectors (`msi_irqs/`) and IOMMU domain type (`iommu_group/type`); per machine the
 //! ASPM policy, each IRQ's effective affinity, each NUMA node's CPUs, CPU frequency governors
 //! and idle states, devfreq governors, and whether irqbalance or tuned would revert a change.
@@ -11,22 +12,18 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::input::read_capped;
-use crate::pcie::features::{features, Features};
 use crate::pcie::Bdf;
 use crate::topology::health::read_function_health;
 use crate::topology::Topology;
 
 /// The most of one sysfs/procfs file read (the kernel fills at most a page).
 const FILE_BYTES: u64 = 4096;
-/// The most of `config` read: the whole extended configuration space.
-const CONFIG_BYTES: u64 = 4096;
 
 /// One function's facts beyond the topology.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FunctionFacts {
-    pub features: Option<Features>,
-    /// Where `features` came from: the `config` file, "lspci BDF" on an lspci machine, or
-    /// "spec" on `sim:`.
+    /// Where the function's registers came from: the `config` file, "lspci BDF" on an lspci
+    /// machine, or "spec" on `sim:`.
     pub config_source: String,
     /// `TOTAL_ERR_COR` of `aer_dev_correctable`.
     pub aer_correctable: Option<u64>,
@@ -182,10 +179,8 @@ pub fn read_facts(topo: &Topology, pci_dir: Option<&Path>, root: Option<&Path>) 
 }
 
 fn read_function(dir: &Path) -> FunctionFacts {
-    let config = read_capped(&dir.join("config"), CONFIG_BYTES).unwrap_or_default();
     let msi_irqs = numbered_names(&dir.join("msi_irqs"));
     FunctionFacts {
-        features: features(&config),
         config_source: dir.join("config").display().to_string(),
         aer_correctable: read_function_health(dir).aer.correctable,
         msi_irqs,

@@ -12,12 +12,11 @@ use super::finding::{
 };
 use crate::model::platform::PlatformModel;
 use crate::model::transfer::{achievable_mbps, LinkParams};
-use crate::pcie::features::Features;
 use crate::pcie::{Bdf, Generation};
 use crate::topology::check::{busy_functions, shortfall, Shortfall};
 use crate::topology::health::read_function_health;
 use crate::topology::p2p::{self, Cpu, MapType, Reason};
-use crate::topology::{AspmLatency, Function, Kind, Topology};
+use crate::topology::{AspmLatency, DeviceFeatures, Function, Kind, Topology};
 
 /// lspci's rate text: "8GT/s", "2.5GT/s".
 fn rate(g: Generation) -> String {
@@ -523,21 +522,14 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             })
             .collect();
         // A link's exit takes as long as the slower end; L1 exits also wait for every link above.
-        // Each end's LnkCap exit latencies: from its config file, else as lspci printed them
-        // (only the states it supports).
+        // Each end's LnkCap exit latencies of the states it supports, as its registers or
+        // lspci's text give them.
         let ends: Vec<(Bdf, Option<AspmLatency>, Option<AspmLatency>)> = [port, f]
             .iter()
-            .filter_map(|u| match facts(context, u.bdf).and_then(|x| x.features) {
-                Some(x) => Some((
-                    u.bdf,
-                    Some(AspmLatency::l0s(x.l0s_exit_code)),
-                    Some(AspmLatency::l1(x.l1_exit_code)),
-                )),
-                None => {
-                    let d = u.express_detail;
-                    (d.l0s_exit.is_some() || d.l1_exit.is_some())
-                        .then_some((u.bdf, d.l0s_exit, d.l1_exit))
-                }
+            .filter_map(|u| {
+                let d = u.express_detail;
+                (d.l0s_exit.is_some() || d.l1_exit.is_some())
+                    .then_some((u.bdf, d.l0s_exit, d.l1_exit))
             })
             .collect();
         let l1 = on.iter().any(|u| u.aspm_enabled.l1);
@@ -705,30 +697,31 @@ fn root_port_of(topo: &Topology, bdf: Bdf) -> Option<&Function> {
 
 /// Busy endpoints whose DevCap/DevCtl features were read, with them; why not, when none were.
 fn busy_with_features<'a>(
-    context: &'a Context,
-) -> std::result::Result<Vec<(&'a Function, Features)>, String> {
-    if context
-        .facts
-        .functions
-        .values()
-        .all(|f| f.features.is_none())
-    {
+    context: &Context<'a>,
+) -> std::result::Result<Vec<(&'a Function, DeviceFeatures)>, String> {
+    let known = |f: &Function| f.express_detail.features.ext_tag_supported.is_some();
+    if !context.topology.functions().iter().any(known) {
         return Err("no function's DevCap/DevCtl features are known (reading config space beyond 64 bytes needs root; a sim: spec does not describe them)".into());
     }
     Ok(context
         .topology
         .functions()
         .iter()
-        .filter(|f| busy_endpoint(f))
-        .filter_map(|f| Some((f, facts(context, f.bdf)?.features?)))
+        .filter(|f| busy_endpoint(f) && known(f))
+        .map(|f| (f, f.express_detail.features))
         .collect())
 }
 
 pub(super) fn ext_tag_off(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let mut found = Vec::new();
-    for (f, x) in busy_with_features(context)? {
-        if !x.ext_tag_supported || x.ext_tag_enabled {
+    // Tags bound the reads a bulk-DMA device keeps in flight; a port or event collector bound
+    // to pcieport issues no such reads.
+    for (f, x) in busy_with_features(context)?
+        .into_iter()
+        .filter(|(f, _)| moves_bulk_dma(f))
+    {
+        if x.ext_tag_supported != Some(true) || x.ext_tag_enabled != Some(false) {
             continue;
         }
         let quirk = topo
@@ -801,9 +794,7 @@ pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
         let Some(root) = root_port_of(topo, f.bdf) else {
             continue;
         };
-        let Some(rx) = facts(context, root.bdf).and_then(|x| x.features) else {
-            continue;
-        };
+        let rx = root.express_detail.features;
         if x.ten_bit_tag_requester != Some(true)
             || x.ten_bit_tag_requester_enabled != Some(false)
             || rx.ten_bit_tag_completer != Some(true)
@@ -845,7 +836,10 @@ pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
         let quirked = NO_RELAXED_ORDERING
             .iter()
             .any(|(v, ids)| root.vendor == *v && ids.contains(&root.device));
-        let (severity, summary, command) = match (quirked, x.relaxed_ordering_enabled) {
+        let Some(relaxed) = x.relaxed_ordering_enabled else {
+            continue;
+        };
+        let (severity, summary, command) = match (quirked, relaxed) {
             (true, true) => (
                 Severity::Risk,
                 format!("Relaxed Ordering is enabled on {} below root port {} ({:04x}:{:04x}), which the kernel flags for a completion erratum (quirk_relaxedordering_disable)", f.bdf, root.bdf, root.vendor, root.device),
@@ -867,7 +861,7 @@ pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
             evidence: vec![Evidence::new(
                 config_source(context, f.bdf),
                 "DevCtl: RlxdOrd",
-                if x.relaxed_ordering_enabled { "+" } else { "-" },
+                if relaxed { "+" } else { "-" },
             )],
             fix: Fix {
                 lever: Lever::Setpci,

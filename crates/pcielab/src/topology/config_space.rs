@@ -1,12 +1,15 @@
-//! PCI configuration space, both ways: decode the bytes of a sysfs `config` file (type 0/1
-//! header, the capability list with the PCI Express capability — DevCap/DevCtl, LnkCap/LnkCtl/
-//! LnkSta, LnkCap2 — and the ACS and AER extended capabilities) and encode a [`Function`] into
-//! config space that the kernel's and lspci's decoders read back to the same values. The two are
-//! inverse on everything the topology model holds; a test keeps them so.
+//! PCI configuration space, both ways: decode the bytes of a sysfs `config` file, a snapshot's
+//! or an lspci hex dump's (type 0/1 header, the capability list with the PCI Express
+//! capability — DevCap/DevCtl/DevSta, LnkCap/LnkCtl/LnkSta, DevCap2/DevCtl2, LnkCap2/LnkCtl2/
+//! LnkSta2 — and the ACS and AER extended capabilities) and encode a [`Function`] into config
+//! space that the kernel's and lspci's decoders read back to the same values. This is the one
+//! decoder of config bytes: every reader that has bytes takes its facts through
+//! [`Function::take_capabilities`]. Decode and encode are inverse on everything the topology
+//! model holds; a test keeps them so.
 
 use super::{
-    Acs, AerMasks, Aspm, AspmLatency, ExpressDetail, Function, Kind, Link, LinkStatus2,
-    AER_CORRECTABLE_SHOWN, AER_UNCORRECTABLE_SHOWN,
+    Acs, AerMasks, AerStatus, Aspm, AspmLatency, DeviceFeatures, ExpressDetail, Function, Kind,
+    Link, LinkStatus2, AER_CORRECTABLE_SHOWN, AER_UNCORRECTABLE_SHOWN,
 };
 use crate::pcie::Generation;
 
@@ -38,13 +41,28 @@ const AER_CAP_LEN: usize = 0x48;
 const EXP_FLAGS: usize = 0x02;
 const EXP_DEVCAP: usize = 0x04;
 const EXP_DEVCTL: usize = 0x08;
+const EXP_DEVSTA: usize = 0x0a;
 const EXP_LNKCAP: usize = 0x0c;
 const EXP_LNKCTL: usize = 0x10;
 const EXP_LNKSTA: usize = 0x12;
+const EXP_DEVCAP2: usize = 0x24;
+const EXP_DEVCTL2: usize = 0x28;
 const EXP_LNKCAP2: usize = 0x2c;
 const EXP_LNKCTL2: usize = 0x30;
 const EXP_LNKSTA2: usize = 0x32;
 
+/// DevCap bit 5: Extended Tag Field Supported.
+const DEVCAP_EXT_TAG: u32 = 1 << 5;
+/// DevCtl bit 4: Enable Relaxed Ordering; bit 8: Extended Tag Field Enable.
+const DEVCTL_RELAXED_ORDERING: u16 = 1 << 4;
+const DEVCTL_EXT_TAG: u16 = 1 << 8;
+/// DevSta bits 3:0: correctable, non-fatal, fatal and unsupported-request errors detected.
+const DEVSTA_ERRORS: u16 = 0xf;
+/// DevCap2 bits 16/17: 10-Bit Tag Completer/Requester Supported; DevCtl2 bit 12: 10-Bit Tag
+/// Requester Enable.
+const DEVCAP2_10BIT_TAG_COMPLETER: u32 = 1 << 16;
+const DEVCAP2_10BIT_TAG_REQUESTER: u32 = 1 << 17;
+const DEVCTL2_10BIT_TAG_REQUESTER: u16 = 1 << 12;
 /// LnkCap bit 20: Data Link Layer Link Active Reporting Capable.
 const LNKCAP_DLLA: u32 = 1 << 20;
 /// LnkSta bit 13: Data Link Layer Link Active.
@@ -53,9 +71,15 @@ const LNKSTA_DL_ACTIVE: u16 = 1 << 13;
 const LNKCAP2_CROSSLINK: u32 = 1 << 8;
 
 /// AER register offsets (from the extended capability's start).
+const AER_UNCOR_STATUS: usize = 0x04;
 const AER_UNCOR_MASK: usize = 0x08;
 const AER_UNCOR_SEVER: usize = 0x0c;
+const AER_COR_STATUS: usize = 0x10;
 const AER_COR_MASK: usize = 0x14;
+/// The ACS capability and control bits lspci prints (source validation through direct
+/// translated P2P); the egress control vector size above them is not in its text, so no
+/// reader keeps it.
+pub const ACS_SHOWN_BITS: u16 = 0x7f;
 
 /// Device/port type field of the PCI Express capability.
 pub(crate) mod port_type {
@@ -105,8 +129,9 @@ pub struct Decoded {
     pub express: Option<Express>,
     pub acs: Option<Acs>,
     pub aer: bool,
-    /// The AER masks, limited to the bits lspci prints; `None` without AER.
+    /// The AER masks and status, limited to the bits lspci prints; `None` without AER.
     pub aer_masks: Option<AerMasks>,
+    pub aer_status: Option<AerStatus>,
     pub capabilities_read: bool,
     /// Where the PCI Express, ACS and AER capabilities start, for readers that quote the bytes
     /// a fact came from.
@@ -191,6 +216,7 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
         acs: None,
         aer: false,
         aer_masks: None,
+        aer_status: None,
         capabilities_read: true,
         express_at: None,
         acs_at: None,
@@ -281,7 +307,24 @@ fn decode_express(b: &[u8], at: usize) -> Express {
 /// and LnkCtl2/LnkSta2 from version 2 of the capability on.
 fn decode_detail(b: &[u8], at: usize, port_type: u8, version: u8, has_link: bool) -> ExpressDetail {
     let devcap = u32_at(b, at + EXP_DEVCAP);
-    let mut d = ExpressDetail::default();
+    let devctl = u16_at(b, at + EXP_DEVCTL);
+    let mut d = ExpressDetail {
+        features: DeviceFeatures {
+            ext_tag_supported: Some(devcap & DEVCAP_EXT_TAG != 0),
+            ext_tag_enabled: Some(devctl & DEVCTL_EXT_TAG != 0),
+            relaxed_ordering_enabled: Some(devctl & DEVCTL_RELAXED_ORDERING != 0),
+            ..DeviceFeatures::default()
+        },
+        errors_detected: Some((u16_at(b, at + EXP_DEVSTA) & DEVSTA_ERRORS) as u8),
+        ..ExpressDetail::default()
+    };
+    if version >= 2 {
+        let devcap2 = u32_at(b, at + EXP_DEVCAP2);
+        let devctl2 = u16_at(b, at + EXP_DEVCTL2);
+        d.features.ten_bit_tag_completer = Some(devcap2 & DEVCAP2_10BIT_TAG_COMPLETER != 0);
+        d.features.ten_bit_tag_requester = Some(devcap2 & DEVCAP2_10BIT_TAG_REQUESTER != 0);
+        d.features.ten_bit_tag_requester_enabled = Some(devctl2 & DEVCTL2_10BIT_TAG_REQUESTER != 0);
+    }
     if matches!(port_type, port_type::ENDPOINT | port_type::LEGACY_ENDPOINT) {
         d.l0s_acceptable = Some(AspmLatency::l0s((devcap >> 6) as u8));
         d.l1_acceptable = Some(AspmLatency::l1((devcap >> 9) as u8));
@@ -339,18 +382,23 @@ fn decode_extended(b: &[u8], d: &mut Decoded) {
             EXT_ID_AER => {
                 d.aer = true;
                 d.aer_at = Some(at);
-                d.aer_masks = (at + AER_COR_MASK + 4 <= b.len()).then(|| AerMasks {
+                let whole = at + AER_COR_MASK + 4 <= b.len();
+                d.aer_masks = whole.then(|| AerMasks {
                     uncorrectable_mask: u32_at(b, at + AER_UNCOR_MASK) & AER_UNCORRECTABLE_SHOWN,
                     uncorrectable_severity: u32_at(b, at + AER_UNCOR_SEVER)
                         & AER_UNCORRECTABLE_SHOWN,
                     correctable_mask: u32_at(b, at + AER_COR_MASK) & AER_CORRECTABLE_SHOWN,
                 });
+                d.aer_status = whole.then(|| AerStatus {
+                    uncorrectable: u32_at(b, at + AER_UNCOR_STATUS) & AER_UNCORRECTABLE_SHOWN,
+                    correctable: u32_at(b, at + AER_COR_STATUS) & AER_CORRECTABLE_SHOWN,
+                });
             }
             EXT_ID_ACS => {
                 d.acs_at = Some(at);
                 d.acs = Some(Acs {
-                    capability: u16_at(b, at + 4),
-                    control: u16_at(b, at + 6),
+                    capability: u16_at(b, at + 4) & ACS_SHOWN_BITS,
+                    control: u16_at(b, at + 6) & ACS_SHOWN_BITS,
                 })
             }
             _ => {}
@@ -454,17 +502,49 @@ fn encode_express(b: &mut [u8], f: &Function) {
     let detail = &f.express_detail;
     let code = |l: Option<AspmLatency>| u32::from(l.map_or(0, |l| l.code));
     // Role-based error reporting is mandatory since PCIe 1.1.
+    // A feature the function does not say it has is written clear.
+    let set = |on: Option<bool>, bit: u32| if on == Some(true) { bit } else { 0 };
     put32(
         b,
         at + EXP_DEVCAP,
         code_from_size(f.mps_supported.unwrap_or(128))
+            | set(detail.features.ext_tag_supported, DEVCAP_EXT_TAG)
             | (code(detail.l0s_acceptable) << 6)
             | (code(detail.l1_acceptable) << 9)
             | (1 << 15),
     );
-    let devctl =
-        (code_from_size(f.mps.unwrap_or(128)) << 5) | (code_from_size(f.mrrs.unwrap_or(512)) << 12);
+    let devctl = (code_from_size(f.mps.unwrap_or(128)) << 5)
+        | (code_from_size(f.mrrs.unwrap_or(512)) << 12)
+        | set(
+            detail.features.relaxed_ordering_enabled,
+            DEVCTL_RELAXED_ORDERING.into(),
+        )
+        | set(detail.features.ext_tag_enabled, DEVCTL_EXT_TAG.into());
     put16(b, at + EXP_DEVCTL, devctl as u16);
+    put16(
+        b,
+        at + EXP_DEVSTA,
+        u16::from(detail.errors_detected.unwrap_or(0)) & DEVSTA_ERRORS,
+    );
+    put32(
+        b,
+        at + EXP_DEVCAP2,
+        set(
+            detail.features.ten_bit_tag_completer,
+            DEVCAP2_10BIT_TAG_COMPLETER,
+        ) | set(
+            detail.features.ten_bit_tag_requester,
+            DEVCAP2_10BIT_TAG_REQUESTER,
+        ),
+    );
+    put16(
+        b,
+        at + EXP_DEVCTL2,
+        set(
+            detail.features.ten_bit_tag_requester_enabled,
+            DEVCTL2_10BIT_TAG_REQUESTER.into(),
+        ) as u16,
+    );
     if f.kind == Kind::RcEndpoint {
         return;
     }
@@ -530,6 +610,10 @@ fn encode_extended(b: &mut [u8], f: &Function) {
             put16(b, at + 4, acs.capability);
             put16(b, at + 6, acs.control);
         }
+        if let (EXT_ID_AER, Some(status)) = (id, f.aer_status) {
+            put32(b, at + AER_UNCOR_STATUS, status.uncorrectable);
+            put32(b, at + AER_COR_STATUS, status.correctable);
+        }
         if let (EXT_ID_AER, Some(masks)) = (id, f.aer_masks) {
             put32(b, at + AER_UNCOR_MASK, masks.uncorrectable_mask);
             put32(b, at + AER_UNCOR_SEVER, masks.uncorrectable_severity);
@@ -540,8 +624,27 @@ fn encode_extended(b: &mut [u8], f: &Function) {
 }
 
 impl Function {
+    /// Takes every fact the decoded capabilities hold: the kind, the PCI Express capability
+    /// (link, MPS/MRRS, ASPM, latencies, features), ACS and AER. Nothing when the capability
+    /// list could not be read to its end (the kind is then the caller's to infer).
+    pub fn take_capabilities(&mut self, d: &Decoded) {
+        if !d.capabilities_read {
+            return;
+        }
+        self.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
+        let Some(e) = d.express else {
+            return;
+        };
+        self.take_express(&e);
+        self.take_express_detail(&e);
+        self.acs = d.acs;
+        self.aer = d.aer;
+        self.aer_masks = d.aer_masks;
+        self.aer_status = d.aer_status;
+    }
+
     /// Takes what the PCI Express capability says: link, MPS/MRRS and ASPM.
-    pub fn take_express(&mut self, e: &Express) {
+    fn take_express(&mut self, e: &Express) {
         self.link = e.link;
         self.mps_supported = Some(e.mps_supported);
         self.mps = Some(e.mps);
@@ -553,7 +656,7 @@ impl Function {
     /// Takes the latencies, DL_Active and version-2 link registers `e` holds. LnkCap2 and
     /// LnkCtl2 of an endpoint's functions other than 00.0 are left unknown: they govern
     /// nothing (function 0's control the link) and lspci does not print them.
-    pub fn take_express_detail(&mut self, e: &Express) {
+    fn take_express_detail(&mut self, e: &Express) {
         let mut d = e.detail;
         let endpoint = matches!(
             e.port_type,
@@ -703,7 +806,20 @@ mod detail {
             uncorrectable_severity: 0x0006_2030,
             correctable_mask: 1 << 13,
         });
+        f.aer_status = Some(AerStatus {
+            uncorrectable: 1 << 14,
+            correctable: (1 << 0) | (1 << 6),
+        });
         f.express_detail = ExpressDetail {
+            features: DeviceFeatures {
+                ext_tag_supported: Some(true),
+                ext_tag_enabled: Some(false),
+                relaxed_ordering_enabled: Some(true),
+                ten_bit_tag_completer: Some(true),
+                ten_bit_tag_requester: Some(true),
+                ten_bit_tag_requester_enabled: Some(false),
+            },
+            errors_detected: Some(0b0101),
             l0s_acceptable: Some(AspmLatency::l0s(6)),
             l1_acceptable: Some(AspmLatency::l1(7)),
             l0s_exit: Some(AspmLatency::l0s(3)),
@@ -731,6 +847,19 @@ mod detail {
         let b = encode(&f);
         // DevCap: acceptable L0s code 6 at bits 8:6, L1 code 7 at 11:9, RBE (bit 15).
         assert_eq!(u32_at(&b, 0x44) & 0xfc0, (6 << 6) | (7 << 9));
+        // DevCap: Extended Tag supported (bit 5); DevCtl: Relaxed Ordering (bit 4) on,
+        // Extended Tag (bit 8) off, over MPS 128 and MRRS 512 (code 2 at 14:12); DevSta:
+        // correctable and fatal errors detected (bits 0 and 2).
+        assert_eq!(u32_at(&b, 0x44) & (1 << 5), 1 << 5);
+        assert_eq!(u16_at(&b, 0x48), (2 << 12) | (1 << 4));
+        assert_eq!(u16_at(&b, 0x4a), 0b0101);
+        // DevCap2: 10-bit tag completer and requester (bits 16, 17); DevCtl2: requester
+        // enable (bit 12) clear.
+        assert_eq!(u32_at(&b, 0x64), 0x3 << 16);
+        assert_eq!(u16_at(&b, 0x68), 0);
+        // AER: uncorrectable status at +4 (CmpltTO, bit 14), correctable at +0x10.
+        assert_eq!(u32_at(&b, 0x104), 1 << 14);
+        assert_eq!(u32_at(&b, 0x110), 0x41);
         // LnkCap: L0s exit code 3 at 14:12, L1 exit code 5 at 17:15, DLLA (bit 20) clear.
         assert_eq!(u32_at(&b, 0x4c) & 0x1f_f000, (3 << 12) | (5 << 15));
         // LnkCap2: speeds 2.5-16 GT/s at bits 4:1, crosslink bit 8; LnkCtl2 target 3.
@@ -744,6 +873,7 @@ mod detail {
         assert_eq!(u32_at(&b, 0x114), 1 << 13);
         let d = decode(&b).unwrap();
         assert_eq!(d.aer_masks, f.aer_masks);
+        assert_eq!(d.aer_status, f.aer_status);
         let e = d.express.unwrap();
         assert_eq!(e.version, 2);
         let mut back = Function::new(f.bdf, 0, 0, 0, Kind::Endpoint);
@@ -790,6 +920,14 @@ mod detail {
         b[0x42] = 0x41;
         let e = decode(&b).unwrap().express.unwrap();
         assert_eq!((e.detail.supported_speeds, e.detail.status2), (None, None));
+        assert_eq!(
+            (
+                e.detail.features.ten_bit_tag_completer,
+                e.detail.features.ten_bit_tag_requester_enabled
+            ),
+            (None, None)
+        );
+        assert_eq!(e.detail.features.ext_tag_supported, Some(true));
         assert_eq!(e.detail.dl_active, Some(false));
     }
 }
@@ -866,7 +1004,11 @@ mod round_trip {
                 f.mps_supported = Some(sizes.0);
                 f.mps = Some(sizes.1);
                 f.mrrs = Some(sizes.2);
-                f.acs = acs.map(|(capability, control)| Acs { capability, control });
+                // Only the bits lspci prints are kept (ACS_SHOWN_BITS).
+                f.acs = acs.map(|(capability, control)| Acs {
+                    capability: capability & ACS_SHOWN_BITS,
+                    control: control & ACS_SHOWN_BITS,
+                });
                 f.aer = aer;
             }
             f

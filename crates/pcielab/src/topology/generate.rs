@@ -132,6 +132,7 @@ impl Builder<'_> {
         link_and_driver: Option<((Generation, u8), &str)>,
     ) -> usize {
         let mut f = Function::new(bdf, vendor, device, class, kind);
+        f.driver_source = super::FactSource::Spec;
         f.parent = parent;
         f.numa_node = Some(i32::from(self.domain));
         f.aer = kind != Kind::HostBridge;

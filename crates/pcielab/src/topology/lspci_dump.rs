@@ -1,7 +1,8 @@
 //! Hex dumps of config space (`lspci -x`, `-xxx`, `-xxxx`), read as pciutils' dump access
 //! method (`lspci -F FILE`) reads them: a line starting with a function address opens that
-//! function, `OFFSET: BYTES` rows fill its config space, a blank line closes it, and every
-//! other line (the `-v` text between them) is passed over. The bytes are decoded by
+//! function, `OFFSET: BYTES` rows fill its config space, a blank line closes it, `-k`'s
+//! `Kernel driver in use:` line names its driver, and every other line (the `-v` text between
+//! them) is passed over. The bytes are decoded by
 //! [`crate::topology::config_space::decode`], the same code that reads sysfs `config` files. Bytes a
 //! dump does not hold are unknown: 64 bytes (`-x`) give identity and bridge bus numbers only,
 //! 256 (`-xxx`) add the capability list, 4 KiB (`-xxxx`) the extended capabilities (ACS, AER).
@@ -15,13 +16,10 @@ use crate::topology::lspci_source::{
     check_unique, device_header, hex_row, link_by_bus_ranges, passed_over, passed_over_note,
     LspciFormat, LspciRead, Source,
 };
-use crate::topology::{Acs, Function, Topology};
+use crate::topology::{FactSource, Function, Topology};
 
 /// Where the ACS capability and control registers sit after the capability header.
 const ACS_REGISTERS: usize = 4;
-/// The ACS bits lspci prints (source validation through direct translated P2P); the egress
-/// control vector size above them is not shown in its text, so neither reader keeps it.
-pub const ACS_SHOWN_BITS: u16 = 0x7f;
 /// Identity (vendor, device, revision, class) fills the first 12 bytes.
 const IDENTITY_BYTES: usize = 0x0c;
 
@@ -34,6 +32,8 @@ struct Dumped {
     bytes: Vec<u8>,
     /// The input line each byte came from (0 = not given).
     line_of: Vec<u32>,
+    /// `Kernel driver in use:` (with `lspci -k`): the driver and the line's index.
+    driver: Option<(String, usize)>,
 }
 
 impl Dumped {
@@ -43,6 +43,7 @@ impl Dumped {
             header_line,
             bytes: Vec::new(),
             line_of: Vec::new(),
+            driver: None,
         }
     }
 
@@ -59,14 +60,25 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     let mut seen = HashMap::new();
     let mut notes = Vec::new();
     let mut skipped = Vec::new();
+    // `lspci -k` prints its kernel lines above each dump: with them a function without a
+    // driver line has no driver; without them nobody's driver is known.
+    let mut kernel_lines = false;
     for (index, line) in source.lines.iter().enumerate() {
         let line = line.trim_end_matches('\r');
+        let kernel = line.trim_start();
         if let Some((bdf, _)) = device_header(line) {
             check_unique(source, &mut seen, bdf, index)?;
             dumps.push(Dumped::new(bdf, index));
             open = true;
         } else if line.is_empty() {
             open = false;
+        } else if open && line.starts_with(char::is_whitespace) && kernel.starts_with("Kernel ") {
+            if let Some(driver) = kernel.strip_prefix("Kernel driver in use: ") {
+                let dumped = dumps.last_mut().expect("a function is open");
+                dumped.driver = Some((crate::text::printable(driver.trim()), index));
+            }
+            kernel_lines |= kernel.starts_with("Kernel driver in use: ")
+                || kernel.starts_with("Kernel modules: ");
         } else if let (true, Some((offset, row))) = (open, hex_row(line)) {
             let dumped = dumps.last_mut().expect("a function is open");
             fill_row(source, index, dumped, offset, row, &mut notes)?;
@@ -89,7 +101,20 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     let mut functions = Vec::with_capacity(dumps.len());
     for dumped in &dumps {
         match function_of(source, dumped) {
-            Some(f) => functions.push(f),
+            Some(mut f) => {
+                if kernel_lines {
+                    f.driver_source = FactSource::LspciKernelLines;
+                }
+                if let Some((driver, index)) = &dumped.driver {
+                    f.driver = Some(driver.clone());
+                    f.evidence.saw(
+                        "driver",
+                        index + 1,
+                        source.lines[*index].trim_end_matches('\r'),
+                    );
+                }
+                functions.push(f);
+            }
             None => notes.push(format!(
                 "{}:{}: {} holds {} bytes of config space, too few to say what it is; left out",
                 source.name,
@@ -217,16 +242,18 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         f.acs_unreadable = true;
         return;
     }
+    f.take_capabilities(d);
     let Some(e) = d.express else {
         return;
     };
-    f.take_express(&e);
-    f.take_express_detail(&e);
     let at = d.express_at.expect("an express capability has a place");
     let registers = [
         ("express", 0x00),
         ("devcap", 0x04),
         ("devctl", 0x08),
+        ("devsta", 0x0a),
+        ("devcap2", 0x24),
+        ("devctl2", 0x28),
         ("lnkcap", 0x0c),
         ("lnkctl", 0x10),
         ("lnksta", 0x12),
@@ -243,6 +270,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
             "lnkcap2" => detail.supported_speeds.is_some(),
             "lnkctl2" => detail.target_speed.is_some(),
             "lnksta2" => detail.status2.is_some(),
+            "devcap2" | "devctl2" => detail.features.ten_bit_tag_completer.is_some(),
             _ => true,
         };
         if !shown {
@@ -259,12 +287,6 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         f.evidence.missing("aer");
         return;
     }
-    f.aer = d.aer;
-    f.aer_masks = d.aer_masks;
-    f.acs = d.acs.map(|a| Acs {
-        capability: a.capability & ACS_SHOWN_BITS,
-        control: a.control & ACS_SHOWN_BITS,
-    });
     if let Some((n, text)) = d.acs_at.and_then(|at| line(at + ACS_REGISTERS)) {
         f.evidence.saw("acs", n, text);
     }
@@ -273,6 +295,9 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
     }
     if let Some((n, text)) = d.aer_at.and_then(|at| line(at + 0x08)) {
         f.evidence.saw("aer_masks", n, text);
+    }
+    if let Some((n, text)) = d.aer_at.and_then(|at| line(at + 0x04)) {
+        f.evidence.saw("aer_status", n, text);
     }
 }
 

@@ -2,8 +2,10 @@
 //! functions. Each block starts with the function's address line; the indented lines below it
 //! give what this reader keeps: IDs (`[8086:3408]` with `-nn`), revision and prog-if, the
 //! subsystem, the bridge's bus numbers (`Bus: primary=…`), the PCI Express capability's port
-//! type, DevCap/DevCtl (MPS, MRRS), LnkCap/LnkCtl/LnkSta (speed, width, ASPM), AER and ACS,
-//! the bound driver and the NUMA node.
+//! type, DevCap/DevCtl/DevSta (MPS, MRRS, Extended Tags, Relaxed Ordering, detected errors),
+//! DevCap2/DevCtl2 (10-bit tags), LnkCap/LnkCtl/LnkSta and their version-2 registers (speed,
+//! width, ASPM and its latencies, DL_Active), AER (status, masks) and ACS, the bound driver
+//! (`-k`) and the NUMA node: every fact a config-space decode gives that lspci prints.
 //!
 //! The text names registers' fields as ls-caps.c prints them (pciutils), so the words matched
 //! here are lspci's own. What the text does not show stays unknown and is listed in the
@@ -21,8 +23,8 @@ use crate::topology::lspci_source::{
     LspciRead, Source,
 };
 use crate::topology::{
-    Acs, AerMasks, Aspm, AspmLatency, Function, Link, LinkStatus2, Topology, AER_CORRECTABLE_FLAGS,
-    AER_UNCORRECTABLE_FLAGS,
+    Acs, AerMasks, AerStatus, Aspm, AspmLatency, FactSource, Function, Link, LinkStatus2, Topology,
+    AER_CORRECTABLE_FLAGS, AER_UNCORRECTABLE_FLAGS, DEVICE_ERROR_FLAGS,
 };
 
 /// Where the extended capabilities start: a capability listed at or above it proves lspci
@@ -73,12 +75,24 @@ enum Section {
     Aer,
 }
 
-/// The AER registers whose lines were read: UEMsk, UESvrt, CEMsk.
+/// The AER registers whose lines were read: UEMsk, UESvrt, CEMsk; UESta, CESta.
 #[derive(Default)]
 struct AerSeen {
     masks: AerMasks,
     lines: [bool; 3],
+    status: AerStatus,
+    status_lines: [bool; 2],
 }
+
+/// The PCI Express capability's registers as lspci labels them. A register's flags continue on
+/// the indented lines below its label (`DevCtl:` then `RlxdOrd- ExtTag+ …`), and some flags
+/// are named alike in two registers (`ExtTag` in DevCap and DevCtl, `10BitTagReq` in DevCap2
+/// and DevCtl2): the last label read says whose a flag is.
+const EXPRESS_REGISTERS: [&str; 18] = [
+    "DevCap:", "DevCtl:", "DevSta:", "DevCap2:", "DevCtl2:", "DevSta2:", "LnkCap:", "LnkCtl:",
+    "LnkSta:", "LnkCap2:", "LnkCtl2:", "LnkSta2:", "SltCap:", "SltCtl:", "SltSta:", "RootCap:",
+    "RootCtl:", "RootSta:",
+];
 
 /// One function's block as it is read.
 struct Block {
@@ -96,6 +110,10 @@ struct Block {
     /// LnkSta2's equalization flags were printed (older lspci prints the de-emphasis
     /// level only).
     equalization_seen: bool,
+    /// The PCI Express register whose lines are being read (one of [`EXPRESS_REGISTERS`]).
+    register: &'static str,
+    /// A `Kernel driver in use:` or `Kernel modules:` line was read: the text is `lspci -k`.
+    kernel_lines: bool,
 }
 
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
@@ -126,7 +144,17 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
             ));
         }
     }
+    // `-k` prints a driver line for every bound function: with it, a function without one has
+    // no driver; without it, nobody's driver is known.
+    let driver_source = if blocks.iter().any(|b| b.kernel_lines) {
+        FactSource::LspciKernelLines
+    } else {
+        FactSource::Unknown
+    };
     let mut functions: Vec<Function> = blocks.into_iter().map(finish).collect();
+    for f in &mut functions {
+        f.driver_source = driver_source;
+    }
     link_by_bus_ranges(&mut functions);
     Ok(LspciRead {
         topology: Topology::new(functions),
@@ -186,6 +214,8 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
         section: Section::Other,
         aer: AerSeen::default(),
         equalization_seen: false,
+        register: "",
+        kernel_lines: false,
     }
 }
 
@@ -242,6 +272,9 @@ fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
     } else if let Some(driver) = line.strip_prefix("Kernel driver in use: ") {
         f.driver = Some(crate::text::printable(driver.trim()));
         f.evidence.saw("driver", number, text);
+        block.kernel_lines = true;
+    } else if line.starts_with("Kernel modules: ") {
+        block.kernel_lines = true;
     } else if let Some(node) = line.strip_prefix("NUMA node: ") {
         f.numa_node = node
             .trim()
@@ -256,30 +289,45 @@ fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
     }
 }
 
-/// `UEMsk:`, `UESvrt:` and `CEMsk:` of the AER capability: the flags lspci marks `+`.
+/// The bits of the `NAME+` flags of `text`, by `flags`' bit numbers.
+fn flag_bits(text: &str, flags: &[(&str, u8)]) -> u32 {
+    flags
+        .iter()
+        .filter(|(name, _)| flag(text, name) == Some(true))
+        .fold(0u32, |bits, (_, bit)| bits | (1 << bit))
+}
+
+/// `UESta:`, `UEMsk:`, `UESvrt:`, `CESta:` and `CEMsk:` of the AER capability: the flags lspci
+/// marks `+`.
 fn aer_register(block: &mut Block, line: &str, number: usize, text: &str) {
-    let registers: [(&str, &[(&str, u8)]); 3] = [
+    let registers: [(&str, &[(&str, u8)]); 5] = [
         ("UEMsk:", &AER_UNCORRECTABLE_FLAGS),
         ("UESvrt:", &AER_UNCORRECTABLE_FLAGS),
         ("CEMsk:", &AER_CORRECTABLE_FLAGS),
+        ("UESta:", &AER_UNCORRECTABLE_FLAGS),
+        ("CESta:", &AER_CORRECTABLE_FLAGS),
     ];
     for (i, (label, flags)) in registers.into_iter().enumerate() {
         let Some(rest) = line.strip_prefix(label) else {
             continue;
         };
-        let bits = flags
-            .iter()
-            .filter(|(name, _)| flag(rest, name) == Some(true))
-            .fold(0u32, |bits, (_, bit)| bits | (1 << bit));
-        let masks = &mut block.aer.masks;
+        let bits = flag_bits(rest, flags);
+        let (masks, status) = (&mut block.aer.masks, &mut block.aer.status);
         match i {
             0 => masks.uncorrectable_mask = bits,
             1 => masks.uncorrectable_severity = bits,
-            _ => masks.correctable_mask = bits,
+            2 => masks.correctable_mask = bits,
+            3 => status.uncorrectable = bits,
+            _ => status.correctable = bits,
         }
-        block.aer.lines[i] = true;
-        if i == 0 {
-            block.f.evidence.saw("aer_masks", number, text);
+        match i {
+            0..=2 => block.aer.lines[i] = true,
+            _ => block.aer.status_lines[i - 3] = true,
+        }
+        match i {
+            0 => block.f.evidence.saw("aer_masks", number, text),
+            3 => block.f.evidence.saw("aer_status", number, text),
+            _ => {}
         }
     }
 }
@@ -376,7 +424,11 @@ fn capability(block: &mut Block, cap: &str, number: usize, text: &str) {
 /// Registers of the PCI Express capability, and ACS's two lines.
 fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
     if block.section == Section::Express {
+        if let Some(label) = EXPRESS_REGISTERS.iter().find(|l| line.starts_with(*l)) {
+            block.register = label;
+        }
         express_flags(block, line, number, text);
+        device_flags(block, line, number, text);
     }
     let f = &mut block.f;
     let detail = &mut f.express_detail;
@@ -490,6 +542,45 @@ fn express_flags(block: &mut Block, line: &str, number: usize, text: &str) {
     }
 }
 
+/// The device registers' flags, on the register's line or below it: DevCap's `ExtTag`, DevCtl's
+/// `RlxdOrd` and `ExtTag`, DevSta's error bits, DevCap2's `10BitTagComp`/`10BitTagReq` and
+/// DevCtl2's `10BitTagReq` (lspci 3.7 and later print the 10-bit tag flags).
+fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
+    let detail = &mut block.f.express_detail;
+    let evidence = &mut block.f.evidence;
+    match block.register {
+        "DevCap:" => {
+            detail.features.ext_tag_supported =
+                flag(line, "ExtTag").or(detail.features.ext_tag_supported);
+        }
+        "DevCtl:" => {
+            detail.features.relaxed_ordering_enabled =
+                flag(line, "RlxdOrd").or(detail.features.relaxed_ordering_enabled);
+            detail.features.ext_tag_enabled =
+                flag(line, "ExtTag").or(detail.features.ext_tag_enabled);
+        }
+        "DevSta:" if line.starts_with("DevSta:") => {
+            detail.errors_detected = Some(flag_bits(line, &DEVICE_ERROR_FLAGS) as u8);
+            evidence.saw("devsta", number, text);
+        }
+        "DevCap2:" => {
+            if let Some(on) = flag(line, "10BitTagComp") {
+                detail.features.ten_bit_tag_completer = Some(on);
+                evidence.saw("devcap2", number, text);
+            }
+            detail.features.ten_bit_tag_requester =
+                flag(line, "10BitTagReq").or(detail.features.ten_bit_tag_requester);
+        }
+        "DevCtl2:" => {
+            if let Some(on) = flag(line, "10BitTagReq") {
+                detail.features.ten_bit_tag_requester_enabled = Some(on);
+                evidence.saw("devctl2", number, text);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// `NNN` in `… LABELNNN bytes …`.
 fn bytes_after(text: &str, label: &str) -> Option<u16> {
     let at = text.find(label)? + label.len();
@@ -572,6 +663,11 @@ fn finish(block: Block) -> Function {
             // Below -vv lspci names the capability only.
             f.evidence.missing("aer_masks");
         }
+        if block.aer.status_lines == [true; 2] {
+            f.aer_status = Some(block.aer.status);
+        } else {
+            f.evidence.missing("aer_status");
+        }
     }
     f
 }
@@ -582,7 +678,7 @@ mod tests {
     use crate::pcie::bdf;
     use crate::pcie::Generation::*;
     use crate::topology::lspci::read_lspci;
-    use crate::topology::Kind;
+    use crate::topology::{ExpressDetail, Kind};
 
     /// As `lspci -vvnn` prints an empty hotplug slot's root port and a NIC below another port
     /// whose link is narrower than the NIC can do (from real server listings).
@@ -659,9 +755,9 @@ mod tests {
         assert!(slot.aer);
         assert_eq!(slot.driver.as_deref(), Some("pcieport"));
         assert_eq!(slot.evidence.lines["lnksta"].line, 11);
-        // AER is listed without its registers (an excerpt): its masks are unknown.
-        assert_eq!(slot.evidence.unknown, vec!["aer_masks"]);
-        assert_eq!(slot.aer_masks, None);
+        // AER is listed without its registers (an excerpt): its masks and status are unknown.
+        assert_eq!(slot.evidence.unknown, vec!["aer_masks", "aer_status"]);
+        assert_eq!((slot.aer_masks, slot.aer_status), (None, None));
         let d = slot.express_detail;
         assert_eq!((d.l0s_exit, d.l1_exit), (None, Some(AspmLatency::l1(4))));
         assert_eq!(d.dl_active, Some(false));
@@ -859,6 +955,15 @@ mod tests {
         );
         assert_eq!(f.evidence.lines["aer_masks"].line, 15);
         assert_eq!(f.evidence.lines["dl_active"].line, 7);
+        // The status registers are read as what they are: DLP logged, RxErr logged.
+        assert_eq!(
+            f.aer_status,
+            Some(AerStatus {
+                uncorrectable: 1 << 4,
+                correctable: 1,
+            })
+        );
+        assert_eq!(f.evidence.lines["aer_status"].line, 14);
         // Older lspci printed LnkSta2's de-emphasis level only: equalization stays unknown.
         let old: String = text
             .lines()
@@ -870,6 +975,82 @@ mod tests {
             .collect();
         let f = read_lspci("old.txt", &old).unwrap().topology.functions()[0].clone();
         assert_eq!(f.express_detail.status2, None);
+    }
+
+    /// As lspci 3.9 prints an NVMe drive's device registers (`-vvv`): each register's flags
+    /// continue below its label, and `ExtTag`/`10BitTagReq` are named in two registers each.
+    const DEVICE_REGISTERS: &str = "\
+01:00.0 Non-Volatile memory controller [0108]: Samsung [144d:a808] (prog-if 02 [NVM Express])
+\tCapabilities: [70] Express (v2) Endpoint, MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0, Latency L0s unlimited, L1 unlimited
+\t\t\tExtTag+ AttnBtn- AttnInd- PwrInd- RBE+ FLReset+ SlotPowerLimit 0W
+\t\tDevCtl:\tCorrErr+ NonFatalErr+ FatalErr+ UnsupReq+
+\t\t\tRlxdOrd+ ExtTag- PhantFunc- AuxPwr- NoSnoop+ FLReset-
+\t\t\tMaxPayload 256 bytes, MaxReadReq 512 bytes
+\t\tDevSta:\tCorrErr+ NonFatalErr- FatalErr- UnsupReq+ AuxPwr- TransPend-
+\t\tDevCap2: Completion Timeout: Range ABCD, TimeoutDis+ NROPrPrP- LTR+
+\t\t\t 10BitTagComp+ 10BitTagReq- OBFF Not Supported, ExtFmt- EETLPPrefix-
+\t\tDevCtl2: Completion Timeout: 50us to 50ms, TimeoutDis- LTR- 10BitTagReq+ OBFF Disabled,
+\t\t\t AtomicOpsCtl: ReqEn-
+\tKernel modules: nvme
+";
+
+    /// The one function `text` describes.
+    fn only_function(text: &str) -> Function {
+        read_lspci("t.txt", text).unwrap().topology.functions()[0].clone()
+    }
+
+    /// (ExtTag supported, ExtTag enabled, RlxdOrd) and (10BitTagComp, 10BitTagReq, its enable).
+    type Features = (Option<bool>, Option<bool>, Option<bool>);
+    fn features(d: &ExpressDetail) -> (Features, Features) {
+        let f = d.features;
+        (
+            (
+                f.ext_tag_supported,
+                f.ext_tag_enabled,
+                f.relaxed_ordering_enabled,
+            ),
+            (
+                f.ten_bit_tag_completer,
+                f.ten_bit_tag_requester,
+                f.ten_bit_tag_requester_enabled,
+            ),
+        )
+    }
+
+    #[test]
+    fn device_flags_belong_to_the_register_above_them() {
+        let f = only_function(DEVICE_REGISTERS);
+        let d = f.express_detail;
+        // DevCap's ExtTag+ is support, DevCtl's ExtTag- the enable; DevCap2's 10BitTagReq- is
+        // the capability, DevCtl2's 10BitTagReq+ the enable (the DevCtl line's own CorrErr+ …
+        // are reporting enables, not detected errors).
+        let some = |a, b, c| (Some(a), Some(b), Some(c));
+        assert_eq!(
+            features(&d),
+            (some(true, false, true), some(true, false, true))
+        );
+        assert_eq!(d.errors_detected, Some(0b1001));
+        assert_eq!(f.evidence.lines["devsta"].line, 8);
+        assert_eq!(f.evidence.lines["devctl2"].line, 11);
+        // `Kernel modules:` without a driver line: -k was given and nothing is bound.
+        assert_eq!(
+            (f.driver_source, f.driver),
+            (FactSource::LspciKernelLines, None)
+        );
+        // Without the continuation lines (lspci -vv cut short, or older lspci without the
+        // 10-bit tag flags) the features stay unknown rather than read as clear.
+        let short: String = DEVICE_REGISTERS
+            .lines()
+            .filter(|l| !l.starts_with("\t\t\t") && !l.contains("Kernel"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let f = only_function(&short);
+        assert_eq!(
+            features(&f.express_detail),
+            ((None, None, None), (None, None, Some(true)))
+        );
+        assert_eq!(f.driver_source, FactSource::Unknown);
     }
 
     #[test]

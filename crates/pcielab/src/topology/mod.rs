@@ -77,8 +77,30 @@ pub struct Aspm {
 }
 
 impl Aspm {
+    /// The one spelling of ASPM states shared by specs and the command line, in order.
+    pub const SPELLINGS: [&'static str; 4] = ["none", "l0s", "l1", "l0s+l1"];
+
     pub fn any(self) -> bool {
         self.l0s || self.l1
+    }
+
+    /// Reads one of [`Aspm::SPELLINGS`]; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Aspm> {
+        let at = Aspm::SPELLINGS.iter().position(|w| *w == s)?;
+        Some(Aspm {
+            l0s: at & 1 != 0,
+            l1: at & 2 != 0,
+        })
+    }
+
+    /// The spelling [`Aspm::parse`] reads back to `self`.
+    pub fn name(self) -> &'static str {
+        Aspm::SPELLINGS[usize::from(self.l0s) | (usize::from(self.l1) << 1)]
+    }
+
+    /// The valid spellings as an error message lists them: `"none", "l0s", "l1", "l0s+l1"`.
+    pub fn spellings_quoted() -> String {
+        Aspm::SPELLINGS.map(|w| format!("\"{w}\"")).join(", ")
     }
 }
 
@@ -102,10 +124,31 @@ pub struct LinkStatus2 {
     pub crosslink_resolution: Option<u8>,
 }
 
+/// The device features of the PCI Express capability, each `None` where the input does not say
+/// (JSON `device_features`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct DeviceFeatures {
+    /// DevCap bit 5 (lspci `ExtTag` on DevCap's second line): 8-bit tags supported.
+    pub ext_tag_supported: Option<bool>,
+    /// DevCtl bit 8 (`ExtTag` after `RlxdOrd`): 8-bit tags enabled.
+    pub ext_tag_enabled: Option<bool>,
+    /// DevCtl bit 4 (`RlxdOrd`): the function may set Relaxed Ordering on its requests.
+    pub relaxed_ordering_enabled: Option<bool>,
+    /// DevCap2 bits 16 and 17 (`10BitTagComp`, `10BitTagReq`) and DevCtl2 bit 12
+    /// (`10BitTagReq`): version 2 of the capability only, and printed by lspci 3.7 and later.
+    pub ten_bit_tag_completer: Option<bool>,
+    pub ten_bit_tag_requester: Option<bool>,
+    pub ten_bit_tag_requester_enabled: Option<bool>,
+}
+
 /// What the PCI Express capability says beyond speed, width, MPS and ASPM states: the ASPM
-/// latencies, data-link-layer activity and the version-2 link registers. Each is `None` where
-/// the input does not say (the sysfs and spec readers leave all of it unknown; lspci readers
-/// fill what the dump or text holds).
+/// latencies, data-link-layer activity, the version-2 link registers, the DevCap/DevCtl and
+/// DevCap2/DevCtl2 features and DevSta's error bits. Each is `None` where the input does not say:
+/// every reader of config bytes (sysfs `config`, a snapshot, an lspci hex dump) fills all the
+/// bytes hold through [`config_space::decode`]; the lspci text reader fills what the text prints;
+/// a spec fills the latencies it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExpressDetail {
     /// DevCap: the L0s and L1 exit latencies an endpoint accepts (reserved for other types).
@@ -127,6 +170,11 @@ pub struct ExpressDetail {
     /// LnkCtl2's target link speed (0 reads as 2.5 GT/s, as lspci prints it).
     pub target_speed: Option<crate::pcie::Generation>,
     pub status2: Option<LinkStatus2>,
+    /// DevCap/DevCtl and DevCap2/DevCtl2 features.
+    pub features: DeviceFeatures,
+    /// DevSta bits 3:0 (`CorrErr`, `NonFatalErr`, `FatalErr`, `UnsupReq`): the errors the
+    /// function detected since they were last cleared, reported or not.
+    pub errors_detected: Option<u8>,
 }
 
 impl ExpressDetail {
@@ -157,6 +205,40 @@ pub struct AerMasks {
     pub uncorrectable_mask: u32,
     pub uncorrectable_severity: u32,
     pub correctable_mask: u32,
+}
+
+/// The AER status registers (`UESta:`, `CESta:`): the errors logged since they were last
+/// cleared, limited to the bits lspci prints like [`AerMasks`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AerStatus {
+    pub uncorrectable: u32,
+    pub correctable: u32,
+}
+
+/// DevSta's error bits as lspci names them, by bit.
+pub const DEVICE_ERROR_FLAGS: [(&str, u8); 4] = [
+    ("CorrErr", 0),
+    ("NonFatalErr", 1),
+    ("FatalErr", 2),
+    ("UnsupReq", 3),
+];
+
+/// Where the facts beyond config space (the bound driver, and with it whether a device is in
+/// use) came from, so a check can tell "no driver" from "the input does not say".
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FactSource {
+    /// The function's sysfs directory (`driver` link, `numa_node`): a live host or a snapshot.
+    Sysfs,
+    /// A spec's `driver` and `numa_node` fields (`sim:`).
+    Spec,
+    /// lspci's `Kernel driver in use:` lines (`lspci -k`): a function without one has none.
+    LspciKernelLines,
+    /// Not in the input: lspci output captured without `-k` (a plain `-xxxx` dump, `-vvv`).
+    #[default]
+    Unknown,
 }
 
 /// The uncorrectable error bits lspci 3.9 prints (`UEMsk:`/`UESvrt:`), by name and bit.
@@ -271,13 +353,17 @@ pub struct Function {
     pub acs_unreadable: bool,
     /// The function has the Advanced Error Reporting extended capability.
     pub aer: bool,
-    /// Its masks and severities, where the input shows them (lspci readers).
+    /// Its masks and severities, where the input shows them.
     pub aer_masks: Option<AerMasks>,
-    /// ASPM latencies, DL_Active and the version-2 link registers (lspci readers).
+    /// Its status registers, where the input shows them.
+    pub aer_status: Option<AerStatus>,
+    /// ASPM latencies, DL_Active, the version-2 link registers and the device features.
     pub express_detail: ExpressDetail,
     /// Below `MAX_NUMA_NODES` when set.
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
+    /// Where `driver` came from; `Unknown` means `driver: None` says nothing.
+    pub driver_source: FactSource,
     /// A human name (spec `name`, or a known vendor/device string) for tree output.
     pub name: Option<String>,
     /// Free-form device parameters from a spec (`[function.device]`), read by the simulator
@@ -327,9 +413,11 @@ impl Function {
             acs_unreadable: false,
             aer: false,
             aer_masks: None,
+            aer_status: None,
             express_detail: ExpressDetail::default(),
             numa_node: None,
             driver: None,
+            driver_source: FactSource::Unknown,
             name: None,
             params: BTreeMap::new(),
             evidence: Evidence::default(),
@@ -526,6 +614,24 @@ mod tests {
             u.aspm_enabled.l1 = false;
         }
         assert_eq!(power(&off), LinkPower::OFF);
+    }
+
+    #[test]
+    fn aspm_spellings_read_back_and_nothing_else_reads() {
+        for word in Aspm::SPELLINGS {
+            assert_eq!(Aspm::parse(word).unwrap().name(), word);
+        }
+        let both = Aspm::parse("l0s+l1").unwrap();
+        assert!(both.l0s && both.l1);
+        assert_eq!(
+            Aspm::parse("l1"),
+            Some(Aspm {
+                l0s: false,
+                l1: true
+            })
+        );
+        assert_eq!(Aspm::parse("L1"), None);
+        assert_eq!(Aspm::parse("l1+l0s"), None);
     }
 
     #[test]

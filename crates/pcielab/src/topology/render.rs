@@ -13,8 +13,11 @@ use crate::model::platform::{PlatformDma, PlatformModel, Provenance};
 use crate::pcie::{Bdf, Generation};
 use crate::text::round_to;
 use crate::topology::check::warnings;
-use crate::topology::spec::{aspm_name, MachineSpec};
-use crate::topology::{Evidence, Function, Kind, Link, LinkStatus2, Topology};
+use crate::topology::spec::MachineSpec;
+use crate::topology::{
+    DeviceFeatures, Evidence, ExpressDetail, FactSource, Function, Kind, Link, LinkStatus2,
+    Topology, DEVICE_ERROR_FLAGS,
+};
 
 /// The `--json` document, also as `plot` and `report --from` read it back: fields added after
 /// the first documents were written read as empty, false or null when absent.
@@ -56,10 +59,24 @@ pub struct FunctionJson {
     pub aer: bool,
     /// AER's UEMsk, UESvrt and CEMsk (the bits lspci prints), where the input shows them.
     pub aer_masks: Option<AerMasksJson>,
+    /// AER's UESta and CESta (the bits lspci prints), where the input shows them.
+    #[serde(default)]
+    pub aer_status: Option<AerStatusJson>,
     /// DevCap's acceptable L0s/L1 exit latencies (endpoints), where the input shows them.
     pub acceptable_latency: Option<LatenciesJson>,
+    /// The DevCap/DevCtl and DevCap2/DevCtl2 features, each null where the input does not say.
+    #[serde(default)]
+    pub device_features: DeviceFeatures,
+    /// DevSta's detected errors by lspci's names (`CorrErr`, `NonFatalErr`, `FatalErr`,
+    /// `UnsupReq`): empty when none is set, null where the input does not show DevSta.
+    #[serde(default)]
+    pub errors_detected: Option<Vec<Cow<'static, str>>>,
     pub numa_node: Option<i32>,
     pub driver: Option<String>,
+    /// Where `driver` came from: `unknown` means a null driver says nothing (lspci output
+    /// captured without `-k`).
+    #[serde(default)]
+    pub driver_source: FactSource,
     #[serde(rename = "ceiling_line_rate_MBps")]
     pub ceiling_mbps: Option<f64>,
     #[serde(rename = "ceiling_achievable_MBps")]
@@ -134,6 +151,24 @@ pub struct AerMasksJson {
     pub uncorrectable_mask: String,
     pub uncorrectable_severity: String,
     pub correctable_mask: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AerStatusJson {
+    /// Register values as 8 hex digits, like the masks.
+    pub uncorrectable: String,
+    pub correctable: String,
+}
+
+/// DevSta's set error bits by lspci's names; `None` where the input does not show DevSta.
+fn errors_detected(d: &ExpressDetail) -> Option<Vec<Cow<'static, str>>> {
+    d.errors_detected.map(|bits| {
+        DEVICE_ERROR_FLAGS
+            .iter()
+            .filter(|(_, bit)| bits & (1 << bit) != 0)
+            .map(|(name, _)| Cow::Borrowed(*name))
+            .collect()
+    })
 }
 
 fn status2_json(s: LinkStatus2) -> LinkStatus2Json {
@@ -216,8 +251,8 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                 mps: f.mps,
                 mps_supported: f.mps_supported,
                 mrrs: f.mrrs,
-                aspm_supported: aspm_name(f.aspm_supported).into(),
-                aspm_enabled: aspm_name(f.aspm_enabled).into(),
+                aspm_supported: f.aspm_supported.name().into(),
+                aspm_enabled: f.aspm_enabled.name().into(),
                 acs: f.acs.map(|a| AcsJson {
                     capability: format!("{:#06x}", a.capability),
                     control: format!("{:#06x}", a.control),
@@ -228,6 +263,12 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                     uncorrectable_severity: format!("{:#010x}", m.uncorrectable_severity),
                     correctable_mask: format!("{:#010x}", m.correctable_mask),
                 }),
+                aer_status: f.aer_status.map(|s| AerStatusJson {
+                    uncorrectable: format!("{:#010x}", s.uncorrectable),
+                    correctable: format!("{:#010x}", s.correctable),
+                }),
+                device_features: d.features,
+                errors_detected: errors_detected(d),
                 acceptable_latency: match (d.l0s_acceptable, d.l1_acceptable) {
                     (Some(l0s), Some(l1)) => Some(LatenciesJson {
                         l0s: l0s.text().into(),
@@ -237,6 +278,7 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
                 },
                 numa_node: f.numa_node,
                 driver: f.driver.clone(),
+                driver_source: f.driver_source,
                 ceiling_mbps: ceiling.map(|c| round_to(c.mbps, MBPS_DECIMALS)),
                 ceiling_achievable_mbps: ceiling
                     .map(|c| round_to(c.achievable_mbps, MBPS_DECIMALS)),

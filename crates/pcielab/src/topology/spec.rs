@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::pcie::features::{AspmLatency, L0S_EXIT_NS, L1_EXIT_NS};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{has_express, kind_of};
-use crate::topology::{Acs, Aspm, Function, Kind, Link, Topology};
+use crate::topology::{Acs, Aspm, FactSource, Function, Kind, Link, Topology};
 
 /// A machine as described: its PCIe hierarchy plus the tables a spec file adds for the
 /// simulator and the platform model ("platform" in pcielab means only the fitted cost model,
@@ -410,6 +410,7 @@ fn convert_function(
             .map_err(|e| loc.err(driver.span().start, ctx(e.message().to_string())))?;
     }
     f.driver = raw.driver.as_ref().map(|d| d.get_ref().clone());
+    f.driver_source = FactSource::Spec;
     f.params = raw
         .params
         .clone()
@@ -459,12 +460,13 @@ fn convert_function(
     let aspm = |field: &str, v: &Option<Spanned<String>>| -> Result<Option<Aspm>> {
         v.as_ref()
             .map(|s| {
-                parse_aspm(s.get_ref()).ok_or_else(|| {
+                Aspm::parse(s.get_ref()).ok_or_else(|| {
                     loc.err(
                         s.span().start,
                         ctx(format!(
-                            "{field} = \"{}\" is not an ASPM state; valid: \"none\", \"l0s\", \"l1\", \"l0s+l1\"",
-                            s.get_ref()
+                            "{field} = \"{}\" is not an ASPM state; valid: {}",
+                            s.get_ref(),
+                            Aspm::spellings_quoted()
                         )),
                     )
                 })
@@ -479,8 +481,8 @@ fn convert_function(
             at,
             ctx(format!(
                 "aspm = \"{}\" enables a state aspm_supported = \"{}\" lacks",
-                aspm_name(enabled),
-                aspm_name(supported)
+                enabled.name(),
+                supported.name()
             )),
         ));
     }
@@ -670,36 +672,6 @@ fn convert_link(loc: &Locator, ctx: &dyn Fn(String) -> String, raw: &RawLink) ->
         }
     }
     Ok(link)
-}
-
-/// Parses the spec's ASPM spelling.
-pub(crate) fn parse_aspm(s: &str) -> Option<Aspm> {
-    match s {
-        "none" => Some(Aspm::default()),
-        "l0s" => Some(Aspm {
-            l0s: true,
-            l1: false,
-        }),
-        "l1" => Some(Aspm {
-            l0s: false,
-            l1: true,
-        }),
-        "l0s+l1" => Some(Aspm {
-            l0s: true,
-            l1: true,
-        }),
-        _ => None,
-    }
-}
-
-/// The spec's spelling of an ASPM state (inverse of [`parse_aspm`]).
-pub(crate) fn aspm_name(a: Aspm) -> &'static str {
-    match (a.l0s, a.l1) {
-        (false, false) => "none",
-        (true, false) => "l0s",
-        (false, true) => "l1",
-        (true, true) => "l0s+l1",
-    }
 }
 
 fn list<T: std::fmt::Display>(items: &[T]) -> String {

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::input::{file_kind, read_capped};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{decode, kind_of, Decoded};
-use crate::topology::{Function, Kind, Link, Topology};
+use crate::topology::{FactSource, Function, Kind, Link, Topology};
 
 /// Reads the PCI functions under `pci_dir` (a directory holding `devices/`).
 pub fn read_sysfs(pci_dir: &Path) -> Result<Topology> {
@@ -171,6 +171,7 @@ fn header(bdf: Bdf, dir: &Path, config: &[u8]) -> Result<Decoded> {
         acs: None,
         aer: false,
         aer_masks: None,
+        aer_status: None,
         capabilities_read: false,
         express_at: None,
         acs_at: None,
@@ -237,6 +238,7 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     f.numa_node = read_text(dir, "numa_node")
         .and_then(|n| n.parse().ok())
         .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
+    f.driver_source = FactSource::Sysfs;
     f.driver = fs::read_link(dir.join("driver")).ok().and_then(|t| {
         t.file_name()
             .map(|n| crate::text::printable(&n.to_string_lossy()))
@@ -250,12 +252,7 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     f.acs_unreadable =
         config.len() <= EXTENDED_CONFIG_START && (d.express.is_some() || !d.capabilities_read);
     if d.capabilities_read {
-        f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
-        if let Some(e) = d.express {
-            f.take_express(&e);
-            f.acs = d.acs;
-            f.aer = d.aer;
-        }
+        f.take_capabilities(&d);
     } else {
         let link = link_from_attributes(dir);
         f.kind = inferred_kind(&d, link.is_some(), parent_fn);
