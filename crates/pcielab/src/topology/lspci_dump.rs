@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::pcie::Bdf;
 use crate::topology::config_space::{decode, kind_of, Decoded, EXTENDED_SIZE, UNPRIVILEGED_SIZE};
 use crate::topology::lspci_source::{
-    check_unique, device_header, hex_row, link_by_bus_ranges, passed_over, passed_over_note,
+    check_unique, header_line, hex_row, link_by_bus_ranges, passed_over, passed_over_note, Header,
     LspciFormat, LspciRead, Source,
 };
 use crate::topology::{Acs, Function, Topology};
@@ -61,10 +61,13 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     let mut skipped = Vec::new();
     for (index, line) in source.lines.iter().enumerate() {
         let line = line.trim_end_matches('\r');
-        if let Some((bdf, _)) = device_header(line) {
+        let header = header_line(line);
+        if let Header::Function(bdf, _) = header {
             check_unique(source, &mut seen, bdf, index)?;
             dumps.push(Dumped::new(bdf, index));
             open = true;
+        } else if let Header::Malformed(why) = header {
+            return Err(source.bad(index, why));
         } else if line.is_empty() {
             open = false;
         } else if let (true, Some((offset, row))) = (open, hex_row(line)) {

@@ -17,8 +17,8 @@ use crate::error::Result;
 use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{kind_of, port_type};
 use crate::topology::lspci_source::{
-    check_unique, device_header, link_by_bus_ranges, passed_over, passed_over_note, LspciFormat,
-    LspciRead, Source,
+    check_unique, header_line, link_by_bus_ranges, passed_over, passed_over_note, Header,
+    LspciFormat, LspciRead, Source,
 };
 use crate::topology::{
     Acs, AerMasks, Aspm, AspmLatency, Function, Link, LinkStatus2, Topology, AER_CORRECTABLE_FLAGS,
@@ -104,9 +104,12 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     let mut skipped = Vec::new();
     for (index, raw) in source.lines.iter().enumerate() {
         let line = raw.trim_end_matches('\r');
-        if let Some((bdf, rest)) = device_header(line) {
+        let header = header_line(line);
+        if let Header::Function(bdf, rest) = header {
             check_unique(source, &mut seen, bdf, index)?;
             blocks.push(header_block(bdf, rest, index + 1, line));
+        } else if let Header::Malformed(why) = header {
+            return Err(source.bad(index, why));
         } else if line.trim().is_empty() {
             continue;
         } else if line.starts_with(char::is_whitespace) {
