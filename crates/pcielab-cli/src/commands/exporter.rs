@@ -80,11 +80,11 @@ pub fn run(args: Args) -> Result<()> {
     if args.once {
         let sample = observer.sample()?;
         if args.json {
-            print!("{}", json_text("exporter-sample", &sample)?);
+            out!("{}", json_text("exporter-sample", &sample)?)?;
         } else {
             let mut text = String::new();
             renderer.render(&sample, &mut text);
-            print!("{text}");
+            out!("{text}")?;
         }
         return Ok(());
     }

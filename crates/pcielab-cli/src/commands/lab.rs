@@ -210,7 +210,7 @@ fn machine_options(m: &MachineArgs) -> MachineOptions {
 }
 
 fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
-    print!("{}", json_text(kind, value)?);
+    out!("{}", json_text(kind, value)?)?;
     Ok(())
 }
 
@@ -227,7 +227,7 @@ fn run_argv(args: ArgvArgs) -> Result<()> {
         return json("lab-argv", &plan);
     }
     print_limits(&plan.limits);
-    println!("{}", plan.shell_command());
+    outln!("{}", plan.shell_command())?;
     Ok(())
 }
 
@@ -305,7 +305,7 @@ fn run_run(args: RunArgs) -> Result<()> {
         json("lab-run", &report)?;
     } else {
         print_limits(&report.limits);
-        print!("{}", report.to_text());
+        out!("{}", report.to_text())?;
     }
     match report.script_failure() {
         Some(why) => Err(Error::runtime(why)),
@@ -334,7 +334,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
     if args.boot.output.json {
         json("lab-check", &verdict)?;
     } else {
-        print!("{}", verdict.to_text());
+        out!("{}", verdict.to_text())?;
     }
     if !verdict.ok {
         return Err(Error::runtime(format!(
@@ -370,7 +370,7 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     if args.output.json {
         json("lab-p2p", &verdict)?;
     } else {
-        print!("{}", verdict.to_text());
+        out!("{}", verdict.to_text())?;
     }
     if !verdict.ok {
         return Err(Error::runtime(format!(
@@ -392,6 +392,6 @@ fn run_kernel(args: KernelArgs) -> Result<()> {
     let image = kernel::build(&guest::cache_dir(), jobs, &mut |step| {
         eprintln!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
     })?;
-    println!("{}", image.display());
+    outln!("{}", image.display())?;
     Ok(())
 }

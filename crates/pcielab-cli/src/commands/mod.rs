@@ -1,5 +1,21 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+/// `print!` under the output policy: a failed write on standard output (a full disk,
+/// `/dev/full`) is a runtime error (exit 1, one line on stderr), never a panic. A closed pipe
+/// still ends the process by SIGPIPE (status 141), as `main` sets it up.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        pcielab::input::write_stdout(format!($($arg)*).as_bytes())
+    };
+}
+
+/// `println!` under the output policy, as [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        pcielab::input::write_stdout(format!("{}\n", format_args!($($arg)*)).as_bytes())
+    };
+}
+
 mod advise;
 mod bench;
 mod corpus;

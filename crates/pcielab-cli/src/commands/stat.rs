@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<()> {
     let machine = args.machine.open()?;
     let counters = machine.counters()?;
     if args.dry_run {
-        print!("{}", counters.dry_run(&args.events)?);
+        out!("{}", counters.dry_run(&args.events)?)?;
         return Ok(());
     }
     let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
@@ -162,9 +162,9 @@ pub fn run(args: Args) -> Result<()> {
         pcielab::input::write_output(path.as_ref(), plot::stat::svg(&doc, "this run")?.as_bytes())?;
     }
     if args.json {
-        print!("{}", json_text("stat", &doc)?);
+        out!("{}", json_text("stat", &doc)?)?;
     } else {
-        print!("{}", done.workload_report);
+        out!("{}", done.workload_report)?;
         for note in &done.notes {
             eprintln!("pcielab: {note}");
         }

@@ -9,7 +9,7 @@ use pcielab::text::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};
 use pcielab::topology::render;
-use pcielab::{Error, Result};
+use pcielab::Result;
 use std::path::PathBuf;
 
 #[derive(ClapArgs)]
@@ -85,11 +85,12 @@ pub fn run(args: Args) -> Result<()> {
             let svg = plot::topology::p2p_svg(&report)?;
             pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
         }
-        return emit(&if args.json {
+        let text = if args.json {
             json_text("topo-p2p", &report)?
         } else {
             p2p::to_text(&report)
-        });
+        };
+        return pcielab::input::write_stdout(text.as_bytes());
     }
     let model = match &args.platform {
         Some(file) => Some(read_platform_file(file)?),
@@ -107,16 +108,5 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         render::to_tree(spec, model.as_ref())
     };
-    emit(&text)
-}
-
-/// Writes to stdout; a closed pipe (`| head`) ends output quietly, as for other tools.
-fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::runtime(format!("writing to stdout: {e}")))
-        }
-        _ => Ok(()),
-    }
+    pcielab::input::write_stdout(text.as_bytes())
 }
