@@ -226,6 +226,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
     f.take_express(&e);
     f.take_express_detail(&e);
     let at = d.express_at.expect("an express capability has a place");
+    forget_reserved_sizes(f, &dumped.bytes, at);
     let registers = [
         ("express", 0x00),
         ("devcap", 0x04),
@@ -276,6 +277,32 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
     }
     if let Some((n, text)) = d.aer_at.and_then(|at| line(at + 0x08)) {
         f.evidence.saw("aer_masks", n, text);
+    }
+}
+
+/// Size codes 6 and 7 (DevCap's Max_Payload_Size Supported, DevCtl's Max_Payload_Size and
+/// Max_Read_Request_Size) are reserved: the decode reads them as 4096 bytes, a value no advice
+/// may rest on, so they stay unknown and the evidence says so.
+fn forget_reserved_sizes(f: &mut Function, bytes: &[u8], express_at: usize) {
+    let word = |offset: usize| {
+        let at = express_at + offset;
+        bytes
+            .get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let reserved = |value: Option<u16>, shift: u16| value.is_some_and(|v| (v >> shift) & 7 > 5);
+    let (devcap, devctl) = (word(0x04), word(0x08));
+    if reserved(devcap, 0) {
+        f.mps_supported = None;
+        f.evidence.missing("mps_supported");
+    }
+    if reserved(devctl, 5) {
+        f.mps = None;
+        f.evidence.missing("mps");
+    }
+    if reserved(devctl, 12) {
+        f.mrrs = None;
+        f.evidence.missing("mrrs");
     }
 }
 
@@ -376,6 +403,23 @@ f0: 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
         let tiny = "00:01.0 x\n00: 86 80 08 34\n";
         let read = read_lspci("tiny.txt", tiny);
         assert!(read.unwrap_err().message().contains("no PCI function"));
+    }
+
+    #[test]
+    fn reserved_size_codes_stay_unknown() {
+        // DevCtl at 0x98: MPS code 6 (bits 5-7 = 0xc0), MRRS code 7 (bits 12-14 = 0x7000).
+        let reserved = ROOT_PORT_256.replace(
+            "90: 10 e0 42 00 21 80 00 00 00 00 00 00 42 30 39 01",
+            "90: 10 e0 42 00 21 80 00 00 c0 70 00 00 42 30 39 01",
+        );
+        let f = read_lspci("rsvd.txt", &reserved)
+            .unwrap()
+            .topology
+            .functions()[0]
+            .clone();
+        assert_eq!((f.mps_supported, f.mps, f.mrrs), (Some(256), None, None));
+        assert!(f.evidence.unknown.contains(&"mps".to_string()));
+        assert!(f.evidence.unknown.contains(&"mrrs".to_string()));
     }
 
     #[test]

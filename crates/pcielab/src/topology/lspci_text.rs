@@ -96,6 +96,8 @@ struct Block {
     /// LnkSta2's equalization flags were printed (older lspci prints the de-emphasis
     /// level only).
     equalization_seen: bool,
+    /// A value no lspci prints (an MPS of 0), with its line number: the input is refused.
+    invalid: Option<(usize, String)>,
 }
 
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
@@ -115,6 +117,9 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
         } else if line.starts_with(char::is_whitespace) {
             if let Some(block) = blocks.last_mut() {
                 detail(block, line.trim(), index + 1, line);
+                if let Some((number, why)) = block.invalid.take() {
+                    return Err(source.bad(number - 1, why));
+                }
             }
         } else if passed_over(line, blocks.is_empty()) {
             skipped.push(index);
@@ -189,6 +194,7 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
         section: Section::Other,
         aer: AerSeen::default(),
         equalization_seen: false,
+        invalid: None,
     }
 }
 
@@ -384,7 +390,7 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
     let f = &mut block.f;
     let detail = &mut f.express_detail;
     if let Some(rest) = line.strip_prefix("DevCap:") {
-        f.mps_supported = bytes_after(rest, "MaxPayload ");
+        f.mps_supported = size_after(&mut block.invalid, rest, "MaxPayload ", number);
         (detail.l0s_acceptable, detail.l1_acceptable) = latencies(rest, "Latency ");
         f.evidence.saw("devcap", number, text);
     } else if let Some(rest) = line.strip_prefix("LnkCap2:") {
@@ -398,8 +404,8 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
     } else if line.starts_with("LnkSta2:") {
         f.evidence.saw("lnksta2", number, text);
     } else if line.contains("MaxReadReq ") {
-        f.mps = bytes_after(line, "MaxPayload ");
-        f.mrrs = bytes_after(line, "MaxReadReq ");
+        f.mps = size_after(&mut block.invalid, line, "MaxPayload ", number);
+        f.mrrs = size_after(&mut block.invalid, line, "MaxReadReq ", number);
         f.evidence.saw("devctl", number, text);
     } else if let Some(rest) = line.strip_prefix("LnkCap:") {
         block.link_cap_seen = true;
@@ -493,10 +499,33 @@ fn express_flags(block: &mut Block, line: &str, number: usize, text: &str) {
     }
 }
 
-/// `NNN` in `… LABELNNN bytes …`.
-fn bytes_after(text: &str, label: &str) -> Option<u16> {
+/// `NNN` in `… LABELNNN bytes …`: a payload or read request size, which the register's
+/// 3-bit code makes one of 128 to 4096 bytes. Any other value (0, 65535, 300) cannot come from
+/// lspci: it is recorded in `invalid` (line `number`), so the reader refuses the input.
+fn size_after(
+    invalid: &mut Option<(usize, String)>,
+    text: &str,
+    label: &str,
+    number: usize,
+) -> Option<u16> {
     let at = text.find(label)? + label.len();
-    text[at..].split(' ').next()?.parse().ok()
+    let value = text[at..].split(' ').next().unwrap_or("");
+    let size = value
+        .parse::<u16>()
+        .ok()
+        .filter(|s| (128..=4096).contains(s) && s.is_power_of_two());
+    if size.is_none() && invalid.is_none() {
+        *invalid = Some((
+            number,
+            format!(
+                "{}'{}' bytes is not a size lspci prints: expected 128, 256, 512, 1024, 2048 \
+                 or 4096",
+                label,
+                crate::input::cut_for_message(value)
+            ),
+        ));
+    }
+    size
 }
 
 /// The generation of `Speed X.YGT/s` (`unknown` and reserved codes are `None`).
@@ -873,6 +902,55 @@ mod tests {
             .collect();
         let f = read_lspci("old.txt", &old).unwrap().topology.functions()[0].clone();
         assert_eq!(f.express_detail.status2, None);
+    }
+
+    #[test]
+    fn sizes_no_lspci_prints_are_refused_naming_the_line() {
+        let devctl = "MaxPayload 256 bytes, MaxReadReq 128 bytes";
+        for (bad, shown) in [
+            (
+                "MaxPayload 0 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '0' bytes",
+            ),
+            (
+                "MaxPayload 256 bytes, MaxReadReq 65535 bytes",
+                "8: MaxReadReq '65535' bytes",
+            ),
+            (
+                "MaxPayload 300 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '300' bytes",
+            ),
+            (
+                "MaxPayload 8192 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '8192' bytes",
+            ),
+            (
+                "MaxPayload 99999999 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '99999999'",
+            ),
+        ] {
+            let err = read_lspci("sizes.txt", &SERVER.replacen(devctl, bad, 1)).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(
+                err.message().starts_with(&format!("sizes.txt:{shown}")),
+                "{err}"
+            );
+            assert!(
+                err.message()
+                    .contains("expected 128, 256, 512, 1024, 2048 or 4096"),
+                "{err}"
+            );
+        }
+        let devcap = SERVER.replacen(
+            "MaxPayload 256 bytes, PhantFunc",
+            "MaxPayload 0 bytes, PhantFunc",
+            1,
+        );
+        let err = read_lspci("sizes.txt", &devcap).unwrap_err();
+        assert!(
+            err.message().starts_with("sizes.txt:5: MaxPayload '0'"),
+            "{err}"
+        );
     }
 
     #[test]
