@@ -191,7 +191,7 @@ pub fn run(args: Args) -> Result<()> {
     out!("{text}")?;
     if let (Some(threshold), Some(worst)) = (fail_on, found.worst()) {
         if worst >= threshold {
-            eprintln!(
+            note!(
                 "pcielab: advise: a {} finding meets --fail-on {}",
                 worst.name(),
                 threshold.name()

@@ -85,7 +85,7 @@ pub fn run(args: Args) -> Result<()> {
         )
     });
     // A debug build takes seconds (every whole-number candidate is a full fit): say what runs.
-    eprintln!("fitting {} rows from {}…", rows.len(), args.file);
+    note!("fitting {} rows from {}…", rows.len(), args.file);
     let report = fit(&rows, &link, &label)?;
     if let Some(out) = &args.out {
         pcielab::input::write_output(out.as_ref(), report.model.to_toml().as_bytes())?;

@@ -216,7 +216,7 @@ fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
 
 fn print_limits(limits: &[argv::Limit]) {
     for limit in limits {
-        eprintln!("note: {limit}");
+        note!("note: {limit}");
     }
 }
 
@@ -235,7 +235,7 @@ fn progress_printer(quiet: bool) -> impl FnMut(Phase) {
     let started = Instant::now();
     move |phase| {
         if !quiet {
-            eprintln!(
+            note!(
                 "[{:6.1}s] {}",
                 started.elapsed().as_secs_f64(),
                 phase.name()
@@ -390,7 +390,7 @@ fn run_kernel(args: KernelArgs) -> Result<()> {
     });
     let started = Instant::now();
     let image = kernel::build(&guest::cache_dir(), jobs, &mut |step| {
-        eprintln!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
+        note!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
     })?;
     outln!("{}", image.display())?;
     Ok(())

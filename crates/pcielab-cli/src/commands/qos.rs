@@ -148,7 +148,7 @@ fn open(m: &MachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
         precheck: !m.no_precheck,
     })?;
     if changes && machine.is_simulated() && m.state.is_none() {
-        eprintln!(
+        note!(
             "pcielab: note: no --state: this simulated machine starts fresh and the change is not \
              kept (give --state FILE to keep it)"
         );

@@ -153,7 +153,7 @@ pub fn run(args: Args) -> Result<()> {
     let done = match counters.stat(&request)? {
         StatEnd::Counted(done) => done,
         StatEnd::WorkloadNotFound(why) => {
-            eprintln!("pcielab: {why}");
+            note!("pcielab: {why}");
             std::process::exit(127);
         }
     };
@@ -166,11 +166,11 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         out!("{}", done.workload_report)?;
         for note in &done.notes {
-            eprintln!("pcielab: {note}");
+            note!("pcielab: {note}");
         }
         match &args.separator {
-            Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
-            None => eprint!("{}", done.outcome.render_text()),
+            Some(sep) => note_text!("{}", done.outcome.render_csv(sep)),
+            None => note_text!("{}", done.outcome.render_text()),
         }
     }
     if done.exit_code != 0 {

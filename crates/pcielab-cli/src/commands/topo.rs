@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<()> {
     let spec = machine.spec()?;
     if let Some(dir) = &args.sysfs_export {
         export_sysfs(&spec.topology, dir)?;
-        eprintln!(
+        note!(
             "exported {} functions to {}",
             spec.topology.functions().len(),
             dir.display()
