@@ -10,6 +10,7 @@ use pcielab::topology::export::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};
 use pcielab::topology::render;
 use pcielab::Result;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 #[derive(ClapArgs)]
@@ -96,14 +97,18 @@ pub fn run(args: Args) -> Result<()> {
         Some(file) => Some(read_platform_file(file)?),
         None => spec.platform_model()?,
     };
-    let topology = render::to_json(spec, model.as_ref());
     if let Some(path) = &args.svg {
-        let svg = plot::topology::svg(&topology)?;
+        let svg = plot::topology::svg(&render::to_json(spec, model.as_ref()))?;
         pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
     }
-    let text = if args.json {
-        json_text("topo", &topology)?
-    } else if args.dot {
+    if args.json {
+        // Streamed: a listing of many functions is never held whole as one JSON tree.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        return render::write_json(spec, model.as_ref(), &mut out)
+            .and_then(|()| out.flush())
+            .map_err(|e| pcielab::Error::io("standard output", e));
+    }
+    let text = if args.dot {
         render::to_dot(spec)
     } else {
         render::to_tree(spec, model.as_ref())
