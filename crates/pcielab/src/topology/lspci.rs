@@ -135,6 +135,7 @@ mod tests {
         assert_eq!(hex_row("\tBus: primary=00"), None);
         assert_eq!(hex_row("00:1c.0 PCI bridge"), None);
         assert_eq!(hex_row("10: 0x"), None);
+        assert_eq!(hex_row("00: 86 80 zz"), Some((0, "86 80 zz")));
     }
 
     #[test]

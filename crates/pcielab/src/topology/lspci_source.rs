@@ -152,9 +152,10 @@ fn address_of(address: &str) -> std::result::Result<crate::pcie::Bdf, String> {
     ))
 }
 
-/// A hex row of a config-space dump: its offset and the text after `OFFSET: `. Any run of hex
-/// digits and single spaces after the offset counts, so that a row with a byte of one or three
-/// digits is refused by the dump reader naming the byte, instead of reading as prose.
+/// A hex row of a config-space dump: its offset and the text after `OFFSET: `. The first word
+/// after the offset must be hex digits, of any count, so that a row with a byte of one or three
+/// digits (or a later word that is not hex) is refused by the dump reader naming the byte,
+/// instead of reading as prose.
 pub(crate) fn hex_row(line: &str) -> Option<(usize, &str)> {
     let (offset, rest) = line.split_once(": ")?;
     if offset.is_empty() || offset.len() > 8 || !offset.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -162,11 +163,8 @@ pub(crate) fn hex_row(line: &str) -> Option<(usize, &str)> {
     }
     // A row holds at least one byte: `10: 00 …`. This also keeps text such as `Bus: primary=`
     // (indented anyway) or a class named in hex (`Class 0604: …`) from reading as a row.
-    let row = rest.trim_end();
-    if row.is_empty()
-        || !row.starts_with(|c: char| c.is_ascii_hexdigit())
-        || !row.bytes().all(|b| b.is_ascii_hexdigit() || b == b' ')
-    {
+    let first = rest.split(' ').next().unwrap_or("");
+    if first.is_empty() || !first.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     Some((usize::from_str_radix(offset, 16).ok()?, rest))
