@@ -208,7 +208,7 @@ pub fn write_json(
         .ok_or_else(|| std::io::Error::other("the topo document has no functions field"))?
         + marker.len()
         - "[]".len();
-    out.write_all(frame[..at].as_bytes())?;
+    out.write_all(&frame.as_bytes()[..at])?;
     let topo = &spec.topology;
     if topo.functions().is_empty() {
         out.write_all(b"[]")?;
@@ -231,7 +231,7 @@ pub fn write_json(
         }
         out.write_all(b"\n  ]")?;
     }
-    out.write_all(frame[at + "[]".len()..].as_bytes())
+    out.write_all(&frame.as_bytes()[at + "[]".len()..])
 }
 
 /// One function's entry of the JSON view, with its `warnings`.
