@@ -27,7 +27,9 @@ pcielab lab check qemu-seed                               boot the topology in Q
 pcielab presets                                           every sim: machine and its source\n  \
 pcielab topo --machine lspci:bug-report.txt               the tree of a pasted lspci -vvv\n  \
 pcielab corpus fixtures/lspci/linuxhw                     read many machines' lspci, count findings\n\n\
-Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml | lspci:FILE (lspci:- = stdin). Exit codes: 0 ok, 1 runtime failure, 2 bad input."
+Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml | lspci:FILE (lspci:- = stdin, given up \
+after 30 s without a byte; PCIELAB_STDIN_IDLE_S=SECONDS changes that). Exit codes: 0 ok, 1 runtime \
+failure, 2 bad input."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -122,6 +122,7 @@ mod tests {
             "00: 86 80",
             "\t00:01.0 x",
             "Dear support,",
+            "12:34:56.789 captured on host",
             "root@host:~# lspci",
         ] {
             assert!(

@@ -83,8 +83,10 @@ pub(crate) enum Header<'a> {
 /// accepts it); see [`Header`].
 pub(crate) fn header_line(line: &str) -> Header<'_> {
     let (address, rest) = line.split_once(' ').unwrap_or((line, ""));
+    // One character after the dot, as every address has: a time of day before a pasted
+    // listing (`12:34:56.789`) is not taken for a malformed address.
     let shaped = address.contains(':')
-        && address.contains('.')
+        && address.rsplit_once('.').is_some_and(|(_, f)| f.len() == 1)
         && address
             .bytes()
             .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
