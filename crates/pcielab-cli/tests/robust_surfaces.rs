@@ -73,21 +73,34 @@ fn a_full_standard_output_is_exit_1_with_one_line_never_a_panic() {
     assert_eq!(r.stderr, "", "no message for a reader that left");
 }
 
+/// `topo --machine lspci:-` with standard input from `redirect` and `env`: exit 2 naming `why`.
+fn stdin_refused(dir: &Path, redirect: &str, env: &[(&str, &str)], why: &str) {
+    let r = shell(dir, "topo --machine lspci:-", redirect, env);
+    no_panic(&r);
+    assert_eq!(r.code, 2, "{redirect}: {}", r.stderr);
+    assert!(r.stderr.contains(why), "{redirect}: {}", r.stderr);
+}
+
 #[test]
 fn standard_input_that_is_a_directory_or_never_ends_is_bad_input() {
     let d = tempfile::tempdir().unwrap();
-    let r = shell(d.path(), "topo --machine lspci:-", "</", &[]);
-    no_panic(&r);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("lspci output on standard input is a directory"),
-        "{}",
-        r.stderr
+    let d = d.path();
+    stdin_refused(
+        d,
+        "</",
+        &[],
+        "lspci output on standard input is a directory",
     );
-    let r = shell(d.path(), "topo --machine lspci:-", "</dev/zero", &[]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("is a character device"), "{}", r.stderr);
+    stdin_refused(d, "</dev/zero", &[], "is a character device");
+    stdin_refused(
+        d,
+        "</dev/null",
+        &[("PCIELAB_STDIN_IDLE_S", "0")],
+        "PCIELAB_STDIN_IDLE_S: '0' is not a number in 1..=86400",
+    );
+    // More than the cap is refused, naming it.
+    std::fs::write(d.join("big"), vec![b' '; (32 << 20) + 1]).unwrap();
+    stdin_refused(d, "<big", &[], "more than 32 MiB");
     // A writer that never closes the pipe (the test holds its end open and writes nothing):
     // given up after the idle timeout, naming both limits.
     let started = std::time::Instant::now();
@@ -120,25 +133,6 @@ fn standard_input_that_is_a_directory_or_never_ends_is_bad_input() {
             && stderr.contains("PCIELAB_STDIN_IDLE_S"),
         "{stderr}"
     );
-    let r = shell(
-        d.path(),
-        "topo --machine lspci:-",
-        "</dev/null",
-        &[("PCIELAB_STDIN_IDLE_S", "0")],
-    );
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("PCIELAB_STDIN_IDLE_S: '0' is not a number in 1..=86400"),
-        "{}",
-        r.stderr
-    );
-    // More than the cap is refused, naming it.
-    let big = d.path().join("big");
-    std::fs::write(&big, vec![b' '; (32 << 20) + 1]).unwrap();
-    let r = shell(d.path(), "topo --machine lspci:-", "<big", &[]);
-    assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("more than 32 MiB"), "{}", r.stderr);
 }
 
 #[test]
