@@ -14,7 +14,7 @@ shift || true
 all=(spec_toml config_space event_list fio_cmdline fio_jobfile schemata resctrl_tree
      qos_plan_yaml qos_plan_toml scenario state_file qos_workload perf_event sysfs_tree
      model_inputs http_request
-     result_json)
+     result_json lspci_text lspci_hex undo_file corpus_walk)
 targets=("${@:-${all[@]}}")
 jobs=${JOBS:-1}
 mkdir -p logs
@@ -27,6 +27,8 @@ seed() {
         spec_toml) cp -n ../presets/*.toml "$corpus"/ ;;
         scenario) cp -n ../scenarios/*.toml "$corpus"/ ;;
         result_json) cp -n ../crates/pcielab-cli/tests/fixtures/*.json "$corpus"/ 2>/dev/null || true ;;
+        lspci_text) cp -n ../fixtures/lspci/linuxhw/*.txt "$corpus"/ ;;
+        lspci_hex) find ../fixtures/lspci/pciutils ../fixtures/lspci/qemu -type f ! -name 'README*' -exec cp -n {} "$corpus"/ \; ;;
     esac
     cp -n regressions/"$target"/* "$corpus"/ 2>/dev/null || true
 }

@@ -45,6 +45,10 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("model_inputs", model_inputs),
     ("http_request", http_request),
     ("result_json", result_json),
+    ("lspci_text", lspci_listing),
+    ("lspci_hex", lspci_listing),
+    ("undo_file", undo_file),
+    ("corpus_walk", corpus_walk),
 ];
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -369,4 +373,75 @@ pub fn http_request(data: &[u8]) {
         status == b"200" || status[0] == b'4',
         "status {status:?} for {data:?}"
     );
+}
+
+/// lspci output as `--machine lspci:FILE` reads it (the seeds of `lspci_text` are `-vvv` text,
+/// those of `lspci_hex` `-xxxx` dumps; the reader tells them apart itself): read, then drawn
+/// and checked as `topo` does.
+pub fn lspci_listing(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let Ok(read) = pcielab::topology::lspci::read_lspci("fuzz.txt", &text) else {
+        return;
+    };
+    let _ = pcielab::topology::check::warnings(&read.topology);
+    let spec = pcielab::topology::spec::MachineSpec {
+        name: "fuzz".into(),
+        description: String::new(),
+        topology: read.topology,
+        sim: Default::default(),
+        platform_table: Default::default(),
+    };
+    let _ = to_tree(&spec, None);
+    let _ = to_json(&spec, None);
+    for f in spec.topology.functions() {
+        let _ = spec.topology.path_ceiling(f.bdf);
+    }
+}
+
+/// An `advise --undo FILE` file, read and checked against the root `/fuzz-root` (which the
+/// seeds name, so runs get past the root check; it holds none of the files, and the run is
+/// unprivileged, so nothing is ever written).
+pub fn undo_file(data: &[u8]) {
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let file = dir.path().join("undo.json");
+    if std::fs::write(&file, data).is_err() {
+        return;
+    }
+    let _ = pcielab::advise::apply::undo(&file, std::path::Path::new("/fuzz-root"), false);
+}
+
+/// A directory tree as `corpus DIR` walks it: the input's length-prefixed fields alternate a
+/// relative path (a `/` makes directories; a name ending in `@` becomes a symbolic link to the
+/// field after it instead of a file) and its contents.
+pub fn corpus_walk(data: &[u8]) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let top = dir.path().join("corpus");
+    let _ = std::fs::create_dir(&top);
+    let mut fields = length_prefixed(data);
+    // A few entries are enough to reach every branch of the walk; more only slows a run.
+    for _ in 0..16 {
+        let (Some(name), Some(content)) = (fields.next(), fields.next()) else {
+            break;
+        };
+        let name = std::path::Path::new(std::ffi::OsStr::from_bytes(name));
+        if name.is_absolute() || name.components().any(|c| c.as_os_str() == "..") {
+            continue;
+        }
+        let path = top.join(name);
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        match path.to_str().and_then(|p| p.strip_suffix('@')) {
+            Some(link) => {
+                let _ = std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(content), link);
+            }
+            None => {
+                let _ = std::fs::write(&path, content);
+            }
+        }
+    }
+    if let Ok(report) = pcielab::advise::corpus::run_corpus(&top) {
+        let _ = report.to_text();
+    }
 }

@@ -27,7 +27,9 @@ pcielab lab check qemu-seed                               boot the topology in Q
 pcielab presets                                           every sim: machine and its source\n  \
 pcielab topo --machine lspci:bug-report.txt               the tree of a pasted lspci -vvv\n  \
 pcielab corpus fixtures/lspci/linuxhw                     read many machines' lspci, count findings\n\n\
-Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml | lspci:FILE (lspci:- = stdin). Exit codes: 0 ok, 1 runtime failure, 2 bad input."
+Machines: host | snapshot:DIR | sim:PRESET | sim:FILE.toml | lspci:FILE (lspci:- = stdin, given up \
+after 30 s without a byte; PCIELAB_STDIN_IDLE_S=SECONDS changes that). Exit codes: 0 ok, 1 runtime \
+failure, 2 bad input."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -69,6 +71,30 @@ pub fn cli_command() -> clap::Command {
     with_negative_numbers(Cli::command())
 }
 
+/// Prints what clap stopped at and gives the exit code: help and version on standard output
+/// (exit 0, or 1 when that write fails), usage errors on standard error (exit 2) as plain text
+/// with the user's own argument's control characters escaped, as every other message.
+fn clap_message(e: &clap::Error) -> i32 {
+    let styled = e.render();
+    if e.use_stderr() {
+        eprint!("{}", pcielab::text::terminal_text(&styled.to_string()));
+        return 2;
+    }
+    // SAFETY: isatty only inspects the descriptor.
+    let text = if unsafe { libc::isatty(1) } == 1 {
+        styled.ansi().to_string()
+    } else {
+        styled.to_string()
+    };
+    match pcielab::input::write_stdout(text.as_bytes()) {
+        Ok(()) => 0,
+        Err(err) => {
+            eprintln!("pcielab: error: {err}");
+            err.exit_code()
+        }
+    }
+}
+
 fn main() {
     quiet_on_broken_pipe();
     let parsed = cli_command()
@@ -76,11 +102,7 @@ fn main() {
         .and_then(|matches| Cli::from_arg_matches(&matches));
     let cli = match parsed {
         Ok(cli) => cli,
-        Err(e) => {
-            // clap prints help/version to stdout with exit 0, usage errors to stderr with 2.
-            let _ = e.print();
-            std::process::exit(if e.use_stderr() { 2 } else { 0 });
-        }
+        Err(e) => std::process::exit(clap_message(&e)),
     };
     if let Err(e) = commands::run(cli.command) {
         eprintln!(

@@ -6,12 +6,16 @@
 //! - `p2p_groups/fanout/N`: N endpoints each behind its own switch downstream port (64 per switch):
 //!   every endpoint its own group, the worst case for grouping.
 //! - `fit/N`: fitting N mixed read/write DMA rows.
+//! - `lspci_bridges/N`: reading an `lspci -v` listing of N bridges, 32 per bus, each bus's
+//!   bridges leading to the next bus: every function's parent is looked up among many bridges,
+//!   which must stay linear in N (a search per function made 100k bridges take minutes).
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use pcielab::model::fit::fit;
 use pcielab::model::measurements::parse_measurements;
 use pcielab::model::transfer::LinkParams;
 use pcielab::pcie::{Bdf, Generation};
+use pcielab::topology::lspci::read_lspci;
 use pcielab::topology::p2p::{group_verdicts, groups, Cpu};
 use pcielab::topology::{Function, Kind, Topology};
 
@@ -102,6 +106,32 @@ fn measurements(rows: usize) -> String {
     text
 }
 
+/// `count` bridges as `lspci -v` lists them, 32 per bus, each to the next bus.
+fn bridge_listing(count: usize) -> String {
+    let mut text = String::new();
+    for i in 0..count {
+        let (domain, bus, device) = (i / (256 * 32), (i / 32) % 256, i % 32);
+        text += &format!(
+            "{domain:04x}:{bus:02x}:{device:02x}.0 PCI bridge [0604]: Intel [8086:3c02]\n\
+             \tBus: primary={bus:02x}, secondary={:02x}, subordinate=ff, sec-latency=0\n\n",
+            (bus + 1) % 256
+        );
+    }
+    text
+}
+
+fn lspci_bridges(c: &mut Criterion) {
+    let mut group = c.benchmark_group("lspci_bridges");
+    group.sample_size(10);
+    for count in [25_000, 50_000, 100_000, 200_000] {
+        let text = bridge_listing(count);
+        group.bench_with_input(BenchmarkId::from_parameter(count), &text, |b, text| {
+            b.iter(|| read_lspci("bench.txt", black_box(text)).unwrap())
+        });
+    }
+    group.finish();
+}
+
 fn p2p(c: &mut Criterion) {
     let mut group = c.benchmark_group("p2p_groups");
     group.sample_size(10);
@@ -139,5 +169,5 @@ fn fitting(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, p2p, fitting);
+criterion_group!(benches, p2p, fitting, lspci_bridges);
 criterion_main!(benches);

@@ -74,6 +74,26 @@ pub fn terminal_text(message: &str) -> String {
     lines.join("\n")
 }
 
+/// `text` as it is printed on standard output: as [`terminal_text`] (every control character
+/// but newline and tab escaped, so a name or line quoted from an input is shown, not obeyed),
+/// without cutting lines. JSON documents pass unchanged: their strings hold no raw control
+/// character.
+pub fn terminal_output(text: &str) -> std::borrow::Cow<'_, str> {
+    let shown_raw = |c: char| !c.is_control() || c == '\n' || c == '\t';
+    if text.chars().all(shown_raw) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c == '\n' {
+            out.push(c);
+        } else {
+            push_shown(&mut out, c, true);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `1234567` -> `1,234,567`.
 pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -123,6 +143,23 @@ mod tests {
     fn printable_escapes_every_control_character() {
         assert_eq!(printable("p1\x1b[2J\nx\ty"), "p1\\u{1b}[2J\\nx\\ty");
         assert_eq!(printable("Slot 1 (ü)"), "Slot 1 (ü)");
+    }
+
+    #[test]
+    fn terminal_output_escapes_controls_but_keeps_lines_and_json() {
+        assert_eq!(
+            terminal_output("a\x1b[2Jb\r\n\tc\u{9b}d\n"),
+            "a\\u{1b}[2Jb\\r\n\tc\\u{9b}d\n"
+        );
+        let json =
+            serde_json::to_string_pretty(&serde_json::json!({"name": "x\x1b[31m\n"})).unwrap();
+        assert_eq!(
+            terminal_output(&json),
+            json,
+            "JSON escapes its own controls"
+        );
+        let long = "y".repeat(10_000);
+        assert_eq!(terminal_output(&long), long, "no line is cut");
     }
 
     #[test]

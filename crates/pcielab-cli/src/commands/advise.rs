@@ -188,10 +188,10 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         advice::to_text(&found)
     };
-    print!("{text}");
+    out!("{text}")?;
     if let (Some(threshold), Some(worst)) = (fail_on, found.worst()) {
         if worst >= threshold {
-            eprintln!(
+            note!(
                 "pcielab: advise: a {} finding meets --fail-on {}",
                 worst.name(),
                 threshold.name()
@@ -214,13 +214,13 @@ fn print_changes(
             changes: changes.to_vec(),
             recheck,
         };
-        print!("{}", json_text("advise-apply", &report)?);
+        out!("{}", json_text("advise-apply", &report)?)?;
     } else {
         for c in changes {
-            println!("{verb} /{}: {} -> {}", c.file, c.previous, c.value);
+            outln!("{verb} /{}: {} -> {}", c.file, c.previous, c.value)?;
         }
         if let Some(recheck) = recheck {
-            print!("{}", recheck.to_text());
+            out!("{}", recheck.to_text())?;
         }
     }
     Ok(())

@@ -219,9 +219,9 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         }
     };
     if args.json {
-        print!("{}", json_text("bench-mmio", &report)?);
+        out!("{}", json_text("bench-mmio", &report)?)?;
     } else {
-        print!("{}", report.to_text());
+        out!("{}", report.to_text())?;
     }
     Ok(())
 }
@@ -248,15 +248,15 @@ fn run_irq(args: IrqArgs) -> Result<()> {
         .platform
         .irq_prediction(kind, &machine.link_params(device));
     if args.json {
-        print!("{}", json_text("bench-irq", &prediction)?);
+        out!("{}", json_text("bench-irq", &prediction)?)?;
     } else {
-        println!(
+        outln!(
             "{} on {device}: one interrupt every {:.2} us ({:.0} per second), from [platform.interrupts] ({})",
             kind.name(),
             prediction.interval_ns / 1000.0,
             prediction.per_second,
             prediction.source
-        );
+        )?;
     }
     Ok(())
 }
@@ -296,9 +296,9 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     };
     let report = p2pcopy::run(&options)?;
     if args.json {
-        print!("{}", json_text("bench-p2p", &report)?);
+        out!("{}", json_text("bench-p2p", &report)?)?;
     } else {
-        print!("{}", report.to_text());
+        out!("{}", report.to_text())?;
     }
     if !report.p2p.ok {
         return Err(Error::runtime(format!(
@@ -352,19 +352,19 @@ fn run_observe(args: ObserveArgs) -> Result<()> {
 
 fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
     if args.json {
-        print!("{}", json_text("bench-observe", &result)?);
+        out!("{}", json_text("bench-observe", &result)?)?;
         return Ok(());
     }
     let opt =
         |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
-    println!(
+    outln!(
         "{} functions, {} series, {} KiB per scrape; medians of {} rounds of {} scrapes",
         result.functions,
         result.pcielab_series,
         result.pcielab_body_bytes / 1024,
         result.rounds,
         result.scrapes_per_round
-    );
+    )?;
     let rows = [
         (
             "figure",
@@ -398,8 +398,8 @@ fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
         ),
     ];
     for (figure, ours, theirs, ratio) in rows {
-        println!("{figure:<28} {ours:>10} {theirs:>14} {ratio:>8}");
+        outln!("{figure:<28} {ours:>10} {theirs:>14} {ratio:>8}")?;
     }
-    println!("(other tool: prometheus-node-exporter for scrapes, procps top -b for refreshes)");
+    outln!("(other tool: prometheus-node-exporter for scrapes, procps top -b for refreshes)")?;
     Ok(())
 }

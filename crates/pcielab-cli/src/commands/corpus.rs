@@ -28,9 +28,9 @@ pub fn run(args: Args) -> Result<()> {
     if args.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| pcielab::Error::runtime(format!("corpus report as JSON: {e}")))?;
-        println!("{text}");
+        outln!("{text}")?;
     } else {
-        print!("{}", report.to_text());
+        out!("{}", report.to_text())?;
     }
     Ok(())
 }

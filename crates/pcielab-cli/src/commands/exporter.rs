@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<()> {
         pcielab::input::read_input_file(p, "fio job file")
     })?;
     for warning in observer.warnings() {
-        eprintln!("{warning}");
+        note!("{warning}");
     }
     // Advice is read once: what it reads (config space, IRQs, governors) rarely changes.
     let options = AdviseOptions {
@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut renderer = match advise(&machine, &options) {
         Ok(advice) => MetricsRenderer::with_findings(&advice),
         Err(e) => {
-            eprintln!("pcielab exporter: no advice findings: {e}");
+            note!("pcielab exporter: no advice findings: {e}");
             MetricsRenderer::default()
         }
     };
@@ -80,11 +80,11 @@ pub fn run(args: Args) -> Result<()> {
     if args.once {
         let sample = observer.sample()?;
         if args.json {
-            print!("{}", json_text("exporter-sample", &sample)?);
+            out!("{}", json_text("exporter-sample", &sample)?)?;
         } else {
             let mut text = String::new();
             renderer.render(&sample, &mut text);
-            print!("{text}");
+            out!("{text}")?;
         }
         return Ok(());
     }
@@ -92,7 +92,7 @@ pub fn run(args: Args) -> Result<()> {
     let bound = listener
         .local_addr()
         .map_err(|e| pcielab::Error::runtime(format!("cannot read the bound address: {e}")))?;
-    eprintln!("pcielab exporter: serving {machine} at http://{bound}/metrics");
+    note!("pcielab exporter: serving {machine} at http://{bound}/metrics");
     let _ = std::io::stderr().flush();
     exporter::serve(listener, observer, renderer)
 }

@@ -68,9 +68,9 @@ pub fn run(args: Args) -> Result<()> {
         let report = predict_rows(&read_platform_file(spec)?, &rows, &link)?;
         draw(&args, || FitDocument::Prediction(report.clone()))?;
         if args.json {
-            print!("{}", json_text("fit-prediction", &report)?);
+            out!("{}", json_text("fit-prediction", &report)?)?;
         } else {
-            print!("{}", report.to_text());
+            out!("{}", report.to_text())?;
         }
         return Ok(());
     }
@@ -85,18 +85,18 @@ pub fn run(args: Args) -> Result<()> {
         )
     });
     // A debug build takes seconds (every whole-number candidate is a full fit): say what runs.
-    eprintln!("fitting {} rows from {}…", rows.len(), args.file);
+    note!("fitting {} rows from {}…", rows.len(), args.file);
     let report = fit(&rows, &link, &label)?;
     if let Some(out) = &args.out {
         pcielab::input::write_output(out.as_ref(), report.model.to_toml().as_bytes())?;
     }
     draw(&args, || FitDocument::Fit(Box::new(report.clone())))?;
     if args.json {
-        print!("{}", json_text("fit", &report)?);
+        out!("{}", json_text("fit", &report)?)?;
     } else {
-        print!("{}", report.to_text());
+        out!("{}", report.to_text())?;
         if let Some(out) = &args.out {
-            println!("\nwrote [platform] to {out}");
+            outln!("\nwrote [platform] to {out}")?;
         }
     }
     Ok(())

@@ -37,31 +37,54 @@ pub struct CompletionArgs {
 
 pub fn run_man(args: ManArgs) -> Result<()> {
     let cmd = crate::cli_command();
-    match args.dir {
-        None => {
-            let mut page = Vec::new();
-            clap_mangen::Man::new(cmd)
-                .render(&mut page)
-                .map_err(|e| Error::runtime(format!("rendering pcielab.1: {e}")))?;
-            print!("{}", String::from_utf8_lossy(&page));
-            Ok(())
-        }
-        Some(dir) => {
-            if !dir.is_dir() {
-                return Err(Error::bad_input(format!(
-                    "man: '{}' is not an existing directory: give the man1 directory to write \
-                     the pages into (e.g. ~/.local/share/man/man1, created with mkdir -p)",
-                    dir.display()
-                )));
-            }
-            clap_mangen::generate_to(cmd, &dir).map_err(|e| Error::io(&dir, e))?;
-            Ok(())
-        }
+    let Some(dir) = args.dir else {
+        return pcielab::input::write_stdout(&render_page(clap_mangen::Man::new(cmd))?.1);
+    };
+    if !dir.exists() {
+        return Err(Error::bad_input(format!(
+            "man: '{}' is not an existing directory: give the man1 directory to write the pages \
+             into (e.g. ~/.local/share/man/man1, created with mkdir -p)",
+            dir.display()
+        )));
     }
+    // The directory and every page go through the policy of every other output (no link out of
+    // the directory, no read-only page replaced); all are checked before the first is written.
+    let dir = pcielab::input::output_dir(&dir)?;
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    let mut pages = Vec::new();
+    every_page(cmd, &mut pages)?;
+    for (name, _) in &pages {
+        pcielab::input::output_target(&dir.join(name))?;
+    }
+    for (name, page) in &pages {
+        pcielab::input::write_output(&dir.join(name), page)?;
+    }
+    Ok(())
+}
+
+/// One page's file name (`pcielab-stat.1`) and text.
+fn render_page(man: clap_mangen::Man) -> Result<(String, Vec<u8>)> {
+    let name = man.get_filename();
+    let mut page = Vec::new();
+    man.render(&mut page)
+        .map_err(|e| Error::runtime(format!("rendering {name}: {e}")))?;
+    Ok((name, page))
+}
+
+/// The page of `cmd` and of each of its visible subcommands, as clap_mangen's `generate_to`
+/// names them.
+fn every_page(cmd: clap::Command, pages: &mut Vec<(String, Vec<u8>)>) -> Result<()> {
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        every_page(sub.clone(), pages)?;
+    }
+    pages.push(render_page(clap_mangen::Man::new(cmd))?);
+    Ok(())
 }
 
 pub fn run_completions(args: CompletionArgs) -> Result<()> {
     let mut cmd = crate::cli_command();
-    clap_complete::generate(args.shell, &mut cmd, "pcielab", &mut std::io::stdout());
-    Ok(())
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "pcielab", &mut script);
+    pcielab::input::write_stdout(&script)
 }

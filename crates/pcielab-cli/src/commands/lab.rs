@@ -210,13 +210,13 @@ fn machine_options(m: &QemuArgs) -> MachineOptions {
 }
 
 fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
-    print!("{}", json_text(kind, value)?);
+    out!("{}", json_text(kind, value)?)?;
     Ok(())
 }
 
 fn print_limits(limits: &[argv::Limit]) {
     for limit in limits {
-        eprintln!("note: {limit}");
+        note!("note: {limit}");
     }
 }
 
@@ -227,7 +227,7 @@ fn run_argv(args: ArgvArgs) -> Result<()> {
         return json("lab-argv", &plan);
     }
     print_limits(&plan.limits);
-    println!("{}", plan.shell_command());
+    outln!("{}", plan.shell_command())?;
     Ok(())
 }
 
@@ -235,7 +235,7 @@ fn progress_printer(quiet: bool) -> impl FnMut(Phase) {
     let started = Instant::now();
     move |phase| {
         if !quiet {
-            eprintln!(
+            note!(
                 "[{:6.1}s] {}",
                 started.elapsed().as_secs_f64(),
                 phase.name()
@@ -305,7 +305,7 @@ fn run_run(args: RunArgs) -> Result<()> {
         json("lab-run", &report)?;
     } else {
         print_limits(&report.limits);
-        print!("{}", report.to_text());
+        out!("{}", report.to_text())?;
     }
     match report.script_failure() {
         Some(why) => Err(Error::runtime(why)),
@@ -334,7 +334,7 @@ fn run_check(args: CheckArgs) -> Result<()> {
     if args.boot.output.json {
         json("lab-check", &verdict)?;
     } else {
-        print!("{}", verdict.to_text());
+        out!("{}", verdict.to_text())?;
     }
     if !verdict.ok {
         return Err(Error::runtime(format!(
@@ -370,7 +370,7 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
     if args.output.json {
         json("lab-p2p", &verdict)?;
     } else {
-        print!("{}", verdict.to_text());
+        out!("{}", verdict.to_text())?;
     }
     if !verdict.ok {
         return Err(Error::runtime(format!(
@@ -390,8 +390,8 @@ fn run_kernel(args: KernelArgs) -> Result<()> {
     });
     let started = Instant::now();
     let image = kernel::build(&guest::cache_dir(), jobs, &mut |step| {
-        eprintln!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
+        note!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
     })?;
-    println!("{}", image.display());
+    outln!("{}", image.display())?;
     Ok(())
 }

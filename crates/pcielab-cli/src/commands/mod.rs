@@ -1,5 +1,45 @@
 //! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
 
+/// `print!` under the output policy: control characters from inputs shown escaped
+/// (`text::terminal_output`; JSON passes unchanged), and a failed write on standard output (a
+/// full disk, `/dev/full`) a runtime error (exit 1, one line on stderr), never a panic. A closed
+/// pipe still ends the process by SIGPIPE (status 141), as `main` sets it up.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        pcielab::input::write_stdout(
+            pcielab::text::terminal_output(&format!($($arg)*)).as_bytes(),
+        )
+    };
+}
+
+/// `println!` under the output policy, as [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        out!("{}\n", format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` for notes and warnings that may quote an input (a file name, a line): control
+/// characters shown escaped, as in error messages. A failed write on stderr is ignored, as
+/// `eprintln!` would panic on it and there is nowhere left to report it.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = pcielab::text::terminal_text(&format!($($arg)*));
+        let _ = writeln!(std::io::stderr(), "{text}");
+    }};
+}
+
+/// `eprint!` of a whole report on standard error (`stat`'s counts, as perf prints them), under
+/// [`note!`]'s rules.
+macro_rules! note_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = pcielab::text::terminal_output(&format!($($arg)*)).into_owned();
+        let _ = write!(std::io::stderr(), "{text}");
+    }};
+}
+
 mod advise;
 mod bench;
 mod corpus;

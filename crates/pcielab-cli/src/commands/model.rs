@@ -228,9 +228,9 @@ pub fn run(args: Args) -> Result<()> {
         pcielab::input::write_output(path.as_ref(), plot::model::svg(&report)?.as_bytes())?;
     }
     if args.json {
-        print!("{}", json_text("model", &report)?);
+        out!("{}", json_text("model", &report)?)?;
     } else {
-        print!("{}", report.to_text(&link, overheads));
+        out!("{}", report.to_text(&link, overheads))?;
     }
     Ok(())
 }

@@ -53,9 +53,9 @@ fn run_list(args: ListArgs) -> Result<()> {
     let listing = machine.counters()?.list(args.pmu.as_deref())?;
     let name = machine.to_string();
     if args.json {
-        print!("{}", json_text("pmu-list", &listing.document(&name))?);
+        out!("{}", json_text("pmu-list", &listing.document(&name))?)?;
     } else {
-        print!("{}", listing.render(&name, args.pmu.is_some()));
+        out!("{}", listing.render(&name, args.pmu.is_some()))?;
     }
     Ok(())
 }

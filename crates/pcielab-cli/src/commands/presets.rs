@@ -23,9 +23,9 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let presets = catalog()?;
     if args.json {
-        print!("{}", json_text("presets", &PresetList { presets })?);
+        out!("{}", json_text("presets", &PresetList { presets })?)?;
     } else {
-        print!("{}", render(&presets));
+        out!("{}", render(&presets))?;
     }
     Ok(())
 }

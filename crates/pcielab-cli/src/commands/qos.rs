@@ -148,7 +148,7 @@ fn open(m: &ResctrlMachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
         precheck: !m.no_precheck,
     })?;
     if changes && machine.is_simulated() && m.state.is_none() {
-        eprintln!(
+        note!(
             "pcielab: note: no --state: this simulated machine starts fresh and the change is not \
              kept (give --state FILE to keep it)"
         );
@@ -202,11 +202,18 @@ impl GroupSettings {
 
 /// One request's steps, all or nothing (`qos::apply::perform_all`), each printed as done.
 fn perform_all(b: &mut dyn QosBackend, ops: &[Op], precheck: bool) -> Result<()> {
-    apply::perform_all(b, ops, precheck, |op| println!("{}", op.describe()))
+    // The steps go on when standard output fails (all or nothing); the failure is reported after.
+    let mut written = Ok(());
+    apply::perform_all(b, ops, precheck, |op| {
+        if written.is_ok() {
+            written = outln!("{}", op.describe());
+        }
+    })?;
+    written
 }
 
 fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
-    print!("{}", json_text(kind, value)?);
+    out!("{}", json_text(kind, value)?)?;
     Ok(())
 }
 
@@ -221,7 +228,7 @@ pub fn run(args: Args) -> Result<()> {
             if as_json {
                 json("qos-show", &v)
             } else {
-                print!("{}", v.text());
+                out!("{}", v.text())?;
                 Ok(())
             }
         }
@@ -295,9 +302,9 @@ pub fn run(args: Args) -> Result<()> {
                 return json("qos-apply", &report);
             }
             for (i, p) in report.plan.iter().enumerate() {
-                println!("{:>3}. {}", i + 1, p.shell);
+                outln!("{:>3}. {}", i + 1, p.shell)?;
             }
-            println!(
+            outln!(
                 "{}",
                 match (report.dry_run, report.plan.len()) {
                     (_, 0) => "nothing to do: the machine already matches".to_string(),
@@ -306,7 +313,7 @@ pub fn run(args: Args) -> Result<()> {
                     ),
                     (false, n) => format!("applied {n} steps and verified the read-back"),
                 }
-            );
+            )?;
             Ok(())
         }
         QosCommand::Monitor {
@@ -329,7 +336,7 @@ pub fn run(args: Args) -> Result<()> {
                 if as_json {
                     all.push(rows);
                 } else {
-                    print!("{}", view::monitor_text(&rows));
+                    out!("{}", view::monitor_text(&rows))?;
                 }
             }
             b.save()?;

@@ -77,7 +77,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let html = page(machine.as_ref(), &results)?;
     write_output(args.output.as_ref(), html.as_bytes())?;
-    eprintln!(
+    note!(
         "wrote {} ({} result section(s))",
         args.output.display(),
         results.len()

@@ -90,12 +90,12 @@ pub fn run(args: Args) -> Result<()> {
                 )?;
             }
             if json {
-                print!("{}", json_text("sim-run", &outcome)?);
+                out!("{}", json_text("sim-run", &outcome)?)?;
             } else {
-                print!("{}", outcome.table());
-                println!("simulated in {:.2} s", outcome.wall_s);
+                out!("{}", outcome.table())?;
+                outln!("simulated in {:.2} s", outcome.wall_s)?;
                 if let Some(path) = svg {
-                    println!("plot: {}", path.display());
+                    outln!("plot: {}", path.display())?;
                 }
             }
             Ok(())
@@ -108,7 +108,7 @@ pub fn run(args: Args) -> Result<()> {
             let mut sim = machine(&m, &state)?;
             let pid = sim.spawn(&command.join(" "))?;
             sim.save()?;
-            println!("{pid}");
+            outln!("{pid}")?;
             Ok(())
         }
         SimCommand::Kill {
@@ -122,7 +122,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         SimCommand::Presets => {
             for p in catalog()?.iter().filter(|p| p.kind == "qos") {
-                println!("sim:{:<14} {}", p.name, p.models);
+                outln!("sim:{:<14} {}", p.name, p.models)?;
             }
             Ok(())
         }

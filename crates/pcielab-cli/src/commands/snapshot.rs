@@ -24,6 +24,6 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     let saved = save_snapshot(&args.root, &args.dir)?;
-    eprintln!("saved {saved} functions to {}", args.dir.display());
+    note!("saved {saved} functions to {}", args.dir.display());
     Ok(())
 }

@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<()> {
     let machine = args.machine.open()?;
     let counters = machine.counters()?;
     if args.dry_run {
-        print!("{}", counters.dry_run(&args.events)?);
+        out!("{}", counters.dry_run(&args.events)?)?;
         return Ok(());
     }
     let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
@@ -153,7 +153,7 @@ pub fn run(args: Args) -> Result<()> {
     let done = match counters.stat(&request)? {
         StatEnd::Counted(done) => done,
         StatEnd::WorkloadNotFound(why) => {
-            eprintln!("pcielab: {why}");
+            note!("pcielab: {why}");
             std::process::exit(127);
         }
     };
@@ -162,15 +162,15 @@ pub fn run(args: Args) -> Result<()> {
         pcielab::input::write_output(path.as_ref(), plot::stat::svg(&doc, "this run")?.as_bytes())?;
     }
     if args.json {
-        print!("{}", json_text("stat", &doc)?);
+        out!("{}", json_text("stat", &doc)?)?;
     } else {
-        print!("{}", done.workload_report);
+        out!("{}", done.workload_report)?;
         for note in &done.notes {
-            eprintln!("pcielab: {note}");
+            note!("pcielab: {note}");
         }
         match &args.separator {
-            Some(sep) => eprint!("{}", done.outcome.render_csv(sep)),
-            None => eprint!("{}", done.outcome.render_text()),
+            Some(sep) => note_text!("{}", done.outcome.render_csv(sep)),
+            None => note_text!("{}", done.outcome.render_text()),
         }
     }
     if done.exit_code != 0 {

@@ -85,7 +85,7 @@ pub fn run(args: Args) -> Result<()> {
         pcielab::input::read_input_file(p, "fio job file")
     })?;
     for warning in observer.warnings() {
-        eprintln!("{warning}");
+        note!("{warning}");
     }
     let view = View {
         sort: args.sort,

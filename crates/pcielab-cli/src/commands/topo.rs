@@ -9,7 +9,8 @@ use pcielab::text::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};
 use pcielab::topology::render;
-use pcielab::{Error, Result};
+use pcielab::Result;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 #[derive(ClapArgs)]
@@ -72,7 +73,7 @@ pub fn run(args: Args) -> Result<()> {
     let spec = machine.spec()?;
     if let Some(dir) = &args.sysfs_export {
         export_sysfs(&spec.topology, dir)?;
-        eprintln!(
+        note!(
             "exported {} functions to {}",
             spec.topology.functions().len(),
             dir.display()
@@ -85,38 +86,32 @@ pub fn run(args: Args) -> Result<()> {
             let svg = plot::topology::p2p_svg(&report)?;
             pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
         }
-        return emit(&if args.json {
+        let text = if args.json {
             json_text("topo-p2p", &report)?
         } else {
             p2p::to_text(&report)
-        });
+        };
+        return pcielab::input::write_stdout(text.as_bytes());
     }
     let model = match &args.platform {
         Some(file) => Some(read_platform_file(file)?),
         None => spec.platform_model()?,
     };
-    let topology = render::to_json(spec, model.as_ref());
     if let Some(path) = &args.svg {
-        let svg = plot::topology::svg(&topology)?;
+        let svg = plot::topology::svg(&render::to_json(spec, model.as_ref()))?;
         pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
     }
-    let text = if args.json {
-        json_text("topo", &topology)?
-    } else if args.dot {
+    if args.json {
+        // Streamed: a listing of many functions is never held whole as one JSON tree.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        return render::write_json(spec, model.as_ref(), &mut out)
+            .and_then(|()| out.flush())
+            .map_err(|e| pcielab::Error::io("standard output", e));
+    }
+    let text = if args.dot {
         render::to_dot(spec)
     } else {
         render::to_tree(spec, model.as_ref())
     };
-    emit(&text)
-}
-
-/// Writes to stdout; a closed pipe (`| head`) ends output quietly, as for other tools.
-fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::runtime(format!("writing to stdout: {e}")))
-        }
-        _ => Ok(()),
-    }
+    pcielab::input::write_stdout(text.as_bytes())
 }

@@ -12,14 +12,12 @@ use serde::Serialize;
 
 use super::{advise, AdviseOptions, Severity, CHECKS};
 use crate::error::{Error, Result};
-use crate::machine::Machine;
+use crate::machine::{Machine, MachineSelector};
 use crate::topology::lspci::read_lspci_path;
 use crate::topology::lspci_source::LspciFormat;
 
 /// The most files read from one directory tree (the public corpus holds about 19,000).
 pub const MAX_CORPUS_FILES: usize = 100_000;
-/// How deep the walk goes (linuxhw's tree is type/vendor/model/…/file, 8 levels).
-const MAX_DEPTH: usize = 16;
 
 /// One check's finding on one machine, with the input lines it rests on.
 #[derive(Debug, Clone, Serialize)]
@@ -36,7 +34,10 @@ pub struct Finding {
 /// The findings `advise` makes on the lspci output in `path`, for the throughput intent, each
 /// with the input lines its evidence was read from.
 pub fn findings(path: &Path) -> Result<Vec<Finding>> {
-    let machine: Machine = format!("lspci:{}", path.display()).parse()?;
+    // Opened from the path itself, not its text, so a name that is not UTF-8 still opens.
+    let machine = Machine::open(&MachineSelector::Lspci {
+        path: path.to_path_buf(),
+    })?;
     let options = AdviseOptions {
         link_samples: 1,
         ..AdviseOptions::default()
@@ -101,15 +102,15 @@ pub struct CorpusReport {
     pub machines: Vec<MachineRead>,
 }
 
-/// Reads every regular file below `dir` (in name order; dot files and `README*` skipped).
+/// Reads every regular file below `dir` (in name order; dot files and `README*` skipped),
+/// following symbolic links. A file or directory that cannot be read is reported among the
+/// failures and the walk goes on.
 pub fn run_corpus(dir: &Path) -> Result<CorpusReport> {
-    let mut files = Vec::new();
-    collect(dir, 0, &mut files)?;
+    let (mut files, mut failed) = walk(dir)?;
     files.sort();
     let mut machines = Vec::new();
-    let mut failed = Vec::new();
     for path in &files {
-        let file = path.strip_prefix(dir).unwrap_or(path).display().to_string();
+        let file = shown_path(path.strip_prefix(dir).unwrap_or(path));
         let start = Instant::now();
         let read = read_lspci_path(path).and_then(|read| {
             let read_us = start.elapsed().as_micros() as u64;
@@ -131,6 +132,7 @@ pub fn run_corpus(dir: &Path) -> Result<CorpusReport> {
             }),
         }
     }
+    failed.sort_by(|a, b| a.file.cmp(&b.file));
     let mut checks: BTreeMap<&'static str, CheckCount> = CHECKS
         .iter()
         .map(|(id, _)| (*id, CheckCount::default()))
@@ -163,33 +165,98 @@ pub fn run_corpus(dir: &Path) -> Result<CorpusReport> {
     })
 }
 
-fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| {
+/// A path as the report shows it: UTF-8 as it is, any other byte as `\xNN` (control
+/// characters are escaped where the report is printed, JSON keeps them exact).
+fn shown_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
+/// Every regular file below `dir`, at any depth, and the entries that could not be read. Links
+/// are followed; a directory reached a second time (a link loop, or two links to one place) is
+/// reported once and not walked again.
+fn walk(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Failure>)> {
+    use std::os::unix::fs::MetadataExt;
+    let top = std::fs::metadata(dir).map_err(|e| {
         Error::bad_input(format!(
             "corpus directory {}: {e}; expected a directory of lspci outputs, one machine per file",
             dir.display()
         ))
     })?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let name = entry.file_name().to_string_lossy().to_string();
-        if name.starts_with('.') || name.starts_with("README") {
-            continue;
-        }
-        let kind = entry.file_type().map_err(|e| Error::io(entry.path(), e))?;
-        if kind.is_dir() && depth < MAX_DEPTH {
-            collect(&entry.path(), depth + 1, out)?;
-        } else if kind.is_file() {
-            if out.len() == MAX_CORPUS_FILES {
-                return Err(Error::bad_input(format!(
-                    "corpus directory {}: more than {MAX_CORPUS_FILES} files; give a smaller tree",
-                    dir.display()
-                )));
+    if !top.is_dir() {
+        return Err(Error::bad_input(format!(
+            "corpus directory {}: is {}; expected a directory of lspci outputs, one machine per file",
+            dir.display(),
+            crate::input::file_kind(top.file_type())
+        )));
+    }
+    let mut visited = std::collections::HashSet::from([(top.dev(), top.ino())]);
+    let (mut files, mut failed) = (Vec::new(), Vec::new());
+    let mut pending = vec![dir.to_path_buf()];
+    let failure = |path: &Path, why: String| Failure {
+        file: shown_path(path.strip_prefix(dir).unwrap_or(path)),
+        exit_code: 1,
+        message: why,
+    };
+    while let Some(at) = pending.pop() {
+        let entries = match std::fs::read_dir(&at) {
+            Ok(entries) => entries,
+            Err(e) => {
+                failed.push(failure(&at, format!("directory not read: {e}")));
+                continue;
             }
-            out.push(entry.path());
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    failed.push(failure(&at, format!("directory not read to its end: {e}")));
+                    break;
+                }
+            };
+            let name = entry.file_name();
+            let name = name.as_encoded_bytes();
+            if name.starts_with(b".") || name.starts_with(b"README") {
+                continue;
+            }
+            let path = entry.path();
+            let meta = match std::fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    failed.push(failure(&path, format!("not read: {e}")));
+                    continue;
+                }
+            };
+            if meta.is_dir() {
+                if visited.insert((meta.dev(), meta.ino())) {
+                    pending.push(path);
+                } else {
+                    failed.push(failure(
+                        &path,
+                        "a link to a directory already walked (a link loop or a second link); \
+                         not walked again"
+                            .into(),
+                    ));
+                }
+            } else if meta.is_file() {
+                if files.len() == MAX_CORPUS_FILES {
+                    return Err(Error::bad_input(format!(
+                        "corpus directory {}: more than {MAX_CORPUS_FILES} files; give a smaller tree",
+                        dir.display()
+                    )));
+                }
+                files.push(path);
+            }
         }
     }
-    Ok(())
+    Ok((files, failed))
 }
 
 impl CorpusReport {

@@ -2,7 +2,8 @@
 //! range that the message states, durations that must be finite and capped, file reads capped at
 //! what the format needs (a missing or unreadable input file is bad input, exit 2), path parts
 //! that must be one plain component, and writes that stay under the directory the user named
-//! without following symlinks planted inside it, and YAML with bounded depth ([`yaml`]).
+//! without following symlinks planted inside it, YAML with bounded depth ([`yaml`]), and standard
+//! input with a size cap and an idle timeout.
 
 use std::fmt::Display;
 use std::fs::File;
@@ -16,11 +17,13 @@ use crate::error::{Error, Result};
 
 mod file_kind;
 mod output;
+mod stdin;
 
 pub(crate) use file_kind::file_kind;
 pub mod yaml;
 
-pub use output::{output_dir, output_target, write_output, OutputTarget};
+pub use output::{output_dir, output_target, write_output, write_stdout, OutputTarget};
+pub use stdin::{read_stdin, stdin_idle_timeout, DEFAULT_STDIN_IDLE, STDIN_IDLE_ENV};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
 pub(crate) const MAX_INPUT_FILE: u64 = 4 << 20;

@@ -34,15 +34,19 @@ pub enum OutputTarget {
 /// why; failing I/O (a full disk, `/dev/full`) is a runtime error naming it.
 pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     match output_target(path)? {
-        OutputTarget::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| Error::io("standard output", e))
-        }
+        OutputTarget::Stdout => write_stdout(bytes),
         OutputTarget::Stream(at) => write_stream(&at, bytes),
         OutputTarget::File { path: at, mode } => replace_whole(&at, bytes, mode),
     }
+}
+
+/// Writes `bytes` to standard output. A failed write (a full disk, `/dev/full`, a closed pipe
+/// when SIGPIPE is ignored) is a runtime error, never a panic as `print!` would make it.
+pub fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io("standard output", e))
 }
 
 /// How `path` would be written, or why it is refused.

@@ -13,6 +13,7 @@ use crate::model::fit::FitDocument;
 use crate::model::sweep::SizeSweep;
 use crate::pmu::stat::StatDocument;
 use crate::qos::scenario::Outcome;
+use crate::text::schema_tag;
 use crate::topology::p2p::Report as P2pReport;
 use crate::topology::render::TopologyJson;
 
@@ -51,6 +52,19 @@ impl Kind {
         Kind::Scenario,
         Kind::LabCheck,
     ];
+
+    /// The `schema` tags this kind's command writes (`pcielab.<tag>/v1`).
+    fn tags(self) -> &'static [&'static str] {
+        match self {
+            Kind::Stat => &["stat"],
+            Kind::Model => &["model"],
+            Kind::Fit => &["fit", "fit-prediction"],
+            Kind::Topology => &["topo"],
+            Kind::P2p => &["topo-p2p"],
+            Kind::Scenario => &["sim-run"],
+            Kind::LabCheck => &["lab-check"],
+        }
+    }
 
     /// The top-level fields that tell this kind apart from the others.
     fn marks(self) -> &'static [&'static str] {
@@ -123,6 +137,7 @@ impl Document {
                 Kind::all_commands()
             ))
         })?;
+        check_tag(origin, kind, &value)?;
         Document::of_kind(origin, kind, value)
     }
 
@@ -158,6 +173,41 @@ impl Document {
     }
 }
 
+/// A tagged document (`"schema": "pcielab.<tag>/v1"`) is in the shape this pcielab writes: a
+/// tag of another version or kind, or a field that shape requires (as its JSON Schema lists
+/// them) missing, is bad input. Untagged documents come from before the tags and read with the
+/// defaults of the fields they lack.
+fn check_tag(origin: &str, kind: Kind, value: &Value) -> Result<()> {
+    let Some(tag) = value.get("schema") else {
+        return Ok(());
+    };
+    let known: Vec<String> = kind.tags().iter().map(|t| schema_tag(t)).collect();
+    let Some(at) = known.iter().position(|k| Some(k.as_str()) == tag.as_str()) else {
+        return Err(Error::bad_input(format!(
+            "{origin}: schema {tag} is not one this pcielab reads: `{}` output is tagged \"{}\" \
+             (a newer pcielab wrote it, or it was edited)",
+            kind.command(),
+            known.join("\" or \"")
+        )));
+    };
+    let required = super::schema::required_fields(kind.tags()[at]);
+    let missing: Vec<&str> = required
+        .iter()
+        .map(String::as_str)
+        .filter(|field| value.get(field).is_none())
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::bad_input(format!(
+            "{origin}: a {} document without {}: every such document `{}` writes has them",
+            known[at],
+            missing.join(", "),
+            kind.command()
+        )))
+    }
+}
+
 /// Reads `value`, the `--json` document of a `kind` command, as its type `T`, naming the field
 /// that does not fit.
 pub(crate) fn read_as<T: DeserializeOwned>(origin: &str, kind: Kind, value: Value) -> Result<T> {
@@ -186,6 +236,41 @@ mod tests {
         let e = Document::parse("lp.json", lab_p2p).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message().starts_with("lp.json: not a result pcielab can draw (top-level fields: cpu, ok, pairs, run, spec)"), "{e}");
+    }
+
+    #[test]
+    fn tagged_documents_of_unknown_versions_or_missing_parts_are_refused() {
+        let p2p =
+            r#"{"cpu":{"vendor":"intel","family":6},"pairs":[],"groups":[],"group_verdicts":[]"#;
+        let tagged = |tag: &str| format!(r#"{p2p},"schema":"{tag}"}}"#);
+        assert_eq!(
+            Document::parse("p.json", &tagged("pcielab.topo-p2p/v1"))
+                .unwrap()
+                .kind(),
+            Kind::P2p
+        );
+        // Untagged documents predate the tags (and the groups): they still read.
+        let old = r#"{"cpu":{"vendor":"intel","family":6},"pairs":[]}"#;
+        assert_eq!(Document::parse("old.json", old).unwrap().kind(), Kind::P2p);
+        let e = Document::parse("v9.json", &tagged("pcielab.topo-p2p/v9")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message().starts_with(
+                "v9.json: schema \"pcielab.topo-p2p/v9\" is not one this pcielab reads: \
+                 `pcielab topo --p2p --json` output is tagged \"pcielab.topo-p2p/v1\""
+            ),
+            "{e}"
+        );
+        let no_groups =
+            r#"{"cpu":{"vendor":"intel","family":6},"pairs":[],"schema":"pcielab.topo-p2p/v1"}"#;
+        let e = Document::parse("ng.json", no_groups).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.message().starts_with(
+                "ng.json: a pcielab.topo-p2p/v1 document without groups, group_verdicts"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -60,6 +60,24 @@ pub fn documents() -> Vec<(&'static str, Schema)> {
     ]
 }
 
+/// The top-level fields every document of `kind` has (its schema's `required`), `schema`
+/// included; none for a kind without a schema.
+pub(crate) fn required_fields(kind: &str) -> Vec<String> {
+    documents()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .and_then(|(_, schema)| {
+            let required = schema.as_object()?.get("required")?.as_array()?.clone();
+            Some(
+                required
+                    .into_iter()
+                    .filter_map(|f| f.as_str().map(str::to_string))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default()
+}
+
 /// `T`'s schema as the document `kind` that `command` prints: titled, with its tag required.
 fn document<T: JsonSchema>(kind: &'static str, command: &str) -> (&'static str, Schema) {
     // What the commands write (serialization), not what could be read back.

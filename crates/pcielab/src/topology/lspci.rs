@@ -8,7 +8,6 @@
 //! ([`super::Evidence`]) and list the facts the input did not give, which stay unknown. Parents
 //! come from the bridges' bus ranges, as lspci's own tree view (`-t`) finds them.
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -22,17 +21,13 @@ pub const MAX_LSPCI_LINES: usize = 2_000_000;
 /// The longest line accepted: lspci's longest (device names, VPD strings) stay under 1 KiB.
 pub const MAX_LSPCI_LINE: usize = 16 << 10;
 
-/// Reads the lspci output in `path`, or standard input when `path` is `-`.
+/// Reads the lspci output in `path`, or standard input when `path` is `-` (with the idle
+/// timeout of [`crate::input::stdin_idle_timeout`]).
 pub fn read_lspci_path(path: &Path) -> Result<LspciRead> {
     let name = path.display().to_string();
     let bytes = if name == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .take(MAX_LSPCI_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::runtime(format!("standard input: {e}")))?;
-        bytes
+        let idle = crate::input::stdin_idle_timeout()?;
+        crate::input::read_stdin("lspci output on standard input", MAX_LSPCI_BYTES, idle)?
     } else {
         crate::input::read_capped(path, MAX_LSPCI_BYTES + 1)
             .map_err(|e| Error::bad_input(format!("lspci output {name}: {e}")))?
@@ -49,6 +44,8 @@ pub fn read_lspci_path(path: &Path) -> Result<LspciRead> {
 
 /// Reads lspci output held in `text`; `name` names it in messages (`FILE:LINE: …`).
 pub fn read_lspci(name: &str, text: &str) -> Result<LspciRead> {
+    // Editors on Windows start a saved paste with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() > MAX_LSPCI_LINES {
         return Err(Error::bad_input(format!(
@@ -94,34 +91,130 @@ mod tests {
     use crate::pcie::bdf;
     use crate::topology::lspci_source::*;
 
+    fn address(line: &str) -> Option<crate::pcie::Bdf> {
+        match header_line(line) {
+            Header::Function(bdf, _) => Some(bdf),
+            Header::Malformed(_) | Header::None => None,
+        }
+    }
+
     #[test]
     fn headers_and_rows_are_told_apart() {
-        assert_eq!(
-            device_header("00:1c.0 PCI bridge: Intel").map(|h| h.0),
-            Some(bdf("00:1c.0"))
-        );
-        assert_eq!(
-            device_header("10000:00:00.0 Host").map(|h| h.0),
-            None,
-            "domain 0x10000 does not fit 16 bits"
-        );
-        assert_eq!(
-            device_header("0001:02:00.1 Eth").map(|h| h.0),
-            Some(bdf("0001:02:00.1"))
-        );
+        assert_eq!(address("00:1c.0 PCI bridge: Intel"), Some(bdf("00:1c.0")));
+        assert_eq!(address("0001:02:00.1 Eth"), Some(bdf("0001:02:00.1")));
+        assert_eq!(address("0ffff:02:00.1 Eth"), Some(bdf("ffff:02:00.1")));
+        for (malformed, why) in [
+            ("10000:00:00.0 Host", "its domain 10000 is above ffff"),
+            ("00:1c.8 x", "its function 8 is above 7"),
+            ("0:1c.0 x", "its bus '0' has 1 digit(s), not 2 hex digits"),
+            ("00:20.0 x", "its device 20 is above 1f"),
+            (
+                "000:00:1c.0 x",
+                "its domain '000' has 3 digit(s), not 4 or 5",
+            ),
+        ] {
+            match header_line(malformed) {
+                Header::Malformed(message) => assert!(message.contains(why), "{message}"),
+                _ => panic!("{malformed} is not refused"),
+            }
+        }
         for not_header in [
-            "00:1c.8 x",
-            "0:1c.0 x",
-            "00:20.0 x",
             "00: 86 80",
             "\t00:01.0 x",
+            "Dear support,",
+            "12:34:56.789 captured on host",
+            "root@host:~# lspci",
         ] {
-            assert_eq!(device_header(not_header), None, "{not_header}");
+            assert!(
+                matches!(header_line(not_header), Header::None),
+                "{not_header}"
+            );
         }
         assert_eq!(hex_row("100: 01 00 01 15"), Some((0x100, "01 00 01 15")));
-        assert_eq!(hex_row("10: 0"), None);
+        // A byte of one digit is still a row, refused by the dump reader naming the byte.
+        assert_eq!(hex_row("10: 0"), Some((0x10, "0")));
         assert_eq!(hex_row("\tBus: primary=00"), None);
         assert_eq!(hex_row("00:1c.0 PCI bridge"), None);
+        assert_eq!(hex_row("10: 0x"), None);
+        assert_eq!(hex_row("00: 86 80 zz"), Some((0, "86 80 zz")));
+    }
+
+    #[test]
+    fn malformed_addresses_and_bytes_are_refused_naming_line_and_value() {
+        for (text, wanted) in [
+            (
+                "00:00.0 Host bridge: x\n10000:00:00.0 Host bridge: x\n",
+                "big.txt:2: '10000:00:00.0' looks like a function address but its domain 10000 \
+                 is above ffff",
+            ),
+            (
+                "00:1f.8 SMBus: Intel\n",
+                "big.txt:1: '00:1f.8' looks like a function address but its function 8",
+            ),
+            (
+                "00:01.0 x\n00: 86 80 8 34\n",
+                "big.txt:2: '8' in a hex row of 0000:00:01.0: expected bytes as two hex digits",
+            ),
+            (
+                "00:01.0 x\n00: 86 80 083 34\n",
+                "big.txt:2: '083' in a hex row of 0000:00:01.0",
+            ),
+        ] {
+            let err = read_lspci("big.txt", text).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(err.message().starts_with(wanted), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_does_not_hide_the_first_function() {
+        let read = read_lspci(
+            "bom.txt",
+            "\u{feff}00:00.0 Host bridge [0600]: Intel [8086:1237]\n",
+        )
+        .unwrap();
+        assert_eq!(read.topology.functions()[0].bdf, bdf("00:00.0"));
+        assert!(read.notes.is_empty(), "{:?}", read.notes);
+    }
+
+    /// `functions` functions, device 0-31 on each bus of each domain in turn; with `bridges`,
+    /// each is a bridge to the next bus (the last bus's to bus 00).
+    fn listing(functions: usize, bridges: bool) -> String {
+        let mut text = String::new();
+        for i in 0..functions {
+            let (domain, bus, device) = (i / (256 * 32), (i / 32) % 256, i % 32);
+            text += &format!("{domain:04x}:{bus:02x}:{device:02x}.0 x\n");
+            if bridges {
+                text += &format!(
+                    "\tBus: primary={bus:02x}, secondary={:02x}, subordinate=ff\n",
+                    (bus + 1) % 256
+                );
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn parents_come_from_the_first_lower_bridge_and_the_function_count_is_capped() {
+        let read = read_lspci("chain.txt", &listing(64 * 32, true)).unwrap();
+        let topo = &read.topology;
+        // The function on bus 05 sits below the first bridge listed whose secondary bus is 05:
+        // 00:04.0 lists first (bus 04), not the later bridges of bus 04.
+        assert_eq!(
+            topo.get(bdf("0000:05:03.0")).and_then(|f| f.parent),
+            Some(bdf("0000:04:00.0"))
+        );
+        // Bus 00 has no bridge on a lower bus: no parent, so no cycle through the last bus.
+        assert_eq!(topo.get(bdf("0000:00:1f.0")).and_then(|f| f.parent), None);
+        let err = read_lspci("huge.txt", &listing(MAX_LSPCI_FUNCTIONS + 1, false)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.message().starts_with(&format!(
+                "huge.txt:{}: 0020:00:00.0 is function number 262145; pcielab reads at most",
+                MAX_LSPCI_FUNCTIONS + 1
+            )),
+            "{err}"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::pcie::Bdf;
 use crate::topology::config_space::{decode, kind_of, Decoded, EXTENDED_SIZE, UNPRIVILEGED_SIZE};
 use crate::topology::lspci_source::{
-    check_unique, device_header, hex_row, link_by_bus_ranges, passed_over, passed_over_note,
+    check_unique, header_line, hex_row, link_by_bus_ranges, passed_over, passed_over_note, Header,
     LspciFormat, LspciRead, Source,
 };
 use crate::topology::{FactSource, Function, Topology};
@@ -66,10 +66,13 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     for (index, line) in source.lines.iter().enumerate() {
         let line = line.trim_end_matches('\r');
         let kernel = line.trim_start();
-        if let Some((bdf, _)) = device_header(line) {
+        let header = header_line(line);
+        if let Header::Function(bdf, _) = header {
             check_unique(source, &mut seen, bdf, index)?;
             dumps.push(Dumped::new(bdf, index));
             open = true;
+        } else if let Header::Malformed(why) = header {
+            return Err(source.bad(index, why));
         } else if line.is_empty() {
             open = false;
         } else if open && line.starts_with(char::is_whitespace) && kernel.starts_with("Kernel ") {
@@ -247,6 +250,7 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         return;
     };
     let at = d.express_at.expect("an express capability has a place");
+    forget_reserved_sizes(f, &dumped.bytes, at);
     let registers = [
         ("express", 0x00),
         ("devcap", 0x04),
@@ -298,6 +302,32 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
     }
     if let Some((n, text)) = d.aer_at.and_then(|at| line(at + 0x04)) {
         f.evidence.saw("aer_status", n, text);
+    }
+}
+
+/// Size codes 6 and 7 (DevCap's Max_Payload_Size Supported, DevCtl's Max_Payload_Size and
+/// Max_Read_Request_Size) are reserved: the decode reads them as 4096 bytes, a value no advice
+/// may rest on, so they stay unknown and the evidence says so.
+fn forget_reserved_sizes(f: &mut Function, bytes: &[u8], express_at: usize) {
+    let word = |offset: usize| {
+        let at = express_at + offset;
+        bytes
+            .get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let reserved = |value: Option<u16>, shift: u16| value.is_some_and(|v| (v >> shift) & 7 > 5);
+    let (devcap, devctl) = (word(0x04), word(0x08));
+    if reserved(devcap, 0) {
+        f.mps_supported = None;
+        f.evidence.missing("mps_supported");
+    }
+    if reserved(devctl, 5) {
+        f.mps = None;
+        f.evidence.missing("mps");
+    }
+    if reserved(devctl, 12) {
+        f.mrrs = None;
+        f.evidence.missing("mrrs");
     }
 }
 
@@ -398,6 +428,23 @@ f0: 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
         let tiny = "00:01.0 x\n00: 86 80 08 34\n";
         let read = read_lspci("tiny.txt", tiny);
         assert!(read.unwrap_err().message().contains("no PCI function"));
+    }
+
+    #[test]
+    fn reserved_size_codes_stay_unknown() {
+        // DevCtl at 0x98: MPS code 6 (bits 5-7 = 0xc0), MRRS code 7 (bits 12-14 = 0x7000).
+        let reserved = ROOT_PORT_256.replace(
+            "90: 10 e0 42 00 21 80 00 00 00 00 00 00 42 30 39 01",
+            "90: 10 e0 42 00 21 80 00 00 c0 70 00 00 42 30 39 01",
+        );
+        let f = read_lspci("rsvd.txt", &reserved)
+            .unwrap()
+            .topology
+            .functions()[0]
+            .clone();
+        assert_eq!((f.mps_supported, f.mps, f.mrrs), (Some(256), None, None));
+        assert!(f.evidence.unknown.contains(&"mps".to_string()));
+        assert!(f.evidence.unknown.contains(&"mrrs".to_string()));
     }
 
     #[test]

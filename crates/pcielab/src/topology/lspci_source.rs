@@ -4,6 +4,8 @@
 //! (`lspci.rs`) and the two readers (`lspci_dump.rs`, `lspci_text.rs`) import it; it imports
 //! neither.
 
+use std::collections::HashMap;
+
 use crate::error::{Error, Result};
 use crate::topology::{Function, Topology};
 
@@ -65,82 +67,161 @@ pub(crate) fn passed_over_note(source: &Source, lines: &[usize]) -> Option<Strin
     ))
 }
 
-/// The function address that starts a device's block (`BB:DD.F ` or `DDDD:BB:DD.F `, with a
-/// domain of up to 5 hex digits as pciutils accepts), with the rest of the line.
-pub(crate) fn device_header(line: &str) -> Option<(crate::pcie::Bdf, &str)> {
-    let (address, rest) = line.split_once(' ')?;
-    let shape_ok = |part: &str, max: usize| {
-        !part.is_empty() && part.len() <= max && part.bytes().all(|b| b.is_ascii_hexdigit())
-    };
-    let mut parts = address.rsplitn(3, ':');
-    let devfn = parts.next()?;
-    let bus = parts.next()?;
-    let domain = parts.next();
-    let (dev, func) = devfn.split_once('.')?;
-    let ok = bus.len() == 2
-        && shape_ok(bus, 2)
-        && dev.len() == 2
-        && shape_ok(dev, 2)
-        && func.len() == 1
-        && matches!(func.as_bytes()[0], b'0'..=b'7')
-        && domain.is_none_or(|d| d.len() >= 4 && shape_ok(d, 5));
-    if !ok {
-        return None;
-    }
-    let domain = domain.map_or(Some(0), |d| u16::from_str_radix(d, 16).ok())?;
-    let device = u8::from_str_radix(dev, 16).ok().filter(|&d| d < 32)?;
-    let bdf = crate::pcie::Bdf::new(
-        domain,
-        u8::from_str_radix(bus, 16).ok()?,
-        device,
-        func.as_bytes()[0] - b'0',
-    );
-    Some((bdf, rest))
+/// What an unindented line's first word says about it being a function address.
+pub(crate) enum Header<'a> {
+    /// A valid address, with the rest of the line.
+    Function(crate::pcie::Bdf, &'a str),
+    /// Shaped like an address (`HEX:HEX.X`, `HEX:HEX:HEX.X`) but not a valid one: why, naming
+    /// the part and what would be valid.
+    Malformed(String),
+    /// Not an address at all.
+    None,
 }
 
-/// A hex row of a config-space dump: its offset and the text after `OFFSET: `.
+/// Reads a line's first word as the function address that starts a device's block
+/// (`BB:DD.F ` or `DDDD:BB:DD.F `, a domain of 4 or 5 hex digits as pciutils prints and
+/// accepts it); see [`Header`].
+pub(crate) fn header_line(line: &str) -> Header<'_> {
+    let (address, rest) = line.split_once(' ').unwrap_or((line, ""));
+    // One character after the dot, as every address has: a time of day before a pasted
+    // listing (`12:34:56.789`) is not taken for a malformed address.
+    let shaped = address.contains(':')
+        && address.rsplit_once('.').is_some_and(|(_, f)| f.len() == 1)
+        && address
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+    if !shaped {
+        return Header::None;
+    }
+    match address_of(address) {
+        Ok(bdf) => Header::Function(bdf, rest),
+        Err(why) => Header::Malformed(format!(
+            "'{}' looks like a function address but {why}; lspci writes addresses as BB:DD.F or \
+             DDDD:BB:DD.F (domain 0000-ffff, bus 00-ff, device 00-1f, function 0-7)",
+            crate::input::cut_for_message(address)
+        )),
+    }
+}
+
+/// `[DDDD:]BB:DD.F` as a function address, or which part is wrong.
+fn address_of(address: &str) -> std::result::Result<crate::pcie::Bdf, String> {
+    let parts: Vec<&str> = address.split(':').collect();
+    let (domain, bus, devfn) = match parts.as_slice() {
+        [bus, devfn] => (None, *bus, *devfn),
+        [domain, bus, devfn] => (Some(*domain), *bus, *devfn),
+        _ => return Err("it has more than two ':'".into()),
+    };
+    let (dev, func) = devfn
+        .split_once('.')
+        .ok_or_else(|| format!("'{devfn}' has no '.' between device and function"))?;
+    let hex = |part: &str, what: &str, digits: &[usize]| {
+        if !digits.contains(&part.len()) || !part.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let wanted = match digits {
+                [one] => format!("{one}"),
+                _ => format!("{} or {}", digits[0], digits[digits.len() - 1]),
+            };
+            return Err(format!(
+                "its {what} '{part}' has {} digit(s), not {wanted} hex digits",
+                part.len()
+            ));
+        }
+        u32::from_str_radix(part, 16).map_err(|e| format!("its {what} '{part}': {e}"))
+    };
+    let domain = match domain {
+        Some(d) => hex(d, "domain", &[4, 5])?,
+        None => 0,
+    };
+    let domain = u16::try_from(domain)
+        .map_err(|_| format!("its domain {domain:x} is above ffff, the largest PCI domain"))?;
+    let bus = hex(bus, "bus", &[2])? as u8;
+    let device = hex(dev, "device", &[2])?;
+    if device > 0x1f {
+        return Err(format!(
+            "its device {device:02x} is above 1f (a bus has 32 devices)"
+        ));
+    }
+    let function = hex(func, "function", &[1])?;
+    if function > 7 {
+        return Err(format!(
+            "its function {function:x} is above 7 (a device has 8 functions)"
+        ));
+    }
+    Ok(crate::pcie::Bdf::new(
+        domain,
+        bus,
+        device as u8,
+        function as u8,
+    ))
+}
+
+/// A hex row of a config-space dump: its offset and the text after `OFFSET: `. The first word
+/// after the offset must be hex digits, of any count, so that a row with a byte of one or three
+/// digits (or a later word that is not hex) is refused by the dump reader naming the byte,
+/// instead of reading as prose.
 pub(crate) fn hex_row(line: &str) -> Option<(usize, &str)> {
     let (offset, rest) = line.split_once(": ")?;
     if offset.is_empty() || offset.len() > 8 || !offset.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     // A row holds at least one byte: `10: 00 …`. This also keeps text such as `Bus: primary=`
-    // (indented anyway) or a class named in hex from reading as a row.
-    let first = rest.as_bytes();
-    if first.len() < 2 || !first[0].is_ascii_hexdigit() || !first[1].is_ascii_hexdigit() {
-        return None;
-    }
-    if first.len() > 2 && first[2] != b' ' {
+    // (indented anyway) or a class named in hex (`Class 0604: …`) from reading as a row.
+    let first = rest.split(' ').next().unwrap_or("");
+    if first.is_empty() || !first.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     Some((usize::from_str_radix(offset, 16).ok()?, rest))
 }
 
-/// Every function's parent: the bridge on a lower bus whose secondary bus is the function's
-/// bus, in the same domain. Requiring a lower bus means no parent cycle can form, whatever
-/// the input's bus numbers say.
+/// Every function's parent: the first bridge listed on a lower bus whose secondary bus is the
+/// function's bus, in the same domain. Requiring a lower bus means no parent cycle can form,
+/// whatever the input's bus numbers say.
+///
+/// Linear in the functions: bridges are indexed by (domain, secondary bus), and for each key
+/// only the bridges on a lower bus than every one listed before them are kept (at most 256, one
+/// per bus number), since the first bridge below a function's bus is always one of those.
 pub(crate) fn link_by_bus_ranges(functions: &mut [Function]) {
-    let bridges: Vec<(crate::pcie::Bdf, u8)> = functions
-        .iter()
-        .filter_map(|f| f.buses.map(|(secondary, _)| (f.bdf, secondary)))
-        .collect();
+    let mut index: HashMap<(u16, u8), Vec<crate::pcie::Bdf>> = HashMap::new();
+    for f in functions.iter() {
+        let Some((secondary, _)) = f.buses else {
+            continue;
+        };
+        let candidates = index.entry((f.bdf.domain, secondary)).or_default();
+        if candidates
+            .last()
+            .is_none_or(|lowest| f.bdf.bus < lowest.bus)
+        {
+            candidates.push(f.bdf);
+        }
+    }
     for f in functions.iter_mut() {
-        f.parent = bridges
-            .iter()
-            .find(|(b, secondary)| {
-                b.domain == f.bdf.domain && *secondary == f.bdf.bus && b.bus < f.bdf.bus
-            })
-            .map(|(b, _)| *b);
+        f.parent = index
+            .get(&(f.bdf.domain, f.bdf.bus))
+            .and_then(|candidates| candidates.iter().find(|b| b.bus < f.bdf.bus))
+            .copied();
     }
 }
 
-/// Refuses a function listed twice, naming both lines.
+/// The most functions one lspci output may list: a large server lists a few thousand, so a
+/// listing past this is not one machine's (and would take memory out of proportion).
+pub const MAX_LSPCI_FUNCTIONS: usize = 262_144;
+
+/// Refuses a function listed twice (naming both lines), or one past [`MAX_LSPCI_FUNCTIONS`].
 pub(crate) fn check_unique(
     source: &Source,
-    seen: &mut std::collections::HashMap<crate::pcie::Bdf, usize>,
+    seen: &mut HashMap<crate::pcie::Bdf, usize>,
     bdf: crate::pcie::Bdf,
     index: usize,
 ) -> Result<()> {
+    if seen.len() == MAX_LSPCI_FUNCTIONS {
+        return Err(source.bad(
+            index,
+            format!(
+                "{bdf} is function number {}; pcielab reads at most {MAX_LSPCI_FUNCTIONS} \
+                 functions from one lspci output (a large server lists a few thousand)",
+                MAX_LSPCI_FUNCTIONS + 1
+            ),
+        ));
+    }
     if let Some(first) = seen.insert(bdf, index) {
         return Err(source.bad(
             index,

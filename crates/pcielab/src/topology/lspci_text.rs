@@ -19,8 +19,8 @@ use crate::error::Result;
 use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{kind_of, port_type};
 use crate::topology::lspci_source::{
-    check_unique, device_header, link_by_bus_ranges, passed_over, passed_over_note, LspciFormat,
-    LspciRead, Source,
+    check_unique, header_line, link_by_bus_ranges, passed_over, passed_over_note, Header,
+    LspciFormat, LspciRead, Source,
 };
 use crate::topology::{
     Acs, AerMasks, AerStatus, Aspm, AspmLatency, FactSource, Function, Link, LinkStatus2, Topology,
@@ -114,6 +114,8 @@ struct Block {
     register: &'static str,
     /// A `Kernel driver in use:` or `Kernel modules:` line was read: the text is `lspci -k`.
     kernel_lines: bool,
+    /// A value no lspci prints (an MPS of 0), with its line number: the input is refused.
+    invalid: Option<(usize, String)>,
 }
 
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
@@ -122,14 +124,20 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     let mut skipped = Vec::new();
     for (index, raw) in source.lines.iter().enumerate() {
         let line = raw.trim_end_matches('\r');
-        if let Some((bdf, rest)) = device_header(line) {
+        let header = header_line(line);
+        if let Header::Function(bdf, rest) = header {
             check_unique(source, &mut seen, bdf, index)?;
             blocks.push(header_block(bdf, rest, index + 1, line));
+        } else if let Header::Malformed(why) = header {
+            return Err(source.bad(index, why));
         } else if line.trim().is_empty() {
             continue;
         } else if line.starts_with(char::is_whitespace) {
             if let Some(block) = blocks.last_mut() {
                 detail(block, line.trim(), index + 1, line);
+                if let Some((number, why)) = block.invalid.take() {
+                    return Err(source.bad(number - 1, why));
+                }
             }
         } else if passed_over(line, blocks.is_empty()) {
             skipped.push(index);
@@ -216,6 +224,7 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
         equalization_seen: false,
         register: "",
         kernel_lines: false,
+        invalid: None,
     }
 }
 
@@ -433,7 +442,7 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
     let f = &mut block.f;
     let detail = &mut f.express_detail;
     if let Some(rest) = line.strip_prefix("DevCap:") {
-        f.mps_supported = bytes_after(rest, "MaxPayload ");
+        f.mps_supported = size_after(&mut block.invalid, rest, "MaxPayload ", number);
         (detail.l0s_acceptable, detail.l1_acceptable) = latencies(rest, "Latency ");
         f.evidence.saw("devcap", number, text);
     } else if let Some(rest) = line.strip_prefix("LnkCap2:") {
@@ -447,8 +456,8 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
     } else if line.starts_with("LnkSta2:") {
         f.evidence.saw("lnksta2", number, text);
     } else if line.contains("MaxReadReq ") {
-        f.mps = bytes_after(line, "MaxPayload ");
-        f.mrrs = bytes_after(line, "MaxReadReq ");
+        f.mps = size_after(&mut block.invalid, line, "MaxPayload ", number);
+        f.mrrs = size_after(&mut block.invalid, line, "MaxReadReq ", number);
         f.evidence.saw("devctl", number, text);
     } else if let Some(rest) = line.strip_prefix("LnkCap:") {
         block.link_cap_seen = true;
@@ -581,10 +590,33 @@ fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
     }
 }
 
-/// `NNN` in `… LABELNNN bytes …`.
-fn bytes_after(text: &str, label: &str) -> Option<u16> {
+/// `NNN` in `… LABELNNN bytes …`: a payload or read request size, which the register's
+/// 3-bit code makes one of 128 to 4096 bytes. Any other value (0, 65535, 300) cannot come from
+/// lspci: it is recorded in `invalid` (line `number`), so the reader refuses the input.
+fn size_after(
+    invalid: &mut Option<(usize, String)>,
+    text: &str,
+    label: &str,
+    number: usize,
+) -> Option<u16> {
     let at = text.find(label)? + label.len();
-    text[at..].split(' ').next()?.parse().ok()
+    let value = text[at..].split(' ').next().unwrap_or("");
+    let size = value
+        .parse::<u16>()
+        .ok()
+        .filter(|s| (128..=4096).contains(s) && s.is_power_of_two());
+    if size.is_none() && invalid.is_none() {
+        *invalid = Some((
+            number,
+            format!(
+                "{}'{}' bytes is not a size lspci prints: expected 128, 256, 512, 1024, 2048 \
+                 or 4096",
+                label,
+                crate::input::cut_for_message(value)
+            ),
+        ));
+    }
+    size
 }
 
 /// The generation of `Speed X.YGT/s` (`unknown` and reserved codes are `None`).
@@ -1051,6 +1083,55 @@ mod tests {
             ((None, None, None), (None, None, Some(true)))
         );
         assert_eq!(f.driver_source, FactSource::Unknown);
+    }
+
+    #[test]
+    fn sizes_no_lspci_prints_are_refused_naming_the_line() {
+        let devctl = "MaxPayload 256 bytes, MaxReadReq 128 bytes";
+        for (bad, shown) in [
+            (
+                "MaxPayload 0 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '0' bytes",
+            ),
+            (
+                "MaxPayload 256 bytes, MaxReadReq 65535 bytes",
+                "8: MaxReadReq '65535' bytes",
+            ),
+            (
+                "MaxPayload 300 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '300' bytes",
+            ),
+            (
+                "MaxPayload 8192 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '8192' bytes",
+            ),
+            (
+                "MaxPayload 99999999 bytes, MaxReadReq 128 bytes",
+                "8: MaxPayload '99999999'",
+            ),
+        ] {
+            let err = read_lspci("sizes.txt", &SERVER.replacen(devctl, bad, 1)).unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            assert!(
+                err.message().starts_with(&format!("sizes.txt:{shown}")),
+                "{err}"
+            );
+            assert!(
+                err.message()
+                    .contains("expected 128, 256, 512, 1024, 2048 or 4096"),
+                "{err}"
+            );
+        }
+        let devcap = SERVER.replacen(
+            "MaxPayload 256 bytes, PhantFunc",
+            "MaxPayload 0 bytes, PhantFunc",
+            1,
+        );
+        let err = read_lspci("sizes.txt", &devcap).unwrap_err();
+        assert!(
+            err.message().starts_with("sizes.txt:5: MaxPayload '0'"),
+            "{err}"
+        );
     }
 
     #[test]

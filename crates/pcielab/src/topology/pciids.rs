@@ -2,10 +2,11 @@
 //! hwdata packages), as lspci prints them: "Intel Corporation 82G33/G31/P35/P31 Express DRAM
 //! Controller", "Red Hat, Inc. QEMU PCIe Root port", and "Device 1234" for a device the database
 //! does not know. The parser is bounded: it reads at most `MAX_DB_BYTES`, skips lines over
-//! `MAX_LINE` bytes, stops at the class section, and keeps only the ids asked for.
+//! `MAX_LINE` bytes, stops at the class section, and is parsed once per process.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::input::read_capped;
 use crate::topology::Topology;
@@ -28,48 +29,81 @@ pub(crate) fn default_db() -> Option<PathBuf> {
     DB_PATHS.iter().map(PathBuf::from).find(|p| p.is_file())
 }
 
-/// Names for the (vendor, device) pairs in `wanted`, from the database text.
-pub(crate) fn lookup(db: &str, wanted: &BTreeSet<(u16, u16)>) -> BTreeMap<(u16, u16), String> {
-    let vendors: BTreeSet<u16> = wanted.iter().map(|(v, _)| *v).collect();
-    let mut vendor_names: BTreeMap<u16, &str> = BTreeMap::new();
-    let mut device_names: BTreeMap<(u16, u16), &str> = BTreeMap::new();
-    let mut current: Option<u16> = None;
-    for line in db.lines() {
-        if line.len() > MAX_LINE || line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        if line.starts_with("C ") {
-            break; // the class section follows the vendors
-        }
-        if let Some(rest) = line.strip_prefix('\t') {
-            if rest.starts_with('\t') {
-                continue; // a subsystem
+/// The vendor and device names of one database, parsed once.
+#[derive(Debug, Default)]
+pub(crate) struct PciIds {
+    vendors: HashMap<u16, String>,
+    devices: HashMap<(u16, u16), String>,
+}
+
+impl PciIds {
+    /// Parses the database text up to its class section.
+    pub(crate) fn parse(db: &str) -> PciIds {
+        let mut ids = PciIds::default();
+        let mut current: Option<u16> = None;
+        for line in db.lines() {
+            if line.len() > MAX_LINE || line.starts_with('#') || line.trim().is_empty() {
+                continue;
             }
-            if let (Some(v), Some((id, name))) = (current, id_and_name(rest)) {
-                if wanted.contains(&(v, id)) {
-                    device_names.insert((v, id), name);
+            if line.starts_with("C ") {
+                break; // the class section follows the vendors
+            }
+            if let Some(rest) = line.strip_prefix('\t') {
+                if rest.starts_with('\t') {
+                    continue; // a subsystem
                 }
-            }
-        } else {
-            current = id_and_name(line).and_then(|(id, name)| {
-                vendors.contains(&id).then(|| {
-                    vendor_names.insert(id, name);
+                if let (Some(v), Some((id, name))) = (current, id_and_name(rest)) {
+                    ids.devices.insert((v, id), name.to_string());
+                }
+            } else {
+                current = id_and_name(line).map(|(id, name)| {
+                    ids.vendors.insert(id, name.to_string());
                     id
-                })
-            });
+                });
+            }
+        }
+        ids
+    }
+
+    /// lspci's name for a function: `VENDOR DEVICE`, or `VENDOR Device dddd` for a device the
+    /// database does not know; `None` for an unknown vendor.
+    pub(crate) fn name(&self, vendor: u16, device: u16) -> Option<String> {
+        let vendor_name = self.vendors.get(&vendor)?;
+        Some(match self.devices.get(&(vendor, device)) {
+            Some(device) => format!("{vendor_name} {device}"),
+            None => format!("{vendor_name} Device {device:04x}"),
+        })
+    }
+}
+
+/// The database at `db`, read and parsed once while it stays the same file (`corpus` names
+/// thousands of machines' functions from it); `None` when it cannot be read. One database is
+/// kept: another path, or the file changed, replaces it.
+fn cached(db: &Path) -> Option<Arc<PciIds>> {
+    use std::os::unix::fs::MetadataExt;
+    type Key = (PathBuf, u64, u64, u64, i64, i64);
+    static CACHE: Mutex<Option<(Key, Arc<PciIds>)>> = Mutex::new(None);
+    let meta = std::fs::metadata(db).ok()?;
+    let key: Key = (
+        db.to_path_buf(),
+        meta.dev(),
+        meta.ino(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+    );
+    let mut cache = CACHE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((cached_key, ids)) = cache.as_ref() {
+        if *cached_key == key {
+            return Some(ids.clone());
         }
     }
-    wanted
-        .iter()
-        .filter_map(|&(v, d)| {
-            let vendor = vendor_names.get(&v)?;
-            let name = match device_names.get(&(v, d)) {
-                Some(device) => format!("{vendor} {device}"),
-                None => format!("{vendor} Device {d:04x}"),
-            };
-            Some(((v, d), name))
-        })
-        .collect()
+    let bytes = read_capped(db, MAX_DB_BYTES).ok()?;
+    let ids = Arc::new(PciIds::parse(&String::from_utf8_lossy(&bytes)));
+    *cache = Some((key, ids.clone()));
+    Some(ids)
 }
 
 /// `8086  Intel Corporation` → (0x8086, "Intel Corporation").
@@ -83,20 +117,12 @@ fn id_and_name(text: &str) -> Option<(u16, &str)> {
 
 /// Give every unnamed function of `topology` its database name (read from `db`, capped).
 pub fn name_functions(topology: &mut Topology, db: &Path) {
-    let Ok(bytes) = read_capped(db, MAX_DB_BYTES) else {
+    let Some(ids) = cached(db) else {
         return;
     };
-    let text = String::from_utf8_lossy(&bytes);
-    let wanted: BTreeSet<(u16, u16)> = topology
-        .functions()
-        .iter()
-        .filter(|f| f.name.is_none())
-        .map(|f| (f.vendor, f.device))
-        .collect();
-    let names = lookup(&text, &wanted);
     for f in topology.functions_mut() {
         if f.name.is_none() {
-            f.name = names.get(&(f.vendor, f.device)).cloned();
+            f.name = ids.name(f.vendor, f.device);
         }
     }
 }
@@ -109,30 +135,26 @@ mod tests {
 
     #[test]
     fn names_read_like_lspci_and_unknown_devices_show_their_id() {
-        let wanted: BTreeSet<(u16, u16)> = [
-            (0x8086, 0x29c0),
-            (0x1b36, 0x000c),
-            (0x1b36, 0x1234),
-            (0xabcd, 1),
-        ]
-        .into();
-        let names = lookup(DB, &wanted);
+        let ids = PciIds::parse(DB);
         assert_eq!(
-            names[&(0x8086, 0x29c0)],
+            ids.name(0x8086, 0x29c0).unwrap(),
             "Intel Corporation 82G33/G31/P35/P31 Express DRAM Controller"
         );
         assert_eq!(
-            names[&(0x1b36, 0x000c)],
+            ids.name(0x1b36, 0x000c).unwrap(),
             "Red Hat, Inc. QEMU PCIe Root port"
         );
-        assert_eq!(names[&(0x1b36, 0x1234)], "Red Hat, Inc. Device 1234");
-        assert!(!names.contains_key(&(0xabcd, 1)));
+        assert_eq!(
+            ids.name(0x1b36, 0x1234).unwrap(),
+            "Red Hat, Inc. Device 1234"
+        );
+        assert_eq!(ids.name(0xabcd, 1), None);
     }
 
     #[test]
     fn hostile_databases_are_bounded() {
         let long = format!("8086  {}\n\t29c0  x\n", "A".repeat(10_000));
-        assert!(lookup(&long, &[(0x8086, 0x29c0)].into()).is_empty());
-        assert!(lookup("\0\t\t\n\tzzzz  q\nC 00\n", &[(0, 0)].into()).is_empty());
+        assert_eq!(PciIds::parse(&long).name(0x8086, 0x29c0), None);
+        assert_eq!(PciIds::parse("\0\t\t\n\tzzzz  q\nC 00\n").name(0, 0), None);
     }
 }

@@ -212,92 +212,147 @@ pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJso
     let functions = topo
         .functions()
         .iter()
-        .map(|f| {
-            let ceiling = topo.path_ceiling(f.bdf);
-            let dma = platform_dma(model, f);
-            let d = &f.express_detail;
-            FunctionJson {
-                bdf: f.bdf.to_string(),
-                vendor: format!("{:#06x}", f.vendor),
-                device: format!("{:#06x}", f.device),
-                class: format!("{:#08x}", f.class),
-                revision: format!("{:#04x}", f.revision),
-                subsystem_vendor: format!("{:#06x}", f.subsystem_vendor),
-                subsystem_device: format!("{:#06x}", f.subsystem_device),
-                kind: f.kind,
-                name: f.name.clone(),
-                parent: f.parent.map(|p| p.to_string()),
-                buses: f.buses.map(|(secondary, subordinate)| BusesJson {
-                    secondary,
-                    subordinate,
-                }),
-                link: f.link.map(|l| LinkJson {
-                    max_speed_gts: l.max_speed.map(Generation::gt_s),
-                    max_width: l.max_width,
-                    speed_gts: l.speed.map(Generation::gt_s),
-                    width: l.width,
-                    downgraded: marks_downgraded(f),
-                    l0s_exit_latency: d.l0s_exit.map(|l| l.text().into()),
-                    l1_exit_latency: d.l1_exit.map(|l| l.text().into()),
-                    dl_active_reporting: d.dl_active_reporting,
-                    dl_active: d.dl_active,
-                    supported_speeds_gts: d
-                        .speeds()
-                        .map(|s| s.into_iter().map(Generation::gt_s).collect()),
-                    crosslink: d.crosslink,
-                    target_speed_gts: d.target_speed.map(Generation::gt_s),
-                    status2: d.status2.map(status2_json),
-                }),
-                mps: f.mps,
-                mps_supported: f.mps_supported,
-                mrrs: f.mrrs,
-                aspm_supported: f.aspm_supported.name().into(),
-                aspm_enabled: f.aspm_enabled.name().into(),
-                acs: f.acs.map(|a| AcsJson {
-                    capability: format!("{:#06x}", a.capability),
-                    control: format!("{:#06x}", a.control),
-                }),
-                aer: f.aer,
-                aer_masks: f.aer_masks.map(|m| AerMasksJson {
-                    uncorrectable_mask: format!("{:#010x}", m.uncorrectable_mask),
-                    uncorrectable_severity: format!("{:#010x}", m.uncorrectable_severity),
-                    correctable_mask: format!("{:#010x}", m.correctable_mask),
-                }),
-                aer_status: f.aer_status.map(|s| AerStatusJson {
-                    uncorrectable: format!("{:#010x}", s.uncorrectable),
-                    correctable: format!("{:#010x}", s.correctable),
-                }),
-                device_features: d.features,
-                errors_detected: errors_detected(d),
-                acceptable_latency: match (d.l0s_acceptable, d.l1_acceptable) {
-                    (Some(l0s), Some(l1)) => Some(LatenciesJson {
-                        l0s: l0s.text().into(),
-                        l1: l1.text().into(),
-                    }),
-                    _ => None,
-                },
-                numa_node: f.numa_node,
-                driver: f.driver.clone(),
-                driver_source: f.driver_source,
-                ceiling_mbps: ceiling.map(|c| round_to(c.mbps, MBPS_DECIMALS)),
-                ceiling_achievable_mbps: ceiling
-                    .map(|c| round_to(c.achievable_mbps, MBPS_DECIMALS)),
-                ceiling_capable_mbps: ceiling.map(|c| round_to(c.capable_mbps, MBPS_DECIMALS)),
-                ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
-                platform_dma: PlatformDma {
-                    write_mbps: dma.map(|d| round_to(d.0, MBPS_DECIMALS)),
-                    read_mbps: dma.map(|d| round_to(d.1, MBPS_DECIMALS)),
-                    provenance: dma.map(|d| d.2),
-                },
-                warnings: found.remove(&f.bdf).unwrap_or_default(),
-                evidence: f.evidence.clone(),
-            }
-        })
+        .map(|f| function_json(topo, model, f, found.remove(&f.bdf).unwrap_or_default()))
         .collect();
     TopologyJson {
         name: spec.name.clone(),
         description: spec.description.clone(),
         functions,
+    }
+}
+
+/// Writes the `pcielab.topo/v1` document of [`to_json`] exactly as `text::json_text` prints it,
+/// one function at a time, so that a listing of many functions never holds the whole document
+/// (and its JSON tree) in memory at once.
+pub fn write_json(
+    spec: &MachineSpec,
+    model: Option<&PlatformModel>,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let frame = TopologyJson {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        functions: Vec::new(),
+    };
+    let frame = crate::text::json_text("topo", &frame).map_err(std::io::Error::other)?;
+    // The frame's own `"functions": []` (a newline inside a JSON string is escaped, so the
+    // marker cannot be part of the name or description) is where the functions go.
+    let marker = "\n  \"functions\": []";
+    let at = frame
+        .find(marker)
+        .ok_or_else(|| std::io::Error::other("the topo document has no functions field"))?
+        + marker.len()
+        - "[]".len();
+    out.write_all(&frame.as_bytes()[..at])?;
+    let topo = &spec.topology;
+    if topo.functions().is_empty() {
+        out.write_all(b"[]")?;
+    } else {
+        let mut found = warnings(topo);
+        out.write_all(b"[\n")?;
+        for (i, f) in topo.functions().iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",\n")?;
+            }
+            let one = function_json(topo, model, f, found.remove(&f.bdf).unwrap_or_default());
+            let text = serde_json::to_string_pretty(&serde_json::to_value(one)?)?;
+            for (n, line) in text.split('\n').enumerate() {
+                if n > 0 {
+                    out.write_all(b"\n")?;
+                }
+                out.write_all(b"    ")?;
+                out.write_all(line.as_bytes())?;
+            }
+        }
+        out.write_all(b"\n  ]")?;
+    }
+    out.write_all(&frame.as_bytes()[at + "[]".len()..])
+}
+
+/// One function's entry of the JSON view, with its `warnings`.
+fn function_json(
+    topo: &Topology,
+    model: Option<&PlatformModel>,
+    f: &Function,
+    warnings: Vec<String>,
+) -> FunctionJson {
+    let ceiling = topo.path_ceiling(f.bdf);
+    let dma = platform_dma(model, f);
+    let d = &f.express_detail;
+    FunctionJson {
+        bdf: f.bdf.to_string(),
+        vendor: format!("{:#06x}", f.vendor),
+        device: format!("{:#06x}", f.device),
+        class: format!("{:#08x}", f.class),
+        revision: format!("{:#04x}", f.revision),
+        subsystem_vendor: format!("{:#06x}", f.subsystem_vendor),
+        subsystem_device: format!("{:#06x}", f.subsystem_device),
+        kind: f.kind,
+        name: f.name.clone(),
+        parent: f.parent.map(|p| p.to_string()),
+        buses: f.buses.map(|(secondary, subordinate)| BusesJson {
+            secondary,
+            subordinate,
+        }),
+        link: f.link.map(|l| LinkJson {
+            max_speed_gts: l.max_speed.map(Generation::gt_s),
+            max_width: l.max_width,
+            speed_gts: l.speed.map(Generation::gt_s),
+            width: l.width,
+            downgraded: marks_downgraded(f),
+            l0s_exit_latency: d.l0s_exit.map(|l| l.text().into()),
+            l1_exit_latency: d.l1_exit.map(|l| l.text().into()),
+            dl_active_reporting: d.dl_active_reporting,
+            dl_active: d.dl_active,
+            supported_speeds_gts: d
+                .speeds()
+                .map(|s| s.into_iter().map(Generation::gt_s).collect()),
+            crosslink: d.crosslink,
+            target_speed_gts: d.target_speed.map(Generation::gt_s),
+            status2: d.status2.map(status2_json),
+        }),
+        mps: f.mps,
+        mps_supported: f.mps_supported,
+        mrrs: f.mrrs,
+        aspm_supported: f.aspm_supported.name().into(),
+        aspm_enabled: f.aspm_enabled.name().into(),
+        acs: f.acs.map(|a| AcsJson {
+            capability: format!("{:#06x}", a.capability),
+            control: format!("{:#06x}", a.control),
+        }),
+        aer: f.aer,
+        aer_masks: f.aer_masks.map(|m| AerMasksJson {
+            uncorrectable_mask: format!("{:#010x}", m.uncorrectable_mask),
+            uncorrectable_severity: format!("{:#010x}", m.uncorrectable_severity),
+            correctable_mask: format!("{:#010x}", m.correctable_mask),
+        }),
+        aer_status: f.aer_status.map(|s| AerStatusJson {
+            uncorrectable: format!("{:#010x}", s.uncorrectable),
+            correctable: format!("{:#010x}", s.correctable),
+        }),
+        device_features: d.features,
+        errors_detected: errors_detected(d),
+        acceptable_latency: match (d.l0s_acceptable, d.l1_acceptable) {
+            (Some(l0s), Some(l1)) => Some(LatenciesJson {
+                l0s: l0s.text().into(),
+                l1: l1.text().into(),
+            }),
+            _ => None,
+        },
+        numa_node: f.numa_node,
+        driver: f.driver.clone(),
+        driver_source: f.driver_source,
+        ceiling_mbps: ceiling.map(|c| round_to(c.mbps, MBPS_DECIMALS)),
+        ceiling_achievable_mbps: ceiling.map(|c| round_to(c.achievable_mbps, MBPS_DECIMALS)),
+        ceiling_capable_mbps: ceiling.map(|c| round_to(c.capable_mbps, MBPS_DECIMALS)),
+        ceiling_limited_by: ceiling.map(|c| c.limiting.to_string()),
+        platform_dma: PlatformDma {
+            write_mbps: dma.map(|d| round_to(d.0, MBPS_DECIMALS)),
+            read_mbps: dma.map(|d| round_to(d.1, MBPS_DECIMALS)),
+            provenance: dma.map(|d| d.2),
+        },
+        warnings,
+        evidence: f.evidence.clone(),
     }
 }
 
@@ -584,5 +639,37 @@ class = 0x020000
         // A machine where every device has a link gets no note.
         let rk = crate::topology::spec::preset_for_tests("rk3588-evb");
         assert!(!to_tree(&rk, None).contains("note: no ceiling"));
+    }
+
+    #[test]
+    fn the_streamed_document_is_the_printed_one() {
+        let mut specs = vec![crate::topology::spec::preset_for_tests("yitian710")];
+        // Evidence, warnings and names with quotes and escapes, from an lspci read.
+        let text = "00:01.0 PCI bridge [0604]: \"Odd\" \x1b[1m [8086:3c02]\n\
+                    \tBus: primary=00, secondary=01, subordinate=01\n\
+                    01:00.0 Ethernet controller: x\n";
+        let read = crate::topology::lspci::read_lspci("odd.txt", text).unwrap();
+        specs.push(MachineSpec {
+            name: "odd".into(),
+            description: "a \"quoted\"\n\"functions\": [] description".into(),
+            topology: read.topology,
+            sim: Default::default(),
+            platform_table: Default::default(),
+        });
+        specs.push(MachineSpec {
+            topology: Topology::new(Vec::new()),
+            ..specs[1].clone()
+        });
+        for spec in &specs {
+            let mut streamed = Vec::new();
+            write_json(spec, None, &mut streamed).unwrap();
+            let printed = crate::text::json_text("topo", &to_json(spec, None)).unwrap();
+            assert_eq!(
+                String::from_utf8(streamed).unwrap(),
+                printed,
+                "{}",
+                spec.name
+            );
+        }
     }
 }
