@@ -55,7 +55,15 @@ fn every_check_fires_on_the_server_and_its_evidence_is_what_lspci_prints() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 15, "{ids:?}");
-    assert!(advice["skipped"].as_array().unwrap().is_empty());
+    // Every check looked: none is left wholly not judged on a whole-root snapshot.
+    let checks = advice["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 15);
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["status"] != "not-judged" && c["judged"].as_u64().unwrap() > 0),
+        "{checks:#?}"
+    );
 
     let mut compared = 0;
     for f in findings {
@@ -86,7 +94,12 @@ fn the_well_tuned_twin_has_no_finding_for_any_intent_but_isolation() {
             serde_json::json!([]),
             "{intent}: {advice:#}"
         );
-        assert_eq!(advice["checks_run"].as_array().unwrap().len(), 15);
+        let checks = advice["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 15);
+        assert!(
+            checks.iter().all(|c| c["status"] != "not-judged"),
+            "{intent}: {checks:#?}"
+        );
     }
     // Isolation wants translated DMA: identity domains are risks there.
     let advice = advise_json("clean", &["--intent", "isolation"]);
@@ -719,4 +732,95 @@ fn spec_exit_latencies_export_as_the_lnkcap_lspci_reads_and_advise_quotes() {
     );
     // Without a device model the snapshot predicts per request: the 32 µs exit.
     assert_eq!(advice["findings"][0]["prediction"]["before"], 32000.0);
+}
+
+/// The real lspci renders the server fixture as a plain `-xxxx` dump (no `Kernel driver in
+/// use:` lines). On the dump nothing says whether a driver is bound, so the checks that need a
+/// busy endpoint list every subject as not judged with what to capture, and never as run and
+/// clean; on the snapshot it was rendered from the same checks judge and find.
+#[test]
+fn a_plain_hex_dump_lists_busy_link_checks_as_not_judged_with_what_to_capture() {
+    let path = format!(
+        "sysfs.path={}",
+        fixture("server").join("sys/bus/pci").display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let render = |name: &str, args: &[&str]| {
+        let out = Command::new("lspci")
+            .args(["-A", "linux-sysfs", "-O", &path])
+            .args(args)
+            .output()
+            .expect("lspci (pciutils) must be installed; .ci/run installs it");
+        assert!(out.status.success());
+        let file = dir.path().join(name);
+        std::fs::write(&file, out.stdout).unwrap();
+        let machine = format!("lspci:{}", file.display());
+        let advice: Value =
+            serde_json::from_str(&ok(pcielab(&["advise", "--machine", &machine, "--json"])))
+                .unwrap();
+        let text = ok(pcielab(&["advise", "--machine", &machine]));
+        (advice, text)
+    };
+    let check = |advice: &Value, id: &str| -> Value {
+        advice["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == id)
+            .unwrap_or_else(|| panic!("{id} missing: {advice:#}"))
+            .clone()
+    };
+    let findings = |advice: &Value, id: &str| {
+        advice["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == id)
+            .count()
+    };
+    let without_k =
+        "this lspci output has no `Kernel driver in use:` lines, so whether a driver is \
+                     bound (the device busy) is unknown: capture with `lspci -vvv -k`";
+
+    let (dump, text) = render("dump.txt", &["-xxxx"]);
+    let aspm = check(&dump, "aspm-busy-link");
+    assert_eq!(aspm["status"], "not-judged", "{aspm:#}");
+    assert_eq!(aspm["judged"], 0);
+    assert_eq!(aspm["not_judged"][0]["reason"], without_k);
+    assert!(
+        text.contains(&format!("aspm-busy-link: not judged (0 judged, ")),
+        "{text}"
+    );
+    assert!(text.contains(without_k), "{text}");
+    for id in [
+        "mrrs-small",
+        "ext-tag-off",
+        "ten-bit-tag-off",
+        "relaxed-ordering",
+    ] {
+        let c = check(&dump, id);
+        assert_ne!(c["status"], "judged", "{id}: {c:#}");
+        assert!(
+            c["not_judged"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["reason"] == without_k),
+            "{id}: {c:#}"
+        );
+    }
+    // The facts the dump does carry are judged: the link and MPS checks.
+    for id in ["link-downtrained", "mps-below-path"] {
+        assert_eq!(check(&dump, id)["status"], "judged", "{id}");
+    }
+    // No reason on a dump of readable config space blames root.
+    assert!(!serde_json::to_string(&dump).unwrap().contains("needs root"));
+
+    // The snapshot the dump was rendered from knows each driver: the same check judges every
+    // link there and finds the busy link with ASPM on.
+    let snapshot = advise_json("server", &[]);
+    let aspm = check(&snapshot, "aspm-busy-link");
+    assert_eq!(aspm["status"], "judged", "{aspm:#}");
+    assert!(findings(&snapshot, "aspm-busy-link") > 0);
+    assert_eq!(findings(&dump, "aspm-busy-link"), 0);
 }

@@ -70,8 +70,16 @@ fn numbers(p: &Prediction) -> (f64, f64) {
 const NVME: u32 = 0x010802;
 const GPU: u32 = 0x030200;
 
+/// The condition a prediction holds on, `None` for an unconditional one.
+fn condition(p: &Prediction) -> Option<&str> {
+    match p {
+        Prediction::Predicted { condition, .. } => condition.as_deref(),
+        Prediction::NotPredicted { .. } => None,
+    }
+}
+
 #[test]
-fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
+fn a_gen4_card_in_a_gen3_slot_is_slot_limited_and_clean_but_a_narrow_link_is_downtrained() {
     let gen3x4 = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
     let (_t, m) = machine(
         "",
@@ -80,7 +88,24 @@ fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
         "{ max_speed = 16.0, max_width = 4, speed = 8.0, width = 4 }",
         NVME,
     );
-    assert!(only(&m, "link-downtrained", &options()).is_empty());
+    // Judged (slot-limited: all the slot offers) and clean.
+    let advice = advise(
+        &m,
+        &AdviseOptions {
+            only: vec!["link-downtrained"],
+            ..options()
+        },
+    )
+    .unwrap();
+    assert!(advice.findings.is_empty());
+    assert_eq!(
+        (advice.checks[0].judged, advice.checks[0].not_judged_count()),
+        (1, 0)
+    );
+    let topo = m.topology().unwrap();
+    let judge = crate::topology::check::LinkJudge::new(topo);
+    let (port, device) = judge.links()[0];
+    assert_eq!(judge.judge(port, device).unwrap().name(), "slot-limited");
 
     let (_t, m) = machine(
         "",
@@ -95,11 +120,13 @@ fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
     assert_eq!(f.subject, "link 0000:00:01.0 -> 0000:01:00.0");
     assert_eq!(f.severity, Severity::PerfLoss);
     assert!(
-        f.summary
-            .contains("runs Gen3 x2 but both ends support Gen3 x4"),
+        f.summary.starts_with(
+            "downtrained link 0000:00:01.0 -> 0000:01:00.0: running Gen3 x2 but both ends support Gen3 x4"
+        ),
         "{}",
         f.summary
     );
+    assert_eq!(condition(&f.prediction), None);
     assert!(
         f.summary.contains("limited by this link at 0000:01:00.0"),
         "{}",
@@ -125,7 +152,7 @@ fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
 }
 
 #[test]
-fn a_link_that_is_down_or_an_empty_slot_is_not_a_downtrain() {
+fn a_link_that_is_down_is_a_failed_link_not_a_downtrain() {
     let (_t, m) = machine(
         "",
         "{ max_speed = 8.0, max_width = 4, speed = 2.5, width = 0 }",
@@ -133,7 +160,20 @@ fn a_link_that_is_down_or_an_empty_slot_is_not_a_downtrain() {
         "{ max_speed = 8.0, max_width = 4, speed = 2.5, width = 0 }",
         NVME,
     );
-    assert!(only(&m, "link-downtrained", &options()).is_empty());
+    let found = only(&m, "link-downtrained", &options());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].severity, Severity::Risk);
+    assert!(
+        found[0]
+            .summary
+            .starts_with("data link down (failed link) between 0000:00:01.0 and 0000:01:00.0"),
+        "{}",
+        found[0].summary
+    );
+    assert!(matches!(
+        found[0].prediction,
+        Prediction::NotPredicted { .. }
+    ));
 }
 
 /// A root port and the NVMe drive below it as `lspci -vvnn` prints them, both reading x1 on an
@@ -199,14 +239,16 @@ fn no_link_is_judged_below_a_port_whose_data_link_is_down() {
         found
     };
     // The port reports DL_Active and it is clear: the x1 the drive still reads is no trained
-    // link, so neither a downtrain nor ASPM on a busy link is raised, by advise or topo; topo
-    // says once that the link is down under a listed device.
+    // link, so neither a downtrain nor ASPM on a busy link is raised, by advise or topo; both
+    // say once, in the same words, that the link failed under a listed device.
     let down = link_checks('+', '-');
-    assert_eq!(down.len(), 1, "{down:?}");
+    assert_eq!(down.len(), 2, "{down:?}");
+    assert_eq!(down[0].0, "link-downtrained");
+    assert_eq!(down[0].1, Severity::Risk);
     assert!(
-        down[0]
+        down[1]
             .0
-            .starts_with("data link down between 0000:00:1c.0 and 0000:01:00.0"),
+            .starts_with("data link down (failed link) between 0000:00:1c.0 and 0000:01:00.0"),
         "{down:?}"
     );
     // With the data link up, the same registers are a real x1 downtrain under ASPM L1.
@@ -260,11 +302,24 @@ fn an_idle_gpu_at_gen1_is_info_and_gone_when_a_later_sample_reaches_full_speed()
     let found = only(&m, "link-downtrained", &options());
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].severity, Severity::Info);
-    assert!(
-        found[0].summary.contains("lower link speed when idle"),
-        "{}",
-        found[0].summary
+    let said = "power-managed idle link 0000:00:01.0 -> 0000:01:00.0: running Gen1 x16 below the Gen3 x16 both ends support, speed only";
+    assert!(found[0].summary.starts_with(said), "{}", found[0].summary);
+    // An info finding's gain holds only on a condition, said with it.
+    assert_eq!(
+        condition(&found[0].prediction),
+        Some("if it ran at load at this speed (a downtrain) and retrained")
     );
+    // topo judges the link the same way, in the same words (no "check the slot, riser or
+    // signal integrity" for an idle GPU).
+    let topo = m.topology().unwrap();
+    let warned = crate::topology::check::warnings(topo);
+    let warning = &warned[&crate::pcie::bdf("01:00.0")];
+    assert_eq!(warning.len(), 1, "{warning:?}");
+    assert!(
+        found[0].summary.starts_with(warning[0].as_str()),
+        "{warning:?}"
+    );
+    assert!(!warning[0].contains("signal integrity"));
     // Under load the kernel's current_link_speed shows the trained-up rate.
     let dir = root.path().join("sys/bus/pci/devices/0000:01:00.0");
     std::fs::write(dir.join("current_link_speed"), "8.0 GT/s PCIe\n").unwrap();
@@ -433,7 +488,12 @@ fn ignore_mutes_one_finding_and_sim_machines_list_what_they_cannot_check() {
 
     let sim = Machine::open(&"sim:yitian710".parse().unwrap()).unwrap();
     let advice = advise(&sim, &options()).unwrap();
-    let skipped: Vec<&str> = advice.skipped.iter().map(|s| s.check).collect();
+    let not_judged: Vec<&str> = advice
+        .checks
+        .iter()
+        .filter(|c| c.status == crate::advise::CheckStatus::NotJudged)
+        .map(|c| c.check)
+        .collect();
     for id in [
         "irq-far-node",
         "cpu-governor",
@@ -443,11 +503,30 @@ fn ignore_mutes_one_finding_and_sim_machines_list_what_they_cannot_check() {
         "iommu-translated",
     ] {
         assert!(
-            skipped.contains(&id),
-            "{id} not listed as skipped: {skipped:?}"
+            not_judged.contains(&id),
+            "{id} not listed as not judged: {not_judged:?}"
         );
     }
-    assert!(advice.skipped.iter().all(|s| !s.reason.is_empty()));
+    let system = advice
+        .checks
+        .iter()
+        .find(|c| c.check == "cpu-governor")
+        .unwrap();
+    assert_eq!(
+        system.not_judged[0].reason,
+        "a sim: machine has no kernel files: cpufreq scaling_governor files are not simulated"
+    );
+    let aer = advice
+        .checks
+        .iter()
+        .find(|c| c.check == "aer-correctable")
+        .unwrap();
+    assert!(
+        aer.not_judged
+            .iter()
+            .any(|n| n.reason == "a sim: machine counts no AER errors"),
+        "{aer:?}"
+    );
 }
 
 /// irq-far-node judges a device's vectors together (a device with one vector on its node
