@@ -356,6 +356,52 @@ fn the_exporter_serves_each_finding_as_a_series_promtool_accepts() {
     assert!(series.contains(
         &r#"pcielab_advice_findings{check="cpu-governor",severity="perf-loss",function="cpu 0-3"} 1"#
     ));
+    // Each link as advise judges it: its link-downtrained findings are the exporter's
+    // downtrained and power-managed-idle links, the rest full or slot-limited.
+    let states: Vec<(String, String)> = metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("pcielab_link_judgement{"))
+        .map(|l| {
+            let label = |key: &str| {
+                let at = l.find(&format!("{key}=\"")).unwrap() + key.len() + 2;
+                l[at..at + l[at..].find('"').unwrap()].to_string()
+            };
+            (label("function"), label("state"))
+        })
+        .collect();
+    let advice = advise_json("server", &["--only", "link-downtrained"]);
+    let judged_below: Vec<(String, String)> = advice["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let state = match f["severity"].as_str().unwrap() {
+                "perf-loss" => "downtrained",
+                _ => "power-managed-idle",
+            };
+            (
+                f["function"].as_str().unwrap().to_string(),
+                state.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states
+            .iter()
+            .filter(|(_, s)| s != "full" && s != "slot-limited")
+            .cloned()
+            .collect::<Vec<_>>(),
+        judged_below
+    );
+    assert!(
+        states.contains(&("0000:05:00.0".into(), "power-managed-idle".into())),
+        "{states:?}"
+    );
+    // The subjects each check judged, and those it could not, one series each.
+    assert!(metrics
+        .contains(r#"pcielab_advice_subjects{check="link-downtrained",judgement="judged"} 7"#));
+    assert!(metrics
+        .contains(r#"pcielab_advice_subjects{check="link-downtrained",judgement="not_judged"} 0"#));
     let clean = format!(
         "snapshot:{}",
         fixture("clean").join("sys/bus/pci").display()

@@ -775,6 +775,16 @@ impl MetricsRenderer {
                 }
             },
         );
+        family(
+            "pcielab_link_judgement",
+            "gauge",
+            "1 for the link above this function (its device's lowest function) as topo and advise judge it: state full, slot-limited, power-managed-idle, downtrained or failed.",
+            &mut |f, l, w| {
+                if let Some(state) = f.link_judgement {
+                    w.series(l, Some(("state", state)), Value::Count(1));
+                }
+            },
+        );
         let severities = |a: &AerCounts| {
             [
                 ("correctable", a.correctable, a.rootport_correctable),

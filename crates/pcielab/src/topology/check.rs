@@ -96,9 +96,17 @@ pub fn shortfall(parent: &Function, f: &Function) -> Option<Shortfall> {
         return None;
     }
     let mine = f.link?;
-    let (Some(speed), Some(width)) = (mine.speed, mine.width) else {
-        return None;
-    };
+    shortfall_at(parent, f, mine.speed?, mine.width?)
+}
+
+/// [`shortfall`] of the link trained at `speed` x`width` now (a live reading).
+fn shortfall_at(
+    parent: &Function,
+    f: &Function,
+    speed: Generation,
+    width: u8,
+) -> Option<Shortfall> {
+    let mine = f.link?;
     if width == 0 {
         return None;
     }
@@ -280,6 +288,18 @@ impl<'a> LinkJudge<'a> {
     /// The link between `port` and `f`, judged at `f`; `None` when the input does not say
     /// enough to judge it (no trained speed and width, or neither end's LnkCap).
     pub fn judge(&self, port: &Function, f: &Function) -> Option<JudgedLink> {
+        let now = f.link.map_or((None, None), |l| (l.speed, l.width));
+        self.judge_trained(port, f, now)
+    }
+
+    /// [`LinkJudge::judge`] of the link as it trained now (`speed`, `width`: a live reading,
+    /// where the function's registers were read earlier).
+    pub fn judge_trained(
+        &self,
+        port: &Function,
+        f: &Function,
+        (speed, width): (Option<Generation>, Option<u8>),
+    ) -> Option<JudgedLink> {
         let judged = |judgement| JudgedLink {
             port: port.bdf,
             device: f.bdf,
@@ -289,7 +309,7 @@ impl<'a> LinkJudge<'a> {
             return Some(judged(LinkJudgement::Failed));
         }
         let mine = f.link?;
-        let (Some(speed), Some(width)) = (mine.speed, mine.width) else {
+        let (Some(speed), Some(width)) = (speed, width) else {
             return None;
         };
         if width == 0 {
@@ -301,7 +321,7 @@ impl<'a> LinkJudge<'a> {
         {
             return None;
         }
-        if let Some(s) = shortfall(port, f) {
+        if let Some(s) = shortfall_at(port, f, speed, width) {
             let same_device = |g: &&Function| {
                 (g.bdf.domain, g.bdf.bus, g.bdf.device) == (f.bdf.domain, f.bdf.bus, f.bdf.device)
             };
