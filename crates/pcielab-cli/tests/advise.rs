@@ -834,7 +834,7 @@ fn a_plain_hex_dump_lists_busy_link_checks_as_not_judged_with_what_to_capture() 
     assert_eq!(aspm["judged"], 0);
     assert_eq!(aspm["not_judged"][0]["reason"], without_k);
     assert!(
-        text.contains(&format!("aspm-busy-link: not judged (0 judged, ")),
+        text.contains("aspm-busy-link: not judged (0 judged, "),
         "{text}"
     );
     assert!(text.contains(without_k), "{text}");

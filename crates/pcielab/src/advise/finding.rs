@@ -201,27 +201,11 @@ impl Prediction {
     }
 
     /// The same gain, holding only on `condition` (a `NotPredicted` stays as it is).
-    pub fn conditional(self, condition: &str) -> Self {
-        match self {
-            Prediction::Predicted {
-                metric,
-                before,
-                after,
-                unit,
-                change_percent,
-                model,
-                ..
-            } => Prediction::Predicted {
-                metric,
-                before,
-                after,
-                unit,
-                change_percent,
-                model,
-                condition: Some(condition.to_string()),
-            },
-            other => other,
+    pub fn conditional(mut self, holds_if: &str) -> Self {
+        if let Prediction::Predicted { condition, .. } = &mut self {
+            *condition = Some(holds_if.to_string());
         }
+        self
     }
 
     pub fn not_predicted(reason: impl Into<String>) -> Self {

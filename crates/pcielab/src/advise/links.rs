@@ -53,17 +53,6 @@ fn device_functions<'a>(topo: &'a Topology, f: &Function) -> Vec<&'a Function> {
         .collect()
 }
 
-/// Whether `f` is busy, or why that is unknown (lspci output without driver lines).
-fn busy_or_why(context: &Context, f: &Function) -> std::result::Result<bool, String> {
-    if busy_endpoint(f) {
-        return Ok(true);
-    }
-    match context.input.driver() {
-        Some(reason) => Err(reason),
-        None => Ok(false),
-    }
-}
-
 fn facts<'a>(context: &'a Context, bdf: Bdf) -> Option<&'a FunctionFacts> {
     context.facts.functions.get(&bdf)
 }
@@ -479,19 +468,7 @@ pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let judge = LinkJudge::new(topo);
     let mut judged = Judged::default();
-    for f in topo
-        .functions()
-        .iter()
-        .filter(|f| is_endpoint(f) && moves_bulk_dma(f))
-    {
-        match busy_or_why(context, f) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(reason) => {
-                judged.not_judged(f.bdf, reason);
-                continue;
-            }
-        }
+    for f in busy_endpoints(context, &mut judged, moves_bulk_dma) {
         let (Some(mrrs), Some(mps)) = (f.mrrs, f.mps) else {
             judged.not_judged(f.bdf, context.input.express(f));
             continue;
@@ -786,19 +763,26 @@ const NO_EXT_TAGS: [(u16, u16); 9] = [
     (0x1166, 0x0422),
 ];
 
-fn root_port_of(topo: &Topology, bdf: Bdf) -> Option<&Function> {
-    topo.path_to_root(bdf)
+/// The root port above `f`; where the input holds none above an endpoint, `f` is noted as
+/// not judged (an integrated endpoint completes at the root complex: no port to ask).
+fn root_port_of<'a>(topo: &'a Topology, f: &Function, judged: &mut Judged) -> Option<&'a Function> {
+    let root = topo
+        .path_to_root(f.bdf)
         .into_iter()
-        .find(|f| f.kind == Kind::RootPort)
+        .find(|u| u.kind == Kind::RootPort);
+    if root.is_none() && f.kind == Kind::Endpoint {
+        judged.not_judged(f.bdf, NO_ROOT_PORT.into());
+    }
+    root
 }
 
-/// Busy endpoints `wanted` whose DevCap/DevCtl features were read, with them; each other
-/// endpoint `wanted` whose busyness or features are unknown is listed as not judged.
-fn busy_with_features<'a>(
+/// The busy endpoints `wanted`; each other endpoint `wanted` whose busyness is unknown (no
+/// driver lines in the input) is noted as not judged.
+fn busy_endpoints<'a>(
     context: &'a Context,
     judged: &mut Judged,
     wanted: impl Fn(&Function) -> bool,
-) -> Vec<(&'a Function, Features)> {
+) -> Vec<&'a Function> {
     let mut out = Vec::new();
     for f in context
         .topology
@@ -806,14 +790,24 @@ fn busy_with_features<'a>(
         .iter()
         .filter(|f| is_endpoint(f) && wanted(f))
     {
-        match busy_or_why(context, f) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(reason) => {
-                judged.not_judged(f.bdf, reason);
-                continue;
-            }
+        if busy_endpoint(f) {
+            out.push(f);
+        } else if let Some(reason) = context.input.driver() {
+            judged.not_judged(f.bdf, reason);
         }
+    }
+    out
+}
+
+/// The busy endpoints `wanted` whose DevCap/DevCtl features were read, with them; each whose
+/// busyness or features are unknown is noted as not judged.
+fn busy_with_features<'a>(
+    context: &'a Context,
+    judged: &mut Judged,
+    wanted: impl Fn(&Function) -> bool,
+) -> Vec<(&'a Function, Features)> {
+    let mut out = Vec::new();
+    for f in busy_endpoints(context, judged, wanted) {
         match facts(context, f.bdf).and_then(|x| x.features) {
             Some(x) => out.push((f, x)),
             None => judged.not_judged(f.bdf, context.input.features(f)),
@@ -898,11 +892,7 @@ pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let mut judged = Judged::default();
     for (f, x) in busy_with_features(context, &mut judged, |_| true) {
-        let Some(root) = root_port_of(topo, f.bdf) else {
-            // An integrated endpoint completes at the root complex, with no port to ask.
-            if f.kind == Kind::Endpoint {
-                judged.not_judged(f.bdf, NO_ROOT_PORT.into());
-            }
+        let Some(root) = root_port_of(topo, f, &mut judged) else {
             continue;
         };
         let Some(rx) = facts(context, root.bdf).and_then(|x| x.features) else {
@@ -950,11 +940,7 @@ pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let mut judged = Judged::default();
     for (f, x) in busy_with_features(context, &mut judged, moves_bulk_dma) {
-        let Some(root) = root_port_of(topo, f.bdf) else {
-            // An integrated endpoint completes at the root complex, with no port to ask.
-            if f.kind == Kind::Endpoint {
-                judged.not_judged(f.bdf, NO_ROOT_PORT.into());
-            }
+        let Some(root) = root_port_of(topo, f, &mut judged) else {
             continue;
         };
         let quirked = NO_RELAXED_ORDERING
