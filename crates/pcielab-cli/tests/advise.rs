@@ -435,6 +435,19 @@ fn the_report_page_has_an_advice_section_with_every_finding() {
         "{section}"
     );
     let advice = advise_json("server", &[]);
+    // Each check that left subjects not judged is listed with its reason, as advise says it
+    // (here aer-correctable: the host bridges have no PCI Express capability).
+    assert!(section.contains("<h3>Not judged</h3>"), "{section}");
+    for check in advice["checks"].as_array().unwrap() {
+        for group in check["not_judged"].as_array().unwrap() {
+            let reason = group["reason"].as_str().unwrap();
+            let row = format!("<li>{} (", check["check"].as_str().unwrap());
+            assert!(
+                section.contains(&row) && section.contains(reason),
+                "no {row}…{reason}"
+            );
+        }
+    }
     for f in advice["findings"].as_array().unwrap() {
         // The page escapes HTML: "->" in a link's subject is "-&gt;".
         let subject = f["subject"].as_str().unwrap().replace('>', "&gt;");
