@@ -435,6 +435,72 @@ mod tests {
         assert!(busy[&ep.bdf][1].ends_with("enabled at 0000:00:02.0"));
     }
 
+    /// Each judgement from the registers that make it: a GPU at Gen1 x16 under a Gen4 x16
+    /// port idles (speed only, a class that slows idle links), the same drop on an NVMe drive
+    /// is a downtrain, a Gen4 drive at Gen3 under a Gen3 port is slot-limited, width 0 and a
+    /// port reading DLActive- with LLActRep+ are failed links; a live reading at full speed
+    /// turns the idle GPU's link full.
+    #[test]
+    fn each_link_is_judged_once_by_what_its_registers_say() {
+        let judged = |port_link: Link, class: u32, dev_link: Link, dl_down: bool| {
+            let mut rp = Function::new(bdf("00:01.0"), 0x8086, 0x347a, 0x060400, Kind::RootPort);
+            rp.link = Some(port_link);
+            if dl_down {
+                rp.express_detail.dl_active_reporting = Some(true);
+                rp.express_detail.dl_active = Some(false);
+            }
+            let mut dev = Function::new(bdf("01:00.0"), 0x10de, 0x2204, class, Kind::Endpoint);
+            dev.parent = Some(rp.bdf);
+            dev.link = Some(dev_link);
+            let mut second = dev.clone();
+            second.bdf = bdf("01:00.1");
+            let topo = Topology::new(vec![rp, dev, second]);
+            let judge = LinkJudge::new(&topo);
+            let links = judge.links();
+            assert_eq!(
+                links.len(),
+                1,
+                "one link for the two functions of one device"
+            );
+            let (port, device) = links[0];
+            let live = judge.judge_trained(port, device, (Some(Gen4), Some(16)));
+            (
+                judge.judge(port, device).map(|j| j.name()),
+                live.map(|j| j.name()),
+            )
+        };
+        let gen4x16 = Link::trained((Gen4, 16), (Gen4, 16));
+        let gen1 = Link::trained((Gen4, 16), (Gen1, 16));
+        assert_eq!(
+            judged(gen4x16, 0x030000, gen1, false),
+            (Some("power-managed-idle"), Some("full"))
+        );
+        assert_eq!(
+            judged(gen4x16, 0x010802, gen1, false).0,
+            Some("downtrained")
+        );
+        let gen3_slot = Link::trained((Gen3, 16), (Gen3, 16));
+        let gen4_card_at_gen3 = Link::trained((Gen4, 16), (Gen3, 16));
+        assert_eq!(
+            judged(gen3_slot, 0x010802, gen4_card_at_gen3, false).0,
+            Some("slot-limited")
+        );
+        let untrained = Link::trained((Gen4, 16), (Gen1, 0));
+        assert_eq!(
+            judged(gen4x16, 0x010802, untrained, false).0,
+            Some("failed")
+        );
+        assert_eq!(judged(gen4x16, 0x010802, gen4x16, true).0, Some("failed"));
+        assert_eq!(judged(gen4x16, 0x010802, gen4x16, false).0, Some("full"));
+        // Neither end's LnkCap known: not judged.
+        let bare = Link {
+            speed: Some(Gen3),
+            width: Some(4),
+            ..Link::default()
+        };
+        assert_eq!(judged(Link::default(), 0x010802, bare, false).0, None);
+    }
+
     /// As sysfs shows a degraded SSD behind a switch: the downstream port's LnkSta (the link
     /// below it) and the SSD's both read Gen3 x1, the upstream port's its own link at full
     /// width. One link is degraded, so one warning, naming that link by both its ends.
