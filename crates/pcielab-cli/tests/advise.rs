@@ -55,7 +55,15 @@ fn every_check_fires_on_the_server_and_its_evidence_is_what_lspci_prints() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 15, "{ids:?}");
-    assert!(advice["skipped"].as_array().unwrap().is_empty());
+    // Every check looked: none is left wholly not judged on a whole-root snapshot.
+    let checks = advice["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 15);
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["status"] != "not-judged" && c["judged"].as_u64().unwrap() > 0),
+        "{checks:#?}"
+    );
 
     let mut compared = 0;
     for f in findings {
@@ -86,7 +94,12 @@ fn the_well_tuned_twin_has_no_finding_for_any_intent_but_isolation() {
             serde_json::json!([]),
             "{intent}: {advice:#}"
         );
-        assert_eq!(advice["checks_run"].as_array().unwrap().len(), 15);
+        let checks = advice["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 15);
+        assert!(
+            checks.iter().all(|c| c["status"] != "not-judged"),
+            "{intent}: {checks:#?}"
+        );
     }
     // Isolation wants translated DMA: identity domains are risks there.
     let advice = advise_json("clean", &["--intent", "isolation"]);
@@ -343,6 +356,52 @@ fn the_exporter_serves_each_finding_as_a_series_promtool_accepts() {
     assert!(series.contains(
         &r#"pcielab_advice_findings{check="cpu-governor",severity="perf-loss",function="cpu 0-3"} 1"#
     ));
+    // Each link as advise judges it: its link-downtrained findings are the exporter's
+    // downtrained and power-managed-idle links, the rest full or slot-limited.
+    let states: Vec<(String, String)> = metrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("pcielab_link_judgement{"))
+        .map(|l| {
+            let label = |key: &str| {
+                let at = l.find(&format!("{key}=\"")).unwrap() + key.len() + 2;
+                l[at..at + l[at..].find('"').unwrap()].to_string()
+            };
+            (label("function"), label("state"))
+        })
+        .collect();
+    let advice = advise_json("server", &["--only", "link-downtrained"]);
+    let judged_below: Vec<(String, String)> = advice["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let state = match f["severity"].as_str().unwrap() {
+                "perf-loss" => "downtrained",
+                _ => "power-managed-idle",
+            };
+            (
+                f["function"].as_str().unwrap().to_string(),
+                state.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states
+            .iter()
+            .filter(|(_, s)| s != "full" && s != "slot-limited")
+            .cloned()
+            .collect::<Vec<_>>(),
+        judged_below
+    );
+    assert!(
+        states.contains(&("0000:05:00.0".into(), "power-managed-idle".into())),
+        "{states:?}"
+    );
+    // The subjects each check judged, and those it could not, one series each.
+    assert!(metrics
+        .contains(r#"pcielab_advice_subjects{check="link-downtrained",judgement="judged"} 7"#));
+    assert!(metrics
+        .contains(r#"pcielab_advice_subjects{check="link-downtrained",judgement="not_judged"} 0"#));
     let clean = format!(
         "snapshot:{}",
         fixture("clean").join("sys/bus/pci").display()
@@ -376,6 +435,19 @@ fn the_report_page_has_an_advice_section_with_every_finding() {
         "{section}"
     );
     let advice = advise_json("server", &[]);
+    // Each check that left subjects not judged is listed with its reason, as advise says it
+    // (here aer-correctable: the host bridges have no PCI Express capability).
+    assert!(section.contains("<h3>Not judged</h3>"), "{section}");
+    for check in advice["checks"].as_array().unwrap() {
+        for group in check["not_judged"].as_array().unwrap() {
+            let reason = group["reason"].as_str().unwrap();
+            let row = format!("<li>{} (", check["check"].as_str().unwrap());
+            assert!(
+                section.contains(&row) && section.contains(reason),
+                "no {row}…{reason}"
+            );
+        }
+    }
     for f in advice["findings"].as_array().unwrap() {
         // The page escapes HTML: "->" in a link's subject is "-&gt;".
         let subject = f["subject"].as_str().unwrap().replace('>', "&gt;");
@@ -716,4 +788,95 @@ fn spec_exit_latencies_export_as_the_lnkcap_lspci_reads_and_advise_quotes() {
     assert_eq!(exits, ["L0s <1us, L1 <16us", "L1 <32us"], "{advice:#}");
     // Without a device model the snapshot predicts per request: the 32 µs exit.
     assert_eq!(advice["findings"][0]["prediction"]["before"], 32000.0);
+}
+
+/// The real lspci renders the server fixture as a plain `-xxxx` dump (no `Kernel driver in
+/// use:` lines). On the dump nothing says whether a driver is bound, so the checks that need a
+/// busy endpoint list every subject as not judged with what to capture, and never as run and
+/// clean; on the snapshot it was rendered from the same checks judge and find.
+#[test]
+fn a_plain_hex_dump_lists_busy_link_checks_as_not_judged_with_what_to_capture() {
+    let path = format!(
+        "sysfs.path={}",
+        fixture("server").join("sys/bus/pci").display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let render = |name: &str, args: &[&str]| {
+        let out = Command::new("lspci")
+            .args(["-A", "linux-sysfs", "-O", &path])
+            .args(args)
+            .output()
+            .expect("lspci (pciutils) must be installed; .ci/run installs it");
+        assert!(out.status.success());
+        let file = dir.path().join(name);
+        std::fs::write(&file, out.stdout).unwrap();
+        let machine = format!("lspci:{}", file.display());
+        let advice: Value =
+            serde_json::from_str(&ok(pcielab(&["advise", "--machine", &machine, "--json"])))
+                .unwrap();
+        let text = ok(pcielab(&["advise", "--machine", &machine]));
+        (advice, text)
+    };
+    let check = |advice: &Value, id: &str| -> Value {
+        advice["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == id)
+            .unwrap_or_else(|| panic!("{id} missing: {advice:#}"))
+            .clone()
+    };
+    let findings = |advice: &Value, id: &str| {
+        advice["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == id)
+            .count()
+    };
+    let without_k =
+        "this lspci output has no `Kernel driver in use:` lines, so whether a driver is \
+                     bound (the device busy) is unknown: capture with `lspci -vvv -k`";
+
+    let (dump, text) = render("dump.txt", &["-xxxx"]);
+    let aspm = check(&dump, "aspm-busy-link");
+    assert_eq!(aspm["status"], "not-judged", "{aspm:#}");
+    assert_eq!(aspm["judged"], 0);
+    assert_eq!(aspm["not_judged"][0]["reason"], without_k);
+    assert!(
+        text.contains("aspm-busy-link: not judged (0 judged, "),
+        "{text}"
+    );
+    assert!(text.contains(without_k), "{text}");
+    for id in [
+        "mrrs-small",
+        "ext-tag-off",
+        "ten-bit-tag-off",
+        "relaxed-ordering",
+    ] {
+        let c = check(&dump, id);
+        assert_ne!(c["status"], "judged", "{id}: {c:#}");
+        assert!(
+            c["not_judged"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["reason"] == without_k),
+            "{id}: {c:#}"
+        );
+    }
+    // The facts the dump does carry are judged: the link and MPS checks.
+    for id in ["link-downtrained", "mps-below-path"] {
+        assert_eq!(check(&dump, id)["status"], "judged", "{id}");
+    }
+    // No reason on a dump of readable config space blames root.
+    assert!(!serde_json::to_string(&dump).unwrap().contains("needs root"));
+
+    // The snapshot the dump was rendered from knows each driver: the same check judges every
+    // link there and finds the busy link with ASPM on.
+    let snapshot = advise_json("server", &[]);
+    let aspm = check(&snapshot, "aspm-busy-link");
+    assert_eq!(aspm["status"], "judged", "{aspm:#}");
+    assert!(findings(&snapshot, "aspm-busy-link") > 0);
+    assert_eq!(findings(&dump, "aspm-busy-link"), 0);
 }

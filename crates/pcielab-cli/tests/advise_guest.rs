@@ -324,11 +324,11 @@ impl Stage {
     }
 
     fn ran(&self, id: &str) -> bool {
-        self.advice["checks_run"]
+        self.advice["checks"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c == id)
+            .any(|c| c["check"] == id && c["status"] == "judged")
     }
 
     fn file(&self, path: &str) -> &str {

@@ -26,8 +26,8 @@ use pcielab::{Error, Result};
 
 Each finding has a stable id (--only, --ignore ID@BDF), a severity (info < risk < perf-loss),
 the evidence (file or config-space field as lspci -vvv names it, with its value), the fix (lever,
-command, reboot?) and the gain pcielab's model predicts or why it does not. Checks whose facts
-the machine lacks are listed as not checked. A snapshot saved as a whole root
+command, reboot?) and the gain pcielab's model predicts or why it does not. Each check says per
+subject a finding, judged clean, or not judged with what the input lacks and how to get it. A snapshot saved as a whole root
 (snapshot:ROOT/sys/bus/pci) also yields IRQ, CPU and IOMMU facts. --apply performs runtime
 sysfs/procfs writes only, writing the undo file first; config-space writes and kernel
 parameters are printed, never made. Exit: 0 (findings or not), 1 runtime failure, 2 bad input,

@@ -13,8 +13,9 @@ use std::path::PathBuf;
 Each regular file below DIR (dot files and README* skipped) is one machine's lspci output:
 -vvv text (with -nn, -k, -D or not) or a -xxxx hex dump, as --machine lspci:FILE reads it.
 Reported: files that failed (with FILE:LINE and why), functions read, read time per machine,
-and per check how many findings on how many machines. --json adds every machine's findings,
-each quoting the input line it rests on.")]
+and per check the subjects judged and not judged (with each reason), and how many findings on
+how many machines. --json adds every machine's checks and findings, each finding quoting the
+input line it rests on.")]
 pub struct Args {
     /// Directory of lspci outputs, one machine per file (walked recursively)
     pub dir: PathBuf,

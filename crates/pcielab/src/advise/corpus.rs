@@ -1,8 +1,10 @@
 //! `pcielab corpus DIR`: reads every lspci output under a directory (one machine per file),
 //! as `--machine lspci:FILE` would, and reports what a fleet of real machines looks like:
 //! which files fail to read (each naming its line), how long each machine takes, how many
-//! functions each holds, and how often each `advise` check fires, with the input line each
-//! finding quotes as its evidence.
+//! functions each holds, and per `advise` check how many subjects it judged, how many it could
+//! not judge (with the reasons) and how often it fires, with the input line each finding
+//! quotes as its evidence. A check that could not look is counted as not judged, never as
+//! "0 findings".
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +12,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{advise, AdviseOptions, Severity, CHECKS};
+use super::{advise, AdviseOptions, CheckReport, CheckStatus, Severity, CHECKS};
 use crate::error::{Error, Result};
 use crate::machine::{Machine, MachineSelector};
 use crate::topology::lspci::read_lspci_path;
@@ -31,9 +33,9 @@ pub struct Finding {
     pub evidence: Vec<String>,
 }
 
-/// The findings `advise` makes on the lspci output in `path`, for the throughput intent, each
-/// with the input lines its evidence was read from.
-pub fn findings(path: &Path) -> Result<Vec<Finding>> {
+/// What `advise` makes of the lspci output in `path`, for the throughput intent: each
+/// finding with the input lines its evidence was read from, and each check's judgement.
+pub fn findings(path: &Path) -> Result<(Vec<Finding>, Vec<CheckReport>)> {
     // Opened from the path itself, not its text, so a name that is not UTF-8 still opens.
     let machine = Machine::open(&MachineSelector::Lspci {
         path: path.to_path_buf(),
@@ -42,7 +44,8 @@ pub fn findings(path: &Path) -> Result<Vec<Finding>> {
         link_samples: 1,
         ..AdviseOptions::default()
     };
-    Ok(advise(&machine, &options)?
+    let advice = advise(&machine, &options)?;
+    let found = advice
         .findings
         .into_iter()
         .map(|f| Finding {
@@ -57,7 +60,8 @@ pub fn findings(path: &Path) -> Result<Vec<Finding>> {
                 lines
             },
         })
-        .collect())
+        .collect();
+    Ok((found, advice.checks))
 }
 
 /// One machine (file) read.
@@ -69,6 +73,9 @@ pub struct MachineRead {
     pub read_us: u64,
     pub notes: Vec<String>,
     pub findings: Vec<Finding>,
+    /// Each check's judgement of this machine: subjects judged, findings, and what it could
+    /// not judge with the reason.
+    pub checks: Vec<CheckReport>,
 }
 
 /// A file that did not read, and why (the message names its line).
@@ -83,8 +90,17 @@ pub struct Failure {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct CheckCount {
     pub severity: Option<Severity>,
+    /// Subjects judged (with a finding or clean), over every machine.
+    pub judged: usize,
+    /// Subjects the input did not let the check judge, over every machine.
+    pub not_judged: usize,
     pub findings: usize,
+    /// Machines with a finding.
     pub machines: usize,
+    /// Machines on which the check judged nothing for want of input (status not-judged).
+    pub machines_not_judged: usize,
+    /// Each reason for not judging, with the number of subjects it covers.
+    pub reasons: BTreeMap<String, usize>,
 }
 
 /// The whole run.
@@ -117,13 +133,14 @@ pub fn run_corpus(dir: &Path) -> Result<CorpusReport> {
             Ok((read, read_us, findings(path)?))
         });
         match read {
-            Ok((read, read_us, found)) => machines.push(MachineRead {
+            Ok((read, read_us, (found, judged))) => machines.push(MachineRead {
                 file,
                 format: read.format,
                 functions: read.topology.functions().len(),
                 read_us,
                 notes: read.notes,
                 findings: found,
+                checks: judged,
             }),
             Err(e) => failed.push(Failure {
                 file,
@@ -138,6 +155,15 @@ pub fn run_corpus(dir: &Path) -> Result<CorpusReport> {
         .map(|(id, _)| (*id, CheckCount::default()))
         .collect();
     for m in &machines {
+        for report in &m.checks {
+            let count = checks.entry(report.check).or_default();
+            count.judged += report.judged;
+            count.not_judged += report.not_judged_count();
+            count.machines_not_judged += usize::from(report.status == CheckStatus::NotJudged);
+            for group in &report.not_judged {
+                *count.reasons.entry(group.reason.clone()).or_default() += group.subjects.len();
+            }
+        }
         let mut fired: Vec<&str> = Vec::new();
         for finding in &m.findings {
             let count = checks.entry(finding.check).or_default();
@@ -278,16 +304,31 @@ impl CorpusReport {
         );
         let _ = writeln!(
             out,
-            "\n{:<22} {:<9} {:>9} {:>9}",
-            "check", "severity", "findings", "machines"
+            "\n{:<22} {:<9} {:>9} {:>11} {:>9} {:>9} {:>12}",
+            "check", "severity", "judged", "not judged", "findings", "machines", "not judged on"
         );
         for (check, count) in &self.checks {
             let severity = count.severity.map_or("-", Severity::name);
             let _ = writeln!(
                 out,
-                "{check:<22} {severity:<9} {:>9} {:>9}",
-                count.findings, count.machines
+                "{check:<22} {severity:<9} {:>9} {:>11} {:>9} {:>9} {:>12}",
+                count.judged,
+                count.not_judged,
+                count.findings,
+                count.machines,
+                count.machines_not_judged
             );
+        }
+        let _ = writeln!(
+            out,
+            "\n(judged and not judged count subjects: functions, links, pairs or CPUs; \
+             \"not judged on\" counts machines where the check judged nothing)"
+        );
+        for (check, count) in self.checks.iter().filter(|(_, c)| !c.reasons.is_empty()) {
+            let _ = writeln!(out, "\nnot judged by {check}:");
+            for (reason, subjects) in &count.reasons {
+                let _ = writeln!(out, "  {subjects:>6} x {reason}");
+            }
         }
         for failure in &self.failed {
             let _ = writeln!(out, "\nFAILED {}: {}", failure.file, failure.message);

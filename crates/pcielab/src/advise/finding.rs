@@ -172,6 +172,10 @@ pub enum Prediction {
         change_percent: f64,
         /// The model and inputs it came from.
         model: String,
+        /// The condition the gain holds on, where it is not the machine as read ("if it ran
+        /// at load"): an `info` finding's gain always carries one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        condition: Option<String>,
     },
     NotPredicted {
         reason: String,
@@ -192,7 +196,16 @@ impl Prediction {
             unit: unit.to_string(),
             change_percent,
             model,
+            condition: None,
         }
+    }
+
+    /// The same gain, holding only on `condition` (a `NotPredicted` stays as it is).
+    pub fn conditional(mut self, holds_if: &str) -> Self {
+        if let Prediction::Predicted { condition, .. } = &mut self {
+            *condition = Some(holds_if.to_string());
+        }
+        self
     }
 
     pub fn not_predicted(reason: impl Into<String>) -> Self {
@@ -222,11 +235,57 @@ pub struct Finding {
     pub prediction: Prediction,
 }
 
-/// A check that did not run, and why.
+/// Subjects a check could not judge, and why: what the input lacks and how to get it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Skipped {
-    pub check: &'static str,
+pub struct NotJudged {
     pub reason: String,
+    /// The functions, links or parts of the machine not judged for this reason.
+    pub subjects: Vec<String>,
+}
+
+/// How much of its subjects one check could judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckStatus {
+    /// Every subject judged: a finding or clean.
+    Judged,
+    /// Some subjects judged, others not (listed with the reason).
+    PartlyJudged,
+    /// No subject judged: the input lacks what the check reads.
+    NotJudged,
+    /// The machine has nothing this check looks at (no busy endpoint, no link).
+    NothingToJudge,
+}
+
+impl CheckStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckStatus::Judged => "judged",
+            CheckStatus::PartlyJudged => "partly judged",
+            CheckStatus::NotJudged => "not judged",
+            CheckStatus::NothingToJudge => "nothing to judge",
+        }
+    }
+}
+
+/// What one check made of the machine: per subject a finding, judged clean, or not judged.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CheckReport {
+    pub check: &'static str,
+    pub status: CheckStatus,
+    /// Subjects judged, with a finding or clean.
+    pub judged: usize,
+    /// Findings made, those muted by `--ignore` included.
+    pub findings: usize,
+    /// Subjects not judged, grouped by reason.
+    pub not_judged: Vec<NotJudged>,
+}
+
+impl CheckReport {
+    /// How many subjects were not judged.
+    pub fn not_judged_count(&self) -> usize {
+        self.not_judged.iter().map(|n| n.subjects.len()).sum()
+    }
 }
 
 /// The whole answer of `advise`.
@@ -234,8 +293,8 @@ pub struct Skipped {
 pub struct Advice {
     pub machine: String,
     pub intent: Intent,
-    pub checks_run: Vec<&'static str>,
-    pub skipped: Vec<Skipped>,
+    /// Every check run, in [`CHECKS`] order, with what it could and could not judge.
+    pub checks: Vec<CheckReport>,
     /// Findings muted by `--ignore`, counted so a fleet sees they exist.
     pub muted: usize,
     pub findings: Vec<Finding>,
@@ -374,13 +433,73 @@ pub(crate) struct Context<'a> {
     pub platform: Option<&'a PlatformModel>,
     /// The pci directory of a machine with sysfs, for re-reading link state.
     pub pci_dir: Option<std::path::PathBuf>,
+    /// What kind of input the facts came from, to say why one is missing.
+    pub input: super::missing::Input,
     /// The simulator behind a `sim:` machine: its devices' access latencies and its `[sim]`
     /// IRQ placement let ASPM and IRQ findings predict a workload's change.
     pub simulated: Option<&'a crate::sim::SimulatedPcie>,
 }
 
-/// The result of one check: findings, or why it could not run.
-pub(crate) type CheckOutcome = std::result::Result<Vec<Finding>, String>;
+/// What one check makes of its subjects, built as it walks them: a finding, judged clean, or
+/// not judged with the reason (from `missing.rs`). A check in the older style
+/// (`Result<Vec<Finding>, String>`) ports by `found` for each push, `clean` where it
+/// `continue`d past a subject it looked at, and `not_judged` where a fact was `None`.
+#[derive(Debug, Default)]
+pub(crate) struct Judged {
+    pub findings: Vec<Finding>,
+    pub judged: usize,
+    pub not_judged: Vec<NotJudged>,
+}
+
+impl Judged {
+    /// A subject judged and found clean.
+    pub fn clean(&mut self) {
+        self.judged += 1;
+    }
+
+    /// A subject judged, with its finding.
+    pub fn found(&mut self, finding: Finding) {
+        self.judged += 1;
+        self.findings.push(finding);
+    }
+
+    /// `subjects` judged at once, with the one finding that covers them (CPUs serving IRQs).
+    pub fn found_on(&mut self, subjects: usize, finding: Finding) {
+        self.judged += subjects;
+        self.findings.push(finding);
+    }
+
+    /// A subject the input does not let the check judge.
+    pub fn not_judged(&mut self, subject: impl std::fmt::Display, reason: String) {
+        let subject = subject.to_string();
+        match self.not_judged.iter_mut().find(|n| n.reason == reason) {
+            Some(group) => group.subjects.push(subject),
+            None => self.not_judged.push(NotJudged {
+                reason,
+                subjects: vec![subject],
+            }),
+        }
+    }
+
+    /// Nothing judged: the whole check lacks its input (`subject` names what, "machine").
+    pub fn nothing(subject: &str, reason: String) -> Judged {
+        let mut judged = Judged::default();
+        judged.not_judged(subject, reason);
+        judged
+    }
+
+    pub fn status(&self) -> CheckStatus {
+        match (self.judged, self.not_judged.is_empty()) {
+            (0, true) => CheckStatus::NothingToJudge,
+            (0, false) => CheckStatus::NotJudged,
+            (_, true) => CheckStatus::Judged,
+            (_, false) => CheckStatus::PartlyJudged,
+        }
+    }
+}
+
+/// The result of one check.
+pub(crate) type CheckOutcome = Judged;
 
 /// The size and queue depth of the request–response workload ASPM and IRQ-placement findings
 /// predict for: 4 KiB reads, one at a time (the latency benchmark drive datasheets quote).

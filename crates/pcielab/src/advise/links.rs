@@ -4,16 +4,16 @@
 //! errors and P2P pairs sent through the host by ACS. Each judges a link at its downstream
 //! function, the way the kernel's "limited by" message names a link by the device below it.
 
-use std::collections::{BTreeMap, HashMap};
-
 use super::facts::FunctionFacts;
 use super::finding::{
-    CheckOutcome, Context, Evidence, Finding, Fix, Intent, Lever, Prediction, Severity, Write,
+    CheckOutcome, Context, Evidence, Finding, Fix, Intent, Judged, Lever, Prediction, Severity,
+    Write,
 };
+use super::missing::NO_ROOT_PORT;
 use crate::model::platform::PlatformModel;
 use crate::model::transfer::{achievable_mbps, LinkParams};
 use crate::pcie::{Bdf, Generation};
-use crate::topology::check::{busy_functions, shortfall, Shortfall};
+use crate::topology::check::{busy_functions, JudgedLink, LinkJudge, LinkJudgement, Shortfall};
 use crate::topology::health::read_function_health;
 use crate::topology::p2p::{self, Cpu, MapType, Reason};
 use crate::topology::{AspmLatency, DeviceFeatures, Function, Kind, Topology};
@@ -42,16 +42,14 @@ fn moves_bulk_dma(f: &Function) -> bool {
     matches!(f.class >> 16, 0x01 | 0x02 | 0x03 | 0x12)
 }
 
-/// Classes whose devices lower link speed when idle (GPUs, NICs, accelerators).
-fn lowers_speed_when_idle(f: &Function) -> bool {
-    matches!(f.class >> 16, 0x02 | 0x03 | 0x12)
-}
-
-/// The parent of `f` when a link joins them (the parent is a root or downstream port).
-fn port_above<'a>(topo: &'a Topology, f: &Function) -> Option<&'a Function> {
-    f.parent
-        .and_then(|p| topo.get(p))
-        .filter(|p| p.kind.has_link_below())
+/// The functions of `f`'s device: they share its link.
+fn device_functions<'a>(topo: &'a Topology, f: &Function) -> Vec<&'a Function> {
+    topo.functions()
+        .iter()
+        .filter(|g| {
+            (g.bdf.domain, g.bdf.bus, g.bdf.device) == (f.bdf.domain, f.bdf.bus, f.bdf.device)
+        })
+        .collect()
 }
 
 fn facts<'a>(context: &'a Context, bdf: Bdf) -> Option<&'a FunctionFacts> {
@@ -106,17 +104,6 @@ fn ceiling_prediction(
     )
 }
 
-/// Every function with the endpoints at or below it, found in one walk up from each endpoint.
-fn endpoints_below(topo: &Topology) -> HashMap<Bdf, Vec<Bdf>> {
-    let mut below: HashMap<Bdf, Vec<Bdf>> = HashMap::new();
-    for e in topo.functions().iter().filter(|f| is_endpoint(f)) {
-        for up in topo.path_to_root(e.bdf) {
-            below.entry(up.bdf).or_default().push(e.bdf);
-        }
-    }
-    below
-}
-
 /// Re-reads the link state of `bdf` on a machine with sysfs: true when any of the samples
 /// reaches what both ends support, so the drop was the device saving power, not a downtrain.
 fn reaches_capability_when_sampled(context: &Context, bdf: Bdf, s: &Shortfall) -> bool {
@@ -144,120 +131,166 @@ fn reaches_capability_when_sampled(context: &Context, bdf: Bdf, s: &Shortfall) -
 
 pub(super) fn downtrained(context: &Context) -> CheckOutcome {
     let topo = context.topology;
-    let mut found = Vec::new();
-    let mut below_each: Option<HashMap<Bdf, Vec<Bdf>>> = None;
-    for f in topo.functions() {
-        let Some(port) = port_above(topo, f) else {
+    let judge = LinkJudge::new(topo);
+    let mut judged = Judged::default();
+    for (port, f) in judge.links() {
+        let subject = format!("link {} -> {}", port.bdf, f.bdf);
+        let Some(link) = judge.judge(port, f) else {
+            judged.not_judged(subject, context.input.express(f));
             continue;
         };
-        let Some(s) = shortfall(port, f) else {
-            continue;
-        };
-        if reaches_capability_when_sampled(context, f.bdf, &s) {
-            continue;
-        }
-        let common_speed = s.common_speed.unwrap_or(s.speed);
-        let common_width = s.common_width.unwrap_or(s.width);
-        let below_each = below_each.get_or_insert_with(|| endpoints_below(topo));
-        let below = below_each.get(&f.bdf).map_or(&[][..], Vec::as_slice);
-        // The functions of one device share its link: a GPU's audio function idles with it.
-        let same_device = |g: &&Function| {
-            (g.bdf.domain, g.bdf.bus, g.bdf.device) == (f.bdf.domain, f.bdf.bus, f.bdf.device)
-        };
-        let idle_possible = s.slower()
-            && !s.narrower()
-            && (below
-                .iter()
-                .any(|b| topo.get(*b).is_some_and(lowers_speed_when_idle))
-                || topo
-                    .functions()
-                    .iter()
-                    .filter(same_device)
-                    .any(lowers_speed_when_idle));
-        let samples = context.options.link_samples.max(1);
-        let mut summary = format!(
-            "link {} -> {} runs {} x{} but both ends support {} x{} (min of {}'s and {}'s LnkCap)",
-            port.bdf, f.bdf, s.speed, s.width, common_speed, common_width, port.bdf, f.bdf
-        );
-        let limited: Vec<String> = below
-            .iter()
-            .filter(|e| {
-                topo.path_ceiling(**e)
-                    .is_some_and(|c| c.limiting == f.bdf || c.limiting == port.bdf)
-            })
-            .map(|e| e.to_string())
-            .collect();
-        if !limited.is_empty() {
-            summary.push_str(&format!(
-                "; available bandwidth of {} limited by this link at {}",
-                limited.join(", "),
-                f.bdf
-            ));
-        }
-        if idle_possible {
-            summary.push_str(&format!(
-                "; speed only, read {samples} time(s) and never at full speed: devices of this class \
-                 lower link speed when idle, so re-run under load before calling it a downtrain"
-            ));
-        }
-        let source = config_source(context, f.bdf);
-        let port_source = config_source(context, port.bdf);
-        let cap = |l: Option<crate::topology::Link>| {
-            l.map_or("?".to_string(), |l| {
-                format!(
-                    "Speed {}, Width x{}",
-                    l.max_speed.map_or("?".into(), rate),
-                    l.max_width.map_or("?".into(), |w| w.to_string())
-                )
-            })
-        };
-        let evidence = vec![
-            Evidence::new(
-                source.clone(),
-                "LnkSta",
-                format!(
-                    "Speed {}{}, Width x{}{}",
-                    rate(s.speed),
-                    if s.slower() { " (downgraded)" } else { "" },
-                    s.width,
-                    if s.narrower() { " (downgraded)" } else { "" }
-                ),
-            ),
-            Evidence::new(source, "LnkCap", cap(f.link)),
-            Evidence::new(port_source, "LnkCap", cap(port.link)),
-        ];
-        let prediction = match f.link_params() {
-            Some(now) => {
-                let best = LinkParams {
-                    gen: common_speed,
-                    width: common_width,
-                    ..now
-                };
-                ceiling_prediction(context, "write ceiling of this link", &now, &best, "")
+        let finding = match link.judgement {
+            // A slot-limited link runs at all its slot offers: hardware placement, nothing
+            // to change on this machine, so judged clean (topo and the exporter say it).
+            LinkJudgement::Full | LinkJudgement::SlotLimited { .. } => None,
+            LinkJudgement::Failed => Some(failed_link(context, &link, subject)),
+            LinkJudgement::PowerManagedIdle(s) | LinkJudgement::Downtrained(s) => {
+                if reaches_capability_when_sampled(context, f.bdf, &s) {
+                    None
+                } else {
+                    Some(below_capability(
+                        context, &judge, port, f, &link, &s, subject,
+                    ))
+                }
             }
-            None => Prediction::not_predicted("the link reports no trained speed and width"),
         };
-        found.push(Finding {
-            id: "link-downtrained",
-            severity: if idle_possible {
-                Severity::Info
-            } else {
-                Severity::PerfLoss
-            },
-            subject: format!("link {} -> {}", port.bdf, f.bdf),
-            function: Some(f.bdf.to_string()),
-            summary,
-            evidence,
-            fix: Fix::printed(Lever::Firmware, format!(
-                    "reseat the card or riser of {}, check the slot's bifurcation and speed settings in firmware; \
-                     `echo 1 > /sys/bus/pci/devices/{}/remove; echo 1 > /sys/bus/pci/rescan` retrains it once",
-                    f.bdf, f.bdf
-                )).noting("a link that trains low again after a retrain has a signal-integrity or slot problem"),
-            intent: context.options.intent,
-            prediction,
-        });
+        match finding {
+            Some(finding) => judged.found(finding),
+            None => judged.clean(),
+        }
     }
-    Ok(found)
+    judged
+}
+
+/// Both ends' LnkCap as evidence ("Speed 16GT/s, Width x16").
+fn link_cap_evidence(context: &Context, ends: [&Function; 2]) -> Vec<Evidence> {
+    ends.iter()
+        .map(|u| {
+            Evidence::new(
+                config_source(context, u.bdf),
+                "LnkCap",
+                u.link.map_or("?".to_string(), |l| {
+                    format!(
+                        "Speed {}, Width x{}",
+                        l.max_speed.map_or("?".into(), rate),
+                        l.max_width.map_or("?".into(), |w| w.to_string())
+                    )
+                }),
+            )
+        })
+        .collect()
+}
+
+/// A link whose data link layer reads down: no rate to predict, a card or slot to look at.
+/// Info, not a risk: the device's own registers were read through that link, and emulated
+/// ports (QEMU 7.2) read DLActive- under working devices, so the bit alone proves no failure.
+fn failed_link(context: &Context, link: &JudgedLink, subject: String) -> Finding {
+    Finding {
+        id: "link-downtrained",
+        severity: Severity::Info,
+        subject,
+        function: Some(link.device.to_string()),
+        summary: link.describe(),
+        evidence: vec![Evidence::new(
+            config_source(context, link.port),
+            "LnkSta: DLActive",
+            "-",
+        )],
+        fix: Fix::printed(
+            Lever::Firmware,
+            format!(
+                "reseat the card of {} and check its power; `echo 1 > /sys/bus/pci/devices/{}/remove; echo 1 > /sys/bus/pci/rescan` re-enumerates it",
+                link.device, link.device
+            ),
+        ),
+        intent: context.options.intent,
+        prediction: Prediction::not_predicted("a link that is down carries nothing to predict"),
+    }
+}
+
+/// A link trained below what both ends support: downtrained, or a power-managed idle link
+/// whose gain is conditional on it staying low under load.
+fn below_capability(
+    context: &Context,
+    judge: &LinkJudge,
+    port: &Function,
+    f: &Function,
+    link: &JudgedLink,
+    s: &Shortfall,
+    subject: String,
+) -> Finding {
+    let topo = context.topology;
+    let idle = matches!(link.judgement, LinkJudgement::PowerManagedIdle(_));
+    let mut summary = link.describe();
+    let limited: Vec<String> = judge
+        .endpoints_below(f.bdf)
+        .iter()
+        .filter(|e| {
+            topo.path_ceiling(**e)
+                .is_some_and(|c| c.limiting == f.bdf || c.limiting == port.bdf)
+        })
+        .map(|e| e.to_string())
+        .collect();
+    if !limited.is_empty() {
+        summary.push_str(&format!(
+            "; available bandwidth of {} limited by this link at {}",
+            limited.join(", "),
+            f.bdf
+        ));
+    }
+    if idle {
+        summary.push_str(&format!(
+            "; read {} time(s), never at full speed",
+            context.options.link_samples.max(1)
+        ));
+    }
+    let mut evidence = vec![Evidence::new(
+        config_source(context, f.bdf),
+        "LnkSta",
+        format!(
+            "Speed {}{}, Width x{}{}",
+            rate(s.speed),
+            if s.slower() { " (downgraded)" } else { "" },
+            s.width,
+            if s.narrower() { " (downgraded)" } else { "" }
+        ),
+    )];
+    evidence.extend(link_cap_evidence(context, [f, port]));
+    let prediction = match f.link_params() {
+        Some(now) => {
+            let best = LinkParams {
+                gen: s.common_speed.unwrap_or(s.speed),
+                width: s.common_width.unwrap_or(s.width),
+                ..now
+            };
+            let p = ceiling_prediction(context, "write ceiling of this link", &now, &best, "");
+            if idle {
+                p.conditional("if it ran at load at this speed (a downtrain) and retrained")
+            } else {
+                p
+            }
+        }
+        None => Prediction::not_predicted("the link reports no trained speed and width"),
+    };
+    Finding {
+        id: "link-downtrained",
+        severity: if idle { Severity::Info } else { Severity::PerfLoss },
+        subject,
+        function: Some(f.bdf.to_string()),
+        summary,
+        evidence,
+        fix: Fix::printed(Lever::Firmware, format!(
+                "reseat the card or riser of {}, check the slot's bifurcation and speed settings in firmware; \
+                 `echo 1 > /sys/bus/pci/devices/{}/remove; echo 1 > /sys/bus/pci/rescan` retrains it once",
+                f.bdf, f.bdf
+            )).noting(if idle {
+                "re-run under load first: an idle device lowers its link speed on purpose"
+            } else {
+                "a link that trains low again after a retrain has a signal-integrity or slot problem"
+            }),
+        intent: context.options.intent,
+        prediction,
+    }
 }
 
 /// The largest MPS every function on `bdf`'s path supports, and the function that limits it
@@ -280,21 +313,36 @@ fn path_mps(topo: &Topology, bdf: Bdf) -> Option<(u16, Bdf)> {
 
 pub(super) fn mps_below_path(context: &Context) -> CheckOutcome {
     let topo = context.topology;
-    if topo.functions().iter().all(|f| f.mps.is_none()) {
-        return Err("no function's DevCtl was readable (config space needs root)".into());
-    }
-    let mut found = Vec::new();
-    for f in topo.functions().iter().filter(|f| is_endpoint(f)) {
+    let mut judged = Judged::default();
+    // An integrated endpoint has no link and no path: its MPS answers to no port.
+    for f in topo.functions().iter().filter(|f| f.kind == Kind::Endpoint) {
+        let path = topo.path_to_root(f.bdf);
+        if let Some(u) = path
+            .iter()
+            .find(|u| u.mps.is_none() || u.mps_supported.is_none())
+        {
+            let reason = context.input.express(u);
+            judged.not_judged(
+                f.bdf,
+                if u.bdf == f.bdf {
+                    reason
+                } else {
+                    format!("{} on its path: {reason}", u.bdf)
+                },
+            );
+            continue;
+        }
         let (Some(mps), Some((best, limiting))) = (f.mps, path_mps(topo, f.bdf)) else {
+            judged.not_judged(f.bdf, NO_ROOT_PORT.into());
             continue;
         };
-        let path = topo.path_to_root(f.bdf);
         let low: Vec<&Function> = path
             .iter()
             .copied()
             .filter(|u| u.mps.is_some_and(|m| m < best))
             .collect();
         if low.is_empty() || mps >= best {
+            judged.clean();
             continue;
         }
         let evidence = low
@@ -336,7 +384,7 @@ pub(super) fn mps_below_path(context: &Context) -> CheckOutcome {
             }
         };
         let p2p = context.options.intent == Intent::P2p;
-        found.push(Finding {
+        judged.found(Finding {
             id: "mps-below-path",
             severity: Severity::PerfLoss,
             subject: f.bdf.to_string(),
@@ -362,17 +410,20 @@ pub(super) fn mps_below_path(context: &Context) -> CheckOutcome {
             prediction,
         });
     }
-    Ok(found)
+    judged
 }
 
 pub(super) fn mps_mismatch(context: &Context) -> CheckOutcome {
     let topo = context.topology;
-    let mut found = Vec::new();
+    let mut judged = Judged::default();
     for f in topo.functions() {
         let Some(port) = f.parent.and_then(|p| topo.get(p)) else {
             continue;
         };
+        let subject = format!("link {} -> {}", port.bdf, f.bdf);
         let (Some(mine), Some(theirs)) = (f.mps, port.mps) else {
+            let unknown = if f.mps.is_none() { f } else { port };
+            judged.not_judged(subject, context.input.express(unknown));
             continue;
         };
         // Larger below: this function may send TLPs its port rejects as malformed. Smaller
@@ -380,13 +431,14 @@ pub(super) fn mps_mismatch(context: &Context) -> CheckOutcome {
         // under this function's MPS (what pcie_bus_perf ensures by capping MRRS).
         let reads_fit = f.mrrs.is_some_and(|r| r <= mine);
         if mine == theirs || (mine < theirs && reads_fit) {
+            judged.clean();
             continue;
         }
         let source = config_source(context, f.bdf);
-        found.push(Finding {
+        judged.found(Finding {
             id: "mps-mismatch",
             severity: Severity::Risk,
-            subject: format!("link {} -> {}", port.bdf, f.bdf),
+            subject,
             function: Some(f.bdf.to_string()),
             summary: if mine > theirs {
                 format!("MPS {mine} B at {} above {theirs} B at {}: TLPs larger than {theirs} B are malformed at the port", f.bdf, port.bdf)
@@ -408,25 +460,23 @@ pub(super) fn mps_mismatch(context: &Context) -> CheckOutcome {
             prediction: Prediction::not_predicted("a correctness risk, not a rate: malformed TLPs are errors, not slowdowns"),
         });
     }
-    Ok(found)
+    judged
 }
 
 pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
     let topo = context.topology;
-    if topo.functions().iter().all(|f| f.mrrs.is_none()) {
-        return Err("no function's DevCtl was readable (config space needs root)".into());
-    }
-    let mut below_each: Option<HashMap<Bdf, Vec<Bdf>>> = None;
-    let mut found = Vec::new();
-    for f in topo
-        .functions()
-        .iter()
-        .filter(|f| busy_endpoint(f) && moves_bulk_dma(f))
-    {
+    let judge = LinkJudge::new(topo);
+    let mut judged = Judged::default();
+    // A root-complex integrated endpoint has no link: its reads are not split into TLPs on a
+    // wire, so MRRS costs it nothing (an integrated GPU at 128 B is no finding).
+    let linked_bulk_dma = |f: &Function| f.kind == Kind::Endpoint && moves_bulk_dma(f);
+    for f in busy_endpoints(context, &mut judged, linked_bulk_dma) {
         let (Some(mrrs), Some(mps)) = (f.mrrs, f.mps) else {
+            judged.not_judged(f.bdf, context.input.express(f));
             continue;
         };
         if mrrs > 128 && mrrs >= mps {
+            judged.clean();
             continue;
         }
         let target = mps.max(512);
@@ -437,11 +487,9 @@ pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
             .filter(|p| p.kind == Kind::SwitchDownstream)
             .and_then(|d| d.parent);
         let neighbours: Vec<String> = match switch {
-            Some(up) => below_each
-                .get_or_insert_with(|| endpoints_below(topo))
-                .get(&up)
-                .into_iter()
-                .flatten()
+            Some(up) => judge
+                .endpoints_below(up)
+                .iter()
                 .filter(|o| **o != f.bdf && topo.get(**o).is_some_and(busy_endpoint))
                 .map(|o| o.to_string())
                 .collect(),
@@ -472,7 +520,7 @@ pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
             ),
         };
         let code = (target / 128).trailing_zeros() << 12;
-        found.push(Finding {
+        judged.found(Finding {
             id: "mrrs-small",
             severity: Severity::PerfLoss,
             subject: f.bdf.to_string(),
@@ -487,27 +535,44 @@ pub(super) fn mrrs_small(context: &Context) -> CheckOutcome {
             prediction,
         });
     }
-    Ok(found)
+    judged
 }
 
 pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let busy = busy_functions(topo);
     let system = context.facts.system.as_ref();
-    let mut found = Vec::new();
-    for f in topo.functions() {
-        let Some(port) = port_above(topo, f) else {
-            continue;
-        };
+    let mut judged = Judged::default();
+    for (port, f) in LinkJudge::new(topo).links() {
+        let subject = format!("link {} -> {}", port.bdf, f.bdf);
         // No trained link below a port whose data link layer is down: no exit latency to pay.
-        if f.link.is_none() || !busy.contains(&f.bdf) || port.express_detail.data_link_down() {
+        if port.express_detail.data_link_down() {
+            judged.clean();
             continue;
         }
-        let on: Vec<&Function> = [port, f]
-            .into_iter()
+        // The functions of one device share its link; any of them busy keeps it busy, and
+        // ASPM enabled on any of them lets the link enter the state.
+        let device = device_functions(topo, f);
+        if let Some(unknown) = device
+            .iter()
+            .find(|u| u.link.is_none() || u.evidence.unknown.iter().any(|x| x == "aspm"))
+        {
+            judged.not_judged(subject, context.input.express(unknown));
+            continue;
+        }
+        if !device.iter().any(|u| busy.contains(&u.bdf)) {
+            match context.input.driver() {
+                Some(reason) => judged.not_judged(subject, reason),
+                None => judged.clean(),
+            }
+            continue;
+        }
+        let on: Vec<&Function> = std::iter::once(port)
+            .chain(device.iter().copied())
             .filter(|u| u.aspm_enabled.any())
             .collect();
         if on.is_empty() {
+            judged.clean();
             continue;
         }
         let mut evidence: Vec<Evidence> = on
@@ -643,10 +708,10 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             },
             None => Prediction::not_predicted("an exit latency is unreadable or 'unlimited' in LnkCap"),
         });
-        found.push(Finding {
+        judged.found(Finding {
             id: "aspm-busy-link",
             severity: if context.options.intent == Intent::Isolation { Severity::Info } else { Severity::PerfLoss },
-            subject: format!("link {} -> {}", port.bdf, f.bdf),
+            subject,
             function: Some(f.bdf.to_string()),
             summary: format!(
                 "ASPM {} enabled at {} on a link whose endpoint is busy (a driver is bound; traffic was not sampled): \
@@ -663,10 +728,14 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
                 note: Some("ASPM saves power on idle links; keep it where the device idles most of the time".into()),
             },
             intent: context.options.intent,
-            prediction,
+            prediction: if context.options.intent == Intent::Isolation {
+                prediction.conditional("for a workload that waits on this device (the isolation intent does not)")
+            } else {
+                prediction
+            },
         });
     }
-    Ok(found)
+    judged
 }
 
 /// The kernel's quirks (drivers/pci/quirks.c, Linux 6.12): root ports flagged
@@ -689,39 +758,81 @@ const NO_EXT_TAGS: [(u16, u16); 9] = [
     (0x1166, 0x0422),
 ];
 
-fn root_port_of(topo: &Topology, bdf: Bdf) -> Option<&Function> {
-    topo.path_to_root(bdf)
+/// The root port above `f`; where the input holds none above an endpoint, `f` is noted as
+/// not judged (an integrated endpoint completes at the root complex: no port to ask).
+fn root_port_of<'a>(topo: &'a Topology, f: &Function, judged: &mut Judged) -> Option<&'a Function> {
+    let root = topo
+        .path_to_root(f.bdf)
         .into_iter()
-        .find(|f| f.kind == Kind::RootPort)
+        .find(|u| u.kind == Kind::RootPort);
+    if root.is_none() && f.kind == Kind::Endpoint {
+        judged.not_judged(f.bdf, NO_ROOT_PORT.into());
+    }
+    root
 }
 
-/// Busy endpoints whose DevCap/DevCtl features were read, with them; why not, when none were.
-fn busy_with_features<'a>(
-    context: &Context<'a>,
-) -> std::result::Result<Vec<(&'a Function, DeviceFeatures)>, String> {
-    let known = |f: &Function| f.express_detail.features.ext_tag_supported.is_some();
-    if !context.topology.functions().iter().any(known) {
-        return Err("no function's DevCap/DevCtl features are known (reading config space beyond 64 bytes needs root; a sim: spec does not describe them)".into());
-    }
-    Ok(context
+/// The busy endpoints `wanted`; each other endpoint `wanted` whose busyness is unknown (no
+/// driver lines in the input) is noted as not judged.
+fn busy_endpoints<'a>(
+    context: &'a Context,
+    judged: &mut Judged,
+    wanted: impl Fn(&Function) -> bool,
+) -> Vec<&'a Function> {
+    let mut out = Vec::new();
+    for f in context
         .topology
         .functions()
         .iter()
-        .filter(|f| busy_endpoint(f) && known(f))
-        .map(|f| (f, f.express_detail.features))
-        .collect())
+        .filter(|f| is_endpoint(f) && wanted(f))
+    {
+        if busy_endpoint(f) {
+            out.push(f);
+        } else if let Some(reason) = context.input.driver() {
+            judged.not_judged(f.bdf, reason);
+        }
+    }
+    out
+}
+
+/// Whether `f`'s DevCap/DevCtl feature bits were read (they come as one register pair).
+fn features_known(f: &Function) -> bool {
+    f.express_detail.features.ext_tag_supported.is_some()
+}
+
+/// The busy endpoints `wanted` whose DevCap/DevCtl features were read, with them; each whose
+/// busyness or features are unknown is noted as not judged.
+fn busy_with_features<'a>(
+    context: &'a Context,
+    judged: &mut Judged,
+    wanted: impl Fn(&Function) -> bool,
+) -> Vec<(&'a Function, DeviceFeatures)> {
+    let mut out = Vec::new();
+    for f in busy_endpoints(context, judged, wanted) {
+        if features_known(f) {
+            out.push((f, f.express_detail.features));
+        } else {
+            judged.not_judged(f.bdf, context.input.features(f));
+        }
+    }
+    out
 }
 
 pub(super) fn ext_tag_off(context: &Context) -> CheckOutcome {
     let topo = context.topology;
-    let mut found = Vec::new();
+    let mut judged = Judged::default();
     // Tags bound the reads a bulk-DMA device keeps in flight; a port or event collector bound
     // to pcieport issues no such reads.
-    for (f, x) in busy_with_features(context)?
-        .into_iter()
-        .filter(|(f, _)| moves_bulk_dma(f))
-    {
-        if x.ext_tag_supported != Some(true) || x.ext_tag_enabled != Some(false) {
+    for (f, x) in busy_with_features(context, &mut judged, moves_bulk_dma) {
+        if x.ext_tag_supported != Some(true) {
+            judged.clean();
+            continue;
+        }
+        let Some(enabled) = x.ext_tag_enabled else {
+            judged.not_judged(f.bdf, context.input.features(f));
+            continue;
+        };
+        if enabled {
+            judged.clean();
             continue;
         }
         let quirk = topo
@@ -729,10 +840,11 @@ pub(super) fn ext_tag_off(context: &Context) -> CheckOutcome {
             .iter()
             .find(|o| o.bdf.domain == f.bdf.domain && NO_EXT_TAGS.contains(&(o.vendor, o.device)));
         if quirk.is_some() {
+            judged.clean();
             continue;
         }
         let prediction = tag_prediction(context, f, 32, 256, "8-bit (Extended) tags");
-        found.push(Finding {
+        judged.found(Finding {
             id: "ext-tag-off",
             severity: Severity::PerfLoss,
             subject: f.bdf.to_string(),
@@ -747,7 +859,7 @@ pub(super) fn ext_tag_off(context: &Context) -> CheckOutcome {
             prediction,
         });
     }
-    Ok(found)
+    judged
 }
 
 /// Read throughput with `before` and `after` tags in flight: the read latency bound
@@ -789,19 +901,31 @@ fn tag_prediction(
 
 pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
     let topo = context.topology;
-    let mut found = Vec::new();
-    for (f, x) in busy_with_features(context)? {
-        let Some(root) = root_port_of(topo, f.bdf) else {
+    let mut judged = Judged::default();
+    for (f, x) in busy_with_features(context, &mut judged, |_| true) {
+        let Some(root) = root_port_of(topo, f, &mut judged) else {
             continue;
         };
+        if !features_known(root) {
+            judged.not_judged(
+                f.bdf,
+                format!(
+                    "its root port {}: {}",
+                    root.bdf,
+                    context.input.features(root)
+                ),
+            );
+            continue;
+        }
         let rx = root.express_detail.features;
         if x.ten_bit_tag_requester != Some(true)
             || x.ten_bit_tag_requester_enabled != Some(false)
             || rx.ten_bit_tag_completer != Some(true)
         {
+            judged.clean();
             continue;
         }
-        found.push(Finding {
+        judged.found(Finding {
             id: "ten-bit-tag-off",
             severity: Severity::Info,
             subject: f.bdf.to_string(),
@@ -817,26 +941,25 @@ pub(super) fn ten_bit_tag_off(context: &Context) -> CheckOutcome {
             ],
             fix: Fix::printed(Lever::Setpci, format!("setpci -s {} CAP_EXP+28.w=1000:1000 — printed, not performed; only with no P2P peer lacking 10BitTagComp", f.bdf)),
             intent: context.options.intent,
-            prediction: tag_prediction(context, f, 256, 768, "10-bit tags"),
+            prediction: tag_prediction(context, f, 256, 768, "10-bit tags")
+                .conditional("if the device's reads are limited by tags in flight"),
         });
     }
-    Ok(found)
+    judged
 }
 
 pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
     let topo = context.topology;
-    let mut found = Vec::new();
-    for (f, x) in busy_with_features(context)?
-        .into_iter()
-        .filter(|(f, _)| moves_bulk_dma(f))
-    {
-        let Some(root) = root_port_of(topo, f.bdf) else {
+    let mut judged = Judged::default();
+    for (f, x) in busy_with_features(context, &mut judged, moves_bulk_dma) {
+        let Some(root) = root_port_of(topo, f, &mut judged) else {
             continue;
         };
         let quirked = NO_RELAXED_ORDERING
             .iter()
             .any(|(v, ids)| root.vendor == *v && ids.contains(&root.device));
         let Some(relaxed) = x.relaxed_ordering_enabled else {
+            judged.not_judged(f.bdf, context.input.features(f));
             continue;
         };
         let (severity, summary, command) = match (quirked, relaxed) {
@@ -850,9 +973,12 @@ pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
                 format!("Relaxed Ordering is disabled on {} though its root port {} has no quirk against it: writes cannot pass each other in the fabric", f.bdf, root.bdf),
                 format!("setpci -s {} CAP_EXP+8.w=0010:0010 — printed, not performed; the driver decides whether it sets RO on its TLPs", f.bdf),
             ),
-            _ => continue,
+            _ => {
+                judged.clean();
+                continue;
+            }
         };
-        found.push(Finding {
+        judged.found(Finding {
             id: "relaxed-ordering",
             severity,
             subject: f.bdf.to_string(),
@@ -874,30 +1000,31 @@ pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
             prediction: Prediction::not_predicted("ordering is not in the link or platform model"),
         });
     }
-    Ok(found)
+    judged
 }
 
 pub(super) fn aer_correctable(context: &Context) -> CheckOutcome {
-    let counted: BTreeMap<Bdf, (u64, &FunctionFacts)> = context
-        .facts
-        .functions
-        .iter()
-        .filter_map(|(b, x)| Some((*b, (x.aer_correctable?, x))))
-        .collect();
-    if counted.is_empty() {
-        return Err(
-            "no aer_dev_correctable file (sim:, a snapshot without AER files, or AER off)".into(),
-        );
-    }
-    let mut found = Vec::new();
-    for (bdf, (count, x)) in counted.into_iter().filter(|(_, (c, _))| *c > 0) {
+    let mut judged = Judged::default();
+    for f in context.topology.functions() {
+        let Some(x) = facts(context, f.bdf) else {
+            continue;
+        };
+        let Some(count) = x.aer_correctable else {
+            judged.not_judged(f.bdf, context.input.aer_count(f));
+            continue;
+        };
+        if count == 0 {
+            judged.clean();
+            continue;
+        }
+        let bdf = f.bdf;
         let file = x
             .dir
             .as_ref()
             .map_or("aer_dev_correctable".to_string(), |d| {
                 d.join("aer_dev_correctable").display().to_string()
             });
-        found.push(Finding {
+        judged.found(Finding {
             id: "aer-correctable",
             severity: Severity::Risk,
             subject: bdf.to_string(),
@@ -909,14 +1036,15 @@ pub(super) fn aer_correctable(context: &Context) -> CheckOutcome {
             prediction: Prediction::not_predicted("replay rate is not known from a total count"),
         });
     }
-    Ok(found)
+    judged
 }
 
 pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let severity = match context.options.intent {
         Intent::P2p => Severity::PerfLoss,
-        Intent::Isolation => return Ok(Vec::new()),
+        // Traffic kept apart is what the isolation intent wants: no pair to judge.
+        Intent::Isolation => return Judged::default(),
         Intent::Throughput | Intent::Latency => Severity::Info,
     };
     let groups = p2p::groups(topo);
@@ -930,20 +1058,34 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
             pairs.insert(key, v);
         }
     }
-    let mut found = Vec::new();
+    let mut judged = Judged::default();
     for v in pairs.values() {
+        let subject = format!("p2p {} -> {}", v.provider, v.client);
         // Only pairs that share a switch and are sent up anyway: ACS is then the reason.
         let share_a_bridge = v
             .reasons
             .iter()
             .any(|r| matches!(r, Reason::CommonUpstreamBridge { .. }));
         if v.map == MapType::BusAddress || !share_a_bridge {
+            judged.clean();
+            continue;
+        }
+        let unreadable = v.reasons.iter().find_map(|r| match r {
+            Reason::AcsUnreadable { functions } => functions.first(),
+            _ => None,
+        });
+        if let Some(port) = unreadable.and_then(|b| topo.get(*b)) {
+            judged.not_judged(
+                subject,
+                format!("ACS of {}: {}", port.bdf, context.input.acs(port)),
+            );
             continue;
         }
         let Some(bridges) = v.reasons.iter().find_map(|r| match r {
             Reason::AcsRedirect { bridges } => Some(bridges),
             _ => None,
         }) else {
+            judged.clean();
             continue;
         };
         let evidence = bridges
@@ -962,10 +1104,10 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
                 )
             })
             .collect();
-        found.push(Finding {
+        judged.found(Finding {
             id: "p2p-through-host",
             severity,
-            subject: format!("p2p {} -> {}", v.provider, v.client),
+            subject,
             function: Some(v.client.to_string()),
             summary: format!(
                 "P2P DMA between {} and {} cannot take the direct path (kernel verdict: {}, distance {}) because ACS redirect is enabled at {}",
@@ -984,7 +1126,7 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
             prediction: Prediction::not_predicted("the P2P path cost through the host bridge is platform-specific and not modelled"),
         });
     }
-    Ok(found)
+    judged
 }
 
 #[cfg(test)]

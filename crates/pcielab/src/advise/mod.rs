@@ -6,14 +6,16 @@
 //! applying and undoing the runtime fixes in apply.rs.
 //!
 //! Rule ids are stable: fleets mute known exceptions with `--ignore ID@BDF` and alert on them
-//! (`pcielab_advice_findings`). A check whose facts the machine does not hold is skipped and
-//! listed with the reason, never reported as clean.
+//! (`pcielab_advice_findings`). Every check says, per subject, a finding, judged clean, or not
+//! judged with the reason (missing.rs: what the input lacks and how to get it); a check that
+//! could not look is never reported as clean.
 
 pub mod apply;
 pub mod corpus;
 pub mod facts;
 mod finding;
 mod links;
+mod missing;
 mod system;
 
 pub use finding::*;
@@ -29,6 +31,7 @@ pub fn advise(machine: &Machine, options: &AdviseOptions) -> Result<Advice> {
     let pci_dir = machine.pci_dir();
     let root = machine.system_root();
     let facts = read_facts(&spec.topology, pci_dir.as_deref(), root.as_deref());
+    let input = missing::Input::of(&machine.pcie_source()?, &spec.topology, root.is_some());
     // Only sim: machines have one; elsewhere this is an error we do not need.
     let simulated = machine.simulated_pcie().ok();
     let context = Context {
@@ -38,6 +41,7 @@ pub fn advise(machine: &Machine, options: &AdviseOptions) -> Result<Advice> {
         options,
         platform: options.platform.as_ref().or(spec_model.as_ref()),
         pci_dir,
+        input,
     };
     let mut advice = run_checks(&context, &machine.selector().to_string());
     quote_input_lines(&mut advice, &spec.topology);
@@ -83,8 +87,7 @@ fn run_checks(context: &Context, machine: &str) -> Advice {
     let mut advice = Advice {
         machine: machine.to_string(),
         intent: context.options.intent,
-        checks_run: Vec::new(),
-        skipped: Vec::new(),
+        checks: Vec::new(),
         muted: 0,
         findings: Vec::new(),
     };
@@ -92,7 +95,7 @@ fn run_checks(context: &Context, machine: &str) -> Advice {
         if !selected(id) {
             continue;
         }
-        let outcome = match id {
+        let judged = match id {
             "link-downtrained" => links::downtrained(context),
             "mps-below-path" => links::mps_below_path(context),
             "mps-mismatch" => links::mps_mismatch(context),
@@ -110,35 +113,43 @@ fn run_checks(context: &Context, machine: &str) -> Advice {
             "devfreq-governor" => system::devfreq_governor(context),
             other => unreachable!("check {other} listed in CHECKS without a body"),
         };
-        match outcome {
-            Ok(found) => {
-                advice.checks_run.push(id);
-                for finding in found {
-                    if context.options.ignore.iter().any(|m| m.mutes(&finding)) {
-                        advice.muted += 1;
-                    } else {
-                        advice.findings.push(finding);
-                    }
-                }
+        advice.checks.push(CheckReport {
+            check: id,
+            status: judged.status(),
+            judged: judged.judged,
+            findings: judged.findings.len(),
+            not_judged: judged.not_judged,
+        });
+        for finding in judged.findings {
+            if context.options.ignore.iter().any(|m| m.mutes(&finding)) {
+                advice.muted += 1;
+            } else {
+                advice.findings.push(finding);
             }
-            Err(reason) => advice.skipped.push(Skipped { check: id, reason }),
         }
     }
     advice
 }
 
-/// The findings as a table: severity, id, subject, summary, fix, prediction.
+/// The most subjects a text line lists before "… N more".
+const SUBJECTS_SHOWN: usize = 4;
+
+/// The findings as a table: severity, id, subject, summary, fix, prediction; then each check
+/// that could not judge all its subjects, with the reason.
 pub fn to_text(advice: &Advice) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    let count = |status: CheckStatus| advice.checks.iter().filter(|c| c.status == status).count();
     let _ = writeln!(
         out,
-        "{}: {} finding(s) for intent {} ({} check(s) run, {} skipped, {} muted)",
+        "{}: {} finding(s) for intent {} ({} check(s) judged, {} partly judged, {} not judged, {} with nothing to judge; {} muted)",
         advice.machine,
         advice.findings.len(),
         intent_name(advice.intent),
-        advice.checks_run.len(),
-        advice.skipped.len(),
+        count(CheckStatus::Judged),
+        count(CheckStatus::PartlyJudged),
+        count(CheckStatus::NotJudged),
+        count(CheckStatus::NothingToJudge),
         advice.muted
     );
     for f in &advice.findings {
@@ -163,8 +174,35 @@ pub fn to_text(advice: &Advice) -> String {
         }
         let _ = writeln!(out, "  predicted: {}", prediction_text(&f.prediction));
     }
-    for s in &advice.skipped {
-        let _ = writeln!(out, "\nnot checked: {}: {}", s.check, s.reason);
+    for check in advice.checks.iter().filter(|c| !c.not_judged.is_empty()) {
+        let _ = writeln!(
+            out,
+            "\n{}: {} ({} judged, {} not judged)",
+            check.check,
+            check.status.name(),
+            check.judged,
+            check.not_judged_count()
+        );
+        for group in &check.not_judged {
+            let shown: Vec<&str> = group
+                .subjects
+                .iter()
+                .take(SUBJECTS_SHOWN)
+                .map(String::as_str)
+                .collect();
+            let more = group.subjects.len().saturating_sub(SUBJECTS_SHOWN);
+            let _ = writeln!(
+                out,
+                "  not judged: {}{}: {}",
+                shown.join(", "),
+                if more > 0 {
+                    format!(" … {more} more")
+                } else {
+                    String::new()
+                },
+                group.reason
+            );
+        }
     }
     out
 }
@@ -178,7 +216,7 @@ pub fn intent_name(intent: Intent) -> &'static str {
     }
 }
 
-/// "6300 → 7100 MB/s (+12.7 %, model)" or "not predicted: reason".
+/// "6300 → 7100 MB/s (+12.7 %, model)", "only if …: 6300 → …" or "not predicted: reason".
 pub fn prediction_text(p: &Prediction) -> String {
     match p {
         Prediction::Predicted {
@@ -188,8 +226,12 @@ pub fn prediction_text(p: &Prediction) -> String {
             unit,
             change_percent,
             model,
+            condition,
         } => format!(
-            "{metric}: {} -> {} {unit} ({:+.1} %; {model})",
+            "{}{metric}: {} -> {} {unit} ({:+.1} %; {model})",
+            condition
+                .as_ref()
+                .map_or(String::new(), |c| format!("only {c}: ")),
             crate::text::round_to(*before, 1),
             crate::text::round_to(*after, 1),
             change_percent

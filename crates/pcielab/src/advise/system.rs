@@ -1,21 +1,24 @@
 //! Checks over what serves a device beyond its link: the IOMMU domain its DMA goes through, the
 //! NUMA node of the CPUs its MSI/MSI-X vectors are delivered to, those CPUs' frequency governor
 //! and idle states, and devfreq (DDR/bus) governors on SoCs. They need the machine's `/sys` and
-//! `/proc` (a host, or a snapshot saved as a whole tree); elsewhere they are skipped.
+//! `/proc` (a host, or a snapshot saved as a whole tree); elsewhere they are not judged.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::facts::{cpu_list_text, SystemFacts};
 use super::finding::{
-    CheckOutcome, Context, Evidence, Finding, Fix, Intent, Lever, Prediction, Severity, Write,
+    CheckOutcome, Context, Evidence, Finding, Fix, Intent, Judged, Lever, Prediction, Severity,
+    Write,
 };
 use crate::topology::{Function, Kind};
 
-fn system<'a>(context: &'a Context) -> std::result::Result<&'a SystemFacts, String> {
-    context.facts.system.as_ref().ok_or_else(|| {
-        "the machine has no /sys and /proc to read (sim:, or a snapshot of /sys/bus/pci alone)"
-            .to_string()
-    })
+/// The machine's kernel files, or the check not judged for want of `what` in them.
+fn system<'a>(context: &'a Context, what: &str) -> std::result::Result<&'a SystemFacts, Judged> {
+    context
+        .facts
+        .system
+        .as_ref()
+        .ok_or_else(|| Judged::nothing("machine", context.input.system(what)))
 }
 
 fn busy_endpoints<'a>(context: &'a Context) -> impl Iterator<Item = &'a Function> {
@@ -47,22 +50,31 @@ fn path(system: &SystemFacts, rel: &str) -> String {
 }
 
 pub(super) fn iommu_translated(context: &Context) -> CheckOutcome {
-    let typed: Vec<(&Function, &String)> = busy_endpoints(context)
-        .filter_map(|f| Some((f, context.facts.functions.get(&f.bdf)?.iommu_type.as_ref()?)))
-        .collect();
-    if typed.is_empty() {
-        return Err("no busy endpoint has an iommu_group/type file (no IOMMU, sim:, or a snapshot without it)".into());
+    if let Err(not_judged) = system(context, "IOMMU groups") {
+        return not_judged;
     }
     let intent = context.options.intent;
-    let mut found = Vec::new();
-    for (f, kind) in typed {
+    let mut judged = Judged::default();
+    for f in busy_endpoints(context) {
+        let Some(kind) = context
+            .facts
+            .functions
+            .get(&f.bdf)
+            .and_then(|x| x.iommu_type.as_ref())
+        else {
+            judged.not_judged(f.bdf, "no iommu_group/type file: no IOMMU translates its DMA, or the kernel is older than 5.11 (no type file)".into());
+            continue;
+        };
         let (severity, summary, command) = match (intent, kind.as_str()) {
             (Intent::Isolation, "identity") => (
                 Severity::Risk,
                 format!("{}'s DMA is not translated (identity domain): it can reach all of memory", f.bdf),
                 "iommu.passthrough=0 on the kernel command line (or write DMA to iommu_group/type with the driver unbound)".to_string(),
             ),
-            (Intent::Isolation, _) => continue,
+            (Intent::Isolation, _) => {
+                judged.clean();
+                continue;
+            }
             (_, "DMA") => (
                 Severity::PerfLoss,
                 format!("{}'s DMA is translated with strict invalidation: each unmap waits for an IOTLB flush", f.bdf),
@@ -73,13 +85,16 @@ pub(super) fn iommu_translated(context: &Context) -> CheckOutcome {
                 format!("{}'s DMA is translated (lazy invalidation): each mapping costs an IOVA allocation and IOTLB misses", f.bdf),
                 "iommu.passthrough=1 where isolation is not needed".to_string(),
             ),
-            _ => continue,
+            _ => {
+                judged.clean();
+                continue;
+            }
         };
         let file = context.facts.functions[&f.bdf].dir.as_ref().map_or_else(
             || "iommu_group/type".to_string(),
             |d| d.join("iommu_group/type").display().to_string(),
         );
-        found.push(Finding {
+        judged.found(Finding {
             id: "iommu-translated",
             severity,
             subject: f.bdf.to_string(),
@@ -93,18 +108,23 @@ pub(super) fn iommu_translated(context: &Context) -> CheckOutcome {
             prediction: Prediction::not_predicted("IOMMU translation cost is not in the link or platform model"),
         });
     }
-    Ok(found)
+    judged
 }
 
 /// `irq-far-node` on a `sim:` machine: the spec's `[sim] irq_node` against each busy
 /// endpoint's `numa_node`, with the request–response change the simulator will show.
-fn irq_far_node_simulated(context: &Context, sim: &crate::sim::SimulatedPcie) -> Vec<Finding> {
-    let mut found = Vec::new();
+fn irq_far_node_simulated(context: &Context, sim: &crate::sim::SimulatedPcie) -> Judged {
+    let mut judged = Judged::default();
     for f in busy_endpoints(context) {
         let (Some(node), Some(&irq_node)) = (f.numa_node, sim.config.irq_nodes.get(&f.bdf)) else {
+            judged.not_judged(
+                f.bdf,
+                "the spec gives no numa_node or no [sim] irq_node for it".into(),
+            );
             continue;
         };
         if irq_node == node {
+            judged.clean();
             continue;
         }
         let power = sim.link_power(f.bdf);
@@ -115,7 +135,7 @@ fn irq_far_node_simulated(context: &Context, sim: &crate::sim::SimulatedPcie) ->
             (&power, 0.0),
         )
         .unwrap_or_else(|| Prediction::not_predicted("the function is not a simulated disk"));
-        found.push(Finding {
+        judged.found(Finding {
             id: "irq-far-node",
             severity: Severity::PerfLoss,
             subject: f.bdf.to_string(),
@@ -136,28 +156,40 @@ fn irq_far_node_simulated(context: &Context, sim: &crate::sim::SimulatedPcie) ->
             prediction,
         });
     }
-    found
+    judged
 }
 
 pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
     if context.facts.system.is_none() {
         if let Some(sim) = context.simulated.filter(|s| !s.config.irq_nodes.is_empty()) {
-            return Ok(irq_far_node_simulated(context, sim));
+            return irq_far_node_simulated(context, sim);
         }
     }
-    let system = system(context)?;
+    let what = "IRQ affinities and NUMA node CPU lists";
+    let system = match system(context, what) {
+        Ok(system) => system,
+        Err(not_judged) => return not_judged,
+    };
     if system.node_cpus.is_empty() || system.irq_cpus.is_empty() {
-        return Err(
-            "no NUMA node cpulists or no /proc/irq affinities under the machine's root".into(),
-        );
+        return Judged::nothing("machine", context.input.system(what));
     }
-    let mut found = Vec::new();
+    let mut judged = Judged::default();
     for f in busy_endpoints(context) {
         let Some(node) = f.numa_node else {
+            if system.node_cpus.len() > 1 {
+                judged.not_judged(
+                    f.bdf,
+                    "its numa_node reads -1: the firmware does not say which node it sits on"
+                        .into(),
+                );
+            } else {
+                judged.clean();
+            }
             continue;
         };
         // A node without CPUs (memory only) has nowhere to take the interrupts.
         let Some(local) = system.node_cpus.get(&node).filter(|c| !c.is_empty()) else {
+            judged.clean();
             continue;
         };
         let x = &context.facts.functions[&f.bdf];
@@ -171,11 +203,15 @@ pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
         // managed per-queue vectors (NVMe, multi-queue NICs) follow the CPUs that submit, and
         // writing their affinity fails with EIO. Only a device none of whose vectors reach its
         // node is misplaced.
-        if delivered.is_empty()
-            || delivered
-                .iter()
-                .any(|(_, cpus)| cpus.iter().any(|c| local.contains(c)))
+        if delivered.is_empty() {
+            judged.not_judged(f.bdf, "no MSI/MSI-X vector with a known affinity (msi_irqs/ empty or its IRQs absent from /proc/irq)".into());
+            continue;
+        }
+        if delivered
+            .iter()
+            .any(|(_, cpus)| cpus.iter().any(|c| local.contains(c)))
         {
+            judged.clean();
             continue;
         }
         let far = delivered;
@@ -226,7 +262,7 @@ pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
         if system.irqbalance_running {
             note.push_str("; irqbalance is running and would move these IRQs back: stop it or ban them (IRQBALANCE_BANNED_CPULIST), or --apply --force");
         }
-        found.push(Finding {
+        judged.found(Finding {
             id: "irq-far-node",
             severity: Severity::PerfLoss,
             subject: f.bdf.to_string(),
@@ -254,22 +290,33 @@ pub(super) fn irq_far_node(context: &Context) -> CheckOutcome {
             prediction: Prediction::not_predicted("the cost per completion (model::io, [platform] interrupts.cross_node_ns) needs the device's access latency, which only a sim: machine knows"),
         });
     }
-    Ok(found)
+    judged
 }
 
 pub(super) fn cpu_governor(context: &Context) -> CheckOutcome {
-    let system = system(context)?;
+    let what = "cpufreq scaling_governor files";
+    let system = match system(context, what) {
+        Ok(system) => system,
+        Err(not_judged) => return not_judged,
+    };
     if system.governors.is_empty() {
-        return Err("no cpufreq scaling_governor files (no cpufreq driver, or not read)".into());
+        return Judged::nothing("machine", context.input.system(what));
     }
     let serving = serving_cpus(context, system);
-    let slow: Vec<(u32, &String)> = serving
-        .keys()
-        .filter_map(|cpu| Some((*cpu, system.governors.get(cpu)?)))
-        .filter(|(_, g)| g.as_str() != "performance")
-        .collect();
+    let mut judged = Judged::default();
+    let mut slow: Vec<(u32, &String)> = Vec::new();
+    for cpu in serving.keys() {
+        match system.governors.get(cpu) {
+            None => judged.not_judged(
+                format!("cpu {cpu}"),
+                "no cpufreq governor file for this CPU".into(),
+            ),
+            Some(g) if g.as_str() != "performance" => slow.push((*cpu, g)),
+            Some(_) => judged.clean(),
+        }
+    }
     if slow.is_empty() {
-        return Ok(Vec::new());
+        return judged;
     }
     let cpus: Vec<u32> = slow.iter().map(|(c, _)| *c).collect();
     let devices: BTreeSet<&String> = cpus.iter().flat_map(|c| &serving[c]).collect();
@@ -297,47 +344,58 @@ pub(super) fn cpu_governor(context: &Context) -> CheckOutcome {
     if system.tuned_running {
         note.push_str("; tuned is running and reapplies its profile's governor: change the profile, or --apply --force");
     }
-    Ok(vec![Finding {
-        id: "cpu-governor",
-        severity: Severity::PerfLoss,
-        subject: format!("cpu {}", cpu_list_text(&cpus)),
-        function: None,
-        summary: format!(
-            "CPU(s) {} serve interrupts of {} but run the {} governor",
-            cpu_list_text(&cpus),
-            devices.into_iter().cloned().collect::<Vec<_>>().join(", "),
-            slow.iter()
-                .map(|(_, g)| g.as_str())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect::<Vec<_>>()
-                .join("/")
-        ),
-        evidence,
-        fix: Fix {
-            lever: Lever::RuntimeWrite,
-            command: format!(
-                "cpupower -c {} frequency-set -g performance",
-                cpu_list_text(&cpus)
+    judged.found_on(
+        slow.len(),
+        Finding {
+            id: "cpu-governor",
+            severity: Severity::PerfLoss,
+            subject: format!("cpu {}", cpu_list_text(&cpus)),
+            function: None,
+            summary: format!(
+                "CPU(s) {} serve interrupts of {} but run the {} governor",
+                cpu_list_text(&cpus),
+                devices.into_iter().cloned().collect::<Vec<_>>().join(", "),
+                slow.iter()
+                    .map(|(_, g)| g.as_str())
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect::<Vec<_>>()
+                    .join("/")
             ),
-            reboot: false,
-            writes,
-            note: Some(note),
+            evidence,
+            fix: Fix {
+                lever: Lever::RuntimeWrite,
+                command: format!(
+                    "cpupower -c {} frequency-set -g performance",
+                    cpu_list_text(&cpus)
+                ),
+                reboot: false,
+                writes,
+                note: Some(note),
+            },
+            intent: context.options.intent,
+            prediction: Prediction::not_predicted(
+                "CPU frequency is not in the link or platform model",
+            ),
         },
-        intent: context.options.intent,
-        prediction: Prediction::not_predicted("CPU frequency is not in the link or platform model"),
-    }])
+    );
+    judged
 }
 
 /// Idle states slower to leave than this (µs) are called deep.
 const DEEP_IDLE_US: u64 = 10;
 
 pub(super) fn cpu_idle_deep(context: &Context) -> CheckOutcome {
-    let system = system(context)?;
+    let what = "cpuidle state files";
+    let system = match system(context, what) {
+        Ok(system) => system,
+        Err(not_judged) => return not_judged,
+    };
     if system.idle_states.is_empty() {
-        return Err("no cpuidle state files (no cpuidle driver, or not read)".into());
+        return Judged::nothing("machine", context.input.system(what));
     }
     let serving = serving_cpus(context, system);
+    let mut judged = Judged::default();
     let mut evidence = Vec::new();
     let mut cpus = Vec::new();
     for cpu in serving.keys() {
@@ -349,6 +407,7 @@ pub(super) fn cpu_idle_deep(context: &Context) -> CheckOutcome {
             .filter(|s| !s.disabled && s.latency_us > DEEP_IDLE_US)
             .collect();
         if deep.is_empty() {
+            judged.clean();
             continue;
         }
         cpus.push(*cpu);
@@ -367,14 +426,14 @@ pub(super) fn cpu_idle_deep(context: &Context) -> CheckOutcome {
         }
     }
     if cpus.is_empty() {
-        return Ok(Vec::new());
+        return judged;
     }
     let severity = if context.options.intent == Intent::Latency {
         Severity::PerfLoss
     } else {
         Severity::Info
     };
-    Ok(vec![Finding {
+    judged.found_on(cpus.len(), Finding {
         id: "cpu-idle-deep",
         severity,
         subject: format!("cpu {}", cpu_list_text(&cpus)),
@@ -394,22 +453,24 @@ pub(super) fn cpu_idle_deep(context: &Context) -> CheckOutcome {
         .noting("deep idle states save power and raise turbo headroom; disable them only where latency matters"),
         intent: context.options.intent,
         prediction: Prediction::not_predicted("CPU idle exits are not in the link or platform model"),
-    }])
+    });
+    judged
 }
 
 pub(super) fn devfreq_governor(context: &Context) -> CheckOutcome {
-    let system = system(context)?;
-    if system.devfreq.is_empty() {
-        return Err("no /sys/class/devfreq devices (not an SoC with devfreq)".into());
-    }
-    let mut found = Vec::new();
-    for (name, governor) in system
-        .devfreq
-        .iter()
-        .filter(|(_, g)| g.as_str() != "performance")
-    {
+    let system = match system(context, "devfreq devices") {
+        Ok(system) => system,
+        Err(not_judged) => return not_judged,
+    };
+    // No /sys/class/devfreq devices (not an SoC with devfreq): nothing to judge.
+    let mut judged = Judged::default();
+    for (name, governor) in &system.devfreq {
+        if governor.as_str() == "performance" {
+            judged.clean();
+            continue;
+        }
         let file = format!("sys/class/devfreq/{name}/governor");
-        found.push(Finding {
+        judged.found(Finding {
             id: "devfreq-governor",
             severity: Severity::PerfLoss,
             subject: format!("devfreq {name}"),
@@ -429,5 +490,5 @@ pub(super) fn devfreq_governor(context: &Context) -> CheckOutcome {
             prediction: Prediction::not_predicted("memory clock is not in the link or platform model"),
         });
     }
-    Ok(found)
+    judged
 }

@@ -250,7 +250,9 @@ impl Machine {
             MachineSelector::SimPreset { name } => {
                 match RESCTRL_PRESETS.iter().find(|p| p.name == name) {
                     Some(preset) => Access::SimResctrl(preset),
-                    None if presets::preset(name).is_some() => Access::SimPcie(selector.read_spec()?),
+                    None if presets::preset(name).is_some() => {
+                        Access::SimPcie(selector.read_spec()?)
+                    }
                     None => {
                         return Err(Error::bad_input(format!(
                             "unknown preset 'sim:{name}': simulated PCIe platforms are {} \

@@ -599,7 +599,8 @@ pub struct MetricsRenderer {
 impl MetricsRenderer {
     /// A renderer that also serves `advice` as `pcielab_advice_findings{check,severity,function}`
     /// (one series per distinct label set, valued with its number of findings; `function` is the
-    /// BDF, or the subject of a machine-wide finding such as `cpu 0-3`).
+    /// BDF, or the subject of a machine-wide finding such as `cpu 0-3`) and
+    /// `pcielab_advice_subjects{check,judgement}` (judged, not_judged).
     pub fn with_findings(advice: &Advice) -> MetricsRenderer {
         let mut counts: BTreeMap<(&str, &str, String), u64> = BTreeMap::new();
         for f in &advice.findings {
@@ -622,6 +623,28 @@ impl MetricsRenderer {
                 escape(&function)
             );
             w.series(&labels, None, Value::Count(n));
+        }
+        // Per check, the subjects judged and those the input did not let it judge: a check that
+        // could not look must not read as a clean one.
+        let mut w = FamilyWriter {
+            out: &mut findings,
+            name: "pcielab_advice_subjects",
+            kind: "gauge",
+            help: "Subjects (functions, links, pairs, CPUs) each advise check judged or could not judge (read at exporter start).",
+            started: false,
+        };
+        for check in &advice.checks {
+            let labels = format!("check=\"{}\"", check.check);
+            for (judgement, n) in [
+                ("judged", check.judged),
+                ("not_judged", check.not_judged_count()),
+            ] {
+                w.series(
+                    &labels,
+                    Some(("judgement", judgement)),
+                    Value::Count(n as u64),
+                );
+            }
         }
         MetricsRenderer {
             labels: Vec::new(),
@@ -749,6 +772,16 @@ impl MetricsRenderer {
             &mut |f, l, w| {
                 if has_link(f) {
                     w.series(l, None, Value::Count(u64::from(f.link_down)));
+                }
+            },
+        );
+        family(
+            "pcielab_link_judgement",
+            "gauge",
+            "1 for the link above this function (its device's lowest function) as topo and advise judge it: state full, slot-limited, power-managed-idle, downtrained or failed.",
+            &mut |f, l, w| {
+                if let Some(state) = f.link_judgement {
+                    w.series(l, Some(("state", state)), Value::Count(1));
                 }
             },
         );

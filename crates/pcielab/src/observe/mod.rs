@@ -163,6 +163,11 @@ pub struct FunctionSample {
     pub link: LinkHealth,
     pub downgraded: bool,
     pub link_down: bool,
+    /// The link above this function judged as `topo` and `advise` judge it, at the link's
+    /// downstream end (one function per device) with its trained speed and width as read now:
+    /// full, slot-limited, power-managed-idle, downtrained or failed; `None` elsewhere or
+    /// where the link is not known well enough to judge.
+    pub link_judgement: Option<&'static str>,
     /// A PCIe PMU counts this root port's traffic.
     pub pmu: bool,
     /// Link power-state residency, where a PMU counts it.
@@ -522,6 +527,7 @@ impl Observer {
             }
         }
         out.functions.truncate(functions.len());
+        let judge = crate::topology::check::LinkJudge::new(&self.topology);
         for (i, ((f, derived), link)) in functions.iter().zip(summed).zip(healths).enumerate() {
             let traffic = match pmu_counts.get(&f.bdf) {
                 Some(&bytes) => Some((Source::Pmu, bytes)),
@@ -538,6 +544,15 @@ impl Observer {
                 }
             });
             let achievable_mbps = self.layout.achievable(i, f, link);
+            let link_judgement = self.layout.link_ports[i]
+                .and_then(|p| {
+                    let now = (
+                        link.current_gts.and_then(Generation::from_gt_s),
+                        link.current_width.and_then(|w| u8::try_from(w).ok()),
+                    );
+                    judge.judge_trained(&functions[p], f, now)
+                })
+                .map(|j| j.name());
             let sample = FunctionSample {
                 bdf: f.bdf,
                 kind: f.kind,
@@ -548,6 +563,7 @@ impl Observer {
                 traffic,
                 downgraded: link.downgraded(),
                 link_down: link.down(),
+                link_judgement,
                 achievable_mbps,
                 link: link.clone(),
                 pmu: self.pmu_ports.contains(&f.bdf),
@@ -776,6 +792,8 @@ struct Layout {
     /// Per function: the trained speed and width its achievable rate was last worked out for,
     /// and that rate (a link retrains rarely; the model is not run again until it does).
     achievable: Vec<Option<(Trained, Option<f64>)>>,
+    /// Per function at a link's downstream end (one per device): the index of the port above.
+    link_ports: Vec<Option<usize>>,
 }
 
 /// A link's trained speed (GT/s) and width.
@@ -803,6 +821,20 @@ impl Layout {
                 })
                 .collect(),
             achievable: vec![None; functions.len()],
+            link_ports: {
+                let mut ports = vec![None; functions.len()];
+                let index = |bdf| {
+                    functions
+                        .binary_search_by_key(&bdf, |f: &Function| f.bdf)
+                        .ok()
+                };
+                for (port, f) in crate::topology::check::LinkJudge::new(topology).links() {
+                    if let Some(i) = index(f.bdf) {
+                        ports[i] = index(port.bdf);
+                    }
+                }
+                ports
+            },
             deepest_first,
         }
     }

@@ -353,10 +353,25 @@ fn advice_section(advice: &Advice) -> String {
         }
         out.push_str(&t.html());
     }
-    if !advice.skipped.is_empty() {
-        out.push_str("<h3>Not checked</h3>\n<ul>\n");
-        for s in &advice.skipped {
-            let _ = writeln!(out, "<li>{}: {}</li>", escape(s.check), escape(&s.reason));
+    let partial: Vec<_> = advice
+        .checks
+        .iter()
+        .filter(|c| !c.not_judged.is_empty())
+        .collect();
+    if !partial.is_empty() {
+        out.push_str("<h3>Not judged</h3>\n<ul>\n");
+        for check in partial {
+            for group in &check.not_judged {
+                let _ = writeln!(
+                    out,
+                    "<li>{} ({}, {} judged): {} not judged: {}</li>",
+                    escape(check.check),
+                    check.status.name(),
+                    check.judged,
+                    escape(&group.subjects.join(", ")),
+                    escape(&group.reason)
+                );
+            }
         }
         out.push_str("</ul>\n");
     }

@@ -8,7 +8,7 @@
 //! port's LnkSta describes the link *below* it, so comparing it with the upstream port would
 //! judge the same link twice under a wrong name.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::pcie::{Bdf, Generation};
 use crate::topology::{Function, Kind, Topology};
@@ -16,7 +16,13 @@ use crate::topology::{Function, Kind, Topology};
 /// Warnings per function (only functions with findings appear), in address order.
 pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
     let busy = busy_functions(topo);
+    let judge = LinkJudge::new(topo);
     let mut out: BTreeMap<Bdf, Vec<String>> = BTreeMap::new();
+    for (port, f) in judge.links() {
+        if let Some(judged) = judge.judge(port, f).filter(|j| j.worth_saying()) {
+            out.entry(f.bdf).or_default().push(judged.describe());
+        }
+    }
     for f in topo.functions() {
         let parent = f.parent.and_then(|p| topo.get(p));
         // A port whose data link layer reports down has no trained link below it: what the
@@ -24,23 +30,6 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
         let link_above =
             parent.filter(|p| p.kind.has_link_below() && !p.express_detail.data_link_down());
         let mut found = Vec::new();
-        if let Some(w) = link_above.and_then(|p| downtrained(p, f)) {
-            found.push(w);
-        }
-        // Said once per link, at the function every device below a port has (00.0).
-        let down_above = parent.filter(|p| {
-            p.kind.has_link_below()
-                && p.express_detail.data_link_down()
-                && (f.bdf.device, f.bdf.function) == (0, 0)
-        });
-        if let Some(p) = down_above {
-            found.push(format!(
-                "data link down between {} and {}: the port reports DL_Active clear (DLActive-) \
-                 though the device is listed below it (a link that failed or a card removed after \
-                 enumeration, or an emulator that does not set the bit); the link is not judged",
-                p.bdf, f.bdf
-            ));
-        }
         if let Some(p) = parent {
             if let (Some(mine), Some(theirs)) = (f.mps, p.mps) {
                 if mine != theirs {
@@ -67,7 +56,7 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
             }
         }
         if !found.is_empty() {
-            out.insert(f.bdf, found);
+            out.entry(f.bdf).or_default().extend(found);
         }
     }
     out
@@ -107,9 +96,17 @@ pub fn shortfall(parent: &Function, f: &Function) -> Option<Shortfall> {
         return None;
     }
     let mine = f.link?;
-    let (Some(speed), Some(width)) = (mine.speed, mine.width) else {
-        return None;
-    };
+    shortfall_at(parent, f, mine.speed?, mine.width?)
+}
+
+/// [`shortfall`] of the link trained at `speed` x`width` now (a live reading).
+fn shortfall_at(
+    parent: &Function,
+    f: &Function,
+    speed: Generation,
+    width: u8,
+) -> Option<Shortfall> {
+    let mine = f.link?;
     if width == 0 {
         return None;
     }
@@ -123,17 +120,246 @@ pub fn shortfall(parent: &Function, f: &Function) -> Option<Shortfall> {
     (found.slower() || found.narrower()).then_some(found)
 }
 
-fn downtrained(parent: &Function, f: &Function) -> Option<String> {
-    let s = shortfall(parent, f)?;
-    Some(format!(
-        "{DOWNTRAINED} {} -> {}: running {} x{} but both ends support {} x{}; check the slot, riser or signal integrity",
-        parent.bdf,
-        f.bdf,
-        s.speed,
-        s.width,
-        s.common_speed.map_or("?".into(), |g| g.to_string()),
-        s.common_width.map_or("?".into(), |w| w.to_string())
-    ))
+/// What one link is doing: the one judgement `topo`, `advise`, `report` and the exporter say,
+/// each in the words of [`JudgedLink::describe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkJudgement {
+    /// Trained at the best both ends support.
+    Full,
+    /// Trained at the best the port supports, below what the device supports: the slot (or
+    /// the port behind it) limits the link, nothing is broken.
+    SlotLimited {
+        speed: Generation,
+        width: u8,
+        device_speed: Option<Generation>,
+        device_width: Option<u8>,
+    },
+    /// Slower, never narrower, than both ends support on a device of a class that lowers its
+    /// link speed when idle (GPUs, NICs, accelerators): ASPM-style power management, a
+    /// downtrain only if it stays there under load.
+    PowerManagedIdle(Shortfall),
+    /// Slower or narrower than both ends support, with no idle explanation.
+    Downtrained(Shortfall),
+    /// No trained link: the port reports DL_Active clear, or the device's LnkSta reads width 0.
+    Failed,
+}
+
+/// A link, named by its two ends (the port and the lowest function of the device below it),
+/// and its judgement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JudgedLink {
+    pub port: Bdf,
+    pub device: Bdf,
+    pub judgement: LinkJudgement,
+}
+
+impl JudgedLink {
+    /// The judgement's name: full, slot-limited, power-managed-idle, downtrained, failed (the
+    /// exporter's `state` label).
+    pub fn name(&self) -> &'static str {
+        match self.judgement {
+            LinkJudgement::Full => "full",
+            LinkJudgement::SlotLimited { .. } => "slot-limited",
+            LinkJudgement::PowerManagedIdle(_) => "power-managed-idle",
+            LinkJudgement::Downtrained(_) => "downtrained",
+            LinkJudgement::Failed => "failed",
+        }
+    }
+
+    /// Whether `topo` lists it among the warnings: a link that runs below what both ends
+    /// support, or failed (a full or slot-limited link runs at all its slot offers).
+    pub fn worth_saying(&self) -> bool {
+        !matches!(
+            self.judgement,
+            LinkJudgement::Full | LinkJudgement::SlotLimited { .. }
+        )
+    }
+
+    /// The judgement in the words every command uses.
+    pub fn describe(&self) -> String {
+        let (port, device) = (self.port, self.device);
+        let best = |s: &Shortfall| {
+            format!(
+                "{} x{}",
+                s.common_speed.map_or("?".into(), |g| g.to_string()),
+                s.common_width.map_or("?".into(), |w| w.to_string())
+            )
+        };
+        match self.judgement {
+            LinkJudgement::Full => format!("link {port} -> {device} runs at the best both ends support"),
+            LinkJudgement::SlotLimited {
+                speed,
+                width,
+                device_speed,
+                device_width,
+            } => format!(
+                "{SLOT_LIMITED} {port} -> {device}: running {speed} x{width}, the most the port supports; \
+                 the device supports {} x{} (a faster slot would raise the ceiling; nothing is broken)",
+                device_speed.map_or("?".into(), |g| g.to_string()),
+                device_width.map_or("?".into(), |w| w.to_string())
+            ),
+            LinkJudgement::PowerManagedIdle(s) => format!(
+                "{POWER_MANAGED_IDLE} {port} -> {device}: running {} x{} below the {} both ends support, speed only, \
+                 on a device that lowers its link speed when idle (GPU, NIC, accelerator); a downtrain only if it stays there under load",
+                s.speed,
+                s.width,
+                best(&s)
+            ),
+            LinkJudgement::Downtrained(s) => format!(
+                "{DOWNTRAINED} {port} -> {device}: running {} x{} but both ends support {}; check the slot, riser or signal integrity",
+                s.speed,
+                s.width,
+                best(&s)
+            ),
+            LinkJudgement::Failed => format!(
+                "{FAILED} between {port} and {device}: the port reports DL_Active clear (DLActive-) \
+                 or the device's LnkSta no width, though the device is listed below it (a link that failed \
+                 or a card removed after enumeration, or an emulator that does not set the bit); \
+                 its speed and width are not judged"
+            ),
+        }
+    }
+}
+
+/// How the other judgements' sentences start.
+pub const SLOT_LIMITED: &str = "slot-limited link";
+pub const POWER_MANAGED_IDLE: &str = "power-managed idle link";
+pub const FAILED: &str = "data link down (failed link)";
+
+/// Classes whose devices lower link speed when idle (network, display, accelerators).
+fn lowers_speed_when_idle(f: &Function) -> bool {
+    matches!(f.class >> 16, 0x02 | 0x03 | 0x12)
+}
+
+/// Judges the links of one topology, each once.
+pub struct LinkJudge<'a> {
+    topo: &'a Topology,
+    /// Every function with the endpoints at or below it, found on the first slow link.
+    below: std::cell::OnceCell<HashMap<Bdf, Vec<Bdf>>>,
+}
+
+impl<'a> LinkJudge<'a> {
+    pub fn new(topo: &'a Topology) -> LinkJudge<'a> {
+        LinkJudge {
+            topo,
+            below: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Every link once: a port with a link below it and the lowest function of each device on
+    /// its secondary bus (the functions of a multi-function device share one link).
+    pub fn links(&self) -> Vec<(&'a Function, &'a Function)> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for f in self.topo.functions() {
+            let Some(port) = f
+                .parent
+                .and_then(|p| self.topo.get(p))
+                .filter(|p| p.kind.has_link_below())
+            else {
+                continue;
+            };
+            if seen.insert((f.bdf.domain, f.bdf.bus, f.bdf.device)) {
+                out.push((port, f));
+            }
+        }
+        out
+    }
+
+    /// The endpoints at or below `bdf`.
+    pub fn endpoints_below(&self, bdf: Bdf) -> &[Bdf] {
+        let below = self.below.get_or_init(|| {
+            let mut below: HashMap<Bdf, Vec<Bdf>> = HashMap::new();
+            for e in self
+                .topo
+                .functions()
+                .iter()
+                .filter(|f| matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint))
+            {
+                for up in self.topo.path_to_root(e.bdf) {
+                    below.entry(up.bdf).or_default().push(e.bdf);
+                }
+            }
+            below
+        });
+        below.get(&bdf).map_or(&[][..], Vec::as_slice)
+    }
+
+    /// The link between `port` and `f`, judged at `f`; `None` when the input does not say
+    /// enough to judge it (no trained speed and width, or neither end's LnkCap).
+    pub fn judge(&self, port: &Function, f: &Function) -> Option<JudgedLink> {
+        let now = f.link.map_or((None, None), |l| (l.speed, l.width));
+        self.judge_trained(port, f, now)
+    }
+
+    /// [`LinkJudge::judge`] of the link as it trained now (`speed`, `width`: a live reading,
+    /// where the function's registers were read earlier).
+    pub fn judge_trained(
+        &self,
+        port: &Function,
+        f: &Function,
+        (speed, width): (Option<Generation>, Option<u8>),
+    ) -> Option<JudgedLink> {
+        let judged = |judgement| JudgedLink {
+            port: port.bdf,
+            device: f.bdf,
+            judgement,
+        };
+        if port.express_detail.data_link_down() {
+            return Some(judged(LinkJudgement::Failed));
+        }
+        let mine = f.link?;
+        let (Some(speed), Some(width)) = (speed, width) else {
+            return None;
+        };
+        if width == 0 {
+            return Some(judged(LinkJudgement::Failed));
+        }
+        let theirs = port.link.unwrap_or_default();
+        if mine.max_speed.or(theirs.max_speed).is_none()
+            && mine.max_width.or(theirs.max_width).is_none()
+        {
+            return None;
+        }
+        if let Some(s) = shortfall_at(port, f, speed, width) {
+            let same_device = |g: &&Function| {
+                (g.bdf.domain, g.bdf.bus, g.bdf.device) == (f.bdf.domain, f.bdf.bus, f.bdf.device)
+            };
+            let idles = s.slower()
+                && !s.narrower()
+                && (self
+                    .endpoints_below(f.bdf)
+                    .iter()
+                    .any(|b| self.topo.get(*b).is_some_and(lowers_speed_when_idle))
+                    || self
+                        .topo
+                        .functions()
+                        .iter()
+                        .filter(same_device)
+                        .any(lowers_speed_when_idle));
+            return Some(judged(if idles {
+                LinkJudgement::PowerManagedIdle(s)
+            } else {
+                LinkJudgement::Downtrained(s)
+            }));
+        }
+        if beyond_port(mine.max_speed, theirs.max_speed)
+            || beyond_port(mine.max_width, theirs.max_width)
+        {
+            return Some(judged(LinkJudgement::SlotLimited {
+                speed,
+                width,
+                device_speed: mine.max_speed,
+                device_width: mine.max_width,
+            }));
+        }
+        Some(judged(LinkJudgement::Full))
+    }
+}
+
+/// The device end supports more than the port end (both known).
+fn beyond_port<T: Ord>(device: Option<T>, port: Option<T>) -> bool {
+    matches!((device, port), (Some(d), Some(p)) if d > p)
 }
 
 fn min_known<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
@@ -207,6 +433,72 @@ mod tests {
         assert_eq!(busy[&ep.bdf].len(), 2);
         assert!(!busy.contains_key(&"00:02.0".parse().unwrap()), "{busy:?}");
         assert!(busy[&ep.bdf][1].ends_with("enabled at 0000:00:02.0"));
+    }
+
+    /// Each judgement from the registers that make it: a GPU at Gen1 x16 under a Gen4 x16
+    /// port idles (speed only, a class that slows idle links), the same drop on an NVMe drive
+    /// is a downtrain, a Gen4 drive at Gen3 under a Gen3 port is slot-limited, width 0 and a
+    /// port reading DLActive- with LLActRep+ are failed links; a live reading at full speed
+    /// turns the idle GPU's link full.
+    #[test]
+    fn each_link_is_judged_once_by_what_its_registers_say() {
+        let judged = |port_link: Link, class: u32, dev_link: Link, dl_down: bool| {
+            let mut rp = Function::new(bdf("00:01.0"), 0x8086, 0x347a, 0x060400, Kind::RootPort);
+            rp.link = Some(port_link);
+            if dl_down {
+                rp.express_detail.dl_active_reporting = Some(true);
+                rp.express_detail.dl_active = Some(false);
+            }
+            let mut dev = Function::new(bdf("01:00.0"), 0x10de, 0x2204, class, Kind::Endpoint);
+            dev.parent = Some(rp.bdf);
+            dev.link = Some(dev_link);
+            let mut second = dev.clone();
+            second.bdf = bdf("01:00.1");
+            let topo = Topology::new(vec![rp, dev, second]);
+            let judge = LinkJudge::new(&topo);
+            let links = judge.links();
+            assert_eq!(
+                links.len(),
+                1,
+                "one link for the two functions of one device"
+            );
+            let (port, device) = links[0];
+            let live = judge.judge_trained(port, device, (Some(Gen4), Some(16)));
+            (
+                judge.judge(port, device).map(|j| j.name()),
+                live.map(|j| j.name()),
+            )
+        };
+        let gen4x16 = Link::trained((Gen4, 16), (Gen4, 16));
+        let gen1 = Link::trained((Gen4, 16), (Gen1, 16));
+        assert_eq!(
+            judged(gen4x16, 0x030000, gen1, false),
+            (Some("power-managed-idle"), Some("full"))
+        );
+        assert_eq!(
+            judged(gen4x16, 0x010802, gen1, false).0,
+            Some("downtrained")
+        );
+        let gen3_slot = Link::trained((Gen3, 16), (Gen3, 16));
+        let gen4_card_at_gen3 = Link::trained((Gen4, 16), (Gen3, 16));
+        assert_eq!(
+            judged(gen3_slot, 0x010802, gen4_card_at_gen3, false).0,
+            Some("slot-limited")
+        );
+        let untrained = Link::trained((Gen4, 16), (Gen1, 0));
+        assert_eq!(
+            judged(gen4x16, 0x010802, untrained, false).0,
+            Some("failed")
+        );
+        assert_eq!(judged(gen4x16, 0x010802, gen4x16, true).0, Some("failed"));
+        assert_eq!(judged(gen4x16, 0x010802, gen4x16, false).0, Some("full"));
+        // Neither end's LnkCap known: not judged.
+        let bare = Link {
+            speed: Some(Gen3),
+            width: Some(4),
+            ..Link::default()
+        };
+        assert_eq!(judged(Link::default(), 0x010802, bare, false).0, None);
     }
 
     /// As sysfs shows a degraded SSD behind a switch: the downstream port's LnkSta (the link

@@ -70,8 +70,16 @@ fn numbers(p: &Prediction) -> (f64, f64) {
 const NVME: u32 = 0x010802;
 const GPU: u32 = 0x030200;
 
+/// The condition a prediction holds on, `None` for an unconditional one.
+fn condition(p: &Prediction) -> Option<&str> {
+    match p {
+        Prediction::Predicted { condition, .. } => condition.as_deref(),
+        Prediction::NotPredicted { .. } => None,
+    }
+}
+
 #[test]
-fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
+fn a_gen4_card_in_a_gen3_slot_is_slot_limited_and_clean_but_a_narrow_link_is_downtrained() {
     let gen3x4 = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
     let (_t, m) = machine(
         "",
@@ -80,7 +88,24 @@ fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
         "{ max_speed = 16.0, max_width = 4, speed = 8.0, width = 4 }",
         NVME,
     );
-    assert!(only(&m, "link-downtrained", &options()).is_empty());
+    // Judged (slot-limited: all the slot offers) and clean.
+    let advice = advise(
+        &m,
+        &AdviseOptions {
+            only: vec!["link-downtrained"],
+            ..options()
+        },
+    )
+    .unwrap();
+    assert!(advice.findings.is_empty());
+    assert_eq!(
+        (advice.checks[0].judged, advice.checks[0].not_judged_count()),
+        (1, 0)
+    );
+    let topo = m.topology().unwrap();
+    let judge = crate::topology::check::LinkJudge::new(topo);
+    let (port, device) = judge.links()[0];
+    assert_eq!(judge.judge(port, device).unwrap().name(), "slot-limited");
 
     let (_t, m) = machine(
         "",
@@ -95,11 +120,13 @@ fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
     assert_eq!(f.subject, "link 0000:00:01.0 -> 0000:01:00.0");
     assert_eq!(f.severity, Severity::PerfLoss);
     assert!(
-        f.summary
-            .contains("runs Gen3 x2 but both ends support Gen3 x4"),
+        f.summary.starts_with(
+            "downtrained link 0000:00:01.0 -> 0000:01:00.0: running Gen3 x2 but both ends support Gen3 x4"
+        ),
         "{}",
         f.summary
     );
+    assert_eq!(condition(&f.prediction), None);
     assert!(
         f.summary.contains("limited by this link at 0000:01:00.0"),
         "{}",
@@ -125,7 +152,7 @@ fn a_gen4_card_in_a_gen3_slot_is_not_downtrained_but_a_narrow_link_is() {
 }
 
 #[test]
-fn a_link_that_is_down_or_an_empty_slot_is_not_a_downtrain() {
+fn a_link_that_is_down_is_a_failed_link_not_a_downtrain() {
     let (_t, m) = machine(
         "",
         "{ max_speed = 8.0, max_width = 4, speed = 2.5, width = 0 }",
@@ -133,7 +160,20 @@ fn a_link_that_is_down_or_an_empty_slot_is_not_a_downtrain() {
         "{ max_speed = 8.0, max_width = 4, speed = 2.5, width = 0 }",
         NVME,
     );
-    assert!(only(&m, "link-downtrained", &options()).is_empty());
+    let found = only(&m, "link-downtrained", &options());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].severity, Severity::Info);
+    assert!(
+        found[0]
+            .summary
+            .starts_with("data link down (failed link) between 0000:00:01.0 and 0000:01:00.0"),
+        "{}",
+        found[0].summary
+    );
+    assert!(matches!(
+        found[0].prediction,
+        Prediction::NotPredicted { .. }
+    ));
 }
 
 /// A root port and the NVMe drive below it as `lspci -vvnn` prints them, both reading x1 on an
@@ -199,14 +239,16 @@ fn no_link_is_judged_below_a_port_whose_data_link_is_down() {
         found
     };
     // The port reports DL_Active and it is clear: the x1 the drive still reads is no trained
-    // link, so neither a downtrain nor ASPM on a busy link is raised, by advise or topo; topo
-    // says once that the link is down under a listed device.
+    // link, so neither a downtrain nor ASPM on a busy link is raised, by advise or topo; both
+    // say once, in the same words, that the link failed under a listed device.
     let down = link_checks('+', '-');
-    assert_eq!(down.len(), 1, "{down:?}");
+    assert_eq!(down.len(), 2, "{down:?}");
+    assert_eq!(down[0].0, "link-downtrained");
+    assert_eq!(down[0].1, Severity::Info);
     assert!(
-        down[0]
+        down[1]
             .0
-            .starts_with("data link down between 0000:00:1c.0 and 0000:01:00.0"),
+            .starts_with("data link down (failed link) between 0000:00:1c.0 and 0000:01:00.0"),
         "{down:?}"
     );
     // With the data link up, the same registers are a real x1 downtrain under ASPM L1.
@@ -260,11 +302,24 @@ fn an_idle_gpu_at_gen1_is_info_and_gone_when_a_later_sample_reaches_full_speed()
     let found = only(&m, "link-downtrained", &options());
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].severity, Severity::Info);
-    assert!(
-        found[0].summary.contains("lower link speed when idle"),
-        "{}",
-        found[0].summary
+    let said = "power-managed idle link 0000:00:01.0 -> 0000:01:00.0: running Gen1 x16 below the Gen3 x16 both ends support, speed only";
+    assert!(found[0].summary.starts_with(said), "{}", found[0].summary);
+    // An info finding's gain holds only on a condition, said with it.
+    assert_eq!(
+        condition(&found[0].prediction),
+        Some("if it ran at load at this speed (a downtrain) and retrained")
     );
+    // topo judges the link the same way, in the same words (no "check the slot, riser or
+    // signal integrity" for an idle GPU).
+    let topo = m.topology().unwrap();
+    let warned = crate::topology::check::warnings(topo);
+    let warning = &warned[&crate::pcie::bdf("01:00.0")];
+    assert_eq!(warning.len(), 1, "{warning:?}");
+    assert!(
+        found[0].summary.starts_with(warning[0].as_str()),
+        "{warning:?}"
+    );
+    assert!(!warning[0].contains("signal integrity"));
     // Under load the kernel's current_link_speed shows the trained-up rate.
     let dir = root.path().join("sys/bus/pci/devices/0000:01:00.0");
     std::fs::write(dir.join("current_link_speed"), "8.0 GT/s PCIe\n").unwrap();
@@ -438,7 +493,12 @@ fn ignore_mutes_one_finding_and_sim_machines_list_what_they_cannot_check() {
 
     let sim = Machine::open(&"sim:yitian710".parse().unwrap()).unwrap();
     let advice = advise(&sim, &options()).unwrap();
-    let skipped: Vec<&str> = advice.skipped.iter().map(|s| s.check).collect();
+    let not_judged: Vec<&str> = advice
+        .checks
+        .iter()
+        .filter(|c| c.status == crate::advise::CheckStatus::NotJudged)
+        .map(|c| c.check)
+        .collect();
     for id in [
         "irq-far-node",
         "cpu-governor",
@@ -448,11 +508,30 @@ fn ignore_mutes_one_finding_and_sim_machines_list_what_they_cannot_check() {
         "iommu-translated",
     ] {
         assert!(
-            skipped.contains(&id),
-            "{id} not listed as skipped: {skipped:?}"
+            not_judged.contains(&id),
+            "{id} not listed as not judged: {not_judged:?}"
         );
     }
-    assert!(advice.skipped.iter().all(|s| !s.reason.is_empty()));
+    let system = advice
+        .checks
+        .iter()
+        .find(|c| c.check == "cpu-governor")
+        .unwrap();
+    assert_eq!(
+        system.not_judged[0].reason,
+        "a sim: machine has no kernel files: cpufreq scaling_governor files are not simulated"
+    );
+    let aer = advice
+        .checks
+        .iter()
+        .find(|c| c.check == "aer-correctable")
+        .unwrap();
+    assert!(
+        aer.not_judged
+            .iter()
+            .any(|n| n.reason == "a sim: machine counts no AER errors"),
+        "{aer:?}"
+    );
 }
 
 /// irq-far-node judges a device's vectors together (a device with one vector on its node
@@ -507,4 +586,184 @@ fn irq_far_node_judges_all_vectors_and_follows_pending_moves() {
     // A node without CPUs has nowhere to take them.
     write("sys/devices/system/node/node1/cpulist", "");
     assert!(found([("0-1", "0"), ("0-1", "1")]).is_empty());
+}
+
+/// The check of `id` in `advice`.
+fn report<'a>(advice: &'a crate::advise::Advice, id: &str) -> &'a crate::advise::CheckReport {
+    advice.checks.iter().find(|c| c.check == id).unwrap()
+}
+
+/// A VM read as root whose devices are virtio without a PCI Express capability (QEMU's i440fx
+/// machine): config space is whole, so nothing blames root; the PCIe checks name what the
+/// functions lack. The same tree with every `config` cut to the 64 bytes an unprivileged read
+/// gets is told that root is the cause.
+#[test]
+fn virtio_functions_are_not_judged_for_lacking_pcie_and_a_short_config_for_needing_root() {
+    let spec = r#"name = "vm"
+[[function]]
+bdf = "0000:00:00.0"
+kind = "host_bridge"
+vendor = 0x8086
+device_id = 0x1237
+class = 0x060000
+[[function]]
+bdf = "0000:00:03.0"
+kind = "endpoint"
+vendor = 0x1af4
+device_id = 0x1000
+class = 0x020000
+driver = "virtio-pci"
+[[function]]
+bdf = "0000:00:04.0"
+kind = "endpoint"
+vendor = 0x1af4
+device_id = 0x1001
+class = 0x010000
+driver = "virtio-pci"
+"#;
+    let topology = parse_spec("vm.toml", spec).unwrap().topology;
+    let root = tempfile::tempdir().unwrap();
+    let pci = root.path().join("sys/bus/pci");
+    export_sysfs(&topology, &pci).unwrap();
+    let machine = Machine::host_at(root.path().to_path_buf());
+    let advice = advise(&machine, &options()).unwrap();
+    let no_pcie =
+        "no PCI Express capability (conventional PCI or virtio): it has no PCIe link registers";
+    for id in [
+        "mps-below-path",
+        "mrrs-small",
+        "ext-tag-off",
+        "aer-correctable",
+    ] {
+        let c = report(&advice, id);
+        assert_eq!(
+            c.status,
+            crate::advise::CheckStatus::NotJudged,
+            "{id}: {c:?}"
+        );
+        assert!(
+            c.not_judged.iter().all(|n| n.reason == no_pcie),
+            "{id}: {c:?}"
+        );
+    }
+    assert_eq!(
+        report(&advice, "mps-below-path").not_judged[0].subjects,
+        ["0000:00:03.0", "0000:00:04.0"]
+    );
+    let text = crate::advise::to_text(&advice);
+    assert!(!text.contains("needs root"), "{text}");
+
+    // Unprivileged: `config` stops at 64 bytes, before the capability list its status
+    // register announces (as a real virtio function's MSI-X and vendor capabilities are).
+    for bdf in ["0000:00:00.0", "0000:00:03.0", "0000:00:04.0"] {
+        let config = pci.join("devices").join(bdf).join("config");
+        let mut bytes = std::fs::read(&config).unwrap();
+        bytes[0x06] |= 0x10;
+        bytes[0x34] = 0x40;
+        std::fs::write(&config, &bytes[..64]).unwrap();
+    }
+    let advice = advise(&Machine::host_at(root.path().to_path_buf()), &options()).unwrap();
+    let c = report(&advice, "mps-below-path");
+    assert_eq!(
+        c.not_judged[0].reason,
+        "config space past 64 bytes needs root: run pcielab as root"
+    );
+}
+
+/// On a host, an AER capability with no `aer_dev_correctable` file is the kernel's AER driver
+/// being off, said as such; a function with a count is judged.
+#[test]
+fn aer_without_counters_on_a_host_names_the_kernel_not_sim_or_snapshots() {
+    let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
+    let (t, m) = machine("aer = true", link, "aer = true", link, NVME);
+    let devices = t.path().join("sys/bus/pci/devices");
+    let _ = std::fs::remove_file(devices.join("0000:00:01.0/aer_dev_correctable"));
+    std::fs::write(
+        devices.join("0000:01:00.0/aer_dev_correctable"),
+        "RxErr 0\nBadTLP 0\nTOTAL_ERR_COR 0\n",
+    )
+    .unwrap();
+    let advice = advise(&m, &options()).unwrap();
+    let c = report(&advice, "aer-correctable");
+    assert_eq!(c.status, crate::advise::CheckStatus::PartlyJudged, "{c:?}");
+    assert_eq!(c.judged, 1);
+    assert_eq!(c.not_judged[0].subjects, ["0000:00:01.0"]);
+    assert!(
+        c.not_judged[0]
+            .reason
+            .starts_with("it has an AER capability but no aer_dev_correctable file: the kernel's AER driver is off"),
+        "{c:?}"
+    );
+}
+
+/// The two functions of a GPU share one link: one finding for it, not one per function.
+#[test]
+fn a_link_shared_by_a_multi_function_device_is_one_finding() {
+    let port = "{ max_speed = 8.0, max_width = 16, speed = 8.0, width = 8 }";
+    let gpu = "{ max_speed = 8.0, max_width = 16, speed = 8.0, width = 8 }";
+    let audio = r#"
+[[function]]
+bdf = "0000:01:00.1"
+kind = "endpoint"
+parent = "0000:00:01.0"
+vendor = 0x10de
+device_id = 0x10f0
+class = 0x040300
+link = { max_speed = 8.0, max_width = 16, speed = 8.0, width = 8 }
+driver = "snd_hda_intel"
+"#;
+    let (_t, m) = machine("", port, audio, gpu, GPU);
+    let found = only(&m, "link-downtrained", &options());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].subject, "link 0000:00:01.0 -> 0000:01:00.0");
+    assert_eq!(found[0].severity, Severity::PerfLoss);
+}
+
+/// No `info` finding on any preset or advise fixture spec carries a gain without the
+/// condition it holds on, for any intent.
+#[test]
+fn no_info_finding_predicts_an_unconditional_gain() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/advise");
+    let mut machines: Vec<String> = crate::machine::presets::names()
+        .into_iter()
+        .map(|name| format!("sim:{name}"))
+        .collect();
+    for spec in ["sim-aspm.toml", "sim-irq.toml", "sim-mps.toml"] {
+        machines.push(format!("sim:{}", fixtures.join(spec).display()));
+    }
+    let mut info = 0;
+    for name in &machines {
+        let machine = Machine::open(&name.parse().unwrap()).unwrap();
+        for intent in [
+            Intent::Throughput,
+            Intent::Latency,
+            Intent::P2p,
+            Intent::Isolation,
+        ] {
+            let advice = advise(
+                &machine,
+                &AdviseOptions {
+                    intent,
+                    ..options()
+                },
+            )
+            .unwrap();
+            for f in advice
+                .findings
+                .iter()
+                .filter(|f| f.severity == Severity::Info)
+            {
+                info += 1;
+                assert!(
+                    matches!(f.prediction, Prediction::NotPredicted { .. })
+                        || condition(&f.prediction).is_some(),
+                    "{name} {intent:?}: {} {}: {:?}",
+                    f.id,
+                    f.subject,
+                    f.prediction
+                );
+            }
+        }
+    }
+    assert!(info > 0, "no info finding to look at");
 }
