@@ -158,16 +158,24 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("irqbalance"));
     assert_eq!(std::fs::read_to_string(&irq).unwrap(), "9\n");
-    ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
+    ok(pcielab(&[
+        "advise",
+        "--machine",
+        "host",
+        "--undo",
+        undo_s,
+        "--root",
+        root_s,
+    ]));
     assert_eq!(std::fs::read(&governor).unwrap(), before);
 }
 
-/// The undo file goes through the one output policy and is written before anything changes:
-/// a device that fails the write, a link out of its directory, a read-only file or a directory
-/// leaves every sysfs file as it was and the target untouched; a regular file is replaced whole
-/// (mode kept, no temporary left beside it).
+/// The undo file is a new file, created before anything changes: a device, a link (even to a
+/// new path), a read-only file, a directory or an older undo file already at the path is refused
+/// (exit 2), leaving every sysfs file and the thing at the path as they were; a new path is
+/// created with mode 0600 and nothing else beside it.
 #[test]
-fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
+fn the_undo_file_is_created_new_before_any_change_and_never_replaces_anything() {
     use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
     let (dir, root) = server_copy();
     let governor = root.join("sys/class/devfreq/dmc/governor");
@@ -183,6 +191,7 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
     )
     .unwrap();
     std::fs::create_dir(undo_dir.join("adir")).unwrap();
+    std::fs::write(undo_dir.join("older.json"), "an older undo file\n").unwrap();
     let apply = |undo: &Path| {
         pcielab(&[
             "advise",
@@ -196,21 +205,24 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
             undo.to_str().unwrap(),
         ])
     };
-    for (undo, code, why) in [
-        (PathBuf::from("/dev/full"), 1, "/dev/full"),
-        (undo_dir.join("away.json"), 2, "is a symlink"),
-        (undo_dir.join("ro.json"), 2, "is a read-only file"),
-        (undo_dir.join("adir"), 2, "is a directory"),
+    for (undo, why) in [
+        (PathBuf::from("/dev/full"), "a character device"),
+        (undo_dir.join("away.json"), "a symbolic link"),
+        (undo_dir.join("ro.json"), "a regular file"),
+        (undo_dir.join("adir"), "a directory"),
+        (undo_dir.join("older.json"), "a regular file"),
+        (governor.clone(), "a regular file"),
     ] {
         let out = apply(&undo);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(code),
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", undo.display());
+        assert!(
+            stderr.contains(&format!(
+                "already exists ({why}); pcielab never replaces it"
+            )),
             "{}: {stderr}",
             undo.display()
         );
-        assert!(stderr.contains(why), "{}: {stderr}", undo.display());
         assert_eq!(
             std::fs::read(&governor).unwrap(),
             before,
@@ -223,18 +235,25 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
         .file_type()
         .is_char_device());
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-    assert_eq!(
-        std::fs::read_to_string(undo_dir.join("ro.json")).unwrap(),
-        "kept\n"
-    );
-    // A regular file: replaced whole, its mode kept, nothing else left in the directory.
+    for (name, kept) in [
+        ("ro.json", "kept\n"),
+        ("older.json", "an older undo file\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(undo_dir.join(name)).unwrap(), kept);
+    }
+    // A new path: created private, nothing else left in the directory.
     let undo = undo_dir.join("undo.json");
-    std::fs::write(&undo, "an older undo file\n").unwrap();
-    std::fs::set_permissions(&undo, std::fs::Permissions::from_mode(0o600)).unwrap();
     ok(apply(&undo));
     assert_eq!(std::fs::read(&governor).unwrap(), b"performance\n");
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&undo).unwrap()).unwrap();
-    assert_eq!(saved["previous"][0]["value"], "simple_ondemand", "{saved}");
+    assert_eq!(saved["schema"], "pcielab.advise-undo/v2");
+    assert_eq!(
+        saved["root"],
+        root.canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_eq!(saved["changes"][0]["check"], "devfreq-governor", "{saved}");
+    assert_eq!(saved["changes"][0]["before"], "simple_ondemand", "{saved}");
+    assert_eq!(saved["changes"][0]["written"], "performance", "{saved}");
     assert_eq!(
         std::fs::metadata(&undo).unwrap().permissions().mode() & 0o777,
         0o600
@@ -244,7 +263,10 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["adir", "away.json", "ro.json", "undo.json"]);
+    assert_eq!(
+        names,
+        ["adir", "away.json", "older.json", "ro.json", "undo.json"]
+    );
 }
 
 /// `--apply` runs the whole advice again on the machine as it reads after the writes: the
@@ -308,7 +330,27 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
 
     // The text says the same; a second apply finds nothing left to apply, and the undo brings
     // both findings back.
-    ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
+    ok(pcielab(&[
+        "advise",
+        "--machine",
+        "host",
+        "--undo",
+        undo_s,
+        "--root",
+        root_s,
+    ]));
+    // A new journal for the second apply: the first one is never replaced.
+    let undo_again = dir.path().join("undo-again.json");
+    let applied: Vec<&str> = applied
+        .iter()
+        .map(|a| {
+            if *a == undo_s {
+                undo_again.to_str().unwrap()
+            } else {
+                a
+            }
+        })
+        .collect();
     let text = ok(pcielab(&applied));
     assert!(
         text.contains(
