@@ -22,7 +22,7 @@ mod journal;
 mod kernel_file;
 
 pub use journal::{JournalEntry, UndoJournal, JOURNAL_SCHEMA};
-use kernel_file::{canonical_root, KernelFile};
+use kernel_file::{canonical_root, quoted_path, KernelFile};
 
 /// One write made (or, with `--dry-run`, shown).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -432,7 +432,7 @@ pub fn undo(undo_file: &Path, options: &UndoOptions) -> Result<Vec<Change>> {
             undo_file.display(),
             n + 1,
             crate::input::cut_for_message(&entry.check),
-            crate::input::cut_for_message(&entry.file)
+            quoted_path(&entry.file)
         );
         let check = super::check_id(&entry.check, "check").map_err(|e| prefixed(e, &what))?;
         let file =

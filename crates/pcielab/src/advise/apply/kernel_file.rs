@@ -89,7 +89,7 @@ impl KernelFile {
         let accepts = allowed(check, rel).ok_or_else(|| {
             Error::bad_input(format!(
                 "check '{check}' does not write '{}' (what each check writes: {ALLOWED_TEXT})",
-                crate::input::cut_for_message(rel)
+                quoted_path(rel)
             ))
         })?;
         let named = root.join(rel);
@@ -232,6 +232,19 @@ impl KernelFile {
             .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(format!("/proc/self/fd/{}", held.as_raw_fd()))?;
         file.write_all(format!("{value}\n").as_bytes())
+    }
+}
+
+/// A path from a journal as a message quotes it: whole up to the length of a long sysfs path,
+/// escaped so control characters cannot rewrite the terminal.
+pub(super) fn quoted_path(text: &str) -> String {
+    const LONGEST_SHOWN: usize = 256;
+    if text.chars().count() <= LONGEST_SHOWN {
+        text.escape_debug().to_string()
+    } else {
+        crate::input::cut_for_message(text)
+            .escape_debug()
+            .to_string()
     }
 }
 
