@@ -86,15 +86,59 @@ fn the_well_tuned_twin_has_no_finding_for_any_intent_but_isolation() {
             serde_json::json!([]),
             "{intent}: {advice:#}"
         );
-        assert_eq!(advice["checks_run"].as_array().unwrap().len(), 15);
+        assert_eq!(advice["checks_run"].as_array().unwrap().len(), 16);
     }
-    // Isolation wants translated DMA: identity domains are risks there.
+    // Isolation wants translated DMA (identity domains are risks there) and the ACS controls
+    // that give devices groups of their own.
     let advice = advise_json("clean", &["--intent", "isolation"]);
     assert!(advice["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|f| f["id"] == "iommu-translated"));
+        .all(|f| f["id"] == "iommu-translated" || f["id"] == "acs-isolation"));
+}
+
+/// Under `--intent isolation`, the well-tuned twin's switch ports (ACS SrcValid only) and the
+/// root port above them (no ACS capability) are findings; the controls each lacks are the ones
+/// real lspci prints with '-' among SrcValid, ReqRedir, CmpltRedir and UpstreamFwd (the kernel's
+/// `REQ_ACS_FLAGS`), and the group it merges is the port's whole subtree.
+#[test]
+fn ports_without_the_acs_isolation_controls_are_findings_under_isolation() {
+    let advice = advise_json(
+        "clean",
+        &["--intent", "isolation", "--only", "acs-isolation"],
+    );
+    let findings = advice["findings"].as_array().unwrap();
+    let subjects: Vec<&str> = findings
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    // 00:02.0, 00:03.0 and the 80:0x.0 root ports each hold one device: no group to split.
+    assert_eq!(subjects, ["0000:00:01.0", "0000:02:00.0", "0000:02:01.0"]);
+    for f in findings {
+        let bdf = f["subject"].as_str().unwrap();
+        let summary = f["summary"].as_str().unwrap();
+        let lspci = lspci_vvv("clean", bdf);
+        let missing: Vec<&str> = match lspci.lines().find_map(|l| l.trim().strip_prefix("ACSCtl:"))
+        {
+            Some(ctl) => ctl
+                .split_whitespace()
+                .filter_map(|w| w.strip_suffix('-'))
+                .filter(|w| ["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"].contains(w))
+                .collect(),
+            None => vec!["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"],
+        };
+        assert!(
+            summary.contains(&format!("lacks ACS {}:", missing.join(", "))),
+            "{bdf}: lspci says {missing:?}; {summary}"
+        );
+    }
+    assert!(findings[0]["summary"].as_str().unwrap().contains(
+        "puts 0000:00:01.0, 0000:01:00.0, 0000:02:00.0, 0000:02:01.0, 0000:03:00.0, 0000:04:00.0 in one IOMMU group"
+    ));
+    // The other intents do not ask for isolation.
+    let advice = advise_json("clean", &["--only", "acs-isolation"]);
+    assert_eq!(advice["findings"], serde_json::json!([]));
 }
 
 #[test]

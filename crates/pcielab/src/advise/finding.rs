@@ -249,7 +249,7 @@ impl Advice {
 }
 
 /// Every check, by stable rule id, with what it looks at.
-pub const CHECKS: [(&str, &str); 15] = [
+pub const CHECKS: [(&str, &str); 16] = [
     (
         "link-downtrained",
         "link trained below min(parent, child) LnkCap",
@@ -283,6 +283,10 @@ pub const CHECKS: [(&str, &str); 15] = [
     (
         "p2p-through-host",
         "P2P pairs routed through the host bridge by ACS redirect",
+    ),
+    (
+        "acs-isolation",
+        "a port or multi-function device without the ACS isolation controls (isolation intent)",
     ),
     (
         "iommu-translated",

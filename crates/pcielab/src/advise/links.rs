@@ -993,5 +993,149 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
     Ok(found)
 }
 
+/// The ACS controls the kernel needs on a port, or on a function of a multi-function device,
+/// before it gives what lies below or beside it an IOMMU group of its own (`REQ_ACS_FLAGS` in
+/// the kernel's drivers/iommu/iommu.c): Source Validation, P2P Request Redirect, P2P Completion
+/// Redirect, Upstream Forwarding, as (bit, name as lspci prints it).
+const ISOLATION_ACS: [(u16, &str); 4] = [
+    (0x01, "SrcValid"),
+    (0x04, "ReqRedir"),
+    (0x08, "CmpltRedir"),
+    (0x10, "UpstreamFwd"),
+];
+
+/// The isolation controls `f` lacks, as the kernel's `pci_acs_flags_enabled` judges them: a
+/// control the capability does not implement counts as hard-wired on; no ACS capability at all
+/// lacks every one. `None` when its ACS could not be read.
+fn missing_isolation_acs(f: &Function) -> Option<Vec<&'static str>> {
+    if f.acs_unreadable {
+        return None;
+    }
+    Some(
+        ISOLATION_ACS
+            .iter()
+            .filter(|(bit, _)| match f.acs {
+                None => true,
+                Some(acs) => acs.capability & bit != 0 && acs.control & bit == 0,
+            })
+            .map(|(_, name)| *name)
+            .collect(),
+    )
+}
+
+/// The IOMMU group sysfs puts `bdf` in (the name its `iommu_group` link points to), if read.
+fn iommu_group_of(context: &Context, bdf: Bdf) -> Option<String> {
+    let dir = facts(context, bdf)?.dir.as_ref()?;
+    let target = std::fs::read_link(dir.join("iommu_group")).ok()?;
+    Some(target.file_name()?.to_string_lossy().into_owned())
+}
+
+pub(super) fn acs_isolation(context: &Context) -> CheckOutcome {
+    if context.options.intent != Intent::Isolation {
+        return Ok(Vec::new());
+    }
+    let topo = context.topology;
+    let slot = |f: &Function| (f.bdf.domain, f.bdf.bus, f.bdf.device);
+    let multifunction = |f: &Function| {
+        topo.functions()
+            .iter()
+            .filter(|g| slot(g) == slot(f))
+            .count()
+            > 1
+    };
+    let judged: Vec<&Function> = topo
+        .functions()
+        .iter()
+        .filter(|f| match f.kind {
+            Kind::RootPort | Kind::SwitchDownstream => true,
+            Kind::Endpoint | Kind::RcEndpoint | Kind::SwitchUpstream => multifunction(f),
+            Kind::HostBridge | Kind::PciBridge => false,
+        })
+        .collect();
+    if !judged.is_empty() && judged.iter().all(|f| f.acs_unreadable) {
+        return Err(
+            "no port's ACS capability was readable (extended config space needs root)".into(),
+        );
+    }
+    let mut found = Vec::new();
+    for f in judged {
+        let Some(missing) = missing_isolation_acs(f).filter(|m| !m.is_empty()) else {
+            continue;
+        };
+        let port = matches!(f.kind, Kind::RootPort | Kind::SwitchDownstream);
+        // What the kernel then puts in one group: a port's whole subtree with it, or every
+        // function of the device's slot.
+        let merged: Vec<Bdf> = topo
+            .functions()
+            .iter()
+            .filter(|g| {
+                if port {
+                    topo.path_to_root(g.bdf).iter().any(|p| p.bdf == f.bdf)
+                } else {
+                    slot(g) == slot(f)
+                }
+            })
+            .map(|g| g.bdf)
+            .collect();
+        // A root port merges with the one device below it to no harm (a group may hold
+        // bridges): it matters where its subtree holds devices to keep apart. A switch's
+        // downstream port is where peers meet, so it is always reported.
+        let devices = merged
+            .iter()
+            .filter_map(|b| topo.get(*b))
+            .filter(|g| !g.kind.is_bridge())
+            .count();
+        if f.kind == Kind::RootPort && devices < 2 {
+            continue;
+        }
+        let group = iommu_group_of(context, f.bdf)
+            .map_or_else(String::new, |g| format!(" (IOMMU group {g})"));
+        let listed = merged
+            .iter()
+            .map(Bdf::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let evidence = vec![Evidence::new(
+            config_source(context, f.bdf),
+            "ACSCtl",
+            f.acs.map_or("no ACS capability".into(), |a| {
+                format!(
+                    "control {:#06x} of capability {:#06x}",
+                    a.control, a.capability
+                )
+            }),
+        )];
+        let wanted: u16 = ISOLATION_ACS.iter().map(|(bit, _)| bit).sum();
+        found.push(Finding {
+            id: "acs-isolation",
+            severity: Severity::Risk,
+            subject: f.bdf.to_string(),
+            function: Some(f.bdf.to_string()),
+            summary: format!(
+                "{} {} lacks ACS {}: the kernel cannot isolate {} and puts {listed} in one IOMMU group{group}",
+                if port { "port" } else { "multi-function device function" },
+                f.bdf,
+                missing.join(", "),
+                if port { "what lies below it" } else { "its functions from each other" },
+            ),
+            evidence,
+            fix: match f.acs {
+                Some(_) => Fix::printed(
+                    Lever::Setpci,
+                    format!("setpci -s {} ECAP000d+6.w={wanted:04x}:{wanted:04x} (ACS control: SrcValid, ReqRedir, CmpltRedir, UpstreamFwd)", f.bdf),
+                )
+                .noting("printed, not performed; the kernel enables these at enumeration only where pci=disable_acs_redir or a quirk does not stop it, so a write after boot does not regroup devices: check firmware ACS settings and reboot"),
+                None => Fix::printed(
+                    Lever::Firmware,
+                    format!("{} has no ACS capability: put the devices to isolate behind ports that have it (another slot or switch)", f.bdf),
+                ),
+            },
+            intent: context.options.intent,
+            prediction: Prediction::not_predicted("isolation is not a rate"),
+        });
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests;
