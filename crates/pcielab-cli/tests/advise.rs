@@ -336,7 +336,7 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
         .iter()
         .map(key)
         .collect();
-    let cleared = ["cpu-governor cpu 0-3", "devfreq-governor devfreq dmc"];
+    let cleared = ["cpu-governor cpu 0-15", "devfreq-governor devfreq dmc"];
     for c in cleared {
         assert!(before.contains(&c.to_string()), "{c} not in {before:?}");
     }
@@ -398,7 +398,7 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
     let text = ok(pcielab(&applied));
     assert!(
         text.contains(
-            "re-checked the machine after the change:\n  gone: cpu-governor cpu 0-3 (perf-loss), devfreq-governor devfreq dmc (perf-loss)\n"
+            "re-checked the machine after the change:\n  gone: cpu-governor cpu 0-15 (perf-loss), devfreq-governor devfreq dmc (perf-loss)\n"
         ),
         "{text}"
     );
@@ -427,7 +427,7 @@ fn the_exporter_serves_each_finding_as_a_series_promtool_accepts() {
         &r#"pcielab_advice_findings{check="link-downtrained",severity="perf-loss",function="0000:04:00.0"} 1"#
     ));
     assert!(series.contains(
-        &r#"pcielab_advice_findings{check="cpu-governor",severity="perf-loss",function="cpu 0-3"} 1"#
+        &r#"pcielab_advice_findings{check="cpu-governor",severity="perf-loss",function="cpu 0-15"} 1"#
     ));
     let clean = format!(
         "snapshot:{}",
