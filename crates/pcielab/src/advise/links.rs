@@ -918,6 +918,17 @@ pub(super) fn aer_correctable(context: &Context) -> CheckOutcome {
     Ok(found)
 }
 
+/// The endpoints below one meeting bridge whose P2P the kernel sends through the host bridge
+/// because of ACS redirect, and every redirecting function on their paths up to it.
+#[derive(Default)]
+struct RedirectedBelow {
+    endpoints: std::collections::BTreeSet<Bdf>,
+    redirecting: std::collections::BTreeSet<Bdf>,
+    /// One pair's verdict, quoted in the summary.
+    example: Option<p2p::Verdict>,
+    pairs: u64,
+}
+
 pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let severity = match context.options.intent {
@@ -926,33 +937,58 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
         Intent::Throughput | Intent::Latency => Severity::Info,
     };
     let groups = p2p::groups(topo);
-    // One pair per group verdict, each unordered pair once (the lower address as provider
-    // where both directions are listed).
-    let mut pairs = std::collections::BTreeMap::new();
+    // One finding per bridge where redirected paths meet, naming every port on every path
+    // between its endpoints: gathered from the group verdicts (each group's path once), so 120
+    // ports under one switch make one finding, not 14,280 pairs.
+    let mut below: BTreeMap<Bdf, RedirectedBelow> = BTreeMap::new();
     for g in p2p::group_verdicts(topo, &groups, Cpu::Intel { family: 6 }) {
-        let v = g.verdict;
-        let key = (v.provider.min(v.client), v.provider.max(v.client));
-        if v.provider < v.client || !pairs.contains_key(&key) {
-            pairs.insert(key, v);
+        let v = &g.verdict;
+        // Only pairs that share a switch and are sent up anyway: ACS is then the reason.
+        let (Some(meeting), false) = (g.meeting, v.map == MapType::BusAddress) else {
+            continue;
+        };
+        if !v
+            .reasons
+            .iter()
+            .any(|r| matches!(r, Reason::AcsRedirect { .. }))
+        {
+            continue;
+        }
+        let at = below.entry(meeting).or_default();
+        at.pairs += g.pairs;
+        at.example.get_or_insert_with(|| v.clone());
+        let named = g.provider_groups.iter().chain(&g.client_groups);
+        for (first, last) in named.filter_map(|name| p2p::group_run(name)) {
+            for group in groups.get(first..=last).into_iter().flatten() {
+                at.endpoints.extend(&group.functions);
+                // The kernel checks ACS on each function from the endpoint up to and including
+                // the meeting point (the provider's side); a group's functions share their ACS
+                // state and their path.
+                let path = topo.path_to_root(group.functions[0]);
+                let up_to = path
+                    .iter()
+                    .position(|f| f.bdf == meeting)
+                    .map_or(path.len(), |i| i + 1);
+                for f in &path[..up_to] {
+                    if p2p::has_acs_redirect(f) {
+                        if f.bdf == group.functions[0] {
+                            at.redirecting.extend(&group.functions);
+                        } else {
+                            at.redirecting.insert(f.bdf);
+                        }
+                    }
+                }
+            }
         }
     }
     let mut found = Vec::new();
-    for v in pairs.values() {
-        // Only pairs that share a switch and are sent up anyway: ACS is then the reason.
-        let share_a_bridge = v
-            .reasons
-            .iter()
-            .any(|r| matches!(r, Reason::CommonUpstreamBridge { .. }));
-        if v.map == MapType::BusAddress || !share_a_bridge {
-            continue;
-        }
-        let Some(bridges) = v.reasons.iter().find_map(|r| match r {
-            Reason::AcsRedirect { bridges } => Some(bridges),
-            _ => None,
-        }) else {
-            continue;
+    for (meeting, at) in below {
+        let Some(v) = at.example else { continue };
+        let list = |set: &std::collections::BTreeSet<Bdf>, sep: &str| {
+            set.iter().map(Bdf::to_string).collect::<Vec<_>>().join(sep)
         };
-        let evidence = bridges
+        let evidence = at
+            .redirecting
             .iter()
             .filter_map(|b| topo.get(*b))
             .map(|b| {
@@ -971,20 +1007,23 @@ pub(super) fn p2p_through_host(context: &Context) -> CheckOutcome {
         found.push(Finding {
             id: "p2p-through-host",
             severity,
-            subject: format!("p2p {} -> {}", v.provider, v.client),
-            function: Some(v.client.to_string()),
+            subject: format!("p2p below {meeting}"),
+            function: Some(meeting.to_string()),
             summary: format!(
-                "P2P DMA between {} and {} cannot take the direct path (kernel verdict: {}, distance {}) because ACS redirect is enabled at {}",
+                "P2P DMA between the {} endpoints below {meeting} ({}; {} ordered pairs) cannot take the direct path (kernel verdict for {} -> {}: {}, distance {}) because ACS redirect is enabled at {}",
+                at.endpoints.len(),
+                list(&at.endpoints, ", "),
+                at.pairs,
                 v.provider,
                 v.client,
                 v.map.describe(),
                 v.distance,
-                bridges.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(", ")
+                list(&at.redirecting, ", ")
             ),
             evidence,
             fix: Fix::printed(Lever::KernelParameter, format!(
                     "pci=disable_acs_redir={} (keeps IOMMU groups; those devices can then reach each other directly)",
-                    bridges.iter().map(|b| format!("{b}")).collect::<Vec<_>>().join(";")
+                    list(&at.redirecting, ";")
                 )).noting("ACS redirect isolates devices from each other; keep it where isolation matters"),
             intent: context.options.intent,
             prediction: Prediction::not_predicted("the P2P path cost through the host bridge is platform-specific and not modelled"),
