@@ -705,7 +705,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // GPU lowers its speed; the Altra's GPU at MaxPayload 128 under a root port that supports
     // 512 and a GPU that supports 256; MaxReadReq 128 on a RAID controller and a NIC; ASPM
     // enabled on links whose endpoints have drivers bound; a P2P pair whose only path is
-    // through the host bridge.
+    // through the host bridge (filed under the bridge where the two paths meet).
     assert_eq!(
         found,
         vec![
@@ -713,7 +713,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"link-downtrained\" \"info\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
-            "linuxhw/dell-poweredge-r220.txt \"0000:06:00.0\" \"p2p-through-host\" \"info\"",
+            "linuxhw/dell-poweredge-r220.txt \"0000:02:00.0\" \"p2p-through-host\" \"info\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"link-downtrained\" \"info\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.1\" \"link-downtrained\" \"info\"",
