@@ -168,6 +168,25 @@ fn fail_on_ignore_and_only_shape_the_exit_and_the_findings() {
     let out = run(&["--only", "mps"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("valid are link-downtrained"));
+    let out = run(&["--ignore", "mps@0000:04:00.0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("valid are link-downtrained"));
+    // A subject this machine does not have: a warning naming the closest, the run goes on.
+    let out = run(&["--ignore", "aer-correctable@0000:04:01.0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "warning: --ignore aer-correctable@0000:04:01.0 matched no finding on this machine; closest: aer-correctable@0000:04:00.0"
+        ),
+        "{stderr}"
+    );
+    let out = run(&["--ignore", "aer-correctable@0000:04:00.0"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

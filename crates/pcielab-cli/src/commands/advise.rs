@@ -179,6 +179,13 @@ pub fn run(args: Args) -> Result<()> {
     };
     let fail_on = args.fail_on.as_deref().map(Severity::parse).transpose()?;
     let found = advice::advise(&machine, &options)?;
+    for warning in options
+        .ignore
+        .iter()
+        .filter_map(|m| m.unmatched_warning(&found))
+    {
+        eprintln!("pcielab: advise: warning: {warning}");
+    }
     if !args.apply.is_empty() {
         let chosen = apply::select(&found, &args.apply)?;
         let root = machine.system_root().ok_or_else(|| {

@@ -315,6 +315,8 @@ pub const CHECKS: [(&str, &str); 16] = [
 pub struct Mute {
     pub id: String,
     pub at: String,
+    /// Set when it muted a finding in a run, so one that names nothing can be reported.
+    matched: std::cell::Cell<bool>,
 }
 
 impl Mute {
@@ -332,12 +334,47 @@ impl Mute {
         Ok(Mute {
             id: id.to_string(),
             at,
+            matched: std::cell::Cell::new(false),
         })
     }
 
     pub(crate) fn mutes(&self, finding: &Finding) -> bool {
-        self.id == finding.id
-            && (finding.function.as_deref() == Some(self.at.as_str()) || finding.subject == self.at)
+        let mutes = self.id == finding.id
+            && (finding.function.as_deref() == Some(self.at.as_str())
+                || finding.subject == self.at);
+        if mutes {
+            self.matched.set(true);
+        }
+        mutes
+    }
+
+    /// After a run that produced `advice`: a warning when this mute muted nothing (a subject
+    /// that does not exist on this machine, or no longer does), naming the closest subjects
+    /// the run found; `None` when it muted a finding.
+    pub fn unmatched_warning(&self, advice: &Advice) -> Option<String> {
+        if self.matched.get() {
+            return None;
+        }
+        let subjects: Vec<String> = advice
+            .findings
+            .iter()
+            .flat_map(|f| {
+                [Some(&f.subject), f.function.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .map(move |at| format!("{}@{at}", f.id))
+            })
+            .collect();
+        let wanted = format!("{}@{}", self.id, self.at);
+        let closest = crate::pmu::catalog::nearest(&wanted, subjects.iter().map(String::as_str));
+        Some(format!(
+            "--ignore {wanted} matched no finding on this machine{}",
+            if closest.is_empty() {
+                String::new()
+            } else {
+                format!("; closest: {}", closest.join(", "))
+            }
+        ))
     }
 }
 
