@@ -825,3 +825,48 @@ fn spec_exit_latencies_export_as_the_lnkcap_lspci_reads_and_advise_quotes() {
     // Without a device model the snapshot predicts per request: the 32 µs exit.
     assert_eq!(advice["findings"][0]["prediction"]["before"], 32000.0);
 }
+
+/// Raising one drive's MPS names every function that must change, in order: the ports on its
+/// path root first, the drive, then the switch's other port and the drive below it (siblings
+/// that would otherwise be left below their raised port). Each one named is one real lspci
+/// shows programmed below the path's 512 B.
+#[test]
+fn the_mps_fix_names_every_function_that_must_change_siblings_included() {
+    let advice = advise_json("server", &["--only", "mps-below-path"]);
+    let finding = advice["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["subject"] == "0000:03:00.0")
+        .expect("mps-below-path on 0000:03:00.0");
+    let note = finding["fix"]["note"].as_str().unwrap();
+    let named: Vec<&str> = note
+        .split("setpci -s ")
+        .skip(1)
+        .map(|part| part.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "0000:00:01.0",
+            "0000:01:00.0",
+            "0000:02:00.0",
+            "0000:03:00.0",
+            "0000:02:01.0",
+            "0000:04:00.0"
+        ],
+        "{note}"
+    );
+    for bdf in named {
+        let lspci = lspci_vvv("server", bdf);
+        let devctl_mps = lspci
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("DevCtl:"))
+            .find_map(|l| l.split("MaxPayload ").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("{bdf}: no DevCtl MaxPayload in {lspci}"));
+        assert!(devctl_mps < 512, "{bdf}: lspci says {devctl_mps}");
+        assert!(note.contains(&format!("setpci -s {bdf} CAP_EXP+8.w=0040:00e0")));
+    }
+}

@@ -279,6 +279,65 @@ fn path_mps(topo: &Topology, bdf: Bdf) -> Option<(u16, Bdf)> {
         })
 }
 
+/// DevCtl's MaxPayload field (bits 7:5) holding `bytes`, as setpci writes it.
+fn devctl_mps(bytes: u16) -> u16 {
+    ((bytes.max(128) / 128).trailing_zeros() << 5) as u16
+}
+
+/// DevCtl's MaxReadReq field (bits 14:12) holding `bytes`.
+fn devctl_mrrs(bytes: u16) -> u16 {
+    ((bytes.max(128) / 128).trailing_zeros() << 12) as u16
+}
+
+/// The setpci writes that raise `endpoint`'s path to MPS `best` and keep every link consistent,
+/// in the order to make them: each port on the path programmed below `best`, root first; then
+/// the endpoint; then, below each port raised, every other function (siblings of the path, and
+/// their subtrees) to min(`best`, what it supports), with its MRRS capped at its MPS where it
+/// must stay lower, so no completion larger than it accepts comes down.
+fn mps_raise_commands(topo: &Topology, endpoint: Bdf, best: u16) -> Vec<String> {
+    let path: Vec<&Function> = topo.path_to_root(endpoint).into_iter().rev().collect();
+    let mut commands = Vec::new();
+    let set = |f: &Function, mps: u16, commands: &mut Vec<String>| {
+        if f.mps != Some(mps) {
+            commands.push(format!(
+                "setpci -s {} CAP_EXP+8.w={:04x}:00e0",
+                f.bdf,
+                devctl_mps(mps)
+            ));
+        }
+        if f.mrrs.is_some_and(|r| r > mps) && !f.kind.is_bridge() {
+            commands.push(format!(
+                "setpci -s {} CAP_EXP+8.w={:04x}:7000",
+                f.bdf,
+                devctl_mrrs(mps)
+            ));
+        }
+    };
+    for f in &path {
+        if f.mps.is_some_and(|m| m < best) {
+            set(f, best, &mut commands);
+        }
+    }
+    // Below each raised port, what is off the path follows it down.
+    let raised: Vec<Bdf> = path
+        .iter()
+        .filter(|f| f.kind.is_bridge() && f.mps.is_some_and(|m| m < best))
+        .map(|f| f.bdf)
+        .collect();
+    let on_path = |b: Bdf| path.iter().any(|f| f.bdf == b);
+    let mut pending: Vec<(Bdf, u16)> = raised.iter().map(|b| (*b, best)).collect();
+    while let Some((port, above)) = pending.pop() {
+        for child in topo.children(port).filter(|c| !on_path(c.bdf)) {
+            let mps = child.mps_supported.map_or(above, |cap| cap.min(above));
+            set(child, mps, &mut commands);
+            if child.kind.is_bridge() {
+                pending.push((child.bdf, mps));
+            }
+        }
+    }
+    commands
+}
+
 pub(super) fn mps_below_path(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     if topo.functions().iter().all(|f| f.mps.is_none()) {
@@ -354,10 +413,9 @@ pub(super) fn mps_below_path(context: &Context) -> CheckOutcome {
                 } else {
                     "pci=pcie_bus_perf (each device gets min(its DevCap, its parent's MPS); MRRS is capped at MPS)".into()
                 }).noting(format!(
-                    "one device now: setpci -s {} CAP_EXP+8.w={:04x}:00e0 (and the same on each port above it, top down) \
+                    "one device now, every function that must change, top down: {} \
                      — printed, not performed; pcie_bus_perf assumes no P2P, pcie_bus_peer2peer sets 128 B everywhere",
-                    f.bdf,
-                    (best.max(128) / 128).trailing_zeros() << 5
+                    mps_raise_commands(topo, f.bdf, best).join("; ")
                 )),
             intent: context.options.intent,
             prediction,
