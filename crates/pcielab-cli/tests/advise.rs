@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_lspci_agrees, lspci_register, ok, pcielab, promtool_accepts};
+use common::{
+    advise_apply, advise_undo, assert_lspci_agrees, lspci_register, ok, pcielab, promtool_accepts,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -195,20 +197,7 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     let governor = root.join("sys/class/devfreq/dmc/governor");
     let before = std::fs::read(&governor).unwrap();
     let undo = dir.path().join("undo.json");
-    let (root_s, undo_s) = (root.to_str().unwrap(), undo.to_str().unwrap());
-    let apply = |id: &str| {
-        pcielab(&[
-            "advise",
-            "--machine",
-            "host",
-            "--root",
-            root_s,
-            "--apply",
-            id,
-            "--undo-file",
-            undo_s,
-        ])
-    };
+    let apply = |id: &str| advise_apply(&root, &undo, id);
     let text = ok(apply("devfreq-governor"));
     assert!(
         text.contains("wrote /sys/class/devfreq/dmc/governor: simple_ondemand -> performance"),
@@ -221,15 +210,7 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("irqbalance"));
     assert_eq!(std::fs::read_to_string(&irq).unwrap(), "9\n");
-    ok(pcielab(&[
-        "advise",
-        "--machine",
-        "host",
-        "--undo",
-        undo_s,
-        "--root",
-        root_s,
-    ]));
+    ok(advise_undo(&root, &undo, &[]));
     assert_eq!(std::fs::read(&governor).unwrap(), before);
 }
 
@@ -255,19 +236,7 @@ fn the_undo_file_is_created_new_before_any_change_and_never_replaces_anything() 
     .unwrap();
     std::fs::create_dir(undo_dir.join("adir")).unwrap();
     std::fs::write(undo_dir.join("older.json"), "an older undo file\n").unwrap();
-    let apply = |undo: &Path| {
-        pcielab(&[
-            "advise",
-            "--machine",
-            "host",
-            "--root",
-            root.to_str().unwrap(),
-            "--apply",
-            "devfreq-governor",
-            "--undo-file",
-            undo.to_str().unwrap(),
-        ])
-    };
+    let apply = |undo: &Path| advise_apply(&root, undo, "devfreq-governor");
     for (undo, why) in [
         (PathBuf::from("/dev/full"), "a character device"),
         (undo_dir.join("away.json"), "a symbolic link"),
@@ -393,15 +362,7 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
 
     // The text says the same; a second apply finds nothing left to apply, and the undo brings
     // both findings back.
-    ok(pcielab(&[
-        "advise",
-        "--machine",
-        "host",
-        "--undo",
-        undo_s,
-        "--root",
-        root_s,
-    ]));
+    ok(advise_undo(&root, &undo, &[]));
     // A new journal for the second apply: the first one is never replaced.
     let undo_again = dir.path().join("undo-again.json");
     let applied: Vec<&str> = applied

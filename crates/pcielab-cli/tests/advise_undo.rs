@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ok, pcielab};
+use common::{advise_apply as apply, advise_undo as undo, ok, pcielab};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -66,37 +66,6 @@ fn applied() -> Applied {
     ok(apply(&root, &undo, "devfreq-governor,cpu-governor"));
     let journal = serde_json::from_str(&std::fs::read_to_string(&undo).unwrap()).unwrap();
     Applied { dir, root, journal }
-}
-
-fn apply(root: &Path, undo: &Path, ids: &str) -> Output {
-    pcielab(&[
-        "advise",
-        "--machine",
-        "host",
-        "--root",
-        root.to_str().unwrap(),
-        "--apply",
-        ids,
-        "--undo-file",
-        undo.to_str().unwrap(),
-    ])
-}
-
-fn undo(root: &Path, undo: &Path, extra: &[&str]) -> Output {
-    let args = [
-        &[
-            "advise",
-            "--machine",
-            "host",
-            "--root",
-            root.to_str().unwrap(),
-            "--undo",
-            undo.to_str().unwrap(),
-        ][..],
-        extra,
-    ]
-    .concat();
-    pcielab(&args)
 }
 
 /// Writes `journal` as a private undo file (mode 0600) at a new path in `dir`.

@@ -8,6 +8,14 @@ use crate::pcie::Generation::*;
 use crate::topology::export::export_sysfs;
 use crate::topology::spec::parse_spec;
 
+/// The test machines' root port, without its link.
+const ROOT_PORT: &str = r#"[[function]]
+bdf = "0000:00:01.0"
+kind = "root_port"
+vendor = 0x8086
+device_id = 0x347a
+class = 0x060400"#;
+
 /// A root port (`port_link`) with one endpoint of `class` (`ep_link`), written as a host root.
 fn machine(
     extra_port: &str,
@@ -18,12 +26,7 @@ fn machine(
 ) -> (tempfile::TempDir, Machine) {
     let spec = format!(
         r#"name = "t"
-[[function]]
-bdf = "0000:00:01.0"
-kind = "root_port"
-vendor = 0x8086
-device_id = 0x347a
-class = 0x060400
+{ROOT_PORT}
 link = {port_link}
 {extra_port}
 [[function]]
@@ -38,7 +41,12 @@ driver = "nvme"
 {extra_ep}
 "#
     );
-    let topology = parse_spec("t.toml", &spec).unwrap().topology;
+    host_root_of(&spec)
+}
+
+/// The machine `spec` describes, exported as sysfs under a temporary host root.
+fn host_root_of(spec: &str) -> (tempfile::TempDir, Machine) {
+    let topology = parse_spec("t.toml", spec).unwrap().topology;
     let root = tempfile::tempdir().unwrap();
     export_sysfs(&topology, &root.path().join("sys/bus/pci")).unwrap();
     let machine = Machine::host_at(root.path().to_path_buf());
@@ -507,15 +515,10 @@ fn irq_far_node_judges_all_vectors_and_follows_pending_moves() {
 /// A root port, a switch's upstream port and `ports` downstream ports with ACS redirect on
 /// (control 0x001d), each with one NVMe drive below it, written as a host root.
 fn switch_with_redirecting_ports(ports: usize) -> (tempfile::TempDir, Machine) {
-    let mut spec = String::from(
+    let mut spec = format!(
         r#"name = "switch"
-[[function]]
-bdf = "0000:00:01.0"
-kind = "root_port"
-vendor = 0x8086
-device_id = 0x347a
-class = 0x060400
-link = { max_speed = 16.0, max_width = 16, speed = 16.0, width = 16 }
+{ROOT_PORT}
+link = {{ max_speed = 16.0, max_width = 16, speed = 16.0, width = 16 }}
 [[function]]
 bdf = "0000:01:00.0"
 kind = "switch_upstream"
@@ -523,7 +526,7 @@ parent = "0000:00:01.0"
 vendor = 0x1000
 device_id = 0xc010
 class = 0x060400
-link = { max_speed = 16.0, max_width = 16, speed = 16.0, width = 16 }
+link = {{ max_speed = 16.0, max_width = 16, speed = 16.0, width = 16 }}
 "#,
     );
     for i in 0..ports {
@@ -551,11 +554,7 @@ driver = "nvme"
 "#
         ));
     }
-    let topology = parse_spec("switch.toml", &spec).unwrap().topology;
-    let root = tempfile::tempdir().unwrap();
-    export_sysfs(&topology, &root.path().join("sys/bus/pci")).unwrap();
-    let machine = Machine::host_at(root.path().to_path_buf());
-    (root, machine)
+    host_root_of(&spec)
 }
 
 #[test]
