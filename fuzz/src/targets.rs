@@ -398,16 +398,34 @@ pub fn lspci_listing(data: &[u8]) {
     }
 }
 
-/// An `advise --undo FILE` file, read and checked against the root `/fuzz-root` (which the
-/// seeds name, so runs get past the root check; it holds none of the files, and the run is
-/// unprivileged, so nothing is ever written).
+/// An `advise --undo FILE` journal, read and checked against an empty machine root: the seeds
+/// name the root `/fuzz-root`, replaced here by a fresh empty directory so runs get past the
+/// root check into the entries; none of the files they name exist there, so nothing is written.
 pub fn undo_file(data: &[u8]) {
     let Ok(dir) = tempfile::tempdir() else { return };
-    let file = dir.path().join("undo.json");
-    if std::fs::write(&file, data).is_err() {
+    let root = dir.path().join("root");
+    if std::fs::create_dir(&root).is_err() {
         return;
     }
-    let _ = pcielab::advise::apply::undo(&file, std::path::Path::new("/fuzz-root"), false);
+    let named = root.as_os_str().as_encoded_bytes();
+    let mut journal = Vec::with_capacity(data.len());
+    let mut rest = data;
+    while let Some(at) = rest.windows(10).position(|w| w == b"/fuzz-root") {
+        journal.extend_from_slice(&rest[..at]);
+        journal.extend_from_slice(named);
+        rest = &rest[at + 10..];
+    }
+    journal.extend_from_slice(rest);
+    let file = dir.path().join("undo.json");
+    if std::fs::write(&file, &journal).is_err() {
+        return;
+    }
+    let options = pcielab::advise::apply::UndoOptions {
+        root,
+        privileged: false,
+        force: false,
+    };
+    let _ = pcielab::advise::apply::undo(&file, &options);
 }
 
 /// A directory tree as `corpus DIR` walks it: the input's length-prefixed fields alternate a

@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::{assert_lspci_agrees, lspci_register, ok, pcielab, promtool_accepts};
+use common::{
+    advise_apply, advise_undo, assert_lspci_agrees, lspci_register, ok, pcielab, promtool_accepts,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,11 +57,15 @@ fn every_check_fires_on_the_server_and_its_evidence_is_what_lspci_prints() {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), 15, "{ids:?}");
-    // Every check looked: none is left wholly not judged on a whole-root snapshot.
+    // Every check looked: none is left wholly not judged on a whole-root snapshot, except
+    // acs-isolation, which judges only under --intent isolation.
     let checks = advice["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 15);
+    assert_eq!(checks.len(), 16);
+    let (isolation, others): (Vec<_>, Vec<_>) =
+        checks.iter().partition(|c| c["check"] == "acs-isolation");
+    assert_eq!(isolation[0]["status"], "nothing-to-judge", "{isolation:#?}");
     assert!(
-        checks
+        others
             .iter()
             .all(|c| c["status"] != "not-judged" && c["judged"].as_u64().unwrap() > 0),
         "{checks:#?}"
@@ -95,19 +101,63 @@ fn the_well_tuned_twin_has_no_finding_for_any_intent_but_isolation() {
             "{intent}: {advice:#}"
         );
         let checks = advice["checks"].as_array().unwrap();
-        assert_eq!(checks.len(), 15);
+        assert_eq!(checks.len(), 16);
         assert!(
             checks.iter().all(|c| c["status"] != "not-judged"),
             "{intent}: {checks:#?}"
         );
     }
-    // Isolation wants translated DMA: identity domains are risks there.
+    // Isolation wants translated DMA (identity domains are risks there) and the ACS controls
+    // that give devices groups of their own.
     let advice = advise_json("clean", &["--intent", "isolation"]);
     assert!(advice["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|f| f["id"] == "iommu-translated"));
+        .all(|f| f["id"] == "iommu-translated" || f["id"] == "acs-isolation"));
+}
+
+/// Under `--intent isolation`, the well-tuned twin's switch ports (ACS SrcValid only) and the
+/// root port above them (no ACS capability) are findings; the controls each lacks are the ones
+/// real lspci prints with '-' among SrcValid, ReqRedir, CmpltRedir and UpstreamFwd (the kernel's
+/// `REQ_ACS_FLAGS`), and the group it merges is the port's whole subtree.
+#[test]
+fn ports_without_the_acs_isolation_controls_are_findings_under_isolation() {
+    let advice = advise_json(
+        "clean",
+        &["--intent", "isolation", "--only", "acs-isolation"],
+    );
+    let findings = advice["findings"].as_array().unwrap();
+    let subjects: Vec<&str> = findings
+        .iter()
+        .map(|f| f["subject"].as_str().unwrap())
+        .collect();
+    // 00:02.0, 00:03.0 and the 80:0x.0 root ports each hold one device: no group to split.
+    assert_eq!(subjects, ["0000:00:01.0", "0000:02:00.0", "0000:02:01.0"]);
+    for f in findings {
+        let bdf = f["subject"].as_str().unwrap();
+        let summary = f["summary"].as_str().unwrap();
+        let lspci = lspci_vvv("clean", bdf);
+        let missing: Vec<&str> = match lspci.lines().find_map(|l| l.trim().strip_prefix("ACSCtl:"))
+        {
+            Some(ctl) => ctl
+                .split_whitespace()
+                .filter_map(|w| w.strip_suffix('-'))
+                .filter(|w| ["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"].contains(w))
+                .collect(),
+            None => vec!["SrcValid", "ReqRedir", "CmpltRedir", "UpstreamFwd"],
+        };
+        assert!(
+            summary.contains(&format!("lacks ACS {}:", missing.join(", "))),
+            "{bdf}: lspci says {missing:?}; {summary}"
+        );
+    }
+    assert!(findings[0]["summary"].as_str().unwrap().contains(
+        "puts 0000:00:01.0, 0000:01:00.0, 0000:02:00.0, 0000:02:01.0, 0000:03:00.0, 0000:04:00.0 in one IOMMU group"
+    ));
+    // The other intents do not ask for isolation.
+    let advice = advise_json("clean", &["--only", "acs-isolation"]);
+    assert_eq!(advice["findings"], serde_json::json!([]));
 }
 
 #[test]
@@ -137,6 +187,25 @@ fn fail_on_ignore_and_only_shape_the_exit_and_the_findings() {
     let out = run(&["--only", "mps"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("valid are link-downtrained"));
+    let out = run(&["--ignore", "mps@0000:04:00.0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("valid are link-downtrained"));
+    // A subject this machine does not have: a warning naming the closest, the run goes on.
+    let out = run(&["--ignore", "aer-correctable@0000:04:01.0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "warning: --ignore aer-correctable@0000:04:01.0 matched no finding on this machine; closest: aer-correctable@0000:04:00.0"
+        ),
+        "{stderr}"
+    );
+    let out = run(&["--ignore", "aer-correctable@0000:04:00.0"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -145,20 +214,7 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     let governor = root.join("sys/class/devfreq/dmc/governor");
     let before = std::fs::read(&governor).unwrap();
     let undo = dir.path().join("undo.json");
-    let (root_s, undo_s) = (root.to_str().unwrap(), undo.to_str().unwrap());
-    let apply = |id: &str| {
-        pcielab(&[
-            "advise",
-            "--machine",
-            "host",
-            "--root",
-            root_s,
-            "--apply",
-            id,
-            "--undo-file",
-            undo_s,
-        ])
-    };
+    let apply = |id: &str| advise_apply(&root, &undo, id);
     let text = ok(apply("devfreq-governor"));
     assert!(
         text.contains("wrote /sys/class/devfreq/dmc/governor: simple_ondemand -> performance"),
@@ -171,16 +227,16 @@ fn apply_and_undo_through_the_cli_on_a_copy_of_the_server() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("irqbalance"));
     assert_eq!(std::fs::read_to_string(&irq).unwrap(), "9\n");
-    ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
+    ok(advise_undo(&root, &undo, &[]));
     assert_eq!(std::fs::read(&governor).unwrap(), before);
 }
 
-/// The undo file goes through the one output policy and is written before anything changes:
-/// a device that fails the write, a link out of its directory, a read-only file or a directory
-/// leaves every sysfs file as it was and the target untouched; a regular file is replaced whole
-/// (mode kept, no temporary left beside it).
+/// The undo file is a new file, created before anything changes: a device, a link (even to a
+/// new path), a read-only file, a directory or an older undo file already at the path is refused
+/// (exit 2), leaving every sysfs file and the thing at the path as they were; a new path is
+/// created with mode 0600 and nothing else beside it.
 #[test]
-fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
+fn the_undo_file_is_created_new_before_any_change_and_never_replaces_anything() {
     use std::os::unix::fs::{symlink, FileTypeExt, PermissionsExt};
     let (dir, root) = server_copy();
     let governor = root.join("sys/class/devfreq/dmc/governor");
@@ -196,34 +252,26 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
     )
     .unwrap();
     std::fs::create_dir(undo_dir.join("adir")).unwrap();
-    let apply = |undo: &Path| {
-        pcielab(&[
-            "advise",
-            "--machine",
-            "host",
-            "--root",
-            root.to_str().unwrap(),
-            "--apply",
-            "devfreq-governor",
-            "--undo-file",
-            undo.to_str().unwrap(),
-        ])
-    };
-    for (undo, code, why) in [
-        (PathBuf::from("/dev/full"), 1, "/dev/full"),
-        (undo_dir.join("away.json"), 2, "is a symlink"),
-        (undo_dir.join("ro.json"), 2, "is a read-only file"),
-        (undo_dir.join("adir"), 2, "is a directory"),
+    std::fs::write(undo_dir.join("older.json"), "an older undo file\n").unwrap();
+    let apply = |undo: &Path| advise_apply(&root, undo, "devfreq-governor");
+    for (undo, why) in [
+        (PathBuf::from("/dev/full"), "a character device"),
+        (undo_dir.join("away.json"), "a symbolic link"),
+        (undo_dir.join("ro.json"), "a regular file"),
+        (undo_dir.join("adir"), "a directory"),
+        (undo_dir.join("older.json"), "a regular file"),
+        (governor.clone(), "a regular file"),
     ] {
         let out = apply(&undo);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(code),
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", undo.display());
+        assert!(
+            stderr.contains(&format!(
+                "already exists ({why}); pcielab never replaces it"
+            )),
             "{}: {stderr}",
             undo.display()
         );
-        assert!(stderr.contains(why), "{}: {stderr}", undo.display());
         assert_eq!(
             std::fs::read(&governor).unwrap(),
             before,
@@ -236,18 +284,25 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
         .file_type()
         .is_char_device());
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-    assert_eq!(
-        std::fs::read_to_string(undo_dir.join("ro.json")).unwrap(),
-        "kept\n"
-    );
-    // A regular file: replaced whole, its mode kept, nothing else left in the directory.
+    for (name, kept) in [
+        ("ro.json", "kept\n"),
+        ("older.json", "an older undo file\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(undo_dir.join(name)).unwrap(), kept);
+    }
+    // A new path: created private, nothing else left in the directory.
     let undo = undo_dir.join("undo.json");
-    std::fs::write(&undo, "an older undo file\n").unwrap();
-    std::fs::set_permissions(&undo, std::fs::Permissions::from_mode(0o600)).unwrap();
     ok(apply(&undo));
     assert_eq!(std::fs::read(&governor).unwrap(), b"performance\n");
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&undo).unwrap()).unwrap();
-    assert_eq!(saved["previous"][0]["value"], "simple_ondemand", "{saved}");
+    assert_eq!(saved["schema"], "pcielab.advise-undo/v2");
+    assert_eq!(
+        saved["root"],
+        root.canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_eq!(saved["changes"][0]["check"], "devfreq-governor", "{saved}");
+    assert_eq!(saved["changes"][0]["before"], "simple_ondemand", "{saved}");
+    assert_eq!(saved["changes"][0]["written"], "performance", "{saved}");
     assert_eq!(
         std::fs::metadata(&undo).unwrap().permissions().mode() & 0o777,
         0o600
@@ -257,7 +312,10 @@ fn the_undo_file_follows_the_output_policy_and_comes_before_any_change() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["adir", "away.json", "ro.json", "undo.json"]);
+    assert_eq!(
+        names,
+        ["adir", "away.json", "older.json", "ro.json", "undo.json"]
+    );
 }
 
 /// `--apply` runs the whole advice again on the machine as it reads after the writes: the
@@ -283,7 +341,7 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
         .iter()
         .map(key)
         .collect();
-    let cleared = ["cpu-governor cpu 0-3", "devfreq-governor devfreq dmc"];
+    let cleared = ["cpu-governor cpu 0-15", "devfreq-governor devfreq dmc"];
     for c in cleared {
         assert!(before.contains(&c.to_string()), "{c} not in {before:?}");
     }
@@ -321,11 +379,23 @@ fn apply_re_runs_the_whole_advice_and_names_what_is_gone() {
 
     // The text says the same; a second apply finds nothing left to apply, and the undo brings
     // both findings back.
-    ok(pcielab(&["advise", "--undo", undo_s, "--root", root_s]));
+    ok(advise_undo(&root, &undo, &[]));
+    // A new journal for the second apply: the first one is never replaced.
+    let undo_again = dir.path().join("undo-again.json");
+    let applied: Vec<&str> = applied
+        .iter()
+        .map(|a| {
+            if *a == undo_s {
+                undo_again.to_str().unwrap()
+            } else {
+                a
+            }
+        })
+        .collect();
     let text = ok(pcielab(&applied));
     assert!(
         text.contains(
-            "re-checked the machine after the change:\n  gone: cpu-governor cpu 0-3 (perf-loss), devfreq-governor devfreq dmc (perf-loss)\n"
+            "re-checked the machine after the change:\n  gone: cpu-governor cpu 0-15 (perf-loss), devfreq-governor devfreq dmc (perf-loss)\n"
         ),
         "{text}"
     );
@@ -354,7 +424,7 @@ fn the_exporter_serves_each_finding_as_a_series_promtool_accepts() {
         &r#"pcielab_advice_findings{check="link-downtrained",severity="perf-loss",function="0000:04:00.0"} 1"#
     ));
     assert!(series.contains(
-        &r#"pcielab_advice_findings{check="cpu-governor",severity="perf-loss",function="cpu 0-3"} 1"#
+        &r#"pcielab_advice_findings{check="cpu-governor",severity="perf-loss",function="cpu 0-15"} 1"#
     ));
     // Each link as advise judges it: its link-downtrained findings are the exporter's
     // downtrained and power-managed-idle links, the rest full or slot-limited.
@@ -879,4 +949,49 @@ fn a_plain_hex_dump_lists_busy_link_checks_as_not_judged_with_what_to_capture() 
     assert_eq!(aspm["status"], "judged", "{aspm:#}");
     assert!(findings(&snapshot, "aspm-busy-link") > 0);
     assert_eq!(findings(&dump, "aspm-busy-link"), 0);
+}
+
+/// Raising one drive's MPS names every function that must change, in order: the ports on its
+/// path root first, the drive, then the switch's other port and the drive below it (siblings
+/// that would otherwise be left below their raised port). Each one named is one real lspci
+/// shows programmed below the path's 512 B.
+#[test]
+fn the_mps_fix_names_every_function_that_must_change_siblings_included() {
+    let advice = advise_json("server", &["--only", "mps-below-path"]);
+    let finding = advice["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["subject"] == "0000:03:00.0")
+        .expect("mps-below-path on 0000:03:00.0");
+    let note = finding["fix"]["note"].as_str().unwrap();
+    let named: Vec<&str> = note
+        .split("setpci -s ")
+        .skip(1)
+        .map(|part| part.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            "0000:00:01.0",
+            "0000:01:00.0",
+            "0000:02:00.0",
+            "0000:03:00.0",
+            "0000:02:01.0",
+            "0000:04:00.0"
+        ],
+        "{note}"
+    );
+    for bdf in named {
+        let lspci = lspci_vvv("server", bdf);
+        let devctl_mps = lspci
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("DevCtl:"))
+            .find_map(|l| l.split("MaxPayload ").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("{bdf}: no DevCtl MaxPayload in {lspci}"));
+        assert!(devctl_mps < 512, "{bdf}: lspci says {devctl_mps}");
+        assert!(note.contains(&format!("setpci -s {bdf} CAP_EXP+8.w=0040:00e0")));
+    }
 }

@@ -109,7 +109,7 @@ try_apply irq irq-far-node@0000:81:00.0
 stage applied
 kick
 stage applied-delivered
-pcielab advise --undo /results/irq.undo.json --json > undo.json 2> undo.err
+pcielab advise --machine host --undo /results/irq.undo.json --json > undo.json 2> undo.err
 echo $? > undo.rc
 stage undone
 kick

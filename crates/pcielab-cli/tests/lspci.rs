@@ -710,7 +710,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // speed, one finding per link however many functions (the GPU's audio function) share it;
     // the Altra's GPU at MaxPayload 128 under a root port that supports 512 and a GPU that
     // supports 256; ASPM enabled on links whose endpoints have drivers bound, again once per
-    // link; a P2P pair whose only path is through the host bridge; Relaxed Ordering off
+    // link; a P2P pair whose only path is through the host bridge (filed under the bridge where the two paths meet); Relaxed Ordering off
     // (`DevCtl: RlxdOrd-`) on NICs and storage controllers whose root ports carry no erratum
     // quirk (info); MaxReadReq 128 on the busy NICs of pciutils' dumps, whose `Kernel driver
     // in use:` lines say they are bound, and on display functions behind a link (the
@@ -729,7 +729,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/dell-poweredge-r200.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-r200.txt \"0000:04:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-r220.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
-            "linuxhw/dell-poweredge-r220.txt \"0000:06:00.0\" \"p2p-through-host\" \"info\"",
+            "linuxhw/dell-poweredge-r220.txt \"0000:02:00.0\" \"p2p-through-host\" \"info\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::advise::apply::{self, ApplyOptions, Change, ChangeReport, Recheck};
+use pcielab::advise::apply::{self, ApplyOptions, Change, ChangeReport, Recheck, UndoOptions};
 use pcielab::advise::facts::read_system;
 use pcielab::advise::{self as advice, AdviseOptions, Intent, Mute, Severity};
 use pcielab::machine::{Machine, PcieSource};
@@ -21,7 +21,7 @@ use pcielab::{Error, Result};
   pcielab advise --machine host --intent latency --only aspm-busy-link,cpu-idle-deep
   pcielab advise --machine host --ignore link-downtrained@0000:05:00.0 --fail-on perf-loss
   sudo pcielab advise --machine host --apply aspm-busy-link,cpu-governor --undo-file undo.json
-  sudo pcielab advise --undo undo.json
+  sudo pcielab advise --machine host --undo undo.json
   pcielab advise --machine sim:yitian710 --platform presets/rk3588-evb.toml
 
 Each finding has a stable id (--only, --ignore ID@BDF), a severity (info < risk < perf-loss),
@@ -29,8 +29,14 @@ the evidence (file or config-space field as lspci -vvv names it, with its value)
 command, reboot?) and the gain pcielab's model predicts or why it does not. Each check says per
 subject a finding, judged clean, or not judged with what the input lacks and how to get it. A snapshot saved as a whole root
 (snapshot:ROOT/sys/bus/pci) also yields IRQ, CPU and IOMMU facts. --apply performs runtime
-sysfs/procfs writes only, writing the undo file first; config-space writes and kernel
-parameters are printed, never made. Exit: 0 (findings or not), 1 runtime failure, 2 bad input,
+sysfs/procfs writes only, each check only its own files, resolved inside the machine's root
+and bounded by what the file accepts; config-space writes and kernel parameters are printed,
+never made. The undo file is a journal of one apply, created before the first write and never
+replacing anything: name a new file for each --apply. --undo reads it only from a regular file
+you own that group and others cannot write, acts only on the machine --machine names (its root
+must be the one recorded), checks every entry first (the file its check may write, the value
+the file accepts, the file still holding what --apply wrote, unless --force) and writes
+nothing if any entry fails. Exit: 0 (findings or not), 1 runtime failure, 2 bad input,
 3 when --fail-on is met. Checks, evidence and limits: docs/advise.md.")]
 pub struct Args {
     #[command(flatten)]
@@ -71,16 +77,20 @@ pub struct Args {
         conflicts_with = "undo"
     )]
     pub apply: Vec<String>,
-    /// Where --apply writes the previous values, before changing anything
+    /// A new file where --apply records, before changing anything, each change (check, file,
+    /// value before, value written); an existing file is refused, never replaced
     #[arg(long, value_name = "FILE")]
     pub undo_file: Option<PathBuf>,
-    /// Restore the values an undo file holds
+    /// Restore what an undo file records, on the machine --machine names (required); refused
+    /// whole, before any write, if an entry names a file its check does not write or a file
+    /// no longer holds what --apply wrote
     #[arg(long, value_name = "FILE")]
     pub undo: Option<PathBuf>,
     /// With --apply: show each write, change nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// With --apply: apply even where irqbalance or tuned would revert the change
+    /// With --apply: apply even where irqbalance or tuned would revert the change; with --undo:
+    /// restore even files changed since the apply
     #[arg(long)]
     pub force: bool,
     /// With --apply: seconds to wait before re-reading the links an ASPM change touches (a
@@ -109,12 +119,42 @@ pub fn run(args: Args) -> Result<()> {
         }
         None => named,
     };
-    // Writes to a tree that is not the live root need no privilege: tests and chroots.
-    let live = host && machine.system_root().as_deref() == Some(Path::new("/"));
+    // Writes to a tree that is not the live root need no privilege: tests and chroots. The root
+    // is compared resolved, so `--root` given as a link to / is the live root too.
+    let live = machine
+        .system_root()
+        .and_then(|r| std::fs::canonicalize(r).ok())
+        .is_some_and(|r| r == Path::new("/"));
+    let writes = args.undo.is_some() || !args.apply.is_empty();
+    if live && !host && writes {
+        return Err(Error::bad_input(format!(
+            "--machine {} reads this machine's own /: changing it takes --machine host (and root)",
+            machine.selector()
+        )));
+    }
     let may_write = !live || privileged();
     if let Some(file) = &args.undo {
-        let root = args.root.clone().unwrap_or_else(|| PathBuf::from("/"));
-        let changes = apply::undo(file, &root, may_write)?;
+        // The machine to restore is the one the user names, never a default: the live / only
+        // with `--machine host` (and root), a snapshot only under its own root.
+        if !args.machine.is_given() {
+            return Err(Error::bad_input(
+                "--undo: name the machine to restore with --machine (host for this machine's /, with --root DIR for a tree)",
+            ));
+        }
+        let root = machine.system_root().ok_or_else(|| {
+            Error::bad_input(format!(
+                "--undo needs a machine with kernel files to write: --machine host (not {})",
+                machine.selector()
+            ))
+        })?;
+        let changes = apply::undo(
+            file,
+            &UndoOptions {
+                root,
+                privileged: may_write,
+                force: args.force,
+            },
+        )?;
         return print_changes("restored", &changes, None, args.json);
     }
     let options = AdviseOptions {
@@ -139,6 +179,13 @@ pub fn run(args: Args) -> Result<()> {
     };
     let fail_on = args.fail_on.as_deref().map(Severity::parse).transpose()?;
     let found = advice::advise(&machine, &options)?;
+    for warning in options
+        .ignore
+        .iter()
+        .filter_map(|m| m.unmatched_warning(&found))
+    {
+        eprintln!("pcielab: advise: warning: {warning}");
+    }
     if !args.apply.is_empty() {
         let chosen = apply::select(&found, &args.apply)?;
         let root = machine.system_root().ok_or_else(|| {

@@ -88,3 +88,39 @@ pub fn assert_lspci_agrees(lspci: &str, bdf: &str, field: &str, value: &str) {
     };
     assert!(found, "{bdf} {field} = {value}: lspci says {text}");
 }
+
+/// `pcielab advise --apply IDS` on the host tree `root`, recording into the new journal `undo`.
+// Only the advise tests apply changes.
+#[allow(dead_code)]
+pub fn advise_apply(root: &std::path::Path, undo: &std::path::Path, ids: &str) -> Output {
+    pcielab(&[
+        "advise",
+        "--machine",
+        "host",
+        "--root",
+        root.to_str().unwrap(),
+        "--apply",
+        ids,
+        "--undo-file",
+        undo.to_str().unwrap(),
+    ])
+}
+
+/// `pcielab advise --undo UNDO` on the host tree `root`, with `extra` options.
+#[allow(dead_code)]
+pub fn advise_undo(root: &std::path::Path, undo: &std::path::Path, extra: &[&str]) -> Output {
+    let args = [
+        &[
+            "advise",
+            "--machine",
+            "host",
+            "--root",
+            root.to_str().unwrap(),
+            "--undo",
+            undo.to_str().unwrap(),
+        ][..],
+        extra,
+    ]
+    .concat();
+    pcielab(&args)
+}

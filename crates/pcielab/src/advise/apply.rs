@@ -1,33 +1,28 @@
 //! `advise --apply` and `--undo`: the runtime fixes the kernel exposes as sysfs/procfs files
 //! (ASPM policy or per-link ASPM, IRQ affinity, CPU governor, devfreq governor), made safely.
-//! Every file's previous value goes to the undo file before the first write; a write the kernel
+//! Each check may write only its own files (kernel_file.rs: one allow-list for apply and undo),
+//! resolved inside the machine's root and bounded by what the file accepts; the undo journal
+//! (journal.rs) is created, never replacing a file, before the first write; a write the kernel
 //! refuses, or a value that reads back different, restores everything changed so far and says
 //! so; a change that irqbalance or tuned would revert is refused unless forced. Paths are
 //! relative to a root directory (`/` on a host), so tests run on a fake tree. Config-space writes
 //! and kernel parameters are never performed: they are printed by the findings.
 
-use std::fs::OpenOptions;
-use std::io::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::facts::{parse_cpu_list, read_text, selected_word, SystemFacts};
+use super::facts::SystemFacts;
 use super::{Advice, Finding, Write};
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::health::{read_link_health, LinkHealth};
 
-/// What the undo file holds: the root it applies to and each file's value before the change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct UndoFile {
-    pub schema: String,
-    pub root: String,
-    /// In the order written; undone in reverse.
-    pub previous: Vec<Write>,
-}
+mod journal;
+mod kernel_file;
 
-const UNDO_SCHEMA: &str = "pcielab.advise-undo/v1";
+pub use journal::{JournalEntry, UndoJournal, JOURNAL_SCHEMA};
+use kernel_file::{canonical_root, quoted_path, KernelFile};
 
 /// One write made (or, with `--dry-run`, shown).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -175,54 +170,6 @@ pub fn select<'a>(advice: &'a Advice, wanted: &[String]) -> Result<Vec<&'a Findi
     Ok(chosen)
 }
 
-/// A write's file below `root`, refused unless it is a relative path under `sys/` or `proc/`
-/// without `..` (an undo file is user input).
-fn target(root: &Path, file: &str, what: &str) -> Result<PathBuf> {
-    let rel = Path::new(file);
-    let plain = rel.components().all(|c| matches!(c, Component::Normal(_)));
-    let kernel = rel.starts_with("sys") || rel.starts_with("proc");
-    if !plain || !kernel {
-        return Err(Error::bad_input(format!(
-            "{what}: file '{file}' is not a kernel file: expected a relative path under sys/ or proc/ without '..'"
-        )));
-    }
-    Ok(root.join(rel))
-}
-
-/// The value a kernel file holds, normalised the way it reads back: the bracketed word of a
-/// selection file, a CPU list in canonical form, otherwise the trimmed text.
-fn current_value(path: &Path) -> Option<String> {
-    let text = read_text(path)?;
-    if path.ends_with("parameters/policy") {
-        return selected_word(&text);
-    }
-    if path
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().ends_with("affinity_list"))
-    {
-        return parse_cpu_list(&text).map(|c| super::facts::cpu_list_text(&c));
-    }
-    Some(text)
-}
-
-fn normalised(path: &Path, value: &str) -> String {
-    if path
-        .file_name()
-        .is_some_and(|n| n.to_string_lossy().ends_with("affinity_list"))
-    {
-        if let Some(cpus) = parse_cpu_list(value) {
-            return super::facts::cpu_list_text(&cpus);
-        }
-    }
-    value.trim().to_string()
-}
-
-/// Writes `value` into an existing kernel file, as `echo value > file` does.
-fn write_value(path: &Path, value: &str) -> std::io::Result<()> {
-    let mut file = OpenOptions::new().write(true).truncate(true).open(path)?;
-    file.write_all(format!("{value}\n").as_bytes())
-}
-
 /// Who would undo a change behind the user's back, for the files `writes` touches.
 fn reverting_owner(writes: &[&Write], system: Option<&SystemFacts>) -> Option<String> {
     let system = system?;
@@ -235,36 +182,57 @@ fn reverting_owner(writes: &[&Write], system: Option<&SystemFacts>) -> Option<St
     None
 }
 
-/// Applies the runtime writes of `findings`. The undo file is written first; on the first
-/// refusal, or a value that did not stick, everything changed is restored and the error says
-/// what and where. With `dry_run` nothing is written, the undo file included.
+/// One write planned: the file (resolved and allowed for its check), what it holds now and the
+/// value to write.
+struct Planned {
+    check: &'static str,
+    file: KernelFile,
+    now: String,
+    value: String,
+}
+
+/// Applies the runtime writes of `findings`. Every file is resolved under the root, allowed for
+/// its check and its value bounded before anything is written; the undo journal is then created
+/// (never replacing a file); on the first refusal, or a value that did not stick, everything
+/// changed is restored and the error says what and where. With `dry_run` nothing is written,
+/// the journal included.
 pub fn apply(
     findings: &[&Finding],
     system: Option<&SystemFacts>,
     undo_file: &Path,
     options: &ApplyOptions,
 ) -> Result<Vec<Change>> {
-    let writes: Vec<&Write> = findings.iter().flat_map(|f| &f.fix.writes).collect();
-    if let Some(owner) = reverting_owner(&writes, system).filter(|_| !options.force) {
+    let writes: Vec<(&'static str, &Write)> = findings
+        .iter()
+        .flat_map(|f| f.fix.writes.iter().map(move |w| (f.id, w)))
+        .collect();
+    let files: Vec<&Write> = writes.iter().map(|(_, w)| *w).collect();
+    if let Some(owner) = reverting_owner(&files, system).filter(|_| !options.force) {
         return Err(Error::runtime(format!(
             "refusing to apply: {owner}; stop it first, or pass --force to apply anyway"
         )));
     }
-    let mut changes = Vec::new();
-    for w in &writes {
-        let path = target(&options.root, &w.file, "--apply")?;
-        let previous = current_value(&path).ok_or_else(|| {
+    let root = canonical_root(&options.root)?;
+    let mut planned = Vec::new();
+    for (check, w) in writes {
+        let file = KernelFile::resolve(&root, check, &w.file)
+            .map_err(|e| prefixed(e, &format!("--apply {check}")))?;
+        file.check_value(&w.value)
+            .map_err(|e| prefixed(e, &format!("--apply {check}")))?;
+        let now = file.current().ok_or_else(|| {
             Error::runtime(format!(
                 "{}: cannot read its current value, so it could not be undone; nothing was changed",
-                path.display()
+                file.path.display()
             ))
         })?;
-        changes.push(Change {
-            file: w.file.clone(),
-            previous,
+        planned.push(Planned {
+            check,
+            file,
+            now,
             value: w.value.clone(),
         });
     }
+    let changes = changes_of(&planned);
     if options.dry_run {
         return Ok(changes);
     }
@@ -274,49 +242,58 @@ pub fn apply(
             changes.iter().map(|c| format!("/{}", c.file)).collect::<Vec<_>>().join(", ")
         )));
     }
-    let undo = UndoFile {
-        schema: UNDO_SCHEMA.into(),
-        root: options.root.display().to_string(),
-        previous: changes
+    UndoJournal {
+        schema: JOURNAL_SCHEMA.into(),
+        root: root.display().to_string(),
+        changes: planned
             .iter()
-            .map(|c| Write {
-                file: c.file.clone(),
-                value: c.previous.clone(),
+            .map(|p| JournalEntry {
+                check: p.check.to_string(),
+                file: p.file.rel.clone(),
+                before: p.now.clone(),
+                written: p.value.clone(),
             })
             .collect(),
-    };
-    let text = serde_json::to_string_pretty(&undo)
-        .map_err(|e| Error::runtime(format!("undo file: {e}")))?;
-    crate::input::write_output(undo_file, format!("{text}\n").as_bytes())?;
-    let pairs: Vec<(PathBuf, String, String)> = changes
-        .iter()
-        .map(|c| {
-            Ok((
-                target(&options.root, &c.file, "--apply")?,
-                c.previous.clone(),
-                c.value.clone(),
-            ))
-        })
-        .collect::<Result<_>>()?;
-    let watched = links_watched(&options.root, &changes);
+    }
+    .create(undo_file)?;
+    let watched = links_watched(&root, &changes);
     let before: Vec<LinkHealth> = watched
         .iter()
-        .map(|b| read_link_health(&options.root, *b))
+        .map(|b| read_link_health(&root, *b))
         .collect();
-    write_all_or_restore(&pairs, "--apply")?;
+    write_all_or_restore(&planned, "--apply")?;
     if watched.is_empty() {
         return Ok(changes);
     }
     std::thread::sleep(options.settle);
     for (bdf, was) in watched.iter().zip(&before) {
-        if let Some(worse) = got_worse(was, &read_link_health(&options.root, *bdf)) {
-            let restored = restore(&pairs);
+        if let Some(worse) = got_worse(was, &read_link_health(&root, *bdf)) {
+            let restored = restore(&planned);
             return Err(Error::runtime(format!(
                 "--apply: after the change {bdf} {worse}; {restored}"
             )));
         }
     }
     Ok(changes)
+}
+
+fn changes_of(planned: &[Planned]) -> Vec<Change> {
+    planned
+        .iter()
+        .map(|p| Change {
+            file: p.file.rel.clone(),
+            previous: p.now.clone(),
+            value: p.value.clone(),
+        })
+        .collect()
+}
+
+/// `error` with `what` in front, its kind (bad input or runtime) kept.
+fn prefixed(error: Error, what: &str) -> Error {
+    match error {
+        Error::BadInput(m) => Error::bad_input(format!("{what}: {m}")),
+        Error::Runtime(m) => Error::runtime(format!("{what}: {m}")),
+    }
 }
 
 /// The functions whose links an ASPM change can affect: the one a per-link file names, or every
@@ -374,29 +351,29 @@ fn got_worse(was: &LinkHealth, now: &LinkHealth) -> Option<String> {
     None
 }
 
-/// Writes every previous value back, last first; says what could not be.
-fn restore(pairs: &[(PathBuf, String, String)]) -> String {
-    let failed: Vec<String> = pairs
+/// Writes every value held before back, last first; says what could not be.
+fn restore(planned: &[Planned]) -> String {
+    let failed: Vec<String> = planned
         .iter()
         .rev()
-        .filter(|(path, previous, _)| write_value(path, previous).is_err())
-        .map(|(path, _, _)| path.display().to_string())
+        .filter(|p| p.file.write(&p.now).is_err())
+        .map(|p| p.file.path.display().to_string())
         .collect();
     if failed.is_empty() {
-        format!("restored the {} file(s) changed", pairs.len())
+        format!("restored the {} file(s) changed", planned.len())
     } else {
         format!("could NOT restore {}: use the undo file", failed.join(", "))
     }
 }
 
-/// Writes each (file, previous, new) in order; on a refused write or a value that reads back
-/// different, writes the previous values back (last first) and fails naming the file.
-fn write_all_or_restore(pairs: &[(PathBuf, String, String)], what: &str) -> Result<()> {
-    for (done, (path, _, value)) in pairs.iter().enumerate() {
-        let failure = match write_value(path, value) {
+/// Writes each planned value in order; on a refused write or a value that reads back
+/// different, writes the values held before back (last first) and fails naming the file.
+fn write_all_or_restore(planned: &[Planned], what: &str) -> Result<()> {
+    for (done, p) in planned.iter().enumerate() {
+        let failure = match p.file.write(&p.value) {
             Err(e) => Some(format!("the kernel refused the write: {e}")),
-            Ok(()) => match current_value(path) {
-                Some(now) if now == normalised(path, value) => None,
+            Ok(()) => match p.file.current() {
+                Some(now) if now == p.file.normalised(&p.value) => None,
                 now => Some(format!(
                     "it reads back '{}' instead",
                     now.unwrap_or_else(|| "nothing".into())
@@ -406,68 +383,94 @@ fn write_all_or_restore(pairs: &[(PathBuf, String, String)], what: &str) -> Resu
         if let Some(why) = failure {
             // The failed file itself was not changed (or could not be): restore the ones before
             // it, and try it too in case a partial write landed.
-            let _ = write_value(path, &pairs[done].1);
+            let _ = p.file.write(&p.now);
             let restored = if done == 0 {
                 "nothing was changed before it".to_string()
             } else {
-                restore(&pairs[..done])
+                restore(&planned[..done])
             };
             return Err(Error::runtime(format!(
-                "{what}: writing '{value}' to {}: {why}; {restored}",
-                path.display()
+                "{what}: writing '{}' to {}: {why}; {restored}",
+                p.value,
+                p.file.path.display()
             )));
         }
     }
     Ok(())
 }
 
-/// Restores the values an undo file holds, last written first. The file is checked whole before
-/// anything is written.
-pub fn undo(undo_file: &Path, root: &Path, privileged: bool) -> Result<Vec<Change>> {
-    let text = crate::input::read_input_file(undo_file, "--undo file")?;
-    let undo: UndoFile = serde_json::from_str(&text).map_err(|e| {
-        Error::bad_input(format!("{}: not an advise undo file ({e}); expected the JSON `advise --apply --undo-file` wrote", undo_file.display()))
-    })?;
-    if undo.schema != UNDO_SCHEMA {
+/// How `--undo` acts.
+#[derive(Debug, Clone)]
+pub struct UndoOptions {
+    /// The root of the machine `--machine` (and `--root`) name: the journal must record it.
+    pub root: PathBuf,
+    /// Whether the process may write the root's kernel files (euid 0 on a host).
+    pub privileged: bool,
+    /// Restore even files that no longer hold what `--apply` wrote.
+    pub force: bool,
+}
+
+/// Restores what an undo journal records, last written first. The whole journal is checked
+/// before anything is written: its root must be the machine's, each entry's file one its check
+/// may write (resolved inside the root), its value one the file accepts, and the file must still
+/// hold what `--apply` wrote (unless `force`). Any refusal names the entry and writes nothing.
+pub fn undo(undo_file: &Path, options: &UndoOptions) -> Result<Vec<Change>> {
+    let journal = UndoJournal::read(undo_file)?;
+    let root = canonical_root(&options.root)?;
+    if Path::new(&journal.root) != root {
         return Err(Error::bad_input(format!(
-            "{}: schema '{}' is not {UNDO_SCHEMA}",
+            "undo file {}: written for the machine whose root is {}, not {} (the machine --machine and --root name); nothing was restored",
             undo_file.display(),
-            undo.schema
+            crate::input::cut_for_message(&journal.root),
+            root.display()
         )));
     }
-    if Path::new(&undo.root) != root {
-        return Err(Error::bad_input(format!(
-            "{}: written for root {}, not {}; pass --root {}",
+    let mut planned = Vec::new();
+    for (n, entry) in journal.changes.iter().enumerate() {
+        let what = format!(
+            "undo file {}: entry {} (check '{}', file '{}'); refusing the whole undo, nothing was restored",
             undo_file.display(),
-            undo.root,
-            root.display(),
-            undo.root
-        )));
-    }
-    let mut pairs = Vec::new();
-    let mut changes = Vec::new();
-    for w in undo.previous.iter().rev() {
-        let path = target(root, &w.file, &undo_file.display().to_string())?;
-        let now = current_value(&path).ok_or_else(|| {
-            Error::runtime(format!(
-                "{}: cannot read it; nothing was restored",
-                path.display()
-            ))
+            n + 1,
+            crate::input::cut_for_message(&entry.check),
+            quoted_path(&entry.file)
+        );
+        let check = super::check_id(&entry.check, "check").map_err(|e| prefixed(e, &what))?;
+        let file =
+            KernelFile::resolve(&root, check, &entry.file).map_err(|e| prefixed(e, &what))?;
+        file.check_value(&entry.before)
+            .map_err(|e| prefixed(e, &what))?;
+        let now = file.current().ok_or_else(|| {
+            Error::runtime(format!("{what}: {}: cannot read it", file.path.display()))
         })?;
-        changes.push(Change {
-            file: w.file.clone(),
-            previous: now.clone(),
-            value: w.value.clone(),
+        let written = file.normalised(&entry.written);
+        if now != written && !options.force {
+            let since = if now == file.normalised(&entry.before) {
+                "it already holds the value before (undone already?)"
+            } else {
+                "it changed since the apply"
+            };
+            return Err(Error::bad_input(format!(
+                "{what}: {} holds '{now}', not '{}' that --apply wrote: {since}; pass --force to restore '{}' anyway",
+                file.path.display(),
+                crate::input::cut_for_message(&written),
+                crate::input::cut_for_message(&entry.before)
+            )));
+        }
+        planned.push(Planned {
+            check,
+            file,
+            now,
+            value: entry.before.clone(),
         });
-        pairs.push((path, now, w.value.clone()));
     }
-    if !privileged {
+    if !options.privileged {
         return Err(Error::runtime(
             "restoring kernel files needs root; run with sudo",
         ));
     }
-    write_all_or_restore(&pairs, "--undo")?;
-    Ok(changes)
+    planned.reverse();
+    write_all_or_restore(&planned, "--undo")?;
+    Ok(changes_of(&planned))
 }
 
 #[cfg(test)]

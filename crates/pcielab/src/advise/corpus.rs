@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::{advise, AdviseOptions, CheckReport, CheckStatus, Severity, CHECKS};
 use crate::error::{Error, Result};
-use crate::machine::{Machine, MachineSelector};
+use crate::machine::Machine;
 use crate::topology::lspci::read_lspci_path;
 use crate::topology::lspci_source::LspciFormat;
 
@@ -36,10 +36,7 @@ pub struct Finding {
 /// What `advise` makes of the lspci output in `path`, for the throughput intent: each
 /// finding with the input lines its evidence was read from, and each check's judgement.
 pub fn findings(path: &Path) -> Result<(Vec<Finding>, Vec<CheckReport>)> {
-    // Opened from the path itself, not its text, so a name that is not UTF-8 still opens.
-    let machine = Machine::open(&MachineSelector::Lspci {
-        path: path.to_path_buf(),
-    })?;
+    let machine = Machine::lspci_at(path)?;
     let options = AdviseOptions {
         link_samples: 1,
         ..AdviseOptions::default()

@@ -308,7 +308,7 @@ impl Advice {
 }
 
 /// Every check, by stable rule id, with what it looks at.
-pub const CHECKS: [(&str, &str); 15] = [
+pub const CHECKS: [(&str, &str); 16] = [
     (
         "link-downtrained",
         "link trained below min(parent, child) LnkCap",
@@ -344,6 +344,10 @@ pub const CHECKS: [(&str, &str); 15] = [
         "P2P pairs routed through the host bridge by ACS redirect",
     ),
     (
+        "acs-isolation",
+        "a port or multi-function device without the ACS isolation controls (isolation intent)",
+    ),
+    (
         "iommu-translated",
         "device DMA translated (and strictly invalidated) by the IOMMU",
     ),
@@ -370,6 +374,8 @@ pub const CHECKS: [(&str, &str); 15] = [
 pub struct Mute {
     pub id: String,
     pub at: String,
+    /// Set when it muted a finding in a run, so one that names nothing can be reported.
+    matched: std::cell::Cell<bool>,
 }
 
 impl Mute {
@@ -387,12 +393,47 @@ impl Mute {
         Ok(Mute {
             id: id.to_string(),
             at,
+            matched: std::cell::Cell::new(false),
         })
     }
 
     pub(crate) fn mutes(&self, finding: &Finding) -> bool {
-        self.id == finding.id
-            && (finding.function.as_deref() == Some(self.at.as_str()) || finding.subject == self.at)
+        let mutes = self.id == finding.id
+            && (finding.function.as_deref() == Some(self.at.as_str())
+                || finding.subject == self.at);
+        if mutes {
+            self.matched.set(true);
+        }
+        mutes
+    }
+
+    /// After a run that produced `advice`: a warning when this mute muted nothing (a subject
+    /// that does not exist on this machine, or no longer does), naming the closest subjects
+    /// the run found; `None` when it muted a finding.
+    pub fn unmatched_warning(&self, advice: &Advice) -> Option<String> {
+        if self.matched.get() {
+            return None;
+        }
+        let subjects: Vec<String> = advice
+            .findings
+            .iter()
+            .flat_map(|f| {
+                [Some(&f.subject), f.function.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .map(move |at| format!("{}@{at}", f.id))
+            })
+            .collect();
+        let wanted = format!("{}@{}", self.id, self.at);
+        let closest = crate::pmu::catalog::nearest(&wanted, subjects.iter().map(String::as_str));
+        Some(format!(
+            "--ignore {wanted} matched no finding on this machine{}",
+            if closest.is_empty() {
+                String::new()
+            } else {
+                format!("; closest: {}", closest.join(", "))
+            }
+        ))
     }
 }
 

@@ -106,6 +106,7 @@ fn run_checks(context: &Context, machine: &str) -> Advice {
             "relaxed-ordering" => links::relaxed_ordering(context),
             "aer-correctable" => links::aer_correctable(context),
             "p2p-through-host" => links::p2p_through_host(context),
+            "acs-isolation" => links::acs_isolation(context),
             "iommu-translated" => system::iommu_translated(context),
             "irq-far-node" => system::irq_far_node(context),
             "cpu-governor" => system::cpu_governor(context),

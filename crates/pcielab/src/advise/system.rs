@@ -45,6 +45,11 @@ fn serving_cpus(context: &Context, system: &SystemFacts) -> BTreeMap<u32, BTreeS
     cpus
 }
 
+/// A machine-wide finding's subject: "cpu " and every CPU the machine shows the facts for.
+fn machine_cpus<'a>(cpus: impl Iterator<Item = &'a u32>) -> String {
+    format!("cpu {}", cpu_list_text(&cpus.copied().collect::<Vec<_>>()))
+}
+
 fn path(system: &SystemFacts, rel: &str) -> String {
     system.root.join(rel).display().to_string()
 }
@@ -349,7 +354,9 @@ pub(super) fn cpu_governor(context: &Context) -> CheckOutcome {
         Finding {
             id: "cpu-governor",
             severity: Severity::PerfLoss,
-            subject: format!("cpu {}", cpu_list_text(&cpus)),
+            // The machine's CPUs, not the ones found slow: the subject stays the same after a
+            // change (an --ignore written today still matches tomorrow).
+            subject: machine_cpus(system.governors.keys()),
             function: None,
             summary: format!(
                 "CPU(s) {} serve interrupts of {} but run the {} governor",
@@ -436,7 +443,7 @@ pub(super) fn cpu_idle_deep(context: &Context) -> CheckOutcome {
     judged.found_on(cpus.len(), Finding {
         id: "cpu-idle-deep",
         severity,
-        subject: format!("cpu {}", cpu_list_text(&cpus)),
+        subject: machine_cpus(system.idle_states.keys()),
         function: None,
         summary: format!(
             "CPU(s) {} serve device interrupts with idle states deeper than {DEEP_IDLE_US} us enabled: an interrupt that wakes them waits for the exit",

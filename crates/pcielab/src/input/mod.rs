@@ -22,8 +22,10 @@ mod stdin;
 pub(crate) use file_kind::file_kind;
 pub mod yaml;
 
-pub use output::{output_dir, output_target, write_output, write_stdout, OutputTarget};
-pub use stdin::{read_stdin, stdin_idle_timeout, DEFAULT_STDIN_IDLE, STDIN_IDLE_ENV};
+pub use output::{
+    output_dir, output_target, write_new_file, write_output, write_stdout, OutputTarget,
+};
+pub use stdin::{read_stdin, DEFAULT_STDIN_IDLE, STDIN_IDLE_ENV};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
 pub(crate) const MAX_INPUT_FILE: u64 = 4 << 20;
@@ -46,6 +48,17 @@ pub(crate) fn in_range<T: PartialOrd + Display + Copy>(
             range.end()
         )))
     }
+}
+
+/// The idle timeout: [`STDIN_IDLE_ENV`] when set (whole seconds, 1 to 86400), else
+/// [`DEFAULT_STDIN_IDLE`]. A value outside that range is bad input naming the variable.
+pub fn stdin_idle_timeout() -> Result<std::time::Duration> {
+    let Some(value) = std::env::var_os(STDIN_IDLE_ENV) else {
+        return Ok(DEFAULT_STDIN_IDLE);
+    };
+    let text = value.to_string_lossy();
+    let seconds: u64 = parse_in_range(STDIN_IDLE_ENV, text.trim(), 1..=86_400)?;
+    Ok(std::time::Duration::from_secs(seconds))
 }
 
 /// Parse `text` as a number in `range`. The message for anything else (a negative number, one
@@ -161,6 +174,12 @@ fn not_regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
 pub fn read_input_file(path: &Path, what: &str) -> Result<String> {
     let bad = |why: String| Error::bad_input(format!("{what} {}: {why}", path.display()));
     let bytes = read_capped(path, MAX_INPUT_FILE + 1).map_err(|e| bad(e.to_string()))?;
+    input_text(bytes, bad)
+}
+
+/// The text of an input file read with a cap of `MAX_INPUT_FILE + 1` bytes: refused when it
+/// reached the cap or is not UTF-8.
+fn input_text(bytes: Vec<u8>, bad: impl Fn(String) -> Error) -> Result<String> {
     if bytes.len() as u64 > MAX_INPUT_FILE {
         return Err(bad(format!(
             "larger than {} MiB, the most pcielab reads as input",
@@ -168,6 +187,54 @@ pub fn read_input_file(path: &Path, what: &str) -> Result<String> {
         )));
     }
     String::from_utf8(bytes).map_err(|_| bad("not UTF-8 text".into()))
+}
+
+/// Read a file that decides what pcielab writes as root (the undo journal of `advise`), under
+/// the rule OpenSSH's StrictModes applies to `authorized_keys`: a regular file (not a symlink,
+/// FIFO or device), owned by the user running pcielab, writable by no one else (no group or
+/// other write bit). Then as [`read_input_file`]: capped, UTF-8. Every refusal is bad input
+/// naming the file and the rule it breaks. The checks are made on the opened file, so it cannot
+/// be swapped between check and read.
+pub fn read_private_file(path: &Path, what: &str) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let bad = |why: String| Error::bad_input(format!("{what} {}: {why}", path.display()));
+    let link = std::fs::symlink_metadata(path).map_err(|e| bad(e.to_string()))?;
+    if link.file_type().is_symlink() {
+        return Err(bad(
+            "is a symbolic link; name the file itself (pcielab does not follow a link to a file it acts on as root)".into(),
+        ));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| bad(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| bad(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(bad(format!(
+            "is {}, not a regular file",
+            file_kind(meta.file_type())
+        )));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let user = unsafe { libc::geteuid() };
+    if meta.uid() != user {
+        return Err(bad(format!(
+            "is owned by uid {}, not by the user running pcielab (uid {user}); only a file you own is trusted",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(bad(format!(
+            "mode {:04o} lets group or others write it; only a file no one else can write is trusted (chmod go-w)",
+            meta.mode() & 0o7777
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(e.to_string()))?;
+    input_text(bytes, bad)
 }
 
 /// `value` when it is usable as one path component: not empty, not `.` or `..`, no `/` or NUL,

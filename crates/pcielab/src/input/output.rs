@@ -49,6 +49,42 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
         .map_err(|e| Error::io("standard output", e))
 }
 
+/// Writes `bytes` into `path` as a new file with permission bits `mode`, for a record that must
+/// never replace another (the undo journal of `advise --apply`): anything already at `path` (a
+/// file, a link, even a dangling one, `/dev/null`, a FIFO) is refused as bad input; the file is
+/// created exclusively and never through a link, and removed again if the write fails, so no
+/// half-written file is left.
+pub fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        return Err(Error::bad_input(format!(
+            "{} already exists ({}); pcielab never replaces it: name a new file",
+            path.display(),
+            super::file_kind::file_kind(meta.file_type())
+        )));
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::bad_input(format!(
+                "{} already exists; pcielab never replaces it: name a new file",
+                path.display()
+            )),
+            _ => Error::io(path, e),
+        })?;
+    let written = file
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.sync_all());
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(path);
+        Error::io(path, e)
+    })
+}
+
 /// How `path` would be written, or why it is refused.
 pub fn output_target(path: &Path) -> Result<OutputTarget> {
     if path.as_os_str() == "-" || names_stdout(path) {

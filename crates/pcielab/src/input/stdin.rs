@@ -15,17 +15,6 @@ pub const STDIN_IDLE_ENV: &str = "PCIELAB_STDIN_IDLE_S";
 /// How long standard input may stay silent (no byte, not closed) before the read gives up.
 pub const DEFAULT_STDIN_IDLE: Duration = Duration::from_secs(30);
 
-/// The idle timeout: [`STDIN_IDLE_ENV`] when set (whole seconds, 1 to 86400), else
-/// [`DEFAULT_STDIN_IDLE`]. A value outside that range is bad input naming the variable.
-pub fn stdin_idle_timeout() -> Result<Duration> {
-    let Some(value) = std::env::var_os(STDIN_IDLE_ENV) else {
-        return Ok(DEFAULT_STDIN_IDLE);
-    };
-    let text = value.to_string_lossy();
-    let seconds: u64 = super::parse_in_range(STDIN_IDLE_ENV, text.trim(), 1..=86_400)?;
-    Ok(Duration::from_secs(seconds))
-}
-
 /// All of standard input, `what` naming it in messages, refusing more than `max_bytes` and an
 /// input silent for `idle`.
 pub fn read_stdin(what: &str, max_bytes: u64, idle: Duration) -> Result<Vec<u8>> {

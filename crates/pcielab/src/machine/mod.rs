@@ -285,6 +285,12 @@ impl Machine {
         }
     }
 
+    /// The lspci output in the file `path`, opened from the path itself rather than a
+    /// `lspci:PATH` text, so a file name that is not UTF-8 still opens.
+    pub fn lspci_at(path: impl Into<PathBuf>) -> Result<Machine> {
+        Machine::open(&MachineSelector::Lspci { path: path.into() })
+    }
+
     /// The selector this machine was opened from.
     pub fn selector(&self) -> &MachineSelector {
         &self.selector

@@ -599,7 +599,7 @@ pub struct MetricsRenderer {
 impl MetricsRenderer {
     /// A renderer that also serves `advice` as `pcielab_advice_findings{check,severity,function}`
     /// (one series per distinct label set, valued with its number of findings; `function` is the
-    /// BDF, or the subject of a machine-wide finding such as `cpu 0-3`) and
+    /// BDF, or the subject of a machine-wide finding such as `cpu 0-15`) and
     /// `pcielab_advice_subjects{check,judgement}` (judged, not_judged).
     pub fn with_findings(advice: &Advice) -> MetricsRenderer {
         let mut counts: BTreeMap<(&str, &str, String), u64> = BTreeMap::new();

@@ -870,7 +870,7 @@ fn short(bdf: Bdf) -> String {
     }
 }
 
-fn has_acs_redirect(function: &Function) -> bool {
+pub(crate) fn has_acs_redirect(function: &Function) -> bool {
     function
         .acs
         .is_some_and(|acs| acs.control & ACS_REDIRECT_BITS != 0)

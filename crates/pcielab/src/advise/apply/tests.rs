@@ -46,6 +46,58 @@ fn options(root: &Path) -> ApplyOptions {
     }
 }
 
+fn undo_options(root: &Path) -> UndoOptions {
+    UndoOptions {
+        root: root.to_path_buf(),
+        privileged: true,
+        force: false,
+    }
+}
+
+/// Makes `path` refuse every write from this thread, as a kernel attribute that rejects a value
+/// does: read-only bits, and CAP_DAC_OVERRIDE dropped from this thread's effective capabilities
+/// (capabilities are per thread) so that root is refused too.
+fn refuse_writes(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    const CAP_DAC_OVERRIDE: u32 = 1;
+    let mut header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let mut data = [Data::default(); 2];
+    // SAFETY: capget/capset read and write the header and two data words given, for this thread.
+    unsafe {
+        assert_eq!(
+            libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()),
+            0
+        );
+        data[0].effective &= !(1 << CAP_DAC_OVERRIDE);
+        assert_eq!(
+            libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()),
+            0
+        );
+    }
+    assert!(
+        std::fs::OpenOptions::new().write(true).open(path).is_err(),
+        "{} still writable",
+        path.display()
+    );
+}
+
 /// The bytes of every file the findings' writes name.
 fn snapshot(root: &Path, findings: &[&Finding]) -> BTreeMap<String, Vec<u8>> {
     findings
@@ -95,7 +147,7 @@ fn apply_writes_the_undo_file_first_and_undo_restores_every_byte() {
             "{id} still found"
         );
     }
-    let restored = undo(&undo_file, &root, true).unwrap();
+    let restored = undo(&undo_file, &undo_options(&root)).unwrap();
     assert_eq!(restored.len(), 6);
     assert_eq!(snapshot(&root, &chosen), before);
 }
@@ -103,10 +155,6 @@ fn apply_writes_the_undo_file_first_and_undo_restores_every_byte() {
 #[test]
 fn a_write_the_kernel_refuses_half_way_restores_what_was_changed() {
     let (_dir, root) = server_copy();
-    // cpu3's governor becomes a procfs file that reads but refuses every write, even root's.
-    let cpu3 = root.join("sys/devices/system/cpu/cpu3/cpufreq/scaling_governor");
-    std::fs::remove_file(&cpu3).unwrap();
-    std::os::unix::fs::symlink("/proc/version", &cpu3).unwrap();
     let advice = advice_of(&root);
     let chosen = select(
         &advice,
@@ -114,6 +162,8 @@ fn a_write_the_kernel_refuses_half_way_restores_what_was_changed() {
     )
     .unwrap();
     let before = snapshot(&root, &chosen);
+    // cpu3's governor refuses the write: l1_aspm and cpu0-2 are written before it.
+    refuse_writes(&root.join("sys/devices/system/cpu/cpu3/cpufreq/scaling_governor"));
     let undo_file = root.join("../undo.json");
     let err = apply(
         &chosen,
@@ -134,11 +184,34 @@ fn a_write_the_kernel_refuses_half_way_restores_what_was_changed() {
         before,
         "every touched file as it was"
     );
-    // The undo file was written before the first change and names every previous value.
-    let undo: UndoFile =
+    // The journal was created before the first change and records every change.
+    let journal: UndoJournal =
         serde_json::from_str(&std::fs::read_to_string(&undo_file).unwrap()).unwrap();
-    assert_eq!(undo.previous.len(), 5);
-    assert_eq!(undo.previous[0].value, "1");
+    assert_eq!(journal.changes.len(), 5);
+    assert_eq!(journal.changes[0].check, "aspm-busy-link");
+    assert_eq!(journal.changes[0].before, "1");
+    assert_eq!(journal.changes[0].written, "0");
+}
+
+#[test]
+fn an_undo_the_kernel_refuses_half_way_restores_what_it_had_written() {
+    let (_dir, root) = server_copy();
+    let advice = advice_of(&root);
+    let chosen = select(&advice, &["cpu-governor".to_string()]).unwrap();
+    let before = snapshot(&root, &chosen);
+    let undo_file = root.join("../undo.json");
+    apply(&chosen, None, &undo_file, &options(&root)).unwrap();
+    let applied = snapshot(&root, &chosen);
+    assert_ne!(applied, before);
+    // Undone last first: cpu3, cpu2, then cpu1 refuses; cpu3 and cpu2 get "performance" back.
+    refuse_writes(&root.join("sys/devices/system/cpu/cpu1/cpufreq/scaling_governor"));
+    let err = undo(&undo_file, &undo_options(&root)).unwrap_err();
+    assert_eq!(err.exit_code(), 1, "{err}");
+    assert!(
+        err.to_string().contains("restored the 2 file(s) changed"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&root, &chosen), applied);
 }
 
 #[test]
@@ -165,7 +238,12 @@ fn an_unreadable_target_or_a_missing_privilege_changes_nothing() {
     std::fs::remove_file(&dmc).unwrap();
     std::fs::create_dir(&dmc).unwrap();
     let err = apply(&chosen, None, &undo_file, &options(&root)).unwrap_err();
-    assert!(err.to_string().contains("nothing was changed"), "{err}");
+    assert_eq!(err.exit_code(), 2, "{err}");
+    assert!(
+        err.to_string()
+            .contains("dmc/governor is a directory, not a kernel attribute file"),
+        "{err}"
+    );
     std::fs::remove_dir(&dmc).unwrap();
     std::fs::write(&dmc, b"simple_ondemand\n").unwrap();
     assert_eq!(snapshot(&root, &chosen), before);
@@ -201,15 +279,6 @@ fn irqbalance_blocks_irq_moves_unless_forced_and_printed_fixes_cannot_be_applied
     let err = select(&advice, &["mps-below-path".to_string()]).unwrap_err();
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("no runtime fix"), "{err}");
-    // An undo file naming a file outside sys/ and proc/ is refused before any write.
-    std::fs::write(
-        &undo_file,
-        format!(r#"{{"schema":"pcielab.advise-undo/v1","root":"{}","previous":[{{"file":"etc/passwd","value":"x"}}]}}"#, root.display()),
-    )
-    .unwrap();
-    let err = undo(&undo_file, &root, true).unwrap_err();
-    assert_eq!(err.exit_code(), 2);
-    assert!(err.to_string().contains("not a kernel file"), "{err}");
 }
 
 #[test]
@@ -242,9 +311,10 @@ fn a_link_that_counts_errors_after_an_aspm_change_rolls_the_change_back() {
     );
     assert!(text.contains("restored the 1 file(s) changed"), "{text}");
     assert_eq!(snapshot(&root, &chosen), before);
-    // Without new errors the same change stays.
+    // Without new errors the same change stays (recorded in a new journal: the first one is
+    // never replaced).
     std::fs::write(&aer, &counted).unwrap();
-    apply(&chosen, None, &root.join("../undo.json"), &settling).unwrap();
+    apply(&chosen, None, &root.join("../undo-2.json"), &settling).unwrap();
     assert_eq!(
         std::fs::read(root.join("sys/bus/pci/devices/0000:06:00.0/link/l1_aspm")).unwrap(),
         b"0\n"

@@ -8,6 +8,14 @@ use crate::pcie::Generation::*;
 use crate::topology::export::export_sysfs;
 use crate::topology::spec::parse_spec;
 
+/// The test machines' root port, without its link.
+const ROOT_PORT: &str = r#"[[function]]
+bdf = "0000:00:01.0"
+kind = "root_port"
+vendor = 0x8086
+device_id = 0x347a
+class = 0x060400"#;
+
 /// A root port (`port_link`) with one endpoint of `class` (`ep_link`), written as a host root.
 fn machine(
     extra_port: &str,
@@ -18,12 +26,7 @@ fn machine(
 ) -> (tempfile::TempDir, Machine) {
     let spec = format!(
         r#"name = "t"
-[[function]]
-bdf = "0000:00:01.0"
-kind = "root_port"
-vendor = 0x8086
-device_id = 0x347a
-class = 0x060400
+{ROOT_PORT}
 link = {port_link}
 {extra_port}
 [[function]]
@@ -38,7 +41,12 @@ driver = "nvme"
 {extra_ep}
 "#
     );
-    let topology = parse_spec("t.toml", &spec).unwrap().topology;
+    host_root_of(&spec)
+}
+
+/// The machine `spec` describes, exported as sysfs under a temporary host root.
+fn host_root_of(spec: &str) -> (tempfile::TempDir, Machine) {
+    let topology = parse_spec("t.toml", spec).unwrap().topology;
     let root = tempfile::tempdir().unwrap();
     export_sysfs(&topology, &root.path().join("sys/bus/pci")).unwrap();
     let machine = Machine::host_at(root.path().to_path_buf());
@@ -766,4 +774,84 @@ fn no_info_finding_predicts_an_unconditional_gain() {
         }
     }
     assert!(info > 0, "no info finding to look at");
+}
+
+/// A root port, a switch's upstream port and `ports` downstream ports with ACS redirect on
+/// (control 0x001d), each with one NVMe drive below it, written as a host root.
+fn switch_with_redirecting_ports(ports: usize) -> (tempfile::TempDir, Machine) {
+    let mut spec = format!(
+        r#"name = "switch"
+{ROOT_PORT}
+link = {{ max_speed = 16.0, max_width = 16, speed = 16.0, width = 16 }}
+[[function]]
+bdf = "0000:01:00.0"
+kind = "switch_upstream"
+parent = "0000:00:01.0"
+vendor = 0x1000
+device_id = 0xc010
+class = 0x060400
+link = {{ max_speed = 16.0, max_width = 16, speed = 16.0, width = 16 }}
+"#,
+    );
+    for i in 0..ports {
+        let port = format!("0000:02:{:02x}.{}", i / 8, i % 8);
+        let drive = format!("0000:{:02x}:00.0", 3 + i);
+        spec.push_str(&format!(
+            r#"[[function]]
+bdf = "{port}"
+kind = "switch_downstream"
+parent = "0000:01:00.0"
+vendor = 0x1000
+device_id = 0xc010
+class = 0x060400
+link = {{ max_speed = 16.0, max_width = 4, speed = 16.0, width = 4 }}
+acs = {{ capability = 0x001f, control = 0x001d }}
+[[function]]
+bdf = "{drive}"
+kind = "endpoint"
+parent = "{port}"
+vendor = 0x144d
+device_id = 0xa824
+class = 0x010802
+link = {{ max_speed = 16.0, max_width = 4, speed = 16.0, width = 4 }}
+driver = "nvme"
+"#
+        ));
+    }
+    host_root_of(&spec)
+}
+
+#[test]
+fn the_p2p_fix_names_every_redirecting_port_between_the_endpoints_in_one_finding() {
+    let p2p = AdviseOptions {
+        intent: Intent::P2p,
+        ..options()
+    };
+    for ports in [3, 120] {
+        let (_root, machine) = switch_with_redirecting_ports(ports);
+        let found = only(&machine, "p2p-through-host", &p2p);
+        assert_eq!(found.len(), 1, "{ports} ports: {found:#?}");
+        let f = &found[0];
+        assert_eq!(f.subject, "p2p below 0000:01:00.0");
+        let every_port: Vec<String> = (0..ports)
+            .map(|i| format!("0000:02:{:02x}.{}", i / 8, i % 8))
+            .collect();
+        assert_eq!(
+            f.fix.command,
+            format!(
+                "pci=disable_acs_redir={} (keeps IOMMU groups; those devices can then reach each other directly)",
+                every_port.join(";")
+            )
+        );
+        assert_eq!(f.evidence.len(), ports);
+        // n drives: n × (n − 1) ordered pairs, all sent through the host bridge.
+        assert!(
+            f.summary
+                .contains(&format!("the {ports} endpoints below 0000:01:00.0 ("))
+                && f.summary
+                    .contains(&format!("; {} ordered pairs)", ports * (ports - 1))),
+            "{}",
+            f.summary
+        );
+    }
 }
