@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+use common::{ok, pcielab};
 #[path = "common/disk.rs"]
 mod disk;
 #[path = "common/exporter.rs"]
@@ -621,21 +622,14 @@ fn host_disk_bytes_are_what_the_kernel_counted_around_each_scrape() {
 
 /// Saves `preset` as a sysfs tree (`topo --sysfs-export`) that `--machine snapshot:DIR` reads.
 fn export_snapshot(preset: &str, dir: &Path) {
-    let out = Command::new(BIN)
-        .args([
-            "topo",
-            "--machine",
-            &format!("sim:{preset}"),
-            "--sysfs-export",
-        ])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let machine = format!("sim:{preset}");
+    ok(pcielab(&[
+        "topo",
+        "--machine",
+        &machine,
+        "--sysfs-export",
+        dir.to_str().unwrap(),
+    ]));
 }
 
 /// Writes the kernel's AER counter files (drivers/pci/pcie/aer.c: one `NAME count` line per
@@ -666,16 +660,7 @@ fn write_aer_counts(port: &Path, endpoint: &Path, cor: u64, nonfatal: u64) {
 /// The series of one `exporter --once` scrape of `machine`, each as promtool's `input_series`
 /// names it (with the `instance` and `job` labels Prometheus adds) and its value.
 fn scrape_series(machine: &str, instance: &str) -> Vec<(String, String)> {
-    let out = Command::new(BIN)
-        .args(["exporter", "--machine", machine, "--once"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = ok(pcielab(&["exporter", "--machine", machine, "--once"]));
     let target = format!("instance=\"{instance}\",job=\"pcielab\"");
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
