@@ -2,7 +2,8 @@
 //! .ci/run) scraping a simulated fio read played in real time, `promtool check metrics`, 100
 //! concurrent scrapes with bounded RSS and threads, malformed and oversized requests, a port in
 //! use and a non-loopback address; every query of the Grafana dashboard (dashboards/pcielab.json)
-//! run by that Prometheus; and on `--machine host`, a disk's derived bytes held to the kernel's
+//! run by that Prometheus; the alerting rules (dashboards/pcielab-alerts.yml) under `promtool test
+//! rules` on exporters' real output; and on `--machine host`, a disk's derived bytes held to the kernel's
 //! own count in /proc/diskstats around reads driven past the page cache.
 
 use std::io::{Read, Write};
