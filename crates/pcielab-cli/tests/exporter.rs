@@ -2,15 +2,18 @@
 //! .ci/run) scraping a simulated fio read played in real time, `promtool check metrics`, 100
 //! concurrent scrapes with bounded RSS and threads, malformed and oversized requests, a port in
 //! use and a non-loopback address; every query of the Grafana dashboard (dashboards/pcielab.json)
-//! run by that Prometheus; and on `--machine host`, a disk's derived bytes held to the kernel's
+//! run by that Prometheus; the alerting rules (dashboards/pcielab-alerts.yml) under `promtool test
+//! rules` on exporters' real output; and on `--machine host`, a disk's derived bytes held to the kernel's
 //! own count in /proc/diskstats around reads driven past the page cache.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+use common::{ok, pcielab};
 #[path = "common/disk.rs"]
 mod disk;
 #[path = "common/exporter.rs"]
@@ -615,5 +618,160 @@ fn host_disk_bytes_are_what_the_kernel_counted_around_each_scrape() {
         second - first >= copied,
         "{} B between scrapes, but dd read {copied} B from the disk",
         second - first
+    );
+}
+
+/// Saves `preset` as a sysfs tree (`topo --sysfs-export`) that `--machine snapshot:DIR` reads.
+fn export_snapshot(preset: &str, dir: &Path) {
+    let machine = format!("sim:{preset}");
+    ok(pcielab(&[
+        "topo",
+        "--machine",
+        &machine,
+        "--sysfs-export",
+        dir.to_str().unwrap(),
+    ]));
+}
+
+/// Writes the kernel's AER counter files (drivers/pci/pcie/aer.c: one `NAME count` line per
+/// error bit, then the total) for an endpoint at `endpoint` below the root port at `port`.
+fn write_aer_counts(port: &Path, endpoint: &Path, cor: u64, nonfatal: u64) {
+    let files = [
+        (
+            endpoint.join("aer_dev_correctable"),
+            format!("RxErr {cor}\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR {cor}\n"),
+        ),
+        (
+            endpoint.join("aer_dev_nonfatal"),
+            format!("Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO {nonfatal}\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\nACSViol 0\nTOTAL_ERR_NONFATAL {nonfatal}\n"),
+        ),
+        (
+            endpoint.join("aer_dev_fatal"),
+            "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 0\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\nACSViol 0\nTOTAL_ERR_FATAL 0\n".to_string(),
+        ),
+        (port.join("aer_rootport_total_err_cor"), format!("{cor}\n")),
+        (port.join("aer_rootport_total_err_nonfatal"), format!("{nonfatal}\n")),
+        (port.join("aer_rootport_total_err_fatal"), "0\n".to_string()),
+    ];
+    for (path, text) in files {
+        std::fs::write(&path, text).unwrap();
+    }
+}
+
+/// The series of one `exporter --once` scrape of `machine`, each as promtool's `input_series`
+/// names it (with the `instance` and `job` labels Prometheus adds) and its value.
+fn scrape_series(machine: &str, instance: &str) -> Vec<(String, String)> {
+    let text = ok(pcielab(&["exporter", "--machine", machine, "--once"]));
+    let target = format!("instance=\"{instance}\",job=\"pcielab\"");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|line| {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            let series = match series.strip_suffix('}') {
+                Some(labelled) => format!("{labelled},{target}}}"),
+                None => format!("{series}{{{target}}}"),
+            };
+            (series, value.to_string())
+        })
+        .collect()
+}
+
+/// promtool's `input_series`: each series' value at every minute, `before` for minutes 0-10 and
+/// `after` from minute 11 to 25 (`_` where a scrape lacks the series).
+fn input_series(before: &[(String, String)], after: &[(String, String)]) -> String {
+    let before: std::collections::BTreeMap<_, _> = before.iter().cloned().collect();
+    let after: std::collections::BTreeMap<_, _> = after.iter().cloned().collect();
+    let names: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let mut yaml = String::new();
+    for name in names {
+        let at = |scrape: &std::collections::BTreeMap<String, String>, n| {
+            vec![scrape.get(name).map_or("_", String::as_str); n].join(" ")
+        };
+        yaml += &format!(
+            "      - series: '{name}'\n        values: '{} {}'\n",
+            at(&before, 11),
+            at(&after, 15)
+        );
+    }
+    yaml
+}
+
+/// dashboards/pcielab-alerts.yml run by `promtool test rules` on what real exporters served: the
+/// RK3588 endpoint trained to Gen2 x1 (a Gen3 x4 link on both ends; advise calls it
+/// link-downtrained, perf-loss) whose AER counters rise at minute 11, beside the one trained to
+/// Gen3 x4 whose counters hold old errors that never rise. Each rule must fire for the functions
+/// the machines were built with, and only for them, at the times its `for` and window allow.
+#[test]
+fn the_alerting_rules_fire_on_what_real_exporters_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let (slow, healthy) = (dir.path().join("gen2x1"), dir.path().join("gen3x4"));
+    export_snapshot("rk3588-ep-gen2x1", &slow);
+    export_snapshot("rk3588-ep", &healthy);
+    let port = |root: &Path| root.join("tree/pci0000:00/0000:00:00.0");
+    let endpoint = |root: &Path| port(root).join("0000:01:00.0");
+    let machine = |root: &Path| format!("snapshot:{}", root.display());
+
+    write_aer_counts(&port(&healthy), &endpoint(&healthy), 3, 0);
+    write_aer_counts(&port(&slow), &endpoint(&slow), 0, 0);
+    let mut before = scrape_series(&machine(&slow), "gen2x1");
+    before.extend(scrape_series(&machine(&healthy), "gen3x4"));
+    write_aer_counts(&port(&slow), &endpoint(&slow), 7, 2);
+    let mut after = scrape_series(&machine(&slow), "gen2x1");
+    after.extend(scrape_series(&machine(&healthy), "gen3x4"));
+
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards/pcielab-alerts.yml");
+    let downgraded = |function: &str, kind: &str| {
+        format!(
+            "          - exp_labels: {{severity: warning, function: '{function}', port: '0000:00:00.0', kind: {kind}, instance: gen2x1, job: pcielab}}\n            exp_annotations:\n              summary: 'PCIe link of {function} on gen2x1 trained below what both ends can run'\n              description: 'Compare `pcielab topo` (current vs capable speed and width) and `pcielab advise --only link-downtrained`.'\n"
+        )
+    };
+    let aer = |severity: &str, function: &str, kind: &str| {
+        let (rule_severity, summary, description) = if severity == "correctable" {
+            ("warning", "new correctable AER errors in the last 10 minutes", "The link layer retried them, at a cost in bandwidth; rising counts often come before a downgraded link.")
+        } else {
+            ("critical", "new nonfatal AER errors in the last 10 minutes", "The kernel's aer_dev_* (errors the function logged) or aer_rootport_total_err_* (messages a root port received) counters rose; dmesg has the error records.")
+        };
+        format!(
+            "          - exp_labels: {{severity: {rule_severity}, aer_severity: {severity}, function: '{function}', port: '0000:00:00.0', kind: {kind}, instance: gen2x1, job: pcielab}}\n            exp_annotations:\n              summary: '{function} on gen2x1: {summary}'\n              description: \"{description}\"\n"
+        )
+    };
+    let test = format!(
+        "rule_files:\n  - {rules}\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{series}    alert_rule_test:\n\
+         # Pending, not firing, until the link has been down-trained for 5 minutes.\n\
+         \x20     - {{eval_time: 3m, alertname: PcieLinkDowngraded, exp_alerts: []}}\n\
+         \x20     - eval_time: 10m\n        alertname: PcieLinkDowngraded\n        exp_alerts:\n{rp}{ep}\
+         \x20     - eval_time: 10m\n        alertname: PcieAdvisePerfLoss\n        exp_alerts:\n\
+         \x20         - exp_labels: {{severity: warning, check: link-downtrained, function: '0000:01:00.0', instance: gen2x1, job: pcielab}}\n\
+         \x20           exp_annotations:\n\
+         \x20             summary: 'pcielab advise: link-downtrained costs performance at 0000:01:00.0 on gen2x1'\n\
+         \x20             description: '`pcielab advise --only link-downtrained` on that machine shows the evidence, the fix and the predicted gain.'\n\
+         # Old errors that do not rise alert nowhere.\n\
+         \x20     - {{eval_time: 10m, alertname: PcieAerCorrectableErrors, exp_alerts: []}}\n\
+         \x20     - {{eval_time: 10m, alertname: PcieAerUncorrectableErrors, exp_alerts: []}}\n\
+         \x20     - eval_time: 15m\n        alertname: PcieAerCorrectableErrors\n        exp_alerts:\n{cor_ep}{cor_rp}\
+         \x20     - eval_time: 15m\n        alertname: PcieAerUncorrectableErrors\n        exp_alerts:\n{nf_ep}{nf_rp}\
+         # Ten minutes after the last rise the window holds no increase.\n\
+         \x20     - {{eval_time: 25m, alertname: PcieAerUncorrectableErrors, exp_alerts: []}}\n",
+        rules = rules.display(),
+        series = input_series(&before, &after),
+        rp = downgraded("0000:00:00.0", "root_port"),
+        ep = downgraded("0000:01:00.0", "endpoint"),
+        cor_ep = aer("correctable", "0000:01:00.0", "endpoint"),
+        cor_rp = aer("correctable", "0000:00:00.0", "root_port"),
+        nf_ep = aer("nonfatal", "0000:01:00.0", "endpoint"),
+        nf_rp = aer("nonfatal", "0000:00:00.0", "root_port"),
+    );
+    let file = dir.path().join("alerts.test.yml");
+    std::fs::write(&file, &test).unwrap();
+    let out = Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool (Debian package prometheus) must be installed: .ci/run installs it");
+    assert!(
+        out.status.success(),
+        "promtool test rules:\n{}{}\n{test}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -5,7 +5,7 @@
 //! Its set hash and victim RNG are its own copies on purpose, so that a change to the tuned
 //! model's copies shows up as a difference instead of being shared by both sides.
 
-use super::{nth_set_bit, LINE_BITS, LINE_MASK};
+use super::{nth_set_bit, prefetch_line, LINE_BITS, LINE_MASK};
 
 /// One L3 domain, as [`super::L3Cache`] models it, the way it was computed before.
 #[derive(Debug, Clone)]
@@ -41,19 +41,11 @@ impl L3Cache {
 
     #[inline]
     fn prefetch_set(&self, base: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let tags = self.tags[base..base + self.ways].as_ptr_range();
-            let (first, last) = (tags.start as *const i8, tags.end as *const i8);
-            // SAFETY: prefetching is a hint that never faults; SSE is part of the x86_64
-            // baseline.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(first);
-                _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(64).min(last.wrapping_sub(1)));
-                _mm_prefetch::<_MM_HINT_T0>(last.wrapping_sub(1));
-            }
-        }
+        let tags = self.tags[base..base + self.ways].as_ptr_range();
+        let (first, last) = (tags.start.cast::<u8>(), tags.end.cast::<u8>());
+        prefetch_line(first);
+        prefetch_line(first.wrapping_add(64).min(last.wrapping_sub(1)));
+        prefetch_line(last.wrapping_sub(1));
     }
 
     /// `n` accesses from `next`, the sets of the next `Self::LOOKAHEAD` prefetched.
