@@ -26,7 +26,7 @@ const CONFIG_BYTES: u64 = 4096;
 pub struct FunctionFacts {
     pub features: Option<Features>,
     /// Where `features` came from: the `config` file, "lspci BDF" on an lspci machine, or
-    /// "spec" on `sim:`.
+    /// "spec BDF" on `sim:`.
     pub config_source: String,
     /// `TOTAL_ERR_COR` of `aer_dev_correctable`.
     pub aer_correctable: Option<u64>,
@@ -169,7 +169,7 @@ pub fn read_facts(topo: &Topology, pci_dir: Option<&Path>, root: Option<&Path>) 
                 ..FunctionFacts::default()
             },
             None => FunctionFacts {
-                config_source: "spec".to_string(),
+                config_source: format!("spec {}", f.bdf),
                 ..FunctionFacts::default()
             },
         };
