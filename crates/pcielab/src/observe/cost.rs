@@ -262,7 +262,11 @@ fn run_cpu_ms(program: &Path, args: &[String]) -> Result<f64> {
 /// of two runs at or below zero means the work was below what the clock resolves or drowned in
 /// noise, and printing it (as the tick-based figures once printed -0.55 ms) would mislead.
 fn positive_spread(what: &str, rounds: &[f64]) -> Result<Spread> {
-    if let Some(bad) = rounds.iter().find(|v| !(**v > 0.0)) {
+    // NaN (no figure at all) is refused with the rest.
+    if let Some(bad) = rounds
+        .iter()
+        .find(|v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+    {
         return Err(Error::runtime(format!(
             "{what}: a round measured {bad:.3} ms, no CPU above its baseline; the figure would \
              be noise, not a cost. Run more frames or scrapes per round (--scrapes), or on a \
@@ -457,7 +461,7 @@ mod tests {
             .map(|_| run_cpu_ms(sh, &loop_args).unwrap())
             .collect();
         assert!(runs.iter().all(|ms| *ms > 0.0), "{runs:?}");
-        let off_tick = |ms: &f64| (ms * 1000.0).round() as u64 % 1000 != 0;
+        let off_tick = |ms: &f64| !((ms * 1000.0).round() as u64).is_multiple_of(1000);
         assert!(
             runs.iter().any(off_tick),
             "whole milliseconds only: {runs:?}"
