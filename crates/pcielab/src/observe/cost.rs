@@ -265,7 +265,7 @@ fn positive_spread(what: &str, rounds: &[f64]) -> Result<Spread> {
     // NaN (no figure at all) is refused with the rest.
     if let Some(bad) = rounds
         .iter()
-        .find(|v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+        .find(|&&v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
     {
         return Err(Error::runtime(format!(
             "{what}: a round measured {bad:.3} ms, no CPU above its baseline; the figure would \
