@@ -995,3 +995,31 @@ fn the_mps_fix_names_every_function_that_must_change_siblings_included() {
         assert!(note.contains(&format!("setpci -s {bdf} CAP_EXP+8.w=0040:00e0")));
     }
 }
+
+#[test]
+fn each_evidence_line_names_the_function_it_was_read_from() {
+    // sim:yitian710's SATA controller and its root port both program MPS 256 B (the preset's
+    // mps = 256 on 00:02.0 and 04:00.0): the one finding quotes both, each under its own name.
+    let text = ok(pcielab(&["advise", "--machine", "sim:yitian710"]));
+    let finding = &text[text.find("mps-below-path 0000:04:00.0").unwrap()..];
+    let evidence: Vec<&str> = finding
+        .lines()
+        .take_while(|l| !l.trim_start().starts_with("fix"))
+        .filter(|l| l.trim_start().starts_with("evidence:"))
+        .collect();
+    assert_eq!(evidence.len(), 2, "{finding}");
+    assert!(evidence[0].contains("spec 0000:04:00.0 DevCtl"), "{text}");
+    assert!(evidence[1].contains("spec 0000:00:02.0 DevCtl"), "{text}");
+    for finding in text.split("\n\n[") {
+        let lines: Vec<&str> = finding
+            .lines()
+            .filter(|l| l.contains("evidence:"))
+            .collect();
+        let distinct: std::collections::BTreeSet<&&str> = lines.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            lines.len(),
+            "repeated evidence in {finding}"
+        );
+    }
+}

@@ -133,6 +133,45 @@ fn bash_completes_subcommands_and_options() {
     assert_eq!(top_options, ["--batch"]);
 }
 
+#[test]
+fn machine_completion_offers_every_preset() {
+    let names: Vec<String> = presets_json()
+        .iter()
+        .map(|p| format!("sim:{}", p["name"].as_str().unwrap()))
+        .collect();
+    let offered = bash_completes(&["pcielab", "topo", "--machine", ""]);
+    assert!(offered.contains(&"host".to_string()), "{offered:?}");
+    for name in &names {
+        assert!(offered.contains(name), "{name} not in {offered:?}");
+    }
+    assert_eq!(
+        bash_completes(&["pcielab", "qos", "show", "--machine", "sim:mpam"]),
+        ["sim:mpam-seed"]
+    );
+    // bash hands the script `sim:rk` whole only when ':' is no word break.
+    let script = ok(pcielab(&["completions", "bash"]));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pcielab.bash");
+    std::fs::write(&file, script).unwrap();
+    let breaks = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c"])
+        .arg(format!(
+            "COMP_WORDBREAKS='\"=:'; source {}; printf %s \"$COMP_WORDBREAKS\"",
+            file.display()
+        ))
+        .output()
+        .unwrap();
+    let breaks = String::from_utf8(breaks.stdout).unwrap();
+    assert_eq!(breaks, "\"=", "the word breaks bash keeps");
+    // zsh and fish list the same values (zsh escapes the colon).
+    let zsh = ok(pcielab(&["completions", "zsh"]));
+    let fish = ok(pcielab(&["completions", "fish"]));
+    for name in &names {
+        assert!(zsh.contains(&name.replace(':', "\\:")), "zsh lacks {name}");
+        assert!(fish.contains(name.as_str()), "fish lacks {name}");
+    }
+}
+
 fn presets_json() -> Vec<Value> {
     let doc: Value = serde_json::from_str(&ok(pcielab(&["presets", "--json"]))).unwrap();
     assert_eq!(doc["schema"], "pcielab.presets/v1");
@@ -324,6 +363,10 @@ fn readme_docs_and_help_name_their_sources() {
         if path.extension().is_some_and(|e| e == "md") && !path.ends_with("fuzzing.md") {
             files.push(path);
         }
+    }
+    // The JSON Schemas' descriptions are the serialized types' doc comments.
+    for entry in std::fs::read_dir(repo_root().join("docs/json")).unwrap() {
+        files.push(entry.unwrap().path());
     }
     for file in &files {
         for hit in unnamed_source_references(&std::fs::read_to_string(file).unwrap()) {

@@ -890,3 +890,70 @@ fn corpus_findings_quote_their_evidence_lines_and_failures_their_place() {
     assert_eq!(report["checks"]["mps-mismatch"]["machines"], 1);
     assert_eq!(report["checks"]["link-downtrained"]["machines"], 1);
 }
+
+/// `topo --json` of lspci text, by BDF: (vendor, device, class, kind).
+fn identities(text: &str) -> BTreeMap<String, [String; 4]> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lspci.txt");
+    std::fs::write(&file, text).unwrap();
+    let machine = format!("lspci:{}", file.display());
+    let doc: Value =
+        serde_json::from_str(&ok(pcielab(&["topo", "--machine", &machine, "--json"]))).unwrap();
+    doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let field = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+            (
+                field("bdf"),
+                [
+                    field("vendor"),
+                    field("device"),
+                    field("class"),
+                    field("kind"),
+                ],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn text_without_numeric_ids_is_read_by_name_as_with_nn() {
+    // `lspci -vvv` without -nn names vendors, devices and classes from pci.ids; pcielab looks
+    // the names up in the same database, so each function gets the IDs, class and kind that
+    // `lspci -vvv -nn` states (the host bridge stays a host bridge).
+    let (mut functions, mut unresolved) = (0, Vec::new());
+    for dump in oracle_dumps() {
+        let lspci = |extra: &[&str]| {
+            let out = Command::new("lspci")
+                .arg("-F")
+                .arg(&dump)
+                .args(extra)
+                .output()
+                .expect("lspci (pciutils) must be installed");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let numbered = identities(&lspci(&["-vvv", "-nn"]));
+        let named = identities(&lspci(&["-vvv"]));
+        assert_eq!(named.len(), numbered.len(), "{}", dump.display());
+        for (bdf, ids) in &named {
+            let truth = &numbered[bdf];
+            // Class and kind always come back; a device name the database gives two numbers
+            // (Intel has seven "82576 Gigabit Network Connection") stays unknown (0x0000),
+            // never a guess.
+            assert_eq!(ids[2..], truth[2..], "{} {bdf}", dump.display());
+            if ids[0] == "0x0000" {
+                unresolved.push(format!("{bdf} of {}", dump.display()));
+                continue;
+            }
+            assert_eq!(ids, truth, "{} {bdf}", dump.display());
+            functions += 1;
+        }
+    }
+    eprintln!("{functions} functions identified by name; not told apart: {unresolved:?}");
+    assert!(
+        functions >= 150 && unresolved.len() * 10 <= functions,
+        "{functions} {unresolved:?}"
+    );
+}

@@ -739,9 +739,8 @@ fn wrong_kind_and_truncated_results_are_named_with_exit_2() {
 
     let missing = dir.path().join("none.json");
     report_refuses(&missing, &html);
-    let o = pcielab(&["report", "-o", html.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    // Nothing was written by any failed run.
+    // Nothing was written by any failed run. (`report -o` with no input at all describes the
+    // default machine, the live host: report.rs tests that.)
     assert!(!html.exists());
 }
 

@@ -480,3 +480,24 @@ fn the_checks_catch_a_script_error_and_an_external_request() {
     );
     assert_eq!(browsed.page_requests, ["http://example.invalid/x.png"]);
 }
+
+#[test]
+fn with_no_machine_and_no_results_the_page_is_about_the_live_host() {
+    // `--machine host` is the documented default: `report -o r.html` describes this machine,
+    // every PCI function the kernel lists among its diagram's boxes.
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("r.html");
+    ok(pcielab(&["report", "-o", page.to_str().unwrap()]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let functions: Vec<String> = std::fs::read_dir("/sys/bus/pci/devices")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!functions.is_empty(), "this machine lists no PCI function");
+    for bdf in &functions {
+        // The diagram names functions without the domain when it is 0000.
+        let short = bdf.strip_prefix("0000:").unwrap_or(bdf);
+        assert!(html.contains(short), "{bdf} missing from the host's page");
+    }
+    assert!(html.contains("host"), "the page names its machine");
+}

@@ -49,8 +49,23 @@ fn seed_readwrite_prints_perf_and_fio_reports() {
         );
         assert!(line.contains(",") && line.contains("MB/s"), "{line}");
         assert!(line.contains("(49.") || line.contains("(50."), "{line}");
+        // A terminal's 100 columns hold it; the link's share is -v's.
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.len()
+        );
+        assert!(!line.contains("achievable"), "{line}");
     }
     assert!(stderr.contains("seconds time elapsed"));
+    let verbose = stat(&["-v", "-e", RX], "sleep 1");
+    let stderr = text(&verbose.stderr);
+    let line = stderr.lines().find(|l| l.contains(RX)).unwrap();
+    // sim:yitian710's SATA port is Gen2 x2: 1000 MB/s after 8b/10b.
+    assert!(
+        line.contains("% of achievable") && line.contains("(line 1000.0"),
+        "{line}"
+    );
 }
 
 #[test]

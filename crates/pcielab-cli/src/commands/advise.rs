@@ -184,7 +184,7 @@ pub fn run(args: Args) -> Result<()> {
         .iter()
         .filter_map(|m| m.unmatched_warning(&found))
     {
-        eprintln!("pcielab: advise: warning: {warning}");
+        note!("pcielab: advise: warning: {warning}");
     }
     if !args.apply.is_empty() {
         let chosen = apply::select(&found, &args.apply)?;

@@ -68,10 +68,13 @@ Measuring it needs the Rockchip PCIe performance guide's endpoint-mode test driv
 Generates a server (2 domains, 16 Gen5 root ports, switches, 96 NVMe drives, 32 dual-port NICs,
 the rest SR-IOV VFs), exports it as sysfs and starts `pcielab exporter --machine snapshot:DIR`
 (the sysfs path a host reads) and prometheus-node-exporter on loopback ports, scraped alternately.
-CPU per scrape comes from each process's /proc/PID/stat (utime + stime) over a round's scrapes,
-memory from /proc/PID/status (VmRSS, VmHWM). top's CPU per refresh is a 21-frame `top -b` less
-a 1-frame one, over 20, for `pcielab top` and procps top alike. Figures are medians of the
-rounds; the ratios are pcielab over the other tool. JSON fields: docs/performance.md.")]
+CPU per scrape comes from the on-CPU nanoseconds of each process's threads
+(/proc/PID/task/*/schedstat) over a round's scrapes, memory from /proc/PID/status (VmRSS, VmHWM).
+top's CPU per refresh is a 21-frame `top -b` less a 1-frame one, over 20, each run's CPU its own
+rusage from wait4 (microseconds), for `pcielab top` and procps top alike. Figures are the median
+of the rounds with their range (min-max); a round that measured no CPU above its baseline is
+refused rather than printed. The ratios are pcielab's median over the other tool's. JSON
+fields: docs/performance.md.")]
     Observe(ObserveArgs),
 }
 
@@ -83,7 +86,7 @@ pub struct ObserveArgs {
     /// Scrapes of each exporter per round
     #[arg(long, default_value_t = 20, value_parser = number_in(1..=10_000u32))]
     pub scrapes: u32,
-    /// Rounds (the figures are their medians)
+    /// Rounds (the figures are their median and range)
     #[arg(long, default_value_t = 5, value_parser = number_in(1..=100u32))]
     pub rounds: u32,
     /// The node exporter to compare with [default: /usr/bin/prometheus-node-exporter, or
@@ -357,8 +360,10 @@ fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
     }
     let opt =
         |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+    let spread = |s: &cost::Spread| format!("{:.2} ({:.2}-{:.2})", s.median, s.min, s.max);
+    let opt_spread = |s: Option<&cost::Spread>| s.map_or("-".to_string(), spread);
     outln!(
-        "{} functions, {} series, {} KiB per scrape; medians of {} rounds of {} scrapes",
+        "{} functions, {} series, {} KiB per scrape; median (min-max) of {} rounds of {} scrapes",
         result.functions,
         result.pcielab_series,
         result.pcielab_body_bytes / 1024,
@@ -374,8 +379,8 @@ fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
         ),
         (
             "CPU ms per scrape",
-            format!("{:.2}", result.pcielab_ms_per_scrape),
-            opt(result.node_exporter_ms_per_scrape, 2),
+            spread(&result.pcielab_ms_per_scrape),
+            opt_spread(result.node_exporter_ms_per_scrape.as_ref()),
             opt(result.scrape_ratio, 2),
         ),
         (
@@ -392,13 +397,13 @@ fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
         ),
         (
             "top CPU ms per refresh",
-            format!("{:.2}", result.top_ms_per_refresh),
-            opt(result.procps_top_ms_per_refresh, 2),
+            spread(&result.top_ms_per_refresh),
+            opt_spread(result.procps_top_ms_per_refresh.as_ref()),
             opt(result.top_ratio, 2),
         ),
     ];
     for (figure, ours, theirs, ratio) in rows {
-        outln!("{figure:<28} {ours:>10} {theirs:>14} {ratio:>8}")?;
+        outln!("{figure:<26} {ours:>20} {theirs:>20} {ratio:>6}")?;
     }
     outln!("(other tool: prometheus-node-exporter for scrapes, procps top -b for refreshes)")?;
     Ok(())

@@ -28,7 +28,8 @@ pub struct ManArgs {
   pcielab completions fish > ~/.config/fish/completions/pcielab.fish
 
 bash loads the file on the first `pcielab <TAB>` of a new shell (bash-completion package); to try
-it in the current shell: source <(pcielab completions bash).")]
+it in the current shell: source <(pcielab completions bash). `--machine <TAB>` offers host and
+every sim:PRESET; the bash script takes ':' out of COMP_WORDBREAKS so `sim:rk<TAB>` completes.")]
 pub struct CompletionArgs {
     /// The shell to write a completion script for
     #[arg(value_enum)]
@@ -86,5 +87,11 @@ pub fn run_completions(args: CompletionArgs) -> Result<()> {
     let mut cmd = crate::cli_command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "pcielab", &mut script);
+    if args.shell == clap_complete::Shell::Bash {
+        // bash splits the word being completed at ':' (COMP_WORDBREAKS), so `--machine sim:rk`
+        // would reach the script as `sim`, `:`, `rk` and never match a preset; npm's completion
+        // takes its separators out the same way.
+        script.extend_from_slice(b"COMP_WORDBREAKS=${COMP_WORDBREAKS//:/}\n");
+    }
     pcielab::input::write_stdout(&script)
 }

@@ -11,7 +11,7 @@ use pcielab::input::write_output;
 use pcielab::report::document::Document;
 use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::topology::render;
-use pcielab::{Error, Result};
+use pcielab::Result;
 
 #[derive(ClapArgs)]
 #[command(
@@ -22,6 +22,7 @@ use pcielab::{Error, Result};
   pcielab model --gen 2 --width 2 --json > model.json
   pcielab report --machine sim:yitian710 --from stat.json --from model.json -o report.html
   pcielab report --from old-run.json -o old.html            (results only, no machine)
+  pcielab report -o host.html                               (the live host, the default machine)
 
 --from takes the --json output of: stat, model, fit, topo, topo --p2p, sim run, lab check (the
 kind is told from the file's fields). The page has no script and no URL: it opens offline and
@@ -39,11 +40,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if !args.machine.is_given() && args.from.is_empty() {
-        return Err(Error::bad_input(
-            "nothing to report: give --machine M, --from RESULT.json, or both",
-        ));
-    }
     // Every input is read and checked before the machine is opened or anything is written.
     let results = args
         .from
@@ -55,7 +51,14 @@ pub fn run(args: Args) -> Result<()> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let machine = match args.machine.open_given()? {
+    // With neither, the page is about the default machine (the live host); with only --from,
+    // it is about those results alone.
+    let machine = if args.machine.is_given() || args.from.is_empty() {
+        Some(args.machine.open()?)
+    } else {
+        None
+    };
+    let machine = match machine {
         Some(machine) => Some(MachineFacts {
             selector: machine.selector().to_string(),
             topology: {

@@ -26,6 +26,8 @@ stdout) captures the counters.
 Examples:
   pcielab stat -a -e dwc_rootport_10/rx_pcie_tlp_data_payload/ -- fio --rw=read ...   (live host)
   pcielab stat -a -e '{msr/tsc/,cpu-clock}' -e syscalls:sys_enter_getpid -I 1000 -- sleep 5
+  pcielab stat -e cpu-clock -e syscalls:sys_enter_read -- dd if=/dev/zero of=/dev/null count=1000
+                                              (no -a: the command's own events, as perf stat)
   pcielab stat -a -e hisi_pcie0_core0/rx_mwr_flux,port=0x1/ --dry-run
   pcielab stat --machine sim:yitian710 -a -e pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/ \\
       -e pcie_bdf_200/Tx_PCIe_TLP_Data_Payload/ -- fio --filename=./test.big -iodepth=64 \\
@@ -66,7 +68,8 @@ derived from disk and NIC counters, and `pcielab model --platform` the predicted
 pub struct Args {
     #[command(flatten)]
     pub machine: MachineArg,
-    /// Count system-wide, on all CPUs (required: PCIe PMUs are uncore PMUs)
+    /// Count system-wide, on all CPUs (required for PCIe PMUs, which are uncore PMUs; on a
+    /// host without -a, only the workload's own events are counted, as perf stat counts them)
     #[arg(short = 'a', long = "all-cpus")]
     pub all_cpus: bool,
     /// Event(s) to count: PMU/EVENT/ (repeatable; commas and {groups} as in perf). Required on
@@ -92,6 +95,10 @@ pub struct Args {
     /// Host: print each event's perf_event_attr fields and exit without opening anything
     #[arg(long)]
     pub dry_run: bool,
+    /// Also print each payload event's bytes, share of the link's achievable rate, line rate
+    /// and platform DMA prediction (the JSON document always has them)
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
     /// A spec or fragment with a [platform] table (e.g. from `pcielab fit --out`): its predicted
     /// streaming DMA rates are printed beside payload events [default on sim: the spec's own]
     #[arg(long, value_name = "SPEC.toml")]
@@ -170,7 +177,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         match &args.separator {
             Some(sep) => note_text!("{}", done.outcome.render_csv(sep)),
-            None => note_text!("{}", done.outcome.render_text()),
+            None => note_text!("{}", done.outcome.render_text(args.verbose)),
         }
     }
     if done.exit_code != 0 {

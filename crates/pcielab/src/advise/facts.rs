@@ -23,7 +23,7 @@ const FILE_BYTES: u64 = 4096;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FunctionFacts {
     /// Where the function's registers came from: the `config` file, "lspci BDF" on an lspci
-    /// machine, or "spec" on `sim:`.
+    /// machine, or "spec BDF" on `sim:`.
     pub config_source: String,
     /// `TOTAL_ERR_COR` of `aer_dev_correctable`.
     pub aer_correctable: Option<u64>,
@@ -166,7 +166,7 @@ pub fn read_facts(topo: &Topology, pci_dir: Option<&Path>, root: Option<&Path>) 
                 ..FunctionFacts::default()
             },
             None => FunctionFacts {
-                config_source: "spec".to_string(),
+                config_source: format!("spec {}", f.bdf),
                 ..FunctionFacts::default()
             },
         };

@@ -75,7 +75,8 @@ impl Intent {
 /// One fact behind a finding: where it was read and what it said.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
-    /// The file read (a sysfs/procfs path or a function's `config`), or "spec" on `sim:`.
+    /// The file read (a sysfs/procfs path or a function's `config`), "lspci BDF", or
+    /// "spec BDF" (the function's entry in a `sim:` spec).
     pub source: String,
     /// The field as `lspci -vvv` names it ("LnkSta: Speed"), or the attribute's file name.
     pub field: String,

@@ -58,9 +58,9 @@ fn facts<'a>(context: &'a Context, bdf: Bdf) -> Option<&'a FunctionFacts> {
     context.facts.functions.get(&bdf)
 }
 
-/// Where a function's register was read: its `config` file or the spec.
+/// Where a function's register was read: its `config` file, or its entry in the spec.
 fn config_source(context: &Context, bdf: Bdf) -> String {
-    facts(context, bdf).map_or_else(|| "spec".to_string(), |f| f.config_source.clone())
+    facts(context, bdf).map_or_else(|| format!("spec {bdf}"), |f| f.config_source.clone())
 }
 
 /// The link model's write ceiling for `link`, or the platform model's streaming DMA write when

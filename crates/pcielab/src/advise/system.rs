@@ -150,8 +150,8 @@ fn irq_far_node_simulated(context: &Context, sim: &crate::sim::SimulatedPcie) ->
                 f.bdf
             ),
             evidence: vec![
-                Evidence::new("spec", "numa_node", node.to_string()),
-                Evidence::new("spec [sim]", "irq_node", irq_node.to_string()),
+                Evidence::new(format!("spec {}", f.bdf), "numa_node", node.to_string()),
+                Evidence::new(format!("spec {} [sim]", f.bdf), "irq_node", irq_node.to_string()),
             ],
             fix: Fix::printed(
                 Lever::Command,

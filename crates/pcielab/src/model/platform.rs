@@ -964,11 +964,11 @@ impl IrqKind {
     }
 }
 
-/// Back-to-back interrupt delivery as the seed's §6/§7 tests report it.
+/// Back-to-back interrupt delivery as the Rockchip PCIe performance guide's §6/§7 tests report it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct IrqPrediction {
     pub kind: IrqKind,
-    /// Time between interrupts when raised back to back (the seed prints it in µs).
+    /// Time between interrupts when raised back to back (the Rockchip guide prints it in µs).
     pub interval_ns: f64,
     pub per_second: f64,
     /// Where the CPU-side parameter comes from: a fit, or its default's source.

@@ -2,9 +2,12 @@
 //! observe`): a generated server ([`crate::topology::generate::server`]) exported as sysfs and
 //! read as `snapshot:` — the path `--machine host` reads — by a `pcielab exporter` process,
 //! scraped alternately with Debian's `prometheus-node-exporter` on the same machine; CPU per
-//! scrape from each process's `/proc/PID/stat` utime + stime over the scrapes, resident memory
-//! from `/proc/PID/status`; and `pcielab top -b` against procps `top -b`, CPU per refresh from
-//! the children's rusage of an N+1-frame run less a 1-frame run (start-up cancels out).
+//! scrape from the on-CPU nanoseconds of each process's threads (`/proc/PID/task/*/schedstat`,
+//! where `/proc/PID/stat` counts 10 ms ticks) over the scrapes, resident memory from
+//! `/proc/PID/status`; and `pcielab top -b` against procps `top -b`, CPU per refresh from each
+//! child's own rusage (`wait4`, microseconds) of an N+1-frame run less a 1-frame run (start-up
+//! cancels out). Every figure is the median of the rounds with their minimum and maximum; a
+//! round whose difference is not positive is refused (it measured nothing but noise).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -16,7 +19,29 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-/// What one `bench observe` run measured; medians over rounds.
+/// One figure over the rounds: the median and the spread.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Spread {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `rounds`; `None` for no rounds.
+    pub fn of(rounds: &[f64]) -> Option<Spread> {
+        let min = rounds.iter().copied().reduce(f64::min)?;
+        let max = rounds.iter().copied().reduce(f64::max)?;
+        Some(Spread {
+            median: median(rounds.to_vec()),
+            min,
+            max,
+        })
+    }
+}
+
+/// What one `bench observe` run measured: CPU figures as the median and spread of the rounds,
+/// ratios of the medians.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ObserveCost {
     pub functions: usize,
@@ -25,15 +50,15 @@ pub struct ObserveCost {
     /// Bytes of one pcielab scrape's body and its series count.
     pub pcielab_body_bytes: usize,
     pub pcielab_series: usize,
-    pub pcielab_ms_per_scrape: f64,
+    pub pcielab_ms_per_scrape: Spread,
     /// `None` when no node exporter was found or given.
-    pub node_exporter_ms_per_scrape: Option<f64>,
+    pub node_exporter_ms_per_scrape: Option<Spread>,
     pub scrape_ratio: Option<f64>,
     pub pcielab_rss_mib: f64,
     pub pcielab_peak_rss_mib: f64,
     pub node_exporter_rss_mib: Option<f64>,
-    pub top_ms_per_refresh: f64,
-    pub procps_top_ms_per_refresh: Option<f64>,
+    pub top_ms_per_refresh: Spread,
+    pub procps_top_ms_per_refresh: Option<Spread>,
     pub top_ratio: Option<f64>,
 }
 
@@ -75,10 +100,28 @@ pub(crate) fn process_cpu_time(pid: u32) -> Option<Duration> {
     (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
 }
 
+/// Nanoseconds process `pid`'s live threads have run on a CPU: the first field of each
+/// `/proc/PID/task/TID/schedstat` (the scheduler's own clock, not ticks).
 fn cpu_ns(pid: u32) -> Result<u64> {
-    process_cpu_time(pid)
-        .map(|t| t.as_nanos() as u64)
-        .ok_or_else(|| Error::runtime(format!("cannot read /proc/{pid}/stat")))
+    let tasks = format!("/proc/{pid}/task");
+    let unreadable = |why: String| Error::runtime(format!("cannot read {tasks}: {why}"));
+    let mut total = 0;
+    for entry in std::fs::read_dir(&tasks).map_err(|e| unreadable(e.to_string()))? {
+        let path = entry
+            .map_err(|e| unreadable(e.to_string()))?
+            .path()
+            .join("schedstat");
+        // A thread that ended since the listing has nothing left to add.
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        total += text
+            .split_whitespace()
+            .next()
+            .and_then(|ns| ns.parse::<u64>().ok())
+            .ok_or_else(|| unreadable(format!("{}: '{}'", path.display(), text.trim())))?;
+    }
+    Ok(total)
 }
 
 /// A `/proc/PID/status` memory line (`VmRSS`, `VmHWM`) in MiB.
@@ -177,33 +220,60 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// CPU milliseconds the children waited for so far used (user + system).
-fn children_cpu_ms() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    ms(usage.ru_utime) + ms(usage.ru_stime)
-}
-
-/// CPU of one run of `program args` to its end, output discarded.
+/// CPU milliseconds (user + system, microsecond resolution) of one run of `program args` to
+/// its end, output discarded: the child's own rusage as `wait4` returns it with its status.
 fn run_cpu_ms(program: &Path, args: &[String]) -> Result<f64> {
-    let before = children_cpu_ms();
-    let status = Command::new(program)
+    let child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
+        .spawn()
         .map_err(|e| Error::runtime(format!("cannot run {}: {e}", program.display())))?;
-    if !status.success() {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: wait4 fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waiting on our own child (std's Child does not wait when dropped).
+        if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(Error::runtime(format!(
+                "waiting for {}: {err}",
+                program.display()
+            )));
+        }
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
         return Err(Error::runtime(format!(
-            "{} {} failed: {status}",
+            "{} {} failed (wait status {status:#x})",
             program.display(),
             args.join(" ")
         )));
     }
-    Ok(children_cpu_ms() - before)
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
+    Ok(ms(usage.ru_utime) + ms(usage.ru_stime))
+}
+
+/// The spread of `rounds` of a CPU figure, refused when a round is not positive: a difference
+/// of two runs at or below zero means the work was below what the clock resolves or drowned in
+/// noise, and printing it (as the tick-based figures once printed -0.55 ms) would mislead.
+fn positive_spread(what: &str, rounds: &[f64]) -> Result<Spread> {
+    // NaN (no figure at all) is refused with the rest.
+    if let Some(bad) = rounds
+        .iter()
+        .find(|&&v| v.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+    {
+        return Err(Error::runtime(format!(
+            "{what}: a round measured {bad:.3} ms, no CPU above its baseline; the figure would \
+             be noise, not a cost. Run more frames or scrapes per round (--scrapes), or on a \
+             quieter machine"
+        )));
+    }
+    Spread::of(rounds).ok_or_else(|| Error::runtime(format!("{what}: no rounds")))
 }
 
 /// Frames after the first that a `top` run is timed over.
@@ -212,8 +282,8 @@ const TOP_FRAMES: u32 = 20;
 const TOP_DELAY: &str = "0.1";
 
 /// CPU per refresh of a batch `top` (argv without `-n`): an N+1-frame run less a 1-frame run,
-/// over N, median of `rounds`.
-fn top_ms_per_refresh(program: &Path, args: &[String], rounds: u32) -> Result<f64> {
+/// over N, in each of `rounds`.
+fn top_ms_per_refresh(program: &Path, args: &[String], rounds: u32) -> Result<Spread> {
     let with = |frames: u32| {
         let mut a = args.to_vec();
         a.extend(["-n".to_string(), frames.to_string()]);
@@ -225,7 +295,7 @@ fn top_ms_per_refresh(program: &Path, args: &[String], rounds: u32) -> Result<f6
         let many = run_cpu_ms(program, &with(1 + TOP_FRAMES))?;
         per.push((many - one) / f64::from(TOP_FRAMES));
     }
-    Ok(median(per))
+    positive_spread(&format!("{} CPU per refresh", program.display()), &per)
 }
 
 /// Runs the comparison; see the module documentation.
@@ -267,22 +337,25 @@ pub fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
     for _ in 0..bench.rounds {
-        let (mut a, mut b) = (0u64, 0u64);
+        let (mut a, mut b) = (0i64, 0i64);
         for _ in 0..bench.scrapes {
             let before = cpu_ns(pcielab_pid)?;
             scrape(pcielab_addr)?;
-            a += cpu_ns(pcielab_pid)? - before;
+            a += cpu_ns(pcielab_pid)? as i64 - before as i64;
             if let Some((child, addr)) = &node {
                 let before = cpu_ns(child.0.id())?;
                 scrape(*addr)?;
-                b += cpu_ns(child.0.id())? - before;
+                b += cpu_ns(child.0.id())? as i64 - before as i64;
             }
         }
         ours.push(a as f64 / 1e6 / f64::from(bench.scrapes));
         theirs.push(b as f64 / 1e6 / f64::from(bench.scrapes));
     }
-    let pcielab_ms = median(ours);
-    let node_ms = node.as_ref().map(|_| median(theirs));
+    let pcielab_ms = positive_spread("pcielab exporter CPU per scrape", &ours)?;
+    let node_ms = match node {
+        Some(_) => Some(positive_spread("node exporter CPU per scrape", &theirs)?),
+        None => None,
+    };
     let pcielab_rss = process_memory_mib(pcielab_pid, "VmRSS")?;
     let pcielab_peak = process_memory_mib(pcielab_pid, "VmHWM")?;
     let node_rss = match &node {
@@ -312,13 +385,13 @@ pub fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
         pcielab_series: series,
         pcielab_ms_per_scrape: pcielab_ms,
         node_exporter_ms_per_scrape: node_ms,
-        scrape_ratio: node_ms.map(|n| pcielab_ms / n),
+        scrape_ratio: node_ms.map(|n| pcielab_ms.median / n.median),
         pcielab_rss_mib: pcielab_rss,
         pcielab_peak_rss_mib: pcielab_peak,
         node_exporter_rss_mib: node_rss,
         top_ms_per_refresh: top_ms,
         procps_top_ms_per_refresh: procps_ms,
-        top_ratio: procps_ms.map(|p| top_ms / p),
+        top_ratio: procps_ms.map(|p| top_ms.median / p.median),
     })
 }
 
@@ -334,13 +407,19 @@ mod tests {
     #[test]
     fn this_process_cpu_and_memory_read_like_getrusage() {
         let pid = std::process::id();
-        // Burn some CPU so the tick counters move.
-        let start = Instant::now();
+        // Burn 200 ms of this thread's CPU time (wall time on a loaded machine says nothing).
+        let thread_ns = || {
+            let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+            // SAFETY: clock_gettime fills the struct it is given.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+            t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+        };
         let mut x = 0u64;
-        while start.elapsed() < Duration::from_millis(200) {
+        while thread_ns() < 200_000_000 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
         }
         std::hint::black_box(x);
+        let burnt = thread_ns();
         let ns = cpu_ns(pid).unwrap();
         // SAFETY: getrusage fills the struct it is given.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -348,17 +427,45 @@ mod tests {
         let rusage_ns = (usage.ru_utime.tv_sec as u64 + usage.ru_stime.tv_sec as u64)
             * 1_000_000_000
             + (usage.ru_utime.tv_usec as u64 + usage.ru_stime.tv_usec as u64) * 1000;
-        // Ticks are 10 ms; both count every thread of this test process.
-        assert!(ns >= 190_000_000, "{ns}");
-        assert!(ns.abs_diff(rusage_ns) < 50_000_000, "{ns} vs {rusage_ns}");
+        // The live threads' schedstat holds this thread's time, and no more than the whole
+        // process's rusage (which also counts threads that ended).
+        assert!(ns >= burnt, "{ns} < {burnt}");
+        assert!(ns <= rusage_ns + 20_000_000, "{ns} vs {rusage_ns}");
         let rss = process_memory_mib(pid, "VmRSS").unwrap();
         assert!(rss > 1.0 && rss <= process_memory_mib(pid, "VmHWM").unwrap());
         assert!(process_cpu_time(u32::MAX).is_none());
+        assert!(cpu_ns(u32::MAX).is_err());
     }
 
     #[test]
     fn medians_of_odd_and_even_counts() {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        let spread = positive_spread("x", &[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((spread.median, spread.min, spread.max), (2.0, 1.0, 3.0));
+        let err = positive_spread("top CPU per refresh", &[0.4, -0.55, 0.3]).unwrap_err();
+        assert!(err.message().contains("-0.550 ms"), "{err}");
+        assert!(positive_spread("x", &[0.0]).is_err());
+    }
+
+    #[test]
+    fn a_childs_cpu_is_read_to_the_microsecond() {
+        // A shell loop of a few ms: tick-based accounting (4 or 10 ms) would read 0 or a
+        // multiple of the tick; wait4's rusage of the child does neither.
+        let sh = Path::new("/bin/sh");
+        let loop_args = [
+            "-c".to_string(),
+            "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done".to_string(),
+        ];
+        let runs: Vec<f64> = (0..3)
+            .map(|_| run_cpu_ms(sh, &loop_args).unwrap())
+            .collect();
+        assert!(runs.iter().all(|ms| *ms > 0.0), "{runs:?}");
+        let off_tick = |ms: &f64| !((ms * 1000.0).round() as u64).is_multiple_of(1000);
+        assert!(
+            runs.iter().any(off_tick),
+            "whole milliseconds only: {runs:?}"
+        );
+        assert!(run_cpu_ms(sh, &["-c".into(), "exit 3".into()]).is_err());
     }
 }

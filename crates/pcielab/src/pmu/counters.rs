@@ -108,7 +108,7 @@ pub trait Counters {
     /// naming the nearest when there is none.
     fn list(&self, only: Option<&str>) -> Result<PmuListing>;
     /// Each event's perf_event_attr (type, config, config1, config2), one line per event,
-    /// without opening anything.
+    /// without opening anything; bad input when the kernel would refuse any of them.
     fn dry_run(&self, events: &[String]) -> Result<String>;
     /// Counts the request's events around its workload.
     fn stat(&self, request: &StatRequest) -> Result<StatEnd>;

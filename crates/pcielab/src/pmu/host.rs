@@ -17,7 +17,7 @@ use crate::pmu::counters::{Counters, PmuListing, StatDone, StatEnd, StatRequest}
 use crate::pmu::event::{EventAttr, EventContext};
 use crate::pmu::hostlist::{host_listing, host_pcie_devices};
 use crate::pmu::kernel::KernelVersion;
-use crate::pmu::perf::{open_counters, run_workload, ReadPlan};
+use crate::pmu::perf::{open_counters, run_workload, HeldWorkload, ReadPlan};
 use crate::pmu::placement::{place_in, worst_case_events_per_s};
 use crate::pmu::rules::{driver_kernel, group_refusals, silent_events, Refusal};
 use crate::pmu::session::Reading;
@@ -182,9 +182,24 @@ pub(crate) fn missing_workload(workload: &[String]) -> Option<String> {
 /// Runs `request` on the live host, counting `encoded` (from `encode_events`).
 pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostStat> {
     if !request.all_cpus {
-        return Err(Error::bad_input(
-            "pcielab counts system-wide on a host (PCIe PMUs are uncore PMUs): add -a",
-        ));
+        // An uncore PMU names the CPUs it counts on (cpumask): it has no per-task mode.
+        let uncore: Vec<&str> = encoded
+            .groups
+            .iter()
+            .flatten()
+            .filter(|a| !a.cpus.is_empty())
+            .map(|a| a.text.as_str())
+            .collect();
+        if !uncore.is_empty() {
+            return Err(Error::bad_input(format!(
+                "{} {} on an uncore PMU, which counts system-wide only (PCIe PMUs are \
+                 uncore): add -a to count it on all CPUs while the workload runs; without \
+                 -a, pcielab counts only the workload's own events (cpu-clock, \
+                 task-clock, page-faults, tracepoints, CPU PMU events), as perf stat does",
+                uncore.join(", "),
+                if uncore.len() == 1 { "is" } else { "are" }
+            )));
+        }
     }
     if request.interval_ms == Some(0) {
         return Err(Error::bad_input(
@@ -254,13 +269,33 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
             host_label(attr, link)
         })
         .collect();
-    let online = online_cpus(request.root)?;
-    let counters = open_counters(request.root, &encoded.groups, &online)?;
     let plan = ReadPlan {
         interval: request.interval_ms.map(Duration::from_millis),
         wrap_period,
     };
-    let run = run_workload(counters, request.workload, &plan, request.interrupt)?;
+    let run = if request.all_cpus {
+        let online = online_cpus(request.root)?;
+        let counters = open_counters(request.root, &encoded.groups, &online, None)?;
+        run_workload(counters, request.workload, None, &plan, request.interrupt)?
+    } else {
+        let held = HeldWorkload::fork(request.workload)?;
+        let counters = open_counters(request.root, &encoded.groups, &[], Some(held.pid()))?;
+        let flat: Vec<&EventAttr> = encoded.groups.iter().flatten().collect();
+        for &i in &counters.user_only {
+            notes.push(format!(
+                "{}: counting the workload's user space only (perf's :u): \
+                 perf_event_paranoid bars this user from kernel counts",
+                flat[i].text
+            ));
+        }
+        run_workload(
+            counters,
+            request.workload,
+            Some(held),
+            &plan,
+            request.interrupt,
+        )?
+    };
     let labels: Vec<EventLabel> = labels
         .into_iter()
         .zip(run.not_supported)
@@ -269,8 +304,13 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
             ..label
         })
         .collect();
+    let mut outcome = StatOutcome::new(labels, run.counts);
+    if !request.all_cpus {
+        // perf names the command it counted in place of 'system wide'.
+        outcome.counted = request.workload.join(" ");
+    }
     Ok(HostStat {
-        outcome: StatOutcome::new(labels, run.counts),
+        outcome,
         exit_code: run.exit_code,
         interrupted: run.interrupted,
         notes,
@@ -294,7 +334,18 @@ impl Counters for HostCounters {
     }
 
     fn dry_run(&self, events: &[String]) -> Result<String> {
-        Ok(dry_run(&encode_events(&self.root, events)?))
+        let encoded = encode_events(&self.root, events)?;
+        let listing = dry_run(&encoded);
+        if encoded.refusals.is_empty() {
+            return Ok(listing);
+        }
+        // A run of these events would be refused, so the dry run is too (exit 2, as a real
+        // run's), still showing every attr and each refusal's reason.
+        Err(Error::bad_input(format!(
+            "--dry-run: the kernel would refuse {} of these events at open:\n{}",
+            encoded.refusals.len(),
+            listing.trim_end()
+        )))
     }
 
     fn stat(&self, request: &StatRequest) -> Result<StatEnd> {
@@ -415,7 +466,7 @@ pub(crate) fn open_payload_counters(
     } else {
         online_cpus(root)?
     };
-    let counters = open_counters(root, &groups, &online)?;
+    let counters = open_counters(root, &groups, &online, None)?;
     let refused = counters.not_supported();
     ports.retain(
         |p| match p.events.iter().find_map(|&i| refused[i].as_ref()) {

@@ -12,11 +12,13 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
-use crate::pmu::catalog::{nearest, Family};
+use crate::pmu::catalog::{nearest, Family, Unit};
 use crate::pmu::kernel::KernelVersion;
 use crate::pmu::placement::{place_in, PortPlacement};
 use crate::pmu::rules::driver_kernel;
-use crate::pmu::sysfs::{discover, perf_event_paranoid, PcieDriver, SysfsPmu, EVENT_SOURCE_DIR};
+use crate::pmu::sysfs::{
+    discover, perf_event_paranoid, PcieDriver, PmuEvent, SysfsPmu, EVENT_SOURCE_DIR,
+};
 use crate::pmu::PmuDevice;
 use crate::topology::sysfs::read_sysfs;
 
@@ -106,8 +108,12 @@ pub struct HostEventDocument {
     pub name: String,
     /// Its terms, `name=0x..` (`name=?` where the user supplies the value).
     pub encoding: String,
+    /// perf multiplies each count by this (the `.scale` file); `null` when there is none.
     pub scale: Option<f64>,
-    pub unit: Option<String>,
+    /// What one (scaled) count stands for: the `.unit` file when the driver writes one, else
+    /// `bytes` or `16 bytes` for a data-payload event (per the driver's scaling), the catalog
+    /// unit of a PCIe PMU's event (`cycles`, `events`, `raw`), or `count`.
+    pub unit: String,
 }
 
 /// A driver that provides PCIe PMUs, from [`PROVIDERS`].
@@ -179,16 +185,7 @@ pub(crate) fn host_pcie_devices(root: &Path) -> Result<Vec<PmuDevice>> {
         .pmus
         .into_iter()
         .filter_map(|(p, placement)| {
-            let family = match p.driver? {
-                PcieDriver::DwcUpstream | PcieDriver::DwcSeed => Family::DwcRootPort,
-                PcieDriver::HisiPcie => Family::HisiPcie,
-                // Skylake-SP's table is the one with outbound bandwidth counters.
-                PcieDriver::IntelIio if p.event("bw_out_port0").is_some() => {
-                    Family::IntelIioSkylake
-                }
-                PcieDriver::IntelIio => Family::IntelIio,
-                PcieDriver::NvidiaPcie => Family::NvidiaPcie,
-            };
+            let family = catalog_family(&p)?;
             Some(PmuDevice {
                 name: p.name,
                 aliases: Vec::new(),
@@ -200,6 +197,34 @@ pub(crate) fn host_pcie_devices(root: &Path) -> Result<Vec<PmuDevice>> {
             })
         })
         .collect())
+}
+
+/// The catalog a PCIe PMU's driver follows; `None` for PMUs that do not count PCIe.
+fn catalog_family(p: &SysfsPmu) -> Option<Family> {
+    Some(match p.driver? {
+        PcieDriver::DwcUpstream | PcieDriver::DwcSeed => Family::DwcRootPort,
+        PcieDriver::HisiPcie => Family::HisiPcie,
+        // Skylake-SP's table is the one with outbound bandwidth counters.
+        PcieDriver::IntelIio if p.event("bw_out_port0").is_some() => Family::IntelIioSkylake,
+        PcieDriver::IntelIio => Family::IntelIio,
+        PcieDriver::NvidiaPcie => Family::NvidiaPcie,
+    })
+}
+
+/// What one count of `event` stands for, as perf prints it: the `.unit` file when the driver
+/// writes one (counts times `.scale`); else the bytes per count of a data-payload event (the
+/// upstream DWC driver multiplies by 16 so a count is a byte, the Yitian guide's vendor driver
+/// does not); else the unit the PMU's catalog gives the event; else a plain `count`.
+fn event_unit(pmu: &SysfsPmu, event: &PmuEvent) -> String {
+    if let Some(unit) = &event.unit {
+        return unit.clone();
+    }
+    if let Some(bytes) = pmu.driver.and_then(|d| d.payload_unit_bytes(&event.name)) {
+        return Unit::Bytes(bytes).label();
+    }
+    catalog_family(pmu)
+        .and_then(|family| family.find(&event.name))
+        .map_or_else(|| "count".to_string(), |def| def.unit.label())
 }
 
 fn encoding(terms: &[crate::pmu::sysfs::AliasTerm]) -> String {
@@ -256,7 +281,7 @@ impl HostListing {
                             name: e.name.clone(),
                             encoding: encoding(&e.terms),
                             scale: e.scale,
-                            unit: e.unit.clone(),
+                            unit: event_unit(p, e),
                         })
                         .collect(),
                 })
@@ -265,7 +290,8 @@ impl HostListing {
         }
     }
 
-    /// The text form; `detail` lists every format field and event (with `--pmu`).
+    /// The text form: each PCIe PMU with a table of its events and their units; `detail`
+    /// (with `--pmu`) also every format field, and the events of a PMU that is not PCIe.
     pub fn render(&self, detail: bool) -> String {
         let mut out = String::new();
         for (p, placement) in self
@@ -278,17 +304,22 @@ impl HostListing {
                 for f in &p.formats {
                     out += &format!("    format {:<16} {}\n", f.name, f.layout());
                 }
-                for e in &p.events {
-                    let mut line = format!("    event  {:<32} {}", e.name, encoding(&e.terms));
-                    if let Some(scale) = e.scale {
-                        line += &format!("  scale {scale}");
-                    }
-                    if let Some(unit) = &e.unit {
-                        line += &format!("  unit {unit}");
-                    }
-                    out += &line;
-                    out.push('\n');
+            }
+            if !p.events.is_empty() {
+                out += &format!("    {:<32} {:<40} UNIT\n", "EVENT", "ENCODING");
+            }
+            for e in &p.events {
+                let mut line = format!(
+                    "    {:<32} {:<40} {}",
+                    e.name,
+                    encoding(&e.terms),
+                    event_unit(p, e)
+                );
+                if let Some(scale) = e.scale {
+                    line += &format!(" (count x {scale})");
                 }
+                out += &line;
+                out.push('\n');
             }
         }
         if self.pcie_count() == 0 && !detail {
@@ -381,6 +412,80 @@ mod tests {
     use super::*;
     use std::fs;
 
+    fn write_pmu(root: &Path, name: &str, events: &[(&str, &str)]) {
+        let dir = root.join(EVENT_SOURCE_DIR).join(name);
+        fs::create_dir_all(dir.join("events")).unwrap();
+        fs::write(dir.join("type"), "42\n").unwrap();
+        for (file, text) in events {
+            fs::write(dir.join("events").join(file), text).unwrap();
+        }
+    }
+
+    #[test]
+    fn every_event_shows_what_one_count_stands_for() {
+        let root = tempfile::tempdir().unwrap();
+        // The upstream DWC driver scales payload counts to bytes; the Yitian guide's vendor
+        // driver reports 16-byte units; Intel IIO writes .scale and .unit files.
+        write_pmu(
+            root.path(),
+            "dwc_rootport_10",
+            &[
+                ("rx_pcie_tlp_data_payload", "eventid=0x21,type=0x0\n"),
+                ("L1", "eventid=0x04,type=0x0\n"),
+                ("tx_ack_dllp", "eventid=0x600,type=0x1,lane=?\n"),
+            ],
+        );
+        write_pmu(
+            root.path(),
+            "pcie_bdf_200",
+            &[("Rx_PCIe_TLP_Data_Payload", "eventid=0x21,type=0x0\n")],
+        );
+        write_pmu(
+            root.path(),
+            "uncore_iio_free_running_0",
+            &[
+                ("bw_in_port0", "event=0xff,umask=0x20\n"),
+                ("bw_in_port0.scale", "3.814697265625e-6\n"),
+                ("bw_in_port0.unit", "MiB\n"),
+            ],
+        );
+        let listing = host_listing(root.path(), None).unwrap();
+        let text = listing.render(false);
+        let unit_of = |pmu: &str, event: &str| {
+            let block = &text[text.find(&format!("{pmu} (type")).unwrap()..];
+            let line = block
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(event))
+                .unwrap_or_else(|| panic!("{event} of {pmu}: {text}"));
+            line.split_whitespace()
+                .skip(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            unit_of("dwc_rootport_10", "rx_pcie_tlp_data_payload"),
+            "bytes"
+        );
+        assert_eq!(unit_of("dwc_rootport_10", "L1"), "cycles");
+        assert_eq!(unit_of("dwc_rootport_10", "tx_ack_dllp"), "events");
+        assert_eq!(
+            unit_of("pcie_bdf_200", "Rx_PCIe_TLP_Data_Payload"),
+            "16 bytes"
+        );
+        assert_eq!(
+            unit_of("uncore_iio_free_running_0", "bw_in_port0"),
+            "MiB (count x 0.000003814697265625)"
+        );
+        let doc = serde_json::to_value(listing.document()).unwrap();
+        let vendor = doc["pmus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "pcie_bdf_200")
+            .unwrap();
+        assert_eq!(vendor["events"][0]["unit"], "16 bytes");
+    }
+
     #[test]
     fn without_pcie_pmus_it_says_where_it_looked_and_what_would_help() {
         let root = tempfile::tempdir().unwrap();
@@ -418,8 +523,9 @@ mod tests {
         assert_eq!(doc["pcie_pmus"], 0);
         assert_eq!(doc["providers"].as_array().unwrap().len(), PROVIDERS.len());
         let one = host_listing(root.path(), Some("msr")).unwrap().render(true);
+        let tsc = one.lines().find(|l| l.contains(" tsc ")).unwrap();
         assert!(
-            one.contains("event  tsc") && one.contains("event=0x0"),
+            tsc.contains("event=0x0") && tsc.trim_end().ends_with("count"),
             "{one}"
         );
         let e = host_listing(root.path(), Some("mrs")).err().unwrap();

@@ -29,7 +29,8 @@ use catalog::{nearest, EventDef, Family, Group, Unit};
 /// One PMU device as `/sys/bus/event_source/devices` would list it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PmuDevice {
-    /// The name perf uses (the seed's downstream kernel: `pcie_bdf_200` for 0000:00:02.0).
+    /// The name perf uses (the Yitian 710 PCIe PMU guide's downstream kernel: `pcie_bdf_200` for
+    /// 0000:00:02.0).
     pub name: String,
     /// Other names accepted for the same device (upstream `dwc_rootport_10`).
     pub aliases: Vec<String>,

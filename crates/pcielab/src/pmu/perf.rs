@@ -1,12 +1,17 @@
-//! Counting on a live host through `perf_event_open`, the way `perf stat -a` does it: each
-//! encoded event is opened system-wide on its PMU's `cpumask` CPUs (every online CPU for core,
-//! software and tracepoint events, summed as perf sums them), groups share a leader and read
-//! with `GROUP | ID`, every read carries `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`. The counters
-//! are enabled around a real workload (spawned after enabling, waited for, then disabled; Ctrl-C
-//! reaches the workload and the counts still come back), read every `-I` interval and, for
-//! narrow counters the driver does not extend, often enough to carry their wrap.
+//! Counting on a live host through `perf_event_open`, the way `perf stat` does it. With `-a`
+//! each encoded event is opened system-wide on its PMU's `cpumask` CPUs (every online CPU for
+//! core, software and tracepoint events, summed as perf sums them) and enabled around a real
+//! workload (spawned after enabling, waited for, then disabled); without, on the workload alone:
+//! it is forked and held before `exec` while its counters are opened on it (following its
+//! threads and children, enabled by its `exec`), as `perf stat -- cmd` counts a command. Groups
+//! share a leader and read with `GROUP | ID`, every read carries `TOTAL_TIME_ENABLED |
+//! TOTAL_TIME_RUNNING`; Ctrl-C reaches the workload and the counts still come back; counters
+//! are read every `-I` interval and, for narrow counters the driver does not extend, often
+//! enough to carry their wrap.
 
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,14 +38,44 @@ enum Switch {
     Disable,
 }
 
-fn perf_event_open(attr: &perf_event_attr, cpu: u32, group_fd: i32) -> std::io::Result<OwnedFd> {
+/// What a group's counters follow: every task on one CPU, or one task (and the threads and
+/// children it starts) on whatever CPU it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Cpu(u32),
+    Task(libc::pid_t),
+}
+
+impl Target {
+    /// `(pid, cpu)` as perf_event_open takes them.
+    fn pid_cpu(self) -> (libc::pid_t, libc::c_int) {
+        match self {
+            Target::Cpu(cpu) => (-1, cpu as libc::c_int),
+            Target::Task(pid) => (pid, -1),
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Target::Cpu(cpu) => format!("CPU {cpu}"),
+            Target::Task(pid) => format!("the workload (pid {pid})"),
+        }
+    }
+}
+
+fn perf_event_open(
+    attr: &perf_event_attr,
+    target: Target,
+    group_fd: i32,
+) -> std::io::Result<OwnedFd> {
     let mut attr = *attr;
+    let (pid, cpu) = target.pid_cpu();
     // SAFETY: `attr` is a valid perf_event_attr of the size it declares; the kernel only reads it.
     let fd = unsafe {
         sys::perf_event_open(
             &mut attr,
-            -1,
-            cpu as libc::c_int,
+            pid,
+            cpu,
             group_fd,
             libc::c_ulong::from(PERF_FLAG_FD_CLOEXEC),
         )
@@ -142,6 +177,9 @@ struct OpenGroup {
 pub(crate) struct OpenCounters {
     groups: Vec<OpenGroup>,
     events: usize,
+    /// Events (flattened) counting the workload's user space only: the kernel refused them
+    /// with kernel time included, as perf_event_paranoid 2 does for a user (perf's `:u`).
+    pub user_only: Vec<usize>,
 }
 
 /// What one `stat` run on the host returns.
@@ -155,7 +193,7 @@ pub(crate) struct HostRun {
     pub interrupted: bool,
 }
 
-fn attr_for(event: &EventAttr, leader: bool, grouped: bool) -> perf_event_attr {
+fn attr_for(event: &EventAttr, leader: bool, grouped: bool, task: bool) -> perf_event_attr {
     let mut attr = perf_event_attr {
         type_: event.type_id,
         // config3 arrived with the VER8 layout; an older kernel refuses a size it does not know.
@@ -177,19 +215,24 @@ fn attr_for(event: &EventAttr, leader: bool, grouped: bool) -> perf_event_attr {
     }
     if leader {
         attr.set_disabled(1);
+        // A task's counters start at its exec, so pcielab's fork and wait are not counted.
+        attr.set_enable_on_exec(u64::from(task));
     }
     attr
 }
 
-/// Opens every group on its CPUs (`online` for events without a cpumask). Events the kernel
-/// does not support come back as `<not supported>` with the reason; a refused permission, a
-/// PMU that vanished since discovery, or any other failure is an error naming the event.
+/// Opens every group on `task` when given (the held workload), else on its CPUs (`online`
+/// for events without a cpumask). Events the kernel does not support come back as
+/// `<not supported>` with the reason; a refused permission, a PMU that vanished since
+/// discovery, or any other failure is an error naming the event.
 pub(crate) fn open_counters(
     root: &Path,
     groups: &[Vec<EventAttr>],
     online: &[u32],
+    task: Option<libc::pid_t>,
 ) -> Result<OpenCounters> {
     let mut opened = Vec::new();
+    let mut user_only = Vec::new();
     let mut first = 0;
     for group in groups {
         let leader = &group[0];
@@ -197,6 +240,10 @@ pub(crate) fn open_counters(
             online
         } else {
             &leader.cpus
+        };
+        let targets: Vec<Target> = match task {
+            Some(pid) => vec![Target::Task(pid)],
+            None => cpus.iter().map(|&cpu| Target::Cpu(cpu)).collect(),
         };
         let grouped = group.len() > 1;
         let mut open = OpenGroup {
@@ -206,22 +253,38 @@ pub(crate) fn open_counters(
             carries: group
                 .iter()
                 .map(|e| {
-                    cpus.iter()
+                    targets
+                        .iter()
                         .map(|_| e.counter_bits.map(WrapCarry::new))
                         .collect()
                 })
                 .collect(),
             not_supported: None,
         };
-        'cpus: for &cpu in cpus {
+        'cpus: for &target in &targets {
             let mut fds: Vec<OwnedFd> = Vec::new();
             for (i, event) in group.iter().enumerate() {
-                let attr = attr_for(event, i == 0, grouped);
+                let mut attr = attr_for(event, i == 0, grouped, task.is_some());
                 let group_fd = fds.first().map_or(-1, |f| f.as_raw_fd());
-                match perf_event_open(&attr, cpu, group_fd) {
+                let mut result = perf_event_open(&attr, target, group_fd);
+                let refused = |r: &std::io::Result<OwnedFd>| {
+                    let code = r.as_ref().err().and_then(std::io::Error::raw_os_error);
+                    matches!(code, Some(libc::EACCES | libc::EPERM))
+                };
+                if task.is_some() && refused(&result) {
+                    // As perf stat falls back when perf_event_paranoid bars a user from
+                    // kernel counts: the command's user-space part alone.
+                    attr.set_exclude_kernel(1);
+                    attr.set_exclude_hv(1);
+                    result = perf_event_open(&attr, target, group_fd);
+                    if result.is_ok() {
+                        user_only.push(first + i);
+                    }
+                }
+                match result {
                     Ok(fd) => fds.push(fd),
                     Err(err) => {
-                        open.not_supported = Some(open_failure(root, event, cpu, &err)?);
+                        open.not_supported = Some(open_failure(root, event, target, &err)?);
                         open.cpus.clear();
                         break 'cpus;
                     }
@@ -239,11 +302,18 @@ pub(crate) fn open_counters(
     Ok(OpenCounters {
         groups: opened,
         events: first,
+        user_only,
     })
 }
 
 /// Decides whether a failed open is perf's `<not supported>` (returned) or an error.
-fn open_failure(root: &Path, event: &EventAttr, cpu: u32, err: &std::io::Error) -> Result<String> {
+fn open_failure(
+    root: &Path,
+    event: &EventAttr,
+    target: Target,
+    err: &std::io::Error,
+) -> Result<String> {
+    let on = target.describe();
     let code = err.raw_os_error().unwrap_or(0);
     if code == libc::EACCES || code == libc::EPERM {
         return Err(Error::runtime(permission_message(root, &event.text, err)));
@@ -262,18 +332,18 @@ fn open_failure(root: &Path, event: &EventAttr, cpu: u32, err: &std::io::Error) 
     }
     let why = match code {
         libc::ENOENT | libc::EOPNOTSUPP | libc::EINVAL => format!(
-            "the kernel refused type {} config {:#x} on CPU {cpu} ({err}): the PMU does not \
+            "the kernel refused type {} config {:#x} on {on} ({err}): the PMU does not \
              support this event or these terms",
             event.type_id, event.config[0]
         ),
         libc::ENOSPC | libc::EBUSY => format!(
-            "no free counter on CPU {cpu} ({err}): another user holds it, or the group needs \
+            "no free counter on {on} ({err}): another user holds it, or the group needs \
              more counters than the PMU has"
         ),
-        libc::ENODEV => format!("CPU {cpu} is offline or the PMU has no counter there ({err})"),
+        libc::ENODEV => format!("{on} is offline or the PMU has no counter there ({err})"),
         _ => {
             return Err(Error::runtime(format!(
-                "opening '{}' on CPU {cpu} failed: {err}",
+                "opening '{}' on {on} failed: {err}",
                 event.text
             )))
         }
@@ -344,6 +414,134 @@ fn read_group(on_cpu: &GroupOnCpu, len: usize) -> Result<Vec<(u64, u64, u64)>> {
         .collect())
 }
 
+/// A workload forked and held before its `exec` until its counters are open on it, as
+/// `perf stat -- cmd` holds the command, so it is counted from its first instruction and not
+/// before (pcielab's own fork and wait stay uncounted: the counters are enabled by the exec).
+pub(crate) struct HeldWorkload {
+    pid: libc::pid_t,
+    /// A byte written here lets the child exec; closed unwritten, the child exits 127.
+    go: Option<OwnedFd>,
+}
+
+impl HeldWorkload {
+    /// Forks `argv` (its program found as a shell finds it) and holds it before `exec`.
+    pub fn fork(argv: &[String]) -> Result<HeldWorkload> {
+        let program = argv.first().ok_or_else(|| {
+            Error::bad_input("no workload: give one after `--` (e.g. -- sleep 1)")
+        })?;
+        let path = crate::linux::find_program(program).ok_or_else(|| {
+            Error::runtime(format!(
+                "workload '{program}' not found (not a file, and not in PATH)"
+            ))
+        })?;
+        let c_string = |bytes: &[u8]| {
+            CString::new(bytes).map_err(|_| {
+                Error::bad_input(format!(
+                    "workload argument '{}' holds a NUL byte, which no program can receive",
+                    String::from_utf8_lossy(bytes)
+                ))
+            })
+        };
+        let c_path = c_string(path.as_os_str().as_bytes())?;
+        let c_args = argv
+            .iter()
+            .map(|a| c_string(a.as_bytes()))
+            .collect::<Result<Vec<CString>>>()?;
+        let mut c_argv: Vec<*const libc::c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
+        c_argv.push(std::ptr::null());
+        let mut ends = [0; 2];
+        // SAFETY: pipe2 fills the two-element array it is given.
+        if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(Error::runtime(format!(
+                "cannot make a pipe to hold the workload: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: pipe2 returned two new descriptors that nothing else owns.
+        let (wait_end, go) =
+            unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        // SAFETY: between fork and exec the child only calls async-signal-safe functions
+        // (close, read, sigprocmask, signal, execv, _exit) on memory prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(Error::runtime(format!(
+                "cannot fork the workload: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        if pid == 0 {
+            // SAFETY: see the fork above; the child never returns from this block.
+            unsafe {
+                libc::close(go.as_raw_fd());
+                let mut byte = 0u8;
+                loop {
+                    let n = libc::read(wait_end.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
+                    if n == 1 {
+                        // As std's Command does: the program gets an empty signal mask and
+                        // SIGPIPE's default action (Rust ignores it in pcielab itself).
+                        let mut empty: libc::sigset_t = std::mem::zeroed();
+                        libc::sigemptyset(&mut empty);
+                        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+                        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                        libc::execv(c_path.as_ptr(), c_argv.as_ptr());
+                        break;
+                    }
+                    if n == 0 || *libc::__errno_location() != libc::EINTR {
+                        break;
+                    }
+                }
+                libc::_exit(127);
+            }
+        }
+        drop(wait_end);
+        Ok(HeldWorkload { pid, go: Some(go) })
+    }
+
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Lets the workload exec; returns its pid, for [`wait_pid`].
+    fn release(mut self) -> Result<libc::pid_t> {
+        let go = self.go.take().expect("a held workload is released once");
+        // SAFETY: writing one byte from a local to the pipe's write end.
+        let n = unsafe { libc::write(go.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        if n != 1 {
+            return Err(Error::runtime(format!(
+                "cannot release the held workload: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(self.pid)
+    }
+}
+
+impl Drop for HeldWorkload {
+    /// Never released (its counters failed to open): the child exits 127 unexecuted, and is
+    /// reaped so no zombie is left.
+    fn drop(&mut self) {
+        if self.go.take().is_some() {
+            let _ = wait_pid(self.pid);
+        }
+    }
+}
+
+/// Waits for child `pid` to end.
+fn wait_pid(pid: libc::pid_t) -> std::io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting on our own child with a local status word.
+        if unsafe { libc::waitpid(pid, &mut status, 0) } == pid {
+            return Ok(std::process::ExitStatus::from_raw(status));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
 /// How often to read so that no narrow counter wraps twice between reads.
 pub(crate) struct ReadPlan {
     pub interval: Option<Duration>,
@@ -351,13 +549,16 @@ pub(crate) struct ReadPlan {
     pub wrap_period: Option<Duration>,
 }
 
-/// Enables `counters`, runs `argv` to its end (or Ctrl-C), reads every interval and at the
-/// end, and returns the counts with the workload's exit status. `interrupt` is the caller's
-/// SIGINT flag: the library installs no signal handler of its own (a process's signals belong
-/// to its program), it only reports whether the flag was raised while the workload ran.
+/// Runs `argv` to its end (or Ctrl-C) with `counters` counting, reads every interval and at
+/// the end, and returns the counts with the workload's exit status. System-wide counters are
+/// enabled before the workload is spawned; counters opened on `held` (the workload itself,
+/// forked before they were opened) are enabled by its exec. `interrupt` is the caller's SIGINT
+/// flag: the library installs no signal handler of its own (a process's signals belong to its
+/// program), it only reports whether the flag was raised while the workload ran.
 pub(crate) fn run_workload(
     mut counters: OpenCounters,
     argv: &[String],
+    held: Option<HeldWorkload>,
     plan: &ReadPlan,
     interrupt: Option<&AtomicBool>,
 ) -> Result<HostRun> {
@@ -368,23 +569,35 @@ pub(crate) fn run_workload(
         flag.store(false, Ordering::SeqCst);
     }
     let start = Instant::now();
-    counters.for_each_leader(Switch::Enable)?;
-    let spawned = Command::new(program).args(args).spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => {
-            counters.for_each_leader(Switch::Disable)?;
-            return Err(Error::runtime(format!(
-                "workload '{program}' failed to start: {e}"
-            )));
+    let (sender, receiver) = mpsc::channel();
+    let counting_a_task = held.is_some();
+    let waiter = match held {
+        Some(held) => {
+            let pid = held.release()?;
+            std::thread::spawn(move || {
+                let status = wait_pid(pid);
+                let _ = sender.send(());
+                status
+            })
+        }
+        None => {
+            counters.for_each_leader(Switch::Enable)?;
+            let mut child = match Command::new(program).args(args).spawn() {
+                Ok(child) => child,
+                Err(e) => {
+                    counters.for_each_leader(Switch::Disable)?;
+                    return Err(Error::runtime(format!(
+                        "workload '{program}' failed to start: {e}"
+                    )));
+                }
+            };
+            std::thread::spawn(move || {
+                let status = child.wait();
+                let _ = sender.send(());
+                status
+            })
         }
     };
-    let (sender, receiver) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let status = child.wait();
-        let _ = sender.send(());
-        status
-    });
     let mut counts = Counts::default();
     let tick = match (plan.interval, plan.wrap_period) {
         (Some(i), Some(w)) => Some(i.min(w)),
@@ -421,7 +634,10 @@ pub(crate) fn run_workload(
             }
         }
     }
-    counters.for_each_leader(Switch::Disable)?;
+    if !counting_a_task {
+        // A task's counters stopped with it.
+        counters.for_each_leader(Switch::Disable)?;
+    }
     counts.elapsed_ns = start.elapsed().as_nanos() as u64;
     let status = waiter
         .join()
@@ -468,7 +684,7 @@ mod tests {
             counter_bits: None,
             dwc_group: None,
         };
-        let attr = attr_for(&event, true, true);
+        let attr = attr_for(&event, true, true, false);
         // SAFETY: viewing a plain-old-data struct as the bytes the syscall passes.
         let bytes = unsafe {
             std::slice::from_raw_parts(
@@ -494,10 +710,26 @@ mod tests {
             },
             false,
             false,
+            false,
         );
         assert_eq!(member.size, 128);
         assert_eq!(member.read_format, 0b11);
         assert_eq!((member.disabled(), member.inherit()), (0, 1));
+        // Counting a task: its leader waits for the exec (enable_on_exec, bit 12 of the flags
+        // in include/uapi/linux/perf_event.h), the members follow the leader.
+        let leader = attr_for(&event, true, true, true);
+        // SAFETY: as above.
+        let flags = unsafe {
+            *(&leader as *const perf_event_attr)
+                .cast::<u8>()
+                .add(40)
+                .cast::<u64>()
+        };
+        assert_eq!(
+            flags, 0b1_0000_0000_0011,
+            "disabled | inherit | enable_on_exec"
+        );
+        assert_eq!(attr_for(&event, false, true, true).enable_on_exec(), 0);
     }
 
     #[test]
@@ -532,7 +764,9 @@ mod tests {
             .encode_list("dwc_rootport_10/eventid=0x21/")
             .unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        let err = open_counters(root.path(), &groups, &[0]).err().unwrap();
+        let err = open_counters(root.path(), &groups, &[0], None)
+            .err()
+            .unwrap();
         assert_eq!(err.exit_code(), 1);
         assert!(err.message().contains("dwc_rootport_10 is gone"), "{err}");
     }

@@ -240,6 +240,8 @@ pub struct StatOutcome {
     pub events: Vec<EventLabel>,
     pub counts: Counts,
     pub reports: Vec<EventReport>,
+    /// What was counted, as perf's report heading names it: `system wide`, or the command.
+    pub counted: String,
 }
 
 /// Resolves `groups` (event specs as written) against a machine's PMU `devices`.
@@ -277,16 +279,23 @@ impl StatOutcome {
             events,
             counts,
             reports,
+            counted: "system wide".to_string(),
         }
     }
 
-    /// perf's text report (and `-I` lines before it when intervals were asked for).
-    pub fn render_text(&self) -> String {
+    /// perf's text report (and `-I` lines before it when intervals were asked for); `verbose`
+    /// adds each payload event's bytes, share of the link and platform prediction.
+    pub fn render_text(&self, verbose: bool) -> String {
         let mut out = String::new();
         if !self.counts.intervals.is_empty() {
-            out.push_str(&render_intervals(&self.events, &self.counts, None));
+            out.push_str(&render_intervals(&self.events, &self.counts, None, verbose));
         }
-        out.push_str(&render_text(&self.reports, self.counts.elapsed_ns));
+        out.push_str(&render_text(
+            &self.reports,
+            &self.counted,
+            self.counts.elapsed_ns,
+            verbose,
+        ));
         out
     }
 
@@ -295,7 +304,7 @@ impl StatOutcome {
         if self.counts.intervals.is_empty() {
             render_csv(&self.reports, sep)
         } else {
-            render_intervals(&self.events, &self.counts, Some(sep))
+            render_intervals(&self.events, &self.counts, Some(sep), false)
         }
     }
 
@@ -373,29 +382,38 @@ fn value_text(r: &EventReport, grouped: bool) -> String {
     }
 }
 
-fn event_line(r: &EventReport) -> String {
+/// One counter line: perf's count, unit and event, then for a payload event its rate as perf
+/// prints a metric (`# 159.2 MB/s`), and the share of time it was counted. Within 100 columns
+/// for events named in up to 44 characters (`dwc_rootport_13018/rx_pcie_tlp_data_payload/`);
+/// `verbose` adds the bytes, the share of the link's achievable rate, its line rate and the
+/// platform's predicted DMA rates (all in the JSON document too).
+fn event_line(r: &EventReport, verbose: bool) -> String {
     let unit = if r.scaled.is_some() {
         r.unit.as_str()
     } else {
         ""
     };
-    let mut line = format!("{:>18} {unit:<4} {:<60}", value_text(r, true), r.event);
-    if let (Some(bytes), Some(bw)) = (r.bytes, r.bandwidth_mbps) {
-        line.push_str(&format!(" # {:>10.1} MB {:>8.1} MB/s", bytes / 1e6, bw));
-        if let (Some(pct), Some(ceiling)) = (r.link_percent, r.link_ceiling_mbps) {
-            line.push_str(&format!(" {pct:5.1}% of achievable {ceiling:.1} MB/s"));
-        }
-        if let Some(line_rate) = r.link_line_mbps {
-            line.push_str(&format!(" (line {line_rate:.1}"));
-            let dma = &r.platform_dma;
-            if let (Some(write), Some(read)) = (dma.write_mbps, dma.read_mbps) {
-                line.push_str(&format!("; platform DMA write {write:.1}, read {read:.1}"));
-                if let Some(provenance) = dma.provenance {
-                    line.push_str(&format!(", {}", provenance.text()));
-                }
+    let mut line = format!("{:>18} {unit:<4} {:<44}", value_text(r, true), r.event);
+    match (r.bytes, r.bandwidth_mbps) {
+        (Some(_), Some(bw)) if !verbose => line.push_str(&format!(" # {bw:>8.1} MB/s")),
+        (Some(bytes), Some(bw)) => {
+            line.push_str(&format!(" # {:>10.1} MB {:>8.1} MB/s", bytes / 1e6, bw));
+            if let (Some(pct), Some(ceiling)) = (r.link_percent, r.link_ceiling_mbps) {
+                line.push_str(&format!(" {pct:5.1}% of achievable {ceiling:.1} MB/s"));
             }
-            line.push(')');
+            if let Some(line_rate) = r.link_line_mbps {
+                line.push_str(&format!(" (line {line_rate:.1}"));
+                let dma = &r.platform_dma;
+                if let (Some(write), Some(read)) = (dma.write_mbps, dma.read_mbps) {
+                    line.push_str(&format!("; platform DMA write {write:.1}, read {read:.1}"));
+                    if let Some(provenance) = dma.provenance {
+                        line.push_str(&format!(", {}", provenance.text()));
+                    }
+                }
+                line.push(')');
+            }
         }
+        _ => {}
     }
     if let Some(pct) = r.shared_percent() {
         line.push_str(&format!("  ({pct:.2}%)"));
@@ -404,11 +422,16 @@ fn event_line(r: &EventReport) -> String {
 }
 
 /// The text report perf stat prints at the end of a run; `<not counted>` events get their
-/// reason underneath.
-pub fn render_text(reports: &[EventReport], elapsed_ns: u64) -> String {
-    let mut out = String::from("\n Performance counter stats for 'system wide':\n\n");
+/// reason underneath; `verbose` as for [`StatOutcome::render_text`].
+pub fn render_text(
+    reports: &[EventReport],
+    counted: &str,
+    elapsed_ns: u64,
+    verbose: bool,
+) -> String {
+    let mut out = format!("\n Performance counter stats for '{counted}':\n\n");
     for r in reports {
-        out.push_str(&event_line(r));
+        out.push_str(&event_line(r, verbose));
         out.push('\n');
     }
     for r in reports.iter().filter(|r| r.status != EventStatus::Counted) {
@@ -457,6 +480,7 @@ pub(crate) fn render_intervals(
     events: &[EventLabel],
     counts: &Counts,
     sep: Option<&str>,
+    verbose: bool,
 ) -> String {
     let mut out = String::new();
     if sep.is_none() {
@@ -467,7 +491,7 @@ pub(crate) fn render_intervals(
         for r in reports(events, &deltas) {
             match sep {
                 Some(sep) => out.push_str(&format!("{time:.9}{sep}{}\n", csv_line(&r, sep))),
-                None => out.push_str(&format!("{time:>16.9} {}\n", event_line(&r))),
+                None => out.push_str(&format!("{time:>16.9} {}\n", event_line(&r, verbose))),
             }
         }
     }
@@ -503,7 +527,12 @@ mod tests {
         assert_eq!(r.bytes, Some(3_360_000_000.0));
         assert!((r.bandwidth_mbps.unwrap() - 168.0).abs() < 1e-9);
         assert!((r.link_percent.unwrap() - 16.8).abs() < 1e-9);
-        let text = render_text(std::slice::from_ref(&r), 20_693_146_778);
+        let text = render_text(
+            std::slice::from_ref(&r),
+            "system wide",
+            20_693_146_778,
+            false,
+        );
         assert!(text.contains("       210,000,000      pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/"));
         assert!(text.contains("(50.00%)"), "{text}");
         assert!(
@@ -529,7 +558,7 @@ mod tests {
             },
         );
         assert_eq!((r.count, r.status), (None, EventStatus::NotCounted));
-        let text = render_text(std::slice::from_ref(&r), 5);
+        let text = render_text(std::slice::from_ref(&r), "system wide", 5, false);
         assert!(text.contains("<not counted>"), "{text}");
         assert!(text.contains("one time-based counter"), "{text}");
         assert!(render_csv(&[r], ";").starts_with("<not counted>;;pcie_bdf_200/L1/;0;0.00"));
@@ -554,7 +583,8 @@ mod tests {
         };
         let r = EventReport::new(&label, &reading);
         assert!(
-            render_text(std::slice::from_ref(&r), 1).contains("          2,002.51 msec cpu-clock")
+            render_text(std::slice::from_ref(&r), "system wide", 1, false)
+                .contains("          2,002.51 msec cpu-clock")
         );
         assert_eq!(
             render_csv(&[r], ","),
@@ -566,6 +596,6 @@ mod tests {
         };
         let r = EventReport::new(&gone, &Reading::default());
         assert_eq!(r.status, EventStatus::NotSupported);
-        assert!(render_text(&[r], 1).contains("<not supported>"));
+        assert!(render_text(&[r], "system wide", 1, false).contains("<not supported>"));
     }
 }

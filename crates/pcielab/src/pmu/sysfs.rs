@@ -207,7 +207,8 @@ pub fn parse_alias_terms(file: &Path, text: &str) -> Result<Vec<AliasTerm>> {
 pub enum PcieDriver {
     /// Upstream `dwc_pcie_pmu` (`dwc_rootport_<hex>`): payload counters in bytes.
     DwcUpstream,
-    /// The seed's downstream Yitian driver (`pcie_bdf_<hex>`): payload in 16-byte units.
+    /// The downstream Yitian driver of the Yitian 710 PCIe PMU guide (`pcie_bdf_<hex>`): payload
+    /// in 16-byte units.
     DwcSeed,
     HisiPcie,
     IntelIio,

@@ -9,7 +9,8 @@
 //!
 //! The text names registers' fields as ls-caps.c prints them (pciutils), so the words matched
 //! here are lspci's own. What the text does not show stays unknown and is listed in the
-//! function's evidence: IDs without `-n`, link registers below `-vv`, and ACS/AER when no
+//! function's evidence: IDs without `-n` that the installed PCI ID database cannot give back
+//! from lspci's names (a name it gives two devices), link registers below `-vv`, and ACS/AER when no
 //! extended capability (offset 0x100 and up) is listed — lspci without root, or reading a
 //! 256-byte dump, shows none.
 
@@ -116,6 +117,8 @@ struct Block {
     kernel_lines: bool,
     /// A value no lspci prints (an MPS of 0), with its line number: the input is refused.
     invalid: Option<(usize, String)>,
+    /// The class as lspci worded it when it gave no number (no `-n`), and the prog-if.
+    class_name: Option<(String, u32)>,
 }
 
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
@@ -159,6 +162,8 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     } else {
         FactSource::Unknown
     };
+    let mut notes: Vec<String> = passed_over_note(source, &skipped).into_iter().collect();
+    notes.extend(ids_from_names(&mut blocks));
     let mut functions: Vec<Function> = blocks.into_iter().map(finish).collect();
     for f in &mut functions {
         f.driver_source = driver_source;
@@ -167,7 +172,67 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     Ok(LspciRead {
         topology: Topology::new(functions),
         format: LspciFormat::Verbose,
-        notes: passed_over_note(source, &skipped).into_iter().collect(),
+        notes,
+    })
+}
+
+/// Without `-nn` lspci prints vendors, devices and classes as names from the PCI ID database:
+/// the installed database gives their numbers back (and with the class, the host bridge its
+/// kind). What it cannot name stays unknown, and the note says so with the `-nn` hint.
+fn ids_from_names(blocks: &mut [Block]) -> Option<String> {
+    let worded =
+        |b: &Block| b.class_name.is_some() || b.f.evidence.unknown.iter().any(|u| u == "vendor");
+    if !blocks.iter().any(worded) {
+        return None;
+    }
+    let db = crate::topology::pciids::default_db();
+    let text = db
+        .as_ref()
+        .and_then(|path| {
+            crate::input::read_capped(path, crate::topology::pciids::MAX_DB_BYTES).ok()
+        })
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let names: std::collections::BTreeSet<&str> =
+        blocks.iter().filter_map(|b| b.f.name.as_deref()).collect();
+    let index = crate::topology::pciids::IdsByName::new(&text, &names);
+    let mut unresolved = Vec::new();
+    for block in blocks.iter_mut() {
+        let ids = block.f.name.as_deref().and_then(|n| index.device(n));
+        let class = block
+            .class_name
+            .as_ref()
+            .and_then(|(name, prog_if)| Some((index.class(name)?, *prog_if)));
+        if let Some((vendor, device)) = ids {
+            block.f.vendor = vendor;
+            block.f.device = device;
+            block
+                .f
+                .evidence
+                .unknown
+                .retain(|u| u != "vendor" && u != "device");
+        }
+        if let Some((class, prog_if)) = class {
+            block.f.class = u32::from(class) << 8 | prog_if;
+            block.f.evidence.unknown.retain(|u| u != "class");
+        }
+        if (block.class_name.is_some() && class.is_none())
+            || block.f.evidence.unknown.iter().any(|u| u == "vendor")
+        {
+            unresolved.push(block.f.bdf.to_string());
+        }
+    }
+    let database = db.map_or_else(
+        || "no PCI ID database is installed (pci.ids of pciutils or hwdata)".to_string(),
+        |p| format!("{} does not tie their names to one number", p.display()),
+    );
+    (!unresolved.is_empty()).then(|| {
+        format!(
+            "{} function(s) printed without numeric IDs ({}) stay partly unknown: {database} \
+             (a name it gives two devices, or one it lacks); `lspci -vvv -nn` prints the numbers",
+            unresolved.len(),
+            unresolved.join(", ")
+        )
     })
 }
 
@@ -195,9 +260,13 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
         }
         description = &description[..at];
     }
+    let mut class_name = None;
     match class_code(class_part) {
         Some(class) => f.class = (u32::from(class) << 8) | prog_if,
-        None => f.evidence.missing("class"),
+        None => {
+            f.evidence.missing("class");
+            class_name = Some((class_part.trim().to_string(), prog_if));
+        }
     }
     match id_pair(description) {
         Some((vendor, device)) => {
@@ -225,6 +294,7 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
         register: "",
         kernel_lines: false,
         invalid: None,
+        class_name,
     }
 }
 
@@ -875,20 +945,32 @@ mod tests {
 
     #[test]
     fn plain_and_unprivileged_listings_leave_gaps_unknown() {
-        let plain = "00:1c.0 PCI bridge: Intel Corporation Device 9d10 (rev f1) (prog-if 00 [Normal decode])
+        // Names no PCI ID database holds: read by name, nothing resolves.
+        let plain = "00:1c.0 Frobnicating bridge: Frobozz Magic PCIe Company Device 9d10 (rev f1) (prog-if 00 [Normal decode])
 \tBus: primary=00, secondary=02, subordinate=02, sec-latency=0
 \tCapabilities: <access denied>
 \tKernel driver in use: pcieport
 
-02:00.0 Network controller: Intel Corporation Wireless 8265 / 8275 (rev 78)
+02:00.0 Network controller: Frobozz Magic PCIe Company Wireless 8265 / 8275 (rev 78)
 \tCapabilities: <access denied>
 ";
-        let topo = read_lspci("user.txt", plain).unwrap().topology;
+        let read = read_lspci("user.txt", plain).unwrap();
+        assert!(
+            read.notes
+                .iter()
+                .any(|n| n.contains("00:1c.0") && n.contains("lspci -vvv -nn")),
+            "{:?}",
+            read.notes
+        );
+        let topo = read.topology;
         let port = topo.get(bdf("00:1c.0")).unwrap();
         assert_eq!(port.class, 0, "a class named in words only is unknown");
         assert_eq!(port.kind, Kind::PciBridge);
         assert_eq!((port.vendor, port.device), (0, 0));
-        assert_eq!(port.name.as_deref(), Some("Intel Corporation Device 9d10"));
+        assert_eq!(
+            port.name.as_deref(),
+            Some("Frobozz Magic PCIe Company Device 9d10")
+        );
         assert_eq!(port.revision, 0xf1);
         assert!(port.acs_unreadable);
         for fact in ["class", "vendor", "device", "capabilities"] {

@@ -4,7 +4,7 @@
 //! does not know. The parser is bounded: it reads at most `MAX_DB_BYTES`, skips lines over
 //! `MAX_LINE` bytes, stops at the class section, and is parsed once per process.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -106,6 +106,103 @@ fn cached(db: &Path) -> Option<Arc<PciIds>> {
     Some(ids)
 }
 
+/// The numbers behind the names lspci prints without `-n`, from the database lspci named
+/// them from: a description "Vendor Device-name" (or "Vendor Device 1234" for a device the
+/// database lacks) and a subclass name ("Host bridge"). A name the database gives two
+/// numbers (NVIDIA's 005a and 005b are both "CK804 USB Controller") names neither.
+pub(crate) struct IdsByName {
+    devices: BTreeMap<String, Option<(u16, u16)>>,
+    vendors: BTreeMap<String, Vec<u16>>,
+    classes: BTreeMap<String, Option<u16>>,
+}
+
+/// Records that `name` stands for `value`; a second, different value makes it ambiguous.
+fn record<T: PartialEq>(map: &mut BTreeMap<String, Option<T>>, name: &str, value: T) {
+    match map.get_mut(name) {
+        Some(known) if known.as_ref() != Some(&value) => *known = None,
+        Some(_) => {}
+        None => {
+            map.insert(name.to_string(), Some(value));
+        }
+    }
+}
+
+impl IdsByName {
+    /// Indexes `db` for the `descriptions` a listing holds (devices of other vendors are
+    /// skipped, so the index stays small).
+    pub fn new(db: &str, descriptions: &BTreeSet<&str>) -> IdsByName {
+        let mut index = IdsByName {
+            devices: BTreeMap::new(),
+            vendors: BTreeMap::new(),
+            classes: BTreeMap::new(),
+        };
+        let mut vendor: Option<(u16, &str)> = None;
+        let mut class: Option<u8> = None;
+        for line in db.lines() {
+            if line.len() > MAX_LINE || line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("C ") {
+                vendor = None;
+                class = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|c| u8::from_str_radix(c, 16).ok());
+                continue;
+            }
+            match (line.strip_prefix('\t'), class) {
+                (Some(rest), Some(base)) if !rest.starts_with('\t') => {
+                    if let Some((sub, name)) = rest.split_once("  ") {
+                        if let Ok(sub) = u8::from_str_radix(sub, 16) {
+                            let code = u16::from(base) << 8 | u16::from(sub);
+                            record(&mut index.classes, name.trim(), code);
+                        }
+                    }
+                }
+                (Some(rest), None) if !rest.starts_with('\t') => {
+                    if let (Some((v, vendor_name)), Some((d, device_name))) =
+                        (vendor, id_and_name(rest))
+                    {
+                        let full = format!("{vendor_name} {device_name}");
+                        if descriptions.contains(full.as_str()) {
+                            record(&mut index.devices, &full, (v, d));
+                        }
+                    }
+                }
+                (Some(_), _) => {} // a subsystem or a programming interface
+                (None, _) => {
+                    vendor = id_and_name(line)
+                        .filter(|(_, name)| descriptions.iter().any(|d| d.starts_with(name)));
+                    if let Some((id, name)) = vendor {
+                        index.vendors.entry(name.to_string()).or_default().push(id);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    /// The (vendor, device) a description names, when the database says which.
+    pub fn device(&self, description: &str) -> Option<(u16, u16)> {
+        if let Some(ids) = self.devices.get(description) {
+            return *ids;
+        }
+        let (vendor, device) = description.rsplit_once(" Device ")?;
+        let device = (device.len() == 4)
+            .then(|| u16::from_str_radix(device, 16).ok())
+            .flatten()?;
+        match self.vendors.get(vendor)?.as_slice() {
+            [id] => Some((*id, device)),
+            _ => None, // two vendors of that name: not told apart by name
+        }
+    }
+
+    /// The class and subclass (`0x0600`) a subclass name stands for.
+    pub fn class(&self, name: &str) -> Option<u16> {
+        self.classes.get(name).copied().flatten()
+    }
+}
+
 /// `8086  Intel Corporation` → (0x8086, "Intel Corporation").
 fn id_and_name(text: &str) -> Option<(u16, &str)> {
     let (id, name) = text.split_once("  ")?;
@@ -131,7 +228,34 @@ pub fn name_functions(topology: &mut Topology, db: &Path) {
 mod tests {
     use super::*;
 
-    const DB: &str = "# comment\n8086  Intel Corporation\n\t29c0  82G33/G31/P35/P31 Express DRAM Controller\n\t\t1af4 1100  QEMU Virtual Machine\n1b36  Red Hat, Inc.\n\t000c  QEMU PCIe Root port\nC 06  Bridge\n\t00  Host bridge\n";
+    const DB: &str = "# comment\n8086  Intel Corporation\n\t29c0  82G33/G31/P35/P31 Express DRAM Controller\n\t\t1af4 1100  QEMU Virtual Machine\n1b36  Red Hat, Inc.\n\t000c  QEMU PCIe Root port\n10de  NVIDIA Corporation\n\t005a  CK804 USB Controller\n\t005b  CK804 USB Controller\nC 06  Bridge\n\t00  Host bridge\n";
+
+    #[test]
+    fn names_lspci_printed_lead_back_to_their_ids() {
+        let descriptions: BTreeSet<&str> = [
+            "Intel Corporation 82G33/G31/P35/P31 Express DRAM Controller",
+            "Red Hat, Inc. Device 1234",
+            "Acme Widget",
+            "NVIDIA Corporation CK804 USB Controller",
+        ]
+        .into();
+        let index = IdsByName::new(DB, &descriptions);
+        assert_eq!(
+            index.device("Intel Corporation 82G33/G31/P35/P31 Express DRAM Controller"),
+            Some((0x8086, 0x29c0))
+        );
+        assert_eq!(
+            index.device("Red Hat, Inc. Device 1234"),
+            Some((0x1b36, 0x1234))
+        );
+        assert_eq!(index.device("Acme Widget"), None);
+        assert_eq!(
+            index.device("NVIDIA Corporation CK804 USB Controller"),
+            None
+        );
+        assert_eq!(index.class("Host bridge"), Some(0x0600));
+        assert_eq!(index.class("Bridge"), None);
+    }
 
     #[test]
     fn names_read_like_lspci_and_unknown_devices_show_their_id() {
