@@ -712,7 +712,9 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // function on the path supports (Kunpeng, Phytium, EPYC Embedded); and one more false
     // positive pinned as the check reads today: the T140's BCM5720 reads `Gen2 x1` on a link
     // whose ends report `Gen1 x2`, the same bandwidth, under a port whose LnkCap speed is below
-    // its own LnkSta (docs/corpus.md, the review table).
+    // its own LnkSta; and the AS-4124GS-TNR's GPU audio function, whose own LnkCtl enables
+    // ASPM while its port and function 0 do not, so the link never enters it (docs/corpus.md,
+    // the review table).
     assert_eq!(
         found,
         vec![
