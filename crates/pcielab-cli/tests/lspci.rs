@@ -670,7 +670,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         report["failed"]
     );
     let machines = report["machines"].as_array().unwrap();
-    assert!(machines.len() >= 105, "{}", machines.len());
+    assert!(machines.len() >= 110, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
     let mut found = Vec::new();
     for m in machines {
@@ -741,6 +741,8 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/intel-s3210sh.txt \"0000:02:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/phytium-ft2000-4-rx550-e13-nvme.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/phytium-ft2000-4-rx550-e13-nvme.txt \"0000:03:00.0\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/quanta-s210-x12ms-pciutils-3.13.txt \"0000:05:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/quanta-s210-x12ms-pciutils-3.13.txt \"0000:05:00.1\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/supermicro-as-4124gs-tnr.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/supermicro-as-4124gs-tnr.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/supermicro-as-4124gs-tnr.txt \"0000:01:00.1\" \"aspm-busy-link\" \"perf-loss\"",
