@@ -670,7 +670,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         report["failed"]
     );
     let machines = report["machines"].as_array().unwrap();
-    assert!(machines.len() >= 113, "{}", machines.len());
+    assert!(machines.len() >= 114, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
     let mut found = Vec::new();
     for m in machines {
@@ -704,10 +704,10 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // functions, on the same link) at 2.5 GT/s under 8 GT/s ports, called info because an idle
     // GPU lowers its speed; the Altra's GPU at MaxPayload 128 under a root port that supports
     // 512 and a GPU that supports 256; ASPM enabled on links whose endpoints have drivers
-    // bound; a P2P pair whose only path is through the host bridge; MaxReadReq 128 on three
-    // display functions, two of them false and pinned here as the check reads today: the
+    // bound; a P2P pair whose only path is through the host bridge; MaxReadReq 128 on four
+    // display functions, three of them false and pinned here as the check reads today: the
     // TX1310 M3's integrated GPU is a root-complex integrated endpoint with no link, and the
-    // S3210SH's G200e is a BMC framebuffer that reads nothing in bulk; a Hi1616 root link at
+    // S3210SH's and S1200BTL's G200e are BMC framebuffers that read nothing in bulk; a Hi1616 root link at
     // Gen1 x8 where both ends are Gen3 x8 (a real downtrain); MaxPayload below what every
     // function on the path supports (Kunpeng, Phytium, EPYC Embedded); and one more false
     // positive pinned as the check reads today: the T140's BCM5720 reads `Gen2 x1` on a link
@@ -738,6 +738,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:02:00.1\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/huawei-taishan-200-kunpeng-es3000-nvme.txt \"0000:03:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/huawei-taishan-2180-hi1616-plx-qat.txt \"0000:01:00.0\" \"link-downtrained\" \"perf-loss\"",
+            "linuxhw/intel-s1200btl-82574l-g200e.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/intel-s1200rp.txt \"0000:03:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/intel-s3210sh.txt \"0000:02:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/phytium-ft2000-4-rx550-e13-nvme.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
