@@ -675,7 +675,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         report["failed"]
     );
     let machines = report["machines"].as_array().unwrap();
-    assert!(machines.len() >= 93, "{}", machines.len());
+    assert!(machines.len() >= 123, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
     let mut found = Vec::new();
     for m in machines {
@@ -710,43 +710,82 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // speed, one finding per link however many functions (the GPU's audio function) share it;
     // the Altra's GPU at MaxPayload 128 under a root port that supports 512 and a GPU that
     // supports 256; ASPM enabled on links whose endpoints have drivers bound, again once per
-    // link; a P2P pair whose only path is through the host bridge (filed under the bridge where the two paths meet); Relaxed Ordering off
-    // (`DevCtl: RlxdOrd-`) on NICs and storage controllers whose root ports carry no erratum
-    // quirk (info); MaxReadReq 128 on the busy NICs of pciutils' dumps, whose `Kernel driver
-    // in use:` lines say they are bound, and on display functions behind a link (the
-    // S3210SH's G200e is a BMC framebuffer that reads nothing in bulk: false, pinned here as
-    // the check reads today, docs/corpus.md's review table; integrated GPUs, root-complex
-    // integrated endpoints with no link, are not judged by it); and QEMU 7.2's ports reading DLActive- above working
-    // devices, said as the failed link topo names, at info (the bit alone proves no failure).
+    // link; a P2P pair whose only path is through the host bridge (filed under the bridge where
+    // the two paths meet); Relaxed Ordering off (`DevCtl: RlxdOrd-`) on NICs and storage
+    // controllers whose root ports carry no erratum quirk (info); MaxReadReq 128 on the busy
+    // NICs of pciutils' dumps, whose `Kernel driver in use:` lines say they are bound, and on
+    // display functions behind a link (the S3210SH's, S1200BTL's and TX150 S7's G200e are BMC
+    // framebuffers that read nothing in bulk: false, pinned here as the check reads today;
+    // integrated GPUs, root-complex integrated endpoints with no link, are not judged by it);
+    // a Hi1616 root link at Gen1 x8 where both ends are Gen3 x8 (a real downtrain); MaxPayload
+    // below what every function on the path supports (Kunpeng, Phytium, EPYC Embedded); one
+    // more false positive pinned as the check reads today: the T140's BCM5720 reads `Gen2 x1`
+    // on a link whose ends report `Gen1 x2`, the same bandwidth, under a port whose LnkCap
+    // speed is below its own LnkSta (docs/corpus.md, the review table); and QEMU 7.2's ports
+    // reading DLActive- above working devices, said as the failed link topo names, at info
+    // (the bit alone proves no failure). The Relaxed Ordering findings on the files added
+    // last (and the R230's ExtTag one) are pinned as the checks read them; their review by hand
+    // is still to do (docs/corpus.md says which).
     assert_eq!(
         found,
         vec![
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"link-downtrained\" \"info\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/adlink-ampere-altra.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/asrockrack-b650d4u.txt \"0000:01:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/asrockrack-e3c256d4u-2l2t-970-evo.txt \"0000:01:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/asrockrack-ec266d4-4l-connectx3.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-860.txt \"0000:04:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-860.txt \"0000:05:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-r200.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-r200.txt \"0000:04:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-r220.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-r220.txt \"0000:02:00.0\" \"p2p-through-host\" \"info\"",
+            "linuxhw/dell-poweredge-r230-perc-h730-bcm5720.txt \"0000:01:00.0\" \"ext-tag-off\" \"perf-loss\"",
+            "linuxhw/dell-poweredge-r230-perc-h730-bcm5720.txt \"0000:03:00.1\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/dell-poweredge-t110-ii-asm1062-bcm5722.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/dell-poweredge-t140-centos7.txt \"0000:02:00.1\" \"link-downtrained\" \"perf-loss\"",
+            "linuxhw/fujitsu-primergy-mx130-s2.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/fujitsu-primergy-rx100-s7p-82574l-g200e.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:04:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/fujitsu-primergy-tx150-s7-82574l-g200e.txt \"0000:07:00.0\" \"mrrs-small\" \"perf-loss\"",
+            "linuxhw/fujitsu-primergy-tx2540-m1-e18-nvme.txt \"0000:05:00.0\" \"link-downtrained\" \"perf-loss\"",
+            "linuxhw/fujitsu-primergy-tx2540-m1-e18-nvme.txt \"0000:05:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/fujitsu-primergy-tx300-s5-megaraid-1078.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/gigabyte-g431-mm0-epyc3000-i210.txt \"0000:04:00.0\" \"mps-below-path\" \"perf-loss\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"link-downtrained\" \"info\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/hpe-proliant-dl20-gen9-bcm5720.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:01:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:02:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:02:00.1\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/huawei-rh2288-v3.txt \"0000:02:00.2\" \"relaxed-ordering\" \"risk\"",
+            "linuxhw/huawei-taishan-200-kunpeng-es3000-nvme.txt \"0000:03:00.0\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/huawei-taishan-2180-hi1616-plx-qat.txt \"0000:01:00.0\" \"link-downtrained\" \"perf-loss\"",
+            "linuxhw/intel-s1200btl-82574l-g200e.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/intel-s1200rp.txt \"0000:03:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/intel-s3210sh.txt \"0000:02:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/intel-s3210sh.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/phytium-ft2000-4-rx550-e13-nvme.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/phytium-ft2000-4-rx550-e13-nvme.txt \"0000:03:00.0\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/quanta-s210-x12ms-pciutils-3.13.txt \"0000:05:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/quanta-s210-x12ms-pciutils-3.13.txt \"0000:05:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/quanta-s210-x12ms-pciutils-3.13.txt \"0000:05:00.1\" \"relaxed-ordering\" \"info\"",
             "linuxhw/supermicro-a1srm-2558f.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/supermicro-as-4124gs-tnr.txt \"0000:01:00.0\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/supermicro-as-4124gs-tnr.txt \"0000:01:00.1\" \"mps-below-path\" \"perf-loss\"",
+            "linuxhw/supermicro-as-4124gs-tnr.txt \"0000:01:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/supermicro-h8scm.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/supermicro-h8scm.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/supermicro-x10sra-f-quadro-p2000.txt \"0000:04:00.0\" \"link-downtrained\" \"info\"",
+            "linuxhw/supermicro-x10sra-f-quadro-p2000.txt \"0000:04:00.0\" \"aspm-busy-link\" \"perf-loss\"",
+            "linuxhw/supermicro-x10sra-f-quadro-p2000.txt \"0000:04:00.0\" \"relaxed-ordering\" \"risk\"",
+            "linuxhw/supermicro-x11ssv-q.txt \"0000:01:00.1\" \"aspm-busy-link\" \"perf-loss\"",
             "pciutils/cap-ea-1 \"0002:01:00.0\" \"mrrs-small\" \"perf-loss\"",
             "pciutils/cap-l1-pm \"0000:01:00.0\" \"mrrs-small\" \"perf-loss\"",
             "pciutils/cap-vc-and-rcl \"0000:02:00.0\" \"aspm-busy-link\" \"perf-loss\"",
