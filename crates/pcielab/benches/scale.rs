@@ -6,10 +6,14 @@
 //! - `p2p_groups/fanout/N`: N endpoints each behind its own switch downstream port (64 per switch):
 //!   every endpoint its own group, the worst case for grouping.
 //! - `fit/N`: fitting N mixed read/write DMA rows.
+//! - `fit_distinct/N`: fitting N DMA rows that all differ (writes and reads of N different
+//!   sizes from 64 B to 4 MiB, made by a platform with per-TLP slots and rate limits that bind
+//!   only on large transfers): nothing collapses, every row is its own residual.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use pcielab::model::fit::fit;
-use pcielab::model::measurements::parse_measurements;
+use pcielab::model::fit::{fit, predict};
+use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
+use pcielab::model::platform::{DmaDirection, PlatformModel, P};
 use pcielab::model::transfer::LinkParams;
 use pcielab::pcie::{Bdf, Generation};
 use pcielab::topology::p2p::{group_verdicts, groups, Cpu};
@@ -139,5 +143,56 @@ fn fitting(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, p2p, fitting);
+/// `rows` DMA rows of distinct sizes spread evenly in log size over 64 B to 4 MiB, writes and
+/// reads alternating, as a platform with slots and rate limits predicts them, ±1 % jitter.
+fn distinct_rows(rows: usize, link: &LinkParams) -> Vec<Measurement> {
+    let mut truth = PlatformModel::default();
+    truth.set(P::DmaSetupNs, 1500.0);
+    truth.set(P::PostedWriteMbps, 2900.0);
+    truth.set(P::CompletionMbps, 2600.0);
+    truth.set(P::DmaWriteTlpNs, 90.0);
+    truth.set(P::DmaReadTlpNs, 150.0);
+    truth.set(P::DmaMaxReadRequests, 4.0);
+    let mut sizes: Vec<u64> = Vec::with_capacity(rows);
+    for i in 0..rows {
+        let size = (64.0 * 65536f64.powf(i as f64 / rows as f64)) as u64;
+        // Distinct whatever the rounding.
+        sizes.push(size.max(sizes.last().map_or(0, |s| s + 1)));
+    }
+    sizes
+        .into_iter()
+        .enumerate()
+        .map(|(i, size)| {
+            let direction = if i % 2 == 0 {
+                DmaDirection::Write
+            } else {
+                DmaDirection::Read
+            };
+            let workload = Workload::Dma { direction, size };
+            let jitter = 1.0 + (((i * 7919) % 21) as f64 - 10.0) / 1000.0;
+            Measurement {
+                workload,
+                mbps: predict(&truth, &workload, link).0 * jitter,
+                latency_ns: None,
+                line: i + 2,
+                link: None,
+            }
+        })
+        .collect()
+}
+
+fn fitting_distinct(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fit_distinct");
+    group.sample_size(10);
+    let link = LinkParams::new(Generation::Gen3, 4);
+    for rows in [13, 100, 1_000, 10_000] {
+        let made = distinct_rows(rows, &link);
+        group.bench_with_input(BenchmarkId::from_parameter(rows), &made, |b, rows| {
+            b.iter(|| fit(black_box(rows), &link, "bench").unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, p2p, fitting, fitting_distinct);
 criterion_main!(benches);

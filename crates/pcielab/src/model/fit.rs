@@ -1,14 +1,19 @@
 //! Fitting the platform model ([`super::platform`]) to measurements
 //! ([`super::measurements`]): bounded least squares on relative error (log of predicted over
-//! measured, so a 64 B row weighs as much as a 4 MB one), Levenberg-Marquardt with a numeric
-//! Jacobian and projection onto each parameter's bounds; whole-number parameters (read
-//! requests and loads in flight) are enumerated. Only parameters some row depends on are
-//! candidates; one whose Jacobian column is zero ("not limiting in this data") or a combination
-//! of earlier ones ("cannot be separated from …") is reported as not determined and left at its
-//! default. Uncertainties are one standard deviation from the residual variance and
-//! `(JᵀJ)⁻¹`. Fully deterministic: same rows, same link → same parameters.
+//! measured, so a 64 B row weighs as much as a 4 MB one). Each distinct row's time is compiled
+//! once into closed form ([`super::row_time`]: a maximum of linear terms and per-TLP hinges,
+//! rate limits as their inverse). A global stage (particle swarm from `argmin`, over every
+//! continuous parameter and the whole-number combinations, in a box the rows bound) finds the
+//! basin; Levenberg-Marquardt (the `levenberg-marquardt` crate, analytic Jacobian, each step kept
+//! within bounds) polishes the best points at every whole-number combination. Only parameters
+//! some row depends on are candidates; at the optimum, one whose Jacobian column is zero ("not
+//! limiting in this data") or a combination of earlier ones ("cannot be separated from …") is
+//! reported as not determined. Uncertainties are one standard deviation from the residual
+//! variance and `(JᵀJ)⁻¹` at the optimum. Deterministic: the swarm's seed is fixed, so the same
+//! rows on the same link give the same parameters.
 
 use std::borrow::Cow;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -475,6 +480,9 @@ struct Compiled<'a> {
     /// ln of the numerator that turns a time into MB/s, and the time.
     rates: Vec<(f64, RowTime)>,
     latencies: Vec<Option<RowTime>>,
+    /// Every pair, and the ones the global stage sees.
+    all: Vec<usize>,
+    sample: Vec<usize>,
 }
 
 impl<'a> Compiled<'a> {
@@ -495,11 +503,16 @@ impl<'a> Compiled<'a> {
                 None
             });
         }
+        let all: Vec<usize> = (0..rates.len()).collect();
+        let stride = all.len().div_ceil(SEARCH_PAIRS).max(1);
+        let sample = all.iter().copied().step_by(stride).collect();
         Compiled {
             distinct,
             free: free.to_vec(),
             rates,
             latencies,
+            all,
+            sample,
         }
     }
 
@@ -568,22 +581,30 @@ impl<'a> Compiled<'a> {
         r
     }
 
-    /// The sum of every row's squared residual at (`t`, `whole`).
-    fn cost(&self, t: &[f64], whole: &[f64; 3]) -> f64 {
-        let r = self.residuals(t, whole, 0..self.rates.len(), None);
+    /// The sum of the squared residuals of `pairs`' rows at (`t`, `whole`) (with every pair:
+    /// the fit's cost).
+    fn cost(&self, t: &[f64], whole: &[f64; 3], pairs: &[usize]) -> f64 {
+        let r = self.residuals(t, whole, pairs.iter().copied(), None);
         self.distinct.cost(&r)
     }
 
-    /// [`Compiled::cost`] of a model's values.
+    /// The fit's cost at a model's values.
     fn cost_of(&self, model: &PlatformModel) -> f64 {
         let (t, whole) = self.point_of(model);
-        self.cost(&t, &whole)
+        self.cost(&t, &whole, &self.all)
     }
 
-    /// The residuals' derivatives with respect to the coordinates in `active`, one column each.
-    fn columns(&self, t: &[f64], whole: &[f64; 3], active: &[usize]) -> Vec<Vec<f64>> {
+    /// The derivatives of `pairs`' residuals with respect to the coordinates in `active`, one
+    /// column each.
+    fn columns(
+        &self,
+        t: &[f64],
+        whole: &[f64; 3],
+        active: &[usize],
+        pairs: &[usize],
+    ) -> Vec<Vec<f64>> {
         let mut rows = Vec::new();
-        self.residuals(t, whole, 0..self.rates.len(), Some(&mut rows));
+        self.residuals(t, whole, pairs.iter().copied(), Some(&mut rows));
         active
             .iter()
             .map(|&j| rows.iter().skip(j).step_by(t.len()).copied().collect())
@@ -591,21 +612,38 @@ impl<'a> Compiled<'a> {
     }
 
     /// Levenberg-Marquardt (the `levenberg-marquardt` crate, analytic Jacobian) from `t` over the
-    /// coordinates in `active`, each kept within its bounds. Returns the coordinates and cost.
-    fn polish(&self, t: &[f64], whole: &[f64; 3], active: &[usize]) -> (Vec<f64>, f64) {
+    /// coordinates in `active`, each kept within its bounds, on the rows of `pairs`. Returns
+    /// the coordinates and the cost on those rows.
+    fn polish(
+        &self,
+        t: &[f64],
+        whole: &[f64; 3],
+        active: &[usize],
+        pairs: &[usize],
+    ) -> (Vec<f64>, f64) {
         if active.is_empty() {
-            return (t.to_vec(), self.cost(t, whole));
+            return (t.to_vec(), self.cost(t, whole, pairs));
         }
         let problem = Polish {
             compiled: self,
             whole: *whole,
             t: t.to_vec(),
             active: active.to_vec(),
+            pairs,
         };
-        let (done, _) = LevenbergMarquardt::new().minimize(problem);
-        // The crate keeps the best point it evaluated; a start it could not improve stays.
+        // Tolerances far below what the verdicts' probes (1e-7 of the cost) can see: the slots
+        // and latencies of a read trade off along long, nearly flat valleys.
+        let (done, _) = LevenbergMarquardt::new()
+            .with_ftol(1e-13)
+            .with_xtol(1e-13)
+            .with_patience(400)
+            .minimize(problem);
+        // A start it could not improve stays.
         let polished = done.t;
-        let (start, end) = (self.cost(t, whole), self.cost(&polished, whole));
+        let (start, end) = (
+            self.cost(t, whole, pairs),
+            self.cost(&polished, whole, pairs),
+        );
         if end <= start {
             (polished, end)
         } else {
@@ -620,6 +658,7 @@ struct Polish<'c, 'a> {
     whole: [f64; 3],
     t: Vec<f64>,
     active: Vec<usize>,
+    pairs: &'c [usize],
 }
 
 impl LeastSquaresProblem<f64, Dyn, Dyn> for Polish<'_, '_> {
@@ -640,14 +679,16 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Polish<'_, '_> {
 
     fn residuals(&self) -> Option<DVector<f64>> {
         let c = self.compiled;
-        let r = c.residuals(&self.t, &self.whole, 0..c.rates.len(), None);
+        let r = c.residuals(&self.t, &self.whole, self.pairs.iter().copied(), None);
         r.iter()
             .all(|v| v.is_finite())
             .then(|| DVector::from_vec(r))
     }
 
     fn jacobian(&self) -> Option<DMatrix<f64>> {
-        let columns = self.compiled.columns(&self.t, &self.whole, &self.active);
+        let columns = self
+            .compiled
+            .columns(&self.t, &self.whole, &self.active, self.pairs);
         let height = columns.first().map_or(0, Vec::len);
         let jacobian = DMatrix::from_fn(height, columns.len(), |i, j| columns[j][i]);
         jacobian.iter().all(|v| v.is_finite()).then_some(jacobian)
@@ -661,15 +702,13 @@ const SEARCH_PAIRS: usize = 250;
 
 /// The global stage: particle swarm (`argmin`) over every continuous coordinate and an index into
 /// `combos`, in a box the rows bound (no term of a row's time can exceed the time measured,
-/// twice over for misfit). Returns the points to polish, best first: the swarm's best and the
-/// particles' own positions, each with its combination.
-fn global_search(compiled: &Compiled, combos: &[[f64; 3]]) -> Result<Vec<(usize, Vec<f64>)>> {
+/// twice over for misfit). Returns, for each combination, the points to polish there: the
+/// swarm's best, the same with every slot and rate limit binding, the cheapest particles, and
+/// the best point it evaluated with that combination.
+fn global_search(compiled: &Compiled, combos: &[[f64; 3]]) -> Result<Vec<Vec<Vec<f64>>>> {
     let n = compiled.free.len();
-    let pairs = compiled.rates.len();
-    let stride = pairs.div_ceil(SEARCH_PAIRS).max(1);
-    let sample: Vec<usize> = (0..pairs).step_by(stride).collect();
     let mut reach = vec![f64::INFINITY; n];
-    for &at in &sample {
+    for &at in &compiled.sample {
         let (ln_numerator, time) = &compiled.rates[at];
         let measured_ns = (ln_numerator - compiled.distinct.rate[at].mean).exp();
         time.reach(2.0 * measured_ns, &mut reach);
@@ -689,35 +728,71 @@ fn global_search(compiled: &Compiled, combos: &[[f64; 3]]) -> Result<Vec<(usize,
     let search = Search {
         compiled,
         combos,
-        sample,
+        best_per_combo: Mutex::new(vec![(f64::INFINITY, Vec::new()); combos.len()]),
     };
-    let swarm = ParticleSwarm::new((low, high), SWARM_PARTICLES)
+    let swarm = ParticleSwarm::new((low, high.clone()), SWARM_PARTICLES)
         .with_rng_generator(rand::rngs::StdRng::seed_from_u64(SWARM_SEED));
     let result = Executor::new(search, swarm)
         .configure(|state| state.max_iters(SWARM_ITERATIONS))
         .run()
         .map_err(|e| Error::runtime(format!("fit: global search failed: {e}")))?;
-    let state = result.state();
-    let mut found: Vec<(f64, Vec<f64>)> = state
+    let best = result
+        .state()
+        .get_best_param()
+        .map(|p| p.position[..n].to_vec());
+    // The particles where the swarm left them, cheapest first.
+    let mut particles: Vec<(f64, Vec<f64>)> = result
+        .state()
         .get_population()
         .into_iter()
         .flatten()
-        .map(|p| (p.cost, p.position.clone()))
+        .map(|p| (p.cost, p.position[..n].to_vec()))
         .collect();
-    found.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let best = state.get_best_param().map(|p| p.position.clone());
-    Ok(best
+    particles.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let per_combo = result
+        .problem
+        .problem
+        .map(|search| search.best_per_combo.into_inner().unwrap_or_default())
+        .unwrap_or_default();
+    // The swarm's best with every slot and rate limit moved to where it paces every row: from
+    // there each one's gradient leads down to where the rows put it.
+    let binding: Option<Vec<f64>> = best.as_ref().map(|b| {
+        b.iter()
+            .enumerate()
+            .map(|(j, &v)| {
+                if acts_through_max(compiled.free[j]) {
+                    high[j] / 4.0
+                } else {
+                    v
+                }
+            })
+            .collect()
+    });
+    Ok(per_combo
         .into_iter()
-        .chain(found.into_iter().map(|(_, x)| x).take(POLISHED_PARTICLES))
-        .map(|x| (combo_of(&x[n..], combos.len()), x[..n].to_vec()))
+        .map(|(_, own)| {
+            let mut points: Vec<Vec<f64>> = best.iter().chain(&binding).cloned().collect();
+            points.extend(
+                particles
+                    .iter()
+                    .take(SWARM_POLISHED)
+                    .map(|(_, x)| x.clone()),
+            );
+            if !own.is_empty() {
+                points.push(own);
+            }
+            points
+        })
         .collect())
 }
 
-/// Particles in the swarm, how many steps it takes, and how many particles besides the best
-/// are polished: chosen by measurement (docs/calibration.md, "How the fit searches").
+/// Particles in the swarm and how many steps it takes: chosen by measurement (docs/calibration.md, "How the fit searches").
 const SWARM_PARTICLES: usize = 40;
 const SWARM_ITERATIONS: u64 = 120;
-const POLISHED_PARTICLES: usize = 3;
+/// Whole-number combinations polished from every start (besides any within 2 % of the best).
+const CLOSE_COMBINATIONS: usize = 4;
+/// Particles (cheapest first) polished besides the swarm's best.
+const SWARM_POLISHED: usize = 3;
 /// Any fixed seed: the same rows give the same fit.
 const SWARM_SEED: u64 = 34;
 
@@ -730,7 +805,8 @@ fn combo_of(x: &[f64], count: usize) -> usize {
 struct Search<'c, 'a> {
     compiled: &'c Compiled<'a>,
     combos: &'c [[f64; 3]],
-    sample: Vec<usize>,
+    /// The cheapest point evaluated with each combination, and its cost.
+    best_per_combo: Mutex<Vec<(f64, Vec<f64>)>>,
 }
 
 impl CostFunction for Search<'_, '_> {
@@ -739,13 +815,30 @@ impl CostFunction for Search<'_, '_> {
 
     fn cost(&self, x: &Vec<f64>) -> std::result::Result<f64, argmin::core::Error> {
         let n = self.compiled.free.len();
-        let whole = &self.combos[combo_of(&x[n..], self.combos.len())];
-        let r = self
-            .compiled
-            .residuals(&x[..n], whole, self.sample.iter().copied(), None);
+        let combo = combo_of(&x[n..], self.combos.len());
+        let r = self.compiled.residuals(
+            &x[..n],
+            &self.combos[combo],
+            self.compiled.sample.iter().copied(),
+            None,
+        );
         let cost: f64 = r.iter().map(|v| v * v).sum();
+        if let Ok(mut best) = self.best_per_combo.lock() {
+            if cost < best[combo].0 {
+                best[combo] = (cost, x[..n].to_vec());
+            }
+        }
         Ok(if cost.is_finite() { cost } else { f64::MAX })
     }
+}
+
+/// Whether `p` limits through a `max` (a per-TLP slot, an issue interval or a rate limit), so
+/// that away from where it binds its gradient is zero.
+fn acts_through_max(p: P) -> bool {
+    matches!(
+        p,
+        P::DmaWriteTlpNs | P::DmaReadTlpNs | P::MmioStoreIssueNs | P::CpuReadIoNs | P::CpuWriteIoNs
+    ) || matches!(spec(p).unit, "MB/s" | "I/O per s")
 }
 
 /// Scale that makes each parameter's step sizes comparable.
@@ -897,18 +990,62 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
     }
     let compiled = Compiled::new(&distinct, &continuous);
     let everything: Vec<usize> = (0..continuous.len()).collect();
-    // Every combination polished from the search's best point, then the other points the
-    // search found polished at their own combination: each combination's best cost is what
-    // tells a uniquely best whole number from one others tie with.
+    // Every point the search found, polished at every combination on the rows it saw; then,
+    // on every row, each combination that came close there (the rest keep the cost of their
+    // point): each combination's best cost is what tells a uniquely best whole number from one
+    // others tie with.
     let starts = global_search(&compiled, &combos)?;
+    // Slots and rate limits (coordinate 0 where they pace nothing): the swarm rarely lands
+    // exactly on "paces nothing", so each is also tried there.
+    let hinged: Vec<usize> = everything
+        .iter()
+        .copied()
+        .filter(|&j| coordinate_bounds(continuous[j]).0 == 0.0 && acts_through_max(continuous[j]))
+        .collect();
+    let from = |t: &[f64], whole: &[f64; 3]| {
+        let mut best = compiled.polish(t, whole, &everything, &compiled.sample);
+        for &j in &hinged {
+            if best.0[j] > 0.0 {
+                let mut unpaced = best.0.clone();
+                unpaced[j] = 0.0;
+                let other = compiled.polish(&unpaced, whole, &everything, &compiled.sample);
+                if other.1 < best.1 {
+                    best = other;
+                }
+            }
+        }
+        best
+    };
+    // Every combination from the swarm's best point; the few that come out best (and any
+    // within 2 % of the best) from every start.
     let mut results: Vec<(Vec<f64>, f64)> = combos
         .iter()
-        .map(|whole| compiled.polish(&starts[0].1, whole, &everything))
+        .zip(&starts)
+        .map(|(whole, starts)| compiled.polish(&starts[0], whole, &everything, &compiled.sample))
         .collect();
-    for (combo, t) in &starts {
-        let (t, cost) = compiled.polish(t, &combos[*combo], &everything);
-        if cost < results[*combo].1 {
-            results[*combo] = (t, cost);
+    let mut order: Vec<usize> = (0..combos.len()).collect();
+    order.sort_by(|&a, &b| results[a].1.total_cmp(&results[b].1));
+    let first = results[order[0]].1;
+    for (rank, &c) in order.iter().enumerate() {
+        if rank >= CLOSE_COMBINATIONS && results[c].1 > first * 1.02 {
+            break;
+        }
+        for t in &starts[c] {
+            let other = from(t, &combos[c]);
+            if other.1 < results[c].1 {
+                results[c] = other;
+            }
+        }
+    }
+    if compiled.sample.len() < compiled.all.len() {
+        let best_sampled = results.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+        for (whole, result) in combos.iter().zip(&mut results) {
+            *result = if result.1 <= best_sampled * (1.0 + 1e-3) + 1e-12 {
+                compiled.polish(&result.0, whole, &everything, &compiled.all)
+            } else {
+                let cost = compiled.cost(&result.0, whole, &compiled.all);
+                (std::mem::take(&mut result.0), cost)
+            };
         }
     }
     let best_cost = results.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
@@ -934,7 +1071,7 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
     let mut dropped: Vec<(P, String, bool)> = Vec::new();
     let columns = loop {
         let columns: Vec<Vec<f64>> = compiled
-            .columns(&t, &whole, &active)
+            .columns(&t, &whole, &active, &compiled.all)
             .into_iter()
             .zip(&active)
             .map(|(c, &j)| {
@@ -953,12 +1090,12 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
         // (a fixed cost split between setup at 0 and a latency), at the value it had.
         let mut reset = t.clone();
         reset[gone] = to_coordinate(p, spec(p).default);
-        let (at_default, default_cost) = compiled.polish(&reset, &whole, &active);
+        let (at_default, default_cost) = compiled.polish(&reset, &whole, &active, &compiled.all);
         let default_kept = default_cost <= cost * (1.0 + 1e-6) + 1e-14;
         (t, cost) = if default_kept {
             (at_default, default_cost)
         } else {
-            compiled.polish(&t, &whole, &active)
+            compiled.polish(&t, &whole, &active, &compiled.all)
         };
         dropped.push((p, why, default_kept));
     };
