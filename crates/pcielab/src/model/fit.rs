@@ -624,22 +624,38 @@ impl<'a> Compiled<'a> {
         if active.is_empty() {
             return (t.to_vec(), self.cost(t, whole, pairs));
         }
-        let problem = Polish {
-            compiled: self,
-            whole: *whole,
-            t: t.to_vec(),
-            active: active.to_vec(),
-            pairs,
-        };
-        // Tolerances far below what the verdicts' probes (1e-7 of the cost) can see: the slots
-        // and latencies of a read trade off along long, nearly flat valleys.
-        let (done, _) = LevenbergMarquardt::new()
-            .with_ftol(1e-13)
-            .with_xtol(1e-13)
-            .with_patience(400)
-            .minimize(problem);
-        // A start it could not improve stays.
-        let polished = done.t;
+        // Clamping a step to the bounds hides them from the crate's trust region, which then
+        // stops where a clamped coordinate cannot move: each coordinate that ends on a bound is
+        // held there and the rest are polished again, until none reaches a new one.
+        let mut polished = t.to_vec();
+        let mut moving = active.to_vec();
+        loop {
+            let problem = Polish {
+                compiled: self,
+                whole: *whole,
+                t: polished.clone(),
+                active: moving.clone(),
+                pairs,
+            };
+            // Tolerances far below what the verdicts' probes (1e-7 of the cost) can see: the
+            // slots and latencies of a read trade off along long, nearly flat valleys.
+            let (done, _) = LevenbergMarquardt::new()
+                .with_ftol(1e-13)
+                .with_xtol(1e-13)
+                .with_patience(400)
+                .minimize(problem);
+            if self.cost(&done.t, whole, pairs) <= self.cost(&polished, whole, pairs) {
+                polished = done.t;
+            }
+            let before = moving.len();
+            moving.retain(|&j| {
+                let (low, high) = coordinate_bounds(self.free[j]);
+                polished[j] > low && polished[j] < high
+            });
+            if moving.len() == before || moving.is_empty() {
+                break;
+            }
+        }
         let (start, end) = (
             self.cost(t, whole, pairs),
             self.cost(&polished, whole, pairs),
