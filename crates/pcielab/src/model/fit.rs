@@ -629,6 +629,9 @@ impl<'a> Compiled<'a> {
         // held there and the rest are polished again, until none reaches a new one.
         let mut polished = t.to_vec();
         let mut moving = active.to_vec();
+        // Last, every coordinate free again from where the held ones left the rest: one held
+        // on the way (a latency pushed to 0 while the others were far off) may belong inside.
+        let mut released = false;
         loop {
             let problem = Polish {
                 compiled: self,
@@ -652,8 +655,15 @@ impl<'a> Compiled<'a> {
                 let (low, high) = coordinate_bounds(self.free[j]);
                 polished[j] > low && polished[j] < high
             });
-            if moving.len() == before || moving.is_empty() {
+            if released {
                 break;
+            }
+            if moving.len() == before || moving.is_empty() {
+                if moving.len() == active.len() {
+                    break;
+                }
+                moving = active.to_vec();
+                released = true;
             }
         }
         let (start, end) = (
@@ -1106,6 +1116,24 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
         // (a fixed cost split between setup at 0 and a latency), at the value it had.
         let mut reset = t.clone();
         reset[gone] = to_coordinate(p, spec(p).default);
+        // Where its column is a combination of the others', they take over its effect along
+        // that combination (least squares), so the polish starts where the cost is the same.
+        let kept_columns = compiled.columns(&t, &whole, &active, &compiled.all);
+        let own = compiled
+            .columns(&t, &whole, &[gone], &compiled.all)
+            .remove(0);
+        if !kept_columns.is_empty() {
+            let spanning =
+                DMatrix::from_fn(own.len(), kept_columns.len(), |r, k| kept_columns[k][r]);
+            let target = DVector::from_vec(own);
+            if let Ok(share) = spanning.svd(true, true).solve(&target, 1e-12) {
+                let moved = t[gone] - reset[gone];
+                for (&j, a) in active.iter().zip(share.iter()) {
+                    let (low, high) = coordinate_bounds(continuous[j]);
+                    reset[j] = (reset[j] + a * moved).clamp(low, high);
+                }
+            }
+        }
         let (at_default, default_cost) = compiled.polish(&reset, &whole, &active, &compiled.all);
         let default_kept = default_cost <= cost * (1.0 + 1e-6) + 1e-14;
         (t, cost) = if default_kept {
