@@ -9,10 +9,14 @@
 //! - `lspci_bridges/N`: reading an `lspci -v` listing of N bridges, 32 per bus, each bus's
 //!   bridges leading to the next bus: every function's parent is looked up among many bridges,
 //!   which must stay linear in N (a search per function made 100k bridges take minutes).
+//! - `fit_distinct/N`: fitting N DMA rows that all differ (writes and reads of N different
+//!   sizes from 64 B to 4 MiB, made by a platform with per-TLP slots and rate limits that bind
+//!   only on large transfers): nothing collapses, every row is its own residual.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
-use pcielab::model::fit::fit;
-use pcielab::model::measurements::parse_measurements;
+use pcielab::model::fit::{fit, predict};
+use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
+use pcielab::model::platform::{DmaDirection, PlatformModel, P};
 use pcielab::model::transfer::LinkParams;
 use pcielab::pcie::{Bdf, Generation};
 use pcielab::topology::lspci::read_lspci;
@@ -169,5 +173,56 @@ fn fitting(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, p2p, fitting, lspci_bridges);
+/// `rows` DMA rows of distinct sizes spread evenly in log size over 64 B to 4 MiB, writes and
+/// reads alternating, as a platform with slots and rate limits predicts them, ±1 % jitter.
+fn distinct_rows(rows: usize, link: &LinkParams) -> Vec<Measurement> {
+    let mut truth = PlatformModel::default();
+    truth.set(P::DmaSetupNs, 1500.0);
+    truth.set(P::PostedWriteMbps, 2900.0);
+    truth.set(P::CompletionMbps, 2600.0);
+    truth.set(P::DmaWriteTlpNs, 90.0);
+    truth.set(P::DmaReadTlpNs, 150.0);
+    truth.set(P::DmaMaxReadRequests, 4.0);
+    let mut sizes: Vec<u64> = Vec::with_capacity(rows);
+    for i in 0..rows {
+        let size = (64.0 * 65536f64.powf(i as f64 / rows as f64)) as u64;
+        // Distinct whatever the rounding.
+        sizes.push(size.max(sizes.last().map_or(0, |s| s + 1)));
+    }
+    sizes
+        .into_iter()
+        .enumerate()
+        .map(|(i, size)| {
+            let direction = if i % 2 == 0 {
+                DmaDirection::Write
+            } else {
+                DmaDirection::Read
+            };
+            let workload = Workload::Dma { direction, size };
+            let jitter = 1.0 + (((i * 7919) % 21) as f64 - 10.0) / 1000.0;
+            Measurement {
+                workload,
+                mbps: predict(&truth, &workload, link).0 * jitter,
+                latency_ns: None,
+                line: i + 2,
+                link: None,
+            }
+        })
+        .collect()
+}
+
+fn fitting_distinct(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fit_distinct");
+    group.sample_size(10);
+    let link = LinkParams::new(Generation::Gen3, 4);
+    for rows in [13, 100, 1_000, 10_000] {
+        let made = distinct_rows(rows, &link);
+        group.bench_with_input(BenchmarkId::from_parameter(rows), &made, |b, rows| {
+            b.iter(|| fit(black_box(rows), &link, "bench").unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, p2p, fitting, fitting_distinct, lspci_bridges);
 criterion_main!(benches);

@@ -1,22 +1,36 @@
 //! Fitting the platform model ([`super::platform`]) to measurements
 //! ([`super::measurements`]): bounded least squares on relative error (log of predicted over
-//! measured, so a 64 B row weighs as much as a 4 MB one), Levenberg-Marquardt with a numeric
-//! Jacobian and projection onto each parameter's bounds; whole-number parameters (read
-//! requests and loads in flight) are enumerated. Only parameters some row depends on are
-//! candidates; one whose Jacobian column is zero ("not limiting in this data") or a combination
-//! of earlier ones ("cannot be separated from …") is reported as not determined and left at its
-//! default. Uncertainties are one standard deviation from the residual variance and
-//! `(JᵀJ)⁻¹`. Fully deterministic: same rows, same link → same parameters.
+//! measured, so a 64 B row weighs as much as a 4 MB one). Each distinct row's time is compiled
+//! once into closed form ([`super::row_time`]: a maximum of linear terms and per-TLP hinges,
+//! rate limits as their inverse). A global stage (particle swarm from `argmin`, over every
+//! continuous parameter and the whole-number combinations, in a box the rows bound) finds the
+//! basin; Levenberg-Marquardt (the `levenberg-marquardt` crate, analytic Jacobian, each step kept
+//! within bounds) polishes the best points at every whole-number combination. Only parameters
+//! some row depends on are candidates; at the optimum, one whose Jacobian column is zero ("not
+//! limiting in this data") or a combination of earlier ones ("cannot be separated from …") is
+//! reported as not determined. Uncertainties are one standard deviation from the residual
+//! variance and `(JᵀJ)⁻¹` at the optimum. Deterministic: the swarm's seed is fixed, so the same
+//! rows on the same link give the same parameters.
 
 use std::borrow::Cow;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use super::measurements::{Measurement, Workload};
 use super::platform::{DmaDirection, FittedCell, MmioOp, PlatformModel, P, PARAMS};
-use super::transfer::{read, write, LinkParams, Overheads};
+use super::row_time::{
+    coordinate_bounds, from_coordinate, to_coordinate, value_per_coordinate, Builder, RowTime,
+    WHOLE,
+};
+use super::transfer::LinkParams;
 use crate::error::{Error, Result};
 use crate::text::round_to;
+use argmin::core::{CostFunction, Executor, State};
+use argmin::solver::particleswarm::ParticleSwarm;
+use levenberg_marquardt::{LeastSquaresProblem, LevenbergMarquardt};
+use nalgebra::{storage::Owned, DMatrix, DVector, Dyn};
+use rand::SeedableRng;
 
 /// What the model predicts for one measurement: MB/s and, where it applies, latency.
 pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) -> (f64, f64) {
@@ -119,7 +133,7 @@ const PROBE: f64 = 1e-3;
 
 /// Which sides of `p`'s value raise the cost (sensitivity, not where the optimiser stopped):
 /// (below, above). A side that leaves the cost flat is one the data does not bound.
-fn sensitive_sides(model: &PlatformModel, p: P, distinct: &Distinct, cost: f64) -> (bool, bool) {
+fn sensitive_sides(model: &PlatformModel, p: P, compiled: &Compiled, cost: f64) -> (bool, bool) {
     let s = spec(p);
     let value = model.get(p);
     let step = PROBE * value.abs().max(scale_of(p, value) * PROBE);
@@ -130,7 +144,7 @@ fn sensitive_sides(model: &PlatformModel, p: P, distinct: &Distinct, cost: f64) 
         }
         let mut m = model.clone();
         m.set(p, v);
-        distinct.cost(&residuals(&m, distinct)) > cost * (1.0 + 1e-7) + 1e-18
+        compiled.cost_of(&m) > cost * (1.0 + 1e-7) + 1e-18
     };
     (rises(value - step), rises(value + step))
 }
@@ -138,14 +152,14 @@ fn sensitive_sides(model: &PlatformModel, p: P, distinct: &Distinct, cost: f64) 
 /// How far a parameter that paces no row can move toward binding before the cost rises: the
 /// data says it is beyond this value. Bisection in log space between `from` (flat) and the
 /// bound on the binding side.
-fn flat_limit(model: &PlatformModel, p: P, distinct: &Distinct, cost: f64) -> Option<f64> {
+fn flat_limit(model: &PlatformModel, p: P, compiled: &Compiled, cost: f64) -> Option<f64> {
     let s = spec(p);
     // Rates bind when lowered; times, bytes and slots when raised.
     let binds_low = s.unit == "MB/s";
     let flat = |v: f64| {
         let mut m = model.clone();
         m.set(p, v);
-        distinct.cost(&residuals(&m, distinct)) <= cost * (1.0 + 1e-6) + 1e-15
+        compiled.cost_of(&m) <= cost * (1.0 + 1e-6) + 1e-15
     };
     let (mut good, mut bad) = if binds_low {
         (1e9_f64.min(s.max), s.min.max(1e-3))
@@ -456,60 +470,401 @@ impl Distinct {
     }
 }
 
-/// Log-ratio residuals per distinct pair (and per pair with measured latencies), each weighted
-/// by the square root of its rows so that squares and products sum as over the rows.
-fn residuals(model: &PlatformModel, distinct: &Distinct) -> Vec<f64> {
-    let mut r = Vec::with_capacity(distinct.pairs.len());
-    for (at, (workload, link)) in distinct.pairs.iter().enumerate() {
-        let (mbps, latency) = predict(model, workload, link);
-        let rate = distinct.rate[at];
-        r.push(rate.count.sqrt() * (mbps.ln() - rate.mean));
-        let measured = distinct.latency[at];
-        if measured.count > 0.0 {
-            r.push(measured.count.sqrt() * (latency.ln() - measured.mean));
-        }
-    }
-    r
+/// The fit's rows in closed form ([`super::row_time`]): one rate time per distinct pair, and a
+/// latency time where latencies were measured, with every continuous candidate free. Built once;
+/// each step of the search and of the polish only evaluates these sums.
+struct Compiled<'a> {
+    distinct: &'a Distinct,
+    /// The continuous candidates, in the order of the coordinates `t`.
+    free: Vec<P>,
+    /// ln of the numerator that turns a time into MB/s, and the time.
+    rates: Vec<(f64, RowTime)>,
+    latencies: Vec<Option<RowTime>>,
+    /// Every pair, and the ones the global stage sees.
+    all: Vec<usize>,
+    sample: Vec<usize>,
 }
 
-/// A starting value that makes the parameter bind on the data (so its gradient is not zero):
-/// rates at the fastest measured figure that uses them, CPU costs at the cheapest I/O's time,
-/// per-TLP slots at the wire time of a full TLP (so every shorter one is paced by the slot).
-fn start_value(p: P, rows: &[Measurement], link: &LinkParams) -> f64 {
-    let s = spec(p);
-    let max_mbps = rows.iter().map(|m| m.mbps).fold(0.0, f64::max);
-    // The cheapest I/O of the direction the CPU cost belongs to (a read I/O is a device write).
-    let queued_ns = |want: DmaDirection| {
-        rows.iter()
-            .filter_map(|m| match m.workload {
-                Workload::Queued {
-                    device, bs, jobs, ..
-                } if device == want => Some(bs as f64 * f64::from(jobs) / m.mbps * 1000.0),
-                _ => None,
-            })
-            .fold(f64::INFINITY, f64::min)
-    };
-    let max_iops = rows
-        .iter()
-        .filter_map(|m| match m.workload {
-            Workload::Queued { bs, .. } => Some(m.mbps * 1e6 / bs as f64),
-            _ => None,
-        })
-        .fold(0.0, f64::max);
-    let value = match p {
-        P::PostedWriteMbps | P::CompletionMbps | P::DriveReadMbps | P::DriveWriteMbps => max_mbps,
-        P::DriveReadIops | P::DriveWriteIops => max_iops,
-        P::CpuReadIoNs => queued_ns(DmaDirection::Write),
-        P::CpuWriteIoNs => queued_ns(DmaDirection::Read),
-        P::DmaWriteTlpNs => write(u64::from(link.mps), link).link_time_ns(link, Overheads::Full),
-        P::DmaReadTlpNs => read(u64::from(link.mrrs), link).link_time_ns(link, Overheads::Full),
-        _ => s.default,
-    };
-    if value.is_finite() {
-        value.clamp(s.min, s.max)
-    } else {
-        s.default
+impl<'a> Compiled<'a> {
+    fn new(distinct: &'a Distinct, free: &[P]) -> Compiled<'a> {
+        let defaults = PlatformModel::default();
+        let builder = Builder {
+            fixed: &defaults,
+            free,
+        };
+        let mut rates = Vec::with_capacity(distinct.pairs.len());
+        let mut latencies = Vec::with_capacity(distinct.pairs.len());
+        for (at, (workload, link)) in distinct.pairs.iter().enumerate() {
+            let (numerator, time) = builder.rate_time(workload, link);
+            rates.push((numerator.ln(), time));
+            latencies.push(if distinct.latency[at].count > 0.0 {
+                builder.latency_time(workload, link)
+            } else {
+                None
+            });
+        }
+        let all: Vec<usize> = (0..rates.len()).collect();
+        let stride = all.len().div_ceil(SEARCH_PAIRS).max(1);
+        let sample = all.iter().copied().step_by(stride).collect();
+        Compiled {
+            distinct,
+            free: free.to_vec(),
+            rates,
+            latencies,
+            all,
+            sample,
+        }
     }
+
+    /// The coordinates and whole numbers of `model`.
+    fn point_of(&self, model: &PlatformModel) -> (Vec<f64>, [f64; 3]) {
+        (
+            self.free
+                .iter()
+                .map(|&p| to_coordinate(p, model.get(p)))
+                .collect(),
+            WHOLE.map(|p| model.get(p)),
+        )
+    }
+
+    /// The model at coordinates `t` and whole numbers `whole`, defaults elsewhere.
+    fn model_at(&self, t: &[f64], whole: &[f64; 3]) -> PlatformModel {
+        let mut model = PlatformModel::default();
+        for (&p, &v) in self.free.iter().zip(t) {
+            model.set(p, from_coordinate(p, v));
+        }
+        for (&p, &v) in WHOLE.iter().zip(whole) {
+            model.set(p, v);
+        }
+        model
+    }
+
+    /// Log-ratio residuals of the pairs in `pairs` (each followed by its latency's, where one
+    /// was measured), each weighted by the square root of its rows so that squares and
+    /// products sum as over the rows. With `gradient`, also each residual's derivatives with
+    /// respect to the coordinates, one row of `t.len()` per residual.
+    fn residuals(
+        &self,
+        t: &[f64],
+        whole: &[f64; 3],
+        pairs: impl Iterator<Item = usize>,
+        mut gradient: Option<&mut Vec<f64>>,
+    ) -> Vec<f64> {
+        let mut r = Vec::with_capacity(self.rates.len());
+        let mut g = vec![0.0; t.len()];
+        for at in pairs {
+            let (ln_numerator, time) = &self.rates[at];
+            let rate = self.distinct.rate[at];
+            let weight = rate.count.sqrt();
+            // ln(numerator / time): d/dt = −(dtime/dt) / time.
+            let ns = if let Some(out) = gradient.as_deref_mut() {
+                let ns = time.time_and_gradient(t, whole, &mut g);
+                out.extend(g.iter().map(|d| -weight * d / ns));
+                ns
+            } else {
+                time.time(t, whole)
+            };
+            r.push(weight * (ln_numerator - ns.ln() - rate.mean));
+            if let Some(time) = &self.latencies[at] {
+                let measured = self.distinct.latency[at];
+                let weight = measured.count.sqrt();
+                let ns = if let Some(out) = gradient.as_deref_mut() {
+                    let ns = time.time_and_gradient(t, whole, &mut g);
+                    out.extend(g.iter().map(|d| weight * d / ns));
+                    ns
+                } else {
+                    time.time(t, whole)
+                };
+                r.push(weight * (ns.ln() - measured.mean));
+            }
+        }
+        r
+    }
+
+    /// The sum of the squared residuals of `pairs`' rows at (`t`, `whole`) (with every pair:
+    /// the fit's cost).
+    fn cost(&self, t: &[f64], whole: &[f64; 3], pairs: &[usize]) -> f64 {
+        let r = self.residuals(t, whole, pairs.iter().copied(), None);
+        self.distinct.cost(&r)
+    }
+
+    /// The fit's cost at a model's values.
+    fn cost_of(&self, model: &PlatformModel) -> f64 {
+        let (t, whole) = self.point_of(model);
+        self.cost(&t, &whole, &self.all)
+    }
+
+    /// The derivatives of `pairs`' residuals with respect to the coordinates in `active`, one
+    /// column each.
+    fn columns(
+        &self,
+        t: &[f64],
+        whole: &[f64; 3],
+        active: &[usize],
+        pairs: &[usize],
+    ) -> Vec<Vec<f64>> {
+        let mut rows = Vec::new();
+        self.residuals(t, whole, pairs.iter().copied(), Some(&mut rows));
+        active
+            .iter()
+            .map(|&j| rows.iter().skip(j).step_by(t.len()).copied().collect())
+            .collect()
+    }
+
+    /// Levenberg-Marquardt (the `levenberg-marquardt` crate, analytic Jacobian) from `t` over the
+    /// coordinates in `active`, each kept within its bounds, on the rows of `pairs`. Returns
+    /// the coordinates and the cost on those rows.
+    fn polish(
+        &self,
+        t: &[f64],
+        whole: &[f64; 3],
+        active: &[usize],
+        pairs: &[usize],
+    ) -> (Vec<f64>, f64) {
+        if active.is_empty() {
+            return (t.to_vec(), self.cost(t, whole, pairs));
+        }
+        // Clamping a step to the bounds hides them from the crate's trust region, which then
+        // stops where a clamped coordinate cannot move: each coordinate that ends on a bound is
+        // held there and the rest are polished again, until none reaches a new one.
+        let mut polished = t.to_vec();
+        let mut moving = active.to_vec();
+        // Last, every coordinate free again from where the held ones left the rest: one held
+        // on the way (a latency pushed to 0 while the others were far off) may belong inside.
+        let mut released = false;
+        loop {
+            let problem = Polish {
+                compiled: self,
+                whole: *whole,
+                t: polished.clone(),
+                active: moving.clone(),
+                pairs,
+            };
+            // Tolerances far below what the verdicts' probes (1e-7 of the cost) can see: the
+            // slots and latencies of a read trade off along long, nearly flat valleys.
+            let (done, _) = LevenbergMarquardt::new()
+                .with_ftol(1e-13)
+                .with_xtol(1e-13)
+                .with_patience(400)
+                .minimize(problem);
+            if self.cost(&done.t, whole, pairs) <= self.cost(&polished, whole, pairs) {
+                polished = done.t;
+            }
+            let before = moving.len();
+            moving.retain(|&j| {
+                let (low, high) = coordinate_bounds(self.free[j]);
+                polished[j] > low && polished[j] < high
+            });
+            if released {
+                break;
+            }
+            if moving.len() == before || moving.is_empty() {
+                if moving.len() == active.len() {
+                    break;
+                }
+                moving = active.to_vec();
+                released = true;
+            }
+        }
+        let (start, end) = (
+            self.cost(t, whole, pairs),
+            self.cost(&polished, whole, pairs),
+        );
+        if end <= start {
+            (polished, end)
+        } else {
+            (t.to_vec(), start)
+        }
+    }
+}
+
+/// One polish: the coordinates in `active` are the optimiser's, the rest stay.
+struct Polish<'c, 'a> {
+    compiled: &'c Compiled<'a>,
+    whole: [f64; 3],
+    t: Vec<f64>,
+    active: Vec<usize>,
+    pairs: &'c [usize],
+}
+
+impl LeastSquaresProblem<f64, Dyn, Dyn> for Polish<'_, '_> {
+    type ResidualStorage = Owned<f64, Dyn>;
+    type JacobianStorage = Owned<f64, Dyn, Dyn>;
+    type ParameterStorage = Owned<f64, Dyn>;
+
+    fn set_params(&mut self, x: &DVector<f64>) {
+        for (&j, &v) in self.active.iter().zip(x.iter()) {
+            let (low, high) = coordinate_bounds(self.compiled.free[j]);
+            self.t[j] = v.clamp(low, high);
+        }
+    }
+
+    fn params(&self) -> DVector<f64> {
+        DVector::from_iterator(self.active.len(), self.active.iter().map(|&j| self.t[j]))
+    }
+
+    fn residuals(&self) -> Option<DVector<f64>> {
+        let c = self.compiled;
+        let r = c.residuals(&self.t, &self.whole, self.pairs.iter().copied(), None);
+        r.iter()
+            .all(|v| v.is_finite())
+            .then(|| DVector::from_vec(r))
+    }
+
+    fn jacobian(&self) -> Option<DMatrix<f64>> {
+        let columns = self
+            .compiled
+            .columns(&self.t, &self.whole, &self.active, self.pairs);
+        let height = columns.first().map_or(0, Vec::len);
+        let jacobian = DMatrix::from_fn(height, columns.len(), |i, j| columns[j][i]);
+        jacobian.iter().all(|v| v.is_finite()).then_some(jacobian)
+    }
+}
+
+/// At most this many distinct pairs take part in the global search; the polish sees them all.
+/// Enough to show every binding pattern of a sweep of sizes, few enough that the search costs
+/// the same on 10,000 distinct rows as on 250.
+const SEARCH_PAIRS: usize = 250;
+
+/// The global stage: particle swarm (`argmin`) over every continuous coordinate and an index into
+/// `combos`, in a box the rows bound (no term of a row's time can exceed the time measured,
+/// twice over for misfit). Returns, for each combination, the points to polish there: the
+/// swarm's best, the same with every slot and rate limit binding, the cheapest particles, and
+/// the best point it evaluated with that combination.
+fn global_search(compiled: &Compiled, combos: &[[f64; 3]]) -> Result<Vec<Vec<Vec<f64>>>> {
+    let n = compiled.free.len();
+    let mut reach = vec![f64::INFINITY; n];
+    for &at in &compiled.sample {
+        let (ln_numerator, time) = &compiled.rates[at];
+        let measured_ns = (ln_numerator - compiled.distinct.rate[at].mean).exp();
+        time.reach(2.0 * measured_ns, &mut reach);
+        if let Some(latency) = &compiled.latencies[at] {
+            latency.reach(2.0 * compiled.distinct.latency[at].mean.exp(), &mut reach);
+        }
+    }
+    let mut low: Vec<f64> = Vec::with_capacity(n + 1);
+    let mut high: Vec<f64> = Vec::with_capacity(n + 1);
+    for (&p, &r) in compiled.free.iter().zip(&reach) {
+        let (lo, hi) = coordinate_bounds(p);
+        low.push(lo);
+        high.push(hi.min(r).max(lo));
+    }
+    low.push(0.0);
+    high.push(combos.len() as f64);
+    let search = Search {
+        compiled,
+        combos,
+        best_per_combo: Mutex::new(vec![(f64::INFINITY, Vec::new()); combos.len()]),
+    };
+    let swarm = ParticleSwarm::new((low, high.clone()), SWARM_PARTICLES)
+        .with_rng_generator(rand::rngs::StdRng::seed_from_u64(SWARM_SEED));
+    let result = Executor::new(search, swarm)
+        .configure(|state| state.max_iters(SWARM_ITERATIONS))
+        .run()
+        .map_err(|e| Error::runtime(format!("fit: global search failed: {e}")))?;
+    let best = result
+        .state()
+        .get_best_param()
+        .map(|p| p.position[..n].to_vec());
+    // The particles where the swarm left them, cheapest first.
+    let mut particles: Vec<(f64, Vec<f64>)> = result
+        .state()
+        .get_population()
+        .into_iter()
+        .flatten()
+        .map(|p| (p.cost, p.position[..n].to_vec()))
+        .collect();
+    particles.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let per_combo = result
+        .problem
+        .problem
+        .map(|search| search.best_per_combo.into_inner().unwrap_or_default())
+        .unwrap_or_default();
+    // The swarm's best with every slot and rate limit moved to where it paces every row: from
+    // there each one's gradient leads down to where the rows put it.
+    let binding: Option<Vec<f64>> = best.as_ref().map(|b| {
+        b.iter()
+            .enumerate()
+            .map(|(j, &v)| {
+                if acts_through_max(compiled.free[j]) {
+                    high[j] / 4.0
+                } else {
+                    v
+                }
+            })
+            .collect()
+    });
+    Ok(per_combo
+        .into_iter()
+        .map(|(_, own)| {
+            let mut points: Vec<Vec<f64>> = best.iter().chain(&binding).cloned().collect();
+            points.extend(
+                particles
+                    .iter()
+                    .take(SWARM_POLISHED)
+                    .map(|(_, x)| x.clone()),
+            );
+            if !own.is_empty() {
+                points.push(own);
+            }
+            points
+        })
+        .collect())
+}
+
+/// Particles in the swarm and how many steps it takes: chosen by measurement (docs/calibration.md, "How the fit searches").
+const SWARM_PARTICLES: usize = 40;
+const SWARM_ITERATIONS: u64 = 120;
+/// Whole-number combinations polished from every start (besides any within 2 % of the best).
+const CLOSE_COMBINATIONS: usize = 4;
+/// Particles (cheapest first) polished besides the swarm's best.
+const SWARM_POLISHED: usize = 3;
+/// Any fixed seed: the same rows give the same fit.
+const SWARM_SEED: u64 = 34;
+
+/// The whole-number combination a search coordinate falls in.
+fn combo_of(x: &[f64], count: usize) -> usize {
+    (x[0].max(0.0) as usize).min(count - 1)
+}
+
+/// The global search's cost: the sampled pairs' squared residuals.
+struct Search<'c, 'a> {
+    compiled: &'c Compiled<'a>,
+    combos: &'c [[f64; 3]],
+    /// The cheapest point evaluated with each combination, and its cost.
+    best_per_combo: Mutex<Vec<(f64, Vec<f64>)>>,
+}
+
+impl CostFunction for Search<'_, '_> {
+    type Param = Vec<f64>;
+    type Output = f64;
+
+    fn cost(&self, x: &Vec<f64>) -> std::result::Result<f64, argmin::core::Error> {
+        let n = self.compiled.free.len();
+        let combo = combo_of(&x[n..], self.combos.len());
+        let r = self.compiled.residuals(
+            &x[..n],
+            &self.combos[combo],
+            self.compiled.sample.iter().copied(),
+            None,
+        );
+        let cost: f64 = r.iter().map(|v| v * v).sum();
+        if let Ok(mut best) = self.best_per_combo.lock() {
+            if cost < best[combo].0 {
+                best[combo] = (cost, x[..n].to_vec());
+            }
+        }
+        Ok(if cost.is_finite() { cost } else { f64::MAX })
+    }
+}
+
+/// Whether `p` limits through a `max` (a per-TLP slot, an issue interval or a rate limit), so
+/// that away from where it binds its gradient is zero.
+fn acts_through_max(p: P) -> bool {
+    matches!(
+        p,
+        P::DmaWriteTlpNs | P::DmaReadTlpNs | P::MmioStoreIssueNs | P::CpuReadIoNs | P::CpuWriteIoNs
+    ) || matches!(spec(p).unit, "MB/s" | "I/O per s")
 }
 
 /// Scale that makes each parameter's step sizes comparable.
@@ -521,149 +876,6 @@ fn scale_of(p: P, start: f64) -> f64 {
     };
     start.abs().max(floor)
 }
-
-/// Solves `a x = b` (small, dense) by Gaussian elimination with partial pivoting; `None` when
-/// singular.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let n = b.len();
-    for col in 0..n {
-        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[pivot][col].abs() < 1e-300 {
-            return None;
-        }
-        a.swap(col, pivot);
-        b.swap(col, pivot);
-        let (upper, lower) = a.split_at_mut(col + 1);
-        let pivot_row = &upper[col];
-        for (offset, row) in lower.iter_mut().enumerate() {
-            let f = row[col] / pivot_row[col];
-            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
-                *x -= f * p;
-            }
-            b[col + 1 + offset] -= f * b[col];
-        }
-    }
-    let mut x = vec![0.0; n];
-    for row in (0..n).rev() {
-        let s: f64 = (row + 1..n).map(|k| a[row][k] * x[k]).sum();
-        x[row] = (b[row] - s) / a[row][row];
-    }
-    Some(x)
-}
-
-/// The continuous fit for a fixed set of free parameters: Levenberg-Marquardt in scaled
-/// coordinates, projected onto the bounds. Returns the model and its Jacobian (rows × free).
-struct Solver<'a> {
-    distinct: &'a Distinct,
-    free: Vec<P>,
-    scale: Vec<f64>,
-}
-
-impl Solver<'_> {
-    fn apply(&self, base: &PlatformModel, x: &[f64]) -> PlatformModel {
-        let mut m = base.clone();
-        for (i, &p) in self.free.iter().enumerate() {
-            let s = spec(p);
-            m.set(p, (x[i] * self.scale[i]).clamp(s.min, s.max));
-        }
-        m
-    }
-
-    fn jacobian(&self, base: &PlatformModel, x: &[f64], r0: &[f64]) -> Vec<Vec<f64>> {
-        let mut columns = Vec::with_capacity(x.len());
-        for i in 0..x.len() {
-            let h = 1e-4 * x[i].abs().max(1e-2);
-            let mut up = x.to_vec();
-            up[i] += h;
-            let mut down = x.to_vec();
-            down[i] -= h;
-            let s = spec(self.free[i]);
-            let lo = s.min / self.scale[i];
-            let hi = s.max / self.scale[i];
-            let (up, down) = (
-                {
-                    up[i] = up[i].min(hi);
-                    up
-                },
-                {
-                    down[i] = down[i].max(lo);
-                    down
-                },
-            );
-            let span = up[i] - down[i];
-            let ru = residuals(&self.apply(base, &up), self.distinct);
-            let rd = if span > 0.0 && down[i] < x[i] {
-                residuals(&self.apply(base, &down), self.distinct)
-            } else {
-                r0.to_vec()
-            };
-            let width = if down[i] < x[i] { span } else { up[i] - x[i] };
-            columns.push(
-                ru.iter()
-                    .zip(&rd)
-                    .map(|(a, b)| if width > 0.0 { (a - b) / width } else { 0.0 })
-                    .collect(),
-            );
-        }
-        columns
-    }
-
-    fn run(&self, base: &PlatformModel, start: Vec<f64>) -> (Vec<f64>, f64) {
-        let mut x = start;
-        let mut r = residuals(&self.apply(base, &x), self.distinct);
-        let mut cost = self.distinct.cost(&r);
-        let mut lambda = 1e-3;
-        for _ in 0..300 {
-            let j = self.jacobian(base, &x, &r);
-            let n = x.len();
-            let mut jtj = vec![vec![0.0; n]; n];
-            let mut jtr = vec![0.0; n];
-            for a in 0..n {
-                for b in 0..n {
-                    jtj[a][b] = j[a].iter().zip(&j[b]).map(|(u, v)| u * v).sum();
-                }
-                jtr[a] = -j[a].iter().zip(&r).map(|(u, v)| u * v).sum::<f64>();
-            }
-            let mut improved = false;
-            while lambda < 1e12 {
-                let mut damped = jtj.clone();
-                for (k, row) in damped.iter_mut().enumerate() {
-                    row[k] += lambda * (jtj[k][k].max(1e-12));
-                }
-                let Some(step) = solve(damped, jtr.clone()) else {
-                    lambda *= 10.0;
-                    continue;
-                };
-                let trial: Vec<f64> = x
-                    .iter()
-                    .zip(&step)
-                    .enumerate()
-                    .map(|(i, (xi, d))| {
-                        let s = spec(self.free[i]);
-                        (xi + d).clamp(s.min / self.scale[i], s.max / self.scale[i])
-                    })
-                    .collect();
-                let tr = residuals(&self.apply(base, &trial), self.distinct);
-                let tc = self.distinct.cost(&tr);
-                if tc < cost {
-                    let gain = cost - tc;
-                    x = trial;
-                    r = tr;
-                    cost = tc;
-                    lambda = (lambda / 10.0).max(1e-12);
-                    improved = gain > 1e-15 * cost.max(1e-30);
-                    break;
-                }
-                lambda *= 10.0;
-            }
-            if !improved {
-                break;
-            }
-        }
-        (x, cost)
-    }
-}
-
 /// Why parameter `i` (of `free`) is not determined by `columns`, if it is not: a zero column,
 /// or one that earlier columns already span.
 fn undetermined(columns: &[Vec<f64>], free: &[P]) -> Option<(usize, String)> {
@@ -700,113 +912,6 @@ fn undetermined(columns: &[Vec<f64>], free: &[P]) -> Option<(usize, String)> {
         owners.push(i);
     }
     None
-}
-
-/// One continuous fit with `integers` fixed: drops parameters the data cannot determine (back
-/// to their defaults) until the rest are. Returns the model, its cost, the notes of dropped
-/// parameters and the Jacobian columns of the kept ones.
-type Continuous = (PlatformModel, f64, Vec<(P, String)>, Vec<P>, Vec<Vec<f64>>);
-
-/// Where the optimiser starts the parameters whose effect is a `max` (per-TLP slots and rate
-/// limits): from a point where they bind, the gradient leads to where the data puts them; once
-/// one falls below what binds, its gradient is zero and it stays. So a fit tries a few starts.
-#[derive(Debug, Clone, Copy)]
-struct Start {
-    /// Per-TLP slots at this many full TLPs' wire time.
-    slot_tlps: f64,
-    /// Rate limits at this multiple of the fastest measured rate.
-    rate_factor: f64,
-}
-
-/// The start every whole-number combination is fitted from: slots binding on every TLP, rates
-/// binding on the fastest row.
-const FIRST_START: Start = Start {
-    slot_tlps: 4.0,
-    rate_factor: 1.0,
-};
-
-/// Further starts, tried on the chosen whole-number combination when per-TLP slots are free:
-/// rates that no row needs (the slots pace the writes) and slots near and far above the wire.
-const RESTARTS: [Start; 4] = [
-    Start {
-        slot_tlps: 4.0,
-        rate_factor: 4.0,
-    },
-    Start {
-        slot_tlps: 1.5,
-        rate_factor: 4.0,
-    },
-    Start {
-        slot_tlps: 1.5,
-        rate_factor: 1.0,
-    },
-    Start {
-        slot_tlps: 16.0,
-        rate_factor: 1.0,
-    },
-];
-
-fn fit_continuous(
-    rows: &[Measurement],
-    link: &LinkParams,
-    distinct: &Distinct,
-    base: &PlatformModel,
-    continuous: &[P],
-    start: Start,
-) -> Continuous {
-    let mut free: Vec<P> = continuous.to_vec();
-    let mut dropped: Vec<(P, String)> = Vec::new();
-    // After dropping a parameter the rest start where the previous fit left them: the dropped
-    // one added nothing the others could not, so that point is (close to) the best again.
-    let mut previous: Option<PlatformModel> = None;
-    loop {
-        let starts: Vec<f64> = free
-            .iter()
-            .map(|&p| match (&previous, p) {
-                (Some(m), _) => m.get(p),
-                (None, P::DmaWriteTlpNs | P::DmaReadTlpNs) => {
-                    start.slot_tlps * start_value(p, rows, link)
-                }
-                (None, P::PostedWriteMbps | P::CompletionMbps) => {
-                    (start.rate_factor * start_value(p, rows, link)).min(spec(p).max)
-                }
-                (None, _) => start_value(p, rows, link),
-            })
-            .collect();
-        let scale: Vec<f64> = free
-            .iter()
-            .zip(&starts)
-            .map(|(&p, &s)| scale_of(p, s))
-            .collect();
-        let solver = Solver {
-            distinct,
-            free: free.clone(),
-            scale: scale.clone(),
-        };
-        let x0: Vec<f64> = starts.iter().zip(&scale).map(|(s, k)| s / k).collect();
-        let (x, cost) = solver.run(base, x0);
-        let model = solver.apply(base, &x);
-        let r = residuals(&model, distinct);
-        let columns = solver.jacobian(base, &x, &r);
-        match undetermined(&columns, &free) {
-            Some((i, why)) => {
-                let gone = free.remove(i);
-                dropped.push((gone, why));
-                let mut kept = model;
-                kept.set(gone, spec(gone).default);
-                previous = Some(kept);
-            }
-            None => {
-                // Columns back in parameter units for the covariance.
-                let columns = columns
-                    .into_iter()
-                    .zip(&scale)
-                    .map(|(c, k)| c.into_iter().map(|v| v / k).collect())
-                    .collect();
-                return (model, cost, dropped, free, columns);
-            }
-        }
-    }
 }
 
 /// Fits the platform parameters the rows depend on. `fitted_on` says what the rows are (it is
@@ -891,88 +996,176 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
     let distinct = Distinct::new(rows, link);
     let integers: Vec<P> = all.iter().copied().filter(|&p| spec(p).integer).collect();
     let continuous: Vec<P> = all.iter().copied().filter(|&p| !spec(p).integer).collect();
-    // Every combination of the whole-number parameters (at most three, small ranges).
-    let ranges: Vec<Vec<f64>> = integers
-        .iter()
-        .map(|&p| {
-            let top = if p == P::DmaMaxReadRequests { 32 } else { 8 };
-            (1..=top).map(f64::from).collect()
-        })
-        .collect();
-    let mut combos: Vec<Vec<f64>> = vec![Vec::new()];
-    for range in &ranges {
+    // Every combination of the whole-number parameters (at most three, small ranges), the
+    // others at their defaults.
+    let defaults = PlatformModel::default();
+    let mut combos: Vec<[f64; 3]> = vec![WHOLE.map(|p| defaults.get(p))];
+    for &p in &integers {
+        let top = if p == P::DmaMaxReadRequests { 32 } else { 8 };
+        let at = WHOLE.iter().position(|&w| w == p).expect("a whole number");
         combos = combos
             .into_iter()
             .flat_map(|c| {
-                range.iter().map(move |&v| {
-                    let mut c = c.clone();
-                    c.push(v);
+                (1..=top).map(move |v| {
+                    let mut c = c;
+                    c[at] = f64::from(v);
                     c
                 })
             })
             .collect();
     }
-    let mut results: Vec<(Vec<f64>, Continuous)> = Vec::new();
-    for combo in combos {
-        let mut base = PlatformModel::default();
-        for (&p, &v) in integers.iter().zip(&combo) {
-            base.set(p, v);
+    let compiled = Compiled::new(&distinct, &continuous);
+    let everything: Vec<usize> = (0..continuous.len()).collect();
+    // Every point the search found, polished at every combination on the rows it saw; then,
+    // on every row, each combination that came close there (the rest keep the cost of their
+    // point): each combination's best cost is what tells a uniquely best whole number from one
+    // others tie with.
+    let starts = global_search(&compiled, &combos)?;
+    // Slots and rate limits (coordinate 0 where they pace nothing): the swarm rarely lands
+    // exactly on "paces nothing", so each is also tried there.
+    let hinged: Vec<usize> = everything
+        .iter()
+        .copied()
+        .filter(|&j| coordinate_bounds(continuous[j]).0 == 0.0 && acts_through_max(continuous[j]))
+        .collect();
+    let from = |t: &[f64], whole: &[f64; 3]| {
+        let mut best = compiled.polish(t, whole, &everything, &compiled.sample);
+        for &j in &hinged {
+            if best.0[j] > 0.0 {
+                let mut unpaced = best.0.clone();
+                unpaced[j] = 0.0;
+                let other = compiled.polish(&unpaced, whole, &everything, &compiled.sample);
+                if other.1 < best.1 {
+                    best = other;
+                }
+            }
         }
-        let result = fit_continuous(rows, link, &distinct, &base, &continuous, FIRST_START);
-        results.push((combo, result));
-    }
-    let best_cost = results
+        best
+    };
+    // Every combination from the swarm's best point; the few that come out best (and any
+    // within 2 % of the best) from every start.
+    let mut results: Vec<(Vec<f64>, f64)> = combos
         .iter()
-        .map(|(_, r)| r.1)
-        .fold(f64::INFINITY, f64::min);
-    let tie = |c: f64| c <= best_cost * (1.0 + 1e-6) + 1e-14;
-    // Among equally good combinations prefer the defaults, then the smallest values.
-    let defaults: Vec<f64> = integers.iter().map(|&p| spec(p).default).collect();
-    let chosen = results
-        .iter()
-        .filter(|(_, r)| tie(r.1))
-        .min_by(|(a, _), (b, _)| {
-            let da = a.iter().zip(&defaults).filter(|(x, d)| x != d).count();
-            let db = b.iter().zip(&defaults).filter(|(x, d)| x != d).count();
-            da.cmp(&db)
-                .then(a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
-        })
-        .expect("at least one combination");
-    let (combo, mut best) = chosen.clone();
-    if continuous
-        .iter()
-        .any(|p| matches!(p, P::DmaWriteTlpNs | P::DmaReadTlpNs))
-    {
-        let mut base = PlatformModel::default();
-        for (&p, &v) in integers.iter().zip(&combo) {
-            base.set(p, v);
+        .zip(&starts)
+        .map(|(whole, starts)| compiled.polish(&starts[0], whole, &everything, &compiled.sample))
+        .collect();
+    let mut order: Vec<usize> = (0..combos.len()).collect();
+    order.sort_by(|&a, &b| results[a].1.total_cmp(&results[b].1));
+    let first = results[order[0]].1;
+    for (rank, &c) in order.iter().enumerate() {
+        if rank >= CLOSE_COMBINATIONS && results[c].1 > first * 1.02 {
+            break;
         }
-        for start in RESTARTS {
-            let other = fit_continuous(rows, link, &distinct, &base, &continuous, start);
-            if other.1 < best.1 * (1.0 - 1e-9) {
-                best = other;
+        for t in &starts[c] {
+            let other = from(t, &combos[c]);
+            if other.1 < results[c].1 {
+                results[c] = other;
             }
         }
     }
-    let (model, cost, dropped, kept, columns) = best;
-    let dof = distinct.residual_count as f64 - kept.len() as f64 - integers.len() as f64;
-    let covariance = if dof > 0.0 {
-        let n = kept.len();
-        let jtj: Vec<Vec<f64>> = (0..n)
-            .map(|a| {
-                (0..n)
-                    .map(|b| columns[a].iter().zip(&columns[b]).map(|(u, v)| u * v).sum())
-                    .collect()
+    if compiled.sample.len() < compiled.all.len() {
+        let best_sampled = results.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+        for (whole, result) in combos.iter().zip(&mut results) {
+            *result = if result.1 <= best_sampled * (1.0 + 1e-3) + 1e-12 {
+                compiled.polish(&result.0, whole, &everything, &compiled.all)
+            } else {
+                let cost = compiled.cost(&result.0, whole, &compiled.all);
+                (std::mem::take(&mut result.0), cost)
+            };
+        }
+    }
+    let best_cost = results.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+    let tie = |c: f64| c <= best_cost * (1.0 + 1e-6) + 1e-14;
+    // Among equally good combinations prefer the defaults, then the smallest values.
+    let default_whole = WHOLE.map(|p| spec(p).default);
+    let differs = |c: &[f64; 3]| c.iter().zip(&default_whole).filter(|(x, d)| x != d).count();
+    let chosen = (0..combos.len())
+        .filter(|&c| tie(results[c].1))
+        .min_by(|&a, &b| {
+            differs(&combos[a]).cmp(&differs(&combos[b])).then(
+                combos[a]
+                    .partial_cmp(&combos[b])
+                    .unwrap_or(std::cmp::Ordering::Equal),
+            )
+        })
+        .expect("at least one combination");
+    let whole = combos[chosen];
+    let (mut t, mut cost) = results[chosen].clone();
+    // Parameters the data cannot determine at the best fit go back to their defaults and the
+    // rest are polished again, until every one left is determined.
+    let mut active = everything;
+    let mut dropped: Vec<(P, String, bool)> = Vec::new();
+    let columns = loop {
+        let columns: Vec<Vec<f64>> = compiled
+            .columns(&t, &whole, &active, &compiled.all)
+            .into_iter()
+            .zip(&active)
+            .map(|(c, &j)| {
+                // Relative sensitivity, so one threshold serves every unit.
+                let scale = if t[j] != 0.0 { t[j].abs() } else { 1.0 };
+                c.into_iter().map(|v| v * scale).collect()
             })
             .collect();
-        let sigma2 = cost / dof;
-        let mut diag = Vec::with_capacity(n);
-        for k in 0..n {
-            let mut e = vec![0.0; n];
-            e[k] = 1.0;
-            diag.push(solve(jtj.clone(), e).map(|col| (col[k] * sigma2).max(0.0).sqrt()));
+        let free: Vec<P> = active.iter().map(|&j| continuous[j]).collect();
+        let Some((i, why)) = undetermined(&columns, &free) else {
+            break columns;
+        };
+        let gone = active.remove(i);
+        let p = continuous[gone];
+        // Back to its default when the others can make up for it; where a bound stops them
+        // (a fixed cost split between setup at 0 and a latency), at the value it had.
+        let mut reset = t.clone();
+        reset[gone] = to_coordinate(p, spec(p).default);
+        // Where its column is a combination of the others', they take over its effect along
+        // that combination (least squares), so the polish starts where the cost is the same.
+        let kept_columns = compiled.columns(&t, &whole, &active, &compiled.all);
+        let own = compiled
+            .columns(&t, &whole, &[gone], &compiled.all)
+            .remove(0);
+        if !kept_columns.is_empty() {
+            let spanning =
+                DMatrix::from_fn(own.len(), kept_columns.len(), |r, k| kept_columns[k][r]);
+            let target = DVector::from_vec(own);
+            if let Ok(share) = spanning.svd(true, true).solve(&target, 1e-12) {
+                let moved = t[gone] - reset[gone];
+                for (&j, a) in active.iter().zip(share.iter()) {
+                    let (low, high) = coordinate_bounds(continuous[j]);
+                    reset[j] = (reset[j] + a * moved).clamp(low, high);
+                }
+            }
         }
-        diag
+        let (at_default, default_cost) = compiled.polish(&reset, &whole, &active, &compiled.all);
+        let default_kept = default_cost <= cost * (1.0 + 1e-6) + 1e-14;
+        (t, cost) = if default_kept {
+            (at_default, default_cost)
+        } else {
+            compiled.polish(&t, &whole, &active, &compiled.all)
+        };
+        dropped.push((p, why, default_kept));
+    };
+    let model = compiled.model_at(&t, &whole);
+    let kept: Vec<P> = active.iter().map(|&j| continuous[j]).collect();
+    let dof = distinct.residual_count as f64 - kept.len() as f64 - integers.len() as f64;
+    // ±1σ from σ² (JᵀJ)⁻¹ in the coordinates, carried to the parameter's own unit (a rate is
+    // the inverse of its coordinate).
+    let covariance: Vec<Option<f64>> = if dof > 0.0 && !kept.is_empty() {
+        let height = columns[0].len();
+        let jacobian = DMatrix::from_fn(height, kept.len(), |i, k| {
+            let j = active[k];
+            let scale = if t[j] != 0.0 { t[j].abs() } else { 1.0 };
+            columns[k][i] / scale
+        });
+        let inverse = (jacobian.transpose() * &jacobian).try_inverse();
+        let sigma2 = cost / dof;
+        active
+            .iter()
+            .enumerate()
+            .map(|(k, &j)| {
+                let variance = inverse.as_ref()?[(k, k)] * sigma2;
+                let sigma = variance.max(0.0).sqrt();
+                Some(sigma * value_per_coordinate(continuous[j], t[j]).abs())
+            })
+            .collect()
     } else {
         vec![None; kept.len()]
     };
@@ -984,7 +1177,7 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
         let shown = value.is_finite().then(|| round_to(value, 4));
         if let Some(i) = kept.iter().position(|&k| k == p) {
             let at_bound = value <= s.min || value >= s.max;
-            let (below, above) = sensitive_sides(&model, p, &distinct, cost);
+            let (below, above) = sensitive_sides(&model, p, &compiled, cost);
             if !at_bound && below != above {
                 let (side, word) = if above {
                     ("at most", "below")
@@ -1025,10 +1218,10 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                 },
             });
             fitted.push(s.key.to_string());
-        } else if let Some(i) = integers.iter().position(|&k| k == p) {
-            let rivals = results
-                .iter()
-                .filter(|(c, r)| tie(r.1) && c[i] != combo[i])
+        } else if integers.contains(&p) {
+            let at = WHOLE.iter().position(|&w| w == p).expect("a whole number");
+            let rivals = (0..combos.len())
+                .filter(|&c| tie(results[c].1) && combos[c][at] != whole[at])
                 .count();
             let status = if rivals == 0 {
                 fitted.push(s.key.to_string());
@@ -1049,11 +1242,18 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                 },
             });
         } else {
-            let why = dropped
-                .iter()
-                .find(|(d, _)| *d == p)
-                .map_or_else(String::new, |(_, w)| w.clone());
-            let limit = flat_limit(&model, p, &distinct, cost).map_or_else(String::new, |v| {
+            let (why, kept_as) = dropped.iter().find(|(d, ..)| *d == p).map_or_else(
+                || (String::new(), "default kept"),
+                |(_, w, default_kept)| {
+                    let kept_as = if *default_kept {
+                        "default kept"
+                    } else {
+                        "kept where the fit left it (its default fits worse)"
+                    };
+                    (w.clone(), kept_as)
+                },
+            );
+            let limit = flat_limit(&model, p, &compiled, cost).map_or_else(String::new, |v| {
                 let side = if s.unit == "MB/s" {
                     "at least"
                 } else {
@@ -1072,7 +1272,7 @@ fn fit_rows(rows: &[Measurement], link: &LinkParams, fitted_on: &str) -> Result<
                 uncertainty: None,
                 status: Status::NotDetermined,
                 note: format!(
-                    "{why}{limit}; default kept; {} would determine it",
+                    "{why}{limit}; {kept_as}; {} would determine it",
                     what_determines(p)
                 ),
             });

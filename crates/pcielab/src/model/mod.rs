@@ -9,5 +9,6 @@ pub mod measurements;
 pub mod path;
 pub mod platform;
 pub mod reference;
+mod row_time;
 pub mod sweep;
 pub mod transfer;
