@@ -328,7 +328,7 @@ impl Stage {
             .as_array()
             .unwrap()
             .iter()
-            .any(|c| c["check"] == id && c["status"] == "judged")
+            .any(|c| c["check"] == id && c["judged"].as_u64().unwrap_or(0) > 0)
     }
 
     fn file(&self, path: &str) -> &str {
@@ -398,7 +398,23 @@ fn a_root_port_limited_by_x_speed_is_not_a_downtrain_as_the_guest_kernel_sees_it
     let s = stage(&results, "main");
     s.assert_evidence_is_the_guests();
     assert!(s.ran("link-downtrained"));
-    assert!(s.findings("link-downtrained").is_empty(), "{:#}", s.advice);
+    // No link is called downtrained. QEMU 7.2's root ports read DLActive- above working
+    // devices: each such link is the failed-link info (speed and width not judged), and the
+    // guest's own lspci shows the port's DLActive-.
+    for f in s.findings("link-downtrained") {
+        let summary = f["summary"].as_str().unwrap();
+        assert!(summary.starts_with("data link down"), "{:#}", s.advice);
+        assert_eq!(f["severity"], "info");
+        let port = f["subject"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("link ")
+            .split(" -> ")
+            .next()
+            .unwrap();
+        let lnksta = s.register(port, "LnkSta");
+        assert!(lnksta.contains("DLActive-"), "{port}: {lnksta}");
+    }
 
     // (port, its child, the port's LnkCap as QEMU's x-speed/x-width set it)
     for (port, child, speed, width) in [
