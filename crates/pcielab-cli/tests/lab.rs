@@ -258,11 +258,12 @@ fn an_oom_killed_guest_command_names_the_memory_and_the_option() {
         "lab",
         "run",
         "qemu-seed",
-        // Not the 128 MiB minimum: the guest's rootfs holds pcielab itself (~24 MB stripped, a
-        // debug build), and at 128 MiB the results transfer after the kill can run out of
-        // memory too; 160 MiB still cannot hold the script's 200 MB string.
+        // Not the 128 MiB minimum: the guest's rootfs holds pcielab itself (~30 MB stripped, a
+        // debug build), and below 192 MiB the results transfer after the kill can run out of
+        // memory too (the kernel's OOM lines then land inside the results' base64); 192 MiB
+        // still cannot hold the script's 200 MB string.
         "--memory",
-        "160",
+        "192",
         "--script",
         script.to_str().unwrap(),
         "--out",
@@ -273,7 +274,7 @@ fn an_oom_killed_guest_command_names_the_memory_and_the_option() {
     assert!(
         stderr.contains("exited with status 137: the guest kernel's OOM killer ended a command")
             && stderr.contains("Out of memory: Killed process")
-            && stderr.contains("the guest has 160 MiB of memory: raise it with --memory MIB"),
+            && stderr.contains("the guest has 192 MiB of memory: raise it with --memory MIB"),
         "{stderr}"
     );
 }
