@@ -60,19 +60,20 @@ fn quote_input_lines(advice: &mut Advice, topology: &crate::topology::Topology) 
                 .split(['/', ' '])
                 .find_map(|part| part.parse::<crate::pcie::Bdf>().ok());
             let bdf = named.or_else(|| finding.function.as_deref()?.parse().ok());
-            let fact = evidence
+            let (register, flag) = evidence
                 .field
-                .split(':')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase();
-            // The reader keeps one line per capability where lspci prints its control
-            // register only (ACSCtl is the "acs" fact).
+                .split_once(':')
+                .unwrap_or((evidence.field.as_str(), ""));
+            let fact = register.trim().to_ascii_lowercase();
+            // A flag's own line where the reader kept one ("devctl.rlxdord"), else the
+            // register's; the reader keeps one line per capability where lspci prints its
+            // control register only (ACSCtl is the "acs" fact).
+            let flag_fact = format!("{fact}.{}", flag.trim().to_ascii_lowercase());
             let lines = bdf.and_then(|b| topology.get(b)).map(|f| &f.evidence.lines);
             let quoted = lines.and_then(|lines| {
                 lines
-                    .get(&fact)
+                    .get(&flag_fact)
+                    .or_else(|| lines.get(&fact))
                     .or_else(|| lines.get(fact.strip_suffix("ctl")?))
             });
             if let Some(line) = quoted {

@@ -628,15 +628,23 @@ fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
     let detail = &mut block.f.express_detail;
     let evidence = &mut block.f.evidence;
     match block.register {
+        // A flag's own line is kept under "register.flag" (lower case), so advice quotes the
+        // line that shows it rather than the register's last line.
         "DevCap:" => {
-            detail.features.ext_tag_supported =
-                flag(line, "ExtTag").or(detail.features.ext_tag_supported);
+            if let Some(on) = flag(line, "ExtTag") {
+                detail.features.ext_tag_supported = Some(on);
+                evidence.saw("devcap.exttag", number, text);
+            }
         }
         "DevCtl:" => {
-            detail.features.relaxed_ordering_enabled =
-                flag(line, "RlxdOrd").or(detail.features.relaxed_ordering_enabled);
-            detail.features.ext_tag_enabled =
-                flag(line, "ExtTag").or(detail.features.ext_tag_enabled);
+            if let Some(on) = flag(line, "RlxdOrd") {
+                detail.features.relaxed_ordering_enabled = Some(on);
+                evidence.saw("devctl.rlxdord", number, text);
+            }
+            if let Some(on) = flag(line, "ExtTag") {
+                detail.features.ext_tag_enabled = Some(on);
+                evidence.saw("devctl.exttag", number, text);
+            }
         }
         "DevSta:" if line.starts_with("DevSta:") => {
             detail.errors_detected = Some(flag_bits(line, &DEVICE_ERROR_FLAGS) as u8);
@@ -1146,6 +1154,10 @@ mod tests {
         );
         assert_eq!(d.errors_detected, Some(0b1001));
         assert_eq!(f.evidence.lines["devsta"].line, 8);
+        // Each flag's own line, for advice to quote (DevCtl's last line holds MaxPayload).
+        assert_eq!(f.evidence.lines["devcap.exttag"].line, 4);
+        assert_eq!(f.evidence.lines["devctl.rlxdord"].line, 6);
+        assert_eq!(f.evidence.lines["devctl.exttag"].line, 6);
         assert_eq!(f.evidence.lines["devctl2"].line, 11);
         // `Kernel modules:` without a driver line: -k was given and nothing is bound.
         assert_eq!(
