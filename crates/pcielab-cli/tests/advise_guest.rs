@@ -21,16 +21,19 @@
 //!    affinity exactly); a multi-queue NVMe whose managed vectors the kernel spreads over both
 //!    nodes (and refuses to move) is not a finding;
 //! e. intel-iommu: `iommu-translated` with the guest's iommu_groups and dmar0, strict then the
-//!    printed kernel parameters on the next boots (lazy: info; passthrough: gone).
+//!    printed kernel parameters on the next boots (lazy: info; passthrough: gone);
+//! f. one machine, one answer: pcielab on the guest's live sysfs and the same pcielab reading
+//!    the guest's own `lspci -vvv -k` and `lspci -k -xxxx` agree on every register fact and on
+//!    the PCIe findings; a plain `lspci -xxxx` judges less, never differently.
 //!
 //! Each guest configuration boots once per run of this file, one at a time (TCG is CPU-heavy);
 //! tests that share a configuration share its results. QEMU missing fails, naming the package.
 
 mod common;
 
-use common::{assert_lspci_agrees, lspci_register};
+use common::{assert_lspci_agrees, lspci_register, ok, pcielab};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -69,6 +72,10 @@ try_apply() {
 /// Cases a, b, c: the state as booted; advise's printed MRRS fix run with the real setpci; a
 /// direct write of LnkCtl's ASPM Control field read back; `--apply aspm-busy-link` tried.
 const LINKS: &str = r#"stage main
+pcielab topo --json > main.topo.json
+lspci -vvv -k > main.vvvk.txt 2>/dev/null
+lspci -k -xxxx > main.kxxxx.txt 2>/dev/null
+lspci -xxxx > main.xxxx.txt 2>/dev/null
 pcielab advise --only mrrs-small > mrrs.txt
 sed -n 's/^  fix: \(setpci -s [^ ]* [^ ]*\) (MRRS.*/\1/p' mrrs.txt > fixes.sh
 while read -r fix; do $fix; echo "$fix -> $?" >> fixes.log; done < fixes.sh
@@ -830,4 +837,92 @@ fn e_intel_iommu_translation_is_what_the_guests_iommu_groups_say() {
     }
     assert!(s.ran("iommu-translated"));
     assert!(s.findings("iommu-translated").is_empty(), "{:#}", s.advice);
+}
+
+/// Each function's register facts in a `topo --json` document, by address.
+fn register_facts(doc: &Value) -> BTreeMap<String, Value> {
+    const FACTS: [&str; 12] = [
+        "kind",
+        "parent",
+        "link",
+        "mps",
+        "mps_supported",
+        "mrrs",
+        "aspm_supported",
+        "aspm_enabled",
+        "acs",
+        "aer",
+        "device_features",
+        "errors_detected",
+    ];
+    doc["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let facts: serde_json::Map<String, Value> = FACTS
+                .iter()
+                .map(|k| (k.to_string(), f[*k].clone()))
+                .collect();
+            (f["bdf"].as_str().unwrap().to_string(), Value::Object(facts))
+        })
+        .collect()
+}
+
+/// The findings of the checks that read PCI registers (not the kernel's IRQ, CPU, IOMMU or
+/// AER counter files, which no lspci output holds), as `check subject severity`.
+fn pcie_findings(advice: &Value) -> BTreeSet<String> {
+    const MACHINE_FILES: [&str; 6] = [
+        "irq-far-node",
+        "cpu-governor",
+        "cpu-idle-deep",
+        "devfreq-governor",
+        "iommu-translated",
+        "aer-correctable",
+    ];
+    advice["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| !MACHINE_FILES.contains(&f["id"].as_str().unwrap()))
+        .map(|f| format!("{} {} {}", f["id"], f["subject"], f["severity"]))
+        .collect()
+}
+
+#[test]
+fn f_the_guests_sysfs_and_its_own_lspci_read_as_one_machine() {
+    let results = guest(&bus_safe());
+    let live: Value = serde_json::from_str(&read(&results, "main.topo.json")).unwrap();
+    let live_facts = register_facts(&live);
+    let live_findings = pcie_findings(&stage(&results, "main").advice);
+    assert!(!live_findings.is_empty(), "nothing to compare");
+    for (capture, whole) in [
+        ("main.vvvk.txt", true),
+        ("main.kxxxx.txt", true),
+        ("main.xxxx.txt", false),
+    ] {
+        let machine = format!("lspci:{}", results.join(capture).display());
+        let doc: Value =
+            serde_json::from_str(&ok(pcielab(&["topo", "--machine", &machine, "--json"]))).unwrap();
+        let read = register_facts(&doc);
+        assert_eq!(
+            read.keys().collect::<Vec<_>>(),
+            live_facts.keys().collect::<Vec<_>>(),
+            "{capture}: functions"
+        );
+        for (bdf, want) in &live_facts {
+            assert_eq!(&read[bdf], want, "{capture} {bdf}");
+        }
+        let advice: Value =
+            serde_json::from_str(&ok(pcielab(&["advise", "--machine", &machine, "--json"])))
+                .unwrap();
+        let found = pcie_findings(&advice);
+        if whole {
+            assert_eq!(found, live_findings, "{capture}");
+        } else {
+            // No driver lines: the busy-link checks cannot judge, so findings may be missing,
+            // never different or new.
+            assert!(found.is_subset(&live_findings), "{capture}: {found:#?}");
+        }
+    }
 }
