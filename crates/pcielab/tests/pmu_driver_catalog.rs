@@ -26,6 +26,10 @@ const FILES: &[&str] = &[
 
 /// The driver sources, extracted once into target/tmp (xz-decoding the tarball takes ~40 s).
 fn sources() -> BTreeMap<&'static str, String> {
+    // The tests of this file run in parallel: one extracts while the others wait, or two tars
+    // writing the same files race and one fails (as it did on a fresh clone).
+    static EXTRACTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = EXTRACTING.lock().unwrap_or_else(|e| e.into_inner());
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-source-6.12");
     let path = |f: &str| cache.join(TOP).join(f);
     if !FILES.iter().all(|f| path(f).is_file()) {
