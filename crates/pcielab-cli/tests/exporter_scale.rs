@@ -94,7 +94,9 @@ fn eight_thousand_functions_served_in_flat_memory_and_a_retrained_link_shows_at_
         last = scrape(&addr);
     }
     let rss = rss_kb(pid);
-    assert!(rss < 64 * 1024, "RSS {rss} kB at {functions} functions");
+    // 50.2 MB at this tree's last measurement (41.4 MB before the per-function facts and link
+    // judgement of issue 31; VmRSS, code pages included, was 57.5 MB then and 68.6 MB now).
+    assert!(rss < 56 * 1024, "RssAnon {rss} kB at {functions} functions");
     assert!(
         rss <= warm + 4 * 1024,
         "RSS grew from {warm} kB to {rss} kB over 30 scrapes"
