@@ -104,11 +104,17 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => std::process::exit(clap_message(&e)),
     };
-    if let Err(e) = commands::run(cli.command) {
-        eprintln!(
-            "pcielab: error: {}",
-            pcielab::text::terminal_text(&e.to_string())
-        );
-        std::process::exit(e.exit_code());
+    let code = match commands::run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!(
+                "pcielab: error: {}",
+                pcielab::text::terminal_text(&e.to_string())
+            );
+            e.exit_code()
+        }
+    };
+    if code != 0 {
+        std::process::exit(code);
     }
 }

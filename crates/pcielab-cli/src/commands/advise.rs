@@ -104,7 +104,7 @@ fn privileged() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<i32> {
     let named = args.machine.open()?;
     let host = matches!(
         named.pcie_source(),
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
                 force: args.force,
             },
         )?;
-        return print_changes("restored", &changes, None, args.json);
+        return print_changes("restored", &changes, None, args.json).map(|()| 0);
     }
     let options = AdviseOptions {
         intent: Intent::parse(&args.intent)?,
@@ -228,7 +228,8 @@ pub fn run(args: Args) -> Result<()> {
             &changes,
             recheck,
             args.json,
-        );
+        )
+        .map(|()| 0);
     }
     let text = if args.json {
         json_text("advise", &found)?
@@ -243,10 +244,10 @@ pub fn run(args: Args) -> Result<()> {
                 worst.name(),
                 threshold.name()
             );
-            std::process::exit(3);
+            return Ok(3);
         }
     }
-    Ok(())
+    Ok(0)
 }
 
 fn print_changes(

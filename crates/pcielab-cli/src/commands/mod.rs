@@ -104,27 +104,31 @@ pub enum Command {
     Completions(install::CompletionArgs),
 }
 
-pub fn run(command: Command) -> Result<()> {
+/// Runs `command` and returns the exit status it ends with: 0, or the status a command owes
+/// its caller beyond success and failure (`advise --fail-on`'s 3, `stat`'s workload's own).
+/// Errors are returned for `main` to print and turn into 1 or 2.
+pub fn run(command: Command) -> Result<i32> {
+    let succeeded = |done: Result<()>| done.map(|()| 0);
     match command {
         Command::Advise(args) => advise::run(args),
-        Command::Topo(args) => topo::run(args),
-        Command::Model(args) => model::run(args),
-        Command::Fit(args) => fit::run(args),
-        Command::Snapshot(args) => snapshot::run(args),
-        Command::Pmu(args) => pmu::run(args),
+        Command::Topo(args) => succeeded(topo::run(args)),
+        Command::Model(args) => succeeded(model::run(args)),
+        Command::Fit(args) => succeeded(fit::run(args)),
+        Command::Snapshot(args) => succeeded(snapshot::run(args)),
+        Command::Pmu(args) => succeeded(pmu::run(args)),
         Command::Stat(args) => stat::run(args),
-        Command::Qos(args) => qos::run(args),
-        Command::Sim(args) => sim::run(args),
-        Command::Bench(args) => bench::run(args),
-        Command::Top(args) => top::run(args),
-        Command::Exporter(args) => exporter::run(args),
-        Command::Lab(args) => lab::run(args),
-        Command::Report(args) => report::run(args),
-        Command::Plot(args) => plot::run(args),
-        Command::Presets(args) => presets::run(args),
-        Command::Corpus(args) => corpus::run(args),
-        Command::Man(args) => install::run_man(args),
-        Command::Completions(args) => install::run_completions(args),
+        Command::Qos(args) => succeeded(qos::run(args)),
+        Command::Sim(args) => succeeded(sim::run(args)),
+        Command::Bench(args) => succeeded(bench::run(args)),
+        Command::Top(args) => succeeded(top::run(args)),
+        Command::Exporter(args) => succeeded(exporter::run(args)),
+        Command::Lab(args) => succeeded(lab::run(args)),
+        Command::Report(args) => succeeded(report::run(args)),
+        Command::Plot(args) => succeeded(plot::run(args)),
+        Command::Presets(args) => succeeded(presets::run(args)),
+        Command::Corpus(args) => succeeded(corpus::run(args)),
+        Command::Man(args) => succeeded(install::run_man(args)),
+        Command::Completions(args) => succeeded(install::run_completions(args)),
     }
 }
 

@@ -132,12 +132,12 @@ fn catch_ctrl_c(machine: &Machine) -> Result<Option<Arc<AtomicBool>>> {
     Ok(Some(interrupted))
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<i32> {
     let machine = args.machine.open()?;
     let counters = machine.counters()?;
     if args.dry_run {
         out!("{}", counters.dry_run(&args.events)?)?;
-        return Ok(());
+        return Ok(0);
     }
     let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
     let platform = args
@@ -161,7 +161,7 @@ pub fn run(args: Args) -> Result<()> {
         StatEnd::Counted(done) => done,
         StatEnd::WorkloadNotFound(why) => {
             note!("pcielab: {why}");
-            std::process::exit(127);
+            return Ok(127);
         }
     };
     let doc = done.outcome.document(done.workload_json);
@@ -180,8 +180,5 @@ pub fn run(args: Args) -> Result<()> {
             None => note_text!("{}", done.outcome.render_text(args.verbose)),
         }
     }
-    if done.exit_code != 0 {
-        std::process::exit(done.exit_code);
-    }
-    Ok(())
+    Ok(done.exit_code)
 }
