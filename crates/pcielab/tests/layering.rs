@@ -542,7 +542,7 @@ fn only_the_machine_floor_tells_machines_apart() {
     assert!(
         found.is_empty(),
         "code outside machine/ that matches or builds a MachineSelector (ask the Machine: \
-         pcie_source, is_simulated, host_at, read_spec):\n{}",
+         pcie_source, runs_workloads_itself, keeps_qos_changes, reads_the_running_kernel, host_at, lspci_at, read_spec):\n{}",
         found.join("\n")
     );
 }

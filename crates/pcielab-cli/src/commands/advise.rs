@@ -9,7 +9,7 @@ use clap::Args as ClapArgs;
 use pcielab::advise::apply::{self, ApplyOptions, Change, ChangeReport, Recheck, UndoOptions};
 use pcielab::advise::facts::read_system;
 use pcielab::advise::{self as advice, AdviseOptions, Intent, Mute, Severity};
-use pcielab::machine::{Machine, PcieSource};
+use pcielab::machine::Machine;
 use pcielab::model::platform::read_platform_file;
 use pcielab::text::json_text;
 use pcielab::{Error, Result};
@@ -106,10 +106,7 @@ fn privileged() -> bool {
 
 pub fn run(args: Args) -> Result<i32> {
     let named = args.machine.open()?;
-    let host = matches!(
-        named.pcie_source(),
-        Ok(PcieSource::Sysfs { live: true, .. })
-    );
+    let host = named.reads_the_running_kernel();
     let machine = match &args.root {
         Some(root) if host => Machine::host_at(root),
         Some(_) => {

@@ -147,7 +147,7 @@ fn open(m: &ResctrlMachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
         cdp: m.cdp,
         precheck: !m.no_precheck,
     })?;
-    if changes && machine.is_simulated() && m.state.is_none() {
+    if changes && !machine.keeps_qos_changes() && m.state.is_none() {
         note!(
             "pcielab: note: no --state: this simulated machine starts fresh and the change is not \
              kept (give --state FILE to keep it)"

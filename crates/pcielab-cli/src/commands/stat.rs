@@ -116,7 +116,7 @@ pub struct Args {
 /// pcielab with status 130. A simulated workload runs inside pcielab, so there Ctrl-C keeps its
 /// default meaning.
 fn catch_ctrl_c(machine: &Machine) -> Result<Option<Arc<AtomicBool>>> {
-    if machine.is_simulated() {
+    if machine.runs_workloads_itself() {
         return Ok(None);
     }
     let interrupted = Arc::new(AtomicBool::new(false));

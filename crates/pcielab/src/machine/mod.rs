@@ -377,10 +377,22 @@ impl Machine {
         }
     }
 
-    /// The machine is simulated (a PCIe platform or an MPAM/RDT resctrl machine): what it does
-    /// is lost when pcielab exits unless a state file keeps it.
-    pub fn is_simulated(&self) -> bool {
-        matches!(self.access, Access::SimPcie(_) | Access::SimResctrl(_))
+    /// Whether a workload given after `--` runs inside pcielab (the simulator plays it) rather
+    /// than as a child process: there Ctrl-C keeps its default meaning.
+    pub fn runs_workloads_itself(&self) -> bool {
+        matches!(self.access, Access::SimPcie(_))
+    }
+
+    /// Whether resctrl changes outlive the command without a `--state` file: the kernel keeps
+    /// a host's; a simulated resctrl machine starts fresh each run.
+    pub fn keeps_qos_changes(&self) -> bool {
+        !matches!(self.access, Access::SimResctrl(_))
+    }
+
+    /// Whether its sysfs is the running kernel's (`--machine host`), the tree `--root` may
+    /// stand in for.
+    pub fn reads_the_running_kernel(&self) -> bool {
+        matches!(self.access, Access::Host { .. })
     }
 
     /// The machine's performance counters: perf_event_open on a host, the simulator's PMU
