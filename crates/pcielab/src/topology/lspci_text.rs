@@ -185,17 +185,12 @@ fn ids_from_names(blocks: &mut [Block]) -> Option<String> {
     if !blocks.iter().any(worded) {
         return None;
     }
-    let db = crate::topology::pciids::default_db();
-    let text = db
-        .as_ref()
-        .and_then(|path| {
-            crate::input::read_capped(path, crate::topology::pciids::MAX_DB_BYTES).ok()
-        })
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_default();
+    use crate::topology::pciids::{cached, default_db, IdsByName};
+    let db = default_db();
+    let ids = db.as_deref().and_then(cached).unwrap_or_default();
     let names: std::collections::BTreeSet<&str> =
         blocks.iter().filter_map(|b| b.f.name.as_deref()).collect();
-    let index = crate::topology::pciids::IdsByName::new(&text, &names);
+    let index = IdsByName::new(&ids, &names);
     let mut unresolved = Vec::new();
     for block in blocks.iter_mut() {
         let ids = block.f.name.as_deref().and_then(|n| index.device(n));

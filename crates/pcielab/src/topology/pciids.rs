@@ -1,8 +1,9 @@
 //! Vendor and device names from the PCI ID database (`pci.ids`, shipped by the pciutils and
 //! hwdata packages), as lspci prints them: "Intel Corporation 82G33/G31/P35/P31 Express DRAM
 //! Controller", "Red Hat, Inc. QEMU PCIe Root port", and "Device 1234" for a device the database
-//! does not know. The parser is bounded: it reads at most `MAX_DB_BYTES`, skips lines over
-//! `MAX_LINE` bytes, stops at the class section, and is parsed once per process.
+//! does not know; and back from those names (and the subclass names) to numbers, for lspci text
+//! printed without `-n`. The parser is bounded: it reads at most `MAX_DB_BYTES`, skips lines
+//! over `MAX_LINE` bytes, and runs once per process for both directions.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ pub(crate) const DB_PATHS: [&str; 3] = [
 ];
 
 /// The most of the database read (the 2023 file is 1.4 MB).
-pub(crate) const MAX_DB_BYTES: u64 = 16 << 20;
+const MAX_DB_BYTES: u64 = 16 << 20;
 
 /// Lines longer than this are not database entries and are skipped.
 pub(crate) const MAX_LINE: usize = 512;
@@ -34,32 +35,50 @@ pub(crate) fn default_db() -> Option<PathBuf> {
 pub(crate) struct PciIds {
     vendors: HashMap<u16, String>,
     devices: HashMap<(u16, u16), String>,
+    /// Subclass names by class and subclass (`0x0600` → "Host bridge").
+    subclasses: HashMap<u16, String>,
 }
 
 impl PciIds {
-    /// Parses the database text up to its class section.
+    /// Parses the database text: vendors and their devices, then the class section's
+    /// subclass names (subsystems and programming interfaces are skipped).
     pub(crate) fn parse(db: &str) -> PciIds {
         let mut ids = PciIds::default();
-        let mut current: Option<u16> = None;
+        let mut vendor: Option<u16> = None;
+        let mut class: Option<u8> = None;
         for line in db.lines() {
             if line.len() > MAX_LINE || line.starts_with('#') || line.trim().is_empty() {
                 continue;
             }
-            if line.starts_with("C ") {
-                break; // the class section follows the vendors
+            if let Some(rest) = line.strip_prefix("C ") {
+                vendor = None;
+                class = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|c| u8::from_str_radix(c, 16).ok());
+                continue;
             }
-            if let Some(rest) = line.strip_prefix('\t') {
-                if rest.starts_with('\t') {
-                    continue; // a subsystem
+            match (line.strip_prefix('\t'), class) {
+                (Some(rest), _) if rest.starts_with('\t') => {} // a subsystem or prog-if
+                (Some(rest), Some(base)) => {
+                    if let Some((sub, name)) = rest.split_once("  ") {
+                        if let Ok(sub) = u8::from_str_radix(sub, 16) {
+                            let code = u16::from(base) << 8 | u16::from(sub);
+                            ids.subclasses.insert(code, name.trim().to_string());
+                        }
+                    }
                 }
-                if let (Some(v), Some((id, name))) = (current, id_and_name(rest)) {
-                    ids.devices.insert((v, id), name.to_string());
+                (Some(rest), None) => {
+                    if let (Some(v), Some((id, name))) = (vendor, id_and_name(rest)) {
+                        ids.devices.insert((v, id), name.to_string());
+                    }
                 }
-            } else {
-                current = id_and_name(line).map(|(id, name)| {
-                    ids.vendors.insert(id, name.to_string());
-                    id
-                });
+                (None, _) => {
+                    vendor = id_and_name(line).map(|(id, name)| {
+                        ids.vendors.insert(id, name.to_string());
+                        id
+                    });
+                }
             }
         }
         ids
@@ -79,7 +98,7 @@ impl PciIds {
 /// The database at `db`, read and parsed once while it stays the same file (`corpus` names
 /// thousands of machines' functions from it); `None` when it cannot be read. One database is
 /// kept: another path, or the file changed, replaces it.
-fn cached(db: &Path) -> Option<Arc<PciIds>> {
+pub(crate) fn cached(db: &Path) -> Option<Arc<PciIds>> {
     use std::os::unix::fs::MetadataExt;
     type Key = (PathBuf, u64, u64, u64, i64, i64);
     static CACHE: Mutex<Option<(Key, Arc<PciIds>)>> = Mutex::new(None);
@@ -128,55 +147,28 @@ fn record<T: PartialEq>(map: &mut BTreeMap<String, Option<T>>, name: &str, value
 }
 
 impl IdsByName {
-    /// Indexes `db` for the `descriptions` a listing holds (devices of other vendors are
-    /// skipped, so the index stays small).
-    pub fn new(db: &str, descriptions: &BTreeSet<&str>) -> IdsByName {
+    /// Indexes the parsed database `ids` for the `descriptions` a listing holds (devices of
+    /// vendors no description starts with are skipped, so the index stays small).
+    pub fn new(ids: &PciIds, descriptions: &BTreeSet<&str>) -> IdsByName {
         let mut index = IdsByName {
             devices: BTreeMap::new(),
             vendors: BTreeMap::new(),
             classes: BTreeMap::new(),
         };
-        let mut vendor: Option<(u16, &str)> = None;
-        let mut class: Option<u8> = None;
-        for line in db.lines() {
-            if line.len() > MAX_LINE || line.starts_with('#') || line.trim().is_empty() {
+        for (&code, name) in &ids.subclasses {
+            record(&mut index.classes, name, code);
+        }
+        let named = |name: &str| descriptions.iter().any(|d| d.starts_with(name));
+        for (&id, name) in ids.vendors.iter().filter(|(_, name)| named(name)) {
+            index.vendors.entry(name.clone()).or_default().push(id);
+        }
+        for (&(vendor, device), device_name) in &ids.devices {
+            let Some(vendor_name) = ids.vendors.get(&vendor).filter(|name| named(name)) else {
                 continue;
-            }
-            if let Some(rest) = line.strip_prefix("C ") {
-                vendor = None;
-                class = rest
-                    .split_whitespace()
-                    .next()
-                    .and_then(|c| u8::from_str_radix(c, 16).ok());
-                continue;
-            }
-            match (line.strip_prefix('\t'), class) {
-                (Some(rest), Some(base)) if !rest.starts_with('\t') => {
-                    if let Some((sub, name)) = rest.split_once("  ") {
-                        if let Ok(sub) = u8::from_str_radix(sub, 16) {
-                            let code = u16::from(base) << 8 | u16::from(sub);
-                            record(&mut index.classes, name.trim(), code);
-                        }
-                    }
-                }
-                (Some(rest), None) if !rest.starts_with('\t') => {
-                    if let (Some((v, vendor_name)), Some((d, device_name))) =
-                        (vendor, id_and_name(rest))
-                    {
-                        let full = format!("{vendor_name} {device_name}");
-                        if descriptions.contains(full.as_str()) {
-                            record(&mut index.devices, &full, (v, d));
-                        }
-                    }
-                }
-                (Some(_), _) => {} // a subsystem or a programming interface
-                (None, _) => {
-                    vendor = id_and_name(line)
-                        .filter(|(_, name)| descriptions.iter().any(|d| d.starts_with(name)));
-                    if let Some((id, name)) = vendor {
-                        index.vendors.entry(name.to_string()).or_default().push(id);
-                    }
-                }
+            };
+            let full = format!("{vendor_name} {device_name}");
+            if descriptions.contains(full.as_str()) {
+                record(&mut index.devices, &full, (vendor, device));
             }
         }
         index
@@ -239,7 +231,7 @@ mod tests {
             "NVIDIA Corporation CK804 USB Controller",
         ]
         .into();
-        let index = IdsByName::new(DB, &descriptions);
+        let index = IdsByName::new(&PciIds::parse(DB), &descriptions);
         assert_eq!(
             index.device("Intel Corporation 82G33/G31/P35/P31 Express DRAM Controller"),
             Some((0x8086, 0x29c0))
