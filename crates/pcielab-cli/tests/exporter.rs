@@ -722,7 +722,7 @@ fn the_alerting_rules_fire_on_what_real_exporters_serve() {
     let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dashboards/pcielab-alerts.yml");
     let downgraded = |function: &str, kind: &str| {
         format!(
-            "          - exp_labels: {{severity: warning, function: '{function}', port: '0000:00:00.0', kind: {kind}, instance: gen2x1, job: pcielab}}\n            exp_annotations:\n              summary: 'PCIe link of {function} on gen2x1 trained below what both ends can run'\n              description: 'Compare `pcielab topo` (current vs capable speed and width) and `pcielab advise --only link-downtrained`.'\n"
+            "          - exp_labels: {{severity: warning, function: '{function}', port: '0000:00:00.0', kind: {kind}, state: downtrained, instance: gen2x1, job: pcielab}}\n            exp_annotations:\n              summary: 'PCIe link of {function} on gen2x1 trained below what both ends can run'\n              description: 'Compare `pcielab topo` (current vs capable speed and width) and `pcielab advise --only link-downtrained`.'\n"
         )
     };
     let aer = |severity: &str, function: &str, kind: &str| {
@@ -739,7 +739,7 @@ fn the_alerting_rules_fire_on_what_real_exporters_serve() {
         "rule_files:\n  - {rules}\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{series}    alert_rule_test:\n\
          # Pending, not firing, until the link has been down-trained for 5 minutes.\n\
          \x20     - {{eval_time: 3m, alertname: PcieLinkDowngraded, exp_alerts: []}}\n\
-         \x20     - eval_time: 10m\n        alertname: PcieLinkDowngraded\n        exp_alerts:\n{rp}{ep}\
+         \x20     - eval_time: 10m\n        alertname: PcieLinkDowngraded\n        exp_alerts:\n{ep}\
          \x20     - eval_time: 10m\n        alertname: PcieAdvisePerfLoss\n        exp_alerts:\n\
          \x20         - exp_labels: {{severity: warning, check: link-downtrained, function: '0000:01:00.0', instance: gen2x1, job: pcielab}}\n\
          \x20           exp_annotations:\n\
@@ -754,7 +754,6 @@ fn the_alerting_rules_fire_on_what_real_exporters_serve() {
          \x20     - {{eval_time: 25m, alertname: PcieAerUncorrectableErrors, exp_alerts: []}}\n",
         rules = rules.display(),
         series = input_series(&before, &after),
-        rp = downgraded("0000:00:00.0", "root_port"),
         ep = downgraded("0000:01:00.0", "endpoint"),
         cor_ep = aer("correctable", "0000:01:00.0", "endpoint"),
         cor_rp = aer("correctable", "0000:00:00.0", "root_port"),
