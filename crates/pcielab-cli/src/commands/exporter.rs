@@ -71,8 +71,12 @@ pub fn run(args: Args) -> Result<()> {
         }
     };
     // The advice (evidence, fixes, predictions for every finding) was read to render three
-    // labels per finding and is gone: hand its pages back, so a long-running exporter does
-    // not keep tens of MB it no longer uses on a machine with thousands of findings.
+    // labels per finding and is gone, and the machine's own copy of the topology (every
+    // function's decoded registers) is not needed again: the observer keeps the read plan's.
+    // Hand their pages back, so a long-running exporter does not keep tens of MB it no longer
+    // uses on a machine with thousands of functions.
+    let name = machine.to_string();
+    drop(machine);
     // SAFETY: malloc_trim only releases free heap memory; no pointer is invalidated.
     unsafe {
         libc::malloc_trim(0);
@@ -92,7 +96,7 @@ pub fn run(args: Args) -> Result<()> {
     let bound = listener
         .local_addr()
         .map_err(|e| pcielab::Error::runtime(format!("cannot read the bound address: {e}")))?;
-    note!("pcielab exporter: serving {machine} at http://{bound}/metrics");
+    note!("pcielab exporter: serving {name} at http://{bound}/metrics");
     let _ = std::io::stderr().flush();
     exporter::serve(listener, observer, renderer)
 }

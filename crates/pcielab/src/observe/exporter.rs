@@ -299,12 +299,14 @@ fn answer(mut stream: TcpStream, head: &[u8], observer: &Mutex<Scrapes>) {
     }
 }
 
-/// What the answering threads share: the observer, the renderer and the last metrics body.
-/// Every scrape renders into the buffer of the one before (unless a slow client is still being
-/// sent it), so the exporter holds one response, whatever the number of threads.
+/// What the answering threads share: the observer, the renderer, the last sample and the last
+/// metrics body. Every scrape samples over the sample before and renders into the buffer of the
+/// one before (unless a slow client is still being sent it), so the exporter holds one sample
+/// and one response, whatever the number of threads, and allocates neither again.
 struct Scrapes {
     observer: Observer,
     renderer: MetricsRenderer,
+    sample: Sample,
     body: Arc<String>,
 }
 
@@ -313,17 +315,18 @@ impl Scrapes {
         Scrapes {
             observer,
             renderer,
+            sample: Sample::default(),
             body: Arc::new(String::new()),
         }
     }
 
     fn scrape(&mut self) -> Result<Arc<String>> {
-        let sample = self.observer.sample()?;
+        self.observer.sample_into(&mut self.sample)?;
         let mut body = match Arc::get_mut(&mut self.body) {
             Some(last) => std::mem::take(last),
             None => String::with_capacity(self.body.len()),
         };
-        self.renderer.render(&sample, &mut body);
+        self.renderer.render(&self.sample, &mut body);
         self.body = Arc::new(body);
         Ok(Arc::clone(&self.body))
     }

@@ -79,6 +79,7 @@ pub mod top;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -185,6 +186,12 @@ pub struct Sample {
     pub t_ns: u64,
     /// In address order.
     pub functions: Vec<FunctionSample>,
+    /// Which list of functions `functions` is: one non-zero number for every sample an observer
+    /// takes between two re-plans, so a reader keeping tables by function index (`top`'s tree)
+    /// knows them valid without comparing every function; 0 when not known.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) layout: u64,
 }
 
 impl Sample {
@@ -349,7 +356,8 @@ const DWC_PAYLOAD_UNIT_BYTES: u64 = 16;
 /// Produces samples of one machine; see the module documentation.
 pub struct Observer {
     machine: String,
-    topology: Topology,
+    /// On sysfs, the read plan's own (shared, not copied).
+    topology: Arc<Topology>,
     /// The read plan generation `topology` and `layout` were taken from.
     plan_generation: u64,
     layout: Layout,
@@ -387,7 +395,7 @@ impl Observer {
                 };
                 let run = Box::new(machine.run(&work)?);
                 let ports = machine.pmus().iter().filter_map(|p| p.root_port).collect();
-                let topology = machine.topology.clone();
+                let topology = Arc::new(machine.topology.clone());
                 let backend = Backend::Sim {
                     machine: Box::new(machine),
                     run,
@@ -544,15 +552,15 @@ impl Observer {
                 }
             });
             let achievable_mbps = self.layout.achievable(i, f, link);
-            let link_judgement = self.layout.link_ports[i]
-                .and_then(|p| {
+            let link_judgement = self.layout.link_ports[i].and_then(|p| {
+                memoized(&mut self.layout.judgements, i, link, || {
                     let now = (
                         link.current_gts.and_then(Generation::from_gt_s),
                         link.current_width.and_then(|w| u8::try_from(w).ok()),
                     );
-                    judge.judge_trained(&functions[p], f, now)
+                    judge.judge_trained(&functions[p], f, now).map(|j| j.name())
                 })
-                .map(|j| j.name());
+            });
             let sample = FunctionSample {
                 bdf: f.bdf,
                 kind: f.kind,
@@ -594,6 +602,7 @@ impl Observer {
         }
         out.machine.clone_from(&self.machine);
         out.t_ns = t_ns;
+        out.layout = self.layout.id;
         Ok(())
     }
 
@@ -783,6 +792,8 @@ fn sim_health(run: &SimRun, f: &Function, t_ns: u64) -> LinkHealth {
 
 /// What sampling derives from a topology once, not per sample.
 struct Layout {
+    /// Unique in the process: [`Sample::layout`].
+    id: u64,
     /// Per function (topology order): its wire estimate, where its link is known.
     wire: Vec<Option<WireEstimate>>,
     /// Per function: the root port above it (itself for a root port).
@@ -794,6 +805,9 @@ struct Layout {
     achievable: Vec<Option<(Trained, Option<f64>)>>,
     /// Per function at a link's downstream end (one per device): the index of the port above.
     link_ports: Vec<Option<usize>>,
+    /// Per such function: the trained speed and width its link was last judged at, and the
+    /// judgement (the topology's facts are fixed until a re-plan; only the training moves).
+    judgements: Vec<Option<(Trained, Option<&'static str>)>>,
 }
 
 /// A link's trained speed (GT/s) and width.
@@ -805,7 +819,10 @@ impl Layout {
         let mut deepest_first: Vec<usize> = (0..functions.len()).collect();
         deepest_first
             .sort_by_key(|&i| std::cmp::Reverse(topology.path_to_root(functions[i].bdf).len()));
+        // Starts at 1: 0 is a sample's "not known".
+        static LAYOUTS: AtomicU64 = AtomicU64::new(1);
         Layout {
+            id: LAYOUTS.fetch_add(1, Ordering::Relaxed),
             wire: functions
                 .iter()
                 .map(|f| Some(WireEstimate::for_link(&f.link_params()?)))
@@ -821,6 +838,7 @@ impl Layout {
                 })
                 .collect(),
             achievable: vec![None; functions.len()],
+            judgements: vec![None; functions.len()],
             link_ports: {
                 let mut ports = vec![None; functions.len()];
                 let index = |bdf| {
@@ -841,14 +859,26 @@ impl Layout {
 
     /// [`achievable`] for function `i`, `f`, from the memo when its link is trained as before.
     fn achievable(&mut self, i: usize, f: &Function, link: &LinkHealth) -> Option<f64> {
-        let trained = (link.current_gts, link.current_width);
-        match self.achievable[i] {
-            Some((was, mbps)) if was == trained => mbps,
-            _ => {
-                let mbps = achievable(f, link);
-                self.achievable[i] = Some((trained, mbps));
-                mbps
-            }
+        memoized(&mut self.achievable, i, link, || achievable(f, link))
+    }
+}
+
+/// What `work` gives for function `i`'s link as `link` finds it trained: from `memo` when the
+/// link was trained the same at the last call, else worked out and kept (a link retrains
+/// rarely; the model and the judgement are not run again until it does).
+fn memoized<T: Copy>(
+    memo: &mut [Option<(Trained, T)>],
+    i: usize,
+    link: &LinkHealth,
+    work: impl FnOnce() -> T,
+) -> T {
+    let trained = (link.current_gts, link.current_width);
+    match memo[i] {
+        Some((was, value)) if was == trained => value,
+        _ => {
+            let value = work();
+            memo[i] = Some((trained, value));
+            value
         }
     }
 }

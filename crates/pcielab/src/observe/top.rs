@@ -449,13 +449,15 @@ pub struct Frames {
     frame: TopFrame,
     /// The functions and parents `parents` and `children` were made from.
     shape: Vec<(Bdf, Option<Bdf>)>,
+    /// The [`Sample::layout`] `shape` was last found to match.
+    shape_layout: u64,
     /// Per function of the latest sample: its parent's index.
     parents: Vec<Option<usize>>,
     /// Per function: its children's indices (in address order) are
     /// `child_list[child_start[i]..child_start[i + 1]]`.
     child_start: Vec<usize>,
     child_list: Vec<usize>,
-    /// Per function: the figures its row shows, from one pass over the samples.
+    /// Per function, when rows are sorted by a figure: the figures its row shows.
     figures: Vec<Figures>,
     shown: Vec<bool>,
     /// The frame's rows as (function index, depth), in display order.
@@ -516,30 +518,40 @@ impl Frames {
     ) -> &TopFrame {
         let functions = &latest.functions;
         self.shape_of(latest);
-        // One pass: the rates since `prev`, the AER increments since `first`.
+        // A row's rates since `prev` and AER increments since `first`. The earlier samples are
+        // only looked at for a function with counters: a function without traffic has no rates
+        // and one without AER counters no increments, whatever they held.
         let recent_us = interval_us(prev, latest);
         let since_start = interval_us(first, latest).is_some();
+        let figures_of = |i: usize, f: &FunctionSample| {
+            let recent = match (recent_us, f.traffic) {
+                (Some(us), Some(_)) => prev.counterpart(i, f.bdf).map(|p| rate(p, f, us)),
+                _ => None,
+            };
+            let aer = if since_start && f.link.aer != AerCounts::default() {
+                first
+                    .counterpart(i, f.bdf)
+                    .map(|s| f.link.aer.since(&s.link.aer))
+                    .unwrap_or_default()
+            } else {
+                AerCounts::default()
+            };
+            Figures {
+                rx_mbps: recent.as_ref().and_then(|r| r.rx_mbps),
+                tx_mbps: recent.as_ref().and_then(|r| r.tx_mbps),
+                rx_percent: recent.as_ref().and_then(|r| r.rx_percent),
+                tx_percent: recent.as_ref().and_then(|r| r.tx_percent),
+                aer,
+            }
+        };
+        // Sorting by a figure needs every function's before the order; in address order each
+        // row's are worked out as the row is, while its function is in the cache.
+        let sorted_by_figure = view.sort != SortKey::Bdf;
         self.figures.clear();
-        self.figures
-            .extend(functions.iter().enumerate().map(|(i, f)| {
-                let recent =
-                    recent_us.and_then(|us| Some(rate(prev.counterpart(i, f.bdf)?, f, us)));
-                let aer = if since_start {
-                    first
-                        .counterpart(i, f.bdf)
-                        .map(|s| f.link.aer.since(&s.link.aer))
-                        .unwrap_or_default()
-                } else {
-                    AerCounts::default()
-                };
-                Figures {
-                    rx_mbps: recent.as_ref().and_then(|r| r.rx_mbps),
-                    tx_mbps: recent.as_ref().and_then(|r| r.tx_mbps),
-                    rx_percent: recent.as_ref().and_then(|r| r.rx_percent),
-                    tx_percent: recent.as_ref().and_then(|r| r.tx_percent),
-                    aer,
-                }
-            }));
+        if sorted_by_figure {
+            self.figures
+                .extend(functions.iter().enumerate().map(|(i, f)| figures_of(i, f)));
+        }
         self.select(view, latest);
         self.order(view, latest);
         // Each row in place of the previous frame's row at its position, noting what changed.
@@ -548,7 +560,11 @@ impl Frames {
         // Changes add up until the text is printed (a paused view builds without printing).
         self.changed.resize(self.order.len(), true);
         for (k, &(i, depth)) in self.order.iter().enumerate() {
-            let new = row(&functions[i], &self.figures[i], depth);
+            let figures = match self.figures.get(i) {
+                Some(figures) => *figures,
+                None => figures_of(i, &functions[i]),
+            };
+            let new = row(&functions[i], &figures, depth);
             let changed = match rows.get_mut(k) {
                 Some(old) => update_row(old, new, &functions[i]),
                 None => {
@@ -589,9 +605,17 @@ impl Frames {
     }
 
     /// Parents and children by index, made again only when the functions or their parents
-    /// differ from the previous sample's (hotplug).
+    /// differ from the previous sample's (hotplug). A sample of the function list the shape was
+    /// last checked against ([`Sample::layout`]) is not compared again.
     fn shape_of(&mut self, latest: &Sample) {
         let functions = &latest.functions;
+        if latest.layout != 0
+            && latest.layout == self.shape_layout
+            && self.shape.len() == functions.len()
+        {
+            return;
+        }
+        self.shape_layout = latest.layout;
         let same = self.shape.len() == functions.len()
             && self
                 .shape
@@ -735,7 +759,13 @@ struct Printed {
     rows: Vec<PrintedRow>,
     /// The column widths the kept lines are padded to.
     widths: [usize; 11],
+    /// Per column, how many rows have a cell of each width in characters: the widths follow
+    /// the rows formatted again without a pass over all rows.
+    cell_widths: CellWidths,
+    /// The header line, the column names and every row's line.
     out: String,
+    /// Where the column names start in `out` (just after the header line).
+    body_start: usize,
 }
 
 #[derive(Debug, Default)]
@@ -747,6 +777,8 @@ struct PrintedRow {
     chars: [usize; 11],
     /// The row's padded line, newline included; empty when it is to be made again.
     line: String,
+    /// Where the line starts in the body of [`Printed::out`] (after the header line).
+    at: usize,
 }
 
 impl PrintedRow {
@@ -763,14 +795,24 @@ impl PrintedRow {
 
 impl Printed {
     /// Prints `frame` into `out`. `changed[k]` true (or missing) formats row `k` again;
-    /// false keeps its cells from the previous print.
+    /// false keeps its cells from the previous print. When the rows and widths are those of
+    /// the previous print, only the header and the lines of rows formatted again are written
+    /// over (in place, where a line keeps its length); otherwise every line is copied again.
     fn print(&mut self, frame: &TopFrame, changed: &[bool]) {
         let fresh = self.rows.len();
+        let mut whole = fresh != frame.rows.len() || self.out.is_empty();
+        for printed in self.rows.iter().skip(frame.rows.len()) {
+            self.cell_widths.forget(&printed.chars);
+        }
         self.rows.truncate(frame.rows.len());
         self.rows.resize_with(frame.rows.len(), PrintedRow::default);
+        let mut formatted = Vec::new();
         for (k, (row, printed)) in frame.rows.iter().zip(&mut self.rows).enumerate() {
-            if k < fresh && !changed.get(k).copied().unwrap_or(true) {
-                continue;
+            if k < fresh {
+                if !changed.get(k).copied().unwrap_or(true) {
+                    continue;
+                }
+                self.cell_widths.forget(&printed.chars);
             }
             printed.cells.clear();
             row.write_cells(&mut printed.cells, &mut printed.ends);
@@ -779,31 +821,82 @@ impl Printed {
                 *chars = printed.cells[start..end].chars().count();
                 start = end;
             }
+            self.cell_widths.count(&printed.chars);
             printed.line.clear();
+            formatted.push(k);
         }
-        let mut widths = COLUMNS.map(str::len);
-        for printed in &self.rows {
-            for (w, &c) in widths.iter_mut().zip(&printed.chars) {
-                *w = (*w).max(c);
-            }
-        }
+        let widths = self.cell_widths.widest();
         if widths != self.widths {
             self.widths = widths;
             self.rows.iter_mut().for_each(|r| r.line.clear());
+            whole = true;
+        }
+        let header = frame.header();
+        if !whole {
+            self.out.replace_range(..self.body_start - 1, &header);
+            self.body_start = header.len() + 1;
+            for &k in &formatted {
+                let end = self
+                    .rows
+                    .get(k + 1)
+                    .map_or(self.out.len(), |r| r.at + self.body_start);
+                let printed = &mut self.rows[k];
+                printed.pad(&widths);
+                let at = printed.at + self.body_start;
+                if printed.line.len() != end - at {
+                    whole = true;
+                    break;
+                }
+                self.out.replace_range(at..end, &printed.line);
+            }
+            if !whole {
+                return;
+            }
         }
         let line_width: usize = widths.iter().sum::<usize>() + 2 * widths.len();
         let out = &mut self.out;
         out.clear();
         out.reserve((self.rows.len() + 2) * line_width);
-        out.push_str(&frame.header());
+        out.push_str(&header);
         out.push('\n');
+        self.body_start = out.len();
         push_line(out, &widths, COLUMNS.map(|c| (c, c.len())));
         for printed in &mut self.rows {
             if printed.line.is_empty() {
                 printed.pad(&widths);
             }
+            printed.at = out.len() - self.body_start;
             out.push_str(&printed.line);
         }
+    }
+}
+
+/// Per column, the number of printed cells of each width in characters.
+#[derive(Debug, Default)]
+struct CellWidths([Vec<usize>; 11]);
+
+impl CellWidths {
+    fn count(&mut self, chars: &[usize; 11]) {
+        for (column, &c) in self.0.iter_mut().zip(chars) {
+            if column.len() <= c {
+                column.resize(c + 1, 0);
+            }
+            column[c] += 1;
+        }
+    }
+
+    fn forget(&mut self, chars: &[usize; 11]) {
+        for (column, &c) in self.0.iter_mut().zip(chars) {
+            column[c] -= 1;
+        }
+    }
+
+    /// Each column's width: its widest cell, or its name where that is wider.
+    fn widest(&self) -> [usize; 11] {
+        std::array::from_fn(|c| {
+            let cells = self.0[c].iter().rposition(|&n| n > 0).unwrap_or(0);
+            cells.max(COLUMNS[c].len())
+        })
     }
 }
 
@@ -1060,7 +1153,9 @@ mod tests {
         let now = UNIX_EPOCH + std::time::Duration::from_secs(3723);
         let mut frames = Frames::default();
         let mut busy_rows = 0;
-        for step in 1..=12u64 {
+        // 12 s of frames: rows change while the read runs (3 s), then none do while the header
+        // still moves, and it grows a digit at 10 s (the kept text is written over in place).
+        for step in 1..=24u64 {
             std::mem::swap(&mut prev, &mut latest);
             observer
                 .sample_at_into(step * 500_000_000, &mut latest)

@@ -25,6 +25,7 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::Result;
 use crate::topology::health::{read_function_health, Attribute, LinkHealth};
@@ -61,7 +62,9 @@ struct Planned {
 pub(crate) struct ReadPlan {
     pci_dir: PathBuf,
     reread: Reread,
-    topology: Topology,
+    /// Shared with the observers of the plan (one copy of a big host's topology, not one
+    /// each).
+    topology: Arc<Topology>,
     /// `devices/` entry names when planned, sorted: what the hotplug check compares.
     listed: Vec<String>,
     planned: Vec<Planned>,
@@ -83,7 +86,7 @@ impl ReadPlan {
         ReadPlan {
             pci_dir: pci_dir.to_path_buf(),
             reread,
-            topology,
+            topology: Arc::new(topology),
             listed,
             planned,
             generation: 0,
@@ -94,7 +97,7 @@ impl ReadPlan {
     }
 
     /// The topology the plan covers (the latest after hotplug).
-    pub fn topology(&self) -> &Topology {
+    pub fn topology(&self) -> &Arc<Topology> {
         &self.topology
     }
 
@@ -127,7 +130,7 @@ impl ReadPlan {
             return;
         };
         self.planned = plan(&devices, &topology);
-        self.topology = topology;
+        self.topology = Arc::new(topology);
         self.listed = now;
         self.stale = false;
         self.generation += 1;
