@@ -522,21 +522,29 @@ impl Observer {
     fn fill(&mut self, t_ns: u64, healths: &[LinkHealth], out: &mut Sample) -> Result<()> {
         let (own, names, pmu_counts) = self.own_traffic(t_ns)?;
         let functions = self.topology.functions();
+        // What a sample repeats of each function comes from the layout's compact list: a big
+        // host's `Function`s are looked at only when something about them is worked out again.
+        let identities = &self.layout.identities;
         // Sum each function's own bytes into every ancestor, deepest first.
-        let mut summed: Vec<Option<(u64, u64)>> =
-            functions.iter().map(|f| own.get(&f.bdf).copied()).collect();
+        let mut summed: Vec<Option<(u64, u64)>> = identities
+            .iter()
+            .map(|f| own.get(&f.bdf).copied())
+            .collect();
         for &i in &self.layout.deepest_first {
-            let (Some(bytes), Some(parent)) = (summed[i], functions[i].parent) else {
+            let (Some(bytes), Some(parent)) = (summed[i], identities[i].parent) else {
                 continue;
             };
-            if let Ok(p) = functions.binary_search_by_key(&parent, |f| f.bdf) {
+            if let Ok(p) = identities.binary_search_by_key(&parent, |f| f.bdf) {
                 let (up, down) = summed[p].unwrap_or((0, 0));
                 summed[p] = Some((up.saturating_add(bytes.0), down.saturating_add(bytes.1)));
             }
         }
-        out.functions.truncate(functions.len());
+        // The sample written over holds these functions' names already when it was taken from
+        // this layout.
+        let named = out.layout == self.layout.id;
+        out.functions.truncate(identities.len());
         let judge = crate::topology::check::LinkJudge::new(&self.topology);
-        for (i, ((f, derived), link)) in functions.iter().zip(summed).zip(healths).enumerate() {
+        for (i, ((f, derived), link)) in identities.iter().zip(summed).zip(healths).enumerate() {
             let traffic = match pmu_counts.get(&f.bdf) {
                 Some(&bytes) => Some((Source::Pmu, bytes)),
                 None => derived.map(|b| (Source::Derived, b)),
@@ -551,14 +559,18 @@ impl Observer {
                     tx_wire_bytes: wire.map(|w| w.1 as u64),
                 }
             });
-            let achievable_mbps = self.layout.achievable(i, f, link);
+            let achievable_mbps = memoized(&mut self.layout.achievable, i, link, || {
+                achievable(&functions[i], link)
+            });
             let link_judgement = self.layout.link_ports[i].and_then(|p| {
                 memoized(&mut self.layout.judgements, i, link, || {
                     let now = (
                         link.current_gts.and_then(Generation::from_gt_s),
                         link.current_width.and_then(|w| u8::try_from(w).ok()),
                     );
-                    judge.judge_trained(&functions[p], f, now).map(|j| j.name())
+                    judge
+                        .judge_trained(&functions[p], &functions[i], now)
+                        .map(|j| j.name())
                 })
             });
             let sample = FunctionSample {
@@ -584,7 +596,9 @@ impl Observer {
                 Some(old) => {
                     let mut name = std::mem::take(&mut old.name);
                     let mut kept = std::mem::take(&mut old.devices);
-                    name.clone_from(&f.name);
+                    if !named {
+                        name.clone_from(&functions[i].name);
+                    }
                     kept.clear();
                     kept.extend_from_slice(devices);
                     *old = FunctionSample {
@@ -594,7 +608,7 @@ impl Observer {
                     };
                 }
                 None => out.functions.push(FunctionSample {
-                    name: f.name.clone(),
+                    name: functions[i].name.clone(),
                     devices: devices.to_vec(),
                     ..sample
                 }),
@@ -794,6 +808,8 @@ fn sim_health(run: &SimRun, f: &Function, t_ns: u64) -> LinkHealth {
 struct Layout {
     /// Unique in the process: [`Sample::layout`].
     id: u64,
+    /// Per function (topology order): what every sample repeats of it.
+    identities: Vec<Identity>,
     /// Per function (topology order): its wire estimate, where its link is known.
     wire: Vec<Option<WireEstimate>>,
     /// Per function: the root port above it (itself for a root port).
@@ -813,6 +829,14 @@ struct Layout {
 /// A link's trained speed (GT/s) and width.
 type Trained = (Option<f64>, Option<u32>);
 
+/// A function's address, kind and parent, kept apart from its `Function` (hundreds of bytes of
+/// decoded registers) so a sample reads 16 bytes per function, not the whole record.
+struct Identity {
+    bdf: Bdf,
+    kind: Kind,
+    parent: Option<Bdf>,
+}
+
 impl Layout {
     fn of(topology: &Topology) -> Layout {
         let functions = topology.functions();
@@ -823,6 +847,14 @@ impl Layout {
         static LAYOUTS: AtomicU64 = AtomicU64::new(1);
         Layout {
             id: LAYOUTS.fetch_add(1, Ordering::Relaxed),
+            identities: functions
+                .iter()
+                .map(|f| Identity {
+                    bdf: f.bdf,
+                    kind: f.kind,
+                    parent: f.parent,
+                })
+                .collect(),
             wire: functions
                 .iter()
                 .map(|f| Some(WireEstimate::for_link(&f.link_params()?)))
@@ -855,11 +887,6 @@ impl Layout {
             },
             deepest_first,
         }
-    }
-
-    /// [`achievable`] for function `i`, `f`, from the memo when its link is trained as before.
-    fn achievable(&mut self, i: usize, f: &Function, link: &LinkHealth) -> Option<f64> {
-        memoized(&mut self.achievable, i, link, || achievable(f, link))
     }
 }
 
