@@ -441,9 +441,10 @@ impl TopFrame {
 /// The frames of one view refreshed again and again (`top`'s loop): [`Frames::build`] and
 /// [`Frames::text`] give what [`TopFrame::build`] and [`TopFrame::text`] give, but keep their
 /// buffers, the tree's shape and each row's text from one frame to the next, so a refresh of a
-/// host whose functions did not change re-does per function only the rates, a comparison of the
-/// row with the one it replaces and a copy of its line; rows whose figures changed are formatted
-/// again, and all lines are padded again when a column's width changed.
+/// host whose functions did not change re-does per function only the rates of those with
+/// counters and a comparison of the row with the one it replaces; rows whose figures changed are
+/// formatted again and written over their old lines, and all lines are padded and copied again
+/// when a column's width changed.
 #[derive(Debug, Default)]
 pub struct Frames {
     frame: TopFrame,
