@@ -675,7 +675,7 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
         report["failed"]
     );
     let machines = report["machines"].as_array().unwrap();
-    assert!(machines.len() >= 123, "{}", machines.len());
+    assert!(machines.len() >= 159, "{}", machines.len());
     assert_eq!(report["files"], machines.len());
     let mut found = Vec::new();
     for m in machines {
@@ -725,7 +725,11 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
     // reading DLActive- above working devices, said as the failed link topo names, at info
     // (the bit alone proves no failure). The Relaxed Ordering findings on the files added
     // last (and the R230's ExtTag one) are pinned as the checks read them; their review by hand
-    // is still to do (docs/corpus.md says which).
+    // is still to do (docs/corpus.md says which). Of the Dell, HPE, Lenovo, IBM, Fujitsu,
+    // Oracle, Sugon and Cisco excerpts: the RX2530 M1's Emulex HBA at 2.5 GT/s below a 5 GT/s
+    // port is a real downtrain (the port's own LnkCtl2 targets 2.5 GT/s: set by firmware, not
+    // a bad slot); MaxReadReq 128 on the DL360 Gen10's and DL380 Gen11's iLO VGA functions is
+    // the BMC-framebuffer false positive again, pinned as the check reads today.
     assert_eq!(
         found,
         vec![
@@ -743,10 +747,12 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/dell-poweredge-r220.txt \"0000:02:00.0\" \"p2p-through-host\" \"info\"",
             "linuxhw/dell-poweredge-r230-perc-h730-bcm5720.txt \"0000:01:00.0\" \"ext-tag-off\" \"perf-loss\"",
             "linuxhw/dell-poweredge-r230-perc-h730-bcm5720.txt \"0000:03:00.1\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/dell-poweredge-r640-bcm5720.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-t110-ii-asm1062-bcm5722.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/dell-poweredge-t140-centos7.txt \"0000:02:00.1\" \"link-downtrained\" \"perf-loss\"",
             "linuxhw/fujitsu-primergy-mx130-s2.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/fujitsu-primergy-rx100-s7p-82574l-g200e.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/fujitsu-primergy-rx2530-m1-nvme-fc-target-speed.txt \"0000:03:00.0\" \"link-downtrained\" \"perf-loss\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
             "linuxhw/fujitsu-primergy-tx1330-m1.txt \"0000:03:00.0\" \"relaxed-ordering\" \"info\"",
@@ -759,6 +765,9 @@ fn the_corpus_reads_every_kept_machine_and_counts_every_function() {
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"link-downtrained\" \"info\"",
             "linuxhw/hpe-ml10-gen9.txt \"0000:02:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/hpe-proliant-dl20-gen9-bcm5720.txt \"0000:02:00.0\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/hpe-proliant-dl360-gen10-ilo5.txt \"0000:01:00.1\" \"mrrs-small\" \"perf-loss\"",
+            "linuxhw/hpe-proliant-dl360-gen10-ilo5.txt \"0000:01:00.1\" \"relaxed-ordering\" \"info\"",
+            "linuxhw/hpe-proliant-dl380-gen11-ilo-vga.txt \"0000:01:00.1\" \"mrrs-small\" \"perf-loss\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:01:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:02:00.0\" \"aspm-busy-link\" \"perf-loss\"",
             "linuxhw/hpe-proliant-microserver-gen10.txt \"0000:01:00.0\" \"relaxed-ordering\" \"info\"",
