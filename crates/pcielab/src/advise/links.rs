@@ -18,7 +18,7 @@ use crate::pcie::{Bdf, Generation};
 use crate::topology::check::{busy_functions, JudgedLink, LinkJudge, LinkJudgement, Shortfall};
 use crate::topology::health::read_function_health;
 use crate::topology::p2p::{self, Cpu, MapType, Reason};
-use crate::topology::{AspmLatency, DeviceFeatures, Function, Kind, Topology};
+use crate::topology::{Aspm, AspmLatency, DeviceFeatures, Function, Kind, Topology};
 
 /// lspci's rate text: "8GT/s", "2.5GT/s".
 fn rate(g: Generation) -> String {
@@ -610,8 +610,7 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             judged.clean();
             continue;
         }
-        // The functions of one device share its link; any of them busy keeps it busy, and
-        // ASPM enabled on any of them lets the link enter the state.
+        // The functions of one device share its link; any of them busy keeps it busy.
         let device = device_functions(topo, f);
         if let Some(unknown) = device
             .iter()
@@ -627,14 +626,33 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             }
             continue;
         }
-        let on: Vec<&Function> = std::iter::once(port)
-            .chain(device.iter().copied())
-            .filter(|u| u.aspm_enabled.any())
-            .collect();
-        if on.is_empty() {
+        // The states the link can enter. A device's own enable is what every one of its
+        // functions enables: a non-ARI multi-function device takes only those (PCI Express
+        // Base Specification, Link Control register, ASPM Control; an ARI device takes its
+        // function 0's alone, which the same rule reads wherever its functions agree). L1 is
+        // entered only when both ends enable it; L0s by each end's transmitter on its own.
+        let device_states = device.iter().fold(
+            Aspm {
+                l0s: true,
+                l1: true,
+            },
+            |a, u| Aspm {
+                l0s: a.l0s && u.aspm_enabled.l0s,
+                l1: a.l1 && u.aspm_enabled.l1,
+            },
+        );
+        let l1 = port.aspm_enabled.l1 && device_states.l1;
+        let l0s = port.aspm_enabled.l0s || device_states.l0s;
+        if !l0s && !l1 {
             judged.clean();
             continue;
         }
+        let port_enters = l1 || port.aspm_enabled.l0s;
+        let device_enters = l1 || device_states.l0s;
+        let on: Vec<&Function> = std::iter::once(port)
+            .filter(|_| port_enters)
+            .chain(device.iter().copied().filter(|_| device_enters))
+            .collect();
         let mut evidence: Vec<Evidence> = on
             .iter()
             .map(|u| {
@@ -657,8 +675,6 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
                     .then_some((u.bdf, d.l0s_exit, d.l1_exit))
             })
             .collect();
-        let l1 = on.iter().any(|u| u.aspm_enabled.l1);
-        let l0s = on.iter().any(|u| u.aspm_enabled.l0s);
         let exit_ns = ends
             .iter()
             .map(|(_, l0s_exit, l1_exit)| {

@@ -459,6 +459,63 @@ fn aspm_on_a_busy_link_costs_the_slower_ends_exit_latency_and_fixes_per_link_fir
     );
 }
 
+/// A root port with ASPM `port` above a two-function device whose functions enable `f0` and
+/// `f1` (spellings of `Aspm::SPELLINGS`), both bound to a driver.
+fn two_function_aspm(port: &str, f0: &str, f1: &str) -> (tempfile::TempDir, Machine) {
+    let link = "{ max_speed = 8.0, max_width = 16, speed = 8.0, width = 16 }";
+    let function = |bdf: &str, class: u32, aspm: &str, driver: &str| {
+        format!(
+            r#"[[function]]
+bdf = "{bdf}"
+kind = "endpoint"
+parent = "0000:00:01.0"
+vendor = 0x10de
+device_id = 0x1e04
+class = {class:#08x}
+link = {link}
+aspm = "{aspm}"
+aspm_supported = "l0s+l1"
+driver = "{driver}"
+"#
+        )
+    };
+    host_root_of(&format!(
+        "name = \"t\"\n{ROOT_PORT}\nlink = {link}\naspm = \"{port}\"\naspm_supported = \"l0s+l1\"\n{}{}",
+        function("0000:01:00.0", 0x030000, f0, "nvidia"),
+        function("0000:01:00.1", 0x040300, f1, "snd_hda_intel"),
+    ))
+}
+
+#[test]
+fn aspm_counts_only_the_states_a_link_can_enter() {
+    let states = |port: &str, f0: &str, f1: &str| -> Vec<String> {
+        let (_root, m) = two_function_aspm(port, f0, f1);
+        only(&m, "aspm-busy-link", &options())
+            .iter()
+            .map(|f| f.summary.split(" on a link").next().unwrap().to_string())
+            .collect()
+    };
+    // A GPU's audio function enabling L0s and L1 alone (the ASUS ESC8000 G4's and the
+    // Supermicro AS-4124GS-TNR's): a non-ARI device takes only what all its functions enable.
+    assert!(states("none", "none", "l0s+l1").is_empty());
+    // L1 at the port but not in the device (the Intel S1200RP's I210): L1 needs both ends.
+    assert!(states("l1", "none", "none").is_empty());
+    assert!(states("l1", "l1", "none").is_empty());
+    // L0s is entered by each transmitter alone: the port's is enough.
+    assert_eq!(
+        states("l0s", "none", "none"),
+        ["ASPM L0s enabled at 0000:00:01.0"]
+    );
+    assert_eq!(
+        states("l1", "l1", "l1"),
+        ["ASPM L1 enabled at 0000:00:01.0 and 0000:01:00.0 and 0000:01:00.1"]
+    );
+    assert_eq!(
+        states("l1", "l0s+l1", "l1"),
+        ["ASPM L1 enabled at 0000:00:01.0 and 0000:01:00.0 and 0000:01:00.1"]
+    );
+}
+
 #[test]
 fn ext_tags_off_is_found_only_where_devcap_supports_them_and_devctl_has_them_off() {
     let link = "{ max_speed = 8.0, max_width = 4, speed = 8.0, width = 4 }";
