@@ -39,9 +39,15 @@ fn busy_endpoint(f: &Function) -> bool {
     is_endpoint(f) && (f.driver.is_some() || !f.params.is_empty())
 }
 
-/// Storage, network, display and accelerator classes: the endpoints that move bulk DMA.
+/// Storage, network, display and accelerator classes: the endpoints that move bulk DMA. A
+/// display controller capable of one lane only is a BMC's framebuffer (Matrox G200e, ASPEED):
+/// the host writes its frames, it reads and writes nothing in bulk.
 fn moves_bulk_dma(f: &Function) -> bool {
-    matches!(f.class >> 16, 0x01 | 0x02 | 0x03 | 0x12)
+    match f.class >> 16 {
+        0x01 | 0x02 | 0x12 => true,
+        0x03 => f.link.and_then(|l| l.max_width) != Some(1),
+        _ => false,
+    }
 }
 
 /// The functions of `f`'s device: they share its link.
@@ -814,14 +820,19 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
     judged
 }
 
-/// The kernel's quirks (drivers/pci/quirks.c, Linux 6.12): root ports flagged
-/// PCI_DEV_FLAGS_NO_RELAXED_ORDERING (Intel Haswell/Broadwell Xeon root ports, AMD 0x1a00-0x1a02)
-/// and devices whose presence makes the host bridge refuse Extended Tags (3ware, ServerWorks).
+/// The kernel's quirks (drivers/pci/quirks.c, Linux 6.12): root ports listed for
+/// PCI_DEV_FLAGS_NO_RELAXED_ORDERING (Intel Haswell/Broadwell Xeon root ports, AMD 0x1a00-0x1a02;
+/// the erratum is the hardware's, but the fixup is declared for class 0x0000, so on these bridges
+/// the kernel never sets the flag nor clears RO below them) and devices whose presence makes the
+/// host bridge refuse Extended Tags (3ware, ServerWorks).
 const NO_RELAXED_ORDERING: [(u16, std::ops::RangeInclusive<u16>); 3] = [
     (0x8086, 0x6f01..=0x6f0e),
     (0x8086, 0x2f01..=0x2f0e),
     (0x1022, 0x1a00..=0x1a02),
 ];
+/// Drivers that clear their device's DevCtl Relaxed Ordering enable themselves: tg3 at every
+/// chip reset (Linux drivers/net/ethernet/broadcom/tg3.c, tg3_chip_reset).
+const CLEARS_RELAXED_ORDERING: [&str; 1] = ["tg3"];
 const NO_EXT_TAGS: [(u16, u16); 9] = [
     (0x13c1, 0x1004),
     (0x13c1, 0x1005),
@@ -1038,10 +1049,20 @@ pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
             judged.not_judged(f.bdf, context.input.features(f));
             continue;
         };
+        // Off below a driver that turns it off itself is that driver's choice, not a setting
+        // to change: a write would be undone at its next reset.
+        if !relaxed
+            && f.driver
+                .as_deref()
+                .is_some_and(|d| CLEARS_RELAXED_ORDERING.contains(&d))
+        {
+            judged.clean();
+            continue;
+        }
         let (severity, summary, command) = match (quirked, relaxed) {
             (true, true) => (
                 Severity::Risk,
-                format!("Relaxed Ordering is enabled on {} below root port {} ({:04x}:{:04x}), which the kernel flags for a completion erratum (quirk_relaxedordering_disable)", f.bdf, root.bdf, root.vendor, root.device),
+                format!("Relaxed Ordering is enabled on {} below root port {} ({:04x}:{:04x}), whose upstream RO erratum Linux lists in quirk_relaxedordering_disable; that fixup is declared for class 0x0000, never a root port's 0x0604, so the kernel leaves RO on below it", f.bdf, root.bdf, root.vendor, root.device),
                 format!("setpci -s {} CAP_EXP+8.w=0000:0010 — printed, not performed", f.bdf),
             ),
             (false, false) => (

@@ -218,6 +218,77 @@ fn slot_text(reporting: char, active: char) -> String {
     )
 }
 
+/// An unquirked root port and one endpoint below it as `lspci -vvnn` prints them: the
+/// endpoint's `class` (`Ethernet controller [0200]`), its LnkCap `width`, Relaxed Ordering
+/// off, MaxPayload and MaxReadReq 128 bytes, and `driver` bound.
+fn endpoint_text(class: &str, width: u8, driver: &str) -> String {
+    format!(
+        "00:1c.0 PCI bridge [0604]: Intel Corporation Device [8086:a33c] (rev f0) (prog-if 00 [Normal decode])
+\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0
+\tCapabilities: [40] Express (v2) Root Port (Slot+), MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0
+\t\t\tExtTag- RBE+
+\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-
+\t\t\tRlxdOrd+ ExtTag- PhantFunc- AuxPwr- NoSnoop-
+\t\t\tMaxPayload 128 bytes, MaxReadReq 128 bytes
+\t\tLnkCap:\tPort #5, Speed 5GT/s, Width x{width}, ASPM not supported
+\t\t\tClockPM- Surprise- LLActRep+ BwNot+ ASPMOptComp+
+\t\tLnkCtl:\tASPM Disabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x{width} (ok)
+\t\t\tTrErr- Train- SlotClk+ DLActive+ BWMgmt- ABWMgmt-
+\tKernel driver in use: pcieport
+
+01:00.0 {class}: Vendor Device [1234:5678]
+\tCapabilities: [70] Express (v2) Endpoint, MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0, Latency L0s unlimited, L1 unlimited
+\t\t\tExtTag+ AttnBtn- AttnInd- PwrInd- RBE+ FLReset-
+\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-
+\t\t\tRlxdOrd- ExtTag+ PhantFunc- AuxPwr- NoSnoop-
+\t\t\tMaxPayload 128 bytes, MaxReadReq 128 bytes
+\t\tLnkCap:\tPort #0, Speed 2.5GT/s, Width x{width}, ASPM not supported
+\t\t\tClockPM- Surprise- LLActRep- BwNot- ASPMOptComp-
+\t\tLnkCtl:\tASPM Disabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 2.5GT/s (ok), Width x{width} (ok)
+\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-
+\tKernel driver in use: {driver}
+"
+    )
+}
+
+/// The ids of the `checks` that find something in `text`, read as one machine's lspci output.
+fn found_in(text: &str, checks: &[&'static str]) -> Vec<&'static str> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lspci.txt");
+    std::fs::write(&path, text).unwrap();
+    let m: Machine = format!("lspci:{}", path.display()).parse().unwrap();
+    checks
+        .iter()
+        .copied()
+        .filter(|id| !only(&m, id, &options()).is_empty())
+        .collect()
+}
+
+#[test]
+fn relaxed_ordering_off_is_no_finding_where_the_driver_turns_it_off_itself() {
+    let nic = "Ethernet controller [0200]";
+    // tg3 clears the enable at every chip reset: the Dell and HPE BCM57xx NICs of the corpus.
+    assert!(found_in(&endpoint_text(nic, 1, "tg3"), &["relaxed-ordering"]).is_empty());
+    assert_eq!(
+        found_in(&endpoint_text(nic, 1, "igb"), &["relaxed-ordering"]),
+        ["relaxed-ordering"]
+    );
+}
+
+#[test]
+fn a_one_lane_display_controller_is_a_bmc_framebuffer_not_a_bulk_dma_device() {
+    let checks = ["mrrs-small", "relaxed-ordering"];
+    let vga = "VGA compatible controller [0300]";
+    // A Matrox G200e or ASPEED BMC VGA: written by the host, reading nothing in bulk.
+    assert!(found_in(&endpoint_text(vga, 1, "mgag200"), &checks).is_empty());
+    // A graphics card with sixteen lanes moves bulk data: both are judged and found.
+    assert_eq!(found_in(&endpoint_text(vga, 16, "radeon"), &checks), checks);
+}
+
 #[test]
 fn no_link_is_judged_below_a_port_whose_data_link_is_down() {
     let dir = tempfile::tempdir().unwrap();
