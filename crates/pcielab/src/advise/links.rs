@@ -18,7 +18,7 @@ use crate::pcie::{Bdf, Generation};
 use crate::topology::check::{busy_functions, JudgedLink, LinkJudge, LinkJudgement, Shortfall};
 use crate::topology::health::read_function_health;
 use crate::topology::p2p::{self, Cpu, MapType, Reason};
-use crate::topology::{AspmLatency, DeviceFeatures, Function, Kind, Topology};
+use crate::topology::{Aspm, AspmLatency, DeviceFeatures, Function, Kind, Topology};
 
 /// lspci's rate text: "8GT/s", "2.5GT/s".
 fn rate(g: Generation) -> String {
@@ -39,9 +39,15 @@ fn busy_endpoint(f: &Function) -> bool {
     is_endpoint(f) && (f.driver.is_some() || !f.params.is_empty())
 }
 
-/// Storage, network, display and accelerator classes: the endpoints that move bulk DMA.
+/// Storage, network, display and accelerator classes: the endpoints that move bulk DMA. A
+/// display controller capable of one lane only is a BMC's framebuffer (Matrox G200e, ASPEED):
+/// the host writes its frames, it reads and writes nothing in bulk.
 fn moves_bulk_dma(f: &Function) -> bool {
-    matches!(f.class >> 16, 0x01 | 0x02 | 0x03 | 0x12)
+    match f.class >> 16 {
+        0x01 | 0x02 | 0x12 => true,
+        0x03 => f.link.and_then(|l| l.max_width) != Some(1),
+        _ => false,
+    }
 }
 
 /// The functions of `f`'s device: they share its link.
@@ -610,8 +616,7 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             judged.clean();
             continue;
         }
-        // The functions of one device share its link; any of them busy keeps it busy, and
-        // ASPM enabled on any of them lets the link enter the state.
+        // The functions of one device share its link; any of them busy keeps it busy.
         let device = device_functions(topo, f);
         if let Some(unknown) = device
             .iter()
@@ -627,14 +632,33 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
             }
             continue;
         }
-        let on: Vec<&Function> = std::iter::once(port)
-            .chain(device.iter().copied())
-            .filter(|u| u.aspm_enabled.any())
-            .collect();
-        if on.is_empty() {
+        // The states the link can enter. A device's own enable is what every one of its
+        // functions enables: a non-ARI multi-function device takes only those (PCI Express
+        // Base Specification, Link Control register, ASPM Control; an ARI device takes its
+        // function 0's alone, which the same rule reads wherever its functions agree). L1 is
+        // entered only when both ends enable it; L0s by each end's transmitter on its own.
+        let device_states = device.iter().fold(
+            Aspm {
+                l0s: true,
+                l1: true,
+            },
+            |a, u| Aspm {
+                l0s: a.l0s && u.aspm_enabled.l0s,
+                l1: a.l1 && u.aspm_enabled.l1,
+            },
+        );
+        let l1 = port.aspm_enabled.l1 && device_states.l1;
+        let l0s = port.aspm_enabled.l0s || device_states.l0s;
+        if !l0s && !l1 {
             judged.clean();
             continue;
         }
+        let port_enters = l1 || port.aspm_enabled.l0s;
+        let device_enters = l1 || device_states.l0s;
+        let on: Vec<&Function> = std::iter::once(port)
+            .filter(|_| port_enters)
+            .chain(device.iter().copied().filter(|_| device_enters))
+            .collect();
         let mut evidence: Vec<Evidence> = on
             .iter()
             .map(|u| {
@@ -657,8 +681,6 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
                     .then_some((u.bdf, d.l0s_exit, d.l1_exit))
             })
             .collect();
-        let l1 = on.iter().any(|u| u.aspm_enabled.l1);
-        let l0s = on.iter().any(|u| u.aspm_enabled.l0s);
         let exit_ns = ends
             .iter()
             .map(|(_, l0s_exit, l1_exit)| {
@@ -798,14 +820,19 @@ pub(super) fn aspm_busy(context: &Context) -> CheckOutcome {
     judged
 }
 
-/// The kernel's quirks (drivers/pci/quirks.c, Linux 6.12): root ports flagged
-/// PCI_DEV_FLAGS_NO_RELAXED_ORDERING (Intel Haswell/Broadwell Xeon root ports, AMD 0x1a00-0x1a02)
-/// and devices whose presence makes the host bridge refuse Extended Tags (3ware, ServerWorks).
+/// The kernel's quirks (drivers/pci/quirks.c, Linux 6.12): root ports listed for
+/// PCI_DEV_FLAGS_NO_RELAXED_ORDERING (Intel Haswell/Broadwell Xeon root ports, AMD 0x1a00-0x1a02;
+/// the erratum is the hardware's, but the fixup is declared for class 0x0000, so on these bridges
+/// the kernel never sets the flag nor clears RO below them) and devices whose presence makes the
+/// host bridge refuse Extended Tags (3ware, ServerWorks).
 const NO_RELAXED_ORDERING: [(u16, std::ops::RangeInclusive<u16>); 3] = [
     (0x8086, 0x6f01..=0x6f0e),
     (0x8086, 0x2f01..=0x2f0e),
     (0x1022, 0x1a00..=0x1a02),
 ];
+/// Drivers that clear their device's DevCtl Relaxed Ordering enable themselves: tg3 at every
+/// chip reset (Linux drivers/net/ethernet/broadcom/tg3.c, tg3_chip_reset).
+const CLEARS_RELAXED_ORDERING: [&str; 1] = ["tg3"];
 const NO_EXT_TAGS: [(u16, u16); 9] = [
     (0x13c1, 0x1004),
     (0x13c1, 0x1005),
@@ -1022,10 +1049,20 @@ pub(super) fn relaxed_ordering(context: &Context) -> CheckOutcome {
             judged.not_judged(f.bdf, context.input.features(f));
             continue;
         };
+        // Off below a driver that turns it off itself is that driver's choice, not a setting
+        // to change: a write would be undone at its next reset.
+        if !relaxed
+            && f.driver
+                .as_deref()
+                .is_some_and(|d| CLEARS_RELAXED_ORDERING.contains(&d))
+        {
+            judged.clean();
+            continue;
+        }
         let (severity, summary, command) = match (quirked, relaxed) {
             (true, true) => (
                 Severity::Risk,
-                format!("Relaxed Ordering is enabled on {} below root port {} ({:04x}:{:04x}), which the kernel flags for a completion erratum (quirk_relaxedordering_disable)", f.bdf, root.bdf, root.vendor, root.device),
+                format!("Relaxed Ordering is enabled on {} below root port {} ({:04x}:{:04x}), whose upstream RO erratum Linux lists in quirk_relaxedordering_disable; that fixup is declared for class 0x0000, never a root port's 0x0604, so the kernel leaves RO on below it", f.bdf, root.bdf, root.vendor, root.device),
                 format!("setpci -s {} CAP_EXP+8.w=0000:0010 — printed, not performed", f.bdf),
             ),
             (false, false) => (
