@@ -1,6 +1,7 @@
 //! The machine spec reader: a TOML file (or a built-in preset) describing a PCIe hierarchy
-//! function by function, plus two free-form tables passed through untouched (`[sim]` for the
-//! simulator, `[function.device]` for device models). It validates structure and values and
+//! function by function, plus tables passed through for others: `[sim]` for the simulator,
+//! `[function.device]` for device models, and `[platform]` for the platform model (the fitted
+//! cost model, checked here by `model::platform`). It validates structure and values and
 //! reports every problem as bad input with `file:line`, the field and what would be valid.
 //! The format is documented with an example in `docs/topology.md`.
 
