@@ -564,9 +564,11 @@ impl Machine {
 
 /// An endpoint as a platform model predicts it ([`Machine::endpoint_model`]).
 pub struct EndpointModel {
+    /// The endpoint predicted (the one asked for, or the first with a link).
     pub device: Bdf,
     /// Its link's parameters (speed, width, MPS, MRRS).
     pub link: LinkParams,
+    /// The machine's platform model (its spec's `[platform]` table, or the defaults).
     pub platform: PlatformModel,
 }
 
