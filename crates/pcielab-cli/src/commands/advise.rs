@@ -9,8 +9,8 @@ use clap::Args as ClapArgs;
 use pcielab::advise::apply::{self, ApplyOptions, Change, ChangeReport, Recheck, UndoOptions};
 use pcielab::advise::facts::read_system;
 use pcielab::advise::{self as advice, AdviseOptions, Intent, Mute, Severity};
+use pcielab::machine::read_platform_file;
 use pcielab::machine::Machine;
-use pcielab::model::platform::read_platform_file;
 use pcielab::text::json_text;
 use pcielab::{Error, Result};
 

@@ -9,7 +9,6 @@ use clap::{Args as ClapArgs, Subcommand};
 use super::number_in;
 use pcielab::lab::mmio::{self, MmioOptions, Operation};
 use pcielab::lab::p2pcopy::{self, CopyOptions};
-use pcielab::machine::PcieSource;
 use pcielab::model::platform::IrqKind;
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
@@ -209,18 +208,7 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         force: args.force,
         root: std::path::PathBuf::from("/"),
     };
-    let machine = args.machine.open()?;
-    let report = match machine.pcie_source()? {
-        PcieSource::Sysfs { root, live: true } => mmio::measure(&MmioOptions {
-            root: root.to_path_buf(),
-            ..options
-        })?,
-        _ => {
-            let machine = machine.simulated_pcie()?;
-            endpoint(&machine.topology, args.bdf, &machine.name, "bench mmio")?;
-            mmio::predict(&options, &machine.platform, &machine.link_params(args.bdf))?
-        }
-    };
+    let report = mmio::measure_or_predict(&args.machine.open()?, options)?;
     if args.json {
         out!("{}", json_text("bench-mmio", &report)?)?;
     } else {
@@ -231,25 +219,12 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
 
 fn run_irq(args: IrqArgs) -> Result<()> {
     let kind = IrqKind::parse(&args.kind)?;
-    let machine = args
+    let model = args
         .machine
         .open_required("bench irq predicts on a simulated machine (sim:PRESET or sim:FILE.toml)")?
-        .simulated_pcie()?;
-    let device = match args.device {
-        Some(bdf) => endpoint(&machine.topology, bdf, &machine.name, "bench irq --device")?,
-        None => machine
-            .topology
-            .functions()
-            .iter()
-            .find(|f| f.kind == pcielab::topology::Kind::Endpoint && f.link.is_some())
-            .map(|f| f.bdf)
-            .ok_or_else(|| {
-                Error::bad_input(format!("{}: no endpoint with a link", machine.name))
-            })?,
-    };
-    let prediction = machine
-        .platform
-        .irq_prediction(kind, &machine.link_params(device));
+        .endpoint_model(args.device, "bench irq --device")?;
+    let device = model.device;
+    let prediction = model.platform.irq_prediction(kind, &model.link);
     if args.json {
         out!("{}", json_text("bench-irq", &prediction)?)?;
     } else {
@@ -262,28 +237,6 @@ fn run_irq(args: IrqArgs) -> Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// `bdf` when it names an endpoint of `topology`: bridges and ports have no BAR to load from and
-/// raise no device interrupts, so benchmarking one is bad input naming what it is.
-fn endpoint(
-    topology: &pcielab::topology::Topology,
-    bdf: pcielab::pcie::Bdf,
-    machine: &str,
-    what: &str,
-) -> Result<pcielab::pcie::Bdf> {
-    use pcielab::topology::Kind;
-    let f = topology
-        .get(bdf)
-        .ok_or_else(|| Error::bad_input(format!("{what} {bdf}: no such function on {machine}")))?;
-    if matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint) {
-        Ok(bdf)
-    } else {
-        Err(Error::bad_input(format!(
-            "{what} {bdf}: is a {} on {machine}, not an endpoint: name a device (`pcielab topo` lists them)",
-            f.kind.name().replace('_', " ")
-        )))
-    }
 }
 
 fn run_p2p(args: P2pArgs) -> Result<()> {

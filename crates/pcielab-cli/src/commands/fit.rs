@@ -4,9 +4,9 @@
 //! `pcielab::model::fit`.
 
 use clap::Args as ClapArgs;
+use pcielab::machine::read_platform_file;
 use pcielab::model::fit::{fit, predict_rows, FitDocument};
 use pcielab::model::measurements::parse_measurements;
-use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::text::json_text;
 use pcielab::Result;

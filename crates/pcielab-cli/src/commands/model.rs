@@ -5,8 +5,9 @@
 
 use super::number_in;
 use clap::Args as ClapArgs;
+use pcielab::machine::read_platform_file;
 use pcielab::model::io::{LinkPower, L0S_ENTRY_NS, L1_ENTRY_NS};
-use pcielab::model::platform::{read_platform_file, PlatformModel, P};
+use pcielab::model::platform::{PlatformModel, P};
 use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_SIZES};
 use pcielab::model::transfer::{LinkParams, Overheads};
 use pcielab::pcie::tlp::TlpFormat;

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use pcielab::machine::read_platform_file;
 use pcielab::machine::Machine;
-use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
 use pcielab::pmu::counters::{StatEnd, StatRequest};
 use pcielab::text::json_text;

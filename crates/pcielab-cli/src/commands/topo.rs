@@ -3,7 +3,7 @@
 
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::model::platform::read_platform_file;
+use pcielab::machine::read_platform_file;
 use pcielab::plot;
 use pcielab::text::json_text;
 use pcielab::topology::export::export_sysfs;

@@ -205,7 +205,7 @@ fn platform_dma(model: Option<&PlatformModel>, f: &Function) -> Option<(f64, f64
     Some(model.streaming_dma_mbps(&f.link_params()?))
 }
 
-/// The JSON view of a platform, with `model`'s predictions on its endpoints' links.
+/// The JSON view of a machine's topology, with `model`'s predictions on its endpoints' links.
 pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJson {
     let topo = &spec.topology;
     let mut found = warnings(topo);

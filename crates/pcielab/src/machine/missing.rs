@@ -1,10 +1,11 @@
-//! Why a fact a check needs is missing, said in one place for every check: what the input
-//! lacks and how to get it. A check asks here only once it found the fact `None` on a
-//! [`Function`] (or absent from the machine's files); the reason depends on where the facts
-//! came from (a live host, a snapshot, lspci output, a spec) and on the function itself (no PCI
-//! Express capability at all, or a capability list the reader could not reach).
+//! Why a fact is missing, said in one place for every check of `advise`: what the machine's
+//! input lacks and how to get it ([`super::Machine::input`]). A check asks here only once it
+//! found the fact `None` on a [`Function`] (or absent from the machine's files); the reason
+//! depends on the access method the facts came through (a live host, a snapshot, lspci output,
+//! a spec) and on the function itself (no PCI Express capability at all, or a capability list
+//! the reader could not reach). Callers ask for a reason, never for the kind of input.
 
-use crate::topology::{Function, Topology};
+use crate::topology::Function;
 
 /// Where a machine's facts were read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,23 +21,6 @@ pub(crate) enum Input {
 }
 
 impl Input {
-    /// The input of a machine whose PCI tree is `topo`, read from sysfs (`live` or saved),
-    /// lspci output or a spec; `whole_root` where its `/sys` and `/proc` were found.
-    pub fn of(source: &crate::machine::PcieSource, topo: &Topology, whole_root: bool) -> Input {
-        use crate::machine::PcieSource;
-        match source {
-            PcieSource::Sysfs { live: true, .. } => Input::Host,
-            PcieSource::Sysfs { live: false, .. } => Input::Snapshot { whole_root },
-            PcieSource::Listing => Input::Lspci {
-                drivers_listed: topo
-                    .functions()
-                    .iter()
-                    .any(|f| f.evidence.lines.contains_key("driver")),
-            },
-            PcieSource::Simulated => Input::Spec,
-        }
-    }
-
     /// Why whether `f` has a driver bound (is busy) is unknown; `None` when it is known.
     pub fn driver(&self) -> Option<String> {
         match self {
@@ -165,7 +149,3 @@ impl Input {
 /// The reason for a function without a PCI Express capability.
 const NO_EXPRESS: &str =
     "no PCI Express capability (conventional PCI or virtio): it has no PCIe link registers";
-
-/// Why `f`'s path to the root cannot be judged: the input stops before a root port.
-pub(crate) const NO_ROOT_PORT: &str = "the input holds no root port above it (one device's \
-     output, `lspci -s`): capture the whole machine";

@@ -5,14 +5,25 @@
 //! function; what QEMU expresses differently from the spec (every current link trains at
 //! 2.5 GT/s x1) is returned as a [`Limit`], so callers report it instead of hiding it.
 
-use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
+use serde::Serialize;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::pcie::{Bdf, Generation};
-use crate::topology::{Function, Kind, Link, Topology};
+use crate::topology::{Function, Kind, Topology};
+
+mod limits;
+#[cfg(test)]
+mod tests;
+
+pub use limits::Limit;
+use limits::{
+    current_link_limits, downstream_cap_limits, endpoint_link_limits, fixed_cap_limits, numa_limit,
+    QEMU_FIXED_ENDPOINT,
+};
+pub(crate) use limits::{show_opt, show_speed};
 
 /// Machine-wide choices that are not part of the topology.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,17 +68,6 @@ pub struct Disk {
     pub size_mib: u64,
 }
 
-/// A spec value QEMU 7.2 cannot reproduce, and what the guest will report instead.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Limit {
-    pub bdf: Bdf,
-    /// The field as `lab check` names it: `link.speed`, `link.width`, `link.max_speed`, …
-    pub field: Cow<'static, str>,
-    pub spec: String,
-    pub qemu: String,
-    pub why: Cow<'static, str>,
-}
-
 /// The QEMU invocation for a topology.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct QemuPlan {
@@ -80,16 +80,6 @@ pub struct QemuPlan {
     /// The guest kernel's command line (`-append`): the lab's own parameters, then
     /// [`MachineOptions::kernel_args`].
     pub kernel_cmdline: String,
-}
-
-impl std::fmt::Display for Limit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {}: spec {}, QEMU shows {} ({})",
-            self.bdf, self.field, self.spec, self.qemu, self.why
-        )
-    }
 }
 
 impl QemuPlan {
@@ -152,16 +142,6 @@ pub fn parse_qemu_version(text: &str) -> Option<(u32, u32)> {
     let mut parts = rest.split(|c: char| !c.is_ascii_digit());
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
-
-const QEMU_CURRENT_LINK: &str = "QEMU 7.2 emulates no link training: every current link \
-     reports 2.5 GT/s x1";
-const QEMU_FIXED_ENDPOINT: &str = "QEMU 7.2 endpoints and the x3130 upstream port have a fixed \
-     2.5 GT/s x1 link capability";
-const QEMU_DOWNSTREAM_CAP: &str = "QEMU 7.2's xio3130 downstream port reports no link \
-     capability (Unknown speed, width 0)";
-const QEMU_INTEGRATED: &str = "an integrated endpoint on the root bus has no link in QEMU";
-const QEMU_NUMA_MAIN_BUS: &str = "q35's main host bridge has no NUMA affinity (_PXM): its \
-     functions report no node";
 
 /// What QEMU device a spec function becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -708,17 +688,6 @@ fn first_numa_below(topology: &Topology, root_bus: u8) -> Option<i32> {
         .find_map(|f| f.numa_node.filter(|n| *n >= 0))
 }
 
-fn numa_limit(f: &Function, guest_node: Option<i32>) -> Option<Limit> {
-    let spec = f.numa_node.filter(|n| *n >= 0);
-    (spec.is_some() && spec != guest_node && guest_node.is_none()).then(|| Limit {
-        bdf: f.bdf,
-        field: "numa_node".into(),
-        spec: show_opt(spec),
-        qemu: "none".into(),
-        why: QEMU_NUMA_MAIN_BUS.into(),
-    })
-}
-
 fn has_other_functions(topology: &Topology, bdf: Bdf) -> bool {
     topology.functions().iter().any(|g| {
         g.bdf.domain == bdf.domain
@@ -750,112 +719,6 @@ fn root_port_caps(f: &Function) -> std::result::Result<(&'static str, u8), Strin
         ));
     }
     Ok((speed, width))
-}
-
-/// A link speed as limits and `lab check` show it: `8 GT/s`, or `unknown`.
-pub(crate) fn show_speed(g: Option<Generation>) -> String {
-    g.map_or("unknown".into(), |g| format!("{} GT/s", g.gt_s()))
-}
-
-/// An optional value as limits and `lab check` show it, `none` when absent.
-pub(crate) fn show_opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or("none".into(), |v| v.to_string())
-}
-
-fn link_limits(
-    f: &Function,
-    actual: Link,
-    fields: [&'static str; 2],
-    why: &'static str,
-) -> Vec<Limit> {
-    let spec = f.link.unwrap_or_default();
-    let (speed_field, width_field) = (fields[0], fields[1]);
-    let (spec_speed, spec_width, qemu_speed, qemu_width) = if speed_field == "link.speed" {
-        (spec.speed, spec.width, actual.speed, actual.width)
-    } else {
-        (
-            spec.max_speed,
-            spec.max_width,
-            actual.max_speed,
-            actual.max_width,
-        )
-    };
-    let mut limits = Vec::new();
-    if spec_speed.is_some() && spec_speed != qemu_speed {
-        limits.push(Limit {
-            bdf: f.bdf,
-            field: speed_field.into(),
-            spec: show_speed(spec_speed),
-            qemu: show_speed(qemu_speed),
-            why: why.into(),
-        });
-    }
-    if spec_width.is_some() && spec_width != qemu_width {
-        limits.push(Limit {
-            bdf: f.bdf,
-            field: width_field.into(),
-            spec: show_opt(spec_width),
-            qemu: show_opt(qemu_width),
-            why: why.into(),
-        });
-    }
-    limits
-}
-
-const TRAINED_LINK: Link = Link::trained((Generation::Gen1, 1), (Generation::Gen1, 1));
-
-/// A port's current link follows its child; a port with a child reports 2.5 GT/s x1.
-fn current_link_limits(topology: &Topology, f: &Function) -> Vec<Limit> {
-    if topology.children(f.bdf).next().is_none() {
-        return Vec::new();
-    }
-    link_limits(
-        f,
-        TRAINED_LINK,
-        ["link.speed", "link.width"],
-        QEMU_CURRENT_LINK,
-    )
-}
-
-fn fixed_cap_limits(f: &Function, why: &'static str) -> Vec<Limit> {
-    link_limits(f, TRAINED_LINK, ["link.max_speed", "link.max_width"], why)
-}
-
-fn downstream_cap_limits(f: &Function) -> Vec<Limit> {
-    let unknown = Link::default();
-    link_limits(
-        f,
-        unknown,
-        ["link.max_speed", "link.max_width"],
-        QEMU_DOWNSTREAM_CAP,
-    )
-}
-
-fn endpoint_link_limits(f: &Function) -> Vec<Limit> {
-    if f.parent.is_none() {
-        let none = Link::default();
-        let mut limits = link_limits(
-            f,
-            none,
-            ["link.max_speed", "link.max_width"],
-            QEMU_INTEGRATED,
-        );
-        limits.extend(link_limits(
-            f,
-            none,
-            ["link.speed", "link.width"],
-            QEMU_INTEGRATED,
-        ));
-        return limits;
-    }
-    let mut limits = fixed_cap_limits(f, QEMU_FIXED_ENDPOINT);
-    limits.extend(link_limits(
-        f,
-        TRAINED_LINK,
-        ["link.speed", "link.width"],
-        QEMU_CURRENT_LINK,
-    ));
-    limits
 }
 
 /// A size in MiB from the function's `[device]` table, in 1..=`max`.
@@ -899,75 +762,4 @@ fn nvme_serial(f: &Function) -> std::result::Result<String, String> {
 /// QEMU's option syntax doubles commas inside values.
 fn qemu_escape(path: &Path) -> String {
     path.display().to_string().replace(',', ",,")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pcie::bdf;
-
-    fn plan_of(argv: &[&str]) -> QemuPlan {
-        QemuPlan {
-            argv: argv.iter().map(|w| w.to_string()).collect(),
-            disks: Vec::new(),
-            limits: Vec::new(),
-            numa_nodes: 1,
-            kernel_cmdline: String::new(),
-        }
-    }
-
-    #[test]
-    fn vcpus_are_split_over_numa_nodes_when_each_can_have_one() {
-        assert_eq!(node_cpus(0, 2, 1), Some((0, 0)));
-        assert_eq!(node_cpus(1, 2, 1), None);
-        assert_eq!(node_cpus(0, 2, 2), Some((0, 0)));
-        assert_eq!(node_cpus(1, 2, 2), Some((1, 1)));
-        assert_eq!(node_cpus(0, 3, 8), Some((0, 1)));
-        assert_eq!(node_cpus(2, 3, 8), Some((4, 7)));
-        assert_eq!(node_cpus(0, 1, 4), Some((0, 3)));
-    }
-
-    #[test]
-    fn shell_command_puts_options_on_lines_and_quotes_only_what_needs_it() {
-        let plan = plan_of(&[
-            "qemu-system-x86_64",
-            "-machine",
-            "q35,accel=tcg",
-            "-append",
-            "console=ttyS0 it's",
-            "-nographic",
-        ]);
-        assert_eq!(
-            plan.shell_command(),
-            "qemu-system-x86_64 \\\n  -machine q35,accel=tcg \\\n  -append 'console=ttyS0 it'\\''s' \\\n  -nographic"
-        );
-        assert_eq!(plan_of(&[]).shell_command(), "");
-    }
-
-    #[test]
-    fn q35_builtins_are_the_fixed_addresses_only() {
-        for addr in ["00:00.0", "00:1f.0", "00:1f.2", "00:1f.3"] {
-            assert!(is_q35_builtin(bdf(addr)), "{addr}");
-        }
-        for addr in ["00:1f.1", "00:02.0", "01:00.0"] {
-            assert!(!is_q35_builtin(bdf(addr)), "{addr}");
-        }
-    }
-
-    #[test]
-    fn limit_line_names_function_field_and_reason() {
-        let limit = Limit {
-            bdf: bdf("00:02.0"),
-            field: "link.speed".into(),
-            spec: "16 GT/s".into(),
-            qemu: "2.5 GT/s".into(),
-            why: QEMU_CURRENT_LINK.into(),
-        };
-        assert_eq!(
-            limit.to_string(),
-            format!(
-                "0000:00:02.0 link.speed: spec 16 GT/s, QEMU shows 2.5 GT/s ({QEMU_CURRENT_LINK})"
-            )
-        );
-    }
 }
