@@ -177,7 +177,7 @@ fn escapes_from_inputs_are_shown_not_obeyed_and_json_stays_exact() {
     .unwrap();
     let r = expect(d.path(), &["topo", "--machine", "lspci:evil.txt"], 0, "");
     assert!(!r.stdout.contains('\x1b') && !r.stdout.contains('\x07'));
-    assert!(r.stdout.contains("\\u{1b}[31mEvil"), "{}", r.stdout);
+    assert!(r.stdout.contains("\\x1b[31mEvil"), "{}", r.stdout);
     let r = expect(
         d.path(),
         &["topo", "--json", "--machine", "lspci:evil.txt"],
@@ -289,20 +289,31 @@ fn man_dir_writes_pages_under_the_output_policy() {
     std::fs::create_dir(&locked).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
     expect(d.path(), &["man", "locked"], 2, "is a read-only directory");
-    // A FIFO page nobody reads is an error at once, not a wait.
+    // A FIFO page is refused before any page is written, never waited on.
     let fifo_dir = d.path().join("fifo");
     std::fs::create_dir(&fifo_dir).unwrap();
-    let page =
-        std::ffi::CString::new(fifo_dir.join("pcielab.1").as_os_str().as_encoded_bytes()).unwrap();
+    let page = std::ffi::CString::new(
+        fifo_dir
+            .join("pcielab-topo.1")
+            .as_os_str()
+            .as_encoded_bytes(),
+    )
+    .unwrap();
     // SAFETY: page is a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(page.as_ptr(), 0o600) }, 0);
     let r = expect(
         d.path(),
         &["man", "fifo"],
-        1,
-        "a FIFO with no process reading it",
+        2,
+        "pcielab-topo.1 is a FIFO, not a file; a manual page is written only as a regular file \
+         (nothing was written",
     );
     no_panic(&r);
+    assert_eq!(
+        std::fs::read_dir(&fifo_dir).unwrap().count(),
+        1,
+        "no page written beside the FIFO"
+    );
 }
 
 #[test]

@@ -1238,7 +1238,7 @@ mod tests {
         f.rows[1].devices = vec!["block/sd\na".into()];
         let text = f.text();
         assert!(!text.contains('\u{1b}'));
-        assert!(text.contains("disk\\u{1b}[2J (block/sd\\na)"), "{text}");
+        assert!(text.contains("disk\\x1b[2J (block/sd\\na)"), "{text}");
     }
 
     #[test]
