@@ -152,6 +152,18 @@ fn malformed_lspci_lines_are_refused_naming_file_line_and_value() {
             "00:01.0 Bridge: x\n\tCapabilities: [40] Express (v2) Endpoint\n\t\tDevCtl:\tx\n\t\t\tMaxPayload 0 bytes, MaxReadReq 512 bytes\n",
             "bad.txt:4: MaxPayload '0' bytes is not a size lspci prints: expected 128, 256, 512, 1024, 2048 or 4096",
         ),
+        (
+            "00:01.0 Bridge: x\n\tCapabilities: [40] Express (v2) Endpoint\n\t\tDevCap:\tMaxPayload 65535 bytes, PhantFunc 0\n",
+            "bad.txt:3: MaxPayload '65535' bytes is not a size lspci prints",
+        ),
+        (
+            "00:01.0 Bridge: x\n\tCapabilities: [40] Express (v2) Endpoint\n\t\tDevCap:\tMaxPayload 384 bytes, PhantFunc 0\n",
+            "bad.txt:3: MaxPayload '384' bytes is not a size lspci prints",
+        ),
+        (
+            "00:00.0 x\nDear \x1b[2J support\n",
+            "bad.txt:2: 'Dear \\x1b[2J support' is not lspci output",
+        ),
     ] {
         std::fs::write(d.path().join("bad.txt"), text).unwrap();
         let r = expect(d.path(), &["topo", "--machine", "lspci:bad.txt"], 2, wanted);
