@@ -95,8 +95,9 @@ pub struct FunctionJson {
     pub evidence: EvidenceJson,
 }
 
-/// A function's [`Evidence`] in the JSON view: each fact's line with its text, and the facts
-/// the input did not give.
+/// Where a function's facts came from, for readers of text someone pasted (lspci output): the
+/// line behind each fact, by fact name (`lnksta`, `devctl`, …), and the facts the input did not
+/// give (which stay unknown rather than guessed). Empty for the other readers.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(rename = "Evidence")]
 pub struct EvidenceJson {
