@@ -207,6 +207,11 @@ fn escapes_from_inputs_are_shown_not_obeyed_and_json_stays_exact() {
         let r = run_in(d.path(), &["topo", "--machine", machine]);
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(!r.stderr.contains('\x1b'), "{:?}", r.stderr);
+        assert!(
+            r.stderr.contains("\\x1b[2J"),
+            "shown, not dropped: {:?}",
+            r.stderr
+        );
     }
 }
 
