@@ -77,7 +77,18 @@ pub fn cli_command() -> clap::Command {
 fn clap_message(e: &clap::Error) -> i32 {
     let styled = e.render();
     if e.use_stderr() {
-        eprint!("{}", pcielab::text::terminal_text(&styled.to_string()));
+        // clap's plain text drops every escape sequence, the user's own included; the same
+        // refusal rendered without styles keeps the user's for terminal_text to show as `\x1b`.
+        let unstyled = cli_command()
+            .styles(clap::builder::Styles::plain())
+            .try_get_matches()
+            .err()
+            .filter(|again| again.kind() == e.kind());
+        let text = unstyled.map_or_else(
+            || styled.to_string(),
+            |again| again.render().ansi().to_string(),
+        );
+        eprint!("{}", pcielab::text::terminal_text(&text));
         return 2;
     }
     // SAFETY: isatty only inspects the descriptor.

@@ -2,7 +2,9 @@
 //! same clap definition that parses the command line.
 
 use clap::Args as ClapArgs;
+use pcielab::input::OutputTarget;
 use pcielab::{Error, Result};
+use std::os::unix::fs::FileTypeExt;
 use std::path::PathBuf;
 
 #[derive(ClapArgs)]
@@ -49,14 +51,29 @@ pub fn run_man(args: ManArgs) -> Result<()> {
         )));
     }
     // The directory and every page go through the policy of every other output (no link out of
-    // the directory, no read-only page replaced); all are checked before the first is written.
+    // the directory, no read-only page replaced); all are checked before the first is written,
+    // and each is written whole into a new file renamed over the page. A page must be a file:
+    // a FIFO or device planted under a page's name would block or take the text elsewhere.
     let dir = pcielab::input::output_dir(&dir)?;
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
     let mut pages = Vec::new();
     every_page(cmd, &mut pages)?;
     for (name, _) in &pages {
-        pcielab::input::output_target(&dir.join(name))?;
+        let page = dir.join(name);
+        let kind = match pcielab::input::output_target(&page)? {
+            OutputTarget::File { .. } => continue,
+            OutputTarget::Stdout => "standard output",
+            OutputTarget::Stream(at) => match std::fs::metadata(at) {
+                Ok(meta) if meta.file_type().is_fifo() => "a FIFO",
+                _ => "a device",
+            },
+        };
+        return Err(Error::bad_input(format!(
+            "man: {} is {kind}, not a file; a manual page is written only as a regular file \
+             (nothing was written: remove it or give another directory)",
+            page.display()
+        )));
     }
     for (name, page) in &pages {
         pcielab::input::write_output(&dir.join(name), page)?;

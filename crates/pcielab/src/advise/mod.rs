@@ -69,15 +69,14 @@ fn quote_input_lines(advice: &mut Advice, topology: &crate::topology::Topology) 
             // register's; the reader keeps one line per capability where lspci prints its
             // control register only (ACSCtl is the "acs" fact).
             let flag_fact = format!("{fact}.{}", flag.trim().to_ascii_lowercase());
-            let lines = bdf.and_then(|b| topology.get(b)).map(|f| &f.evidence.lines);
-            let quoted = lines.and_then(|lines| {
-                lines
-                    .get(&flag_fact)
-                    .or_else(|| lines.get(&fact))
-                    .or_else(|| lines.get(fact.strip_suffix("ctl")?))
+            let read = bdf.and_then(|b| topology.get(b)).map(|f| &f.evidence);
+            let quoted = read.and_then(|read| {
+                read.line(&flag_fact)
+                    .or_else(|| read.line(&fact))
+                    .or_else(|| read.line(fact.strip_suffix("ctl")?))
             });
-            if let Some(line) = quoted {
-                evidence.line = Some(format!("line {}: {}", line.line, line.text.trim()));
+            if let Some((number, text)) = quoted {
+                evidence.line = Some(format!("line {number}: {}", text.trim()));
             }
         }
     }

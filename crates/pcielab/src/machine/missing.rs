@@ -37,7 +37,7 @@ impl Input {
 
     /// Why `f`'s PCI Express registers (DevCap/DevCtl, LnkCap/LnkCtl/LnkSta) are unknown.
     pub fn express(&self, f: &Function) -> String {
-        let unknown = |fact: &str| f.evidence.unknown.iter().any(|u| u == fact);
+        let unknown = |fact: &str| f.evidence.is_unknown(fact);
         match self {
             // An unprivileged read of sysfs `config` stops at 64 bytes, before the capability
             // list; a full read that finds no PCI Express capability leaves ACS known absent.

@@ -417,7 +417,7 @@ impl Machine {
                 drivers_listed: topology
                     .functions()
                     .iter()
-                    .any(|f| f.evidence.lines.contains_key("driver")),
+                    .any(|f| f.evidence.line("driver").is_some()),
             },
             Access::SimPcie(_) | Access::SimResctrl(_) => Input::Spec,
         })

@@ -418,7 +418,13 @@ impl Observer {
                 Some(old) => {
                     let mut name = std::mem::take(&mut old.name);
                     let mut kept = std::mem::take(&mut old.devices);
-                    name.clone_from(&f.name);
+                    match (&mut name, f.name.as_deref()) {
+                        (Some(kept), Some(now)) => {
+                            kept.clear();
+                            kept.push_str(now);
+                        }
+                        (slot, now) => *slot = now.map(str::to_string),
+                    }
                     kept.clear();
                     kept.extend_from_slice(devices);
                     *old = FunctionSample {
@@ -428,7 +434,7 @@ impl Observer {
                     };
                 }
                 None => out.functions.push(FunctionSample {
-                    name: f.name.clone(),
+                    name: f.name.as_deref().map(str::to_string),
                     devices: devices.to_vec(),
                     ..sample
                 }),

@@ -26,7 +26,7 @@ pub(crate) fn aspm_busy(context: &Context) -> CheckOutcome {
         let device = device_functions(topo, f);
         if let Some(unknown) = device
             .iter()
-            .find(|u| u.link.is_none() || u.evidence.unknown.iter().any(|x| x == "aspm"))
+            .find(|u| u.link.is_none() || u.evidence.is_unknown("aspm"))
         {
             judged.not_judged(subject, context.input.express(unknown));
             continue;

@@ -282,7 +282,7 @@ fn names_from_files_cannot_drive_the_terminal() {
     f.rows[1].devices = vec!["block/sd\na".into()];
     let text = f.text();
     assert!(!text.contains('\u{1b}'));
-    assert!(text.contains("disk\\u{1b}[2J (block/sd\\na)"), "{text}");
+    assert!(text.contains("disk\\x1b[2J (block/sd\\na)"), "{text}");
 }
 
 #[test]

@@ -21,11 +21,11 @@ use crate::pcie::{Bdf, Generation};
 use crate::topology::config_space::{kind_of, port_type};
 use crate::topology::lspci_source::{
     check_unique, header_line, link_by_bus_ranges, passed_over, passed_over_note, Header,
-    LspciFormat, LspciRead, Source,
+    LspciFormat, LspciRead, Source, MAX_LSPCI_FUNCTIONS,
 };
 use crate::topology::{
-    Acs, AerMasks, AerStatus, Aspm, AspmLatency, FactSource, Function, Link, LinkStatus2, Topology,
-    AER_CORRECTABLE_FLAGS, AER_UNCORRECTABLE_FLAGS, DEVICE_ERROR_FLAGS,
+    Acs, AerMasks, AerStatus, Aspm, AspmLatency, FactSource, Function, Link, LinkStatus2,
+    SharedNames, Topology, AER_CORRECTABLE_FLAGS, AER_UNCORRECTABLE_FLAGS, DEVICE_ERROR_FLAGS,
 };
 
 /// Where the extended capabilities start: a capability listed at or above it proves lspci
@@ -122,7 +122,35 @@ struct Block {
 }
 
 pub(crate) fn read(source: &Source) -> Result<LspciRead> {
-    let mut blocks: Vec<Block> = Vec::new();
+    // Each function starts on an unindented line: room for them all at once, so the list is
+    // never copied as it grows (a large listing would hold two copies while it is).
+    let unindented = source
+        .lines
+        .iter()
+        .filter(|l| !l.is_empty() && !l.starts_with(char::is_whitespace))
+        .count();
+    let mut functions = Vec::with_capacity(unindented.min(MAX_LSPCI_FUNCTIONS));
+    // The classes worded without a number (no `-n`), by the function's place in `functions`.
+    let mut class_names = Vec::new();
+    let mut kernel_lines = false;
+    let mut names = SharedNames::default();
+    let mut open: Option<Block> = None;
+    let mut close = |block: Block, functions: &mut Vec<Function>| {
+        kernel_lines |= block.kernel_lines;
+        if let Some((name, prog_if)) = block.class_name.clone() {
+            class_names.push(WordedClass {
+                place: functions.len(),
+                name,
+                prog_if,
+                port: block.port,
+                header_type: block.header_type,
+            });
+        }
+        let mut f = finish(block);
+        f.name = names.share(f.name.take());
+        f.driver = names.share(f.driver.take());
+        functions.push(f);
+    };
     let mut seen = HashMap::new();
     let mut skipped = Vec::new();
     for (index, raw) in source.lines.iter().enumerate() {
@@ -130,19 +158,21 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
         let header = header_line(line);
         if let Header::Function(bdf, rest) = header {
             check_unique(source, &mut seen, bdf, index)?;
-            blocks.push(header_block(bdf, rest, index + 1, line));
+            if let Some(done) = open.replace(header_block(source, bdf, rest, index + 1)) {
+                close(done, &mut functions);
+            }
         } else if let Header::Malformed(why) = header {
             return Err(source.bad(index, why));
         } else if line.trim().is_empty() {
             continue;
         } else if line.starts_with(char::is_whitespace) {
-            if let Some(block) = blocks.last_mut() {
-                detail(block, line.trim(), index + 1, line);
+            if let Some(block) = open.as_mut() {
+                detail(block, line.trim(), index + 1);
                 if let Some((number, why)) = block.invalid.take() {
                     return Err(source.bad(number - 1, why));
                 }
             }
-        } else if passed_over(line, blocks.is_empty()) {
+        } else if passed_over(line, open.is_none()) {
             skipped.push(index);
         } else {
             return Err(source.bad(
@@ -155,16 +185,19 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
             ));
         }
     }
+    if let Some(done) = open {
+        close(done, &mut functions);
+    }
+    drop(seen);
     // `-k` prints a driver line for every bound function: with it, a function without one has
     // no driver; without it, nobody's driver is known.
-    let driver_source = if blocks.iter().any(|b| b.kernel_lines) {
+    let driver_source = if kernel_lines {
         FactSource::LspciKernelLines
     } else {
         FactSource::Unknown
     };
     let mut notes: Vec<String> = passed_over_note(source, &skipped).into_iter().collect();
-    notes.extend(ids_from_names(&mut blocks));
-    let mut functions: Vec<Function> = blocks.into_iter().map(finish).collect();
+    notes.extend(ids_from_names(&mut functions, &class_names));
     for f in &mut functions {
         f.driver_source = driver_source;
     }
@@ -176,45 +209,49 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
     })
 }
 
+/// A class lspci worded without its number (no `-n`), with what the function's kind follows
+/// from once the number is known.
+struct WordedClass {
+    /// The function's place in the list read.
+    place: usize,
+    name: String,
+    prog_if: u32,
+    port: Option<u8>,
+    header_type: u8,
+}
+
 /// Without `-nn` lspci prints vendors, devices and classes as names from the PCI ID database:
 /// the installed database gives their numbers back (and with the class, the host bridge its
 /// kind). What it cannot name stays unknown, and the note says so with the `-nn` hint.
-fn ids_from_names(blocks: &mut [Block]) -> Option<String> {
-    let worded =
-        |b: &Block| b.class_name.is_some() || b.f.evidence.unknown.iter().any(|u| u == "vendor");
-    if !blocks.iter().any(worded) {
+fn ids_from_names(functions: &mut [Function], class_names: &[WordedClass]) -> Option<String> {
+    if class_names.is_empty() && !functions.iter().any(|f| f.evidence.is_unknown("vendor")) {
         return None;
     }
     use crate::topology::pciids::{cached, default_db, IdsByName};
     let db = default_db();
     let ids = db.as_deref().and_then(cached).unwrap_or_default();
     let names: std::collections::BTreeSet<&str> =
-        blocks.iter().filter_map(|b| b.f.name.as_deref()).collect();
+        functions.iter().filter_map(|f| f.name.as_deref()).collect();
     let index = IdsByName::new(&ids, &names);
+    let mut class_names = class_names.iter().peekable();
     let mut unresolved = Vec::new();
-    for block in blocks.iter_mut() {
-        let ids = block.f.name.as_deref().and_then(|n| index.device(n));
-        let class = block
-            .class_name
-            .as_ref()
-            .and_then(|(name, prog_if)| Some((index.class(name)?, *prog_if)));
+    for (at, f) in functions.iter_mut().enumerate() {
+        let worded = class_names.next_if(|c| c.place == at);
+        let ids = f.name.as_deref().and_then(|n| index.device(n));
+        let class = worded.and_then(|c| Some((index.class(&c.name)?, c)));
         if let Some((vendor, device)) = ids {
-            block.f.vendor = vendor;
-            block.f.device = device;
-            block
-                .f
-                .evidence
-                .unknown
-                .retain(|u| u != "vendor" && u != "device");
+            f.vendor = vendor;
+            f.device = device;
+            f.evidence.found("vendor");
+            f.evidence.found("device");
         }
-        if let Some((class, prog_if)) = class {
-            block.f.class = u32::from(class) << 8 | prog_if;
-            block.f.evidence.unknown.retain(|u| u != "class");
+        if let Some((class, worded)) = class {
+            f.class = u32::from(class) << 8 | worded.prog_if;
+            f.evidence.found("class");
+            f.kind = kind_of(worded.port, f.class, worded.header_type);
         }
-        if (block.class_name.is_some() && class.is_none())
-            || block.f.evidence.unknown.iter().any(|u| u == "vendor")
-        {
-            unresolved.push(block.f.bdf.to_string());
+        if (worded.is_some() && class.is_none()) || f.evidence.is_unknown("vendor") {
+            unresolved.push(f.bdf.to_string());
         }
     }
     let database = db.map_or_else(
@@ -234,9 +271,10 @@ fn ids_from_names(blocks: &mut [Block]) -> Option<String> {
 /// The address line: `BDF CLASS: DESCRIPTION (rev RR) (prog-if PP [NAME])`, where CLASS is
 /// `Name [cccc]` (-nn), `cccc` (-n), `Class cccc` (no name known) or a name only, and
 /// DESCRIPTION ends in `[vvvv:dddd]` (-nn) or is `vvvv:dddd` (-n).
-fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
+fn header_block(source: &Source, bdf: Bdf, rest: &str, line: usize) -> Block {
     let mut f = Function::new(bdf, 0, 0, 0, crate::topology::Kind::Endpoint);
-    f.evidence.saw("header", line, text);
+    f.evidence = source.evidence();
+    f.evidence.saw("header", line);
     let (class_part, description) = rest.split_once(": ").unwrap_or((rest, ""));
     let mut description = description.trim_end();
     let mut prog_if = 0u32;
@@ -271,7 +309,7 @@ fn header_block(bdf: Bdf, rest: &str, line: usize, text: &str) -> Block {
         None => {
             f.evidence.missing("vendor");
             f.evidence.missing("device");
-            f.name = Some(crate::text::printable(description));
+            f.name = Some(crate::text::printable(description).into());
         }
     }
     Block {
@@ -321,16 +359,16 @@ fn id_pair(description: &str) -> Option<(u16, u16)> {
 }
 
 /// One indented line of a block.
-fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
+fn detail(block: &mut Block, line: &str, number: usize) {
     let f = &mut block.f;
     if let Some(cap) = line.strip_prefix("Capabilities: ") {
         block.section = Section::Other;
-        capability(block, cap, number, text);
+        capability(block, cap, number);
     } else if let Some(rest) = line.strip_prefix("Subsystem: ") {
         if let Some((vendor, device)) = id_pair(rest.trim_end()) {
             f.subsystem_vendor = vendor;
             f.subsystem_device = device;
-            f.evidence.saw("subsystem", number, text);
+            f.evidence.saw("subsystem", number);
         }
     } else if let Some(rest) = line.strip_prefix("Bus: ") {
         block.header_type = 1;
@@ -341,11 +379,11 @@ fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
         };
         if let (Some(secondary), Some(subordinate)) = (field("secondary="), field("subordinate=")) {
             f.buses = Some((secondary, subordinate));
-            f.evidence.saw("buses", number, text);
+            f.evidence.saw("buses", number);
         }
     } else if let Some(driver) = line.strip_prefix("Kernel driver in use: ") {
-        f.driver = Some(crate::text::printable(driver.trim()));
-        f.evidence.saw("driver", number, text);
+        f.driver = Some(crate::text::printable(driver.trim()).into());
+        f.evidence.saw("driver", number);
         block.kernel_lines = true;
     } else if line.starts_with("Kernel modules: ") {
         block.kernel_lines = true;
@@ -355,11 +393,11 @@ fn detail(block: &mut Block, line: &str, number: usize, text: &str) {
             .parse()
             .ok()
             .filter(|n: &i32| (0..crate::topology::MAX_NUMA_NODES).contains(n));
-        f.evidence.saw("numa_node", number, text);
+        f.evidence.saw("numa_node", number);
     } else if block.section == Section::Aer {
-        aer_register(block, line, number, text);
+        aer_register(block, line, number);
     } else if block.express {
-        express_register(block, line, number, text);
+        express_register(block, line, number);
     }
 }
 
@@ -373,7 +411,7 @@ fn flag_bits(text: &str, flags: &[(&str, u8)]) -> u32 {
 
 /// `UESta:`, `UEMsk:`, `UESvrt:`, `CESta:` and `CEMsk:` of the AER capability: the flags lspci
 /// marks `+`.
-fn aer_register(block: &mut Block, line: &str, number: usize, text: &str) {
+fn aer_register(block: &mut Block, line: &str, number: usize) {
     let registers: [(&str, &[(&str, u8)]); 5] = [
         ("UEMsk:", &AER_UNCORRECTABLE_FLAGS),
         ("UESvrt:", &AER_UNCORRECTABLE_FLAGS),
@@ -399,8 +437,8 @@ fn aer_register(block: &mut Block, line: &str, number: usize, text: &str) {
             _ => block.aer.status_lines[i - 3] = true,
         }
         match i {
-            0 => block.f.evidence.saw("aer_masks", number, text),
-            3 => block.f.evidence.saw("aer_status", number, text),
+            0 => block.f.evidence.saw("aer_masks", number),
+            3 => block.f.evidence.saw("aer_status", number),
             _ => {}
         }
     }
@@ -459,7 +497,7 @@ fn speeds_vector(text: &str) -> Option<u8> {
 }
 
 /// `Capabilities: [OFF] NAME` (or `[OFF vN] NAME` for extended ones, or `<access denied>`).
-fn capability(block: &mut Block, cap: &str, number: usize, text: &str) {
+fn capability(block: &mut Block, cap: &str, number: usize) {
     if cap.starts_with("<access denied>") {
         block.caps_denied = true;
         return;
@@ -483,11 +521,11 @@ fn capability(block: &mut Block, cap: &str, number: usize, text: &str) {
             .iter()
             .find(|(words, _)| kind.starts_with(words))
             .map(|&(_, code)| code);
-        f.evidence.saw("express", number, text);
+        f.evidence.saw("express", number);
         block.section = Section::Express;
     } else if name.starts_with("Advanced Error Reporting") {
         f.aer = true;
-        f.evidence.saw("aer", number, text);
+        f.evidence.saw("aer", number);
         block.section = Section::Aer;
     } else if name.starts_with("Access Control Services") {
         block.section = Section::Acs;
@@ -496,34 +534,34 @@ fn capability(block: &mut Block, cap: &str, number: usize, text: &str) {
 }
 
 /// Registers of the PCI Express capability, and ACS's two lines.
-fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
+fn express_register(block: &mut Block, line: &str, number: usize) {
     if block.section == Section::Express {
         if let Some(label) = EXPRESS_REGISTERS.iter().find(|l| line.starts_with(*l)) {
             block.register = label;
         }
-        express_flags(block, line, number, text);
-        device_flags(block, line, number, text);
+        express_flags(block, line, number);
+        device_flags(block, line, number);
     }
     let f = &mut block.f;
     let detail = &mut f.express_detail;
     if let Some(rest) = line.strip_prefix("DevCap:") {
         f.mps_supported = size_after(&mut block.invalid, rest, "MaxPayload ", number);
         (detail.l0s_acceptable, detail.l1_acceptable) = latencies(rest, "Latency ");
-        f.evidence.saw("devcap", number, text);
+        f.evidence.saw("devcap", number);
     } else if let Some(rest) = line.strip_prefix("LnkCap2:") {
         detail.supported_speeds = speeds_vector(rest);
-        f.evidence.saw("lnkcap2", number, text);
+        f.evidence.saw("lnkcap2", number);
     } else if let Some(rest) = line.strip_prefix("LnkCtl2:") {
         detail.target_speed = word_after(rest, "Target Link Speed: ")
             .and_then(|w| w.strip_suffix("GT/s")?.parse().ok())
             .and_then(Generation::from_gt_s);
-        f.evidence.saw("lnkctl2", number, text);
+        f.evidence.saw("lnkctl2", number);
     } else if line.starts_with("LnkSta2:") {
-        f.evidence.saw("lnksta2", number, text);
+        f.evidence.saw("lnksta2", number);
     } else if line.contains("MaxReadReq ") {
         f.mps = size_after(&mut block.invalid, line, "MaxPayload ", number);
         f.mrrs = size_after(&mut block.invalid, line, "MaxReadReq ", number);
-        f.evidence.saw("devctl", number, text);
+        f.evidence.saw("devctl", number);
     } else if let Some(rest) = line.strip_prefix("LnkCap:") {
         block.link_cap_seen = true;
         let link = f.link.get_or_insert_with(Link::default);
@@ -534,17 +572,17 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
         let (l0s, l1) = latencies(rest, "Latency ");
         detail.l0s_exit = l0s.filter(|_| f.aspm_supported.l0s);
         detail.l1_exit = l1.filter(|_| f.aspm_supported.l1);
-        f.evidence.saw("lnkcap", number, text);
+        f.evidence.saw("lnkcap", number);
     } else if let Some(rest) = line.strip_prefix("LnkCtl:") {
         f.aspm_enabled = aspm_named(rest, ";");
-        f.evidence.saw("lnkctl", number, text);
+        f.evidence.saw("lnkctl", number);
     } else if let Some(rest) = line.strip_prefix("LnkSta:") {
         block.link_sta_seen = true;
         let link = f.link.get_or_insert_with(Link::default);
         link.speed = speed_after(rest);
         // A width of 0 with an unknown speed is an unknown link, as the register decode has it.
         link.width = width_after(rest).filter(|&w| link.speed.is_some() || w != 0);
-        f.evidence.saw("lnksta", number, text);
+        f.evidence.saw("lnksta", number);
     } else if block.section == Section::Acs {
         let control = if let Some(rest) = line.strip_prefix("ACSCap:") {
             Some((false, rest))
@@ -559,7 +597,7 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
                 .fold(0u16, |bits, (i, _)| bits | (1 << i));
             if is_control {
                 acs.control = bits;
-                f.evidence.saw("acs", number, text);
+                f.evidence.saw("acs", number);
             } else {
                 acs.capability = bits;
             }
@@ -570,16 +608,16 @@ fn express_register(block: &mut Block, line: &str, number: usize, text: &str) {
 /// The flags of the PCI Express capability that sit on lspci's continuation lines (or, in
 /// old lspci, on the register's own line): LnkCap's `LLActRep`, LnkSta's `DLActive`,
 /// LnkCap2's `Crosslink`, and LnkSta2's equalization flags and `CrosslinkRes:`.
-fn express_flags(block: &mut Block, line: &str, number: usize, text: &str) {
+fn express_flags(block: &mut Block, line: &str, number: usize) {
     let detail = &mut block.f.express_detail;
     let evidence = &mut block.f.evidence;
     if let Some(on) = flag(line, "LLActRep") {
         detail.dl_active_reporting = Some(on);
-        evidence.saw("dl_active_reporting", number, text);
+        evidence.saw("dl_active_reporting", number);
     }
     if let Some(on) = flag(line, "DLActive") {
         detail.dl_active = Some(on);
-        evidence.saw("dl_active", number, text);
+        evidence.saw("dl_active", number);
     }
     if line.starts_with("LnkCap2:") {
         detail.crosslink = flag(line, "Crosslink");
@@ -619,7 +657,7 @@ fn express_flags(block: &mut Block, line: &str, number: usize, text: &str) {
 /// The device registers' flags, on the register's line or below it: DevCap's `ExtTag`, DevCtl's
 /// `RlxdOrd` and `ExtTag`, DevSta's error bits, DevCap2's `10BitTagComp`/`10BitTagReq` and
 /// DevCtl2's `10BitTagReq` (lspci 3.7 and later print the 10-bit tag flags).
-fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
+fn device_flags(block: &mut Block, line: &str, number: usize) {
     let detail = &mut block.f.express_detail;
     let evidence = &mut block.f.evidence;
     match block.register {
@@ -628,27 +666,27 @@ fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
         "DevCap:" => {
             if let Some(on) = flag(line, "ExtTag") {
                 detail.features.ext_tag_supported = Some(on);
-                evidence.saw("devcap.exttag", number, text);
+                evidence.saw("devcap.exttag", number);
             }
         }
         "DevCtl:" => {
             if let Some(on) = flag(line, "RlxdOrd") {
                 detail.features.relaxed_ordering_enabled = Some(on);
-                evidence.saw("devctl.rlxdord", number, text);
+                evidence.saw("devctl.rlxdord", number);
             }
             if let Some(on) = flag(line, "ExtTag") {
                 detail.features.ext_tag_enabled = Some(on);
-                evidence.saw("devctl.exttag", number, text);
+                evidence.saw("devctl.exttag", number);
             }
         }
         "DevSta:" if line.starts_with("DevSta:") => {
             detail.errors_detected = Some(flag_bits(line, &DEVICE_ERROR_FLAGS) as u8);
-            evidence.saw("devsta", number, text);
+            evidence.saw("devsta", number);
         }
         "DevCap2:" => {
             if let Some(on) = flag(line, "10BitTagComp") {
                 detail.features.ten_bit_tag_completer = Some(on);
-                evidence.saw("devcap2", number, text);
+                evidence.saw("devcap2", number);
             }
             detail.features.ten_bit_tag_requester =
                 flag(line, "10BitTagReq").or(detail.features.ten_bit_tag_requester);
@@ -656,7 +694,7 @@ fn device_flags(block: &mut Block, line: &str, number: usize, text: &str) {
         "DevCtl2:" => {
             if let Some(on) = flag(line, "10BitTagReq") {
                 detail.features.ten_bit_tag_requester_enabled = Some(on);
-                evidence.saw("devctl2", number, text);
+                evidence.saw("devctl2", number);
             }
         }
         _ => {}
@@ -725,6 +763,7 @@ fn aspm_named(text: &str, end: &str) -> Aspm {
 /// The function a finished block describes, with what it left unknown.
 fn finish(block: Block) -> Function {
     let mut f = block.f;
+    f.evidence.shrink_to_fit();
     f.kind = kind_of(block.port, f.class, block.header_type);
     if block.caps_denied {
         // lspci without root: the capability list was not readable.

@@ -78,9 +78,12 @@ fn verbose_text_gives_ids_links_acs_and_the_tree() {
     );
     assert!(slot.aer);
     assert_eq!(slot.driver.as_deref(), Some("pcieport"));
-    assert_eq!(slot.evidence.lines["lnksta"].line, 11);
+    assert_eq!(slot.evidence.line("lnksta").unwrap().0, 11);
     // AER is listed without its registers (an excerpt): its masks and status are unknown.
-    assert_eq!(slot.evidence.unknown, vec!["aer_masks", "aer_status"]);
+    assert_eq!(
+        slot.evidence.unknown().collect::<Vec<_>>(),
+        vec!["aer_masks", "aer_status"]
+    );
     assert_eq!((slot.aer_masks, slot.aer_status), (None, None));
     let d = slot.express_detail;
     assert_eq!((d.l0s_exit, d.l1_exit), (None, Some(AspmLatency::l1(4))));
@@ -104,7 +107,7 @@ fn verbose_text_gives_ids_links_acs_and_the_tree() {
     assert_eq!(port.numa_node, Some(1));
     // No extended capability listed: ACS and AER are unknown, not absent.
     assert!(port.acs_unreadable);
-    assert!(port.evidence.unknown.contains(&"acs".to_string()));
+    assert!(port.evidence.is_unknown("acs"));
 
     let nic = topo.get(bdf("02:00.0")).unwrap();
     assert_eq!(nic.parent, Some(bdf("00:02.0")));
@@ -123,7 +126,7 @@ fn verbose_text_gives_ids_links_acs_and_the_tree() {
     assert_eq!(slot.express_detail.l0s_acceptable, None);
     assert_eq!((nic.mps, nic.mrrs), (Some(256), Some(512)));
     assert_eq!(
-        nic.evidence.lines["lnksta"].text,
+        nic.evidence.line("lnksta").unwrap().1,
         "\t\tLnkSta:\tSpeed 5GT/s (ok), Width x4 (downgraded)"
     );
 }
@@ -160,7 +163,9 @@ fn the_traps_raise_no_downtrained_warning() {
         .replace("Width x4 (downgraded)", "Width x1 (downgraded)");
     let topo = read_lspci("narrow.txt", &narrow).unwrap().topology;
     let warned = crate::topology::check::warnings(&topo);
-    assert!(warned[&bdf("02:00.0")][0].starts_with("downtrained link 0000:00:02.0 -> 0000:02:00.0"));
+    assert!(
+        warned[&bdf("02:00.0")][0].starts_with("downtrained link 0000:00:02.0 -> 0000:02:00.0")
+    );
 }
 
 #[test]
@@ -194,7 +199,7 @@ fn plain_and_unprivileged_listings_leave_gaps_unknown() {
     assert_eq!(port.revision, 0xf1);
     assert!(port.acs_unreadable);
     for fact in ["class", "vendor", "device", "capabilities"] {
-        assert!(port.evidence.unknown.contains(&fact.to_string()), "{fact}");
+        assert!(port.evidence.is_unknown(fact), "{fact}");
     }
     let wifi = topo.get(bdf("02:00.0")).unwrap();
     assert_eq!(wifi.parent, Some(bdf("00:1c.0")));
@@ -287,8 +292,8 @@ fn version_2_link_registers_and_aer_masks_read_from_their_lines() {
             correctable_mask: 1 << 13,
         })
     );
-    assert_eq!(f.evidence.lines["aer_masks"].line, 15);
-    assert_eq!(f.evidence.lines["dl_active"].line, 7);
+    assert_eq!(f.evidence.line("aer_masks").unwrap().0, 15);
+    assert_eq!(f.evidence.line("dl_active").unwrap().0, 7);
     // The status registers are read as what they are: DLP logged, RxErr logged.
     assert_eq!(
         f.aer_status,
@@ -297,7 +302,7 @@ fn version_2_link_registers_and_aer_masks_read_from_their_lines() {
             correctable: 1,
         })
     );
-    assert_eq!(f.evidence.lines["aer_status"].line, 14);
+    assert_eq!(f.evidence.line("aer_status").unwrap().0, 14);
     // Older lspci printed LnkSta2's de-emphasis level only: equalization stays unknown.
     let old: String = text
         .lines()
@@ -365,12 +370,12 @@ fn device_flags_belong_to_the_register_above_them() {
         (some(true, false, true), some(true, false, true))
     );
     assert_eq!(d.errors_detected, Some(0b1001));
-    assert_eq!(f.evidence.lines["devsta"].line, 8);
+    assert_eq!(f.evidence.line("devsta").unwrap().0, 8);
     // Each flag's own line, for advice to quote (DevCtl's last line holds MaxPayload).
-    assert_eq!(f.evidence.lines["devcap.exttag"].line, 4);
-    assert_eq!(f.evidence.lines["devctl.rlxdord"].line, 6);
-    assert_eq!(f.evidence.lines["devctl.exttag"].line, 6);
-    assert_eq!(f.evidence.lines["devctl2"].line, 11);
+    assert_eq!(f.evidence.line("devcap.exttag").unwrap().0, 4);
+    assert_eq!(f.evidence.line("devctl.rlxdord").unwrap().0, 6);
+    assert_eq!(f.evidence.line("devctl.exttag").unwrap().0, 6);
+    assert_eq!(f.evidence.line("devctl2").unwrap().0, 11);
     // `Kernel modules:` without a driver line: -k was given and nothing is bound.
     assert_eq!(
         (f.driver_source, f.driver),

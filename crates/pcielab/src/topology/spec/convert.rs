@@ -53,7 +53,7 @@ pub(super) fn convert_function(
             ));
         }
     }
-    f.name = raw.name.as_ref().map(|n| n.get_ref().clone());
+    f.name = raw.name.as_ref().map(|n| n.get_ref().as_str().into());
     f.aer = raw.aer;
     if let Some(node) = &raw.numa_node {
         if !(-1..crate::topology::MAX_NUMA_NODES).contains(node.get_ref()) {
@@ -76,7 +76,7 @@ pub(super) fn convert_function(
         crate::input::path_component("driver", driver.get_ref())
             .map_err(|e| loc.err(driver.span().start, ctx(e.message().to_string())))?;
     }
-    f.driver = raw.driver.as_ref().map(|d| d.get_ref().clone());
+    f.driver = raw.driver.as_ref().map(|d| d.get_ref().as_str().into());
     f.driver_source = FactSource::Spec;
     f.params = raw
         .params
