@@ -1,4 +1,6 @@
-//! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
+//! Subcommand dispatch: one file per subcommand, each exposing `Args` and a `run` that returns
+//! the command's [`Output`]; [`run`] prints it (output.rs holds the policy every byte on
+//! standard output follows).
 
 /// `eprintln!` for notes and warnings that may quote an input, as [`output::note`] prints them.
 macro_rules! note {

@@ -38,9 +38,8 @@ impl Terminal {
         write_stdout(json.as_bytes())
     }
 
-    /// Bytes on standard output as they are: a format of its own that escaping would break (a
-    /// manual page, a completion script, a Graphviz digraph), or text whose renderer already
-    /// shows what it quotes (the `topo` tree).
+    /// Bytes on standard output as they are: a format of its own that pcielab generated whole
+    /// and that escaping would break (a manual page's roff, a completion script).
     pub fn bytes(&mut self, bytes: &[u8]) -> Result<()> {
         write_stdout(bytes)
     }

@@ -128,7 +128,7 @@ impl Document for Tree {
         } else {
             render::to_tree(spec, self.model.as_ref())
         };
-        out.bytes(text.as_bytes())
+        out.text(&text)
     }
 
     fn svg(&self) -> Result<Option<String>> {
@@ -150,7 +150,7 @@ impl Document for P2pVerdicts {
     }
 
     fn write_text(&self, out: &mut Terminal) -> Result<()> {
-        out.bytes(p2p::to_text(&self.0).as_bytes())
+        out.text(&p2p::to_text(&self.0))
     }
 
     fn svg(&self) -> Result<Option<String>> {

@@ -18,11 +18,9 @@ use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::health::{read_link_health, LinkHealth};
 
-mod flow;
+pub mod flow;
 mod journal;
 mod kernel_file;
-
-pub use flow::{ApplyRequest, Target};
 
 pub use journal::{JournalEntry, UndoJournal, JOURNAL_SCHEMA};
 use kernel_file::{canonical_root, quoted_path, KernelFile};
