@@ -54,7 +54,7 @@ fn run_list(args: ListArgs) -> Result<Output> {
     let listing = machine.counters()?.list(args.pmu.as_deref())?;
     let list = PmuList {
         listing,
-        machine: machine.to_string(),
+        named: machine.to_string(),
         one_pmu: args.pmu.is_some(),
     };
     Ok(Output::new(list, Form::json_if(args.json)))
@@ -63,14 +63,15 @@ fn run_list(args: ListArgs) -> Result<Output> {
 /// A machine's PMUs, as `pmu list` shows them.
 struct PmuList {
     listing: PmuListing,
-    machine: String,
+    /// How the machine is named in the listing.
+    named: String,
     /// One PMU was asked for: its formats and events are listed.
     one_pmu: bool,
 }
 
 impl JsonForm for PmuList {
     fn write_json(&self, kind: &'static str, out: &mut Terminal) -> Result<()> {
-        self.listing.document(&self.machine).write_json(kind, out)
+        self.listing.document(&self.named).write_json(kind, out)
     }
 }
 
@@ -84,6 +85,6 @@ impl Document for PmuList {
     }
 
     fn write_text(&self, out: &mut Terminal) -> Result<()> {
-        out.text(&self.listing.render(&self.machine, self.one_pmu))
+        out.text(&self.listing.render(&self.named, self.one_pmu))
     }
 }
