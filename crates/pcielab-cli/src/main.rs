@@ -1,5 +1,6 @@
 //! The `pcielab` command line. One module per subcommand under `commands/`; each only wires
-//! arguments to library calls and prints. Exit codes: 0 ok, 1 runtime failure, 2 bad input.
+//! arguments to library calls and returns what to print, which `commands::run` prints. Exit
+//! codes: 0 ok, 1 runtime failure, 2 bad input.
 
 mod commands;
 mod machine_arg;

@@ -58,6 +58,8 @@ fn a_full_standard_output_is_exit_1_with_one_line_never_a_panic() {
         "advise --machine sim:yitian710",
         corpus.as_str(),
         "topo --machine sim:yitian710",
+        "top --machine sim:yitian710 -b -n 1 -d 0.1",
+        "qos show --machine sim:mpam-seed --json",
         "--help",
     ] {
         let r = shell(d.path(), args, ">/dev/full", &[]);

@@ -1,6 +1,7 @@
 //! `pcielab man` and `pcielab completions`: manual pages and shell completions generated from the
 //! same clap definition that parses the command line.
 
+use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::input::OutputTarget;
 use pcielab::{Error, Result};
@@ -38,10 +39,10 @@ pub struct CompletionArgs {
     shell: clap_complete::Shell,
 }
 
-pub fn run_man(args: ManArgs) -> Result<()> {
+pub fn run_man(args: ManArgs) -> Result<Output> {
     let cmd = crate::cli_command();
     let Some(dir) = args.dir else {
-        return pcielab::input::write_stdout(&render_page(clap_mangen::Man::new(cmd))?.1);
+        return Ok(Output::bytes(render_page(clap_mangen::Man::new(cmd))?.1));
     };
     if !dir.exists() {
         return Err(Error::bad_input(format!(
@@ -78,7 +79,7 @@ pub fn run_man(args: ManArgs) -> Result<()> {
     for (name, page) in &pages {
         pcielab::input::write_output(&dir.join(name), page)?;
     }
-    Ok(())
+    Ok(Output::done())
 }
 
 /// One page's file name (`pcielab-stat.1`) and text.
@@ -100,7 +101,7 @@ fn every_page(cmd: clap::Command, pages: &mut Vec<(String, Vec<u8>)>) -> Result<
     Ok(())
 }
 
-pub fn run_completions(args: CompletionArgs) -> Result<()> {
+pub fn run_completions(args: CompletionArgs) -> Result<Output> {
     let mut cmd = crate::cli_command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "pcielab", &mut script);
@@ -110,5 +111,5 @@ pub fn run_completions(args: CompletionArgs) -> Result<()> {
         // takes its separators out the same way.
         script.extend_from_slice(b"COMP_WORDBREAKS=${COMP_WORDBREAKS//:/}\n");
     }
-    pcielab::input::write_stdout(&script)
+    Ok(Output::bytes(script))
 }
