@@ -92,7 +92,7 @@ pub fn event_list(data: &[u8]) {
     };
     let selector: MachineSelector = "sim:yitian710".parse().expect("preset");
     let machine = pcielab::machine::Machine::open(&selector).expect("preset");
-    let pmus = machine.simulated_pcie().expect("preset").pmus();
+    let pmus = machine.simulator().expect("preset").pmus();
     for spec in groups.iter().flatten() {
         let _ = pcielab::pmu::resolve(&pmus, spec);
     }

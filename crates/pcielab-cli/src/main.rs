@@ -1,5 +1,6 @@
 //! The `pcielab` command line. One module per subcommand under `commands/`; each only wires
-//! arguments to library calls and prints. Exit codes: 0 ok, 1 runtime failure, 2 bad input.
+//! arguments to library calls and returns what to print, which `commands::run` prints. Exit
+//! codes: 0 ok, 1 runtime failure, 2 bad input.
 
 mod commands;
 mod machine_arg;
@@ -77,7 +78,18 @@ pub fn cli_command() -> clap::Command {
 fn clap_message(e: &clap::Error) -> i32 {
     let styled = e.render();
     if e.use_stderr() {
-        eprint!("{}", pcielab::text::terminal_text(&styled.to_string()));
+        // clap's plain text drops every escape sequence, the user's own included; the same
+        // refusal rendered without styles keeps the user's for terminal_text to show as `\x1b`.
+        let unstyled = cli_command()
+            .styles(clap::builder::Styles::plain())
+            .try_get_matches()
+            .err()
+            .filter(|again| again.kind() == e.kind());
+        let text = unstyled.map_or_else(
+            || styled.to_string(),
+            |again| again.render().ansi().to_string(),
+        );
+        eprint!("{}", pcielab::text::terminal_text(&text));
         return 2;
     }
     // SAFETY: isatty only inspects the descriptor.

@@ -318,7 +318,7 @@ fn error_messages_quoting_a_file_are_cut_and_escaped() {
     std::fs::write(d.join("esc.toml"), "\"\x1b[2J\x1b[31m\" = 1\n").unwrap();
     let r = expect(d, &["sim", "run", "esc.toml"], 2, "esc.toml");
     assert!(!r.stderr.contains('\x1b'), "{:?}", r.stderr);
-    assert!(r.stderr.contains("\\u{1b}[2J"), "{}", r.stderr);
+    assert!(r.stderr.contains("\\x1b[2J"), "{}", r.stderr);
 }
 
 #[test]
@@ -658,7 +658,7 @@ fn endless_config_files_and_escapes_in_labels_are_harmless() {
     std::os::unix::fs::symlink("/dev/zero", d.join("snap/devices/0000:00:00.0/config")).unwrap();
     let r = expect(d, &["topo", "--machine", "snapshot:snap"], 0, "");
     assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
-    assert!(r.stdout.contains("driver e\\u{1b}[2Jvil"), "{}", r.stdout);
+    assert!(r.stdout.contains("driver e\\x1b[2Jvil"), "{}", r.stdout);
     let r = expect(d, &["topo", "--machine", "snapshot:snap", "--dot"], 0, "");
     assert!(!r.stdout.contains('\x1b'), "{}", r.stdout);
     std::fs::remove_file(d.join("snap/devices/0000:00:00.0/config")).unwrap();
@@ -687,7 +687,7 @@ fn resctrl_group_names_with_escapes_are_shown_not_obeyed() {
     let r = expect(d, &["qos", "show", "--resctrl", "resctrl"], 0, "");
     assert!(!r.stdout.contains('\x1b'), "{:?}", r.stdout);
     assert!(
-        r.stdout.contains("group g\\u{1b}[2J (closid 1"),
+        r.stdout.contains("group g\\x1b[2J (closid 1"),
         "{}",
         r.stdout
     );
@@ -698,7 +698,7 @@ fn resctrl_group_names_with_escapes_are_shown_not_obeyed() {
         "",
     );
     assert!(!r.stdout.contains('\x1b'), "{:?}", r.stdout);
-    assert!(r.stdout.contains("g\\u{1b}[2J"), "{}", r.stdout);
+    assert!(r.stdout.contains("g\\x1b[2J"), "{}", r.stdout);
 }
 
 #[test]

@@ -58,6 +58,8 @@ fn a_full_standard_output_is_exit_1_with_one_line_never_a_panic() {
         "advise --machine sim:yitian710",
         corpus.as_str(),
         "topo --machine sim:yitian710",
+        "top --machine sim:yitian710 -b -n 1 -d 0.1",
+        "qos show --machine sim:mpam-seed --json",
         "--help",
     ] {
         let r = shell(d.path(), args, ">/dev/full", &[]);
@@ -152,6 +154,18 @@ fn malformed_lspci_lines_are_refused_naming_file_line_and_value() {
             "00:01.0 Bridge: x\n\tCapabilities: [40] Express (v2) Endpoint\n\t\tDevCtl:\tx\n\t\t\tMaxPayload 0 bytes, MaxReadReq 512 bytes\n",
             "bad.txt:4: MaxPayload '0' bytes is not a size lspci prints: expected 128, 256, 512, 1024, 2048 or 4096",
         ),
+        (
+            "00:01.0 Bridge: x\n\tCapabilities: [40] Express (v2) Endpoint\n\t\tDevCap:\tMaxPayload 65535 bytes, PhantFunc 0\n",
+            "bad.txt:3: MaxPayload '65535' bytes is not a size lspci prints",
+        ),
+        (
+            "00:01.0 Bridge: x\n\tCapabilities: [40] Express (v2) Endpoint\n\t\tDevCap:\tMaxPayload 384 bytes, PhantFunc 0\n",
+            "bad.txt:3: MaxPayload '384' bytes is not a size lspci prints",
+        ),
+        (
+            "00:00.0 x\nDear \x1b[2J support\n",
+            "bad.txt:2: 'Dear \\x1b[2J support' is not lspci output",
+        ),
     ] {
         std::fs::write(d.path().join("bad.txt"), text).unwrap();
         let r = expect(d.path(), &["topo", "--machine", "lspci:bad.txt"], 2, wanted);
@@ -177,7 +191,7 @@ fn escapes_from_inputs_are_shown_not_obeyed_and_json_stays_exact() {
     .unwrap();
     let r = expect(d.path(), &["topo", "--machine", "lspci:evil.txt"], 0, "");
     assert!(!r.stdout.contains('\x1b') && !r.stdout.contains('\x07'));
-    assert!(r.stdout.contains("\\u{1b}[31mEvil"), "{}", r.stdout);
+    assert!(r.stdout.contains("\\x1b[31mEvil"), "{}", r.stdout);
     let r = expect(
         d.path(),
         &["topo", "--json", "--machine", "lspci:evil.txt"],
@@ -195,6 +209,11 @@ fn escapes_from_inputs_are_shown_not_obeyed_and_json_stays_exact() {
         let r = run_in(d.path(), &["topo", "--machine", machine]);
         assert_eq!(r.code, 2, "{}", r.stderr);
         assert!(!r.stderr.contains('\x1b'), "{:?}", r.stderr);
+        assert!(
+            r.stderr.contains("\\x1b[2J"),
+            "shown, not dropped: {:?}",
+            r.stderr
+        );
     }
 }
 
@@ -289,20 +308,31 @@ fn man_dir_writes_pages_under_the_output_policy() {
     std::fs::create_dir(&locked).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
     expect(d.path(), &["man", "locked"], 2, "is a read-only directory");
-    // A FIFO page nobody reads is an error at once, not a wait.
+    // A FIFO page is refused before any page is written, never waited on.
     let fifo_dir = d.path().join("fifo");
     std::fs::create_dir(&fifo_dir).unwrap();
-    let page =
-        std::ffi::CString::new(fifo_dir.join("pcielab.1").as_os_str().as_encoded_bytes()).unwrap();
+    let page = std::ffi::CString::new(
+        fifo_dir
+            .join("pcielab-topo.1")
+            .as_os_str()
+            .as_encoded_bytes(),
+    )
+    .unwrap();
     // SAFETY: page is a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(page.as_ptr(), 0o600) }, 0);
     let r = expect(
         d.path(),
         &["man", "fifo"],
-        1,
-        "a FIFO with no process reading it",
+        2,
+        "pcielab-topo.1 is a FIFO, not a file; a manual page is written only as a regular file \
+         (nothing was written",
     );
     no_panic(&r);
+    assert_eq!(
+        std::fs::read_dir(&fifo_dir).unwrap().count(),
+        1,
+        "no page written beside the FIFO"
+    );
 }
 
 #[test]

@@ -10,14 +10,11 @@ use std::time::Duration;
 use pcielab::lab::argv::{plan, MachineOptions};
 use pcielab::lab::guest::cache_dir;
 use pcielab::lab::session::{run, KernelChoice, RunOptions};
-use pcielab::machine::presets::preset;
+use pcielab::machine::read_spec;
 use pcielab::topology::p2p::{matrix, Cpu};
-use pcielab::topology::spec::parse_spec;
 
 fn topology(name: &str) -> pcielab::topology::Topology {
-    parse_spec(name, preset(name).expect("built-in preset"))
-        .expect("valid preset")
-        .topology
+    read_spec(name).expect("valid preset").topology
 }
 
 fn pure(c: &mut Criterion) {

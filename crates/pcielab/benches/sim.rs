@@ -29,7 +29,7 @@ fn seed_4_2(runtime_s: u64) -> workload::Workload {
 
 fn bench_seed(c: &mut Criterion) {
     let machine = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let w = seed_4_2(200);
     let spec: EventSpec = "pcie_bdf_200/Rx_PCIe_TLP_Data_Payload/".parse().unwrap();

@@ -10,7 +10,7 @@
 //! The entry points a program calls:
 //! - [`machine::Machine`]: open `host`, `snapshot:DIR` or `sim:…` once, then ask it for its
 //!   topology ([`machine::Machine::topology`]), counters ([`machine::Machine::counters`]),
-//!   resctrl ([`machine::Machine::qos`]) or simulator ([`machine::Machine::simulated_pcie`]).
+//!   resctrl ([`machine::Machine::qos`]) or simulator ([`machine::Machine::simulator`]).
 //! - [`model::sweep::sweep`] and [`model::transfer::LinkParams`]: what a link carries per
 //!   transfer size; [`topology::Topology::path_ceiling`]: a path's ceiling and limiting link.
 //! - [`model::fit::fit`]: platform parameters from measurements, each judged fitted, bound or not

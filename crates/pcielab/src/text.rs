@@ -4,6 +4,7 @@
 //! the report (`report::schema`), the top floor that sees every document type.
 
 use serde::Serialize;
+use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 
@@ -38,12 +39,22 @@ pub(crate) fn push_printable(out: &mut String, text: &str) {
     }
 }
 
-/// Append `c`, escaped when it is a control character (but a tab with `keep_tabs`).
+/// Append `c`, escaped when it is a control character (but a tab with `keep_tabs`): newline,
+/// carriage return and tab as `\n`, `\r`, `\t`, every other C0 and C1 control and DEL as
+/// `\xNN` (`\x1b`, `\x9b`), the form a byte that is not UTF-8 is shown in.
 fn push_shown(out: &mut String, c: char, keep_tabs: bool) {
-    if c.is_control() && !(keep_tabs && c == '\t') {
-        out.extend(c.escape_default());
-    } else {
+    if !c.is_control() || (keep_tabs && c == '\t') {
         out.push(c);
+        return;
+    }
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        // Controls are U+0000-U+001F and U+007F-U+009F: two hex digits each.
+        _ => {
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        }
     }
 }
 
@@ -141,7 +152,7 @@ mod tests {
 
     #[test]
     fn printable_escapes_every_control_character() {
-        assert_eq!(printable("p1\x1b[2J\nx\ty"), "p1\\u{1b}[2J\\nx\\ty");
+        assert_eq!(printable("p1\x1b[2J\nx\ty"), "p1\\x1b[2J\\nx\\ty");
         assert_eq!(printable("Slot 1 (ü)"), "Slot 1 (ü)");
     }
 
@@ -149,7 +160,7 @@ mod tests {
     fn terminal_output_escapes_controls_but_keeps_lines_and_json() {
         assert_eq!(
             terminal_output("a\x1b[2Jb\r\n\tc\u{9b}d\n"),
-            "a\\u{1b}[2Jb\\r\n\tc\\u{9b}d\n"
+            "a\\x1b[2Jb\\r\n\tc\\x9bd\n"
         );
         let json =
             serde_json::to_string_pretty(&serde_json::json!({"name": "x\x1b[31m\n"})).unwrap();
@@ -166,7 +177,7 @@ mod tests {
     fn terminal_text_escapes_controls_and_cuts_long_lines() {
         assert_eq!(
             terminal_text("bad \x1b[31mname\x07\n\tnext"),
-            "bad \\u{1b}[31mname\\u{7}\n\tnext"
+            "bad \\x1b[31mname\\x07\n\tnext"
         );
         let long = format!("x = {}", "[".repeat(100_000));
         let shown = terminal_text(&format!("{long}\nend"));

@@ -59,7 +59,7 @@ fn with_a_bound_pmu(preset: &str) -> SimulatedPcie {
     )
     .unwrap();
     let machine = Machine::open(&format!("sim:{}", spec.display()).parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     assert!(!machine.pmus().is_empty(), "{preset}");
     machine
@@ -89,7 +89,7 @@ proptest! {
         ber_exp in prop::option::of(7i32..12),
         points in prop::collection::vec(0.0f64..1.2, 6),
     ) {
-        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap()).and_then(|m| m.simulated_pcie()).unwrap();
+        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap()).and_then(|m| m.simulator()).unwrap();
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = match preset {
             "yitian710" => "./test.big",
@@ -214,7 +214,7 @@ fn a_long_closed_form_count_matches_the_stepwise_kernel() {
     use pcielab::pmu::resolve;
     use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions};
     let machine = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let run = simulate(
         &machine,

@@ -49,7 +49,7 @@ fn machine_from(text: &str) -> SimulatedPcie {
     let path = dir.path().join("spec.toml");
     std::fs::write(&path, text).unwrap();
     Machine::open(&format!("sim:{}", path.display()).parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap()
 }
 
@@ -68,7 +68,7 @@ fn dmatest_times_every_transfer_with_the_platform_model() {
     // table would prove nothing; what is checked is that the simulator and `pcielab model
     // --platform` are one model (docs/calibration.md has the fit against the Rockchip guide).
     let m = Machine::open(&"sim:rk3588-ep".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let r = run(&m, "dmatest --transfers 200");
     let Summary::DmaTest { device, rows } = &r.summary else {
@@ -106,7 +106,7 @@ fn bw(run: &SimRun, group: usize) -> DirectionStats {
 #[test]
 fn two_nvme_behind_one_switch_uplink_share_it_fairly() {
     let m = Machine::open(&"sim:qemu-seed".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let alone = run(&m, "fio --filename=/dev/nvme1n1 --rw=read --bs=128k --size=64m -iodepth=16 -ioengine=libaio --direct=1 --name=a");
     let dir = tempfile::tempdir().unwrap();
@@ -161,7 +161,7 @@ fn idle_link_with_aspm_l1_accrues_l1_residency() {
 #[test]
 fn bit_errors_move_the_error_group_consistently() {
     let mut m = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let fio = "fio --filename=./t --rw=readwrite --bs=1m --size=512m -iodepth=32 -ioengine=libaio --direct=1 --name=e";
     let rp = "00:02.0".parse().unwrap();
@@ -191,7 +191,7 @@ fn bit_errors_move_the_error_group_consistently() {
 #[test]
 fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
     let m = Machine::open(&"sim:rk3588-evb".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let cmd = |rw: &str, bs: &str, size: &str| {
         format!(
@@ -227,12 +227,12 @@ fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
 fn every_preset_opens_as_a_simulated_machine() {
     for name in pcielab::machine::presets::names() {
         let m = Machine::open(&format!("sim:{name}").parse().unwrap())
-            .and_then(|m| m.simulated_pcie())
+            .and_then(|m| m.simulator())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!m.topology.functions().is_empty(), "{name}");
     }
     let yitian = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     assert_eq!(yitian.devices.len(), 3); // the SATA SSD and two NIC ports
     assert_eq!(yitian.config.cwd, "/home/user");
@@ -246,7 +246,7 @@ fn the_labs_seed_job_file_runs_on_qemu_seed() {
         "/../pcielab-cli/tests/fixtures/nvme.fio"
     );
     let m = Machine::open(&"sim:qemu-seed".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let argv = vec!["fio".to_string(), path.to_string()];
     let w = workload::parse(&argv, |p| {
@@ -272,7 +272,7 @@ fn the_labs_seed_job_file_runs_on_qemu_seed() {
 #[test]
 fn nettest_runs_both_connectx_ports_at_line_rate() {
     let m = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap();
     let r = run(&m, "nettest --seconds 0.2 --frame 1518");
     let Summary::NetTest { rows } = &r.summary else {

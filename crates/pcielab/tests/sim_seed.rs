@@ -12,7 +12,7 @@ use pcielab::sim::{SimRun, SimulatedPcie};
 
 fn yitian710() -> SimulatedPcie {
     Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulated_pcie())
+        .and_then(|m| m.simulator())
         .unwrap()
 }
 

@@ -4,36 +4,14 @@
 //! allocator records the most bytes held at once; the peak beyond what was held before must
 //! stay within 5× the file's size (the whole-document TOML parse peaked near 40×).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pcielab::topology::generate::server;
 use pcielab::topology::spec::parse_spec;
 
-/// The system allocator, counting the bytes it holds and the most it has held.
-struct Counting;
-
-static HELD: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the layout is the caller's, passed on unchanged to the system allocator.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = HELD.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-            PEAK.fetch_max(now, Ordering::SeqCst);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `alloc` above with this same layout.
-        unsafe { System.dealloc(ptr, layout) };
-        HELD.fetch_sub(layout.size(), Ordering::SeqCst);
-    }
-}
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::{peak_during, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -78,10 +56,7 @@ fn spec_text(topology: &pcielab::topology::Topology) -> String {
 #[test]
 fn a_4096_function_spec_parses_within_five_times_its_size() {
     let text = spec_text(&server(4096).unwrap());
-    let before = HELD.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
-    let platform = parse_spec("server.toml", &text).unwrap();
-    let peak = PEAK.load(Ordering::SeqCst) - before;
+    let (platform, peak) = peak_during(|| parse_spec("server.toml", &text).unwrap());
     assert_eq!(platform.topology.functions().len(), 4096);
     assert_eq!(
         platform.topology.functions()[3].link,
@@ -89,10 +64,7 @@ fn a_4096_function_spec_parses_within_five_times_its_size() {
     );
     let ratio = peak as f64 / text.len() as f64;
     // For scale: what one parse of the whole document into a TOML table holds.
-    let before = HELD.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
-    let whole: toml::Table = toml::from_str(&text).unwrap();
-    let whole_peak = PEAK.load(Ordering::SeqCst) - before;
+    let (whole, whole_peak) = peak_during(|| toml::from_str::<toml::Table>(&text).unwrap());
     drop(whole);
     eprintln!(
         "{} bytes of spec: parse_spec peaked {peak} bytes ({ratio:.2}x), a whole-document \

@@ -1,17 +1,16 @@
 //! `pcielab advise`: what to change on a machine, with evidence, the fix and the predicted gain;
 //! `--apply`/`--undo` make and revert the runtime fixes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::advise::apply::{self, ApplyOptions, Change, ChangeReport, Recheck, UndoOptions};
-use pcielab::advise::facts::read_system;
-use pcielab::advise::{self as advice, AdviseOptions, Intent, Mute, Severity};
-use pcielab::machine::Machine;
-use pcielab::model::platform::read_platform_file;
-use pcielab::text::json_text;
+use pcielab::advise::apply::flow::{ApplyRequest, Target};
+use pcielab::advise::apply::ChangeReport;
+use pcielab::advise::{self as advice, Advice, AdviseOptions, Intent, Mute, Severity};
+use pcielab::machine::read_platform_file;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -99,37 +98,10 @@ pub struct Args {
     pub settle: f64,
 }
 
-fn privileged() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-pub fn run(args: Args) -> Result<i32> {
-    let named = args.machine.open()?;
-    let host = named.reads_the_running_kernel();
-    let machine = match &args.root {
-        Some(root) if host => Machine::host_at(root),
-        Some(_) => {
-            return Err(Error::bad_input(format!(
-                "--root goes with --machine host, not '{named}'"
-            )))
-        }
-        None => named,
-    };
-    // Writes to a tree that is not the live root need no privilege: tests and chroots. The root
-    // is compared resolved, so `--root` given as a link to / is the live root too.
-    let live = machine
-        .system_root()
-        .and_then(|r| std::fs::canonicalize(r).ok())
-        .is_some_and(|r| r == Path::new("/"));
+pub fn run(args: Args) -> Result<Output> {
     let writes = args.undo.is_some() || !args.apply.is_empty();
-    if live && !host && writes {
-        return Err(Error::bad_input(format!(
-            "--machine {} reads this machine's own /: changing it takes --machine host (and root)",
-            machine.selector()
-        )));
-    }
-    let may_write = !live || privileged();
+    let target = Target::open(args.machine.open()?, args.root.as_deref(), writes)?;
+    let form = Form::json_if(args.json);
     if let Some(file) = &args.undo {
         // The machine to restore is the one the user names, never a default: the live / only
         // with `--machine host` (and root), a snapshot only under its own root.
@@ -138,21 +110,7 @@ pub fn run(args: Args) -> Result<i32> {
                 "--undo: name the machine to restore with --machine (host for this machine's /, with --root DIR for a tree)",
             ));
         }
-        let root = machine.system_root().ok_or_else(|| {
-            Error::bad_input(format!(
-                "--undo needs a machine with kernel files to write: --machine host (not {})",
-                machine.selector()
-            ))
-        })?;
-        let changes = apply::undo(
-            file,
-            &UndoOptions {
-                root,
-                privileged: may_write,
-                force: args.force,
-            },
-        )?;
-        return print_changes("restored", &changes, None, args.json).map(|()| 0);
+        return Ok(Output::new(target.undo(file, args.force)?, form));
     }
     let options = AdviseOptions {
         intent: Intent::parse(&args.intent)?,
@@ -171,11 +129,11 @@ pub fn run(args: Args) -> Result<i32> {
             .as_deref()
             .map(read_platform_file)
             .transpose()?,
-        link_samples: if host { args.link_samples } else { 1 },
+        link_samples: target.link_samples(args.link_samples),
         sample_interval: Duration::from_millis(200),
     };
     let fail_on = args.fail_on.as_deref().map(Severity::parse).transpose()?;
-    let found = advice::advise(&machine, &options)?;
+    let found = advice::advise(target.machine(), &options)?;
     for warning in options
         .ignore
         .iter()
@@ -184,89 +142,67 @@ pub fn run(args: Args) -> Result<i32> {
         note!("pcielab: advise: warning: {warning}");
     }
     if !args.apply.is_empty() {
-        let chosen = apply::select(&found, &args.apply)?;
-        let root = machine.system_root().ok_or_else(|| {
-            Error::bad_input(format!(
-                "--apply needs a machine with kernel files to write: --machine host (not {})",
-                machine.selector()
-            ))
-        })?;
-        let system = read_system(&root);
-        let undo_file = args
-            .undo_file
-            .as_deref()
-            .expect("clap requires --undo-file with --apply");
-        let changes = apply::apply(
-            &chosen,
-            Some(&system),
-            undo_file,
-            &ApplyOptions {
-                root,
-                dry_run: args.dry_run,
-                force: args.force,
-                privileged: may_write,
-                settle: Duration::from_secs_f64(pcielab::input::duration_s(
-                    "--settle",
-                    args.settle,
-                    false,
-                )?),
-            },
-        )?;
-        // The whole advice again on the machine as it reads now, so the user sees which
-        // findings the change cleared and whether it brought any.
-        let recheck = if args.dry_run {
-            None
-        } else {
-            let reread = Machine::open(machine.selector())?;
-            Some(apply::recheck(&found, &advice::advise(&reread, &options)?))
+        let request = ApplyRequest {
+            wanted: &args.apply,
+            undo_file: args
+                .undo_file
+                .as_deref()
+                .expect("clap requires --undo-file with --apply"),
+            dry_run: args.dry_run,
+            force: args.force,
+            settle_s: args.settle,
         };
-        return print_changes(
-            if args.dry_run { "would write" } else { "wrote" },
-            &changes,
-            recheck,
-            args.json,
-        )
-        .map(|()| 0);
+        return Ok(Output::new(target.apply(&found, &options, &request)?, form));
     }
-    let text = if args.json {
-        json_text("advise", &found)?
-    } else {
-        advice::to_text(&found)
-    };
-    out!("{text}")?;
-    if let (Some(threshold), Some(worst)) = (fail_on, found.worst()) {
-        if worst >= threshold {
-            note!(
-                "pcielab: advise: a {} finding meets --fail-on {}",
-                worst.name(),
-                threshold.name()
-            );
-            return Ok(3);
-        }
-    }
-    Ok(0)
+    Ok(Output::new(Advised { found, fail_on }, form))
 }
 
-fn print_changes(
-    verb: &str,
-    changes: &[Change],
-    recheck: Option<Recheck>,
-    json: bool,
-) -> Result<()> {
-    if json {
-        let report = ChangeReport {
-            action: verb.to_string(),
-            changes: changes.to_vec(),
-            recheck,
-        };
-        out!("{}", json_text("advise-apply", &report)?)?;
-    } else {
-        for c in changes {
-            outln!("{verb} /{}: {} -> {}", c.file, c.previous, c.value)?;
-        }
-        if let Some(recheck) = recheck {
-            out!("{}", recheck.to_text())?;
-        }
+/// The advice, and the severity `--fail-on` names.
+struct Advised {
+    found: Advice,
+    fail_on: Option<Severity>,
+}
+
+impl Document for Advised {
+    fn kind(&self) -> &'static str {
+        "advise"
     }
-    Ok(())
+
+    fn json(&self) -> &dyn JsonForm {
+        &self.found
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&advice::to_text(&self.found))
+    }
+
+    /// 3 when a finding meets `--fail-on`.
+    fn end(&self) -> Result<i32> {
+        if let (Some(threshold), Some(worst)) = (self.fail_on, self.found.worst()) {
+            if worst >= threshold {
+                note!(
+                    "pcielab: advise: a {} finding meets --fail-on {}",
+                    worst.name(),
+                    threshold.name()
+                );
+                return Ok(3);
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// What `--apply` or `--undo` wrote (or would write).
+impl Document for ChangeReport {
+    fn kind(&self) -> &'static str {
+        "advise-apply"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.to_text())
+    }
 }

@@ -7,13 +7,12 @@ use crate::machine_arg::MachineArg;
 use clap::{Args as ClapArgs, Subcommand};
 
 use super::number_in;
-use pcielab::lab::mmio::{self, MmioOptions, Operation};
-use pcielab::lab::p2pcopy::{self, CopyOptions};
-use pcielab::machine::PcieSource;
-use pcielab::model::platform::IrqKind;
+use super::output::{Document, Form, JsonForm, Output, Terminal};
+use pcielab::lab::mmio::{self, MmioOptions, MmioReport, Operation};
+use pcielab::lab::p2pcopy::{self, CopyOptions, CopyReport};
+use pcielab::model::platform::{IrqKind, IrqPrediction};
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
-use pcielab::text::json_text;
 use pcielab::units::positive_size_arg;
 use pcielab::{Error, Result};
 use std::path::PathBuf;
@@ -186,7 +185,7 @@ fn parse_offset(s: &str) -> std::result::Result<u64, String> {
     }
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     match args.bench {
         Bench::P2p(p2p) => run_p2p(p2p),
         Bench::Mmio(args) => run_mmio(args),
@@ -195,7 +194,7 @@ pub fn run(args: Args) -> Result<()> {
     }
 }
 
-fn run_mmio(args: MmioArgs) -> Result<()> {
+fn run_mmio(args: MmioArgs) -> Result<Output> {
     let options = MmioOptions {
         bdf: args.bdf,
         bar: args.bar,
@@ -209,84 +208,69 @@ fn run_mmio(args: MmioArgs) -> Result<()> {
         force: args.force,
         root: std::path::PathBuf::from("/"),
     };
-    let machine = args.machine.open()?;
-    let report = match machine.pcie_source()? {
-        PcieSource::Sysfs { root, live: true } => mmio::measure(&MmioOptions {
-            root: root.to_path_buf(),
-            ..options
-        })?,
-        _ => {
-            let machine = machine.simulated_pcie()?;
-            endpoint(&machine.topology, args.bdf, &machine.name, "bench mmio")?;
-            mmio::predict(&options, &machine.platform, &machine.link_params(args.bdf))?
-        }
-    };
-    if args.json {
-        out!("{}", json_text("bench-mmio", &report)?)?;
-    } else {
-        out!("{}", report.to_text())?;
-    }
-    Ok(())
+    let report = mmio::measure_or_predict(&args.machine.open()?, options)?;
+    Ok(Output::new(report, Form::json_if(args.json)))
 }
 
-fn run_irq(args: IrqArgs) -> Result<()> {
+/// `bench mmio`: the rates measured (or predicted).
+impl Document for MmioReport {
+    fn kind(&self) -> &'static str {
+        "bench-mmio"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.to_text())
+    }
+}
+
+fn run_irq(args: IrqArgs) -> Result<Output> {
     let kind = IrqKind::parse(&args.kind)?;
-    let machine = args
+    let model = args
         .machine
         .open_required("bench irq predicts on a simulated machine (sim:PRESET or sim:FILE.toml)")?
-        .simulated_pcie()?;
-    let device = match args.device {
-        Some(bdf) => endpoint(&machine.topology, bdf, &machine.name, "bench irq --device")?,
-        None => machine
-            .topology
-            .functions()
-            .iter()
-            .find(|f| f.kind == pcielab::topology::Kind::Endpoint && f.link.is_some())
-            .map(|f| f.bdf)
-            .ok_or_else(|| {
-                Error::bad_input(format!("{}: no endpoint with a link", machine.name))
-            })?,
+        .endpoint_model(args.device, "bench irq --device")?;
+    let prediction = model.platform.irq_prediction(kind, &model.link);
+    let predicted = IrqPredicted {
+        kind,
+        device: model.device,
+        prediction,
     };
-    let prediction = machine
-        .platform
-        .irq_prediction(kind, &machine.link_params(device));
-    if args.json {
-        out!("{}", json_text("bench-irq", &prediction)?)?;
-    } else {
-        outln!(
-            "{} on {device}: one interrupt every {:.2} us ({:.0} per second), from [platform.interrupts] ({})",
-            kind.name(),
-            prediction.interval_ns / 1000.0,
-            prediction.per_second,
-            prediction.source
-        )?;
-    }
-    Ok(())
+    Ok(Output::new(predicted, Form::json_if(args.json)))
 }
 
-/// `bdf` when it names an endpoint of `topology`: bridges and ports have no BAR to load from and
-/// raise no device interrupts, so benchmarking one is bad input naming what it is.
-fn endpoint(
-    topology: &pcielab::topology::Topology,
-    bdf: pcielab::pcie::Bdf,
-    machine: &str,
-    what: &str,
-) -> Result<pcielab::pcie::Bdf> {
-    use pcielab::topology::Kind;
-    let f = topology
-        .get(bdf)
-        .ok_or_else(|| Error::bad_input(format!("{what} {bdf}: no such function on {machine}")))?;
-    if matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint) {
-        Ok(bdf)
-    } else {
-        Err(Error::bad_input(format!(
-            "{what} {bdf}: is a {} on {machine}, not an endpoint: name a device (`pcielab topo` lists them)",
-            f.kind.name().replace('_', " ")
-        )))
+/// `bench irq`: the predicted interrupt interval for one kind on one device.
+struct IrqPredicted {
+    kind: IrqKind,
+    device: Bdf,
+    prediction: IrqPrediction,
+}
+
+impl Document for IrqPredicted {
+    fn kind(&self) -> &'static str {
+        "bench-irq"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        &self.prediction
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&format!(
+            "{} on {}: one interrupt every {:.2} us ({:.0} per second), from [platform.interrupts] ({})\n",
+            self.kind.name(),
+            self.device,
+            self.prediction.interval_ns / 1000.0,
+            self.prediction.per_second,
+            self.prediction.source
+        ))
     }
 }
 
-fn run_p2p(args: P2pArgs) -> Result<()> {
+fn run_p2p(args: P2pArgs) -> Result<Output> {
     let root = std::path::PathBuf::from("/");
     let options = CopyOptions {
         src: p2pcopy::resolve_namespace(&root, &args.src)?,
@@ -298,113 +282,63 @@ fn run_p2p(args: P2pArgs) -> Result<()> {
         root,
     };
     let report = p2pcopy::run(&options)?;
-    if args.json {
-        out!("{}", json_text("bench-p2p", &report)?)?;
-    } else {
-        out!("{}", report.to_text())?;
-    }
-    if !report.p2p.ok {
-        return Err(Error::runtime(format!(
-            "the p2p copy failed at the {} step: {}",
-            report.p2p.failed_step.unwrap_or("?"),
-            report.p2p.error.as_deref().unwrap_or("?")
-        )));
-    }
-    if report.check == Some("mismatch") {
-        return Err(Error::runtime("the data check found a mismatch"));
-    }
-    Ok(())
+    Ok(Output::new(report, Form::json_if(args.json)))
 }
 
-fn run_observe(args: ObserveArgs) -> Result<()> {
-    let node_exporter = match &args.node_exporter {
-        Some(path) if !path.is_file() => {
-            return Err(Error::bad_input(format!(
-                "--node-exporter {}: no such file",
-                path.display()
-            )))
+/// `bench p2p`: the copies and their rates; a failed copy or a data mismatch fails the command.
+impl Document for CopyReport {
+    fn kind(&self) -> &'static str {
+        "bench-p2p"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.to_text())
+    }
+
+    fn end(&self) -> Result<i32> {
+        if !self.p2p.ok {
+            return Err(Error::runtime(format!(
+                "the p2p copy failed at the {} step: {}",
+                self.p2p.failed_step.unwrap_or("?"),
+                self.p2p.error.as_deref().unwrap_or("?")
+            )));
         }
-        Some(path) => Some(path.clone()),
-        None => cost::find_program(&[
-            "/usr/bin/prometheus-node-exporter",
-            "/usr/local/bin/node_exporter",
-        ]),
-    };
-    let topology = pcielab::topology::generate::server(args.functions)?;
+        if self.check == Some("mismatch") {
+            return Err(Error::runtime("the data check found a mismatch"));
+        }
+        Ok(0)
+    }
+}
+
+fn run_observe(args: ObserveArgs) -> Result<Output> {
     let pcielab = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find the running pcielab binary: {e}")))?;
-    let export = args.keep.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("pcielab-bench-observe-{}", std::process::id()))
-    });
-    pcielab::topology::export::export_sysfs(&topology, &export)?;
-    let procps_top = cost::find_program(&["/usr/bin/top", "/bin/top"]);
-    let result = cost::measure(&cost::ObserveBench {
-        pcielab: &pcielab,
-        export: &export,
+    let result = cost::run(&cost::ObserveRequest {
         functions: args.functions,
         scrapes: args.scrapes,
         rounds: args.rounds,
-        node_exporter: node_exporter.as_deref(),
-        procps_top: procps_top.as_deref(),
-    });
-    if args.keep.is_none() {
-        let _ = std::fs::remove_dir_all(&export);
-    }
-    print_observe(&args, &result?)
+        node_exporter: args.node_exporter,
+        keep: args.keep,
+        pcielab,
+    })?;
+    Ok(Output::new(result, Form::json_if(args.json)))
 }
 
-fn print_observe(args: &ObserveArgs, result: &cost::ObserveCost) -> Result<()> {
-    if args.json {
-        out!("{}", json_text("bench-observe", &result)?)?;
-        return Ok(());
+/// `bench observe`: what watching the generated server cost, beside the other tools.
+impl Document for cost::ObserveCost {
+    fn kind(&self) -> &'static str {
+        "bench-observe"
     }
-    let opt =
-        |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
-    let spread = |s: &cost::Spread| format!("{:.2} ({:.2}-{:.2})", s.median, s.min, s.max);
-    let opt_spread = |s: Option<&cost::Spread>| s.map_or("-".to_string(), spread);
-    outln!(
-        "{} functions, {} series, {} KiB per scrape; median (min-max) of {} rounds of {} scrapes",
-        result.functions,
-        result.pcielab_series,
-        result.pcielab_body_bytes / 1024,
-        result.rounds,
-        result.scrapes_per_round
-    )?;
-    let rows = [
-        (
-            "figure",
-            "pcielab".to_string(),
-            "other tool".to_string(),
-            "ratio".to_string(),
-        ),
-        (
-            "CPU ms per scrape",
-            spread(&result.pcielab_ms_per_scrape),
-            opt_spread(result.node_exporter_ms_per_scrape.as_ref()),
-            opt(result.scrape_ratio, 2),
-        ),
-        (
-            "RSS MiB after the scrapes",
-            format!("{:.1}", result.pcielab_rss_mib),
-            opt(result.node_exporter_rss_mib, 1),
-            "-".into(),
-        ),
-        (
-            "peak RSS MiB",
-            format!("{:.1}", result.pcielab_peak_rss_mib),
-            "-".into(),
-            "-".into(),
-        ),
-        (
-            "top CPU ms per refresh",
-            spread(&result.top_ms_per_refresh),
-            opt_spread(result.procps_top_ms_per_refresh.as_ref()),
-            opt(result.top_ratio, 2),
-        ),
-    ];
-    for (figure, ours, theirs, ratio) in rows {
-        outln!("{figure:<26} {ours:>20} {theirs:>20} {ratio:>6}")?;
+
+    fn json(&self) -> &dyn JsonForm {
+        self
     }
-    outln!("(other tool: prometheus-node-exporter for scrapes, procps top -b for refreshes)")?;
-    Ok(())
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.to_text())
+    }
 }

@@ -1,7 +1,8 @@
 //! `pcielab corpus DIR`: read every lspci output under DIR and count what the checks find.
 
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::Args as ClapArgs;
-use pcielab::advise::corpus::run_corpus;
+use pcielab::advise::corpus::{run_corpus, CorpusReport};
 use pcielab::Result;
 use std::path::PathBuf;
 
@@ -24,14 +25,33 @@ pub struct Args {
     pub json: bool,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let report = run_corpus(&args.dir)?;
-    if args.json {
-        let text = serde_json::to_string_pretty(&report)
+    Ok(Output::new(Corpus(report), Form::json_if(args.json)))
+}
+
+/// The corpus report. Its JSON carries its own `schema` field, in the report's field order (the
+/// tagged documents of other commands are printed with sorted keys).
+struct Corpus(CorpusReport);
+
+impl JsonForm for Corpus {
+    fn write_json(&self, _kind: &'static str, out: &mut Terminal) -> Result<()> {
+        let text = serde_json::to_string_pretty(&self.0)
             .map_err(|e| pcielab::Error::runtime(format!("corpus report as JSON: {e}")))?;
-        outln!("{text}")?;
-    } else {
-        out!("{}", report.to_text())?;
+        out.text(&format!("{text}\n"))
     }
-    Ok(())
+}
+
+impl Document for Corpus {
+    fn kind(&self) -> &'static str {
+        "corpus"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.0.to_text())
+    }
 }

@@ -6,10 +6,11 @@ use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
 use std::io::Write;
 
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use pcielab::advise::{advise, AdviseOptions};
 use pcielab::observe::exporter::{self, MetricsRenderer, DEFAULT_LISTEN};
 use pcielab::observe::Observer;
-use pcielab::text::json_text;
+use pcielab::observe::Sample;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
@@ -49,7 +50,7 @@ pub struct Args {
     pub workload: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let machine = args.machine.open()?;
     let addr = exporter::listen_address(&args.listen, args.allow_remote)?;
     let mut observer = Observer::open(&machine, &args.workload, |p| {
@@ -83,14 +84,10 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.once {
         let sample = observer.sample()?;
-        if args.json {
-            out!("{}", json_text("exporter-sample", &sample)?)?;
-        } else {
-            let mut text = String::new();
-            renderer.render(&sample, &mut text);
-            out!("{text}")?;
-        }
-        return Ok(());
+        let mut metrics = String::new();
+        renderer.render(&sample, &mut metrics);
+        let once = Scrape { sample, metrics };
+        return Ok(Output::new(once, Form::json_if(args.json)));
     }
     let listener = exporter::bind(addr)?;
     let bound = listener
@@ -98,5 +95,26 @@ pub fn run(args: Args) -> Result<()> {
         .map_err(|e| pcielab::Error::runtime(format!("cannot read the bound address: {e}")))?;
     note!("pcielab exporter: serving {name} at http://{bound}/metrics");
     let _ = std::io::stderr().flush();
-    exporter::serve(listener, observer, renderer)
+    exporter::serve(listener, observer, renderer)?;
+    Ok(Output::done())
+}
+
+/// `--once`: one sample and its metrics as a scrape would get them.
+struct Scrape {
+    sample: Sample,
+    metrics: String,
+}
+
+impl Document for Scrape {
+    fn kind(&self) -> &'static str {
+        "exporter-sample"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        &self.sample
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.metrics)
+    }
 }

@@ -4,12 +4,13 @@
 //! `pcielab::model::fit`.
 
 use clap::Args as ClapArgs;
+use pcielab::machine::read_platform_file;
 use pcielab::model::fit::{fit, predict_rows, FitDocument};
 use pcielab::model::measurements::parse_measurements;
-use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
-use pcielab::text::json_text;
 use pcielab::Result;
+
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 
 use super::model::LinkArgs;
 
@@ -50,7 +51,7 @@ pub struct Args {
     svg: Option<std::path::PathBuf>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let link = args.link.params()?;
     let text = pcielab::input::read_input_file(std::path::Path::new(&args.file), "measurements")?;
     let rows = parse_measurements(&args.file, &text, &link)?;
@@ -64,15 +65,14 @@ pub fn run(args: Args) -> Result<()> {
     {
         pcielab::input::output_target(out)?;
     }
+    let form = Form::json_if(args.json);
     if let Some(spec) = &args.platform {
         let report = predict_rows(&read_platform_file(spec)?, &rows, &link)?;
-        draw(&args, || FitDocument::Prediction(report.clone()))?;
-        if args.json {
-            out!("{}", json_text("fit-prediction", &report)?)?;
-        } else {
-            out!("{}", report.to_text())?;
-        }
-        return Ok(());
+        let predicted = Fitted {
+            document: FitDocument::Prediction(report),
+            wrote: None,
+        };
+        return Ok(Output::new(predicted, form).with_svg(args.svg));
     }
     let label = args.label.clone().unwrap_or_else(|| {
         format!(
@@ -90,22 +90,47 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(out) = &args.out {
         pcielab::input::write_output(out.as_ref(), report.model.to_toml().as_bytes())?;
     }
-    draw(&args, || FitDocument::Fit(Box::new(report.clone())))?;
-    if args.json {
-        out!("{}", json_text("fit", &report)?)?;
-    } else {
-        out!("{}", report.to_text())?;
-        if let Some(out) = &args.out {
-            outln!("\nwrote [platform] to {out}")?;
-        }
-    }
-    Ok(())
+    let fitted = Fitted {
+        document: FitDocument::Fit(Box::new(report)),
+        wrote: args.out,
+    };
+    Ok(Output::new(fitted, form).with_svg(args.svg))
 }
 
-/// `--svg`: the report's JSON document drawn.
-fn draw(args: &Args, document: impl FnOnce() -> FitDocument) -> Result<()> {
-    let Some(path) = &args.svg else {
-        return Ok(());
-    };
-    pcielab::input::write_output(path.as_ref(), plot::fit::svg(&document())?.as_bytes())
+/// A fit (or, with `--platform`, a prediction) and the file `--out` wrote the fitted
+/// `[platform]` table to.
+struct Fitted {
+    document: FitDocument,
+    wrote: Option<String>,
+}
+
+impl Document for Fitted {
+    fn kind(&self) -> &'static str {
+        match &self.document {
+            FitDocument::Fit(_) => "fit",
+            FitDocument::Prediction(_) => "fit-prediction",
+        }
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        match &self.document {
+            FitDocument::Fit(report) => report.as_ref(),
+            FitDocument::Prediction(report) => report,
+        }
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        match &self.document {
+            FitDocument::Fit(report) => out.text(&report.to_text())?,
+            FitDocument::Prediction(report) => out.text(&report.to_text())?,
+        }
+        match &self.wrote {
+            Some(file) => out.text(&format!("\nwrote [platform] to {file}\n")),
+            None => Ok(()),
+        }
+    }
+
+    fn svg(&self) -> Result<Option<String>> {
+        plot::fit::svg(&self.document).map(Some)
+    }
 }

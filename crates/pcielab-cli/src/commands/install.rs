@@ -1,8 +1,11 @@
 //! `pcielab man` and `pcielab completions`: manual pages and shell completions generated from the
 //! same clap definition that parses the command line.
 
+use super::output::Output;
 use clap::Args as ClapArgs;
+use pcielab::input::OutputTarget;
 use pcielab::{Error, Result};
+use std::os::unix::fs::FileTypeExt;
 use std::path::PathBuf;
 
 #[derive(ClapArgs)]
@@ -36,10 +39,10 @@ pub struct CompletionArgs {
     shell: clap_complete::Shell,
 }
 
-pub fn run_man(args: ManArgs) -> Result<()> {
+pub fn run_man(args: ManArgs) -> Result<Output> {
     let cmd = crate::cli_command();
     let Some(dir) = args.dir else {
-        return pcielab::input::write_stdout(&render_page(clap_mangen::Man::new(cmd))?.1);
+        return Ok(Output::bytes(render_page(clap_mangen::Man::new(cmd))?.1));
     };
     if !dir.exists() {
         return Err(Error::bad_input(format!(
@@ -49,19 +52,34 @@ pub fn run_man(args: ManArgs) -> Result<()> {
         )));
     }
     // The directory and every page go through the policy of every other output (no link out of
-    // the directory, no read-only page replaced); all are checked before the first is written.
+    // the directory, no read-only page replaced); all are checked before the first is written,
+    // and each is written whole into a new file renamed over the page. A page must be a file:
+    // a FIFO or device planted under a page's name would block or take the text elsewhere.
     let dir = pcielab::input::output_dir(&dir)?;
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
     let mut pages = Vec::new();
     every_page(cmd, &mut pages)?;
     for (name, _) in &pages {
-        pcielab::input::output_target(&dir.join(name))?;
+        let page = dir.join(name);
+        let kind = match pcielab::input::output_target(&page)? {
+            OutputTarget::File { .. } => continue,
+            OutputTarget::Stdout => "standard output",
+            OutputTarget::Stream(at) => match std::fs::metadata(at) {
+                Ok(meta) if meta.file_type().is_fifo() => "a FIFO",
+                _ => "a device",
+            },
+        };
+        return Err(Error::bad_input(format!(
+            "man: {} is {kind}, not a file; a manual page is written only as a regular file \
+             (nothing was written: remove it or give another directory)",
+            page.display()
+        )));
     }
     for (name, page) in &pages {
         pcielab::input::write_output(&dir.join(name), page)?;
     }
-    Ok(())
+    Ok(Output::done())
 }
 
 /// One page's file name (`pcielab-stat.1`) and text.
@@ -83,7 +101,7 @@ fn every_page(cmd: clap::Command, pages: &mut Vec<(String, Vec<u8>)>) -> Result<
     Ok(())
 }
 
-pub fn run_completions(args: CompletionArgs) -> Result<()> {
+pub fn run_completions(args: CompletionArgs) -> Result<Output> {
     let mut cmd = crate::cli_command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "pcielab", &mut script);
@@ -93,5 +111,5 @@ pub fn run_completions(args: CompletionArgs) -> Result<()> {
         // takes its separators out the same way.
         script.extend_from_slice(b"COMP_WORDBREAKS=${COMP_WORDBREAKS//:/}\n");
     }
-    pcielab::input::write_stdout(&script)
+    Ok(Output::bytes(script))
 }

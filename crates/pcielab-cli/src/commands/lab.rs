@@ -7,14 +7,14 @@ use clap::{Args as ClapArgs, Subcommand};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use pcielab::lab::argv::{self, MachineOptions};
+use super::output::{Document, Form, JsonForm, Output, Terminal};
+use pcielab::lab::argv::{self, MachineOptions, QemuPlan};
 use pcielab::lab::check::{self, CheckReport};
 use pcielab::lab::guest;
-use pcielab::lab::oracle::{self, P2pReport};
+use pcielab::lab::oracle::{self, P2pRun};
 use pcielab::lab::runner::Phase;
-use pcielab::lab::session::{self, KernelChoice, RunOptions, DEFAULT_SCRIPT};
+use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
 use pcielab::lab::{kernel, load_spec};
-use pcielab::text::json_text;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -187,7 +187,7 @@ pub struct KernelArgs {
     pub jobs: Option<usize>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     match args.command {
         LabCommand::Argv(a) => run_argv(a),
         LabCommand::Run(a) => run_run(a),
@@ -209,28 +209,36 @@ fn machine_options(m: &QemuArgs) -> MachineOptions {
     }
 }
 
-fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
-    out!("{}", json_text(kind, value)?)?;
-    Ok(())
-}
-
-fn print_limits(limits: &[argv::Limit]) {
+/// What QEMU shows differently from the spec, on stderr before a text result.
+fn print_limits(limits: &[argv::Limit], out: &mut Terminal) {
     for limit in limits {
-        note!("note: {limit}");
+        out.note(&format!("note: {limit}"));
     }
 }
 
-fn run_argv(args: ArgvArgs) -> Result<()> {
+fn run_argv(args: ArgvArgs) -> Result<Output> {
     let spec = load_spec(&args.machine.spec)?;
     let plan = argv::plan(&spec.topology, &machine_options(&args.machine))?;
-    if args.json {
-        return json("lab-argv", &plan);
-    }
-    print_limits(&plan.limits);
-    outln!("{}", plan.shell_command())?;
-    Ok(())
+    Ok(Output::new(plan, Form::json_if(args.json)))
 }
 
+/// `lab argv`: the QEMU command line.
+impl Document for QemuPlan {
+    fn kind(&self) -> &'static str {
+        "lab-argv"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        print_limits(&self.limits, out);
+        out.text(&format!("{}\n", self.shell_command()))
+    }
+}
+
+/// Each phase of a guest's run on stderr with the seconds since the start; none with `--json`.
 fn progress_printer(quiet: bool) -> impl FnMut(Phase) {
     let started = Instant::now();
     move |phase| {
@@ -284,7 +292,7 @@ fn boot_options(boot: &BootArgs, script: Option<String>) -> Result<RunOptions> {
     )
 }
 
-fn run_run(args: RunArgs) -> Result<()> {
+fn run_run(args: RunArgs) -> Result<Output> {
     let spec = load_spec(&args.boot.machine.spec)?;
     let script = match &args.script {
         Some(path) => pcielab::input::read_input_file(path, "--script")?,
@@ -296,93 +304,124 @@ fn run_run(args: RunArgs) -> Result<()> {
     if let Some(job) = &args.fio {
         options.add_fio_job(job)?;
     }
-    let report = session::run(
-        &spec.topology,
-        &options,
-        &mut progress_printer(args.boot.output.json),
-    )?;
-    if args.boot.output.json {
-        json("lab-run", &report)?;
-    } else {
-        print_limits(&report.limits);
-        out!("{}", report.to_text())?;
+    let json = args.boot.output.json;
+    let report = session::run(&spec.topology, &options, &mut progress_printer(json))?;
+    Ok(Output::new(report, Form::json_if(json)))
+}
+
+/// `lab run`: what the guest's script brought back; a script that failed fails the command.
+impl Document for RunReport {
+    fn kind(&self) -> &'static str {
+        "lab-run"
     }
-    match report.script_failure() {
-        Some(why) => Err(Error::runtime(why)),
-        None => Ok(()),
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        print_limits(&self.limits, out);
+        out.text(&self.to_text())
+    }
+
+    fn end(&self) -> Result<i32> {
+        match self.script_failure() {
+            Some(why) => Err(Error::runtime(why)),
+            None => Ok(0),
+        }
     }
 }
 
-fn run_check(args: CheckArgs) -> Result<()> {
-    let spec = load_spec(&args.boot.machine.spec)?;
+fn run_check(args: CheckArgs) -> Result<Output> {
     let options = boot_options(&args.boot, None)?;
-    let report = session::run(
-        &spec.topology,
+    let json = args.boot.output.json;
+    let verdict = check::boot_and_check(
+        &args.boot.machine.spec,
         &options,
-        &mut progress_printer(args.boot.output.json),
+        &mut progress_printer(json),
     )?;
-    let guest_view = check::read_guest(&report.results_dir)?;
-    let p2pmem = (args.boot.kernel == KernelChoice::P2pdma).then_some(&guest_view.p2pmem);
-    let rows = check::compare(
-        &spec.topology,
-        &guest_view.topology,
-        &report.limits,
-        &guest_view.cmb_bar,
-        p2pmem,
-    );
-    let verdict = CheckReport::new(&args.boot.machine.spec, rows, report);
-    if args.boot.output.json {
-        json("lab-check", &verdict)?;
-    } else {
-        out!("{}", verdict.to_text())?;
-    }
-    if !verdict.ok {
-        return Err(Error::runtime(format!(
-            "the guest differs from {} in {} field(s)",
-            args.boot.machine.spec, verdict.mismatches
-        )));
-    }
-    Ok(())
+    Ok(Output::new(verdict, Form::json_if(json)))
 }
 
-fn run_p2p(args: P2pArgs) -> Result<()> {
-    let spec = load_spec(&args.machine.spec)?;
-    if oracle::pairs(&spec.topology).is_empty() {
-        return Err(Error::bad_input(format!(
-            "{}: no two NVMe controllers with a CMB ([function.device] cmb_size_mb) to try",
-            args.machine.spec
-        )));
+/// `lab check`: the guest's view against the spec; a mismatch fails the command.
+impl Document for CheckReport {
+    fn kind(&self) -> &'static str {
+        "lab-check"
     }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.to_text())
+    }
+
+    fn end(&self) -> Result<i32> {
+        if !self.ok {
+            return Err(Error::runtime(format!(
+                "the guest differs from {} in {} field(s)",
+                self.spec, self.mismatches
+            )));
+        }
+        Ok(0)
+    }
+}
+
+fn run_p2p(args: P2pArgs) -> Result<Output> {
     let options = run_options(
         &args.machine,
         &args.kernel,
         args.timeout,
         &args.output,
-        Some(oracle::script(&spec.topology, args.size)),
+        None,
     )?;
-    let report = session::run(
-        &spec.topology,
-        &options,
-        &mut progress_printer(args.output.json),
+    let json = args.output.json;
+    let tried = oracle::boot_and_try(
+        &args.machine.spec,
+        args.size,
+        options,
+        &mut progress_printer(json),
     )?;
-    let (cpu, outcomes) = oracle::evaluate(&spec.topology, &report.results_dir)?;
-    let verdict = P2pReport::new(&args.machine.spec, cpu, &outcomes, &report);
-    if args.output.json {
-        json("lab-p2p", &verdict)?;
-    } else {
-        out!("{}", verdict.to_text())?;
-    }
-    if !verdict.ok {
-        return Err(Error::runtime(format!(
-            "the guest kernel disagreed with the P2PDMA model on {} pair(s); results in {}",
-            verdict.disagreements(),
-            report.results_dir.display()
-        )));
-    }
-    Ok(())
+    Ok(Output::new(P2pVerdict(tried), Form::json_if(json)))
 }
 
-fn run_kernel(args: KernelArgs) -> Result<()> {
+/// `lab p2p`: each pair's outcome against the model; a disagreement fails the command.
+struct P2pVerdict(P2pRun);
+
+impl JsonForm for P2pVerdict {
+    fn write_json(&self, kind: &'static str, out: &mut Terminal) -> Result<()> {
+        self.0.report().write_json(kind, out)
+    }
+}
+
+impl Document for P2pVerdict {
+    fn kind(&self) -> &'static str {
+        "lab-p2p"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.0.report().to_text())
+    }
+
+    fn end(&self) -> Result<i32> {
+        let verdict = self.0.report();
+        if !verdict.ok {
+            return Err(Error::runtime(format!(
+                "the guest kernel disagreed with the P2PDMA model on {} pair(s); results in {}",
+                verdict.disagreements(),
+                self.0.run.results_dir.display()
+            )));
+        }
+        Ok(0)
+    }
+}
+
+fn run_kernel(args: KernelArgs) -> Result<Output> {
     let jobs = args.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -392,6 +431,5 @@ fn run_kernel(args: KernelArgs) -> Result<()> {
     let image = kernel::build(&guest::cache_dir(), jobs, &mut |step| {
         note!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
     })?;
-    outln!("{}", image.display())?;
-    Ok(())
+    Ok(Output::text(format!("{}\n", image.display())))
 }

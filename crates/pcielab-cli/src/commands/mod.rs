@@ -1,43 +1,12 @@
-//! Subcommand dispatch: one file per subcommand, each exposing `Args` and `run`.
+//! Subcommand dispatch: one file per subcommand, each exposing `Args` and a `run` that returns
+//! the command's [`Output`]; [`run`] prints it (output.rs holds the policy every byte on
+//! standard output follows).
 
-/// `print!` under the output policy: control characters from inputs shown escaped
-/// (`text::terminal_output`; JSON passes unchanged), and a failed write on standard output (a
-/// full disk, `/dev/full`) a runtime error (exit 1, one line on stderr), never a panic. A closed
-/// pipe still ends the process by SIGPIPE (status 141), as `main` sets it up.
-macro_rules! out {
-    ($($arg:tt)*) => {
-        pcielab::input::write_stdout(
-            pcielab::text::terminal_output(&format!($($arg)*)).as_bytes(),
-        )
-    };
-}
-
-/// `println!` under the output policy, as [`out!`].
-macro_rules! outln {
-    ($($arg:tt)*) => {
-        out!("{}\n", format_args!($($arg)*))
-    };
-}
-
-/// `eprintln!` for notes and warnings that may quote an input (a file name, a line): control
-/// characters shown escaped, as in error messages. A failed write on stderr is ignored, as
-/// `eprintln!` would panic on it and there is nowhere left to report it.
+/// `eprintln!` for notes and warnings that may quote an input, as [`output::note`] prints them.
 macro_rules! note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = pcielab::text::terminal_text(&format!($($arg)*));
-        let _ = writeln!(std::io::stderr(), "{text}");
-    }};
-}
-
-/// `eprint!` of a whole report on standard error (`stat`'s counts, as perf prints them), under
-/// [`note!`]'s rules.
-macro_rules! note_text {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let text = pcielab::text::terminal_output(&format!($($arg)*)).into_owned();
-        let _ = write!(std::io::stderr(), "{text}");
-    }};
+    ($($arg:tt)*) => {
+        crate::commands::output::note(&format!($($arg)*))
+    };
 }
 
 mod advise;
@@ -48,6 +17,7 @@ mod fit;
 mod install;
 mod lab;
 mod model;
+mod output;
 mod plot;
 mod pmu;
 mod presets;
@@ -60,6 +30,7 @@ mod top;
 mod topo;
 
 use clap::Subcommand;
+use output::{Output, Terminal};
 use pcielab::Result;
 
 #[derive(Subcommand)]
@@ -104,32 +75,35 @@ pub enum Command {
     Completions(install::CompletionArgs),
 }
 
-/// Runs `command` and returns the exit status it ends with: 0, or the status a command owes
+/// Runs `command`, prints what it returns (`Output::print`: the one place a result reaches
+/// standard output) and gives the exit status it ends with: 0, or the status a command owes
 /// its caller beyond success and failure (`advise --fail-on`'s 3, `stat`'s workload's own).
-/// Errors are returned for `main` to print and turn into 1 or 2.
+/// Errors are returned for `main` to print and turn into 1 or 2. Commands that print while
+/// they run get the same terminal the result is printed through.
 pub fn run(command: Command) -> Result<i32> {
-    let succeeded = |done: Result<()>| done.map(|()| 0);
-    match command {
+    let mut out = Terminal::new();
+    let output: Output = match command {
         Command::Advise(args) => advise::run(args),
-        Command::Topo(args) => succeeded(topo::run(args)),
-        Command::Model(args) => succeeded(model::run(args)),
-        Command::Fit(args) => succeeded(fit::run(args)),
-        Command::Snapshot(args) => succeeded(snapshot::run(args)),
-        Command::Pmu(args) => succeeded(pmu::run(args)),
+        Command::Topo(args) => topo::run(args),
+        Command::Model(args) => model::run(args),
+        Command::Fit(args) => fit::run(args),
+        Command::Snapshot(args) => snapshot::run(args),
+        Command::Pmu(args) => pmu::run(args),
         Command::Stat(args) => stat::run(args),
-        Command::Qos(args) => succeeded(qos::run(args)),
-        Command::Sim(args) => succeeded(sim::run(args)),
-        Command::Bench(args) => succeeded(bench::run(args)),
-        Command::Top(args) => succeeded(top::run(args)),
-        Command::Exporter(args) => succeeded(exporter::run(args)),
-        Command::Lab(args) => succeeded(lab::run(args)),
-        Command::Report(args) => succeeded(report::run(args)),
-        Command::Plot(args) => succeeded(plot::run(args)),
-        Command::Presets(args) => succeeded(presets::run(args)),
-        Command::Corpus(args) => succeeded(corpus::run(args)),
-        Command::Man(args) => succeeded(install::run_man(args)),
-        Command::Completions(args) => succeeded(install::run_completions(args)),
-    }
+        Command::Qos(args) => qos::run(args, &mut out),
+        Command::Sim(args) => sim::run(args),
+        Command::Bench(args) => bench::run(args),
+        Command::Top(args) => top::run(args, &mut out),
+        Command::Exporter(args) => exporter::run(args),
+        Command::Lab(args) => lab::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Plot(args) => plot::run(args),
+        Command::Presets(args) => presets::run(args),
+        Command::Corpus(args) => corpus::run(args),
+        Command::Man(args) => install::run_man(args),
+        Command::Completions(args) => install::run_completions(args),
+    }?;
+    output.print(&mut out)
 }
 
 /// A clap value parser for a number in `range`: a negative, too large or out-of-range value gets a

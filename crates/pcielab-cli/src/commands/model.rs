@@ -4,15 +4,16 @@
 //! math is `pcielab::model`.
 
 use super::number_in;
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::Args as ClapArgs;
+use pcielab::machine::read_platform_file;
 use pcielab::model::io::{LinkPower, L0S_ENTRY_NS, L1_ENTRY_NS};
-use pcielab::model::platform::{read_platform_file, PlatformModel, P};
-use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, DEFAULT_SIZES};
+use pcielab::model::platform::{PlatformModel, P};
+use pcielab::model::sweep::{parse_completion_size, parse_sizes, sweep, SizeSweep, DEFAULT_SIZES};
 use pcielab::model::transfer::{LinkParams, Overheads};
 use pcielab::pcie::tlp::TlpFormat;
 use pcielab::pcie::Generation;
 use pcielab::plot;
-use pcielab::text::json_text;
 use pcielab::topology::Aspm;
 use pcielab::{Error, Result};
 
@@ -201,7 +202,7 @@ fn request_response(args: &Args, model: &PlatformModel) -> Result<Option<(f64, L
     Ok(Some((us * 1e3, power, irq)))
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let link = args.link.params()?;
     let sizes = match &args.sizes {
         Some(list) => parse_sizes(list)?,
@@ -224,13 +225,35 @@ pub fn run(args: Args) -> Result<()> {
     if let Some((access_ns, power, irq)) = request_response(&args, &model)? {
         report.add_request_response(&model, access_ns, &power, irq);
     }
-    if let Some(path) = &args.svg {
-        pcielab::input::write_output(path.as_ref(), plot::model::svg(&report)?.as_bytes())?;
+    let modelled = Modelled {
+        report,
+        link,
+        overheads,
+    };
+    Ok(Output::new(modelled, Form::json_if(args.json)).with_svg(args.svg))
+}
+
+/// The sweep with the link and overheads its table names.
+struct Modelled {
+    report: SizeSweep,
+    link: LinkParams,
+    overheads: Overheads,
+}
+
+impl Document for Modelled {
+    fn kind(&self) -> &'static str {
+        "model"
     }
-    if args.json {
-        out!("{}", json_text("model", &report)?)?;
-    } else {
-        out!("{}", report.to_text(&link, overheads))?;
+
+    fn json(&self) -> &dyn JsonForm {
+        &self.report
     }
-    Ok(())
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.report.to_text(&self.link, self.overheads))
+    }
+
+    fn svg(&self) -> Result<Option<String>> {
+        plot::model::svg(&self.report).map(Some)
+    }
 }

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::input::write_output;
 use pcielab::report::any::svg_of;
@@ -28,8 +29,9 @@ pub struct Args {
     output: PathBuf,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let doc = Document::read_file(&args.result)?;
     let svg = svg_of(&doc, &args.result.display().to_string())?;
-    write_output(args.output.as_ref(), svg.as_bytes())
+    write_output(args.output.as_ref(), svg.as_bytes())?;
+    Ok(Output::done())
 }

@@ -1,9 +1,10 @@
 //! `pcielab pmu list`: the PCIe PMU devices a machine has, the root port each counts, and every
 //! event of its catalog (names, encoding, group, unit).
 
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use crate::machine_arg::MachineArg;
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::text::json_text;
+use pcielab::pmu::counters::PmuListing;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
@@ -42,20 +43,48 @@ struct ListArgs {
     pmu: Option<String>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     match args.command {
         PmuCommand::List(list) => run_list(list),
     }
 }
 
-fn run_list(args: ListArgs) -> Result<()> {
+fn run_list(args: ListArgs) -> Result<Output> {
     let machine = args.machine.open()?;
     let listing = machine.counters()?.list(args.pmu.as_deref())?;
-    let name = machine.to_string();
-    if args.json {
-        out!("{}", json_text("pmu-list", &listing.document(&name))?)?;
-    } else {
-        out!("{}", listing.render(&name, args.pmu.is_some()))?;
+    let list = PmuList {
+        listing,
+        named: machine.to_string(),
+        one_pmu: args.pmu.is_some(),
+    };
+    Ok(Output::new(list, Form::json_if(args.json)))
+}
+
+/// A machine's PMUs, as `pmu list` shows them.
+struct PmuList {
+    listing: PmuListing,
+    /// How the machine is named in the listing.
+    named: String,
+    /// One PMU was asked for: its formats and events are listed.
+    one_pmu: bool,
+}
+
+impl JsonForm for PmuList {
+    fn write_json(&self, kind: &'static str, out: &mut Terminal) -> Result<()> {
+        self.listing.document(&self.named).write_json(kind, out)
     }
-    Ok(())
+}
+
+impl Document for PmuList {
+    fn kind(&self) -> &'static str {
+        "pmu-list"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.listing.render(&self.named, self.one_pmu))
+    }
 }

@@ -1,9 +1,9 @@
 //! `pcielab presets`: every built-in `sim:NAME` machine of either kind, from the registry the
 //! `--machine` parser itself opens (so the list cannot disagree with what is accepted).
 
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::Args as ClapArgs;
 use pcielab::machine::presets::{catalog, PresetList, PresetSummary};
-use pcielab::text::json_text;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
@@ -20,14 +20,26 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let presets = catalog()?;
-    if args.json {
-        out!("{}", json_text("presets", &PresetList { presets })?)?;
-    } else {
-        out!("{}", render(&presets))?;
+    Ok(Output::new(
+        PresetList { presets },
+        Form::json_if(args.json),
+    ))
+}
+
+impl Document for PresetList {
+    fn kind(&self) -> &'static str {
+        "presets"
     }
-    Ok(())
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&render(&self.presets))
+    }
 }
 
 /// One line per preset (`sim:NAME`, kind, what it models), its source indented below it.

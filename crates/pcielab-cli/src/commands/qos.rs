@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::number_in;
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::linux::cpuset::{CpuSet, MAX_CPUS};
 use pcielab::qos::apply;
-use pcielab::qos::backend::{Op, QosBackend, QosOptions};
-use pcielab::qos::view;
-use pcielab::text::json_text;
-use pcielab::{Error, Result};
+use pcielab::qos::backend::{QosBackend, QosOptions};
+use pcielab::qos::monitor::monitor;
+use pcielab::qos::request::{self, Request};
+use pcielab::qos::view::{self, MonitorDocument, ShowView};
+use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:
   pcielab qos show --machine sim:mpam-seed
@@ -156,18 +157,6 @@ fn open(m: &ResctrlMachineArgs, changes: bool) -> Result<Box<dyn QosBackend>> {
     Ok(backend)
 }
 
-fn schemata_text(lines: &[String]) -> String {
-    let mut text = lines
-        .iter()
-        .map(|l| l.replace("\\n", "\n"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text
-}
-
 /// What `create` and `set` may change on a group.
 #[derive(ClapArgs)]
 struct GroupSettings {
@@ -179,171 +168,143 @@ struct GroupSettings {
     mode: Option<String>,
 }
 
-impl GroupSettings {
-    fn is_empty(&self) -> bool {
-        self.schemata.is_empty() && self.mode.is_none()
-    }
-
-    /// The steps: write the schemata lines given, then the mode given.
-    fn ops(self, group: String) -> Vec<Op> {
-        let mut ops = Vec::new();
-        if !self.schemata.is_empty() {
-            ops.push(Op::Schemata {
-                group: group.clone(),
-                text: schemata_text(&self.schemata),
-            });
+impl From<GroupSettings> for request::GroupSettings {
+    fn from(s: GroupSettings) -> Self {
+        request::GroupSettings {
+            schemata: s.schemata,
+            mode: s.mode,
         }
-        if let Some(mode) = self.mode {
-            ops.push(Op::Mode { group, mode });
-        }
-        ops
     }
 }
 
-/// One request's steps, all or nothing (`qos::apply::perform_all`), each printed as done.
-fn perform_all(b: &mut dyn QosBackend, ops: &[Op], precheck: bool) -> Result<()> {
+/// Makes `request` on the machine `m` names, all or nothing (`qos::apply::perform_all`), each
+/// step printed as it is made.
+fn perform(m: &ResctrlMachineArgs, request: Request, out: &mut Terminal) -> Result<Output> {
+    let mut b = open(m, true)?;
+    let ops = request.ops()?;
     // The steps go on when standard output fails (all or nothing); the failure is reported after.
     let mut written = Ok(());
-    apply::perform_all(b, ops, precheck, |op| {
+    apply::perform_all(b.as_mut(), &ops, !m.no_precheck, |op| {
         if written.is_ok() {
-            written = outln!("{}", op.describe());
+            written = out.text(&format!("{}\n", op.describe()));
         }
     })?;
-    written
+    written.map(|()| Output::done())
 }
 
-fn json<T: serde::Serialize>(kind: &str, value: &T) -> Result<()> {
-    out!("{}", json_text(kind, value)?)?;
-    Ok(())
+/// `qos show`: capabilities and groups.
+impl Document for ShowView {
+    fn kind(&self) -> &'static str {
+        "qos-show"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.text())
+    }
 }
 
-pub fn run(args: Args) -> Result<()> {
+/// `qos apply`: the plan and what became of it.
+impl Document for apply::Report {
+    fn kind(&self) -> &'static str {
+        "qos-apply"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.to_text())
+    }
+}
+
+/// `qos monitor --json`: every interval, printed once the last has been read.
+impl Document for MonitorDocument {
+    fn kind(&self) -> &'static str {
+        "qos-monitor"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        for rows in &self.intervals {
+            out.text(&view::monitor_text(rows))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs a `qos` command; `create`, `set`, `assign`, `delete` and a text `monitor` print through
+/// `out` as they go.
+pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
     match args.command {
-        QosCommand::Show {
-            machine,
-            json: as_json,
-        } => {
+        QosCommand::Show { machine, json } => {
             let mut b = open(&machine, false)?;
-            let v = view::show(&b.name(), &b.read()?);
-            if as_json {
-                json("qos-show", &v)
-            } else {
-                out!("{}", v.text())?;
-                Ok(())
-            }
+            let shown = view::show(&b.name(), &b.read()?);
+            Ok(Output::new(shown, Form::json_if(json)))
         }
         QosCommand::Create {
             group,
             machine,
             settings,
         } => {
-            let mut b = open(&machine, true)?;
-            let mut ops = vec![Op::Mkdir {
-                group: group.clone(),
-            }];
-            ops.extend(settings.ops(group));
-            perform_all(b.as_mut(), &ops, !machine.no_precheck)
+            let settings = settings.into();
+            perform(&machine, Request::Create { group, settings }, out)
         }
         QosCommand::Set {
             group,
             machine,
             settings,
-        } => {
-            if settings.is_empty() {
-                return Err(Error::bad_input("qos set: give --schemata and/or --mode"));
-            }
-            let mut b = open(&machine, true)?;
-            perform_all(b.as_mut(), &settings.ops(group), !machine.no_precheck)
-        }
+        } => perform(&machine, Request::set(group, settings.into())?, out),
         QosCommand::Assign {
             group,
             machine,
             tasks,
             cpus,
-        } => {
-            if tasks.is_none() && cpus.is_none() {
-                return Err(Error::bad_input("qos assign: give --tasks and/or --cpus"));
-            }
-            let mut b = open(&machine, true)?;
-            let mut ops = Vec::new();
-            if let Some(cpus_list) = cpus {
-                if CpuSet::parse_list(&cpus_list).is_none() {
-                    return Err(Error::bad_input(format!(
-                        "--cpus '{cpus_list}': expected a CPU list like 0-3,8 with CPUs in 0..={}",
-                        MAX_CPUS - 1
-                    )));
-                }
-                ops.push(Op::Cpus {
-                    group: group.clone(),
-                    cpus_list,
-                });
-            }
-            if let Some(text) = tasks {
-                ops.push(Op::Tasks { group, text });
-            }
-            perform_all(b.as_mut(), &ops, !machine.no_precheck)
-        }
-        QosCommand::Delete { group, machine } => {
-            let mut b = open(&machine, true)?;
-            perform_all(b.as_mut(), &[Op::Rmdir { group }], !machine.no_precheck)
-        }
+        } => perform(&machine, Request::assign(group, tasks, cpus)?, out),
+        QosCommand::Delete { group, machine } => perform(&machine, Request::Delete { group }, out),
         QosCommand::Apply {
             file,
             machine,
             dry_run,
-            json: as_json,
+            json,
         } => {
             let mut b = open(&machine, !dry_run)?;
-            let text = pcielab::input::read_input_file(&file, "desired-state file")?;
-            let info = b.read()?.info;
-            let desired = apply::parse_desired(&text, &file.display().to_string(), &info)?;
-            let report = apply::apply(b.as_mut(), &desired, dry_run)?;
-            if as_json {
-                return json("qos-apply", &report);
-            }
-            for (i, p) in report.plan.iter().enumerate() {
-                outln!("{:>3}. {}", i + 1, p.shell)?;
-            }
-            outln!(
-                "{}",
-                match (report.dry_run, report.plan.len()) {
-                    (_, 0) => "nothing to do: the machine already matches".to_string(),
-                    (true, n) => format!(
-                        "dry run: {n} steps checked against the kernel's rules, nothing changed"
-                    ),
-                    (false, n) => format!("applied {n} steps and verified the read-back"),
-                }
-            )?;
-            Ok(())
+            let report = apply::apply_file(b.as_mut(), &file, dry_run)?;
+            Ok(Output::new(report, Form::json_if(json)))
         }
         QosCommand::Monitor {
             machine,
             interval_ms,
             count,
-            json: as_json,
+            json,
         } => {
-            if interval_ms == 0 {
-                return Err(Error::bad_input("-I must be at least 1 ms"));
-            }
             let mut b = open(&machine, false)?;
-            b.check_waits(Duration::from_millis(interval_ms), count)?;
-            let mut all = Vec::new();
-            for _ in 0..count.max(1) {
-                let before = b.mon_data()?;
-                b.wait(Duration::from_millis(interval_ms))?;
-                let after = b.mon_data()?;
-                let rows = view::monitor_rows(&before, &after, interval_ms as f64 / 1000.0);
-                if as_json {
-                    all.push(rows);
-                } else {
-                    out!("{}", view::monitor_text(&rows))?;
-                }
-            }
-            b.save()?;
-            if as_json {
-                json("qos-monitor", &view::MonitorDocument { intervals: all })?;
-            }
-            Ok(())
+            let form = Form::json_if(json);
+            // Text is printed interval by interval; the JSON document holds them all.
+            let mut intervals = Vec::new();
+            monitor(
+                b.as_mut(),
+                Duration::from_millis(interval_ms),
+                count,
+                |rows| match form {
+                    Form::Text => out.text(&view::monitor_text(&rows)),
+                    Form::Json => {
+                        intervals.push(rows);
+                        Ok(())
+                    }
+                },
+            )?;
+            Ok(match form {
+                Form::Text => Output::done(),
+                Form::Json => Output::new(MonitorDocument { intervals }, form),
+            })
         }
     }
 }

@@ -5,6 +5,7 @@
 use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
 
+use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
@@ -39,7 +40,7 @@ pub struct Args {
     output: PathBuf,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     // Every input is read and checked before the machine is opened or anything is written.
     let results = args
         .from
@@ -85,5 +86,5 @@ pub fn run(args: Args) -> Result<()> {
         args.output.display(),
         results.len()
     );
-    Ok(())
+    Ok(Output::done())
 }

@@ -5,13 +5,13 @@
 use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
 
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::presets::catalog;
 use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
-use pcielab::qos::scenario::Scenario;
+use pcielab::qos::scenario::{Outcome, Scenario};
 use pcielab::qos::sim::SimulatedResctrl;
-use pcielab::text::json_text;
 use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:
@@ -75,7 +75,7 @@ fn machine(m: &MachineArg, state: &std::path::Path) -> Result<SimulatedResctrl> 
         .simulated_resctrl(Some(state), false)
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     match args.command {
         SimCommand::Run {
             scenario,
@@ -83,22 +83,11 @@ pub fn run(args: Args) -> Result<()> {
             svg,
         } => {
             let outcome = Scenario::load(&scenario)?.run()?;
-            if let Some(path) = &svg {
-                pcielab::input::write_output(
-                    path.as_ref(),
-                    plot::scenario::svg(&outcome)?.as_bytes(),
-                )?;
-            }
-            if json {
-                out!("{}", json_text("sim-run", &outcome)?)?;
-            } else {
-                out!("{}", outcome.table())?;
-                outln!("simulated in {:.2} s", outcome.wall_s)?;
-                if let Some(path) = svg {
-                    outln!("plot: {}", path.display())?;
-                }
-            }
-            Ok(())
+            let run = ScenarioRun {
+                outcome,
+                plot: svg.clone(),
+            };
+            Ok(Output::new(run, Form::json_if(json)).with_svg(svg))
         }
         SimCommand::Spawn {
             machine: m,
@@ -108,8 +97,7 @@ pub fn run(args: Args) -> Result<()> {
             let mut sim = machine(&m, &state)?;
             let pid = sim.spawn(&command.join(" "))?;
             sim.save()?;
-            outln!("{pid}")?;
-            Ok(())
+            Ok(Output::text(format!("{pid}\n")))
         }
         SimCommand::Kill {
             pid,
@@ -118,13 +106,45 @@ pub fn run(args: Args) -> Result<()> {
         } => {
             let mut sim = machine(&m, &state)?;
             sim.kill(pid)?;
-            sim.save()
+            sim.save()?;
+            Ok(Output::done())
         }
         SimCommand::Presets => {
-            for p in catalog()?.iter().filter(|p| p.kind == "qos") {
-                outln!("sim:{:<14} {}", p.name, p.models)?;
-            }
-            Ok(())
+            let lines = catalog()?
+                .iter()
+                .filter(|p| p.kind == "qos")
+                .map(|p| format!("sim:{:<14} {}\n", p.name, p.models))
+                .collect();
+            Ok(Output::text(lines))
         }
+    }
+}
+
+/// A scenario's outcome and where its plot was written.
+struct ScenarioRun {
+    outcome: Outcome,
+    plot: Option<PathBuf>,
+}
+
+impl Document for ScenarioRun {
+    fn kind(&self) -> &'static str {
+        "sim-run"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        &self.outcome
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.outcome.table())?;
+        out.text(&format!("simulated in {:.2} s\n", self.outcome.wall_s))?;
+        match &self.plot {
+            Some(path) => out.text(&format!("plot: {}\n", path.display())),
+            None => Ok(()),
+        }
+    }
+
+    fn svg(&self) -> Result<Option<String>> {
+        plot::scenario::svg(&self.outcome).map(Some)
     }
 }

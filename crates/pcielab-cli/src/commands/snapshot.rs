@@ -1,6 +1,7 @@
 //! `pcielab snapshot DIR`: save the live host's `/sys/bus/pci` as plain files, readable later
 //! with `--machine snapshot:DIR` and by the real `lspci -A linux-sysfs -O sysfs.path=DIR`.
 
+use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::machine::snapshot::save_snapshot;
 use pcielab::Result;
@@ -22,8 +23,8 @@ pub struct Args {
     pub root: PathBuf,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let saved = save_snapshot(&args.root, &args.dir)?;
     note!("saved {saved} functions to {}", args.dir.display());
-    Ok(())
+    Ok(Output::done())
 }

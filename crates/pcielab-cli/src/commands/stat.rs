@@ -10,11 +10,12 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use pcielab::machine::read_platform_file;
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use pcielab::machine::Machine;
-use pcielab::model::platform::read_platform_file;
 use pcielab::plot;
-use pcielab::pmu::counters::{StatEnd, StatRequest};
-use pcielab::text::json_text;
+use pcielab::pmu::counters::{StatDone, StatEnd, StatRequest};
+use pcielab::pmu::stat::StatDocument;
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -132,12 +133,11 @@ fn catch_ctrl_c(machine: &Machine) -> Result<Option<Arc<AtomicBool>>> {
     Ok(Some(interrupted))
 }
 
-pub fn run(args: Args) -> Result<i32> {
+pub fn run(args: Args) -> Result<Output> {
     let machine = args.machine.open()?;
     let counters = machine.counters()?;
     if args.dry_run {
-        out!("{}", counters.dry_run(&args.events)?)?;
-        return Ok(0);
+        return Ok(Output::text(counters.dry_run(&args.events)?));
     }
     let read_file = |p: &Path| pcielab::input::read_input_file(p, "fio job file");
     let platform = args
@@ -157,28 +157,62 @@ pub fn run(args: Args) -> Result<i32> {
         platform: platform.as_ref(),
         interrupt: interrupt.as_deref(),
     };
-    let done = match counters.stat(&request)? {
+    let mut done = match counters.stat(&request)? {
         StatEnd::Counted(done) => done,
         StatEnd::WorkloadNotFound(why) => {
             note!("pcielab: {why}");
-            return Ok(127);
+            return Ok(Output::status(127));
         }
     };
-    let doc = done.outcome.document(done.workload_json);
-    if let Some(path) = &args.svg {
-        pcielab::input::write_output(path.as_ref(), plot::stat::svg(&doc, "this run")?.as_bytes())?;
+    let document = done
+        .outcome
+        .document(std::mem::take(&mut done.workload_json));
+    let counted = Counted {
+        done,
+        document,
+        separator: args.separator,
+        verbose: args.verbose,
+    };
+    Ok(Output::new(counted, Form::json_if(args.json)).with_svg(args.svg))
+}
+
+/// What a run counted, printed as perf stat prints it: the workload's report on stdout, the
+/// counts on stderr.
+struct Counted {
+    done: StatDone,
+    document: StatDocument,
+    /// `-x SEP`: the counts as CSV.
+    separator: Option<String>,
+    verbose: bool,
+}
+
+impl Document for Counted {
+    fn kind(&self) -> &'static str {
+        "stat"
     }
-    if args.json {
-        out!("{}", json_text("stat", &doc)?)?;
-    } else {
-        out!("{}", done.workload_report)?;
-        for note in &done.notes {
-            note!("pcielab: {note}");
-        }
-        match &args.separator {
-            Some(sep) => note_text!("{}", done.outcome.render_csv(sep)),
-            None => note_text!("{}", done.outcome.render_text(args.verbose)),
-        }
+
+    fn json(&self) -> &dyn JsonForm {
+        &self.document
     }
-    Ok(done.exit_code)
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&self.done.workload_report)?;
+        for note in &self.done.notes {
+            out.note(&format!("pcielab: {note}"));
+        }
+        let outcome = &self.done.outcome;
+        out.report(&match &self.separator {
+            Some(sep) => outcome.render_csv(sep),
+            None => outcome.render_text(self.verbose),
+        });
+        Ok(())
+    }
+
+    fn svg(&self) -> Result<Option<String>> {
+        plot::stat::svg(&self.document, "this run").map(Some)
+    }
+
+    fn end(&self) -> Result<i32> {
+        Ok(self.done.exit_code)
+    }
 }

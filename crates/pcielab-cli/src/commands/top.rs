@@ -5,7 +5,7 @@
 //! library).
 
 use crate::machine_arg::MachineArg;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -15,6 +15,7 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers
 use signal_hook::consts::{SIGHUP, SIGTERM};
 
 use super::number_in;
+use super::output::{Output, Terminal};
 use pcielab::observe::top::{Action, Frames, Key, SortKey, TopFrame, View, COLUMNS, KEY_HELP};
 use pcielab::observe::{Observer, Sample};
 use pcielab::{Error, Result};
@@ -72,7 +73,9 @@ pub struct Args {
     pub workload: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+/// Frames are printed as they are sampled, `-b` ones through `out`; nothing is left to print
+/// at the end.
+pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
     let machine = args.machine.open()?;
     let on_terminal = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     if !args.batch && !on_terminal {
@@ -95,10 +98,11 @@ pub fn run(args: Args) -> Result<()> {
     };
     let delay = Duration::from_secs_f64(args.delay);
     if args.batch {
-        batch(observer, &view, delay, args.iterations, args.json)
+        batch(observer, &view, delay, args.iterations, args.json, out)?;
     } else {
-        interactive(observer, view, delay, args.iterations)
+        interactive(observer, view, delay, args.iterations)?;
     }
+    Ok(Output::done())
 }
 
 /// Samples at open and every `delay` after, on a fixed schedule (no drift from printing).
@@ -149,27 +153,26 @@ fn batch(
     delay: Duration,
     iterations: Option<u64>,
     json: bool,
+    out: &mut Terminal,
 ) -> Result<()> {
     let mut clock = Clock::start(&mut observer, delay)?;
     // Kept between frames: an unchanged row is not formatted again.
     let mut frames = Frames::default();
-    let mut out = std::io::stdout().lock();
-    let written = |e: std::io::Error| Error::runtime(format!("cannot write to stdout: {e}"));
     for i in 0..iterations.unwrap_or(u64::MAX) {
         std::thread::sleep(clock.until_next());
         clock.tick(&mut observer)?;
         let frame = clock.frame(&mut frames, view);
         if json {
-            let line = serde_json::to_string(&pcielab::text::tagged("top-frame", frame)?)
+            let mut line = serde_json::to_string(&pcielab::text::tagged("top-frame", frame)?)
                 .map_err(|e| Error::runtime(format!("cannot encode the frame as JSON: {e}")))?;
-            writeln!(out, "{line}").map_err(written)?;
+            line.push('\n');
+            out.json(&line)?;
         } else {
             if i > 0 {
-                writeln!(out).map_err(written)?;
+                out.text("\n")?;
             }
-            out.write_all(frames.text().as_bytes()).map_err(written)?;
+            out.text(frames.text())?;
         }
-        out.flush().map_err(written)?;
     }
     Ok(())
 }

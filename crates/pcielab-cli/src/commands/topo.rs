@@ -1,16 +1,17 @@
 //! `pcielab topo`: show a machine's PCIe hierarchy as an annotated tree, JSON or Graphviz, or
 //! export it as a sysfs-shaped tree that the real `lspci` reads.
 
+use super::output::{Document, Form, JsonForm, Output, Terminal};
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::model::platform::read_platform_file;
+use pcielab::machine::Machine;
+use pcielab::machine::read_platform_file;
+use pcielab::model::platform::PlatformModel;
 use pcielab::plot;
-use pcielab::text::json_text;
 use pcielab::topology::export::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};
 use pcielab::topology::render;
 use pcielab::Result;
-use std::io::Write as _;
 use std::path::PathBuf;
 
 #[derive(ClapArgs)]
@@ -68,7 +69,7 @@ pub struct Args {
     pub platform: Option<String>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args) -> Result<Output> {
     let machine = args.machine.open()?;
     let spec = machine.spec()?;
     if let Some(dir) = &args.sysfs_export {
@@ -78,40 +79,82 @@ pub fn run(args: Args) -> Result<()> {
             spec.topology.functions().len(),
             dir.display()
         );
-        return Ok(());
+        return Ok(Output::done());
     }
+    let form = Form::json_if(args.json);
     if args.p2p {
         let report = p2p::Report::new(&spec.topology, args.cpu, args.full)?;
-        if let Some(path) = &args.svg {
-            let svg = plot::topology::p2p_svg(&report)?;
-            pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
-        }
-        let text = if args.json {
-            json_text("topo-p2p", &report)?
-        } else {
-            p2p::to_text(&report)
-        };
-        return pcielab::input::write_stdout(text.as_bytes());
+        return Ok(Output::new(P2pVerdicts(report), form).with_svg(args.svg));
     }
     let model = match &args.platform {
         Some(file) => Some(read_platform_file(file)?),
         None => spec.platform_model()?,
     };
-    if let Some(path) = &args.svg {
-        let svg = plot::topology::svg(&render::to_json(spec, model.as_ref()))?;
-        pcielab::input::write_output(path.as_ref(), svg.as_bytes())?;
-    }
-    if args.json {
-        // Streamed: a listing of many functions is never held whole as one JSON tree.
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        return render::write_json(spec, model.as_ref(), &mut out)
-            .and_then(|()| out.flush())
-            .map_err(|e| pcielab::Error::io("standard output", e));
-    }
-    let text = if args.dot {
-        render::to_dot(spec)
-    } else {
-        render::to_tree(spec, model.as_ref())
+    let tree = Tree {
+        machine,
+        model,
+        dot: args.dot,
     };
-    pcielab::input::write_stdout(text.as_bytes())
+    Ok(Output::new(tree, form).with_svg(args.svg))
+}
+
+/// The machine's tree: the annotated text (or a Graphviz digraph), its JSON streamed.
+struct Tree {
+    machine: Machine,
+    model: Option<PlatformModel>,
+    dot: bool,
+}
+
+impl JsonForm for Tree {
+    fn write_json(&self, _kind: &'static str, out: &mut Terminal) -> Result<()> {
+        // Streamed: a listing of many functions is never held whole as one JSON tree.
+        let spec = self.machine.spec()?;
+        out.stream(|mut w| render::write_json(spec, self.model.as_ref(), &mut w))
+    }
+}
+
+impl Document for Tree {
+    fn kind(&self) -> &'static str {
+        "topo"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        self
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        let spec = self.machine.spec()?;
+        let text = if self.dot {
+            render::to_dot(spec)
+        } else {
+            render::to_tree(spec, self.model.as_ref())
+        };
+        out.text(&text)
+    }
+
+    fn svg(&self) -> Result<Option<String>> {
+        let topology = render::to_json(self.machine.spec()?, self.model.as_ref());
+        plot::topology::svg(&topology).map(Some)
+    }
+}
+
+/// `topo --p2p`: the kernel's P2PDMA verdicts between groups of endpoints.
+struct P2pVerdicts(p2p::Report);
+
+impl Document for P2pVerdicts {
+    fn kind(&self) -> &'static str {
+        "topo-p2p"
+    }
+
+    fn json(&self) -> &dyn JsonForm {
+        &self.0
+    }
+
+    fn write_text(&self, out: &mut Terminal) -> Result<()> {
+        out.text(&p2p::to_text(&self.0))
+    }
+
+    fn svg(&self) -> Result<Option<String>> {
+        plot::topology::p2p_svg(&self.0).map(Some)
+    }
 }

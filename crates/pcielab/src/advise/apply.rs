@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::health::{read_link_health, LinkHealth};
 
+pub mod flow;
 mod journal;
 mod kernel_file;
 

@@ -35,6 +35,15 @@ pub struct FunctionFacts {
     pub dir: Option<PathBuf>,
 }
 
+impl FunctionFacts {
+    /// The IOMMU group sysfs puts the function in (the name its `iommu_group` link points
+    /// to), read when asked; `None` without a sysfs directory or the link.
+    pub fn iommu_group(&self) -> Option<String> {
+        let target = fs::read_link(self.dir.as_ref()?.join("iommu_group")).ok()?;
+        Some(target.file_name()?.to_string_lossy().into_owned())
+    }
+}
+
 /// One CPU idle state (`cpuN/cpuidle/stateK`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdleState {

@@ -1,6 +1,6 @@
 //! What a check finds and what every check receives: severities, intents, evidence, fixes,
 //! predictions, findings and the advice they make, the list of checks with their stable ids,
-//! and the options. The checks (links.rs, system.rs) and the driver (mod.rs) import this file;
+//! and the options. The checks (links/, system.rs) and the driver (mod.rs) import this file;
 //! it imports none of them.
 
 use serde::Serialize;
@@ -476,14 +476,14 @@ pub(crate) struct Context<'a> {
     /// The pci directory of a machine with sysfs, for re-reading link state.
     pub pci_dir: Option<std::path::PathBuf>,
     /// What kind of input the facts came from, to say why one is missing.
-    pub input: super::missing::Input,
+    pub input: crate::machine::missing::Input,
     /// The simulator behind a `sim:` machine: its devices' access latencies and its `[sim]`
     /// IRQ placement let ASPM and IRQ findings predict a workload's change.
     pub simulated: Option<&'a crate::sim::SimulatedPcie>,
 }
 
 /// What one check makes of its subjects, built as it walks them: a finding, judged clean, or
-/// not judged with the reason (from `missing.rs`). A check in the older style
+/// not judged with the reason (from `machine::missing`). A check in the older style
 /// (`Result<Vec<Finding>, String>`) ports by `found` for each push, `clean` where it
 /// `continue`d past a subject it looked at, and `not_judged` where a fact was `None`.
 #[derive(Debug, Default)]

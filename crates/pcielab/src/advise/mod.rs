@@ -1,13 +1,13 @@
 //! `pcielab advise`: what is misconfigured on a machine for the user's intent, with the evidence
 //! (the sysfs file or config-space field as `lspci -vvv` names it, and its value), the fix (the
 //! lever, the command, whether it needs a reboot) and the gain pcielab's own model predicts, or
-//! why it predicts none. Checks over PCIe links live in links.rs, checks over the CPUs, IRQs and
+//! why it predicts none. Checks over PCIe links live in links/, checks over the CPUs, IRQs and
 //! IOMMU serving a device in system.rs; the facts they read beyond the topology in facts.rs;
 //! applying and undoing the runtime fixes in apply.rs.
 //!
 //! Rule ids are stable: fleets mute known exceptions with `--ignore ID@BDF` and alert on them
 //! (`pcielab_advice_findings`). Every check says, per subject, a finding, judged clean, or not
-//! judged with the reason (missing.rs: what the input lacks and how to get it); a check that
+//! judged with the reason (`machine::missing`: what the input lacks and how to get it); a check that
 //! could not look is never reported as clean.
 
 pub mod apply;
@@ -15,7 +15,6 @@ pub mod corpus;
 pub mod facts;
 mod finding;
 mod links;
-mod missing;
 mod system;
 
 pub use finding::*;
@@ -31,9 +30,10 @@ pub fn advise(machine: &Machine, options: &AdviseOptions) -> Result<Advice> {
     let pci_dir = machine.pci_dir();
     let root = machine.system_root();
     let facts = read_facts(&spec.topology, pci_dir.as_deref(), root.as_deref());
-    let input = missing::Input::of(&machine.pcie_source()?, &spec.topology, root.is_some());
-    // Only sim: machines have one; elsewhere this is an error we do not need.
-    let simulated = machine.simulated_pcie().ok();
+    let input = machine.input()?;
+    // A machine with a simulator predicts workloads with it; elsewhere this is an error we do
+    // not need.
+    let simulated = machine.simulator().ok();
     let context = Context {
         simulated: simulated.as_ref(),
         topology: &spec.topology,
@@ -69,15 +69,14 @@ fn quote_input_lines(advice: &mut Advice, topology: &crate::topology::Topology) 
             // register's; the reader keeps one line per capability where lspci prints its
             // control register only (ACSCtl is the "acs" fact).
             let flag_fact = format!("{fact}.{}", flag.trim().to_ascii_lowercase());
-            let lines = bdf.and_then(|b| topology.get(b)).map(|f| &f.evidence.lines);
-            let quoted = lines.and_then(|lines| {
-                lines
-                    .get(&flag_fact)
-                    .or_else(|| lines.get(&fact))
-                    .or_else(|| lines.get(fact.strip_suffix("ctl")?))
+            let read = bdf.and_then(|b| topology.get(b)).map(|f| &f.evidence);
+            let quoted = read.and_then(|read| {
+                read.line(&flag_fact)
+                    .or_else(|| read.line(&fact))
+                    .or_else(|| read.line(fact.strip_suffix("ctl")?))
             });
-            if let Some(line) = quoted {
-                evidence.line = Some(format!("line {}: {}", line.line, line.text.trim()));
+            if let Some((number, text)) = quoted {
+                evidence.line = Some(format!("line {number}: {}", text.trim()));
             }
         }
     }

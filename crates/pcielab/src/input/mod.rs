@@ -140,7 +140,10 @@ pub(crate) fn to_u32(what: &str, value: u64) -> Result<u32> {
 /// never opened; the cap bounds a file that grows while it is read.
 pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     let file = open_regular(path)?;
-    let mut bytes = Vec::new();
+    // Room for the file as it is now (and one byte to see its end), not twice it as growing
+    // by doubling would keep.
+    let size = file.metadata()?.len().min(cap);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
     file.take(cap).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
@@ -256,7 +259,7 @@ pub(crate) fn path_component<'a>(what: &str, value: &'a str) -> Result<&'a str> 
     match why {
         Some(why) => Err(Error::bad_input(format!(
             "{what} '{}' {why}: expected one plain file name",
-            value.escape_debug()
+            crate::text::printable(value)
         ))),
         None => Ok(value),
     }
@@ -448,8 +451,12 @@ fn refused_link(at: &Path, e: std::io::Error) -> Error {
 }
 
 fn cstring(part: &str) -> Result<std::ffi::CString> {
-    std::ffi::CString::new(part)
-        .map_err(|_| Error::bad_input(format!("'{}' contains a NUL byte", part.escape_debug())))
+    std::ffi::CString::new(part).map_err(|_| {
+        Error::bad_input(format!(
+            "'{}' contains a NUL byte",
+            crate::text::printable(part)
+        ))
+    })
 }
 
 fn open_nofollow_dir(path: &Path) -> Result<File> {

@@ -11,7 +11,8 @@ use std::fs;
 use std::path::Path;
 
 use super::argv::{is_q35_builtin, show_opt, show_speed, Limit, QEMU_NVME_IDS};
-use super::session::RunReport;
+use super::runner::Phase;
+use super::session::{self, KernelChoice, RunOptions, RunReport};
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::sysfs::read_sysfs;
@@ -48,6 +49,28 @@ pub struct Row {
     pub guest: String,
     pub status: Status,
     pub why: Option<String>,
+}
+
+/// `lab check`: boots a guest with the topology of the spec `spec` names (a FILE.toml or a
+/// preset), reads its hierarchy back and compares it with the spec, field by field. With the
+/// P2PDMA kernel the guest's p2pmem is compared too. `progress` hears of each phase of the run.
+pub fn boot_and_check(
+    spec: &str,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(Phase),
+) -> Result<CheckReport> {
+    let topology = super::load_spec(spec)?.topology;
+    let run = session::run(&topology, options, progress)?;
+    let guest = read_guest(&run.results_dir)?;
+    let p2pmem = (options.kernel == KernelChoice::P2pdma).then_some(&guest.p2pmem);
+    let rows = compare(
+        &topology,
+        &guest.topology,
+        &run.limits,
+        &guest.cmb_bar,
+        p2pmem,
+    );
+    Ok(CheckReport::new(spec, rows, run))
 }
 
 /// The `lab check` verdict (its `--json` document, which `plot` and `report --from` read back):

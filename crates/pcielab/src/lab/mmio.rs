@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::check::bar_resource;
 use super::p2pcopy::Mapping;
 use crate::error::{Error, Result};
+use crate::machine::Machine;
 use crate::model::platform::{MmioOp, PlatformModel};
 use crate::model::transfer::LinkParams;
 use crate::pcie::Bdf;
@@ -398,6 +399,21 @@ fn result(pass: Pass, width: u32, tally: &Tally, seconds: f64) -> MmioResult {
         ns_per_access: crate::text::round_to(seconds * 1e9 / tally.accesses.max(1) as f64, 1),
         verified_words: (pass == Pass::Load).then_some(tally.verified),
         mismatched_words: (pass == Pass::Load).then_some(tally.mismatched),
+    }
+}
+
+/// `options` on `machine`: measured where it is the running kernel (mapping the BAR under its
+/// root, whatever `options.root` says), else predicted by its endpoint model (a simulated
+/// machine's `[platform]` model on the endpoint's link); bad input on a machine with neither.
+pub fn measure_or_predict(machine: &Machine, options: MmioOptions) -> Result<MmioReport> {
+    match machine.system_root() {
+        Some(root) if machine.reads_the_running_kernel() => {
+            measure(&MmioOptions { root, ..options })
+        }
+        _ => {
+            let model = machine.endpoint_model(Some(options.bdf), "bench mmio")?;
+            predict(&options, &model.platform, &model.link)
+        }
     }
 }
 

@@ -10,7 +10,8 @@ use std::fs;
 use std::path::Path;
 
 use super::argv::{device_id, QEMU_NVME_IDS};
-use super::session::RunReport;
+use super::runner::Phase;
+use super::session::{self, RunOptions, RunReport};
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::p2p::{self, Cpu, MapType, Verdict};
@@ -113,6 +114,49 @@ impl PairOutcome {
             _ => "data mismatch".to_string(),
         }
     }
+}
+
+/// A `lab p2p` run: what each pair did in the guest.
+pub struct P2pRun {
+    /// The spec or preset the guest was built from, as named.
+    pub spec: String,
+    pub cpu: Cpu,
+    pub outcomes: Vec<PairOutcome>,
+    pub run: RunReport,
+}
+
+impl P2pRun {
+    /// The verdict.
+    pub fn report(&self) -> P2pReport<'_> {
+        P2pReport::new(&self.spec, self.cpu, &self.outcomes, &self.run)
+    }
+}
+
+/// `lab p2p`: boots a guest with the topology of the spec `spec` names, copies `size` bytes
+/// between every ordered pair of NVMe with a CMB through the source's p2pmem, and compares each
+/// outcome with the model's verdict for the guest's CPU. `options` is the run without its
+/// script (the copies are the script); `progress` hears of each phase.
+pub fn boot_and_try(
+    spec: &str,
+    size: u64,
+    mut options: RunOptions,
+    progress: &mut dyn FnMut(Phase),
+) -> Result<P2pRun> {
+    let topology = super::load_spec(spec)?.topology;
+    if pairs(&topology).is_empty() {
+        return Err(Error::bad_input(format!(
+            "{spec}: no two NVMe controllers with a CMB ([function.device] cmb_size_mb) to try"
+        )));
+    }
+    options.script = Some(script(&topology, size));
+    let run = session::run(&topology, &options, progress)?;
+    let (cpu, outcomes) = evaluate(&topology, &run.results_dir)?;
+    Ok(P2pRun {
+        spec: spec.to_string(),
+        cpu,
+        outcomes,
+        run,
+    })
 }
 
 /// The `lab p2p` verdict (its `--json` document): each pair's prediction and outcome, and the run.

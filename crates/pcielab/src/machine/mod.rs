@@ -1,5 +1,5 @@
 //! Where facts come from, pciutils-style "access methods" behind one object: the live host
-//! (`host`, reading `/`), a saved sysfs tree (`snapshot:DIR`), a simulated PCIe platform
+//! (`host`, reading `/`), a saved sysfs tree (`snapshot:DIR`), a simulated PCIe machine
 //! (`sim:PRESET` or `sim:FILE.toml`) or a simulated MPAM/RDT resctrl machine (`sim:mpam-seed`,
 //! `sim:rdt-xeon8163`). This module parses the user's `--machine` selector ([`MachineSelector`])
 //! and opens it once ([`Machine::open`]); the [`Machine`] then answers the three questions every
@@ -18,8 +18,13 @@
 //! # Ok::<(), pcielab::Error>(())
 //! ```
 
+pub(crate) mod derived;
+pub(crate) mod missing;
 pub mod presets;
+mod sim_traffic;
 pub mod snapshot;
+mod sysfs_traffic;
+pub(crate) mod traffic;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,6 +32,9 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
+use crate::model::platform::PlatformModel;
+use crate::model::transfer::LinkParams;
+use crate::pcie::Bdf;
 use crate::pmu::bound_root_port_pmus;
 use crate::pmu::counters::{CatalogPmus, Counters};
 use crate::pmu::host::HostCounters;
@@ -40,7 +48,11 @@ use crate::topology::lspci_source::LspciFormat;
 use crate::topology::readplan::ReadPlan;
 use crate::topology::spec::{parse_spec, MachineSpec};
 use crate::topology::sysfs::read_sysfs;
-use crate::topology::Topology;
+use crate::topology::{Kind, Topology};
+use missing::Input;
+use sim_traffic::SimTraffic;
+use sysfs_traffic::SysfsTraffic;
+use traffic::TrafficSampler;
 
 /// The user's choice of machine, parsed from `--machine`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +63,7 @@ pub enum MachineSelector {
     Snapshot { dir: PathBuf },
     /// A built-in preset by name.
     SimPreset { name: String },
-    /// A spec file describing a simulated platform.
+    /// A spec file describing a simulated PCIe machine.
     SimFile { path: PathBuf },
     /// Saved or pasted lspci output (`-vvv` text or a `-xxxx` hex dump); `-` is standard input.
     Lspci { path: PathBuf },
@@ -194,18 +206,6 @@ fn sim_table_checked(origin: &str, spec: MachineSpec) -> Result<MachineSpec> {
     Ok(spec)
 }
 
-/// Where a machine's PCIe facts come from ([`Machine::pcie_source`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PcieSource<'a> {
-    /// A sysfs tree under `root`: the live host's (`live`: its PMUs count and its device
-    /// counters move) or a saved snapshot's (listed, never counted).
-    Sysfs { root: &'a Path, live: bool },
-    /// The PCIe simulator ([`Machine::simulated_pcie`]).
-    Simulated,
-    /// Saved lspci output: a tree with no counters and no link state that moves.
-    Listing,
-}
-
 /// An opened machine: the one object a command asks for topology, counters and resctrl.
 pub struct Machine {
     selector: MachineSelector,
@@ -226,7 +226,7 @@ enum Access {
     Snapshot { dir: PathBuf, spec: MachineSpec },
     /// Saved lspci output, read at open: a topology and nothing else.
     Lspci(MachineSpec),
-    /// A simulated PCIe platform: its spec, parsed at open.
+    /// A simulated PCIe machine: its spec, parsed at open.
     SimPcie(MachineSpec),
     /// A simulated MPAM/RDT resctrl machine.
     SimResctrl(&'static Preset),
@@ -361,20 +361,94 @@ impl Machine {
         ))
     }
 
-    /// Where this machine's PCIe facts come from, for a reader that reads them differently
-    /// (an observer samples sysfs files but steps a simulator): a live host's or a snapshot's
-    /// sysfs tree, or the PCIe simulator. A simulated resctrl machine has no PCIe: bad input.
-    pub fn pcie_source(&self) -> Result<PcieSource<'_>> {
-        match &self.access {
-            Access::Host { root, .. } => Ok(PcieSource::Sysfs { root, live: true }),
-            Access::Snapshot { dir, .. } => Ok(PcieSource::Sysfs {
-                root: dir,
-                live: false,
-            }),
-            Access::SimPcie(_) => Ok(PcieSource::Simulated),
-            Access::Lspci(_) => Ok(PcieSource::Listing),
-            Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
+    /// Samples this machine's traffic and link health for an observer: a host's PMU and
+    /// device counters and a snapshot's link facts through the read plan
+    /// (`sysfs_traffic.rs`), or the simulator playing `workload` (the argv after `--`; none
+    /// idles) from now (`sim_traffic.rs`). `read_file` reads fio job files. A workload on a
+    /// machine that does not play one, lspci output (nothing moves) and a resctrl machine are
+    /// bad input.
+    pub(crate) fn traffic_sampler(
+        &self,
+        workload: &[String],
+        read_file: impl Fn(&Path) -> Result<String>,
+    ) -> Result<Box<dyn TrafficSampler>> {
+        let selector = &self.selector;
+        let (root, live) = match &self.access {
+            Access::SimPcie(_) => {
+                let machine = self.simulator()?;
+                let work = if workload.is_empty() {
+                    crate::sim::workload::Workload::Sleep { ns: 0 }
+                } else {
+                    crate::sim::workload::parse(workload, read_file)?
+                };
+                let run = machine.run(&work)?;
+                return Ok(Box::new(SimTraffic::new(machine, run)));
+            }
+            Access::Lspci(_) => {
+                return Err(Error::bad_input(format!(
+                    "machine '{selector}' is lspci output: it has no counters or link state to \
+                     observe; observe 'host', 'snapshot:DIR' or a sim: machine"
+                )))
+            }
+            Access::SimResctrl(preset) => return Err(self.no_pcie(preset)),
+            Access::Host { root, .. } => (root, true),
+            Access::Snapshot { dir, .. } => (dir, false),
+        };
+        if !workload.is_empty() {
+            return Err(Error::bad_input(format!(
+                "a workload after `--` plays on sim: machines only; on '{selector}' run \
+                 it yourself while pcielab observes"
+            )));
         }
+        Ok(Box::new(SysfsTraffic::open(root, live, self.read_plan()?)?))
+    }
+
+    /// What the machine's input is, to say why a fact is missing from it and how to get it
+    /// (`missing.rs`): the running kernel's sysfs, a snapshot (with or without the rest of its
+    /// root), lspci output (with or without driver lines) or a spec.
+    pub(crate) fn input(&self) -> Result<Input> {
+        let topology = self.topology()?;
+        Ok(match &self.access {
+            Access::Host { .. } => Input::Host,
+            Access::Snapshot { .. } => Input::Snapshot {
+                whole_root: self.system_root().is_some(),
+            },
+            Access::Lspci(_) => Input::Lspci {
+                drivers_listed: topology
+                    .functions()
+                    .iter()
+                    .any(|f| f.evidence.line("driver").is_some()),
+            },
+            Access::SimPcie(_) | Access::SimResctrl(_) => Input::Spec,
+        })
+    }
+
+    /// The model an endpoint's transfers are predicted with (MMIO throughput, interrupt
+    /// delivery): the platform model of a simulated machine and the link of `device`, or of
+    /// its first endpoint with a link when `device` is `None`. `what` names the request in
+    /// errors (`bench mmio`). A machine without a simulator is bad input, as is a `device`
+    /// that is no endpoint (bridges and ports have no BAR to load from and raise no device
+    /// interrupts).
+    pub fn endpoint_model(&self, device: Option<Bdf>, what: &str) -> Result<EndpointModel> {
+        let machine = self.simulator()?;
+        let device = match device {
+            Some(bdf) => endpoint(&machine.topology, bdf, &machine.name, what)?,
+            None => machine
+                .topology
+                .functions()
+                .iter()
+                .find(|f| f.kind == Kind::Endpoint && f.link.is_some())
+                .map(|f| f.bdf)
+                .ok_or_else(|| {
+                    Error::bad_input(format!("{}: no endpoint with a link", machine.name))
+                })?,
+        };
+        let link = machine.link_params(device);
+        Ok(EndpointModel {
+            device,
+            link,
+            platform: machine.platform,
+        })
     }
 
     /// Whether a workload given after `--` runs inside pcielab (the simulator plays it) rather
@@ -404,7 +478,7 @@ impl Machine {
                 machine: self.selector.to_string(),
                 pmus: bound_root_port_pmus(&spec.topology),
             })),
-            Access::SimPcie(_) => Ok(Box::new(self.simulated_pcie()?)),
+            Access::SimPcie(_) => Ok(Box::new(self.simulator()?)),
             Access::SimResctrl(preset) => Err(self.no_pcie(preset)),
         }
     }
@@ -441,9 +515,10 @@ impl Machine {
         }
     }
 
-    /// The PCIe simulator of a `sim:` platform, for what only a simulator answers
-    /// (predictions, simulated runs).
-    pub fn simulated_pcie(&self) -> Result<SimulatedPcie> {
+    /// The simulator that plays workloads on this machine and predicts them, where it has one
+    /// (a simulated PCIe machine, `sim:`): for what only a simulator answers (simulated runs, predicted
+    /// gains). Elsewhere bad input.
+    pub fn simulator(&self) -> Result<SimulatedPcie> {
         match &self.access {
             Access::SimPcie(spec) => SimulatedPcie::new(
                 spec.name.clone(),
@@ -487,6 +562,31 @@ impl Machine {
     }
 }
 
+/// An endpoint as a platform model predicts it ([`Machine::endpoint_model`]).
+pub struct EndpointModel {
+    /// The endpoint predicted (the one asked for, or the first with a link).
+    pub device: Bdf,
+    /// Its link's parameters (speed, width, MPS, MRRS).
+    pub link: LinkParams,
+    /// The machine's platform model (its spec's `[platform]` table, or the defaults).
+    pub platform: PlatformModel,
+}
+
+/// `bdf` when it names an endpoint of `topology`, else bad input naming what it is.
+fn endpoint(topology: &Topology, bdf: Bdf, machine: &str, what: &str) -> Result<Bdf> {
+    let f = topology
+        .get(bdf)
+        .ok_or_else(|| Error::bad_input(format!("{what} {bdf}: no such function on {machine}")))?;
+    if matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint) {
+        Ok(bdf)
+    } else {
+        Err(Error::bad_input(format!(
+            "{what} {bdf}: is a {} on {machine}, not an endpoint: name a device (`pcielab topo` lists them)",
+            f.kind.name().replace('_', " ")
+        )))
+    }
+}
+
 /// The machine as `--machine` names it (`host`, `snapshot:DIR`, `sim:NAME`).
 impl fmt::Display for Machine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -496,9 +596,17 @@ impl fmt::Display for Machine {
 
 /// `"sim:yitian710".parse::<Machine>()`: parses a `--machine` value and opens it.
 /// The machine a spec names the way `sim:` takes it (a FILE.toml, a path, or a preset name),
-/// read without opening a machine: the lab boots a spec, it does not observe one.
+/// read without opening a machine: the lab boots a spec, it does not observe one. The one way
+/// to read a spec from a name.
 pub fn read_spec(target: &str) -> Result<MachineSpec> {
     MachineSelector::spec(target).read_spec()
+}
+
+/// Reads the `[platform]` table of the spec or fragment at `path` (a `--platform` argument):
+/// the file is read here, on the floor that opens machines, so `model` does no I/O.
+pub fn read_platform_file(path: &str) -> Result<PlatformModel> {
+    let text = crate::input::read_input_file(Path::new(path), "--platform")?;
+    crate::model::platform::parse_platform(path, &text)
 }
 
 impl FromStr for Machine {
@@ -523,188 +631,4 @@ fn named(mut topology: Topology) -> Topology {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn selectors_parse() {
-        assert_eq!(
-            "sim:yitian710".parse::<MachineSelector>().unwrap(),
-            MachineSelector::SimPreset {
-                name: "yitian710".into()
-            }
-        );
-        assert_eq!(
-            "sim:my.toml".parse::<MachineSelector>().unwrap(),
-            MachineSelector::SimFile {
-                path: "my.toml".into()
-            }
-        );
-        assert_eq!(
-            "snapshot:/tmp/s".parse::<MachineSelector>().unwrap(),
-            MachineSelector::Snapshot {
-                dir: "/tmp/s".into()
-            }
-        );
-        assert_eq!(
-            "lspci:-".parse::<MachineSelector>().unwrap(),
-            MachineSelector::Lspci { path: "-".into() }
-        );
-        for bad in ["", "sim:", "snapshot:", "hots", "lspci:"] {
-            assert_eq!(bad.parse::<MachineSelector>().unwrap_err().exit_code(), 2);
-        }
-    }
-
-    fn open(text: &str) -> Result<Machine> {
-        text.parse()
-    }
-
-    #[test]
-    fn a_simulated_pcie_platform_has_topology_and_counters_but_no_resctrl() {
-        let yitian = open("sim:yitian710").unwrap();
-        let root_ports = yitian
-            .topology()
-            .unwrap()
-            .functions()
-            .iter()
-            .filter(|f| f.kind == crate::topology::Kind::RootPort)
-            .count();
-        let crate::pmu::counters::PmuListing::Catalog(pmus) =
-            yitian.counters().unwrap().list(None).unwrap()
-        else {
-            panic!("a simulated platform lists catalog PMUs");
-        };
-        // The Yitian preset's root ports are all DesignWare (Alibaba): one PMU each.
-        assert_eq!(pmus.len(), root_ports);
-        assert!(pmus.iter().any(|p| p.name == "pcie_bdf_200"));
-        assert_eq!(yitian.counters().unwrap().pcie_pmus().unwrap(), pmus);
-        let err = yitian.qos(&QosOptions::default()).err().unwrap();
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.message().contains("sim:mpam-seed"), "{err}");
-    }
-
-    #[test]
-    fn a_simulated_resctrl_machine_has_resctrl_but_no_pcie() {
-        let mpam = open("sim:mpam-seed").unwrap();
-        assert_eq!(
-            mpam.qos(&QosOptions::default()).unwrap().name(),
-            "sim:mpam-seed"
-        );
-        for err in [
-            mpam.spec().err().unwrap(),
-            mpam.counters().err().unwrap(),
-            mpam.simulated_pcie().err().unwrap(),
-        ] {
-            assert_eq!(err.exit_code(), 2);
-            assert!(err.message().contains("sim:yitian710"), "{err}");
-        }
-    }
-
-    #[test]
-    fn a_snapshot_lists_its_root_port_pmus_but_counts_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let yitian = open("sim:yitian710").unwrap();
-        crate::topology::export::export_sysfs(yitian.topology().unwrap(), dir.path()).unwrap();
-        let snapshot = open(&format!("snapshot:{}", dir.path().display())).unwrap();
-        let counters = snapshot.counters().unwrap();
-        let listed = counters.list(Some("dwc_rootport_10")).unwrap();
-        let doc = serde_json::to_value(listed.document("snapshot")).unwrap();
-        assert_eq!(doc["pmus"][0]["name"], "pcie_bdf_200");
-        assert_eq!(doc["pmus"].as_array().unwrap().len(), 1);
-        let request = crate::pmu::counters::StatRequest {
-            events: &["pcie_bdf_200/L0/".to_string()],
-            all_cpus: true,
-            mux_interval_ms: None,
-            interval_ms: None,
-            ber: None,
-            workload: &["sleep".to_string(), "1".to_string()],
-            read_file: &|p: &Path| Err(Error::bad_input(p.display().to_string())),
-            platform: None,
-            interrupt: None,
-        };
-        let err = counters.stat(&request).err().unwrap();
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.message().contains("no counters"), "{err}");
-        assert_eq!(
-            snapshot
-                .qos(&QosOptions::default())
-                .err()
-                .unwrap()
-                .exit_code(),
-            2
-        );
-    }
-
-    #[test]
-    fn the_host_reads_its_pci_tree_only_when_asked_and_resctrl_under_its_root() {
-        // Opening a host reads nothing: a root without sysfs opens, and fails only when asked
-        // for its topology.
-        let root = tempfile::tempdir().unwrap();
-        let host = Machine::open(&MachineSelector::Host {
-            root: root.path().to_path_buf(),
-        })
-        .unwrap();
-        assert!(host.spec().is_err());
-        // Its counters are the PMUs under the root's event_source: a DWC root-port PMU there
-        // is a PCIe PMU with the DesignWare catalog (unplaced: this root has no PCI tree).
-        let pmu_dir = root
-            .path()
-            .join(crate::pmu::sysfs::EVENT_SOURCE_DIR)
-            .join("dwc_rootport_10");
-        std::fs::create_dir_all(pmu_dir.join("format")).unwrap();
-        std::fs::write(pmu_dir.join("type"), "12\n").unwrap();
-        std::fs::write(pmu_dir.join("format/eventid"), "config:0-15\n").unwrap();
-        let pmus = host.counters().unwrap().pcie_pmus().unwrap();
-        assert_eq!(pmus.len(), 1);
-        assert_eq!(pmus[0].name, "dwc_rootport_10");
-        assert_eq!(pmus[0].family, crate::pmu::catalog::Family::DwcRootPort);
-        assert_eq!(pmus[0].root_port, None);
-        // Simulator-only settings are bad input on a host, before anything is opened.
-        let events = ["dwc_rootport_10/eventid=0x0/".to_string()];
-        let workload = ["true".to_string()];
-        let read_file = |p: &Path| Err(Error::bad_input(p.display().to_string()));
-        let mut request = crate::pmu::counters::StatRequest {
-            events: &events,
-            all_cpus: true,
-            mux_interval_ms: Some(8),
-            interval_ms: None,
-            ber: None,
-            workload: &workload,
-            read_file: &read_file,
-            platform: None,
-            interrupt: None,
-        };
-        let counters = host.counters().unwrap();
-        let err = counters.stat(&request).err().unwrap();
-        assert!(
-            err.message().contains("perf_event_mux_interval_ms"),
-            "{err}"
-        );
-        request.mux_interval_ms = None;
-        request.ber = Some(1e-9);
-        let err = counters.stat(&request).err().unwrap();
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.message().starts_with("--ber"), "{err}");
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/resctrl");
-        let mut qos = host
-            .qos(&QosOptions {
-                resctrl_dir: Some(fixture.clone()),
-                precheck: true,
-                ..QosOptions::default()
-            })
-            .unwrap();
-        assert_eq!(qos.name(), format!("host ({})", fixture.display()));
-        assert!(qos.read().unwrap().group("p1").is_some());
-        assert_eq!(host.simulated_pcie().err().unwrap().exit_code(), 2);
-    }
-
-    #[test]
-    fn an_unknown_preset_names_both_kinds() {
-        let err = open("sim:yitain710").err().unwrap();
-        assert_eq!(err.exit_code(), 2);
-        assert!(
-            err.message().contains("yitian710") && err.message().contains("mpam-seed"),
-            "{err}"
-        );
-    }
-}
+mod tests;

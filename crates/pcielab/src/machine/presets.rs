@@ -123,14 +123,11 @@ pub fn catalog() -> crate::error::Result<Vec<PresetSummary>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::machine::MachineSelector;
     use crate::pcie::Generation;
     use crate::topology::Kind;
 
     fn open(name: &str) -> crate::topology::spec::MachineSpec {
-        MachineSelector::SimPreset { name: name.into() }
-            .read_spec()
-            .unwrap()
+        crate::machine::read_spec(name).unwrap()
     }
 
     #[test]

@@ -8,6 +8,9 @@ pub mod latency;
 pub mod measurements;
 pub mod path;
 pub mod platform;
+// The oracle the tuned transfer model is tested and benchmarked against: built for the crate's
+// own tests, integration tests and benches only (the `test-oracles` feature, Cargo.toml).
+#[cfg(any(test, feature = "test-oracles"))]
 pub mod reference;
 mod row_time;
 pub mod sweep;

@@ -19,6 +19,115 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
+/// What `bench observe` asks for.
+pub struct ObserveRequest {
+    /// Functions in the generated server.
+    pub functions: usize,
+    /// Scrapes of each exporter per round.
+    pub scrapes: u32,
+    /// Rounds; the figures are their median and range.
+    pub rounds: u32,
+    /// The node exporter to compare with; `None`: Debian's, or the upstream one, where present.
+    pub node_exporter: Option<PathBuf>,
+    /// Where to write the export and keep it; `None`: a temporary directory, removed after.
+    pub keep: Option<PathBuf>,
+    /// The pcielab binary whose exporter and top are measured.
+    pub pcielab: PathBuf,
+}
+
+/// `bench observe`: generates the server, exports it as sysfs and [`measure`]s exporter and
+/// top on it beside the other tools found.
+pub fn run(request: &ObserveRequest) -> Result<ObserveCost> {
+    let node_exporter = match &request.node_exporter {
+        Some(path) if !path.is_file() => {
+            return Err(Error::bad_input(format!(
+                "--node-exporter {}: no such file",
+                path.display()
+            )))
+        }
+        Some(path) => Some(path.clone()),
+        None => find_program(&[
+            "/usr/bin/prometheus-node-exporter",
+            "/usr/local/bin/node_exporter",
+        ]),
+    };
+    let topology = crate::topology::generate::server(request.functions)?;
+    let export = request.keep.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("pcielab-bench-observe-{}", std::process::id()))
+    });
+    crate::topology::export::export_sysfs(&topology, &export)?;
+    let procps_top = find_program(&["/usr/bin/top", "/bin/top"]);
+    let result = measure(&ObserveBench {
+        pcielab: &request.pcielab,
+        export: &export,
+        functions: request.functions,
+        scrapes: request.scrapes,
+        rounds: request.rounds,
+        node_exporter: node_exporter.as_deref(),
+        procps_top: procps_top.as_deref(),
+    });
+    if request.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&export);
+    }
+    result
+}
+
+impl ObserveCost {
+    /// A table of each figure for pcielab, the other tool and their ratio, under a line saying
+    /// what was measured.
+    pub fn to_text(&self) -> String {
+        let opt =
+            |v: Option<f64>, digits: usize| v.map_or("-".to_string(), |v| format!("{v:.digits$}"));
+        let spread = |s: &Spread| format!("{:.2} ({:.2}-{:.2})", s.median, s.min, s.max);
+        let opt_spread = |s: Option<&Spread>| s.map_or("-".to_string(), spread);
+        let mut text = format!(
+            "{} functions, {} series, {} KiB per scrape; median (min-max) of {} rounds of {} scrapes\n",
+            self.functions,
+            self.pcielab_series,
+            self.pcielab_body_bytes / 1024,
+            self.rounds,
+            self.scrapes_per_round
+        );
+        let rows = [
+            (
+                "figure",
+                "pcielab".to_string(),
+                "other tool".to_string(),
+                "ratio".to_string(),
+            ),
+            (
+                "CPU ms per scrape",
+                spread(&self.pcielab_ms_per_scrape),
+                opt_spread(self.node_exporter_ms_per_scrape.as_ref()),
+                opt(self.scrape_ratio, 2),
+            ),
+            (
+                "RSS MiB after the scrapes",
+                format!("{:.1}", self.pcielab_rss_mib),
+                opt(self.node_exporter_rss_mib, 1),
+                "-".into(),
+            ),
+            (
+                "peak RSS MiB",
+                format!("{:.1}", self.pcielab_peak_rss_mib),
+                "-".into(),
+                "-".into(),
+            ),
+            (
+                "top CPU ms per refresh",
+                spread(&self.top_ms_per_refresh),
+                opt_spread(self.procps_top_ms_per_refresh.as_ref()),
+                opt(self.top_ratio, 2),
+            ),
+        ];
+        for (figure, ours, theirs, ratio) in rows {
+            text += &format!("{figure:<26} {ours:>20} {theirs:>20} {ratio:>6}\n");
+        }
+        text += "(other tool: prometheus-node-exporter for scrapes, procps top -b for refreshes)\n";
+        text
+    }
+}
+
 /// One figure over the rounds: the median and the spread.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Spread {

@@ -44,6 +44,37 @@ pub struct PlannedOp {
     pub shell: String,
 }
 
+impl Report {
+    /// The plan, one numbered step a line, and what became of it.
+    pub fn to_text(&self) -> String {
+        let mut text = String::new();
+        for (i, p) in self.plan.iter().enumerate() {
+            text += &format!("{:>3}. {}\n", i + 1, p.shell);
+        }
+        text += &match (self.dry_run, self.plan.len()) {
+            (_, 0) => "nothing to do: the machine already matches".to_string(),
+            (true, n) => {
+                format!("dry run: {n} steps checked against the kernel's rules, nothing changed")
+            }
+            (false, n) => format!("applied {n} steps and verified the read-back"),
+        };
+        text.push('\n');
+        text
+    }
+}
+
+/// `qos apply FILE`: reads the desired-state file, then [`apply`]s it.
+pub fn apply_file(
+    backend: &mut dyn QosBackend,
+    file: &std::path::Path,
+    dry_run: bool,
+) -> Result<Report> {
+    let text = crate::input::read_input_file(file, "desired-state file")?;
+    let info = backend.read()?.info;
+    let desired = parse_desired(&text, &file.display().to_string(), &info)?;
+    apply(backend, &desired, dry_run)
+}
+
 /// Parse a desired-state file's text (`.toml`, else YAML) against the machine's `info`.
 pub fn parse_desired(text: &str, origin: &str, info: &Info) -> Result<Vec<DesiredGroup>> {
     let root: Value = if origin.ends_with(".toml") {

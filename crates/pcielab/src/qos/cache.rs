@@ -5,6 +5,9 @@
 //! PARTID+PMG) that allocated it, so occupancy per monitor is an exact count, as CMT/CSU monitors
 //! count. Sets are indexed through a hash, as sliced LLCs do, so strided streams use every set.
 
+// The oracle the tuned L3 model is tested and benchmarked against: built for the unit tests
+// below and the benches only (the `test-oracles` feature, Cargo.toml).
+#[cfg(any(test, feature = "test-oracles"))]
 pub mod reference;
 
 /// Tag bits holding the line address + 1; the monitor id sits above them, so one load per way

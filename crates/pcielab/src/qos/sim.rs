@@ -93,7 +93,7 @@ impl SimState {
             if i > 0 && GroupRef::parse(&g.name) != Some(GroupRef::ctrl(&g.name)) {
                 return Err(format!(
                     "{at}.name '{}' is not a group name resctrl accepts",
-                    g.name.escape_debug()
+                    crate::text::printable(&g.name)
                 ));
             }
             if !names.insert(&g.name) {
@@ -113,7 +113,7 @@ impl SimState {
                     || !mon_names.insert(&m.name)
                     || m.rmid >= rmids
                 {
-                    return Err(format!("{at}.mon_groups: '{}' (rmid {}) is not a valid, unique monitor group below rmid {rmids}", m.name.escape_debug(), m.rmid));
+                    return Err(format!("{at}.mon_groups: '{}' (rmid {}) is not a valid, unique monitor group below rmid {rmids}", crate::text::printable(&m.name), m.rmid));
                 }
             }
             let cpus = g.mon_groups.iter().flat_map(|m| &m.cpus.0).chain(&g.cpus.0);

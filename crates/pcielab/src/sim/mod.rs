@@ -41,7 +41,7 @@ const DEFAULT_MRRS: u32 = 512;
 /// Read requests (tags) a block device keeps outstanding.
 const BLOCK_READ_TAGS: u32 = 32;
 
-/// A simulated PCIe platform: its topology, its devices and its `[sim]` settings (resctrl is `qos::sim::SimulatedResctrl`).
+/// A simulated PCIe machine: its topology, its devices and its `[sim]` settings (resctrl is `qos::sim::SimulatedResctrl`).
 #[derive(Debug, Clone)]
 pub struct SimulatedPcie {
     pub name: String,

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::pcie::{Bdf, Generation};
-use crate::topology::{Function, Kind, Topology};
+use crate::topology::{Function, Kind, Link, Topology};
 
 /// Warnings per function (only functions with findings appear), in address order.
 pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
@@ -110,12 +110,13 @@ fn shortfall_at(
     if width == 0 {
         return None;
     }
-    let theirs = parent.link.unwrap_or_default();
+    let (my_speed, my_width) = supported(mine);
+    let (their_speed, their_width) = supported(parent.link.unwrap_or_default());
     let found = Shortfall {
         speed,
         width,
-        common_speed: min_known(mine.max_speed, theirs.max_speed),
-        common_width: min_known(mine.max_width, theirs.max_width),
+        common_speed: min_known(my_speed, their_speed),
+        common_width: min_known(my_width, their_width),
     };
     (found.slower() || found.narrower()).then_some(found)
 }
@@ -321,6 +322,7 @@ impl<'a> LinkJudge<'a> {
         {
             return None;
         }
+        let (port_speed, port_width) = supported(theirs);
         if let Some(s) = shortfall_at(port, f, speed, width) {
             let same_device = |g: &&Function| {
                 (g.bdf.domain, g.bdf.bus, g.bdf.device) == (f.bdf.domain, f.bdf.bus, f.bdf.device)
@@ -343,9 +345,7 @@ impl<'a> LinkJudge<'a> {
                 LinkJudgement::Downtrained(s)
             }));
         }
-        if beyond_port(mine.max_speed, theirs.max_speed)
-            || beyond_port(mine.max_width, theirs.max_width)
-        {
+        if beyond_port(mine.max_speed, port_speed) || beyond_port(mine.max_width, port_width) {
             return Some(judged(LinkJudgement::SlotLimited {
                 speed,
                 width,
@@ -354,6 +354,24 @@ impl<'a> LinkJudge<'a> {
             }));
         }
         Some(judged(LinkJudgement::Full))
+    }
+}
+
+/// What one end of a link supports: its LnkCap, raised to what its LnkSta runs where a
+/// firmware-set LnkCap reads below it (lspci marks such a speed `(strange)`), since no end
+/// runs beyond what it supports.
+fn supported(link: Link) -> (Option<Generation>, Option<u8>) {
+    (
+        raised_to(link.max_speed, link.speed),
+        raised_to(link.max_width, link.width),
+    )
+}
+
+/// A capability `cap`, raised to `now` where both are known; unknown stays unknown.
+fn raised_to<T: Ord>(cap: Option<T>, now: Option<T>) -> Option<T> {
+    match (cap, now) {
+        (Some(c), Some(n)) => Some(c.max(n)),
+        (c, _) => c,
     }
 }
 
@@ -413,6 +431,29 @@ mod tests {
         // Gen3 x2 against an x2-capable endpoint is the best both ends can do: no warning.
         ep.link.as_mut().unwrap().max_width = Some(2);
         assert!(warnings(&Topology::new(vec![rp, ep])).is_empty());
+    }
+
+    /// The Dell PowerEdge T140's BCM5720: its port's LnkCap reads Gen1 x8 while the port
+    /// runs Gen2, so the port supports Gen2; the x2 device at Gen2 x1 is short of Gen2 x2,
+    /// not of the "Gen1 x2" the LnkCap alone gives (the same bandwidth as what it runs).
+    #[test]
+    fn a_port_running_beyond_its_lnkcap_supports_what_it_runs() {
+        let (mut rp, mut ep) = pair();
+        rp.link = Some(Link::trained((Gen1, 8), (Gen2, 1)));
+        ep.link = Some(Link::trained((Gen2, 2), (Gen2, 1)));
+        let w = warnings(&Topology::new(vec![rp.clone(), ep.clone()]));
+        assert!(
+            w[&ep.bdf][0].contains("running Gen2 x1 but both ends support Gen2 x2"),
+            "{w:?}"
+        );
+        // A PERC at Gen3 x8 under a port whose LnkCap reads Gen1 x8 but runs Gen3 x8 (the
+        // R230's and SR250's): full, not slot-limited at Gen1.
+        rp.link = Some(Link::trained((Gen1, 8), (Gen3, 8)));
+        ep.link = Some(Link::trained((Gen3, 8), (Gen3, 8)));
+        let topo = Topology::new(vec![rp, ep]);
+        let judge = LinkJudge::new(&topo);
+        let (port, device) = judge.links()[0];
+        assert_eq!(judge.judge(port, device).map(|j| j.name()), Some("full"));
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl Builder<'_> {
         f.aer = kind != Kind::HostBridge;
         if let Some((gen_width, driver)) = link_and_driver {
             f.link = Some(Link::trained(gen_width, gen_width));
-            f.driver = Some(driver.to_string());
+            f.driver = Some(driver.into());
         }
         if kind != Kind::HostBridge {
             f.mps_supported = Some(512);

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::topology::lspci_source::{hex_row, LspciRead, Source};
+use crate::topology::SourceText;
 
 /// The most bytes of lspci output read: the largest real server listings are a few MiB.
 pub const MAX_LSPCI_BYTES: u64 = 32 << 20;
@@ -39,13 +40,30 @@ pub fn read_lspci_path(path: &Path) -> Result<LspciRead> {
         )));
     }
     // Names in lspci's text come from pci.ids and sysfs labels and may carry any byte.
-    read_lspci(&name, &String::from_utf8_lossy(&bytes))
+    let text = String::from_utf8(bytes)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
+    read_lspci_text(&name, text)
 }
 
 /// Reads lspci output held in `text`; `name` names it in messages (`FILE:LINE: …`).
 pub fn read_lspci(name: &str, text: &str) -> Result<LspciRead> {
+    read_lspci_text(name, text.to_string())
+}
+
+/// [`read_lspci`] of a text it keeps: the functions' evidence quotes its lines.
+fn read_lspci_text(name: &str, mut text: String) -> Result<LspciRead> {
+    if text.len() as u64 > MAX_LSPCI_BYTES {
+        return Err(Error::bad_input(format!(
+            "lspci output {name}: larger than {} MiB, the most pcielab reads",
+            MAX_LSPCI_BYTES >> 20
+        )));
+    }
     // Editors on Windows start a saved paste with a byte-order mark.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    let shared = std::sync::Arc::new(SourceText::new(text));
+    let text = shared.text();
     let lines: Vec<&str> = text.lines().collect();
     if lines.len() > MAX_LSPCI_LINES {
         return Err(Error::bad_input(format!(
@@ -66,6 +84,7 @@ pub fn read_lspci(name: &str, text: &str) -> Result<LspciRead> {
     }
     let source = Source {
         name,
+        text: &shared,
         lines: &lines,
         // A paste cut off mid-line ends without a newline.
         cut_short: !text.is_empty() && !text.ends_with('\n'),

@@ -47,10 +47,10 @@ impl Dumped {
         }
     }
 
-    /// The input line (number and text) that gave the byte at `offset`, if any did.
-    fn line_at<'a>(&self, source: &Source<'a>, offset: usize) -> Option<(usize, &'a str)> {
+    /// The input line (1-based) that gave the byte at `offset`, if any did.
+    fn line_at(&self, offset: usize) -> Option<usize> {
         let n = self.line_of.get(offset).copied().unwrap_or(0) as usize;
-        (n != 0).then(|| (n, source.lines[n - 1].trim_end_matches('\r')))
+        (n != 0).then_some(n)
     }
 }
 
@@ -102,6 +102,7 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
         }
     }
     let mut functions = Vec::with_capacity(dumps.len());
+    let mut names = crate::topology::SharedNames::default();
     for dumped in &dumps {
         match function_of(source, dumped) {
             Some(mut f) => {
@@ -109,12 +110,8 @@ pub(crate) fn read(source: &Source) -> Result<LspciRead> {
                     f.driver_source = FactSource::LspciKernelLines;
                 }
                 if let Some((driver, index)) = &dumped.driver {
-                    f.driver = Some(driver.clone());
-                    f.evidence.saw(
-                        "driver",
-                        index + 1,
-                        source.lines[*index].trim_end_matches('\r'),
-                    );
+                    f.driver = names.share(Some(driver.as_str().into()));
+                    f.evidence.saw("driver", index + 1);
                 }
                 functions.push(f);
             }
@@ -212,15 +209,12 @@ fn function_of(source: &Source, dumped: &Dumped) -> Option<Function> {
         kind_of(None, d.class, 0),
     );
     f.revision = d.revision;
-    if let Some((n, text)) = dumped.line_at(source, 0) {
-        f.evidence.saw("identity", n, text);
+    f.evidence = source.evidence();
+    if let Some(n) = dumped.line_at(0) {
+        f.evidence.saw("identity", n);
     }
     let header = dumped.header_line;
-    f.evidence.saw(
-        "header",
-        header + 1,
-        source.lines[header].trim_end_matches('\r'),
-    );
+    f.evidence.saw("header", header + 1);
     if !header_known {
         f.evidence.missing("header");
         f.evidence.missing("capabilities");
@@ -230,15 +224,15 @@ fn function_of(source: &Source, dumped: &Dumped) -> Option<Function> {
     f.subsystem_vendor = d.subsystem_vendor;
     f.subsystem_device = d.subsystem_device;
     f.buses = d.buses;
-    if let Some((n, text)) = dumped.line_at(source, 0x19).filter(|_| d.buses.is_some()) {
-        f.evidence.saw("buses", n, text);
+    if let Some(n) = dumped.line_at(0x19).filter(|_| d.buses.is_some()) {
+        f.evidence.saw("buses", n);
     }
-    apply_capabilities(&mut f, &d, dumped, source);
+    apply_capabilities(&mut f, &d, dumped);
     Some(f)
 }
 
-fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &Source) {
-    let line = |offset: usize| dumped.line_at(source, offset);
+fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped) {
+    let line = |offset: usize| dumped.line_at(offset);
     f.kind = kind_of(d.express.map(|e| e.port_type), d.class, d.header_type);
     if !d.capabilities_read {
         f.evidence.missing("capabilities");
@@ -280,8 +274,8 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         if !shown {
             continue;
         }
-        if let Some((n, text)) = line(at + offset) {
-            f.evidence.saw(fact, n, text);
+        if let Some(n) = line(at + offset) {
+            f.evidence.saw(fact, n);
         }
     }
     if dumped.bytes.len() <= 0x100 {
@@ -291,17 +285,17 @@ fn apply_capabilities(f: &mut Function, d: &Decoded, dumped: &Dumped, source: &S
         f.evidence.missing("aer");
         return;
     }
-    if let Some((n, text)) = d.acs_at.and_then(|at| line(at + ACS_REGISTERS)) {
-        f.evidence.saw("acs", n, text);
+    if let Some(n) = d.acs_at.and_then(|at| line(at + ACS_REGISTERS)) {
+        f.evidence.saw("acs", n);
     }
-    if let Some((n, text)) = d.aer_at.and_then(line) {
-        f.evidence.saw("aer", n, text);
+    if let Some(n) = d.aer_at.and_then(line) {
+        f.evidence.saw("aer", n);
     }
-    if let Some((n, text)) = d.aer_at.and_then(|at| line(at + 0x08)) {
-        f.evidence.saw("aer_masks", n, text);
+    if let Some(n) = d.aer_at.and_then(|at| line(at + 0x08)) {
+        f.evidence.saw("aer_masks", n);
     }
-    if let Some((n, text)) = d.aer_at.and_then(|at| line(at + 0x04)) {
-        f.evidence.saw("aer_status", n, text);
+    if let Some(n) = d.aer_at.and_then(|at| line(at + 0x04)) {
+        f.evidence.saw("aer_status", n);
     }
 }
 
@@ -374,12 +368,12 @@ f0: 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
             (Some(256), Some(128), Some(128))
         );
         assert!(f.acs_unreadable && f.acs.is_none());
-        assert_eq!(f.evidence.unknown, vec!["acs", "aer"]);
+        assert_eq!(f.evidence.unknown().collect::<Vec<_>>(), vec!["acs", "aer"]);
         // LnkSta (0xa2) lies on the a0 row, the 12th line of the dump.
-        let lnksta = &f.evidence.lines["lnksta"];
-        assert_eq!(lnksta.line, 12);
-        assert!(lnksta.text.starts_with("a0: 40 00 01 10"));
-        assert_eq!(f.evidence.lines["buses"].line, 3);
+        let (line, text) = f.evidence.line("lnksta").unwrap();
+        assert_eq!(line, 12);
+        assert!(text.starts_with("a0: 40 00 01 10"));
+        assert_eq!(f.evidence.line("buses").unwrap().0, 3);
         assert_eq!(f.buses, Some((1, 1)));
     }
 
@@ -397,7 +391,7 @@ f0: 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
         let f = &read.topology.functions()[0];
         // The express capability at 0x90 runs to 0xcb: cut off, so nothing of it is believed.
         assert_eq!(f.link, None);
-        assert!(f.evidence.unknown.contains(&"capabilities".to_string()));
+        assert!(f.evidence.is_unknown("capabilities"));
         // The same cut with a newline after it is a malformed row, not a paste cut short.
         let err = read_lspci("bad.txt", &(cut + "\n")).unwrap_err();
         assert_eq!(err.exit_code(), 2);
@@ -424,7 +418,10 @@ f0: 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
         assert_eq!(f.link, None);
         assert_eq!(f.buses, Some((1, 1)));
         assert!(f.acs_unreadable);
-        assert_eq!(f.evidence.unknown, vec!["capabilities"]);
+        assert_eq!(
+            f.evidence.unknown().collect::<Vec<_>>(),
+            vec!["capabilities"]
+        );
         let tiny = "00:01.0 x\n00: 86 80 08 34\n";
         let read = read_lspci("tiny.txt", tiny);
         assert!(read.unwrap_err().message().contains("no PCI function"));
@@ -443,8 +440,8 @@ f0: 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00
             .functions()[0]
             .clone();
         assert_eq!((f.mps_supported, f.mps, f.mrrs), (Some(256), None, None));
-        assert!(f.evidence.unknown.contains(&"mps".to_string()));
-        assert!(f.evidence.unknown.contains(&"mrrs".to_string()));
+        assert!(f.evidence.is_unknown("mps"));
+        assert!(f.evidence.is_unknown("mrrs"));
     }
 
     #[test]

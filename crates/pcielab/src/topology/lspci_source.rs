@@ -32,11 +32,18 @@ pub struct LspciRead {
 /// The input as both readers see it.
 pub(crate) struct Source<'a> {
     pub name: &'a str,
+    /// The whole text, which the functions' evidence quotes.
+    pub text: &'a std::sync::Arc<crate::topology::SourceText>,
     pub lines: &'a [&'a str],
     pub cut_short: bool,
 }
 
 impl Source<'_> {
+    /// Empty evidence for a function read from this input.
+    pub fn evidence(&self) -> crate::topology::Evidence {
+        crate::topology::Evidence::over(self.text.clone())
+    }
+
     /// `FILE:LINE: why` as bad input (`index` counts from 0).
     pub fn bad(&self, index: usize, why: impl std::fmt::Display) -> Error {
         Error::bad_input(format!("{}:{}: {why}", self.name, index + 1))
@@ -208,7 +215,7 @@ pub const MAX_LSPCI_FUNCTIONS: usize = 262_144;
 /// Refuses a function listed twice (naming both lines), or one past [`MAX_LSPCI_FUNCTIONS`].
 pub(crate) fn check_unique(
     source: &Source,
-    seen: &mut HashMap<crate::pcie::Bdf, usize>,
+    seen: &mut HashMap<crate::pcie::Bdf, u32>,
     bdf: crate::pcie::Bdf,
     index: usize,
 ) -> Result<()> {
@@ -222,7 +229,8 @@ pub(crate) fn check_unique(
             ),
         ));
     }
-    if let Some(first) = seen.insert(bdf, index) {
+    // Line numbers fit: the input is capped far below 4 G lines.
+    if let Some(first) = seen.insert(bdf, u32::try_from(index).unwrap_or(u32::MAX)) {
         return Err(source.bad(
             index,
             format!(

@@ -279,43 +279,152 @@ const fn flag_bits<const N: usize>(flags: [(&str, u8); N]) -> u32 {
 pub const AER_UNCORRECTABLE_SHOWN: u32 = flag_bits(AER_UNCORRECTABLE_FLAGS);
 pub const AER_CORRECTABLE_SHOWN: u32 = flag_bits(AER_CORRECTABLE_FLAGS);
 
-/// The input line a reader took a fact from (1-based), so a finding can quote its evidence.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SourceLine {
-    pub line: usize,
-    pub text: String,
+/// The text of an lspci input, kept once for the evidence of every function read from it: the
+/// text after any byte-order mark, and where each of its lines starts (as `str::lines` splits
+/// them), so that a function's evidence holds line numbers instead of copies of the lines.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SourceText {
+    text: String,
+    line_starts: Vec<u32>,
+}
+
+impl SourceText {
+    /// Indexes `text`, which must be under 4 GiB (lspci input is capped far below that).
+    pub fn new(text: String) -> SourceText {
+        let mut line_starts = vec![0];
+        line_starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|&(at, b)| b == b'\n' && at + 1 < text.len())
+                .map(|(at, _)| u32::try_from(at + 1).unwrap_or(u32::MAX)),
+        );
+        if text.is_empty() {
+            line_starts.clear();
+        }
+        SourceText { text, line_starts }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Line `number` (1-based) without its line ending, as readers quote it.
+    pub fn line(&self, number: usize) -> Option<&str> {
+        let start = *self.line_starts.get(number.checked_sub(1)?)? as usize;
+        let end = self
+            .line_starts
+            .get(number)
+            .map_or(self.text.len(), |&next| next as usize);
+        let line = self.text.get(start..end)?;
+        Some(
+            line.strip_suffix('\n')
+                .unwrap_or(line)
+                .trim_end_matches('\r'),
+        )
+    }
 }
 
 /// Where a function's facts came from, for readers of text someone pasted (lspci output): the
 /// line behind each fact, by fact name (`lnksta`, `devctl`, …), and the facts the input did not
-/// give (which stay unknown rather than guessed). Empty for the other readers.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+/// give (which stay unknown rather than guessed). Empty for the other readers. The lines are
+/// numbers into the input's [`SourceText`], shared by all its functions, so a listing of many
+/// functions costs a few bytes per fact rather than a copy of every line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Evidence {
-    pub lines: BTreeMap<String, SourceLine>,
-    pub unknown: Vec<String>,
+    source: Option<std::sync::Arc<SourceText>>,
+    /// Each fact seen with its 1-based line, and each fact left unknown with line 0, in the
+    /// order the reader recorded them.
+    facts: Vec<(&'static str, u32)>,
 }
 
 impl Evidence {
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty() && self.unknown.is_empty()
+    /// Evidence quoting lines of `source`, with room for the one fact every function has (its
+    /// address line): a listing of bare address lines then holds no room it does not use.
+    pub fn over(source: std::sync::Arc<SourceText>) -> Evidence {
+        Evidence {
+            source: Some(source),
+            facts: Vec::with_capacity(1),
+        }
     }
 
-    /// Records that `fact` was read from line `line` (1-based) holding `text`.
-    pub fn saw(&mut self, fact: &str, line: usize, text: &str) {
-        self.lines.insert(
-            fact.to_string(),
-            SourceLine {
-                line,
-                text: text.to_string(),
-            },
-        );
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+    }
+
+    /// Records that `fact` was read from line `line` (1-based) of the source.
+    pub fn saw(&mut self, fact: &'static str, line: usize) {
+        debug_assert!(self.source.is_some(), "evidence without its source text");
+        let line = u32::try_from(line).unwrap_or(u32::MAX);
+        match self.facts.iter_mut().find(|(f, n)| *f == fact && *n != 0) {
+            Some(seen) => seen.1 = line,
+            None => self.facts.push((fact, line)),
+        }
     }
 
     /// Records that the input did not say `fact`.
-    pub fn missing(&mut self, fact: &str) {
-        if !self.unknown.iter().any(|u| u == fact) {
-            self.unknown.push(fact.to_string());
+    pub fn missing(&mut self, fact: &'static str) {
+        if !self.is_unknown(fact) {
+            self.facts.push((fact, 0));
         }
+    }
+
+    /// Takes back [`Evidence::missing`]: the fact was found after all.
+    pub fn found(&mut self, fact: &str) {
+        self.facts.retain(|&(f, n)| f != fact || n != 0);
+    }
+
+    pub fn is_unknown(&self, fact: &str) -> bool {
+        self.facts.iter().any(|&(f, n)| f == fact && n == 0)
+    }
+
+    /// The facts left unknown, in the order they were recorded.
+    pub fn unknown(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.facts.iter().filter(|(_, n)| *n == 0).map(|(f, _)| *f)
+    }
+
+    /// The line number and text `fact` was read from.
+    pub fn line(&self, fact: &str) -> Option<(usize, &str)> {
+        let &(_, n) = self.facts.iter().find(|&&(f, n)| f == fact && n != 0)?;
+        Some((n as usize, self.text_of(n)))
+    }
+
+    /// Every fact read, by name, with its line number and text.
+    pub fn lines(&self) -> impl Iterator<Item = (&'static str, usize, &str)> + '_ {
+        self.facts
+            .iter()
+            .filter(|(_, n)| *n != 0)
+            .map(|&(f, n)| (f, n as usize, self.text_of(n)))
+    }
+
+    fn text_of(&self, line: u32) -> &str {
+        self.source
+            .as_deref()
+            .and_then(|s| s.line(line as usize))
+            .unwrap_or_default()
+    }
+
+    /// Gives back the room kept for more facts, once a reader has recorded them all.
+    pub fn shrink_to_fit(&mut self) {
+        self.facts.shrink_to_fit();
+    }
+}
+
+/// One copy of each name a reader gives many functions (a model's name, a driver's).
+#[derive(Debug, Default)]
+pub(crate) struct SharedNames(std::collections::HashSet<std::sync::Arc<str>>);
+
+impl SharedNames {
+    /// `name`, or the copy of it already kept.
+    pub(crate) fn share(
+        &mut self,
+        name: Option<std::sync::Arc<str>>,
+    ) -> Option<std::sync::Arc<str>> {
+        let name = name?;
+        if let Some(kept) = self.0.get(&name) {
+            return Some(kept.clone());
+        }
+        self.0.insert(name.clone());
+        Some(name)
     }
 }
 
@@ -361,11 +470,13 @@ pub struct Function {
     pub express_detail: ExpressDetail,
     /// Below `MAX_NUMA_NODES` when set.
     pub numa_node: Option<i32>,
-    pub driver: Option<String>,
+    /// Shared: a listing names the same few drivers for thousands of functions.
+    pub driver: Option<std::sync::Arc<str>>,
     /// Where `driver` came from; `Unknown` means `driver: None` says nothing.
     pub driver_source: FactSource,
-    /// A human name (spec `name`, or a known vendor/device string) for tree output.
-    pub name: Option<String>,
+    /// A human name (spec `name`, or a known vendor/device string) for tree output; shared
+    /// between the functions of one model, as a listing names thousands alike.
+    pub name: Option<std::sync::Arc<str>>,
     /// Free-form device parameters from a spec (`[function.device]`), read by the simulator
     /// and the lab; empty for functions read from sysfs.
     pub params: BTreeMap<String, toml::Value>,
@@ -435,7 +546,11 @@ impl Topology {
     /// Builds a topology; functions are sorted by BDF. Callers validate structure first
     /// (readers report their own, better-located errors).
     pub fn new(mut functions: Vec<Function>) -> Topology {
-        functions.sort_by_key(|f| f.bdf);
+        // Readers mostly list in address order already; sorting a large list would allocate
+        // room for half of it.
+        if !functions.is_sorted_by_key(|f| f.bdf) {
+            functions.sort_by_key(|f| f.bdf);
+        }
         Topology { functions }
     }
 

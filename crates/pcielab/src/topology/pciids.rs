@@ -209,9 +209,14 @@ pub fn name_functions(topology: &mut Topology, db: &Path) {
     let Some(ids) = cached(db) else {
         return;
     };
+    // One name per model, shared by every function of it.
+    let mut names: HashMap<(u16, u16), Option<Arc<str>>> = HashMap::new();
     for f in topology.functions_mut() {
         if f.name.is_none() {
-            f.name = ids.name(f.vendor, f.device);
+            f.name = names
+                .entry((f.vendor, f.device))
+                .or_insert_with(|| ids.name(f.vendor, f.device).map(Arc::from))
+                .clone();
         }
     }
 }

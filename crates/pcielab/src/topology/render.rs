@@ -91,8 +91,46 @@ pub struct FunctionJson {
     #[serde(default)]
     pub warnings: Vec<String>,
     /// The input lines behind each fact, and the facts the input did not give (lspci machines).
-    #[serde(default, skip_serializing_if = "Evidence::is_empty")]
-    pub evidence: Evidence,
+    #[serde(default, skip_serializing_if = "EvidenceJson::is_empty")]
+    pub evidence: EvidenceJson,
+}
+
+/// Where a function's facts came from, for readers of text someone pasted (lspci output): the
+/// line behind each fact, by fact name (`lnksta`, `devctl`, …), and the facts the input did not
+/// give (which stay unknown rather than guessed). Empty for the other readers.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "Evidence")]
+pub struct EvidenceJson {
+    pub lines: BTreeMap<String, SourceLine>,
+    pub unknown: Vec<String>,
+}
+
+impl EvidenceJson {
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.unknown.is_empty()
+    }
+}
+
+impl From<&Evidence> for EvidenceJson {
+    fn from(evidence: &Evidence) -> EvidenceJson {
+        EvidenceJson {
+            lines: evidence
+                .lines()
+                .map(|(fact, line, text)| {
+                    let text = text.to_string();
+                    (fact.to_string(), SourceLine { line, text })
+                })
+                .collect(),
+            unknown: evidence.unknown().map(str::to_string).collect(),
+        }
+    }
+}
+
+/// The input line a reader took a fact from (1-based), so a finding can quote its evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SourceLine {
+    pub line: usize,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -205,7 +243,7 @@ fn platform_dma(model: Option<&PlatformModel>, f: &Function) -> Option<(f64, f64
     Some(model.streaming_dma_mbps(&f.link_params()?))
 }
 
-/// The JSON view of a platform, with `model`'s predictions on its endpoints' links.
+/// The JSON view of a machine's topology, with `model`'s predictions on its endpoints' links.
 pub fn to_json(spec: &MachineSpec, model: Option<&PlatformModel>) -> TopologyJson {
     let topo = &spec.topology;
     let mut found = warnings(topo);
@@ -288,7 +326,7 @@ fn function_json(
         subsystem_vendor: format!("{:#06x}", f.subsystem_vendor),
         subsystem_device: format!("{:#06x}", f.subsystem_device),
         kind: f.kind,
-        name: f.name.clone(),
+        name: f.name.as_deref().map(str::to_string),
         parent: f.parent.map(|p| p.to_string()),
         buses: f.buses.map(|(secondary, subordinate)| BusesJson {
             secondary,
@@ -340,7 +378,7 @@ fn function_json(
             _ => None,
         },
         numa_node: f.numa_node,
-        driver: f.driver.clone(),
+        driver: f.driver.as_deref().map(str::to_string),
         driver_source: f.driver_source,
         ceiling_mbps: ceiling.map(|c| round_to(c.mbps, MBPS_DECIMALS)),
         ceiling_achievable_mbps: ceiling.map(|c| round_to(c.achievable_mbps, MBPS_DECIMALS)),
@@ -352,7 +390,7 @@ fn function_json(
             provenance: dma.map(|d| d.2),
         },
         warnings,
-        evidence: f.evidence.clone(),
+        evidence: EvidenceJson::from(&f.evidence),
     }
 }
 

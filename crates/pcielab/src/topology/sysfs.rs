@@ -241,11 +241,11 @@ fn read_function(bdf: Bdf, dir: &Path, earlier: &[Function]) -> Result<(Function
     f.driver_source = FactSource::Sysfs;
     f.driver = fs::read_link(dir.join("driver")).ok().and_then(|t| {
         t.file_name()
-            .map(|n| crate::text::printable(&n.to_string_lossy()))
+            .map(|n| crate::text::printable(&n.to_string_lossy()).into())
     });
     f.name = read_text(dir, "label")
         .filter(|l| !l.is_empty())
-        .map(|l| crate::text::printable(&l));
+        .map(|l| crate::text::printable(&l).into());
     let inferred = !d.capabilities_read;
     // ACS lives in the extended space (from 0x100); a PCI Express function read shorter than
     // that may have it, and nothing says whether it does.

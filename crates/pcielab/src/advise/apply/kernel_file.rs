@@ -240,11 +240,9 @@ impl KernelFile {
 pub(super) fn quoted_path(text: &str) -> String {
     const LONGEST_SHOWN: usize = 256;
     if text.chars().count() <= LONGEST_SHOWN {
-        text.escape_debug().to_string()
+        crate::text::printable(text)
     } else {
-        crate::input::cut_for_message(text)
-            .escape_debug()
-            .to_string()
+        crate::text::printable(&crate::input::cut_for_message(text))
     }
 }
 

@@ -218,6 +218,77 @@ fn slot_text(reporting: char, active: char) -> String {
     )
 }
 
+/// An unquirked root port and one endpoint below it as `lspci -vvnn` prints them: the
+/// endpoint's `class` (`Ethernet controller [0200]`), its LnkCap `width`, Relaxed Ordering
+/// off, MaxPayload and MaxReadReq 128 bytes, and `driver` bound.
+fn endpoint_text(class: &str, width: u8, driver: &str) -> String {
+    format!(
+        "00:1c.0 PCI bridge [0604]: Intel Corporation Device [8086:a33c] (rev f0) (prog-if 00 [Normal decode])
+\tBus: primary=00, secondary=01, subordinate=01, sec-latency=0
+\tCapabilities: [40] Express (v2) Root Port (Slot+), MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0
+\t\t\tExtTag- RBE+
+\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-
+\t\t\tRlxdOrd+ ExtTag- PhantFunc- AuxPwr- NoSnoop-
+\t\t\tMaxPayload 128 bytes, MaxReadReq 128 bytes
+\t\tLnkCap:\tPort #5, Speed 5GT/s, Width x{width}, ASPM not supported
+\t\t\tClockPM- Surprise- LLActRep+ BwNot+ ASPMOptComp+
+\t\tLnkCtl:\tASPM Disabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x{width} (ok)
+\t\t\tTrErr- Train- SlotClk+ DLActive+ BWMgmt- ABWMgmt-
+\tKernel driver in use: pcieport
+
+01:00.0 {class}: Vendor Device [1234:5678]
+\tCapabilities: [70] Express (v2) Endpoint, MSI 00
+\t\tDevCap:\tMaxPayload 256 bytes, PhantFunc 0, Latency L0s unlimited, L1 unlimited
+\t\t\tExtTag+ AttnBtn- AttnInd- PwrInd- RBE+ FLReset-
+\t\tDevCtl:\tCorrErr- NonFatalErr- FatalErr- UnsupReq-
+\t\t\tRlxdOrd- ExtTag+ PhantFunc- AuxPwr- NoSnoop-
+\t\t\tMaxPayload 128 bytes, MaxReadReq 128 bytes
+\t\tLnkCap:\tPort #0, Speed 2.5GT/s, Width x{width}, ASPM not supported
+\t\t\tClockPM- Surprise- LLActRep- BwNot- ASPMOptComp-
+\t\tLnkCtl:\tASPM Disabled; RCB 64 bytes, Disabled- CommClk+
+\t\tLnkSta:\tSpeed 2.5GT/s (ok), Width x{width} (ok)
+\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-
+\tKernel driver in use: {driver}
+"
+    )
+}
+
+/// The ids of the `checks` that find something in `text`, read as one machine's lspci output.
+fn found_in(text: &str, checks: &[&'static str]) -> Vec<&'static str> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lspci.txt");
+    std::fs::write(&path, text).unwrap();
+    let m: Machine = format!("lspci:{}", path.display()).parse().unwrap();
+    checks
+        .iter()
+        .copied()
+        .filter(|id| !only(&m, id, &options()).is_empty())
+        .collect()
+}
+
+#[test]
+fn relaxed_ordering_off_is_no_finding_where_the_driver_turns_it_off_itself() {
+    let nic = "Ethernet controller [0200]";
+    // tg3 clears the enable at every chip reset: the Dell and HPE BCM57xx NICs of the corpus.
+    assert!(found_in(&endpoint_text(nic, 1, "tg3"), &["relaxed-ordering"]).is_empty());
+    assert_eq!(
+        found_in(&endpoint_text(nic, 1, "igb"), &["relaxed-ordering"]),
+        ["relaxed-ordering"]
+    );
+}
+
+#[test]
+fn a_one_lane_display_controller_is_a_bmc_framebuffer_not_a_bulk_dma_device() {
+    let checks = ["mrrs-small", "relaxed-ordering"];
+    let vga = "VGA compatible controller [0300]";
+    // A Matrox G200e or ASPEED BMC VGA: written by the host, reading nothing in bulk.
+    assert!(found_in(&endpoint_text(vga, 1, "mgag200"), &checks).is_empty());
+    // A graphics card with sixteen lanes moves bulk data: both are judged and found.
+    assert_eq!(found_in(&endpoint_text(vga, 16, "radeon"), &checks), checks);
+}
+
 #[test]
 fn no_link_is_judged_below_a_port_whose_data_link_is_down() {
     let dir = tempfile::tempdir().unwrap();
@@ -456,6 +527,63 @@ fn aspm_on_a_busy_link_costs_the_slower_ends_exit_latency_and_fixes_per_link_fir
     assert_eq!(
         only(&m, "aspm-busy-link", &isolation)[0].severity,
         Severity::Info
+    );
+}
+
+/// A root port with ASPM `port` above a two-function device whose functions enable `f0` and
+/// `f1` (spellings of `Aspm::SPELLINGS`), both bound to a driver.
+fn two_function_aspm(port: &str, f0: &str, f1: &str) -> (tempfile::TempDir, Machine) {
+    let link = "{ max_speed = 8.0, max_width = 16, speed = 8.0, width = 16 }";
+    let function = |bdf: &str, class: u32, aspm: &str, driver: &str| {
+        format!(
+            r#"[[function]]
+bdf = "{bdf}"
+kind = "endpoint"
+parent = "0000:00:01.0"
+vendor = 0x10de
+device_id = 0x1e04
+class = {class:#08x}
+link = {link}
+aspm = "{aspm}"
+aspm_supported = "l0s+l1"
+driver = "{driver}"
+"#
+        )
+    };
+    host_root_of(&format!(
+        "name = \"t\"\n{ROOT_PORT}\nlink = {link}\naspm = \"{port}\"\naspm_supported = \"l0s+l1\"\n{}{}",
+        function("0000:01:00.0", 0x030000, f0, "nvidia"),
+        function("0000:01:00.1", 0x040300, f1, "snd_hda_intel"),
+    ))
+}
+
+#[test]
+fn aspm_counts_only_the_states_a_link_can_enter() {
+    let states = |port: &str, f0: &str, f1: &str| -> Vec<String> {
+        let (_root, m) = two_function_aspm(port, f0, f1);
+        only(&m, "aspm-busy-link", &options())
+            .iter()
+            .map(|f| f.summary.split(" on a link").next().unwrap().to_string())
+            .collect()
+    };
+    // A GPU's audio function enabling L0s and L1 alone (the ASUS ESC8000 G4's and the
+    // Supermicro AS-4124GS-TNR's): a non-ARI device takes only what all its functions enable.
+    assert!(states("none", "none", "l0s+l1").is_empty());
+    // L1 at the port but not in the device (the Intel S1200RP's I210): L1 needs both ends.
+    assert!(states("l1", "none", "none").is_empty());
+    assert!(states("l1", "l1", "none").is_empty());
+    // L0s is entered by each transmitter alone: the port's is enough.
+    assert_eq!(
+        states("l0s", "none", "none"),
+        ["ASPM L0s enabled at 0000:00:01.0"]
+    );
+    assert_eq!(
+        states("l1", "l1", "l1"),
+        ["ASPM L1 enabled at 0000:00:01.0 and 0000:01:00.0 and 0000:01:00.1"]
+    );
+    assert_eq!(
+        states("l1", "l0s+l1", "l1"),
+        ["ASPM L1 enabled at 0000:00:01.0 and 0000:01:00.0 and 0000:01:00.1"]
     );
 }
 

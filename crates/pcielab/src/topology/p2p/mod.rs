@@ -1,0 +1,16 @@
+//! Peer-to-peer DMA rules as Linux applies them (drivers/pci/p2pdma.c, 6.x): the distance between
+//! a provider (the function whose memory is used, e.g. an NVMe CMB) and a client (the function
+//! that DMAs into it), and the kernel's verdict — bus addresses through a common upstream bridge,
+//! mapped through the host bridge, or refused — with the reason. The CPU vendor/family is an input
+//! because the kernel exempts AMD Zen and later from the host-bridge whitelist. No I/O.
+
+mod groups;
+mod report;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+pub use groups::{group_run, group_verdicts, groups, Group, GroupVerdict};
+pub use report::{group_cells, to_text, Report};
+pub(crate) use rules::has_acs_redirect;
+pub use rules::{matrix, verdict, Cpu, MapType, Reason, Verdict};
