@@ -6,7 +6,6 @@
 //! scratch directory is on no PCI disk (tmpfs, overlay, a virtual device) the test fails saying
 //! so, never passes silently.
 
-
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;

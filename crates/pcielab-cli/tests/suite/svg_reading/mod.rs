@@ -2,7 +2,6 @@
 //! markers by colour, and the axes' tick labels, so a test can turn a drawn point back into the
 //! value it stands for and compare it with the JSON the plot was drawn from.
 
-
 use std::collections::BTreeMap;
 
 /// A text element: its content (trimmed), anchor position and alignment.
