@@ -4,7 +4,7 @@
 #   JOBS=2 fuzz/run.sh 300                           two targets at a time
 # Each run treats an input taking over 2 s (-timeout=2) or allocating over 1 GiB
 # (-rss_limit_mb/-malloc_limit_mb) as a crash. Every crashing input is copied into
-# fuzz/regressions/<target>/, which `cargo test -p pcielab --test fuzz_regressions` replays on
+# fuzz/regressions/<target>/, which `cargo test -p pcielab --test suite fuzz_regressions::` replays on
 # stable. Seeds: the repository's own presets, scenarios and fixtures plus fuzz/seeds/<target>/.
 # Needs the nightly toolchain and cargo-fuzz (cargo install cargo-fuzz).
 set -euo pipefail

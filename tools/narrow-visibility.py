@@ -3,7 +3,7 @@
 
 Issue 35 asks for a small public face: an item is `pub` only when something outside the library
 (the CLI, the integration tests, the benches, the fuzz targets' bodies, which
-crates/pcielab/tests/fuzz_regressions.rs includes) names it. Deciding that by hand over a
+crates/pcielab/tests/suite/fuzz_regressions.rs includes) names it. Deciding that by hand over a
 thousand items would be slow and would conflict with every branch that moves code, so this
 tool decides it the way the compiler does and can be run again on any later tree:
 

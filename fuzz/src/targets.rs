@@ -2,7 +2,7 @@
 //! them as a user's file or argument would be, and drives what the command does next with the
 //! result (render, plan, check). Shared by the cargo-fuzz targets (`fuzz_targets/*.rs`) and by
 //! the stable regression test that replays every input that ever crashed
-//! (`crates/pcielab/tests/fuzz_regressions.rs`), so both run exactly the same code.
+//! (`crates/pcielab/tests/suite/fuzz_regressions.rs`), so both run exactly the same code.
 
 use pcielab::linux::cpuset::CpuSet;
 use pcielab::machine::MachineSelector;

@@ -1,6 +1,6 @@
 //! pcielab: observe, model, control and emulate PCIe I/O on Linux.
 //!
-//! The library is a house of floors (docs/architecture.md, checked by `tests/layering.rs`):
+//! The library is a house of floors (docs/architecture.md, checked by `tests/suite/layering.rs`):
 //! foundations ([`error`], [`input`], [`linux`], [`text`], [`units`]) under the PCIe
 //! specification's facts ([`pcie`]), the maths over links ([`model`]), the tree ([`topology`]),
 //! the kernels' rules for PMUs and resctrl ([`pmu`], [`qos`]), the simulator ([`sim`]), the one

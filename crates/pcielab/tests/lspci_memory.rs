@@ -10,7 +10,7 @@ use std::fmt::Write;
 use pcielab::machine::Machine;
 use pcielab::topology::render::write_json;
 
-#[path = "common/counting_alloc.rs"]
+#[path = "counting_alloc/mod.rs"]
 mod counting_alloc;
 use counting_alloc::{peak_during, Counting};
 

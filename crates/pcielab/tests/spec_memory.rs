@@ -9,7 +9,7 @@ use std::fmt::Write;
 use pcielab::topology::generate::server;
 use pcielab::topology::spec::parse_spec;
 
-#[path = "common/counting_alloc.rs"]
+#[path = "counting_alloc/mod.rs"]
 mod counting_alloc;
 use counting_alloc::{peak_during, Counting};
 

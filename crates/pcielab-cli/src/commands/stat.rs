@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use pcielab::machine::read_platform_file;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
+use pcielab::machine::read_platform_file;
 use pcielab::machine::Machine;
 use pcielab::plot;
 use pcielab::pmu::counters::{StatDone, StatEnd, StatRequest};

@@ -4,8 +4,8 @@
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::machine::Machine;
 use pcielab::machine::read_platform_file;
+use pcielab::machine::Machine;
 use pcielab::model::platform::PlatformModel;
 use pcielab::plot;
 use pcielab::topology::export::export_sysfs;

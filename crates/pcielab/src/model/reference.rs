@@ -1,6 +1,6 @@
 //! The transfer model as first written, one plain division per rule and nothing cached: the
 //! oracle that [`crate::model::transfer`]'s tuned functions are property-tested against bit for
-//! bit (tests/model_reference.rs) and benchmarked against (benches/model.rs). Not for other use:
+//! bit (tests/suite/model_reference.rs) and benchmarked against (benches/model.rs). Not for other use:
 //! it is slower and says nothing `transfer` does not.
 
 use crate::model::transfer::{CompletionSize, LinkParams, Overheads, Traffic};

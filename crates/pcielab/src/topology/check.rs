@@ -267,6 +267,23 @@ impl<'a> LinkJudge<'a> {
         out
     }
 
+    /// The upstream ends of links whose port the input does not hold (an excerpt, `lspci -s`):
+    /// one function per device, for checks to list as not judged rather than pass over.
+    pub fn links_without_port(&self) -> Vec<&'a Function> {
+        let mut seen = HashSet::new();
+        self.topo
+            .functions()
+            .iter()
+            .filter(|f| f.link.is_some() && !f.kind.has_link_below() && f.kind != Kind::HostBridge)
+            .filter(|f| {
+                f.parent
+                    .and_then(|p| self.topo.get(p))
+                    .is_none_or(|p| !p.kind.has_link_below())
+            })
+            .filter(|f| seen.insert((f.bdf.domain, f.bdf.bus, f.bdf.device)))
+            .collect()
+    }
+
     /// The endpoints at or below `bdf`.
     pub fn endpoints_below(&self, bdf: Bdf) -> &[Bdf] {
         let below = self.below.get_or_init(|| {
@@ -419,6 +436,22 @@ mod tests {
         ep.parent = Some(rp.bdf);
         ep.link = Some(Link::trained((Gen3, 4), (Gen3, 2)));
         (rp, ep)
+    }
+
+    /// An excerpt that keeps a device but not its port: the link is listed for checks to name
+    /// as not judged, once per device, and a link whose port is present is not.
+    #[test]
+    fn a_link_whose_port_is_missing_is_listed_once_per_device() {
+        let (rp, ep) = pair();
+        let mut audio = ep.clone();
+        audio.bdf = bdf("04:00.1");
+        let judge_whole = Topology::new(vec![rp, ep.clone(), audio.clone()]);
+        assert!(LinkJudge::new(&judge_whole).links_without_port().is_empty());
+        let excerpt = Topology::new(vec![ep.clone(), audio]);
+        let judge = LinkJudge::new(&excerpt);
+        let listed: Vec<Bdf> = judge.links_without_port().iter().map(|f| f.bdf).collect();
+        assert_eq!(listed, vec![ep.bdf]);
+        assert!(judge.links().is_empty());
     }
 
     #[test]

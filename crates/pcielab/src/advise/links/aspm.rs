@@ -1,7 +1,7 @@
 //! ASPM on busy links: the exit latencies a busy device pays each time its link wakes, judged
 //! against what the device says it tolerates and the latency the user's intent needs.
 
-use super::common::{config_source, device_functions};
+use super::common::{config_source, device_functions, NO_ROOT_PORT};
 use crate::advise::finding::{
     CheckOutcome, Context, Evidence, Finding, Fix, Intent, Judged, Lever, Prediction, Severity,
     Write,
@@ -15,7 +15,11 @@ pub(crate) fn aspm_busy(context: &Context) -> CheckOutcome {
     let busy = busy_functions(topo);
     let system = context.facts.system.as_ref();
     let mut judged = Judged::default();
-    for (port, f) in LinkJudge::new(topo).links() {
+    let judge = LinkJudge::new(topo);
+    for f in judge.links_without_port() {
+        judged.not_judged(f.bdf, NO_ROOT_PORT.into());
+    }
+    for (port, f) in judge.links() {
         let subject = format!("link {} -> {}", port.bdf, f.bdf);
         // No trained link below a port whose data link layer is down: no exit latency to pay.
         if port.express_detail.data_link_down() {

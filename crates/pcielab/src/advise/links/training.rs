@@ -2,7 +2,7 @@
 //! correctable errors a link counts.
 
 use super::common::{
-    ceiling_prediction, config_source, facts, rate, reaches_capability_when_sampled,
+    ceiling_prediction, config_source, facts, rate, reaches_capability_when_sampled, NO_ROOT_PORT,
 };
 use crate::advise::finding::{
     CheckOutcome, Context, Evidence, Finding, Fix, Judged, Lever, Prediction, Severity,
@@ -15,6 +15,9 @@ pub(crate) fn downtrained(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let judge = LinkJudge::new(topo);
     let mut judged = Judged::default();
+    for f in judge.links_without_port() {
+        judged.not_judged(f.bdf, NO_ROOT_PORT.into());
+    }
     for (port, f) in judge.links() {
         let subject = format!("link {} -> {}", port.bdf, f.bdf);
         let Some(link) = judge.judge(port, f) else {

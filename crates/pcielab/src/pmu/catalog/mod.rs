@@ -4,7 +4,7 @@
 //! `nvidia_pcie_pmu` and the Intel IIO free-running counters of Skylake-SP and of Ice Lake and
 //! later. Everything else (naming, counting rules, the simulator, the sysfs files a driver
 //! writes: `driver_files`) reads these tables; no event is described anywhere else.
-//! `tests/pmu_driver_catalog.rs` compares them with the drivers in the installed kernel source.
+//! `tests/suite/pmu_driver_catalog.rs` compares them with the drivers in the installed kernel source.
 
 mod event;
 mod lookup;

@@ -163,9 +163,7 @@ fn the_traps_raise_no_downtrained_warning() {
         .replace("Width x4 (downgraded)", "Width x1 (downgraded)");
     let topo = read_lspci("narrow.txt", &narrow).unwrap().topology;
     let warned = crate::topology::check::warnings(&topo);
-    assert!(
-        warned[&bdf("02:00.0")][0].starts_with("downtrained link 0000:00:02.0 -> 0000:02:00.0")
-    );
+    assert!(warned[&bdf("02:00.0")][0].starts_with("downtrained link 0000:00:02.0 -> 0000:02:00.0"));
 }
 
 #[test]
