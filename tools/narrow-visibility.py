@@ -7,9 +7,9 @@ crates/pcielab/tests/suite/fuzz_regressions.rs includes) names it. Deciding that
 thousand items would be slow and would conflict with every branch that moves code, so this
 tool decides it the way the compiler does and can be run again on any later tree:
 
-1. narrow: every `pub` item, field and re-export under crates/pcielab/src becomes `pub(crate)`
+1. narrow: every `pub` item and field under crates/pcielab/src becomes `pub(crate)`
    (`mod` for lib.rs's modules, so tests/layering.rs still reads them); `pub(crate)`,
-   `pub(super)`, glob re-exports and trait impls are left as they are.
+   `pub(super)`, re-exports (`pub use`) and trait impls are left as they are.
 2. restore: `cargo check --workspace --all-targets --keep-going --message-format=json` builds
    every dependant; each privacy error (E0603 private item or module, E0616 private field,
    E0624 private method or associated constant, E0451 private field in a literal or pattern)
@@ -48,7 +48,7 @@ ITEM_KEYWORDS = r"(?:(?:unsafe|async|const|extern(?:\s+\"C\")?)\s+)*(?:fn|struct
 NARROWABLE = re.compile(r"^(\s*)pub (?=" + ITEM_KEYWORDS + r"|(?:r#)?[A-Za-z_][A-Za-z0-9_]*\s*:(?!:))")
 # `pub` before a tuple-struct field on a one-line tuple struct: `struct CpuSet(pub BTreeSet<u32>);`
 TUPLE_FIELD = re.compile(r"(?<=[(,] )pub (?=[A-Za-z&\[(])|(?<=\()pub (?=[A-Za-z&\[(])")
-GLOB_REEXPORT = re.compile(r"^\s*pub use [^;]*\*\s*;")
+REEXPORT = re.compile(r"^\s*pub use ")
 PUBLIC_ITEM_LINE = re.compile(r"^\s*pub (fn|struct|enum|mod|trait|type|const|static|use)")
 PUBLIC_FIELD_LINE = re.compile(r"^\s*pub (?:r#)?[a-z_][a-z0-9_]*\s*:(?!:)")
 PRIVACY_ERRORS = {"E0603", "E0616", "E0624", "E0451", "E0446", "E0364", "E0365"}
@@ -119,7 +119,10 @@ class Tree:
         for path, lines in self.lines.items():
             in_lib_rs = os.path.basename(path) == "lib.rs" and os.path.dirname(path) == SRC
             for i, line in enumerate(lines):
-                if line.lstrip().startswith("//") or GLOB_REEXPORT.match(line):
+                # Re-exports keep `pub`: a narrowed item they name is restored through
+                # E0364/E0365, while a narrowed grouped re-export (`pub(crate) use a::{B, C}`)
+                # makes rustc name the import, not the item, and nothing gets restored.
+                if line.lstrip().startswith("//") or REEXPORT.match(line):
                     continue
                 m = NARROWABLE.match(line)
                 if m and in_lib_rs and line[m.end():].startswith("mod "):
