@@ -34,7 +34,7 @@
 //! ```
 
 pub mod advise;
-pub mod error;
+mod error;
 pub mod input;
 pub mod lab;
 pub mod linux;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use crate::error::{Error, Result};
 
 /// `value` rounded to `decimals` places, for numbers that reports print or compare.
-pub fn round_to(value: f64, decimals: i32) -> f64 {
+pub(crate) fn round_to(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (value * scale).round() / scale
 }
@@ -21,7 +21,7 @@ pub(crate) const MAX_MESSAGE_LINE: usize = 2000;
 
 /// `text` (a label, a name read from a file) as a terminal shows it and does not obey it:
 /// every control character (escape sequences, newlines) escaped.
-pub fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     push_printable(&mut out, text);
     out

@@ -28,43 +28,43 @@ use kernel_file::{canonical_root, quoted_path, KernelFile};
 /// One write made (or, with `--dry-run`, shown).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Change {
-    pub file: String,
-    pub previous: String,
-    pub value: String,
+    pub(crate) file: String,
+    pub(crate) previous: String,
+    pub(crate) value: String,
 }
 
 /// What `--apply`, `--apply --dry-run` or `--undo` did (the `advise-apply` JSON document).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ChangeReport {
     /// "wrote", "would write" or "restored".
-    pub action: String,
-    pub changes: Vec<Change>,
+    pub(crate) action: String,
+    pub(crate) changes: Vec<Change>,
     /// After `--apply` (not `--dry-run`, not `--undo`): the whole advice run again on the
     /// machine as it reads now.
-    pub recheck: Option<Recheck>,
+    pub(crate) recheck: Option<Recheck>,
 }
 
 /// A finding named the way `--ignore` and `--apply` name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct FindingRef {
-    pub id: String,
-    pub subject: String,
-    pub severity: super::Severity,
+pub(crate) struct FindingRef {
+    pub(crate) id: String,
+    pub(crate) subject: String,
+    pub(crate) severity: super::Severity,
 }
 
 /// The advice before a change against the advice after it, finding by finding (id and subject).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct Recheck {
+pub(crate) struct Recheck {
     /// Findings of the run before that the run after no longer reports.
-    pub gone: Vec<FindingRef>,
+    pub(crate) gone: Vec<FindingRef>,
     /// Findings both runs report (with the severity the run after gives).
-    pub remaining: Vec<FindingRef>,
+    pub(crate) remaining: Vec<FindingRef>,
     /// Findings only the run after reports: what the change brought.
-    pub new: Vec<FindingRef>,
+    pub(crate) new: Vec<FindingRef>,
 }
 
 /// Compares two runs of the advice on one machine.
-pub fn recheck(before: &Advice, after: &Advice) -> Recheck {
+pub(crate) fn recheck(before: &Advice, after: &Advice) -> Recheck {
     let key = |f: &Finding| (f.id, f.subject.clone());
     let reference = |f: &Finding| FindingRef {
         id: f.id.to_string(),
@@ -96,7 +96,7 @@ pub fn recheck(before: &Advice, after: &Advice) -> Recheck {
 
 impl Recheck {
     /// "re-checked: gone …; remaining …; new …", one line each, for the text output.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let list = |refs: &[FindingRef]| {
             if refs.is_empty() {
                 "none".to_string()
@@ -119,19 +119,19 @@ impl Recheck {
 /// Where and how to write.
 #[derive(Debug, Clone)]
 pub struct ApplyOptions {
-    pub root: PathBuf,
-    pub dry_run: bool,
+    pub(crate) root: PathBuf,
+    pub(crate) dry_run: bool,
     /// Apply even where irqbalance or tuned would revert the change.
-    pub force: bool,
+    pub(crate) force: bool,
     /// Whether the process may write the root's kernel files (euid 0 on a host).
-    pub privileged: bool,
+    pub(crate) privileged: bool,
     /// After the writes, how long to wait before re-reading the links an ASPM change touches:
     /// a link that retrained lower or counted more correctable errors rolls everything back.
-    pub settle: std::time::Duration,
+    pub(crate) settle: std::time::Duration,
 }
 
 /// The findings `--apply` names: `ID` (every finding of that check) or `ID@BDF`/`ID@SUBJECT`.
-pub fn select<'a>(advice: &'a Advice, wanted: &[String]) -> Result<Vec<&'a Finding>> {
+pub(crate) fn select<'a>(advice: &'a Advice, wanted: &[String]) -> Result<Vec<&'a Finding>> {
     let mut chosen: Vec<&Finding> = Vec::new();
     for want in wanted {
         let (id, at) = match want.split_once('@') {

@@ -19,23 +19,23 @@ use crate::topology::lspci::read_lspci_path;
 use crate::topology::lspci_source::LspciFormat;
 
 /// The most files read from one directory tree (the public corpus holds about 19,000).
-pub const MAX_CORPUS_FILES: usize = 100_000;
+pub(crate) const MAX_CORPUS_FILES: usize = 100_000;
 
 /// One check's finding on one machine, with the input lines it rests on.
 #[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    pub check: &'static str,
-    pub severity: Severity,
+pub(crate) struct Finding {
+    pub(crate) check: &'static str,
+    pub(crate) severity: Severity,
     /// The PCI function it is filed under; `None` for machine-wide findings.
-    pub function: Option<String>,
-    pub message: String,
+    pub(crate) function: Option<String>,
+    pub(crate) message: String,
     /// Each piece of evidence's input line ("line 12: LnkSta: Speed 2.5GT/s (downgraded)…").
-    pub evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
 }
 
 /// What `advise` makes of the lspci output in `path`, for the throughput intent: each
 /// finding with the input lines its evidence was read from, and each check's judgement.
-pub fn findings(path: &Path) -> Result<(Vec<Finding>, Vec<CheckReport>)> {
+pub(crate) fn findings(path: &Path) -> Result<(Vec<Finding>, Vec<CheckReport>)> {
     let machine = Machine::lspci_at(path)?;
     let options = AdviseOptions {
         link_samples: 1,
@@ -63,56 +63,56 @@ pub fn findings(path: &Path) -> Result<(Vec<Finding>, Vec<CheckReport>)> {
 
 /// One machine (file) read.
 #[derive(Debug, Clone, Serialize)]
-pub struct MachineRead {
-    pub file: String,
-    pub format: LspciFormat,
-    pub functions: usize,
-    pub read_us: u64,
-    pub notes: Vec<String>,
-    pub findings: Vec<Finding>,
+pub(crate) struct MachineRead {
+    pub(crate) file: String,
+    pub(crate) format: LspciFormat,
+    pub(crate) functions: usize,
+    pub(crate) read_us: u64,
+    pub(crate) notes: Vec<String>,
+    pub(crate) findings: Vec<Finding>,
     /// Each check's judgement of this machine: subjects judged, findings, and what it could
     /// not judge with the reason.
-    pub checks: Vec<CheckReport>,
+    pub(crate) checks: Vec<CheckReport>,
 }
 
 /// A file that did not read, and why (the message names its line).
 #[derive(Debug, Clone, Serialize)]
-pub struct Failure {
-    pub file: String,
-    pub exit_code: i32,
-    pub message: String,
+pub(crate) struct Failure {
+    pub(crate) file: String,
+    pub(crate) exit_code: i32,
+    pub(crate) message: String,
 }
 
 /// One check's count over the corpus.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct CheckCount {
-    pub severity: Option<Severity>,
+pub(crate) struct CheckCount {
+    pub(crate) severity: Option<Severity>,
     /// Subjects judged (with a finding or clean), over every machine.
-    pub judged: usize,
+    pub(crate) judged: usize,
     /// Subjects the input did not let the check judge, over every machine.
-    pub not_judged: usize,
-    pub findings: usize,
+    pub(crate) not_judged: usize,
+    pub(crate) findings: usize,
     /// Machines with a finding.
-    pub machines: usize,
+    pub(crate) machines: usize,
     /// Machines on which the check judged nothing for want of input (status not-judged).
-    pub machines_not_judged: usize,
+    pub(crate) machines_not_judged: usize,
     /// Each reason for not judging, with the number of subjects it covers.
-    pub reasons: BTreeMap<String, usize>,
+    pub(crate) reasons: BTreeMap<String, usize>,
 }
 
 /// The whole run.
 #[derive(Debug, Clone, Serialize)]
 pub struct CorpusReport {
-    pub schema: &'static str,
-    pub dir: String,
-    pub files: usize,
-    pub read: usize,
-    pub failed: Vec<Failure>,
-    pub functions: usize,
-    pub read_us_median: u64,
-    pub read_us_max: u64,
-    pub checks: BTreeMap<&'static str, CheckCount>,
-    pub machines: Vec<MachineRead>,
+    pub(crate) schema: &'static str,
+    pub(crate) dir: String,
+    pub(crate) files: usize,
+    pub(crate) read: usize,
+    pub(crate) failed: Vec<Failure>,
+    pub(crate) functions: usize,
+    pub(crate) read_us_median: u64,
+    pub(crate) read_us_max: u64,
+    pub(crate) checks: BTreeMap<&'static str, CheckCount>,
+    pub(crate) machines: Vec<MachineRead>,
 }
 
 /// Reads every regular file below `dir` (in name order; dot files and `README*` skipped),

@@ -21,24 +21,24 @@ const FILE_BYTES: u64 = 4096;
 
 /// One function's facts beyond the topology.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FunctionFacts {
+pub(crate) struct FunctionFacts {
     /// Where the function's registers came from: the `config` file, "lspci BDF" on an lspci
     /// machine, or "spec BDF" on `sim:`.
-    pub config_source: String,
+    pub(crate) config_source: String,
     /// `TOTAL_ERR_COR` of `aer_dev_correctable`.
-    pub aer_correctable: Option<u64>,
+    pub(crate) aer_correctable: Option<u64>,
     /// IRQ numbers of the function's MSI/MSI-X vectors (`msi_irqs/`).
-    pub msi_irqs: Vec<u32>,
+    pub(crate) msi_irqs: Vec<u32>,
     /// `iommu_group/type`: DMA, DMA-FQ, identity, blocked.
-    pub iommu_type: Option<String>,
+    pub(crate) iommu_type: Option<String>,
     /// The function's sysfs directory, for evidence paths (`None` on `sim:`).
-    pub dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
 }
 
 impl FunctionFacts {
     /// The IOMMU group sysfs puts the function in (the name its `iommu_group` link points
     /// to), read when asked; `None` without a sysfs directory or the link.
-    pub fn iommu_group(&self) -> Option<String> {
+    pub(crate) fn iommu_group(&self) -> Option<String> {
         let target = fs::read_link(self.dir.as_ref()?.join("iommu_group")).ok()?;
         Some(target.file_name()?.to_string_lossy().into_owned())
     }
@@ -46,45 +46,45 @@ impl FunctionFacts {
 
 /// One CPU idle state (`cpuN/cpuidle/stateK`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct IdleState {
-    pub state: String,
-    pub name: String,
+pub(crate) struct IdleState {
+    pub(crate) state: String,
+    pub(crate) name: String,
     /// Exit latency in microseconds (`latency`).
-    pub latency_us: u64,
-    pub disabled: bool,
+    pub(crate) latency_us: u64,
+    pub(crate) disabled: bool,
 }
 
 /// Machine-wide facts, read below `root`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SystemFacts {
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// The selected policy of `/sys/module/pcie_aspm/parameters/policy` (the bracketed word).
-    pub aspm_policy: Option<String>,
+    pub(crate) aspm_policy: Option<String>,
     /// Each IRQ's CPUs as its next interrupt finds them: `effective_affinity_list`, or
     /// `smp_affinity_list` where the first is absent or a move is pending.
-    pub irq_cpus: BTreeMap<u32, Vec<u32>>,
+    pub(crate) irq_cpus: BTreeMap<u32, Vec<u32>>,
     /// IRQs whose move is pending, with their effective CPUs now: the effective CPUs lie outside
     /// the requested ones. x86 without interrupt remapping moves an MSI only when its next
     /// interrupt arrives, so an idle device keeps the old CPU in `effective_affinity_list`.
-    pub irq_moving: BTreeMap<u32, Vec<u32>>,
+    pub(crate) irq_moving: BTreeMap<u32, Vec<u32>>,
     /// Each NUMA node's CPUs (`/sys/devices/system/node/nodeN/cpulist`).
-    pub node_cpus: BTreeMap<i32, Vec<u32>>,
+    pub(crate) node_cpus: BTreeMap<i32, Vec<u32>>,
     /// `cpuN/cpufreq/scaling_governor`.
-    pub governors: BTreeMap<u32, String>,
-    pub idle_states: BTreeMap<u32, Vec<IdleState>>,
+    pub(crate) governors: BTreeMap<u32, String>,
+    pub(crate) idle_states: BTreeMap<u32, Vec<IdleState>>,
     /// `/sys/class/devfreq/NAME/governor`.
-    pub devfreq: BTreeMap<String, String>,
+    pub(crate) devfreq: BTreeMap<String, String>,
     /// Processes that would undo a runtime change: "irqbalance", "tuned" (from `/proc/*/comm`).
-    pub irqbalance_running: bool,
-    pub tuned_running: bool,
+    pub(crate) irqbalance_running: bool,
+    pub(crate) tuned_running: bool,
 }
 
 /// Everything `advise` knows about a machine beyond its topology.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Facts {
-    pub functions: BTreeMap<Bdf, FunctionFacts>,
+pub(crate) struct Facts {
+    pub(crate) functions: BTreeMap<Bdf, FunctionFacts>,
     /// `None` on machines without a filesystem root (`sim:`, a bare `/sys/bus/pci` snapshot).
-    pub system: Option<SystemFacts>,
+    pub(crate) system: Option<SystemFacts>,
 }
 
 pub(crate) fn read_text(path: &Path) -> Option<String> {
@@ -93,7 +93,7 @@ pub(crate) fn read_text(path: &Path) -> Option<String> {
 }
 
 /// A kernel CPU list ("0-3,8,10-11") as CPU numbers; `None` when it does not parse.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+pub(crate) fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     let mut cpus = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
@@ -113,7 +113,7 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
 }
 
 /// CPU numbers as the kernel prints a list: ranges joined ("0-3,8").
-pub fn cpu_list_text(cpus: &[u32]) -> String {
+pub(crate) fn cpu_list_text(cpus: &[u32]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
     while i < cpus.len() {
@@ -134,7 +134,7 @@ pub fn cpu_list_text(cpus: &[u32]) -> String {
 }
 
 /// The bracketed choice of a kernel selection file (`default performance [powersave]`).
-pub fn selected_word(text: &str) -> Option<String> {
+pub(crate) fn selected_word(text: &str) -> Option<String> {
     text.split_whitespace()
         .find_map(|w| w.strip_prefix('[')?.strip_suffix(']').map(str::to_string))
         .or_else(|| {
@@ -162,7 +162,7 @@ fn numbered(dir: &Path, prefix: &str) -> Vec<(u32, PathBuf)> {
 
 /// Reads the facts of every function of `topo` from `pci_dir/devices/<bdf>` when the machine
 /// has sysfs (`sim:` machines have only their spec's topology).
-pub fn read_facts(topo: &Topology, pci_dir: Option<&Path>, root: Option<&Path>) -> Facts {
+pub(crate) fn read_facts(topo: &Topology, pci_dir: Option<&Path>, root: Option<&Path>) -> Facts {
     let mut functions = BTreeMap::new();
     for f in topo.functions() {
         let facts = match pci_dir {
@@ -204,7 +204,7 @@ fn numbered_names(dir: &Path) -> Vec<u32> {
 }
 
 /// Reads the machine-wide facts below `root`.
-pub fn read_system(root: &Path) -> SystemFacts {
+pub(crate) fn read_system(root: &Path) -> SystemFacts {
     let mut system = SystemFacts {
         root: root.to_path_buf(),
         aspm_policy: read_text(&root.join("sys/module/pcie_aspm/parameters/policy"))

@@ -74,20 +74,24 @@ impl Intent {
 
 /// One fact behind a finding: where it was read and what it said.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     /// The file read (a sysfs/procfs path or a function's `config`), "lspci BDF", or
     /// "spec BDF" (the function's entry in a `sim:` spec).
-    pub source: String,
+    pub(crate) source: String,
     /// The field as `lspci -vvv` names it ("LnkSta: Speed"), or the attribute's file name.
-    pub field: String,
-    pub value: String,
+    pub(crate) field: String,
+    pub(crate) value: String,
     /// The input line quoted, where the machine was read from text that has lines.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<String>,
+    pub(crate) line: Option<String>,
 }
 
 impl Evidence {
-    pub fn new(source: impl Into<String>, field: &str, value: impl Into<String>) -> Evidence {
+    pub(crate) fn new(
+        source: impl Into<String>,
+        field: &str,
+        value: impl Into<String>,
+    ) -> Evidence {
         Evidence {
             source: source.into(),
             field: field.to_string(),
@@ -100,7 +104,7 @@ impl Evidence {
 /// The kind of change a fix makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Lever {
+pub(crate) enum Lever {
     /// A runtime write to sysfs or procfs: `--apply` can make it, and undo it.
     RuntimeWrite,
     /// A kernel command-line parameter: takes a reboot.
@@ -116,31 +120,31 @@ pub enum Lever {
 
 /// One runtime write `--apply` performs: a file below the machine's root and the value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Write {
+pub(crate) struct Write {
     /// The file, relative to the machine's root ("sys/module/pcie_aspm/parameters/policy").
-    pub file: String,
-    pub value: String,
+    pub(crate) file: String,
+    pub(crate) value: String,
 }
 
 /// How to fix a finding.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Fix {
-    pub lever: Lever,
+pub(crate) struct Fix {
+    pub(crate) lever: Lever,
     /// What to run or set, ready to paste.
-    pub command: String,
-    pub reboot: bool,
+    pub(crate) command: String,
+    pub(crate) reboot: bool,
     /// The writes `--apply` makes (runtime writes only; empty otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub writes: Vec<Write>,
+    pub(crate) writes: Vec<Write>,
     /// Other levers and what to weigh.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 impl Fix {
     /// A fix pcielab prints and never performs: a `setpci` write, a kernel parameter (which
     /// takes a reboot), firmware, or a command the user runs.
-    pub fn printed(lever: Lever, command: String) -> Fix {
+    pub(crate) fn printed(lever: Lever, command: String) -> Fix {
         Fix {
             lever,
             command,
@@ -151,7 +155,7 @@ impl Fix {
     }
 
     /// The same fix with what to weigh before making it.
-    pub fn noting(self, note: impl Into<String>) -> Fix {
+    pub(crate) fn noting(self, note: impl Into<String>) -> Fix {
         Fix {
             note: Some(note.into()),
             ..self
@@ -162,7 +166,7 @@ impl Fix {
 /// What pcielab's model says the fix gains (or costs), or why it says nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "kebab-case")]
-pub enum Prediction {
+pub(crate) enum Prediction {
     Predicted {
         /// What is predicted ("write ceiling of the path").
         metric: String,
@@ -184,7 +188,13 @@ pub enum Prediction {
 }
 
 impl Prediction {
-    pub fn predicted(metric: &str, before: f64, after: f64, unit: &str, model: String) -> Self {
+    pub(crate) fn predicted(
+        metric: &str,
+        before: f64,
+        after: f64,
+        unit: &str,
+        model: String,
+    ) -> Self {
         let change_percent = if before > 0.0 {
             (after - before) / before * 100.0
         } else {
@@ -202,14 +212,14 @@ impl Prediction {
     }
 
     /// The same gain, holding only on `condition` (a `NotPredicted` stays as it is).
-    pub fn conditional(mut self, holds_if: &str) -> Self {
+    pub(crate) fn conditional(mut self, holds_if: &str) -> Self {
         if let Prediction::Predicted { condition, .. } = &mut self {
             *condition = Some(holds_if.to_string());
         }
         self
     }
 
-    pub fn not_predicted(reason: impl Into<String>) -> Self {
+    pub(crate) fn not_predicted(reason: impl Into<String>) -> Self {
         Prediction::NotPredicted {
             reason: reason.into(),
         }
@@ -220,34 +230,34 @@ impl Prediction {
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Finding {
     /// The stable rule id (one of [`CHECKS`]).
-    pub id: &'static str,
-    pub severity: Severity,
+    pub(crate) id: &'static str,
+    pub(crate) severity: Severity,
     /// What it concerns: "0000:03:00.0", "link 0000:00:01.0 -> 0000:03:00.0", "cpu 4-7",
     /// "irq 45", "devfreq dmc", "machine".
-    pub subject: String,
+    pub(crate) subject: String,
     /// The PCI function it is filed under (`--ignore ID@BDF`, the exporter's `function`
     /// label); `None` for machine-wide findings.
-    pub function: Option<String>,
-    pub summary: String,
-    pub evidence: Vec<Evidence>,
-    pub fix: Fix,
+    pub(crate) function: Option<String>,
+    pub(crate) summary: String,
+    pub(crate) evidence: Vec<Evidence>,
+    pub(crate) fix: Fix,
     /// The intent this finding assumed.
-    pub intent: Intent,
-    pub prediction: Prediction,
+    pub(crate) intent: Intent,
+    pub(crate) prediction: Prediction,
 }
 
 /// Subjects a check could not judge, and why: what the input lacks and how to get it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct NotJudged {
-    pub reason: String,
+pub(crate) struct NotJudged {
+    pub(crate) reason: String,
     /// The functions, links or parts of the machine not judged for this reason.
-    pub subjects: Vec<String>,
+    pub(crate) subjects: Vec<String>,
 }
 
 /// How much of its subjects one check could judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum CheckStatus {
+pub(crate) enum CheckStatus {
     /// Every subject judged: a finding or clean.
     Judged,
     /// Some subjects judged, others not (listed with the reason).
@@ -259,7 +269,7 @@ pub enum CheckStatus {
 }
 
 impl CheckStatus {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             CheckStatus::Judged => "judged",
             CheckStatus::PartlyJudged => "partly judged",
@@ -271,20 +281,20 @@ impl CheckStatus {
 
 /// What one check made of the machine: per subject a finding, judged clean, or not judged.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct CheckReport {
-    pub check: &'static str,
-    pub status: CheckStatus,
+pub(crate) struct CheckReport {
+    pub(crate) check: &'static str,
+    pub(crate) status: CheckStatus,
     /// Subjects judged, with a finding or clean.
-    pub judged: usize,
+    pub(crate) judged: usize,
     /// Findings made, those muted by `--ignore` included.
-    pub findings: usize,
+    pub(crate) findings: usize,
     /// Subjects not judged, grouped by reason.
-    pub not_judged: Vec<NotJudged>,
+    pub(crate) not_judged: Vec<NotJudged>,
 }
 
 impl CheckReport {
     /// How many subjects were not judged.
-    pub fn not_judged_count(&self) -> usize {
+    pub(crate) fn not_judged_count(&self) -> usize {
         self.not_judged.iter().map(|n| n.subjects.len()).sum()
     }
 }
@@ -292,13 +302,13 @@ impl CheckReport {
 /// The whole answer of `advise`.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Advice {
-    pub machine: String,
-    pub intent: Intent,
+    pub(crate) machine: String,
+    pub(crate) intent: Intent,
     /// Every check run, in [`CHECKS`] order, with what it could and could not judge.
-    pub checks: Vec<CheckReport>,
+    pub(crate) checks: Vec<CheckReport>,
     /// Findings muted by `--ignore`, counted so a fleet sees they exist.
-    pub muted: usize,
-    pub findings: Vec<Finding>,
+    pub(crate) muted: usize,
+    pub(crate) findings: Vec<Finding>,
 }
 
 impl Advice {
@@ -309,7 +319,7 @@ impl Advice {
 }
 
 /// Every check, by stable rule id, with what it looks at.
-pub const CHECKS: [(&str, &str); 16] = [
+pub(crate) const CHECKS: [(&str, &str); 16] = [
     (
         "link-downtrained",
         "link trained below min(parent, child) LnkCap",
@@ -373,8 +383,8 @@ pub const CHECKS: [(&str, &str); 16] = [
 /// A muted finding: `ID@BDF` (or `ID@SUBJECT` for machine-wide ones).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mute {
-    pub id: String,
-    pub at: String,
+    pub(crate) id: String,
+    pub(crate) at: String,
     /// Set when it muted a finding in a run, so one that names nothing can be reported.
     matched: std::cell::Cell<bool>,
 }
@@ -469,17 +479,17 @@ pub struct AdviseOptions {
 
 /// What every check receives.
 pub(crate) struct Context<'a> {
-    pub topology: &'a crate::topology::Topology,
-    pub facts: &'a Facts,
-    pub options: &'a AdviseOptions,
-    pub platform: Option<&'a PlatformModel>,
+    pub(crate) topology: &'a crate::topology::Topology,
+    pub(crate) facts: &'a Facts,
+    pub(crate) options: &'a AdviseOptions,
+    pub(crate) platform: Option<&'a PlatformModel>,
     /// The pci directory of a machine with sysfs, for re-reading link state.
-    pub pci_dir: Option<std::path::PathBuf>,
+    pub(crate) pci_dir: Option<std::path::PathBuf>,
     /// What kind of input the facts came from, to say why one is missing.
-    pub input: crate::machine::missing::Input,
+    pub(crate) input: crate::machine::missing::Input,
     /// The simulator behind a `sim:` machine: its devices' access latencies and its `[sim]`
     /// IRQ placement let ASPM and IRQ findings predict a workload's change.
-    pub simulated: Option<&'a crate::sim::SimulatedPcie>,
+    pub(crate) simulated: Option<&'a crate::sim::SimulatedPcie>,
 }
 
 /// What one check makes of its subjects, built as it walks them: a finding, judged clean, or
@@ -488,31 +498,31 @@ pub(crate) struct Context<'a> {
 /// `continue`d past a subject it looked at, and `not_judged` where a fact was `None`.
 #[derive(Debug, Default)]
 pub(crate) struct Judged {
-    pub findings: Vec<Finding>,
-    pub judged: usize,
-    pub not_judged: Vec<NotJudged>,
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) judged: usize,
+    pub(crate) not_judged: Vec<NotJudged>,
 }
 
 impl Judged {
     /// A subject judged and found clean.
-    pub fn clean(&mut self) {
+    pub(crate) fn clean(&mut self) {
         self.judged += 1;
     }
 
     /// A subject judged, with its finding.
-    pub fn found(&mut self, finding: Finding) {
+    pub(crate) fn found(&mut self, finding: Finding) {
         self.judged += 1;
         self.findings.push(finding);
     }
 
     /// `subjects` judged at once, with the one finding that covers them (CPUs serving IRQs).
-    pub fn found_on(&mut self, subjects: usize, finding: Finding) {
+    pub(crate) fn found_on(&mut self, subjects: usize, finding: Finding) {
         self.judged += subjects;
         self.findings.push(finding);
     }
 
     /// A subject the input does not let the check judge.
-    pub fn not_judged(&mut self, subject: impl std::fmt::Display, reason: String) {
+    pub(crate) fn not_judged(&mut self, subject: impl std::fmt::Display, reason: String) {
         let subject = subject.to_string();
         match self.not_judged.iter_mut().find(|n| n.reason == reason) {
             Some(group) => group.subjects.push(subject),
@@ -524,13 +534,13 @@ impl Judged {
     }
 
     /// Nothing judged: the whole check lacks its input (`subject` names what, "machine").
-    pub fn nothing(subject: &str, reason: String) -> Judged {
+    pub(crate) fn nothing(subject: &str, reason: String) -> Judged {
         let mut judged = Judged::default();
         judged.not_judged(subject, reason);
         judged
     }
 
-    pub fn status(&self) -> CheckStatus {
+    pub(crate) fn status(&self) -> CheckStatus {
         match (self.judged, self.not_judged.is_empty()) {
             (0, true) => CheckStatus::NothingToJudge,
             (0, false) => CheckStatus::NotJudged,

@@ -12,7 +12,7 @@
 
 pub mod apply;
 pub mod corpus;
-pub mod facts;
+pub(crate) mod facts;
 mod finding;
 mod links;
 mod system;
@@ -208,7 +208,7 @@ pub fn to_text(advice: &Advice) -> String {
     out
 }
 
-pub fn intent_name(intent: Intent) -> &'static str {
+pub(crate) fn intent_name(intent: Intent) -> &'static str {
     match intent {
         Intent::Throughput => "throughput",
         Intent::Latency => "latency",
@@ -218,7 +218,7 @@ pub fn intent_name(intent: Intent) -> &'static str {
 }
 
 /// "6300 → 7100 MB/s (+12.7 %, model)", "only if …: 6300 → …" or "not predicted: reason".
-pub fn prediction_text(p: &Prediction) -> String {
+pub(crate) fn prediction_text(p: &Prediction) -> String {
     match p {
         Prediction::Predicted {
             metric,

@@ -20,7 +20,7 @@ mod output;
 mod stdin;
 
 pub(crate) use file_kind::file_kind;
-pub mod yaml;
+pub(crate) mod yaml;
 
 pub use output::{
     output_dir, output_target, write_new_file, write_output, write_stdout, OutputTarget,
@@ -52,7 +52,7 @@ pub(crate) fn in_range<T: PartialOrd + Display + Copy>(
 
 /// The idle timeout: [`STDIN_IDLE_ENV`] when set (whole seconds, 1 to 86400), else
 /// [`DEFAULT_STDIN_IDLE`]. A value outside that range is bad input naming the variable.
-pub fn stdin_idle_timeout() -> Result<std::time::Duration> {
+pub(crate) fn stdin_idle_timeout() -> Result<std::time::Duration> {
     let Some(value) = std::env::var_os(STDIN_IDLE_ENV) else {
         return Ok(DEFAULT_STDIN_IDLE);
     };
@@ -100,7 +100,7 @@ pub(crate) fn cut_for_message(text: &str) -> String {
 
 /// A duration in seconds that is finite, not negative (or, with `positive`, above zero) and at
 /// most `MAX_DURATION_S`.
-pub fn duration_s(what: &str, value: f64, positive: bool) -> Result<f64> {
+pub(crate) fn duration_s(what: &str, value: f64, positive: bool) -> Result<f64> {
     let low_ok = if positive { value > 0.0 } else { value >= 0.0 };
     if value.is_finite() && low_ok && value <= MAX_DURATION_S {
         Ok(value)
@@ -198,7 +198,7 @@ fn input_text(bytes: Vec<u8>, bad: impl Fn(String) -> Error) -> Result<String> {
 /// other write bit). Then as [`read_input_file`]: capped, UTF-8. Every refusal is bad input
 /// naming the file and the rule it breaks. The checks are made on the opened file, so it cannot
 /// be swapped between check and read.
-pub fn read_private_file(path: &Path, what: &str) -> Result<String> {
+pub(crate) fn read_private_file(path: &Path, what: &str) -> Result<String> {
     use std::os::unix::fs::MetadataExt;
     let bad = |why: String| Error::bad_input(format!("{what} {}: {why}", path.display()));
     let link = std::fs::symlink_metadata(path).map_err(|e| bad(e.to_string()))?;
@@ -274,7 +274,7 @@ pub(crate) struct ConfinedDir {
 }
 
 impl ConfinedDir {
-    pub fn new(root: impl Into<PathBuf>) -> ConfinedDir {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> ConfinedDir {
         ConfinedDir { root: root.into() }
     }
 
@@ -315,13 +315,13 @@ impl ConfinedDir {
     }
 
     /// Create the directory `rel` (and its parents) under the root.
-    pub fn create_dir_all(&self, rel: &str) -> Result<()> {
+    pub(crate) fn create_dir_all(&self, rel: &str) -> Result<()> {
         let parts = self.parts(rel)?;
         self.open_dir(&parts, true).map(drop)
     }
 
     /// Create directory `rel` under the root, failing like mkdir(2) when it exists.
-    pub fn create_dir(&self, rel: &str) -> std::io::Result<()> {
+    pub(crate) fn create_dir(&self, rel: &str) -> std::io::Result<()> {
         let (parent, name) = self.split(rel).map_err(to_io)?;
         let dir = self.open_dir(&parent, false).map_err(to_io)?;
         let c = cstring(name).map_err(to_io)?;
@@ -364,7 +364,7 @@ impl ConfinedDir {
 
     /// The directory `rel` under the root, opened once (refusing symlinks on the way) so that
     /// many files can be written into it without walking the path again for each.
-    pub fn open(&self, rel: &str) -> Result<OpenedDir> {
+    pub(crate) fn open(&self, rel: &str) -> Result<OpenedDir> {
         let parts = self.parts(rel)?;
         Ok(OpenedDir {
             dir: self.open_dir(&parts, false)?,
@@ -373,7 +373,7 @@ impl ConfinedDir {
     }
 
     /// Make `rel` under the root a symlink to `target` (which is stored, not followed).
-    pub fn symlink(&self, target: &str, rel: &str) -> Result<()> {
+    pub(crate) fn symlink(&self, target: &str, rel: &str) -> Result<()> {
         let (parent, name) = self.split(rel)?;
         let dir = self.open_dir(&parent, false)?;
         let (t, c) = (cstring(target)?, cstring(name)?);

@@ -21,7 +21,7 @@ use crate::topology::{Function, Topology};
 /// How one field compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     Match,
     /// Differs in a way QEMU cannot avoid; `why` says how.
     Expected,
@@ -30,7 +30,7 @@ pub enum Status {
 
 impl Status {
     /// The word `lab check --json` writes.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Match => "match",
             Status::Expected => "expected",
@@ -42,13 +42,13 @@ impl Status {
 /// One compared field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Row {
-    pub bdf: Bdf,
+    pub(crate) bdf: Bdf,
     /// `link.speed`, `numa_node`, … (the comparer's own names; read back from JSON, owned).
-    pub field: Cow<'static, str>,
-    pub spec: String,
-    pub guest: String,
-    pub status: Status,
-    pub why: Option<String>,
+    pub(crate) field: Cow<'static, str>,
+    pub(crate) spec: String,
+    pub(crate) guest: String,
+    pub(crate) status: Status,
+    pub(crate) why: Option<String>,
 }
 
 /// `lab check`: boots a guest with the topology of the spec `spec` names (a FILE.toml or a
@@ -80,13 +80,13 @@ pub struct CheckReport {
     pub spec: String,
     pub ok: bool,
     pub mismatches: usize,
-    pub expected: usize,
-    pub rows: Vec<Row>,
-    pub run: RunReport,
+    pub(crate) expected: usize,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) run: RunReport,
 }
 
 impl CheckReport {
-    pub fn new(spec: &str, rows: Vec<Row>, run: RunReport) -> Self {
+    pub(crate) fn new(spec: &str, rows: Vec<Row>, run: RunReport) -> Self {
         let count = |status| rows.iter().filter(|r| r.status == status).count();
         let mismatches = count(Status::Mismatch);
         CheckReport {
@@ -297,16 +297,16 @@ fn fields(s: &Function, g: &Function) -> Vec<(&'static str, String, String)> {
 
 /// The guest's view, read back from its results directory.
 #[derive(Debug, Clone)]
-pub struct GuestView {
-    pub topology: Topology,
+pub(crate) struct GuestView {
+    pub(crate) topology: Topology,
     /// CMB BAR (BAR 2) size of each NVMe, bytes.
-    pub cmb_bar: BTreeMap<Bdf, u64>,
+    pub(crate) cmb_bar: BTreeMap<Bdf, u64>,
     /// `p2pmem/size` per device that has p2pmem.
-    pub p2pmem: P2pmem,
+    pub(crate) p2pmem: P2pmem,
 }
 
 /// Reads `sysfs/` (a `pcielab snapshot` taken in the guest) and `p2pmem.txt` from `results`.
-pub fn read_guest(results: &Path) -> Result<GuestView> {
+pub(crate) fn read_guest(results: &Path) -> Result<GuestView> {
     let sysfs = results.join("sysfs");
     let topology = read_sysfs(&sysfs).map_err(|e| {
         Error::runtime(format!(

@@ -169,19 +169,19 @@ fn find_vmlinuz(unpacked: &Path) -> Option<PathBuf> {
 /// A file to put into the guest: host path → absolute guest path.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestFile {
-    pub host: PathBuf,
-    pub guest: String,
+    pub(crate) host: PathBuf,
+    pub(crate) guest: String,
 }
 
 /// What goes into the initramfs besides busybox and `/init`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ImageSpec {
     /// Dynamically linked binaries, copied with their `ldd` libraries (guest path = `/bin/NAME`).
-    pub binaries: Vec<PathBuf>,
+    pub(crate) binaries: Vec<PathBuf>,
     /// Plain files (job files, data).
-    pub files: Vec<GuestFile>,
+    pub(crate) files: Vec<GuestFile>,
     /// The guest script (sh), run from `/results` as the working directory.
-    pub script: String,
+    pub(crate) script: String,
 }
 
 /// Builds the initramfs (newc cpio via the `cpio` tool) in `run_dir`; returns its path.

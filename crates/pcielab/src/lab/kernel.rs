@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 const PHASE: &str = "kernel-build";
 
 /// The Debian package with the kernel source, and the tarball it installs.
-pub const SOURCE_PACKAGE: &str = "linux-source-6.12";
+pub(crate) const SOURCE_PACKAGE: &str = "linux-source-6.12";
 const SOURCE_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
 /// Options enabled on top of `tinyconfig`. `olddefconfig` resolves their dependencies; the

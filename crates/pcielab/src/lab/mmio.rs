@@ -44,7 +44,7 @@ impl Operation {
 }
 
 /// Access widths the benchmark issues (bytes per CPU access).
-pub const WIDTHS: [u32; 4] = [4, 8, 16, 64];
+pub(crate) const WIDTHS: [u32; 4] = [4, 8, 16, 64];
 
 /// One `bench mmio` request.
 #[derive(Debug, Clone)]
@@ -112,41 +112,41 @@ impl MmioOptions {
 
 /// One direction's measured (or predicted) figures.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct MmioResult {
+pub(crate) struct MmioResult {
     /// `store`, `load`, `memcpy_toio` or `memcpy_fromio`.
-    pub op: &'static str,
+    pub(crate) op: &'static str,
     /// Bytes moved across the BAR.
-    pub bytes: u64,
-    pub accesses: u64,
-    pub seconds: f64,
+    pub(crate) bytes: u64,
+    pub(crate) accesses: u64,
+    pub(crate) seconds: f64,
     /// 10^6 bytes per second.
     #[serde(rename = "MBps")]
-    pub mbps: f64,
-    pub ns_per_access: f64,
+    pub(crate) mbps: f64,
+    pub(crate) ns_per_access: f64,
     /// Loads only: words compared with the store pattern and how many differed.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub verified_words: Option<u64>,
+    pub(crate) verified_words: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub mismatched_words: Option<u64>,
+    pub(crate) mismatched_words: Option<u64>,
 }
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MmioReport {
-    pub bdf: String,
-    pub bar: u8,
+    pub(crate) bdf: String,
+    pub(crate) bar: u8,
     /// Where the region used starts in the BAR, and its length.
-    pub offset: u64,
-    pub bytes: u64,
+    pub(crate) offset: u64,
+    pub(crate) bytes: u64,
     /// The BAR's size in bytes.
-    pub bar_bytes: u64,
-    pub prefetchable: bool,
-    pub write_combining: bool,
-    pub width: u32,
-    pub threads: u32,
+    pub(crate) bar_bytes: u64,
+    pub(crate) prefetchable: bool,
+    pub(crate) write_combining: bool,
+    pub(crate) width: u32,
+    pub(crate) threads: u32,
     /// `measured` on a host, `predicted` (platform model) on a simulated machine.
-    pub source: &'static str,
-    pub results: Vec<MmioResult>,
+    pub(crate) source: &'static str,
+    pub(crate) results: Vec<MmioResult>,
 }
 
 impl MmioReport {
@@ -418,7 +418,7 @@ pub fn measure_or_predict(machine: &Machine, options: MmioOptions) -> Result<Mmi
 }
 
 /// Measures on the live system under `options.root`.
-pub fn measure(options: &MmioOptions) -> Result<MmioReport> {
+pub(crate) fn measure(options: &MmioOptions) -> Result<MmioReport> {
     options.validate()?;
     let dir = options
         .root
@@ -498,7 +498,7 @@ pub fn measure(options: &MmioOptions) -> Result<MmioReport> {
 }
 
 /// What the platform model predicts for the same request on `link` (a `sim:` machine).
-pub fn predict(
+pub(crate) fn predict(
     options: &MmioOptions,
     model: &PlatformModel,
     link: &LinkParams,

@@ -9,7 +9,7 @@ pub mod kernel;
 pub mod mmio;
 pub mod oracle;
 pub mod p2pcopy;
-pub mod picture;
+pub(crate) mod picture;
 pub mod runner;
 pub mod session;
 

@@ -18,7 +18,7 @@ use crate::topology::p2p::{self, Cpu, MapType, Verdict};
 use crate::topology::Topology;
 
 /// errno the block layer returns for a refused peer-to-peer transfer (BLK_STS_TARGET).
-pub const EREMOTEIO: i32 = 121;
+pub(crate) const EREMOTEIO: i32 = 121;
 
 /// NVMe controllers of the spec that have a CMB (and so p2pmem under a P2PDMA kernel).
 pub(crate) fn providers(spec: &Topology) -> Vec<Bdf> {
@@ -30,7 +30,7 @@ pub(crate) fn providers(spec: &Topology) -> Vec<Bdf> {
 }
 
 /// Every ordered pair of distinct controllers: (source and p2pmem provider, destination).
-pub fn pairs(spec: &Topology) -> Vec<(Bdf, Bdf)> {
+pub(crate) fn pairs(spec: &Topology) -> Vec<(Bdf, Bdf)> {
     let nvme = providers(spec);
     let mut out = Vec::new();
     for &a in &nvme {
@@ -48,7 +48,7 @@ fn result_name(src: Bdf, dst: Bdf) -> String {
 }
 
 /// The guest script: one `pcielab bench p2p` per pair, JSON into `/results`.
-pub fn script(spec: &Topology, size: u64) -> String {
+pub(crate) fn script(spec: &Topology, size: u64) -> String {
     let mut script = String::from("ls -d /sys/bus/pci/devices/*/p2pmem > p2pmem-devices.txt\n");
     for (src, dst) in pairs(spec) {
         script.push_str(&format!(
@@ -81,25 +81,25 @@ pub(crate) fn cpu_from_cpuinfo(cpuinfo: &str) -> Cpu {
 
 /// What happened for one pair, next to what the model predicted.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct PairOutcome {
-    pub predicted: Verdict,
+pub(crate) struct PairOutcome {
+    pub(crate) predicted: Verdict,
     /// The p2p copy went through and, with --check, the data matched.
-    pub copied: bool,
-    pub errno: Option<i32>,
-    pub failed_step: Option<String>,
+    pub(crate) copied: bool,
+    pub(crate) errno: Option<i32>,
+    pub(crate) failed_step: Option<String>,
     /// The kernel's refusal message for this pair, as dmesg shows it.
-    pub kernel_message: Option<String>,
+    pub(crate) kernel_message: Option<String>,
     #[serde(rename = "p2p_MBps")]
-    pub p2p_mbps: Option<f64>,
+    pub(crate) p2p_mbps: Option<f64>,
     #[serde(rename = "host_memory_MBps")]
-    pub host_memory_mbps: Option<f64>,
-    pub agrees: bool,
+    pub(crate) host_memory_mbps: Option<f64>,
+    pub(crate) agrees: bool,
 }
 
 impl PairOutcome {
     /// What the guest saw, in a few words: the copy rate, the failing step and errno, or a
     /// data mismatch.
-    pub fn observed(&self) -> String {
+    pub(crate) fn observed(&self) -> String {
         match (self.copied, self.p2p_mbps, self.errno) {
             (true, Some(rate), _) => format!("copied {rate:.1} MB/s"),
             (_, _, Some(errno)) => format!(
@@ -119,9 +119,9 @@ impl PairOutcome {
 /// A `lab p2p` run: what each pair did in the guest.
 pub struct P2pRun {
     /// The spec or preset the guest was built from, as named.
-    pub spec: String,
-    pub cpu: Cpu,
-    pub outcomes: Vec<PairOutcome>,
+    pub(crate) spec: String,
+    pub(crate) cpu: Cpu,
+    pub(crate) outcomes: Vec<PairOutcome>,
     pub run: RunReport,
 }
 
@@ -162,15 +162,20 @@ pub fn boot_and_try(
 /// The `lab p2p` verdict (its `--json` document): each pair's prediction and outcome, and the run.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct P2pReport<'a> {
-    pub spec: &'a str,
-    pub cpu: Cpu,
+    pub(crate) spec: &'a str,
+    pub(crate) cpu: Cpu,
     pub ok: bool,
-    pub pairs: &'a [PairOutcome],
-    pub run: &'a RunReport,
+    pub(crate) pairs: &'a [PairOutcome],
+    pub(crate) run: &'a RunReport,
 }
 
 impl<'a> P2pReport<'a> {
-    pub fn new(spec: &'a str, cpu: Cpu, pairs: &'a [PairOutcome], run: &'a RunReport) -> Self {
+    pub(crate) fn new(
+        spec: &'a str,
+        cpu: Cpu,
+        pairs: &'a [PairOutcome],
+        run: &'a RunReport,
+    ) -> Self {
         P2pReport {
             spec,
             cpu,
@@ -207,7 +212,7 @@ impl<'a> P2pReport<'a> {
 }
 
 /// Reads the guest's results and judges every pair.
-pub fn evaluate(spec: &Topology, results: &Path) -> Result<(Cpu, Vec<PairOutcome>)> {
+pub(crate) fn evaluate(spec: &Topology, results: &Path) -> Result<(Cpu, Vec<PairOutcome>)> {
     let read = |name: &str| {
         let path = results.join(name);
         fs::read_to_string(&path).map_err(|e| {

@@ -34,23 +34,23 @@ pub struct CopyResult {
     pub ok: bool,
     /// Bytes copied before the end or the failure.
     pub bytes: u64,
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Megabytes (10^6 bytes) per second; null when the copy failed.
     pub mb_s: Option<f64>,
     /// `read` (source into the buffer) or `write` (buffer to destination) when it failed.
     pub failed_step: Option<&'static str>,
-    pub errno: Option<i32>,
+    pub(crate) errno: Option<i32>,
     pub error: Option<String>,
 }
 
 /// The benchmark's report.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CopyReport {
-    pub src: PathBuf,
-    pub dst: PathBuf,
-    pub p2pmem: Bdf,
-    pub size: u64,
-    pub chunk: u64,
+    pub(crate) src: PathBuf,
+    pub(crate) dst: PathBuf,
+    pub(crate) p2pmem: Bdf,
+    pub(crate) size: u64,
+    pub(crate) chunk: u64,
     pub p2p: CopyResult,
     pub host_memory: CopyResult,
     /// `match`, `mismatch`, or null without `--check` or when the p2p copy failed.

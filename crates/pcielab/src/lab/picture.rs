@@ -70,6 +70,6 @@ pub fn matrix(doc: &CheckReport) -> Matrix {
 }
 
 /// The check as a standalone SVG document.
-pub fn svg(doc: &CheckReport) -> Result<String> {
+pub(crate) fn svg(doc: &CheckReport) -> Result<String> {
     matrix_svg(&matrix(doc))
 }

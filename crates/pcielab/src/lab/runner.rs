@@ -92,14 +92,14 @@ impl Phase {
 
 /// What a finished boot produced.
 #[derive(Debug)]
-pub struct BootOutcome {
+pub(crate) struct BootOutcome {
     /// The guest script's exit status.
-    pub script_status: i32,
+    pub(crate) script_status: i32,
     /// QEMU start to the guest's exit marker.
-    pub boot_to_result: Duration,
+    pub(crate) boot_to_result: Duration,
     /// QEMU start to the guest's `/init` starting the script.
-    pub boot: Duration,
-    pub console: Vec<String>,
+    pub(crate) boot: Duration,
+    pub(crate) console: Vec<String>,
 }
 
 /// Boots `plan` with `kernel` and `initrd`, waits while the guest makes progress (at most
@@ -107,7 +107,7 @@ pub struct BootOutcome {
 /// `/results` into `results_dir`. `progress` is told each phase as the guest reaches it. With
 /// `monitor` (a socket path), QEMU's human monitor listens there and each guest console line
 /// `@@pcielab monitor COMMAND` is sent to it; the reply joins the console as `[monitor] …` lines.
-pub fn boot(
+pub(crate) fn boot(
     plan: &QemuPlan,
     kernel: &Path,
     initrd: &Path,

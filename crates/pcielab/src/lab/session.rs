@@ -76,21 +76,21 @@ pub struct RunOptions {
 pub struct RunReport {
     pub results_dir: PathBuf,
     /// Kept run directory (with `--keep`), else null.
-    pub run_dir: Option<PathBuf>,
-    pub kernel: PathBuf,
+    pub(crate) run_dir: Option<PathBuf>,
+    pub(crate) kernel: PathBuf,
     pub script_status: i32,
     /// The guest kernel's OOM-killer line when it killed a process of the script, else null.
-    pub oom_kill: Option<String>,
+    pub(crate) oom_kill: Option<String>,
     /// Guest memory in MiB (`--memory`).
-    pub memory_mib: u32,
+    pub(crate) memory_mib: u32,
     /// Seconds from QEMU start to the guest's `/init`.
     pub boot_s: f64,
     /// Seconds from QEMU start to the guest's last result.
     pub boot_to_result_s: f64,
     /// Seconds for the whole run, fetching and image building included.
-    pub total_s: f64,
+    pub(crate) total_s: f64,
     pub limits: Vec<Limit>,
-    pub qemu_argv: Vec<String>,
+    pub(crate) qemu_argv: Vec<String>,
 }
 
 impl RunOptions {

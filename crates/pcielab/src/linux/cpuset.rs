@@ -11,7 +11,7 @@ use std::fmt;
 pub struct CpuSet(pub BTreeSet<u32>);
 
 /// The most CPUs a Linux kernel supports (the largest CONFIG_NR_CPUS): CPU numbers are below it.
-pub const MAX_CPUS: u32 = 8192;
+pub(crate) const MAX_CPUS: u32 = 8192;
 
 impl CpuSet {
     pub fn range(first: u32, last: u32) -> CpuSet {
@@ -98,7 +98,7 @@ impl CpuSet {
         self.0.is_subset(&other.0)
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }

@@ -15,7 +15,7 @@ pub(crate) fn low_bits_mask(width: u32) -> u64 {
 }
 
 /// The workload's program as `execvp` would find it, or `None` when it does not exist.
-pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn find_program(program: &str) -> Option<std::path::PathBuf> {
     if program.contains('/') {
         let path = std::path::PathBuf::from(program);
         return path.is_file().then_some(path);

@@ -27,12 +27,12 @@ const SECTOR_BYTES: u64 = 512;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DeviceBytes {
     /// `block/nvme0n1` or `net/eth0`.
-    pub name: String,
-    pub function: Bdf,
+    pub(crate) name: String,
+    pub(crate) function: Bdf,
     /// Bytes the device moved toward the root complex (disk reads, received frames).
-    pub up: u64,
+    pub(crate) up: u64,
     /// Bytes it moved away from it (disk writes, sent frames).
-    pub down: u64,
+    pub(crate) down: u64,
 }
 
 /// Reads the byte counters of every block device and network interface under a root that
@@ -48,7 +48,7 @@ pub(crate) struct DeviceReader {
 }
 
 impl DeviceReader {
-    pub fn new(root: &Path) -> DeviceReader {
+    pub(crate) fn new(root: &Path) -> DeviceReader {
         DeviceReader {
             root: root.to_path_buf(),
             functions: BTreeMap::new(),
@@ -58,7 +58,7 @@ impl DeviceReader {
     /// Every such device now, in name order. Devices with no PCI function on their path
     /// (loop, dm, md, lo, bridges, veth) and entries whose counters cannot be read or parsed
     /// are left out; a missing directory is empty.
-    pub fn read(&mut self) -> Vec<DeviceBytes> {
+    pub(crate) fn read(&mut self) -> Vec<DeviceBytes> {
         let mut found = Vec::new();
         let mut listed = BTreeSet::new();
         for (kind, dir) in [("block", "sys/block"), ("net", "sys/class/net")] {

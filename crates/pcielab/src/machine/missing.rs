@@ -22,7 +22,7 @@ pub(crate) enum Input {
 
 impl Input {
     /// Why whether `f` has a driver bound (is busy) is unknown; `None` when it is known.
-    pub fn driver(&self) -> Option<String> {
+    pub(crate) fn driver(&self) -> Option<String> {
         match self {
             Input::Lspci {
                 drivers_listed: false,
@@ -36,7 +36,7 @@ impl Input {
     }
 
     /// Why `f`'s PCI Express registers (DevCap/DevCtl, LnkCap/LnkCtl/LnkSta) are unknown.
-    pub fn express(&self, f: &Function) -> String {
+    pub(crate) fn express(&self, f: &Function) -> String {
         let unknown = |fact: &str| f.evidence.is_unknown(fact);
         match self {
             // An unprivileged read of sysfs `config` stops at 64 bytes, before the capability
@@ -67,7 +67,7 @@ impl Input {
 
     /// Why `f`'s DevCap/DevCtl feature bits (Extended Tag, Relaxed Ordering, 10-bit tags) are
     /// unknown.
-    pub fn features(&self, f: &Function) -> String {
+    pub(crate) fn features(&self, f: &Function) -> String {
         match self {
             _ if f.mps.is_none() => self.express(f),
             Input::Lspci { .. } => "this lspci output does not print its DevCap/DevCtl flag lines \
@@ -87,7 +87,7 @@ impl Input {
     }
 
     /// Why `f`'s ACS capability (in the extended configuration space) is unknown.
-    pub fn acs(&self, f: &Function) -> String {
+    pub(crate) fn acs(&self, f: &Function) -> String {
         match self {
             _ if f.mps.is_none() => self.express(f),
             Input::Lspci { .. } => "this lspci output does not list the extended capabilities \
@@ -104,7 +104,7 @@ impl Input {
     }
 
     /// Why `f`'s AER correctable error count is unknown.
-    pub fn aer_count(&self, f: &Function) -> String {
+    pub(crate) fn aer_count(&self, f: &Function) -> String {
         match self {
             _ if f.mps.is_none() => self.express(f),
             Input::Host | Input::Snapshot { .. } if !f.aer => {
@@ -129,7 +129,7 @@ impl Input {
 
     /// Why the machine's kernel files beyond the PCI tree (`what`: IRQ affinities, cpufreq
     /// governors, ...) are missing.
-    pub fn system(&self, what: &str) -> String {
+    pub(crate) fn system(&self, what: &str) -> String {
         match self {
             Input::Spec => format!("a sim: machine has no kernel files: {what} are not simulated"),
             Input::Lspci { .. } => format!(

@@ -319,7 +319,7 @@ impl Machine {
 
     /// The directory shaped like `/sys/bus/pci` this machine is read from: a host's
     /// `<root>/sys/bus/pci` or a snapshot's directory; `None` for `sim:` machines.
-    pub fn pci_dir(&self) -> Option<PathBuf> {
+    pub(crate) fn pci_dir(&self) -> Option<PathBuf> {
         match &self.access {
             Access::Host { root, .. } => Some(root.join("sys/bus/pci")),
             Access::Snapshot { dir, .. } => Some(dir.clone()),
@@ -330,7 +330,7 @@ impl Machine {
     /// The filesystem root whose `/sys` and `/proc` describe this machine beyond its PCI tree
     /// (IRQs, CPUs, IOMMU groups): a host's root, or a snapshot saved as a whole tree
     /// (`snapshot:ROOT/sys/bus/pci`); `None` for other snapshots and `sim:` machines.
-    pub fn system_root(&self) -> Option<PathBuf> {
+    pub(crate) fn system_root(&self) -> Option<PathBuf> {
         match &self.access {
             Access::Host { root, .. } => Some(root.clone()),
             Access::Snapshot { dir, .. } => dir
@@ -465,7 +465,7 @@ impl Machine {
 
     /// Whether its sysfs is the running kernel's (`--machine host`), the tree `--root` may
     /// stand in for.
-    pub fn reads_the_running_kernel(&self) -> bool {
+    pub(crate) fn reads_the_running_kernel(&self) -> bool {
         matches!(self.access, Access::Host { .. })
     }
 

@@ -7,9 +7,9 @@
 pub struct TopologyPreset {
     pub name: &'static str,
     /// The document (by title and section) or experiment its values come from, for `pcielab presets`.
-    pub source: &'static str,
+    pub(crate) source: &'static str,
     /// The spec TOML (format in docs/topology.md).
-    pub spec: &'static str,
+    pub(crate) spec: &'static str,
 }
 
 /// Every topology preset.

@@ -36,7 +36,7 @@ pub(crate) struct SimTraffic {
 }
 
 impl SimTraffic {
-    pub fn new(machine: SimulatedPcie, run: SimRun) -> SimTraffic {
+    pub(crate) fn new(machine: SimulatedPcie, run: SimRun) -> SimTraffic {
         let pmu_ports = machine.pmus().iter().filter_map(|p| p.root_port).collect();
         SimTraffic {
             topology: Arc::new(machine.topology.clone()),

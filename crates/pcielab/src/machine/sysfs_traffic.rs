@@ -41,7 +41,11 @@ pub(crate) struct SysfsTraffic {
 impl SysfsTraffic {
     /// Samples the tree under `root` read through `plan`; `live`: the running kernel's, whose
     /// PMUs count and whose device counters move (a snapshot's PMUs are listed, not counted).
-    pub fn open(root: &Path, live: bool, plan: Arc<Mutex<ReadPlan>>) -> Result<SysfsTraffic> {
+    pub(crate) fn open(
+        root: &Path,
+        live: bool,
+        plan: Arc<Mutex<ReadPlan>>,
+    ) -> Result<SysfsTraffic> {
         let (topology, plan_generation) = {
             let plan = plan.lock().map_err(|_| poisoned())?;
             (Arc::clone(plan.topology()), plan.generation())

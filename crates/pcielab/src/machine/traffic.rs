@@ -25,9 +25,9 @@ use crate::topology::Topology;
 /// Cumulative time a link spent in each power state, in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LinkStates {
-    pub l0_ns: u64,
-    pub l0s_ns: u64,
-    pub l1_ns: u64,
+    pub(crate) l0_ns: u64,
+    pub(crate) l0s_ns: u64,
+    pub(crate) l1_ns: u64,
 }
 
 /// Bytes up (toward the root complex) and down, cumulative.
@@ -37,9 +37,9 @@ pub(crate) type UpDown = (u64, u64);
 /// their names; per PMU-counted root port, the bytes its PMU counted.
 #[derive(Debug, Default)]
 pub(crate) struct OwnTraffic {
-    pub devices: BTreeMap<Bdf, UpDown>,
-    pub names: BTreeMap<Bdf, Vec<String>>,
-    pub pmu: BTreeMap<Bdf, UpDown>,
+    pub(crate) devices: BTreeMap<Bdf, UpDown>,
+    pub(crate) names: BTreeMap<Bdf, Vec<String>>,
+    pub(crate) pmu: BTreeMap<Bdf, UpDown>,
 }
 
 /// A machine's traffic and link health, sampled on demand (see the module documentation).
@@ -122,7 +122,7 @@ pub(crate) struct Multiplexed {
 
 impl Multiplexed {
     /// Folds in a cumulative reading (wraps already carried) and returns the estimated total.
-    pub fn update(&mut self, reading: &Reading) -> u64 {
+    pub(crate) fn update(&mut self, reading: &Reading) -> u64 {
         let interval = reading.since(&self.last);
         // An interval in which the event never reached the counter adds nothing.
         self.total += interval.estimate().unwrap_or(0.0);

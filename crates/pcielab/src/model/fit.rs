@@ -67,13 +67,13 @@ pub struct RowResult {
     /// (predicted / measured − 1) × 100.
     pub residual_percent: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measured_latency_ns: Option<f64>,
+    pub(crate) measured_latency_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub predicted_latency_ns: Option<f64>,
+    pub(crate) predicted_latency_ns: Option<f64>,
     /// DMA rows: whether the platform was fitted on this very cell (size, direction, link), so
     /// the predicted figure reproduces it rather than predicting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_sample: Option<bool>,
+    pub(crate) in_sample: Option<bool>,
 }
 
 /// Compares `model`'s predictions with every measurement (each on its own link if it names one,
@@ -119,7 +119,7 @@ pub enum Status {
 
 impl Status {
     /// The word `fit --json` writes.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Fitted => "fitted",
             Status::Bound => "bound",
@@ -218,7 +218,7 @@ fn what_determines(p: P) -> &'static str {
 pub struct ParamResult {
     /// The `[platform]` key, e.g. `dma.setup_ns`.
     pub key: Cow<'static, str>,
-    pub unit: Cow<'static, str>,
+    pub(crate) unit: Cow<'static, str>,
     /// `null` when unbounded (the default of rate limits nothing limits).
     pub value: Option<f64>,
     /// One standard deviation; `null` when the rows leave no spare degree of freedom or the
@@ -233,15 +233,15 @@ pub struct ParamResult {
 /// The result of `pcielab fit`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FitReport {
-    pub fitted_on: String,
-    pub rows_used: usize,
+    pub(crate) fitted_on: String,
+    pub(crate) rows_used: usize,
     /// Root mean square of the per-row relative residuals, in percent.
-    pub rms_residual_percent: f64,
+    pub(crate) rms_residual_percent: f64,
     pub params: Vec<ParamResult>,
     pub rows: Vec<RowResult>,
     /// Columns the model cannot reproduce together, each with the residuals that show it.
     #[serde(default)]
-    pub conflicts: Vec<String>,
+    pub(crate) conflicts: Vec<String>,
     /// The fitted model itself (`fit --out` writes it as a `[platform]` table); a report read
     /// back from JSON has the defaults here.
     #[serde(skip)]
@@ -258,21 +258,21 @@ pub enum FitDocument {
 }
 
 impl FitDocument {
-    pub fn rows(&self) -> &[RowResult] {
+    pub(crate) fn rows(&self) -> &[RowResult] {
         match self {
             FitDocument::Fit(f) => &f.rows,
             FitDocument::Prediction(p) => &p.rows,
         }
     }
 
-    pub fn rows_used(&self) -> usize {
+    pub(crate) fn rows_used(&self) -> usize {
         match self {
             FitDocument::Fit(f) => f.rows_used,
             FitDocument::Prediction(p) => p.rows_used,
         }
     }
 
-    pub fn rms_residual_percent(&self) -> f64 {
+    pub(crate) fn rms_residual_percent(&self) -> f64 {
         match self {
             FitDocument::Fit(f) => f.rms_residual_percent,
             FitDocument::Prediction(p) => p.rms_residual_percent,
@@ -280,7 +280,7 @@ impl FitDocument {
     }
 
     /// `fit --platform`: what the given platform was fitted on.
-    pub fn platform_fitted_on(&self) -> Option<&str> {
+    pub(crate) fn platform_fitted_on(&self) -> Option<&str> {
         match self {
             FitDocument::Fit(_) => None,
             FitDocument::Prediction(p) => Some(&p.platform_fitted_on),
@@ -1347,14 +1347,14 @@ fn rows_text(rows: &[RowResult]) -> String {
 /// was fitted on these very rows (`platform_fitted_on` says what it was fitted on).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PredictionReport {
-    pub platform_fitted_on: String,
-    pub rows_used: usize,
+    pub(crate) platform_fitted_on: String,
+    pub(crate) rows_used: usize,
     /// Root mean square of the per-row relative residuals, in percent.
-    pub rms_residual_percent: f64,
-    pub rows: Vec<RowResult>,
+    pub(crate) rms_residual_percent: f64,
+    pub(crate) rows: Vec<RowResult>,
     /// One per link of these rows that none of the platform's measurements ran on.
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Predicts every row with `model` (each on its own link if it names one, else on `link`).

@@ -16,7 +16,7 @@ pub const L1_ENTRY_NS: f64 = 32_000.0;
 /// The PCIe base specification lets each switch on the path start its own L1 exit up to 1 µs
 /// after its downstream port saw one, so an endpoint's L1 exit latency grows by 1 µs per switch
 /// above it (Linux: `pcie_aspm_check_latency`, drivers/pci/pcie/aspm.c).
-pub const L1_SWITCH_EXIT_NS: f64 = 1_000.0;
+pub(crate) const L1_SWITCH_EXIT_NS: f64 = 1_000.0;
 
 /// The low-power states ASPM enables on a device's path, each with the exit latency it costs,
 /// and the idle time before each is entered. A state is `None` when it is disabled or its exit
@@ -31,7 +31,7 @@ pub struct LinkPower {
 
 impl LinkPower {
     /// ASPM disabled (or unknown): no exit ever costs anything.
-    pub const OFF: LinkPower = LinkPower {
+    pub(crate) const OFF: LinkPower = LinkPower {
         l0s_exit_ns: None,
         l1_exit_ns: None,
         l0s_entry_ns: L0S_ENTRY_NS,
@@ -41,7 +41,7 @@ impl LinkPower {
     /// The delay the first TLP after an idle stretch of `gap_ns` waits for the link to return
     /// to L0: the L1 exit when the stretch reached the L1 entry time, else the L0s exit when it
     /// reached the L0s entry time, else nothing.
-    pub fn exit_ns(&self, gap_ns: f64) -> f64 {
+    pub(crate) fn exit_ns(&self, gap_ns: f64) -> f64 {
         match (self.l1_exit_ns, self.l0s_exit_ns) {
             (Some(l1), _) if gap_ns >= self.l1_entry_ns => l1,
             (_, Some(l0s)) if gap_ns >= self.l0s_entry_ns => l0s,
@@ -59,25 +59,25 @@ impl LinkPower {
 /// nothing of this I/O meanwhile), its service time (data at the device's rate), and the
 /// memory-read round trip its command fetch and data take; `in_flight` I/Os overlap.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RequestResponse {
-    pub access_ns: f64,
-    pub service_ns: f64,
-    pub round_trip_ns: f64,
+pub(crate) struct RequestResponse {
+    pub(crate) access_ns: f64,
+    pub(crate) service_ns: f64,
+    pub(crate) round_trip_ns: f64,
     /// I/Os in the device at once (at least 1).
-    pub in_flight: f64,
+    pub(crate) in_flight: f64,
 }
 
 impl RequestResponse {
     /// The idle stretch the link sees between I/Os' traffic: one access latency, shared by the
     /// I/Os in flight (their bursts interleave evenly).
-    pub fn idle_gap_ns(&self) -> f64 {
+    pub(crate) fn idle_gap_ns(&self) -> f64 {
         self.access_ns / self.in_flight.max(1.0)
     }
 
     /// Time of one I/O from submission to completion: access, service and round trip, the ASPM
     /// exit its data waits for after the idle gap, and `interrupt_ns` more for its completion
     /// interrupt (a far-node CPU's extra cost, 0 where local or unknown).
-    pub fn io_ns(&self, power: &LinkPower, interrupt_ns: f64) -> f64 {
+    pub(crate) fn io_ns(&self, power: &LinkPower, interrupt_ns: f64) -> f64 {
         self.access_ns
             + self.service_ns
             + self.round_trip_ns
@@ -86,14 +86,14 @@ impl RequestResponse {
     }
 
     /// I/Os per second with `in_flight` I/Os outstanding (Little's law).
-    pub fn iops(&self, power: &LinkPower, interrupt_ns: f64) -> f64 {
+    pub(crate) fn iops(&self, power: &LinkPower, interrupt_ns: f64) -> f64 {
         self.in_flight.max(1.0) / self.io_ns(power, interrupt_ns) * 1e9
     }
 }
 
 /// A drive's service time for one I/O of `bytes`: its bandwidth or its IOPS limit, whichever
 /// is slower.
-pub fn drive_service_ns(bytes: u64, mbps: f64, iops: f64) -> f64 {
+pub(crate) fn drive_service_ns(bytes: u64, mbps: f64, iops: f64) -> f64 {
     (bytes as f64 / (mbps * 1e6) * 1e9).max(1e9 / iops)
 }
 

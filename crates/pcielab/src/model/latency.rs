@@ -12,11 +12,11 @@ use super::transfer::{LinkParams, Overheads, Traffic};
 pub(crate) struct ReadConcurrency {
     /// Read tags the requester may have outstanding (32 with 5-bit tags, 256 with 8-bit, 768 or
     /// more with 10-bit tags).
-    pub tags: u32,
+    pub(crate) tags: u32,
     /// Non-posted request header credits the completer advertises; `None` for infinite.
-    pub np_header_credits: Option<u32>,
+    pub(crate) np_header_credits: Option<u32>,
     /// From issuing a read request to receiving its last completion, in nanoseconds.
-    pub round_trip_ns: f64,
+    pub(crate) round_trip_ns: f64,
 }
 
 impl ReadConcurrency {

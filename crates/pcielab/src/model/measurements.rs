@@ -35,7 +35,7 @@ pub enum Workload {
 
 impl Workload {
     /// A short label for reports: `write 4096`, `load 4`, `fio read bs=4096 q32 t1`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Workload::Dma { direction, size } => format!("{} {size}", direction_name(*direction)),
             Workload::Mmio { op, width, threads } => format!(

@@ -4,9 +4,9 @@
 
 pub mod fit;
 pub mod io;
-pub mod latency;
+pub(crate) mod latency;
 pub mod measurements;
-pub mod path;
+pub(crate) mod path;
 pub mod platform;
 // The oracle the tuned transfer model is tested and benchmarked against: built for the crate's
 // own tests, integration tests and benches only (the `test-oracles` feature, Cargo.toml).

@@ -11,23 +11,23 @@ use crate::pcie::Bdf;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PathCeiling {
     /// Line rate: MB/s per direction after line encoding, at the links' current speed/width.
-    pub mbps: f64,
+    pub(crate) mbps: f64,
     /// Link-achievable payload MB/s of the limiting link: MPS-sized writes with TLP, DLLP and
     /// SKP overheads (`model::transfer::achievable_mbps`, the limiting function's MPS).
-    pub achievable_mbps: f64,
+    pub(crate) achievable_mbps: f64,
     /// The function whose upstream link sets `mbps` (the nearest one on a tie, as the kernel).
-    pub limiting: Bdf,
+    pub(crate) limiting: Bdf,
     /// The kernel's integer view of the same minimum, in Mb/s.
-    pub kernel_mbit: u32,
+    pub(crate) kernel_mbit: u32,
     /// What the path could carry with every link trained to its capability, in MB/s.
-    pub capable_mbps: f64,
+    pub(crate) capable_mbps: f64,
 }
 
 /// The ceiling of a path given as its links from the function up to the root: each function
 /// with a link, that link, and the link's parameters as the function programs them (the tree
 /// walks the path: `Topology::path_ceiling`). Both ends of a link report it; the downstream end
 /// is enough for a minimum. `None` when no link reports a current speed and width.
-pub fn path_ceiling(
+pub(crate) fn path_ceiling(
     links: impl IntoIterator<Item = (Bdf, Link, Option<LinkParams>)>,
 ) -> Option<PathCeiling> {
     let mut best: Option<PathCeiling> = None;

@@ -210,8 +210,8 @@ impl RowTime {
 /// Builds row times for one set of free parameters: a free parameter becomes a term, any other
 /// is folded into the constant at its value in `fixed`.
 pub(crate) struct Builder<'a> {
-    pub fixed: &'a PlatformModel,
-    pub free: &'a [P],
+    pub(crate) fixed: &'a PlatformModel,
+    pub(crate) free: &'a [P],
 }
 
 impl Builder<'_> {

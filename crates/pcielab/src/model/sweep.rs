@@ -18,69 +18,69 @@ pub const DEFAULT_SIZES: [u64; 8] = [64, 128, 256, 512, 4096, 65536, 1 << 20, 4 
 
 /// One transfer size's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SizePoint {
-    pub size: u64,
+pub(crate) struct SizePoint {
+    pub(crate) size: u64,
     #[serde(rename = "write_MBps")]
-    pub write_mbps: f64,
+    pub(crate) write_mbps: f64,
     #[serde(rename = "read_MBps")]
-    pub read_mbps: f64,
-    pub write_tlps: u64,
-    pub read_request_tlps: u64,
-    pub completion_tlps: u64,
+    pub(crate) read_mbps: f64,
+    pub(crate) write_tlps: u64,
+    pub(crate) read_request_tlps: u64,
+    pub(crate) completion_tlps: u64,
     /// Platform prediction of one-at-a-time device DMA writes (`--platform` only).
     #[serde(
         rename = "predicted_write_MBps",
         skip_serializing_if = "Option::is_none"
     )]
-    pub predicted_write_mbps: Option<f64>,
+    pub(crate) predicted_write_mbps: Option<f64>,
     /// Platform prediction of one-at-a-time device DMA reads (`--platform` only).
     #[serde(
         rename = "predicted_read_MBps",
         skip_serializing_if = "Option::is_none"
     )]
-    pub predicted_read_mbps: Option<f64>,
+    pub(crate) predicted_read_mbps: Option<f64>,
     /// Issue-to-last-completion time of one read of this size, where the platform's read
     /// latency was fitted.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_read_latency_ns: Option<f64>,
+    pub(crate) predicted_read_latency_ns: Option<f64>,
     /// One standard deviation of `predicted_read_latency_ns` from the fit's uncertainties.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_read_latency_sigma_ns: Option<f64>,
+    pub(crate) predicted_read_latency_sigma_ns: Option<f64>,
     /// `--platform` only: whether the fit saw this size's writes on this link (the value then
     /// reproduces a measurement; it predicts nothing).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_write_in_sample: Option<bool>,
+    pub(crate) predicted_write_in_sample: Option<bool>,
     /// The same for reads.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_read_in_sample: Option<bool>,
+    pub(crate) predicted_read_in_sample: Option<bool>,
     /// `--io-latency-us` only: reads of this size at queue depth 1 on the platform's drive as a
     /// request–response (`model::io`), with the ASPM exits and interrupt placement given.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub predicted_qd1_read_iops: Option<f64>,
+    pub(crate) predicted_qd1_read_iops: Option<f64>,
 }
 
 /// The whole sweep for one link; serialises to the documented `pcielab model --json` shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SizeSweep {
-    pub gen: u8,
-    pub width: u8,
-    pub mps: u32,
-    pub mrrs: u32,
-    pub rcb: u32,
+    pub(crate) gen: u8,
+    pub(crate) width: u8,
+    pub(crate) mps: u32,
+    pub(crate) mrrs: u32,
+    pub(crate) rcb: u32,
     /// Line rate: MB/s per direction after line encoding only.
     #[serde(rename = "line_rate_MBps")]
-    pub line_rate_mbps: f64,
+    pub(crate) line_rate_mbps: f64,
     /// Link-achievable payload MB/s: MPS-sized writes with every overhead
     /// ([`super::transfer::achievable_mbps`]); the "% of link" reference.
     #[serde(rename = "achievable_MBps")]
-    pub achievable_mbps: f64,
-    pub points: Vec<SizePoint>,
+    pub(crate) achievable_mbps: f64,
+    pub(crate) points: Vec<SizePoint>,
     /// What the platform model was fitted on (`--platform` only).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub platform_fitted_on: Option<String>,
+    pub(crate) platform_fitted_on: Option<String>,
     /// `--platform` only: set when no measurement the platform was fitted on ran on this link.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub platform_warning: Option<String>,
+    pub(crate) platform_warning: Option<String>,
 }
 
 impl SizeSweep {
@@ -193,7 +193,7 @@ impl SizeSweep {
 
 /// A fitted read latency with its 1-sigma uncertainty where the fit gave one (`8123.4 ± 56.7`):
 /// without the spread a reader cannot tell a latency the data pinned from one it barely bound.
-pub fn latency_text(p: &SizePoint) -> String {
+pub(crate) fn latency_text(p: &SizePoint) -> String {
     match (
         p.predicted_read_latency_ns,
         p.predicted_read_latency_sigma_ns,

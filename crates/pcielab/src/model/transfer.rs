@@ -135,7 +135,7 @@ const STREAM_TLPS: u64 = 4096;
 /// writes with every per-TLP, DLLP, SKP (and FLIT) overhead charged. This is what "% of link"
 /// compares against; the line rate (after encoding only) is about 7-10 % higher and cannot be
 /// reached by payload.
-pub fn achievable_mbps(link: &LinkParams) -> f64 {
+pub(crate) fn achievable_mbps(link: &LinkParams) -> f64 {
     write(u64::from(link.mps) * STREAM_TLPS, link).throughput_mbps(link, Overheads::Full)
 }
 
@@ -169,7 +169,7 @@ impl WireEstimate {
 
     /// (upstream, downstream) wire bytes for `up` payload bytes moved toward the root complex
     /// and `down` bytes moved away from it.
-    pub fn wire_bytes(&self, up: u64, down: u64) -> (f64, f64) {
+    pub(crate) fn wire_bytes(&self, up: u64, down: u64) -> (f64, f64) {
         let (up, down) = (up as f64, down as f64);
         (
             up * self.per_byte_up.0 + down * self.per_byte_down.0,
@@ -184,12 +184,12 @@ pub struct Flow {
     pub tlps: u64,
     pub payload_bytes: u64,
     /// Header, ECRC and per-TLP framing bytes of those TLPs.
-    pub tlp_overhead_bytes: u64,
+    pub(crate) tlp_overhead_bytes: u64,
     /// Expected Ack DLLPs (fractional: the spec's rule is per time interval, so a long stream of
     /// transfers shares them; sum over transfers before rounding).
-    pub acks: f64,
+    pub(crate) acks: f64,
     /// Expected UpdateFC DLLPs, counted like `acks`.
-    pub update_fcs: f64,
+    pub(crate) update_fcs: f64,
 }
 
 impl Flow {
@@ -207,7 +207,7 @@ impl Flow {
     /// Bytes this direction puts on the link (after framing, before line encoding and SKP). In
     /// FLIT mode TLP bytes are carried at 256/236 and DLLP information rides inside the flits.
     #[inline]
-    pub fn wire_bytes(&self, gen: Generation, overheads: Overheads) -> f64 {
+    pub(crate) fn wire_bytes(&self, gen: Generation, overheads: Overheads) -> f64 {
         let tlp_bytes = self.tlp_bytes() as f64;
         if gen.is_flit() {
             return wire_bytes_for_tlp_bytes(tlp_bytes);
@@ -232,7 +232,7 @@ impl std::ops::AddAssign for Flow {
 /// The TLPs and bytes of one transfer, per TLP type and per direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Traffic {
-    pub gen: Generation,
+    pub(crate) gen: Generation,
     pub mem_writes: u64,
     pub mem_reads: u64,
     pub completions: u64,

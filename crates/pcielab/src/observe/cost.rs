@@ -130,15 +130,15 @@ impl ObserveCost {
 
 /// One figure over the rounds: the median and the spread.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Spread {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
+pub(crate) struct Spread {
+    pub(crate) median: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
 }
 
 impl Spread {
     /// The spread of `rounds`; `None` for no rounds.
-    pub fn of(rounds: &[f64]) -> Option<Spread> {
+    pub(crate) fn of(rounds: &[f64]) -> Option<Spread> {
         let min = rounds.iter().copied().reduce(f64::min)?;
         let max = rounds.iter().copied().reduce(f64::max)?;
         Some(Spread {
@@ -153,37 +153,37 @@ impl Spread {
 /// ratios of the medians.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ObserveCost {
-    pub functions: usize,
-    pub scrapes_per_round: u32,
-    pub rounds: u32,
+    pub(crate) functions: usize,
+    pub(crate) scrapes_per_round: u32,
+    pub(crate) rounds: u32,
     /// Bytes of one pcielab scrape's body and its series count.
-    pub pcielab_body_bytes: usize,
-    pub pcielab_series: usize,
-    pub pcielab_ms_per_scrape: Spread,
+    pub(crate) pcielab_body_bytes: usize,
+    pub(crate) pcielab_series: usize,
+    pub(crate) pcielab_ms_per_scrape: Spread,
     /// `None` when no node exporter was found or given.
-    pub node_exporter_ms_per_scrape: Option<Spread>,
-    pub scrape_ratio: Option<f64>,
-    pub pcielab_rss_mib: f64,
-    pub pcielab_peak_rss_mib: f64,
-    pub node_exporter_rss_mib: Option<f64>,
-    pub top_ms_per_refresh: Spread,
-    pub procps_top_ms_per_refresh: Option<Spread>,
-    pub top_ratio: Option<f64>,
+    pub(crate) node_exporter_ms_per_scrape: Option<Spread>,
+    pub(crate) scrape_ratio: Option<f64>,
+    pub(crate) pcielab_rss_mib: f64,
+    pub(crate) pcielab_peak_rss_mib: f64,
+    pub(crate) node_exporter_rss_mib: Option<f64>,
+    pub(crate) top_ms_per_refresh: Spread,
+    pub(crate) procps_top_ms_per_refresh: Option<Spread>,
+    pub(crate) top_ratio: Option<f64>,
 }
 
 /// How to run the comparison.
-pub struct ObserveBench<'a> {
+pub(crate) struct ObserveBench<'a> {
     /// The `pcielab` binary to run (normally the running one).
-    pub pcielab: &'a Path,
+    pub(crate) pcielab: &'a Path,
     /// A sysfs export to observe (`snapshot:` of it).
-    pub export: &'a Path,
-    pub functions: usize,
-    pub scrapes: u32,
-    pub rounds: u32,
+    pub(crate) export: &'a Path,
+    pub(crate) functions: usize,
+    pub(crate) scrapes: u32,
+    pub(crate) rounds: u32,
     /// `prometheus-node-exporter`, when present.
-    pub node_exporter: Option<&'a Path>,
+    pub(crate) node_exporter: Option<&'a Path>,
     /// procps `top`, when present.
-    pub procps_top: Option<&'a Path>,
+    pub(crate) procps_top: Option<&'a Path>,
 }
 
 /// A child process killed when dropped.
@@ -247,7 +247,7 @@ pub(crate) fn process_memory_mib(pid: u32, field: &str) -> Result<f64> {
 }
 
 /// One `GET /metrics`; the body.
-pub fn scrape(addr: SocketAddr) -> Result<String> {
+pub(crate) fn scrape(addr: SocketAddr) -> Result<String> {
     let fail = |why: String| Error::runtime(format!("scraping http://{addr}/metrics: {why}"));
     let mut stream = TcpStream::connect(addr).map_err(|e| fail(e.to_string()))?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
@@ -408,7 +408,7 @@ fn top_ms_per_refresh(program: &Path, args: &[String], rounds: u32) -> Result<Sp
 }
 
 /// Runs the comparison; see the module documentation.
-pub fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
+pub(crate) fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
     let machine = format!("snapshot:{}", bench.export.display());
     let pcielab_addr = free_port()?;
     let mut pcielab = spawn(
@@ -505,7 +505,7 @@ pub fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
 }
 
 /// The first of `candidates` that is a file.
-pub fn find_program(candidates: &[&str]) -> Option<PathBuf> {
+pub(crate) fn find_program(candidates: &[&str]) -> Option<PathBuf> {
     candidates.iter().map(PathBuf::from).find(|p| p.is_file())
 }
 

@@ -105,7 +105,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Source::Pmu => "pmu",
             Source::Derived => "derived",
@@ -118,59 +118,59 @@ impl Source {
 pub struct Traffic {
     pub source: Source,
     /// Payload bytes toward the root complex (the root port's Rx).
-    pub rx_bytes: u64,
+    pub(crate) rx_bytes: u64,
     /// Payload bytes away from it (the root port's Tx).
-    pub tx_bytes: u64,
+    pub(crate) tx_bytes: u64,
     /// Estimated bytes on the wire each way; `None` when the function reports no trained link.
-    pub rx_wire_bytes: Option<u64>,
-    pub tx_wire_bytes: Option<u64>,
+    pub(crate) rx_wire_bytes: Option<u64>,
+    pub(crate) tx_wire_bytes: Option<u64>,
 }
 
 /// Share of an interval a link spent in each power state, in %.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct LinkStatePercent {
-    pub l0: f64,
-    pub l0s: f64,
-    pub l1: f64,
+pub(crate) struct LinkStatePercent {
+    pub(crate) l0: f64,
+    pub(crate) l0s: f64,
+    pub(crate) l1: f64,
 }
 
 /// One function at one instant.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FunctionSample {
-    pub bdf: Bdf,
-    pub kind: Kind,
-    pub parent: Option<Bdf>,
+    pub(crate) bdf: Bdf,
+    pub(crate) kind: Kind,
+    pub(crate) parent: Option<Bdf>,
     /// The root port above the function (itself for a root port); `None` on a root bus.
-    pub root_port: Option<Bdf>,
-    pub name: Option<String>,
+    pub(crate) root_port: Option<Bdf>,
+    pub(crate) name: Option<String>,
     /// The block devices and network interfaces that belong to this function itself.
-    pub devices: Vec<String>,
+    pub(crate) devices: Vec<String>,
     pub traffic: Option<Traffic>,
-    pub link: LinkHealth,
-    pub downgraded: bool,
-    pub link_down: bool,
+    pub(crate) link: LinkHealth,
+    pub(crate) downgraded: bool,
+    pub(crate) link_down: bool,
     /// The link above this function judged as `topo` and `advise` judge it, at the link's
     /// downstream end (one function per device) with its trained speed and width as read now:
     /// full, slot-limited, power-managed-idle, downtrained or failed; `None` elsewhere or
     /// where the link is not known well enough to judge.
-    pub link_judgement: Option<&'static str>,
+    pub(crate) link_judgement: Option<&'static str>,
     /// A PCIe PMU counts this root port's traffic.
     pub pmu: bool,
     /// Link power-state residency, where a PMU counts it.
-    pub link_states: Option<LinkStates>,
+    pub(crate) link_states: Option<LinkStates>,
     /// Link-achievable payload MB/s per direction at the current speed and width.
-    pub achievable_mbps: Option<f64>,
+    pub(crate) achievable_mbps: Option<f64>,
 }
 
 /// Every function of the machine at one instant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Sample {
     /// The `--machine` selector, as given.
-    pub machine: String,
+    pub(crate) machine: String,
     /// Nanoseconds since the observer opened.
-    pub t_ns: u64,
+    pub(crate) t_ns: u64,
     /// In address order.
-    pub functions: Vec<FunctionSample>,
+    pub(crate) functions: Vec<FunctionSample>,
     /// Which list of functions `functions` is: one non-zero number for every sample an observer
     /// takes between two re-plans, so a reader keeping tables by function index (`top`'s tree)
     /// knows them valid without comparing every function; 0 when not known.
@@ -201,19 +201,19 @@ impl Sample {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionRate {
     pub bdf: Bdf,
-    pub source: Option<Source>,
+    pub(crate) source: Option<Source>,
     /// Payload MB/s (10^6 bytes per second) each way.
     pub rx_mbps: Option<f64>,
     pub tx_mbps: Option<f64>,
-    pub rx_wire_mbps: Option<f64>,
-    pub tx_wire_mbps: Option<f64>,
+    pub(crate) rx_wire_mbps: Option<f64>,
+    pub(crate) tx_wire_mbps: Option<f64>,
     /// Payload rate as % of the link-achievable rate (the later sample's link).
-    pub rx_percent: Option<f64>,
-    pub tx_percent: Option<f64>,
+    pub(crate) rx_percent: Option<f64>,
+    pub(crate) tx_percent: Option<f64>,
     /// AER counter increments (each `None` where either sample lacks the counter).
-    pub aer_delta: AerCounts,
+    pub(crate) aer_delta: AerCounts,
     /// Share of the interval in each link power state, where a PMU counts them.
-    pub link_state_percent: Option<LinkStatePercent>,
+    pub(crate) link_state_percent: Option<LinkStatePercent>,
 }
 
 /// Rates of every function present in both samples, in address order; empty when `next` is not

@@ -19,7 +19,7 @@ const TLP_OVERHEAD_SYMBOLS: u32 = 28;
 /// The spec's AckFactor/UpdateFactor: how many maximum-size TLPs a receiver may let pass before it
 /// must Ack, by Max_Payload_Size and link width.
 #[inline]
-pub const fn ack_factor(mps: u32, width: u8) -> f64 {
+pub(crate) const fn ack_factor(mps: u32, width: u8) -> f64 {
     let small_payload = mps <= 256;
     match (small_payload, width) {
         (true, 1 | 2 | 4) => 1.4,

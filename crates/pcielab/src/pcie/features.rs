@@ -52,20 +52,20 @@ const L1_EXIT_TEXT: [&str; 8] = [
 /// prints both through `latency_l0s`/`latency_l1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct AspmLatency {
-    pub l1: bool,
+    pub(crate) l1: bool,
     /// 0-7.
-    pub code: u8,
+    pub(crate) code: u8,
 }
 
 impl AspmLatency {
-    pub fn l0s(code: u8) -> AspmLatency {
+    pub(crate) fn l0s(code: u8) -> AspmLatency {
         AspmLatency {
             l1: false,
             code: code & 7,
         }
     }
 
-    pub fn l1(code: u8) -> AspmLatency {
+    pub(crate) fn l1(code: u8) -> AspmLatency {
         AspmLatency {
             l1: true,
             code: code & 7,
@@ -73,7 +73,7 @@ impl AspmLatency {
     }
 
     /// The upper bound of the encoded range in nanoseconds; `None` for code 7 ("unlimited").
-    pub fn ns(self) -> Option<u32> {
+    pub(crate) fn ns(self) -> Option<u32> {
         let table = if self.l1 { &L1_EXIT_NS } else { &L0S_EXIT_NS };
         table[usize::from(self.code & 7)]
     }
@@ -90,14 +90,14 @@ impl AspmLatency {
 
     /// The code whose range ends at `ns` in the L0s (`l1` false) or L1 table: how a spec's
     /// `exit_latency` bound becomes a LnkCap code; `None` for a value that is no bound.
-    pub fn from_ns(l1: bool, ns: u32) -> Option<AspmLatency> {
+    pub(crate) fn from_ns(l1: bool, ns: u32) -> Option<AspmLatency> {
         let table = if l1 { &L1_EXIT_NS } else { &L0S_EXIT_NS };
         let code = table.iter().position(|t| *t == Some(ns))? as u8;
         Some(AspmLatency { l1, code })
     }
 
     /// The latency lspci wrote as `text` in the L0s (`l1` false) or L1 table.
-    pub fn from_text(l1: bool, text: &str) -> Option<AspmLatency> {
+    pub(crate) fn from_text(l1: bool, text: &str) -> Option<AspmLatency> {
         let table = if l1 { &L1_EXIT_TEXT } else { &L0S_EXIT_TEXT };
         let code = table.iter().position(|t| *t == text)? as u8;
         Some(AspmLatency { l1, code })

@@ -5,7 +5,7 @@ use super::Generation;
 
 /// How symbols are coded on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
+pub(crate) enum Encoding {
     /// Gen1/2: 10 line bits per 8 data bits.
     B8b10b,
     /// Gen3-5: 2 sync-header bits per 128-bit block.
@@ -17,7 +17,7 @@ pub enum Encoding {
 impl Encoding {
     /// Data bits per line bit.
     #[inline]
-    pub const fn efficiency(self) -> f64 {
+    pub(crate) const fn efficiency(self) -> f64 {
         match self {
             Encoding::B8b10b => 8.0 / 10.0,
             Encoding::B128b130b => 128.0 / 130.0,
@@ -25,7 +25,7 @@ impl Encoding {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Encoding::B8b10b => "8b/10b",
             Encoding::B128b130b => "128b/130b",
@@ -36,7 +36,7 @@ impl Encoding {
 
 impl Generation {
     #[inline]
-    pub const fn encoding(self) -> Encoding {
+    pub(crate) const fn encoding(self) -> Encoding {
         match self {
             Generation::Gen1 | Generation::Gen2 => Encoding::B8b10b,
             Generation::Gen3 | Generation::Gen4 | Generation::Gen5 => Encoding::B128b130b,
@@ -57,7 +57,7 @@ impl Generation {
 /// like 128b/130b (an assumption, see docs/model.md). The spec's longest intervals are used, so
 /// this is the least overhead a compliant transmitter has.
 #[inline]
-pub const fn skp_fraction(gen: Generation) -> f64 {
+pub(crate) const fn skp_fraction(gen: Generation) -> f64 {
     let (skp_symbols, interval_symbols) = match gen.encoding() {
         Encoding::B8b10b => (4.0, 1538.0),
         Encoding::B128b130b | Encoding::Flit1b1b => (16.0, 375.0 * 16.0),
@@ -77,9 +77,9 @@ pub fn raw_mbps(gen: Generation, width: u8) -> f64 {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PerGeneration {
     /// One lane's MB/s after line encoding.
-    pub lane_mbps: f64,
+    pub(crate) lane_mbps: f64,
     /// `1 - skp_fraction`: the share of symbol times left for TLPs and DLLPs.
-    pub after_skp: f64,
+    pub(crate) after_skp: f64,
 }
 
 const PER_GENERATION: [PerGeneration; Generation::ALL.len()] = {

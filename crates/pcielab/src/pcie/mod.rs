@@ -4,7 +4,7 @@
 //! readers and the simulator all share one source of truth for each fact.
 
 pub(crate) mod dllp;
-pub mod features;
+pub(crate) mod features;
 pub mod flit;
 pub mod link;
 pub mod tlp;
@@ -78,10 +78,10 @@ impl fmt::Display for Generation {
 /// A PCI function address: domain (segment), bus, device, function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Bdf {
-    pub domain: u16,
-    pub bus: u8,
-    pub device: u8,
-    pub function: u8,
+    pub(crate) domain: u16,
+    pub(crate) bus: u8,
+    pub(crate) device: u8,
+    pub(crate) function: u8,
 }
 
 impl Bdf {

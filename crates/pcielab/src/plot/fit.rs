@@ -20,7 +20,7 @@ fn kind_and_size(row: &RowResult, index: usize) -> (String, f64) {
 }
 
 /// The upper (rates) and lower (residuals) charts.
-pub fn charts(doc: &FitDocument) -> (LineChart, LineChart) {
+pub(crate) fn charts(doc: &FitDocument) -> (LineChart, LineChart) {
     let mut by_kind: BTreeMap<String, Vec<(f64, &RowResult)>> = BTreeMap::new();
     for (i, row) in doc.rows().iter().enumerate() {
         let (kind, size) = kind_and_size(row, i);

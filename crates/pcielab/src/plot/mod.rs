@@ -73,7 +73,7 @@ pub(crate) fn svg_document(
 
 /// How x values are placed and labelled.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum XScale {
+pub(crate) enum XScale {
     /// Evenly, labelled with round numbers.
     Linear,
     /// Transfer sizes in bytes: by log2, labelled 64, 4K, 1M.
@@ -82,7 +82,7 @@ pub enum XScale {
 
 /// How a series is stroked.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Stroke {
+pub(crate) enum Stroke {
     Line,
     Dashed,
     /// Points only (measurements).
@@ -92,18 +92,18 @@ pub enum Stroke {
 
 /// One series of (x, y) points.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
-    pub label: String,
-    pub points: Vec<(f64, f64)>,
-    pub stroke: Stroke,
+pub(crate) struct Series {
+    pub(crate) label: String,
+    pub(crate) points: Vec<(f64, f64)>,
+    pub(crate) stroke: Stroke,
     /// Against the right axis ([`RightAxis::Own`]).
-    pub right: bool,
+    pub(crate) right: bool,
     /// Index into `COLOURS`; by default the series' own position.
-    pub colour: Option<usize>,
+    pub(crate) colour: Option<usize>,
 }
 
 impl Series {
-    pub fn new(label: impl Into<String>, points: Vec<(f64, f64)>, stroke: Stroke) -> Series {
+    pub(crate) fn new(label: impl Into<String>, points: Vec<(f64, f64)>, stroke: Stroke) -> Series {
         Series {
             label: label.into(),
             points,
@@ -116,14 +116,14 @@ impl Series {
 
 /// A horizontal line at a value of the left axis: a ceiling the series are read against.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reference {
-    pub label: String,
-    pub y: f64,
+pub(crate) struct Reference {
+    pub(crate) label: String,
+    pub(crate) y: f64,
 }
 
 /// The right-hand axis.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RightAxis {
+pub(crate) enum RightAxis {
     /// Series marked `right` are drawn against it, with their own range.
     Own { label: String },
     /// The left axis in other units: right = left × `per_left_unit` (efficiency in % of a rate).
@@ -132,22 +132,22 @@ pub enum RightAxis {
 
 /// A line chart: what `draw_line_chart` draws.
 #[derive(Debug, Clone, PartialEq)]
-pub struct LineChart {
-    pub title: String,
-    pub x_label: String,
-    pub x_scale: XScale,
-    pub y_label: String,
-    pub right: Option<RightAxis>,
-    pub series: Vec<Series>,
-    pub references: Vec<Reference>,
+pub(crate) struct LineChart {
+    pub(crate) title: String,
+    pub(crate) x_label: String,
+    pub(crate) x_scale: XScale,
+    pub(crate) y_label: String,
+    pub(crate) right: Option<RightAxis>,
+    pub(crate) series: Vec<Series>,
+    pub(crate) references: Vec<Reference>,
     /// Vertical markers: (x, what happened there).
-    pub events: Vec<(f64, String)>,
+    pub(crate) events: Vec<(f64, String)>,
     /// The left axis starts at zero (rates, counts) rather than at the smallest value.
-    pub y_from_zero: bool,
+    pub(crate) y_from_zero: bool,
 }
 
 /// `v` bytes as 64, 4K, 1M, 2G (1024-based, as `--sizes` takes them).
-pub fn bytes_label(v: f64) -> String {
+pub(crate) fn bytes_label(v: f64) -> String {
     let units = [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)];
     for (suffix, unit) in units {
         let n = v / unit as f64;
@@ -163,7 +163,7 @@ pub fn bytes_label(v: f64) -> String {
 }
 
 /// An axis tick: round numbers without float noise, 12k / 3.5M for large ones.
-pub fn number_label(v: f64) -> String {
+pub(crate) fn number_label(v: f64) -> String {
     let a = v.abs();
     if a >= 1e6 {
         format!("{}M", trim(v / 1e6))
@@ -596,24 +596,24 @@ pub(crate) fn line_chart_svg(chart: &LineChart) -> Result<String> {
 
 /// One cell of a [`Matrix`]: its text and which class (legend entry) colours it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Cell {
-    pub text: String,
-    pub class: usize,
+pub(crate) struct Cell {
+    pub(crate) text: String,
+    pub(crate) class: usize,
 }
 
 /// A grid of coloured cells with row and column headings: the P2P verdicts, `lab check`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Matrix {
-    pub title: String,
+pub(crate) struct Matrix {
+    pub(crate) title: String,
     /// What the rows and columns are ("provider", "client").
-    pub row_heading: String,
-    pub column_heading: String,
-    pub rows: Vec<String>,
-    pub columns: Vec<String>,
+    pub(crate) row_heading: String,
+    pub(crate) column_heading: String,
+    pub(crate) rows: Vec<String>,
+    pub(crate) columns: Vec<String>,
     /// `cells[row][column]`; `None` is left blank.
-    pub cells: Vec<Vec<Option<Cell>>>,
+    pub(crate) cells: Vec<Vec<Option<Cell>>>,
     /// (name, fill colour) of each class, in legend order.
-    pub classes: Vec<(String, RGBColor)>,
+    pub(crate) classes: Vec<(String, RGBColor)>,
 }
 
 const CELL_HEIGHT: i32 = 30;

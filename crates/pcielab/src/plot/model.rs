@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::model::sweep::SizeSweep;
 
 /// The chart of a sweep.
-pub fn chart(sweep: &SizeSweep) -> LineChart {
+pub(crate) fn chart(sweep: &SizeSweep) -> LineChart {
     let along = |f: &dyn Fn(&crate::model::sweep::SizePoint) -> Option<f64>| -> Vec<(f64, f64)> {
         sweep
             .points

@@ -10,7 +10,7 @@ use crate::qos::scenario::Outcome;
 const MARKERS_UP_TO: usize = 40;
 
 /// The chart of an outcome.
-pub fn chart(outcome: &Outcome) -> LineChart {
+pub(crate) fn chart(outcome: &Outcome) -> LineChart {
     let series = outcome
         .lines
         .iter()

@@ -13,7 +13,7 @@ fn is_bandwidth(e: &EventReport) -> bool {
 }
 
 /// The chart of a run's intervals; `None` when it was counted without `-I`.
-pub fn chart(doc: &StatDocument) -> Option<LineChart> {
+pub(crate) fn chart(doc: &StatDocument) -> Option<LineChart> {
     let first = doc.intervals.first()?;
     let value = |e: &EventReport| {
         if is_bandwidth(e) {

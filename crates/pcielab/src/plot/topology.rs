@@ -429,7 +429,7 @@ const VERDICTS: [(MapType, &str, RGBColor); 4] = [
 /// The verdict matrix: providers down, clients across (groups of endpoints, the root ports they
 /// lie below when there are more groups than `MAX_MATRIX_ROWS`, or with `--full` endpoints),
 /// each cell the distance and verdict; bad input past `MAX_MATRIX_ROWS` rows even so.
-pub fn p2p_matrix(doc: &Report) -> Result<Matrix> {
+pub(crate) fn p2p_matrix(doc: &Report) -> Result<Matrix> {
     let (labels, by_top, verdicts) = verdict_grid(doc, MAX_MATRIX_ROWS)?;
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; labels.len()]; labels.len()];
     for ((p, c), cell) in verdicts {

@@ -4,7 +4,7 @@
 //! two 32-bit registers.
 
 /// The all-ones value of a `bits`-wide register.
-pub fn mask(bits: u32) -> u64 {
+pub(crate) fn mask(bits: u32) -> u64 {
     if bits >= 64 {
         u64::MAX
     } else {
@@ -40,17 +40,17 @@ pub(crate) fn read_split_64(
 /// each time it reads the register (on every stop, rotation and user read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HwCounter {
-    pub bits: u32,
+    pub(crate) bits: u32,
     /// The register's current content.
     register: u64,
     /// The register value at the driver's last read.
     last_read: u64,
     /// What perf reports: the sum of deltas seen at reads.
-    pub count: u64,
+    pub(crate) count: u64,
 }
 
 impl HwCounter {
-    pub fn new(bits: u32) -> HwCounter {
+    pub(crate) fn new(bits: u32) -> HwCounter {
         HwCounter {
             bits,
             register: 0,
@@ -60,7 +60,7 @@ impl HwCounter {
     }
 
     /// The hardware counts `events` more (wrapping at the register width).
-    pub fn add(&mut self, events: u64) {
+    pub(crate) fn add(&mut self, events: u64) {
         self.register = self.register.wrapping_add(events) & mask(self.bits);
     }
 
@@ -72,13 +72,13 @@ impl HwCounter {
     }
 
     #[cfg(test)]
-    pub fn register(&self) -> u64 {
+    pub(crate) fn register(&self) -> u64 {
         self.register
     }
 
     /// The driver reads the register and folds the delta into `count`. Events beyond one full
     /// wrap since the previous read are lost, as on the hardware.
-    pub fn read(&mut self) -> u64 {
+    pub(crate) fn read(&mut self) -> u64 {
         let now = if self.bits > 32 {
             let reg = self.register;
             read_split_64(|| (reg >> 32) as u32, || reg as u32).0

@@ -125,8 +125,8 @@ pub(crate) fn dry_run_is_for_hosts() -> Error {
 /// output.
 pub(crate) struct CatalogPmus {
     /// The machine, for messages (`snapshot:DIR`).
-    pub machine: String,
-    pub pmus: Vec<PmuDevice>,
+    pub(crate) machine: String,
+    pub(crate) pmus: Vec<PmuDevice>,
 }
 
 impl CatalogPmus {

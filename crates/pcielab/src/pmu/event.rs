@@ -131,26 +131,26 @@ pub(crate) fn split_event_list(text: &str) -> Result<Vec<Vec<String>>> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventAttr {
     /// The event as the user wrote it (perf prints this).
-    pub text: String,
+    pub(crate) text: String,
     /// The PMU it is opened on (`software`, `tracepoint`, `msr`, `dwc_rootport_10`, …).
-    pub pmu: String,
+    pub(crate) pmu: String,
     /// `type`, then `config`, `config1`, `config2`, `config3`.
-    pub type_id: u32,
-    pub config: [u64; 4],
+    pub(crate) type_id: u32,
+    pub(crate) config: [u64; 4],
     /// The alias's `.scale` (perf multiplies counts by it) and `.unit`.
-    pub scale: f64,
-    pub unit: String,
+    pub(crate) scale: f64,
+    pub(crate) unit: String,
     /// CPUs to open on; empty: every online CPU (perf sums them).
-    pub cpus: Vec<u32>,
+    pub(crate) cpus: Vec<u32>,
     /// The PMU's sysfs directory (to tell a vanished PMU from a refused event).
-    pub pmu_dir: Option<PathBuf>,
+    pub(crate) pmu_dir: Option<PathBuf>,
     /// Bytes per raw count for PCIe data-payload events (16 on the seed's `pcie_bdf_*`).
-    pub payload_bytes: Option<u32>,
+    pub(crate) payload_bytes: Option<u32>,
     /// Hardware counter width when the driver does not extend it (DWC lane events: 32).
-    pub counter_bits: Option<u32>,
+    pub(crate) counter_bits: Option<u32>,
     /// On a DesignWare PMU: the catalog group whose counter the event needs (the port's one
     /// time-based counter, or an event-counter group).
-    pub dwc_group: Option<Group>,
+    pub(crate) dwc_group: Option<Group>,
 }
 
 /// Where event strings are resolved: the PMUs discovered and the root for tracefs.
@@ -186,7 +186,7 @@ impl EventContext<'_> {
     }
 
     /// Encodes one event.
-    pub fn encode(&self, text: &str) -> Result<EventAttr> {
+    pub(crate) fn encode(&self, text: &str) -> Result<EventAttr> {
         if let Some((pmu, inner)) = text.strip_suffix('/').and_then(|b| b.split_once('/')) {
             return self.encode_pmu_event(text, pmu, inner);
         }

@@ -29,27 +29,27 @@ use crate::topology::Topology;
 /// What the user asked `stat --machine host` to do.
 pub struct HostStatRequest<'a> {
     /// The filesystem root (`/` on a real host).
-    pub root: &'a Path,
-    pub all_cpus: bool,
-    pub interval_ms: Option<u64>,
+    pub(crate) root: &'a Path,
+    pub(crate) all_cpus: bool,
+    pub(crate) interval_ms: Option<u64>,
     /// The workload's argv, after `--`.
-    pub workload: &'a [String],
+    pub(crate) workload: &'a [String],
     /// A platform model whose streaming DMA prediction is printed beside payload rates.
-    pub platform: Option<&'a PlatformModel>,
+    pub(crate) platform: Option<&'a PlatformModel>,
     /// The caller's SIGINT flag ([`StatRequest::interrupt`](crate::pmu::counters::StatRequest)).
-    pub interrupt: Option<&'a AtomicBool>,
+    pub(crate) interrupt: Option<&'a AtomicBool>,
 }
 
 /// The events of a request, encoded against the host's PMUs.
 pub struct EncodedEvents {
-    pub pmus: Vec<SysfsPmu>,
-    pub groups: Vec<Vec<EventAttr>>,
+    pub(crate) pmus: Vec<SysfsPmu>,
+    pub(crate) groups: Vec<Vec<EventAttr>>,
     /// What the kernel's drivers would refuse at open (`stat` refuses them first).
-    pub refusals: Vec<Refusal>,
+    pub(crate) refusals: Vec<Refusal>,
     /// Which kernel's PMU rules were assumed, and from what.
-    pub kernel_note: String,
+    pub(crate) kernel_note: String,
     /// Events that open but can count nothing, one warning each.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// Discovers the PMUs under `root`, encodes every `-e` argument and checks each group against
@@ -138,7 +138,7 @@ pub(crate) fn wrap_plan(event: &str, bits: u32, rate: f64) -> (Duration, String)
 }
 
 /// The perf-style `--dry-run` listing: one line per event with the attr fields.
-pub fn dry_run(encoded: &EncodedEvents) -> String {
+pub(crate) fn dry_run(encoded: &EncodedEvents) -> String {
     let mut out = String::new();
     for (g, group) in encoded.groups.iter().enumerate() {
         for (i, attr) in group.iter().enumerate() {
@@ -164,11 +164,11 @@ pub fn dry_run(encoded: &EncodedEvents) -> String {
 
 /// A finished host run.
 pub struct HostStat {
-    pub outcome: StatOutcome,
-    pub exit_code: i32,
-    pub interrupted: bool,
+    pub(crate) outcome: StatOutcome,
+    pub(crate) exit_code: i32,
+    pub(crate) interrupted: bool,
     /// Lines to tell the user before the report (wrap carrying, placement gaps).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// Why a workload cannot run: `None` when its program exists.
@@ -321,7 +321,7 @@ pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostSta
 /// through perf_event_open.
 pub(crate) struct HostCounters {
     /// The filesystem root (`/` on a real host).
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
 }
 
 impl Counters for HostCounters {
@@ -396,11 +396,11 @@ pub(crate) const PAYLOAD_EVENTS: [&str; 2] =
 
 /// One root port's payload counters within [`PayloadCounters`].
 pub(crate) struct PortPayload {
-    pub root_port: Bdf,
+    pub(crate) root_port: Bdf,
     /// The PMU counting it (`dwc_rootport_13018`, `pcie_bdf_200`).
-    pub pmu: String,
+    pub(crate) pmu: String,
     /// Bytes one raw count stands for, Rx and Tx (1 upstream DWC, 16 on the seed's driver).
-    pub bytes_per_count: [u64; 2],
+    pub(crate) bytes_per_count: [u64; 2],
     /// Indices of its Rx and Tx events in [`PayloadCounters::read`]'s readings.
     events: [usize; 2],
 }
@@ -409,7 +409,7 @@ pub(crate) struct PortPayload {
 /// what `observe` reads on `--machine host`.
 pub(crate) struct PayloadCounters {
     counters: crate::pmu::perf::OpenCounters,
-    pub ports: Vec<PortPayload>,
+    pub(crate) ports: Vec<PortPayload>,
 }
 
 /// Opens and enables, system-wide on each PMU's cpumask CPU, the Rx and Tx data-payload
@@ -483,7 +483,7 @@ pub(crate) fn open_payload_counters(
 
 impl PayloadCounters {
     /// Each port's cumulative Rx and Tx readings (raw counts, with enabled/running times).
-    pub fn read(&mut self) -> Result<Vec<(&PortPayload, [Reading; 2])>> {
+    pub(crate) fn read(&mut self) -> Result<Vec<(&PortPayload, [Reading; 2])>> {
         let readings = self.counters.read()?;
         Ok(self
             .ports

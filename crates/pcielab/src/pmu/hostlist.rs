@@ -66,75 +66,75 @@ pub(crate) const PROVIDERS: &[(&str, &str, &str, &str, &str)] = &[
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HostListDocument {
     /// Always `host`.
-    pub machine: &'static str,
+    pub(crate) machine: &'static str,
     /// Where the PMUs were read (`/sys/bus/event_source/devices`).
-    pub event_source_dir: String,
+    pub(crate) event_source_dir: String,
     /// `null` when /proc/sys/kernel/perf_event_paranoid is unreadable.
-    pub perf_event_paranoid: Option<i32>,
+    pub(crate) perf_event_paranoid: Option<i32>,
     /// How many of `pmus` are PCIe PMUs.
-    pub pcie_pmus: usize,
+    pub(crate) pcie_pmus: usize,
     /// PCIe PMUs first.
-    pub pmus: Vec<HostPmuDocument>,
+    pub(crate) pmus: Vec<HostPmuDocument>,
     /// With no PCIe PMU: the drivers that would provide one; `null` otherwise.
-    pub providers: Option<Vec<ProviderDocument>>,
+    pub(crate) providers: Option<Vec<ProviderDocument>>,
 }
 
 /// One registered PMU.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct HostPmuDocument {
-    pub name: String,
+pub(crate) struct HostPmuDocument {
+    pub(crate) name: String,
     /// The perf_event_attr type the kernel assigned.
     #[serde(rename = "type")]
-    pub type_id: u32,
+    pub(crate) type_id: u32,
     /// The PCIe PMU driver its name identifies; `null` for other PMUs.
-    pub driver: Option<PcieDriver>,
+    pub(crate) driver: Option<PcieDriver>,
     /// The kernel whose rules the PCIe PMU follows.
-    pub kernel: Option<String>,
-    pub cpumask: Vec<u32>,
-    pub mux_interval_ms: Option<u64>,
+    pub(crate) kernel: Option<String>,
+    pub(crate) cpumask: Vec<u32>,
+    pub(crate) mux_interval_ms: Option<u64>,
     /// PCIe PMUs: the root ports it counts.
-    pub root_ports: Option<Vec<Bdf>>,
-    pub lanes: Option<u8>,
+    pub(crate) root_ports: Option<Vec<Bdf>>,
+    pub(crate) lanes: Option<u8>,
     #[serde(rename = "link_achievable_MBps")]
-    pub link_achievable_mbps: Option<f64>,
+    pub(crate) link_achievable_mbps: Option<f64>,
     /// Format field → the config bits it occupies (`config:0-7`).
-    pub formats: BTreeMap<String, String>,
-    pub events: Vec<HostEventDocument>,
+    pub(crate) formats: BTreeMap<String, String>,
+    pub(crate) events: Vec<HostEventDocument>,
 }
 
 /// One event alias a PMU's sysfs `events/` directory lists.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct HostEventDocument {
-    pub name: String,
+pub(crate) struct HostEventDocument {
+    pub(crate) name: String,
     /// Its terms, `name=0x..` (`name=?` where the user supplies the value).
-    pub encoding: String,
+    pub(crate) encoding: String,
     /// perf multiplies each count by this (the `.scale` file); `null` when there is none.
-    pub scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
     /// What one (scaled) count stands for: the `.unit` file when the driver writes one, else
     /// `bytes` or `16 bytes` for a data-payload event (per the driver's scaling), the catalog
     /// unit of a PCIe PMU's event (`cycles`, `events`, `raw`), or `count`.
-    pub unit: String,
+    pub(crate) unit: String,
 }
 
 /// A driver that provides PCIe PMUs, from [`PROVIDERS`].
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct ProviderDocument {
-    pub pmu: &'static str,
-    pub driver: &'static str,
-    pub kernel_option: &'static str,
-    pub kernel: &'static str,
-    pub cpus: &'static str,
+pub(crate) struct ProviderDocument {
+    pub(crate) pmu: &'static str,
+    pub(crate) driver: &'static str,
+    pub(crate) kernel_option: &'static str,
+    pub(crate) kernel: &'static str,
+    pub(crate) cpus: &'static str,
 }
 
 /// The host's PMUs with each PCIe PMU's placement.
 pub struct HostListing {
-    pub dir: std::path::PathBuf,
-    pub paranoid: Option<i32>,
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) paranoid: Option<i32>,
     /// Running as root: perf_event_paranoid does not limit this process, so no advice is due.
-    pub privileged: bool,
-    pub pmus: Vec<(SysfsPmu, Option<PortPlacement>)>,
+    pub(crate) privileged: bool,
+    pub(crate) pmus: Vec<(SysfsPmu, Option<PortPlacement>)>,
     /// The running kernel (`uname -r`), when readable: whose PMU rules apply.
-    pub running: Option<KernelVersion>,
+    pub(crate) running: Option<KernelVersion>,
 }
 
 /// Discovers the PMUs under `root`, keeps the one named `only` when given (bad input naming

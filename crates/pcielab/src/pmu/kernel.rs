@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 /// A kernel release as `major.minor` (the PMU drivers do not change within a stable series).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct KernelVersion {
-    pub major: u32,
-    pub minor: u32,
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
 }
 
 impl KernelVersion {
@@ -51,7 +51,7 @@ impl KernelVersion {
     }
 
     /// Whether a change first released in `since` is in this kernel.
-    pub fn has(self, since: KernelVersion) -> bool {
+    pub(crate) fn has(self, since: KernelVersion) -> bool {
         self >= since
     }
 }
@@ -93,12 +93,12 @@ pub(crate) enum Effect {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct UpstreamChange {
     /// The first release carrying it.
-    pub since: KernelVersion,
+    pub(crate) since: KernelVersion,
     /// The upstream commit's subject line.
-    pub commit: &'static str,
+    pub(crate) commit: &'static str,
     /// Where pcielab's authors saw it, or why it is unconfirmed (docs/pmu.md repeats this).
-    pub evidence: &'static str,
-    pub effect: Effect,
+    pub(crate) evidence: &'static str,
+    pub(crate) effect: Effect,
 }
 
 /// The DWC driver's 6.13 renames: lower-case payload events (perf could not count an event

@@ -46,34 +46,34 @@ pub(crate) fn kernels_line() -> String {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CatalogListDocument {
     /// The `--machine` selector.
-    pub machine: String,
+    pub(crate) machine: String,
     /// Which kernel each of a PMU's names follows.
-    pub kernels: String,
-    pub pmus: Vec<CatalogPmuDocument>,
+    pub(crate) kernels: String,
+    pub(crate) pmus: Vec<CatalogPmuDocument>,
 }
 
 /// One catalog PMU and its events.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct CatalogPmuDocument {
+pub(crate) struct CatalogPmuDocument {
     #[serde(flatten)]
-    pub device: PmuDevice,
-    pub events: Vec<CatalogEventDocument>,
+    pub(crate) device: PmuDevice,
+    pub(crate) events: Vec<CatalogEventDocument>,
 }
 
 /// One event of a catalog PMU, as that PMU's driver would list it.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct CatalogEventDocument {
-    pub name: &'static str,
+pub(crate) struct CatalogEventDocument {
+    pub(crate) name: &'static str,
     /// The name in the Yitian guide's vendor driver; equal to `name` when it has none.
-    pub seed_name: &'static str,
+    pub(crate) seed_name: &'static str,
     /// The event's sysfs `events/` text for this PMU.
-    pub encoding: String,
-    pub config: u64,
-    pub group: String,
-    pub unit: String,
-    pub counter_bits: u32,
-    pub per_lane: bool,
-    pub description: &'static str,
+    pub(crate) encoding: String,
+    pub(crate) config: u64,
+    pub(crate) group: String,
+    pub(crate) unit: String,
+    pub(crate) counter_bits: u32,
+    pub(crate) per_lane: bool,
+    pub(crate) description: &'static str,
 }
 
 /// The `--json` document of `pmus` on `machine`.

@@ -5,16 +5,16 @@
 //! named them, `dwc_rootport_<hex>` upstream) and how `PMU/EVENT/` strings resolve to events.
 
 pub mod catalog;
-pub mod counter;
+pub(crate) mod counter;
 pub mod counters;
 pub mod event;
 pub mod host;
 pub(crate) mod hostlist;
 pub mod kernel;
-pub mod list;
-pub mod perf;
+pub(crate) mod list;
+pub(crate) mod perf;
 pub(crate) mod placement;
-pub mod rules;
+pub(crate) mod rules;
 pub mod session;
 pub mod stat;
 pub mod sysfs;
@@ -33,12 +33,12 @@ pub struct PmuDevice {
     /// 0000:00:02.0).
     pub name: String,
     /// Other names accepted for the same device (upstream `dwc_rootport_10`).
-    pub aliases: Vec<String>,
-    pub family: Family,
+    pub(crate) aliases: Vec<String>,
+    pub(crate) family: Family,
     /// The root port whose traffic it counts.
     pub root_port: Option<Bdf>,
     /// Lanes of the port (the range of `lane=`): the link's capable width.
-    pub lanes: u8,
+    pub(crate) lanes: u8,
 }
 
 /// The seed's `pcie_bdf_%x` of bus, device and function as one byte each (00:02.0 -> 200),
@@ -61,14 +61,14 @@ pub(crate) fn upstream_pmu_name(bdf: Bdf) -> String {
 /// counters in raw 16-byte units, the upstream driver multiplies them by 16 and reports bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Driver {
+pub(crate) enum Driver {
     Seed,
     Upstream,
 }
 
 impl PmuDevice {
     /// A DWC root-port PMU for `bdf`, under both names.
-    pub fn dwc_root_port(bdf: Bdf, lanes: u8) -> PmuDevice {
+    pub(crate) fn dwc_root_port(bdf: Bdf, lanes: u8) -> PmuDevice {
         PmuDevice {
             name: seed_pmu_name(bdf),
             aliases: vec![upstream_pmu_name(bdf)],
@@ -144,11 +144,11 @@ pub(crate) fn no_rockchip_pmu(topo: &Topology) -> Option<String> {
 /// `PMU/eventid=0x21,type=0x0/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventSpec {
-    pub pmu: String,
-    pub event: Option<String>,
-    pub terms: Vec<(String, u64)>,
+    pub(crate) pmu: String,
+    pub(crate) event: Option<String>,
+    pub(crate) terms: Vec<(String, u64)>,
     /// The text as given, for messages and output.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 fn parse_number(text: &str, value: &str) -> Result<u64> {
@@ -222,19 +222,19 @@ pub fn parse_event_list(text: &str) -> Result<Vec<Vec<EventSpec>>> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResolvedEvent {
     /// Index into the machine's PMU list.
-    pub device: usize,
+    pub(crate) device: usize,
     /// The PMU name as the user wrote it.
-    pub pmu_name: String,
+    pub(crate) pmu_name: String,
     pub def: &'static EventDef,
-    pub lane: Option<u8>,
-    pub driver: Driver,
+    pub(crate) lane: Option<u8>,
+    pub(crate) driver: Driver,
     /// `PMU/EVENT/` as perf prints it: the user's text.
-    pub display: String,
+    pub(crate) display: String,
 }
 
 impl ResolvedEvent {
     /// The unit of the value perf reports (after any driver scaling).
-    pub fn unit(&self) -> Unit {
+    pub(crate) fn unit(&self) -> Unit {
         match (self.driver, self.def.unit) {
             (Driver::Upstream, Unit::Bytes(_)) => Unit::Bytes(1),
             (_, unit) => unit,
@@ -381,7 +381,7 @@ fn find_by_terms(family: Family, spec: &EventSpec) -> Result<&'static EventDef> 
 /// Whether the counters of a PMU can hold `candidate` while `active` events count: one
 /// time-based event per root port; lane events each need their own event counter, so the same
 /// event (even on another lane) collides — the rule of kernels since 6.18.
-pub fn fits(active: &[&ResolvedEvent], candidate: &ResolvedEvent) -> bool {
+pub(crate) fn fits(active: &[&ResolvedEvent], candidate: &ResolvedEvent) -> bool {
     let on_device = active.iter().filter(|a| a.device == candidate.device);
     match candidate.def.group {
         Group::TimeBased(_) => !on_device

@@ -140,7 +140,7 @@ pub(crate) struct WrapCarry {
 }
 
 impl WrapCarry {
-    pub fn new(bits: u32) -> WrapCarry {
+    pub(crate) fn new(bits: u32) -> WrapCarry {
         WrapCarry {
             bits,
             last_raw: 0,
@@ -149,7 +149,7 @@ impl WrapCarry {
     }
 
     /// Folds in a new raw reading and returns the carried total.
-    pub fn update(&mut self, raw: u64) -> u64 {
+    pub(crate) fn update(&mut self, raw: u64) -> u64 {
         self.total += raw.wrapping_sub(self.last_raw) & low_bits_mask(self.bits);
         self.last_raw = raw;
         self.total
@@ -179,18 +179,18 @@ pub(crate) struct OpenCounters {
     events: usize,
     /// Events (flattened) counting the workload's user space only: the kernel refused them
     /// with kernel time included, as perf_event_paranoid 2 does for a user (perf's `:u`).
-    pub user_only: Vec<usize>,
+    pub(crate) user_only: Vec<usize>,
 }
 
 /// What one `stat` run on the host returns.
 pub(crate) struct HostRun {
-    pub counts: Counts,
+    pub(crate) counts: Counts,
     /// Per event (flattened): why it could not be opened (perf's `<not supported>`).
-    pub not_supported: Vec<Option<String>>,
+    pub(crate) not_supported: Vec<Option<String>>,
     /// The workload's exit status as a shell reports it (128 + signal when killed).
-    pub exit_code: i32,
+    pub(crate) exit_code: i32,
     /// Whether Ctrl-C ended the run.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
 }
 
 fn attr_for(event: &EventAttr, leader: bool, grouped: bool, task: bool) -> perf_event_attr {
@@ -362,12 +362,12 @@ impl OpenCounters {
     }
 
     /// Starts every opened group counting (they open disabled).
-    pub fn enable(&self) -> Result<()> {
+    pub(crate) fn enable(&self) -> Result<()> {
         self.for_each_leader(Switch::Enable)
     }
 
     /// Reads every event, summed over its CPUs, wraps carried.
-    pub fn read(&mut self) -> Result<Vec<Reading>> {
+    pub(crate) fn read(&mut self) -> Result<Vec<Reading>> {
         let mut out = vec![Reading::default(); self.events];
         for group in &mut self.groups {
             for (c, on_cpu) in group.cpus.iter().enumerate() {
@@ -388,7 +388,7 @@ impl OpenCounters {
     }
 
     /// Per event (flattened): why it could not be opened (perf's `<not supported>`).
-    pub fn not_supported(&self) -> Vec<Option<String>> {
+    pub(crate) fn not_supported(&self) -> Vec<Option<String>> {
         let mut out = vec![None; self.events];
         for group in &self.groups {
             for slot in &mut out[group.first..group.first + group.len] {
@@ -425,7 +425,7 @@ pub(crate) struct HeldWorkload {
 
 impl HeldWorkload {
     /// Forks `argv` (its program found as a shell finds it) and holds it before `exec`.
-    pub fn fork(argv: &[String]) -> Result<HeldWorkload> {
+    pub(crate) fn fork(argv: &[String]) -> Result<HeldWorkload> {
         let program = argv.first().ok_or_else(|| {
             Error::bad_input("no workload: give one after `--` (e.g. -- sleep 1)")
         })?;
@@ -497,7 +497,7 @@ impl HeldWorkload {
         Ok(HeldWorkload { pid, go: Some(go) })
     }
 
-    pub fn pid(&self) -> libc::pid_t {
+    pub(crate) fn pid(&self) -> libc::pid_t {
         self.pid
     }
 
@@ -544,9 +544,9 @@ fn wait_pid(pid: libc::pid_t) -> std::io::Result<std::process::ExitStatus> {
 
 /// How often to read so that no narrow counter wraps twice between reads.
 pub(crate) struct ReadPlan {
-    pub interval: Option<Duration>,
+    pub(crate) interval: Option<Duration>,
     /// Read at least this often to carry narrow counters' wraps.
-    pub wrap_period: Option<Duration>,
+    pub(crate) wrap_period: Option<Duration>,
 }
 
 /// Runs `argv` to its end (or Ctrl-C) with `counters` counting, reads every interval and at

@@ -12,13 +12,13 @@ use crate::topology::{Kind, Topology};
 
 /// A PCIe PMU placed in the live topology.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PortPlacement {
-    pub root_ports: Vec<Bdf>,
+pub(crate) struct PortPlacement {
+    pub(crate) root_ports: Vec<Bdf>,
     /// The first root port's link: capable width and speed.
-    pub lanes: Option<u8>,
-    pub max_speed: Option<Generation>,
+    pub(crate) lanes: Option<u8>,
+    pub(crate) max_speed: Option<Generation>,
     /// That port's link-achievable payload MB/s per direction (the "% of link" base).
-    pub ceiling_mbps: Option<f64>,
+    pub(crate) ceiling_mbps: Option<f64>,
 }
 
 /// The root ports a PMU's place names in `topo`.

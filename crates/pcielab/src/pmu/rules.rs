@@ -11,17 +11,17 @@ use crate::pmu::sysfs::{PcieDriver, SysfsPmu};
 
 /// One event the kernel would refuse.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The event as the user wrote it.
-    pub event: String,
+    pub(crate) event: String,
     /// The error `perf_event_open` would return (`EINVAL`, `ENOSPC`).
-    pub errno: &'static str,
+    pub(crate) errno: &'static str,
     /// The driver's reason, and what to write instead.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 impl Refusal {
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         format!(
             "'{}': the kernel refuses it at open ({}): {}",
             self.event, self.errno, self.reason

@@ -17,37 +17,37 @@ use crate::topology::Topology;
 
 /// What a report needs to know about one event, whichever machine counted it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EventLabel {
-    pub pmu: String,
+pub(crate) struct EventLabel {
+    pub(crate) pmu: String,
     /// The event as the user wrote it.
-    pub display: String,
+    pub(crate) display: String,
     /// The unit of the scaled value (`msec`, `MiB`, `bytes`, …; empty for plain counts).
-    pub unit: String,
+    pub(crate) unit: String,
     /// What the count is multiplied by before printing (the PMU's `.scale`).
-    pub scale: f64,
+    pub(crate) scale: f64,
     /// Bytes one (unscaled) count stands for, for data-payload events.
-    pub bytes_per_count: Option<f64>,
+    pub(crate) bytes_per_count: Option<f64>,
     /// The root port link's rates, for data-payload events: the "% of link" base and the
     /// numbers printed beside it.
-    pub link: Option<LinkRates>,
+    pub(crate) link: Option<LinkRates>,
     /// Why the event could not be opened at all (perf's `<not supported>`).
-    pub not_supported: Option<String>,
+    pub(crate) not_supported: Option<String>,
     /// Why an event may never get a counter (told with `<not counted>`).
-    pub not_counted_reason: String,
+    pub(crate) not_counted_reason: String,
 }
 
 /// What a root port's payload rate is compared with: three different numbers, MB/s per
 /// direction.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LinkRates {
+pub(crate) struct LinkRates {
     /// The line rate after encoding (what the PCIe generation and width promise).
-    pub line_mbps: f64,
+    pub(crate) line_mbps: f64,
     /// The link-achievable payload rate (`model::transfer::achievable_mbps` along the path): the
     /// "% of link" base.
-    pub achievable_mbps: f64,
+    pub(crate) achievable_mbps: f64,
     /// The platform model's predicted streaming endpoint DMA (write, read), where the machine's
     /// spec or `--platform` gives a model (callers pass `None` otherwise).
-    pub platform_dma_mbps: Option<(f64, f64, Provenance)>,
+    pub(crate) platform_dma_mbps: Option<(f64, f64, Provenance)>,
 }
 
 impl LinkRates {
@@ -71,7 +71,7 @@ impl LinkRates {
 
 impl EventLabel {
     /// The label of a simulated (catalog) event.
-    pub fn simulated(event: &ResolvedEvent, link: Option<LinkRates>) -> EventLabel {
+    pub(crate) fn simulated(event: &ResolvedEvent, link: Option<LinkRates>) -> EventLabel {
         let bytes_per_count = match event.unit() {
             Unit::Bytes(n) => Some(f64::from(n)),
             _ => None,
@@ -92,7 +92,7 @@ impl EventLabel {
 /// Whether an event was counted, as `stat --json` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum EventStatus {
+pub(crate) enum EventStatus {
     Counted,
     /// It never got a counter.
     NotCounted,
@@ -102,7 +102,7 @@ pub enum EventStatus {
 
 impl EventStatus {
     /// The word `stat --json` writes.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventStatus::Counted => "counted",
             EventStatus::NotCounted => "not_counted",
@@ -114,67 +114,67 @@ impl EventStatus {
 /// One event's result, as the JSON output documents it (docs/pmu.md). Read back by `plot` and
 /// `report --from`: fields a simulated run or an older pcielab did not write read as absent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct EventReport {
-    pub pmu: String,
-    pub event: String,
+pub(crate) struct EventReport {
+    pub(crate) pmu: String,
+    pub(crate) event: String,
     /// What perf reports before scaling (in the event's unit).
     #[serde(default)]
-    pub raw_count: u64,
+    pub(crate) raw_count: u64,
     /// The estimate raw × enabled / running, rounded to a whole count as perf prints it;
     /// `null` when the event never ran or could not be opened.
-    pub count: Option<u64>,
+    pub(crate) count: Option<u64>,
     /// `count` × the PMU's `.scale`, in `unit` (present when the scale is not 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scaled: Option<f64>,
+    pub(crate) scaled: Option<f64>,
     #[serde(default)]
-    pub unit: String,
+    pub(crate) unit: String,
     /// Percent of the enabled time the event was on a counter.
     #[serde(default)]
-    pub running_percent: f64,
-    pub status: EventStatus,
+    pub(crate) running_percent: f64,
+    pub(crate) status: EventStatus,
     /// Why, when `status` is not `counted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// `count` in bytes, for events measured in bytes or 16-byte units.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<f64>,
+    pub(crate) bytes: Option<f64>,
     #[serde(default)]
-    pub enabled_ns: u64,
+    pub(crate) enabled_ns: u64,
     #[serde(default)]
-    pub running_ns: u64,
+    pub(crate) running_ns: u64,
     /// The measurement window: the time the event was enabled, in seconds.
     #[serde(default)]
-    pub window_s: f64,
+    pub(crate) window_s: f64,
     #[serde(
         rename = "bandwidth_MBps",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub bandwidth_mbps: Option<f64>,
+    pub(crate) bandwidth_mbps: Option<f64>,
     /// The root port link's line rate after encoding, MB/s per direction.
     #[serde(
         rename = "link_line_rate_MBps",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub link_line_mbps: Option<f64>,
+    pub(crate) link_line_mbps: Option<f64>,
     /// The root port link's link-achievable payload MB/s per direction (`model::transfer::achievable_mbps`).
     #[serde(
         rename = "link_achievable_MBps",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub link_ceiling_mbps: Option<f64>,
+    pub(crate) link_ceiling_mbps: Option<f64>,
     /// `bandwidth_MBps` as a percentage of `link_achievable_MBps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub link_percent: Option<f64>,
+    pub(crate) link_percent: Option<f64>,
     /// The platform model's predicted streaming DMA on the link, where a model is given.
     #[serde(flatten)]
-    pub platform_dma: PlatformDma,
+    pub(crate) platform_dma: PlatformDma,
 }
 
 impl EventReport {
-    pub fn new(label: &EventLabel, reading: &Reading) -> Self {
+    pub(crate) fn new(label: &EventLabel, reading: &Reading) -> Self {
         let estimate = reading.estimate().filter(|_| label.not_supported.is_none());
         let (status, reason) = match (&label.not_supported, estimate) {
             (Some(why), _) => (EventStatus::NotSupported, Some(why.clone())),
@@ -226,7 +226,7 @@ impl EventReport {
 }
 
 /// Reports for every event of a run.
-pub fn reports(labels: &[EventLabel], readings: &[Reading]) -> Vec<EventReport> {
+pub(crate) fn reports(labels: &[EventLabel], readings: &[Reading]) -> Vec<EventReport> {
     labels
         .iter()
         .zip(readings)
@@ -237,11 +237,11 @@ pub fn reports(labels: &[EventLabel], readings: &[Reading]) -> Vec<EventReport> 
 /// A finished `stat` run: the events, perf's readings and their reports.
 #[derive(Debug, Clone)]
 pub struct StatOutcome {
-    pub events: Vec<EventLabel>,
-    pub counts: Counts,
-    pub reports: Vec<EventReport>,
+    pub(crate) events: Vec<EventLabel>,
+    pub(crate) counts: Counts,
+    pub(crate) reports: Vec<EventReport>,
     /// What was counted, as perf's report heading names it: `system wide`, or the command.
-    pub counted: String,
+    pub(crate) counted: String,
 }
 
 /// Resolves `groups` (event specs as written) against a machine's PMU `devices`.
@@ -273,7 +273,7 @@ pub(crate) fn count_events(
 }
 
 impl StatOutcome {
-    pub fn new(events: Vec<EventLabel>, counts: Counts) -> StatOutcome {
+    pub(crate) fn new(events: Vec<EventLabel>, counts: Counts) -> StatOutcome {
         let reports = reports(&events, &counts.totals);
         StatOutcome {
             events,
@@ -328,24 +328,24 @@ impl StatOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatDocument {
     /// Each event over the whole run.
-    pub events: Vec<EventReport>,
-    pub elapsed_s: f64,
+    pub(crate) events: Vec<EventReport>,
+    pub(crate) elapsed_s: f64,
     /// The workload's own summary: on a host its argv and exit code, on `sim:` what the
     /// simulated workload reports.
     #[serde(default)]
-    pub workload: serde_json::Value,
+    pub(crate) workload: serde_json::Value,
     /// Each `-I` interval's change; absent when no interval was asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub intervals: Vec<IntervalReport>,
+    pub(crate) intervals: Vec<IntervalReport>,
 }
 
 /// One `-I` interval of the `stat --json` document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct IntervalReport {
+pub(crate) struct IntervalReport {
     /// When the interval ended, in seconds since counting began.
-    pub time_s: f64,
+    pub(crate) time_s: f64,
     /// Each event's change over the interval.
-    pub events: Vec<EventReport>,
+    pub(crate) events: Vec<EventReport>,
 }
 
 /// Each `-I` interval's end time and its change from the previous interval.
@@ -423,7 +423,7 @@ fn event_line(r: &EventReport, verbose: bool) -> String {
 
 /// The text report perf stat prints at the end of a run; `<not counted>` events get their
 /// reason underneath; `verbose` as for [`StatOutcome::render_text`].
-pub fn render_text(
+pub(crate) fn render_text(
     reports: &[EventReport],
     counted: &str,
     elapsed_ns: u64,
@@ -470,7 +470,7 @@ fn csv_line(r: &EventReport, sep: &str) -> String {
 }
 
 /// The CSV report of `perf stat -x SEP`.
-pub fn render_csv(reports: &[EventReport], sep: &str) -> String {
+pub(crate) fn render_csv(reports: &[EventReport], sep: &str) -> String {
     reports.iter().map(|r| csv_line(r, sep) + "\n").collect()
 }
 

@@ -19,7 +19,7 @@ pub(crate) const EVENT_SOURCE_DIR: &str = "sys/bus/event_source/devices";
 
 /// Which `perf_event_attr` word a format field lives in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ConfigWord {
+pub(crate) enum ConfigWord {
     Config,
     Config1,
     Config2,
@@ -31,7 +31,7 @@ impl ConfigWord {
         self as usize
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         ["config", "config1", "config2", "config3"][self.index()]
     }
 
@@ -50,10 +50,10 @@ impl ConfigWord {
 /// first range).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormatField {
-    pub name: String,
-    pub word: ConfigWord,
+    pub(crate) name: String,
+    pub(crate) word: ConfigWord,
     /// Inclusive bit ranges, in the order the file lists them.
-    pub ranges: Vec<(u8, u8)>,
+    pub(crate) ranges: Vec<(u8, u8)>,
 }
 
 impl FormatField {
@@ -89,7 +89,7 @@ impl FormatField {
     }
 
     /// The layout as the `format/` file writes it: `config:0-7,32-35`.
-    pub fn layout(&self) -> String {
+    pub(crate) fn layout(&self) -> String {
         let ranges: Vec<String> = self
             .ranges
             .iter()
@@ -119,7 +119,7 @@ impl FormatField {
     }
 
     /// How many value bits the field holds.
-    pub fn width(&self) -> u32 {
+    pub(crate) fn width(&self) -> u32 {
         self.ranges
             .iter()
             .map(|(lo, hi)| u32::from(hi - lo) + 1)
@@ -152,22 +152,22 @@ impl FormatField {
 /// A term of an `events/` alias: a number, or `?` (the user must give it, like `lane=?`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AliasTerm {
-    pub name: String,
+    pub(crate) name: String,
     /// `None` for a `?` parameter.
-    pub value: Option<u64>,
+    pub(crate) value: Option<u64>,
 }
 
 /// One `events/NAME` alias with its `.scale` and `.unit`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PmuEvent {
-    pub name: String,
-    pub terms: Vec<AliasTerm>,
-    pub scale: Option<f64>,
-    pub unit: Option<String>,
+pub(crate) struct PmuEvent {
+    pub(crate) name: String,
+    pub(crate) terms: Vec<AliasTerm>,
+    pub(crate) scale: Option<f64>,
+    pub(crate) unit: Option<String>,
 }
 
 /// Parses a number as perf's lexer reads one: decimal or `0x` hex.
-pub fn parse_number(text: &str) -> Option<u64> {
+pub(crate) fn parse_number(text: &str) -> Option<u64> {
     let text = text.trim();
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
@@ -204,7 +204,7 @@ pub fn parse_alias_terms(file: &Path, text: &str) -> Result<Vec<AliasTerm>> {
 /// The kernel driver a PCIe PMU's name identifies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum PcieDriver {
+pub(crate) enum PcieDriver {
     /// Upstream `dwc_pcie_pmu` (`dwc_rootport_<hex>`): payload counters in bytes.
     DwcUpstream,
     /// The downstream Yitian driver of the Yitian 710 PCIe PMU guide (`pcie_bdf_<hex>`): payload
@@ -230,7 +230,7 @@ impl PcieDriver {
 
 /// What a PCIe PMU's name and files say about where it counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PciePlace {
+pub(crate) enum PciePlace {
     /// One root port: every kernel's `dwc_rootport_<hex>` and the guide's `pcie_bdf_<hex>`
     /// hold its domain.
     RootPort { bdf: Bdf },
@@ -248,28 +248,28 @@ pub enum PciePlace {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SysfsPmu {
     pub name: String,
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The `type` perf puts in `perf_event_attr.type`.
-    pub type_id: u32,
-    pub formats: Vec<FormatField>,
-    pub events: Vec<PmuEvent>,
+    pub(crate) type_id: u32,
+    pub(crate) formats: Vec<FormatField>,
+    pub(crate) events: Vec<PmuEvent>,
     /// `cpumask` (or `cpus`): the CPUs to open on; empty when the PMU has no such file (core
     /// and software PMUs: every online CPU).
-    pub cpus: Vec<u32>,
-    pub mux_interval_ms: Option<u64>,
+    pub(crate) cpus: Vec<u32>,
+    pub(crate) mux_interval_ms: Option<u64>,
     /// The PCIe PMU driver this PMU's name identifies, when it is one.
-    pub driver: Option<PcieDriver>,
-    pub place: Option<PciePlace>,
+    pub(crate) driver: Option<PcieDriver>,
+    pub(crate) place: Option<PciePlace>,
 }
 
 impl SysfsPmu {
-    pub fn format(&self, name: &str) -> Option<&FormatField> {
+    pub(crate) fn format(&self, name: &str) -> Option<&FormatField> {
         self.formats.iter().find(|f| f.name == name)
     }
 
     /// The alias `name`, ASCII case-insensitively (the seed's `Rx_PCIe_TLP_Data_Payload` and
     /// upstream's `rx_pcie_tlp_data_payload` are one event).
-    pub fn event(&self, name: &str) -> Option<&PmuEvent> {
+    pub(crate) fn event(&self, name: &str) -> Option<&PmuEvent> {
         self.events.iter().find(|e| e.name == name).or_else(|| {
             self.events
                 .iter()
@@ -486,7 +486,7 @@ pub(crate) fn discover(root: &Path) -> Result<Vec<SysfsPmu>> {
 }
 
 /// `/proc/sys/kernel/perf_event_paranoid` under `root`, when readable.
-pub fn perf_event_paranoid(root: &Path) -> Option<i32> {
+pub(crate) fn perf_event_paranoid(root: &Path) -> Option<i32> {
     read_attribute(&root.join("proc/sys/kernel/perf_event_paranoid"))
         .ok()
         .and_then(|t| t.trim().parse().ok())

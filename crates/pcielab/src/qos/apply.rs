@@ -21,12 +21,12 @@ use crate::linux::low_bits_mask;
 /// One group as the file wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesiredGroup {
-    pub name: String,
+    pub(crate) name: String,
     /// resource → domain → value (masks resolved, MB as written).
     pub schemata: BTreeMap<String, BTreeMap<u32, u64>>,
-    pub mode: Option<String>,
-    pub tasks: Vec<u32>,
-    pub cpus: Option<CpuSet>,
+    pub(crate) mode: Option<String>,
+    pub(crate) tasks: Vec<u32>,
+    pub(crate) cpus: Option<CpuSet>,
 }
 
 /// What `apply` did or would do.
@@ -40,7 +40,7 @@ pub struct Report {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PlannedOp {
     #[serde(flatten)]
-    pub op: Op,
+    pub(crate) op: Op,
     pub shell: String,
 }
 

@@ -26,7 +26,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub fn group(&self) -> &str {
+    pub(crate) fn group(&self) -> &str {
         match self {
             Op::Mkdir { group }
             | Op::Rmdir { group }
@@ -47,7 +47,7 @@ impl Op {
     }
 
     /// The file or directory the operation touches, relative to the mount.
-    pub fn target(&self) -> Result<String> {
+    pub(crate) fn target(&self) -> Result<String> {
         let dir = self.group_ref()?.path();
         let join = |f: &str| {
             if dir.is_empty() {

@@ -151,7 +151,7 @@ impl L3Cache {
     }
 
     /// Lines the domain holds.
-    pub fn lines(&self) -> usize {
+    pub(crate) fn lines(&self) -> usize {
         self.sets * self.ways
     }
 

@@ -22,9 +22,9 @@ use super::workload::{AccessStream, Pattern, Workload};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct EngineConfig {
     /// Simulate 1 in `sample` cache sets (footprints shrink by the same factor).
-    pub sample: u32,
+    pub(crate) sample: u32,
     /// Accesses per step and domain, in multiples of the simulated cache's lines.
-    pub turnover: f64,
+    pub(crate) turnover: f64,
 }
 
 impl Default for EngineConfig {
@@ -51,31 +51,31 @@ struct Thread {
 
 /// One thread's outcome over a step.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ThreadStep {
-    pub pid: u32,
-    pub cpu: u32,
-    pub rmid: u32,
+pub(crate) struct ThreadStep {
+    pub(crate) pid: u32,
+    pub(crate) cpu: u32,
+    pub(crate) rmid: u32,
     /// L3 accesses per second.
-    pub rate: f64,
-    pub hit_ratio: f64,
+    pub(crate) rate: f64,
+    pub(crate) hit_ratio: f64,
     /// Average time one access takes as the program sees it (throttling included).
-    pub latency_ns: f64,
+    pub(crate) latency_ns: f64,
     /// Operations per second (services only).
-    pub ops_per_s: f64,
+    pub(crate) ops_per_s: f64,
 }
 
 /// One step's outcome.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Step {
-    pub dt_s: f64,
-    pub threads: Vec<ThreadStep>,
+    pub(crate) dt_s: f64,
+    pub(crate) threads: Vec<ThreadStep>,
     /// (rmid, L3 domain) → bytes allocated now.
-    pub occupancy: BTreeMap<(u32, u32), u64>,
+    pub(crate) occupancy: BTreeMap<(u32, u32), u64>,
     /// (rmid, L3 domain) → bytes really read from memory during the step, and of those the
     /// bytes from the domain's own node.
-    pub traffic: BTreeMap<(u32, u32), (f64, f64)>,
+    pub(crate) traffic: BTreeMap<(u32, u32), (f64, f64)>,
     /// Memory node → utilisation.
-    pub utilisation: Vec<f64>,
+    pub(crate) utilisation: Vec<f64>,
 }
 
 impl Step {
@@ -98,7 +98,7 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    pub fn new(preset: &'static Preset, config: EngineConfig) -> Engine {
+    pub(crate) fn new(preset: &'static Preset, config: EngineConfig) -> Engine {
         let lines = preset.l3_bytes / 64 / config.sample.max(1) as u64;
         let sets = (lines / preset.l3_ways as u64).max(1) as usize;
         Engine {
@@ -160,7 +160,7 @@ impl Engine {
     }
 
     /// Advance by `dt_s` seconds under the allocation in `rs`.
-    pub fn step(&mut self, rs: &Resctrl, dt_s: f64) -> Step {
+    pub(crate) fn step(&mut self, rs: &Resctrl, dt_s: f64) -> Step {
         let l3_name = if rs.info.cdp() { "L3DATA" } else { "L3" };
         let full = self.preset.cbm_mask();
         // (group index, rmid, L3 mask, MB percent) per thread.

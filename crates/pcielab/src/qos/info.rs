@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheResource {
     /// The schemata name: `L3`, `L3CODE`, `L3DATA`, `L2`.
-    pub name: String,
+    pub(crate) name: String,
     pub num_closids: u32,
     pub cbm_mask: u64,
     pub min_cbm_bits: u32,
@@ -18,7 +18,7 @@ pub struct CacheResource {
     /// Cache ids, one per domain.
     pub domains: Vec<u32>,
     /// Bytes of one domain's cache, used for the group's `size` file (0 when unknown).
-    pub cache_bytes: u64,
+    pub(crate) cache_bytes: u64,
 }
 
 impl CacheResource {
@@ -31,12 +31,12 @@ impl CacheResource {
 /// The memory bandwidth allocation resource (`info/MB`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MbResource {
-    pub num_closids: u32,
+    pub(crate) num_closids: u32,
     pub min_bandwidth: u32,
     pub bandwidth_gran: u32,
     pub delay_linear: bool,
-    pub thread_throttle_mode: String,
-    pub domains: Vec<u32>,
+    pub(crate) thread_throttle_mode: String,
+    pub(crate) domains: Vec<u32>,
 }
 
 /// The monitoring resource (`info/L3_MON`).
@@ -47,7 +47,7 @@ pub struct MonResource {
     pub mon_features: Vec<String>,
     /// MPAM: monitor ids are (PARTID, PMG) pairs, so each control group owns only this many of
     /// the RMIDs (itself plus its monitor groups). `None` on x86, where RMIDs are one global pool.
-    pub rmids_per_closid: Option<u32>,
+    pub(crate) rmids_per_closid: Option<u32>,
 }
 
 /// Everything under `info/`.
@@ -66,12 +66,12 @@ pub struct Info {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelRules {
     /// The kernel release the rules were detected from (`6.1.0-18-amd64`), empty when assumed.
-    pub release: String,
+    pub(crate) release: String,
     /// Since 6.7 one write to `tasks` may carry a comma-separated list; before, one pid only.
     pub pid_lists: bool,
     /// Since 6.12 an unparsable MB value is "Invalid MB value …" (was "Non-decimal digit in MB
     /// value …") and values beyond u32 are unparsable rather than out of range.
-    pub invalid_mb_message: bool,
+    pub(crate) invalid_mb_message: bool,
 }
 
 impl Default for KernelRules {
@@ -108,7 +108,7 @@ impl Info {
     }
 
     /// CDP is on when the L3 resource is split into code and data halves.
-    pub fn cdp(&self) -> bool {
+    pub(crate) fn cdp(&self) -> bool {
         self.cache("L3CODE").is_some()
     }
 

@@ -4,7 +4,7 @@
 pub mod apply;
 pub mod backend;
 pub mod cache;
-pub mod engine;
+pub(crate) mod engine;
 pub mod host;
 pub mod info;
 pub mod monitor;

@@ -15,38 +15,38 @@ pub(crate) const SIM_KERNEL_RELEASE: &str = "6.11";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Preset {
     pub name: &'static str,
-    pub description: &'static str,
+    pub(crate) description: &'static str,
     /// The document its numbers come from, by title (docs/sources.md), for `pcielab presets`.
-    pub source: &'static str,
+    pub(crate) source: &'static str,
     /// NUMA nodes; each has one L3 domain (cache id = node id), one memory controller group and
     /// one MB domain.
-    pub nodes: u32,
-    pub cpus_per_node: u32,
+    pub(crate) nodes: u32,
+    pub(crate) cpus_per_node: u32,
     pub l3_bytes: u64,
     pub l3_ways: u32,
     pub l3_hit_ns: f64,
     /// Unloaded DRAM latency seen by a core.
     pub mem_idle_ns: f64,
     /// How fast latency grows with utilisation u: idle × (1 + k·u/(1−u)).
-    pub mem_queue_k: f64,
+    pub(crate) mem_queue_k: f64,
     /// Bandwidth a node's memory can actually deliver (GB/s, 1e9 bytes/s).
     pub node_peak_gbps: f64,
     /// The bandwidth an MB setting of 100 % stands for (GB/s).
     pub mb_reference_gbps: f64,
     /// Misses one core keeps in flight while streaming (line fill buffers plus prefetch).
     pub core_outstanding: f64,
-    pub num_closids: u32,
-    pub mb_num_closids: u32,
-    pub min_cbm_bits: u32,
-    pub shareable_bits: u64,
-    pub sparse_masks: bool,
-    pub mb_min: u32,
-    pub mb_gran: u32,
-    pub num_rmids: u32,
-    pub rmids_per_closid: Option<u32>,
-    pub mbm_local: bool,
+    pub(crate) num_closids: u32,
+    pub(crate) mb_num_closids: u32,
+    pub(crate) min_cbm_bits: u32,
+    pub(crate) shareable_bits: u64,
+    pub(crate) sparse_masks: bool,
+    pub(crate) mb_min: u32,
+    pub(crate) mb_gran: u32,
+    pub(crate) num_rmids: u32,
+    pub(crate) rmids_per_closid: Option<u32>,
+    pub(crate) mbm_local: bool,
     /// What the bandwidth monitor reports per byte that really moved.
-    pub mbm_scale: f64,
+    pub(crate) mbm_scale: f64,
 }
 
 pub const MPAM_SEED: Preset = Preset {
@@ -133,7 +133,7 @@ impl Preset {
             })
     }
 
-    pub fn cbm_mask(&self) -> u64 {
+    pub(crate) fn cbm_mask(&self) -> u64 {
         (1u64 << self.l3_ways) - 1
     }
 

@@ -15,13 +15,13 @@ use crate::linux::low_bits_mask;
 /// A group's `mode` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Mode {
+pub(crate) enum Mode {
     Shareable,
     Exclusive,
 }
 
 impl Mode {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::Shareable => "shareable",
             Mode::Exclusive => "exclusive",
@@ -34,8 +34,8 @@ impl Mode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupRef {
     /// Control group name; empty for the root.
-    pub ctrl: String,
-    pub mon: Option<String>,
+    pub(crate) ctrl: String,
+    pub(crate) mon: Option<String>,
 }
 
 impl GroupRef {
@@ -84,7 +84,7 @@ impl GroupRef {
     }
 
     /// The directory of this group relative to the mount.
-    pub fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         let mut p = self.ctrl.clone();
         if let Some(m) = &self.mon {
             if !p.is_empty() {
@@ -112,18 +112,18 @@ impl std::fmt::Display for GroupRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MonGroup {
     pub name: String,
-    pub rmid: u32,
+    pub(crate) rmid: u32,
     pub tasks: BTreeSet<u32>,
-    pub cpus: CpuSet,
+    pub(crate) cpus: CpuSet,
 }
 
 /// A control group (the root has an empty name, CLOSID 0 and RMID 0).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CtrlGroup {
-    pub name: String,
+    pub(crate) name: String,
     pub closid: u32,
     pub rmid: u32,
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     pub schemata: Schemata,
     /// Tasks whose monitor id is this group's own (tasks in its monitor groups are listed there).
     pub tasks: BTreeSet<u32>,
@@ -148,8 +148,8 @@ impl CtrlGroup {
 pub struct Resctrl {
     pub info: Info,
     /// The root first.
-    pub groups: Vec<CtrlGroup>,
-    pub online_cpus: CpuSet,
+    pub(crate) groups: Vec<CtrlGroup>,
+    pub(crate) online_cpus: CpuSet,
     pub last_cmd_status: String,
 }
 

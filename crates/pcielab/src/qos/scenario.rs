@@ -20,33 +20,33 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
-    pub name: String,
-    pub title: String,
+    pub(crate) name: String,
+    pub(crate) title: String,
     /// `sim:PRESET`.
-    pub machine: String,
+    pub(crate) machine: String,
     /// The seed's section and commands this reproduces.
     #[serde(default)]
     pub seed: String,
-    pub x_label: String,
-    pub y_label: String,
+    pub(crate) x_label: String,
+    pub(crate) y_label: String,
     #[serde(default)]
-    pub y2_label: Option<String>,
+    pub(crate) y2_label: Option<String>,
     /// How a point's x is derived: `ways` (bits set in the value, read as a hex mask), `value`
     /// (the value as a number) or `time` (seconds; timelines).
-    pub x: XFrom,
+    pub(crate) x: XFrom,
     /// Sweeps: seconds measured per value (after the model's warm-up).
     #[serde(default = "default_measure")]
-    pub measure_s: f64,
+    pub(crate) measure_s: f64,
     /// Timelines: total length.
     #[serde(default)]
-    pub duration_s: f64,
+    pub(crate) duration_s: f64,
     #[serde(default = "default_step")]
-    pub step_s: f64,
+    pub(crate) step_s: f64,
     #[serde(default)]
-    pub sample: Option<u32>,
+    pub(crate) sample: Option<u32>,
     #[serde(default)]
-    pub turnover: Option<f64>,
-    pub series: Vec<Series>,
+    pub(crate) turnover: Option<f64>,
+    pub(crate) series: Vec<Series>,
 }
 
 fn default_measure() -> f64 {
@@ -59,7 +59,7 @@ fn default_step() -> f64 {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum XFrom {
+pub(crate) enum XFrom {
     Ways,
     Value,
     Time,
@@ -68,64 +68,64 @@ pub enum XFrom {
 /// One curve family: a setup run once per value.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Series {
+pub(crate) struct Series {
     #[serde(default)]
-    pub values: Vec<String>,
+    pub(crate) values: Vec<String>,
     #[serde(default)]
-    pub groups: Vec<GroupSetup>,
-    pub jobs: Vec<JobSetup>,
-    pub metrics: Vec<Metric>,
+    pub(crate) groups: Vec<GroupSetup>,
+    pub(crate) jobs: Vec<JobSetup>,
+    pub(crate) metrics: Vec<Metric>,
     #[serde(default)]
-    pub events: Vec<Event>,
+    pub(crate) events: Vec<Event>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GroupSetup {
-    pub name: String,
+pub(crate) struct GroupSetup {
+    pub(crate) name: String,
     #[serde(default)]
-    pub schemata: Option<String>,
+    pub(crate) schemata: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct JobSetup {
-    pub name: String,
-    pub command: String,
+pub(crate) struct JobSetup {
+    pub(crate) name: String,
+    pub(crate) command: String,
     #[serde(default)]
-    pub group: Option<String>,
+    pub(crate) group: Option<String>,
 }
 
 /// A schemata change during a timeline.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Event {
-    pub at_s: f64,
-    pub group: String,
-    pub schemata: String,
+pub(crate) struct Event {
+    pub(crate) at_s: f64,
+    pub(crate) group: String,
+    pub(crate) schemata: String,
 }
 
 /// What to plot.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Metric {
-    pub label: String,
-    pub kind: MetricKind,
+pub(crate) struct Metric {
+    pub(crate) label: String,
+    pub(crate) kind: MetricKind,
     #[serde(default)]
-    pub group: Option<String>,
+    pub(crate) group: Option<String>,
     #[serde(default)]
-    pub job: Option<String>,
+    pub(crate) job: Option<String>,
     /// Domains summed (default: all).
     #[serde(default)]
-    pub domains: Option<Vec<u32>>,
+    pub(crate) domains: Option<Vec<u32>>,
     /// Plot against the right-hand axis.
     #[serde(default)]
-    pub right_axis: bool,
+    pub(crate) right_axis: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum MetricKind {
+pub(crate) enum MetricKind {
     /// A group's `llc_occupancy` (KiB), control group including its monitor groups.
     Occupancy,
     /// The capacity a group's masks allow (KiB): ways × way size.
@@ -143,9 +143,9 @@ pub enum MetricKind {
 /// One plotted line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Line {
-    pub label: String,
-    pub kind: MetricKind,
-    pub right_axis: bool,
+    pub(crate) label: String,
+    pub(crate) kind: MetricKind,
+    pub(crate) right_axis: bool,
     /// (x, y) in x order.
     pub points: Vec<(f64, f64)>,
 }
@@ -160,15 +160,15 @@ impl Line {
 /// A finished run.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outcome {
-    pub name: String,
-    pub title: String,
-    pub machine: String,
-    pub x_label: String,
-    pub y_label: String,
-    pub y2_label: Option<String>,
+    pub(crate) name: String,
+    pub(crate) title: String,
+    pub(crate) machine: String,
+    pub(crate) x_label: String,
+    pub(crate) y_label: String,
+    pub(crate) y2_label: Option<String>,
     pub lines: Vec<Line>,
     /// Timelines: (time, what changed) for each event.
-    pub markers: Vec<(f64, String)>,
+    pub(crate) markers: Vec<(f64, String)>,
     /// Host wall-clock seconds the simulation took.
     pub wall_s: f64,
 }

@@ -50,7 +50,7 @@ impl Rejection {
     }
 
     /// Append a line the way `rdt_last_cmd_printf` accumulates messages.
-    pub fn then(mut self, line: impl Into<String>) -> Rejection {
+    pub(crate) fn then(mut self, line: impl Into<String>) -> Rejection {
         if !self.status.is_empty() {
             self.status.push('\n');
         }
@@ -82,19 +82,19 @@ impl fmt::Display for Rejection {
 /// percentage for MB).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchemaLine {
-    pub resource: String,
-    pub values: BTreeMap<u32, u64>,
+    pub(crate) resource: String,
+    pub(crate) values: BTreeMap<u32, u64>,
 }
 
 /// A group's whole schemata, lines in the kernel's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schemata {
-    pub lines: Vec<SchemaLine>,
+    pub(crate) lines: Vec<SchemaLine>,
 }
 
 impl Schemata {
     /// What a new root group shows: every mask full, every MB value at 100.
-    pub fn defaults(info: &Info) -> Schemata {
+    pub(crate) fn defaults(info: &Info) -> Schemata {
         let mut lines: Vec<SchemaLine> = info
             .caches
             .iter()

@@ -32,19 +32,19 @@ pub struct MonCounter {
     pub domain: u32,
     pub llc_occupancy: u64,
     pub mbm_total_bytes: u64,
-    pub mbm_local_bytes: u64,
+    pub(crate) mbm_local_bytes: u64,
 }
 
 /// Everything a state file holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimState {
     /// Preset name.
-    pub machine: String,
+    pub(crate) machine: String,
     pub resctrl: Resctrl,
     /// pid → command line of each simulated process.
-    pub processes: BTreeMap<u32, String>,
-    pub next_pid: u32,
-    pub clock_s: f64,
+    pub(crate) processes: BTreeMap<u32, String>,
+    pub(crate) next_pid: u32,
+    pub(crate) clock_s: f64,
     pub counters: Vec<MonCounter>,
 }
 
@@ -161,7 +161,7 @@ const WARMUP_STEPS: usize = 12;
 
 /// A simulated resctrl machine (MPAM/RDT): its processes, groups and cache/bandwidth engine; the PCIe traffic side is `sim::SimulatedPcie`.
 pub struct SimulatedResctrl {
-    pub preset: &'static Preset,
+    pub(crate) preset: &'static Preset,
     pub state: SimState,
     path: Option<PathBuf>,
     engine: Option<Engine>,
@@ -196,7 +196,7 @@ impl SimulatedResctrl {
     /// [`QosBackend::save`]). Only a path with nothing at it starts a fresh machine: a dangling
     /// or looping link, or a path that cannot be looked at, is bad input like any unreadable
     /// state file.
-    pub fn open(
+    pub(crate) fn open(
         preset: &'static Preset,
         state: Option<&Path>,
         cdp: bool,

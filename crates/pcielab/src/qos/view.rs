@@ -11,37 +11,37 @@ use super::resctrl::Resctrl;
 /// `qos show --json`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ShowView {
-    pub machine: String,
-    pub info: Info,
+    pub(crate) machine: String,
+    pub(crate) info: Info,
     /// Cache resource → `bit_usage` text.
-    pub bit_usage: BTreeMap<String, String>,
-    pub last_cmd_status: String,
-    pub groups: Vec<GroupView>,
+    pub(crate) bit_usage: BTreeMap<String, String>,
+    pub(crate) last_cmd_status: String,
+    pub(crate) groups: Vec<GroupView>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct GroupView {
+pub(crate) struct GroupView {
     /// `/` for the root.
-    pub name: String,
-    pub closid: u32,
-    pub rmid: u32,
-    pub mode: String,
+    pub(crate) name: String,
+    pub(crate) closid: u32,
+    pub(crate) rmid: u32,
+    pub(crate) mode: String,
     /// The schemata file, one string per line.
-    pub schemata: Vec<String>,
-    pub size: Vec<String>,
-    pub tasks: Vec<u32>,
+    pub(crate) schemata: Vec<String>,
+    pub(crate) size: Vec<String>,
+    pub(crate) tasks: Vec<u32>,
     /// The `cpus` file: hex mask words, most significant first.
-    pub cpus: String,
-    pub cpus_list: String,
-    pub mon_groups: Vec<MonGroupView>,
+    pub(crate) cpus: String,
+    pub(crate) cpus_list: String,
+    pub(crate) mon_groups: Vec<MonGroupView>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct MonGroupView {
-    pub name: String,
-    pub rmid: u32,
-    pub tasks: Vec<u32>,
-    pub cpus_list: String,
+pub(crate) struct MonGroupView {
+    pub(crate) name: String,
+    pub(crate) rmid: u32,
+    pub(crate) tasks: Vec<u32>,
+    pub(crate) cpus_list: String,
 }
 
 pub fn show(machine: &str, rs: &Resctrl) -> ShowView {
@@ -182,13 +182,13 @@ impl ShowView {
 /// One row of `qos monitor`.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MonitorRow {
-    pub group: String,
-    pub domain: u32,
+    pub(crate) group: String,
+    pub(crate) domain: u32,
     /// `llc_occupancy` now, KiB.
-    pub llc_occupancy_kib: Option<f64>,
+    pub(crate) llc_occupancy_kib: Option<f64>,
     /// `mbm_total_bytes` rate over the interval, MB/s (10^6 bytes/s).
-    pub mbm_total_mbps: Option<f64>,
-    pub mbm_local_mbps: Option<f64>,
+    pub(crate) mbm_total_mbps: Option<f64>,
+    pub(crate) mbm_local_mbps: Option<f64>,
 }
 
 /// `qos monitor --json`: every interval's rows.
@@ -198,7 +198,11 @@ pub struct MonitorDocument {
 }
 
 /// Turn two readings `seconds` apart into rates.
-pub fn monitor_rows(before: &[MonReading], after: &[MonReading], seconds: f64) -> Vec<MonitorRow> {
+pub(crate) fn monitor_rows(
+    before: &[MonReading],
+    after: &[MonReading],
+    seconds: f64,
+) -> Vec<MonitorRow> {
     let rate = |a: Option<u64>, b: Option<u64>| match (a, b) {
         (Some(a), Some(b)) if seconds > 0.0 => Some(b.saturating_sub(a) as f64 / seconds / 1e6),
         _ => None,

@@ -37,19 +37,19 @@ pub enum Pattern {
 /// A program as launched: what it runs, on how many threads, where.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Workload {
-    pub command: String,
-    pub pattern: Pattern,
-    pub threads: u32,
+    pub(crate) command: String,
+    pub(crate) pattern: Pattern,
+    pub(crate) threads: u32,
     /// CPUs threads are placed on, round-robin.
-    pub cpus: Vec<u32>,
+    pub(crate) cpus: Vec<u32>,
     /// Threads are spread evenly over `cpus` instead of filling them from the first: for
     /// programs that keep moving between the allowed CPUs, where the time average is what the
     /// caches see.
-    pub spread: bool,
+    pub(crate) spread: bool,
     /// Memory node (`numactl -m`); `None` is first touch: the node of the thread's CPU.
-    pub mem_node: Option<u32>,
+    pub(crate) mem_node: Option<u32>,
     /// Misses one thread keeps in flight.
-    pub mlp: f64,
+    pub(crate) mlp: f64,
 }
 
 impl Workload {

@@ -31,7 +31,7 @@ pub enum Kind {
 
 impl Kind {
     /// The command whose `--json` output this is.
-    pub fn command(self) -> &'static str {
+    pub(crate) fn command(self) -> &'static str {
         match self {
             Kind::Stat => "pcielab stat --json",
             Kind::Model => "pcielab model --json",
@@ -142,7 +142,7 @@ impl Document {
     }
 
     /// Reads `value` as a document of `kind`, naming the field that does not fit.
-    pub fn of_kind(origin: &str, kind: Kind, value: Value) -> Result<Document> {
+    pub(crate) fn of_kind(origin: &str, kind: Kind, value: Value) -> Result<Document> {
         Ok(match kind {
             Kind::Stat => Document::Stat(read_as(origin, kind, value)?),
             Kind::Model => Document::Model(read_as(origin, kind, value)?),
@@ -160,7 +160,7 @@ impl Document {
         Document::parse(&path.display().to_string(), &text)
     }
 
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         match self {
             Document::Stat(_) => Kind::Stat,
             Document::Model(_) => Kind::Model,

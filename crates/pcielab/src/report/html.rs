@@ -38,7 +38,7 @@ pub struct ResultFile {
 }
 
 /// `&`, `<`, `>` and quotes as HTML entities.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

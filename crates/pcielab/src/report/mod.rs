@@ -6,4 +6,4 @@
 pub mod any;
 pub mod document;
 pub mod html;
-pub mod schema;
+pub(crate) mod schema;

@@ -31,7 +31,7 @@ use crate::topology::p2p::Report as P2pReport;
 use crate::topology::render::TopologyJson;
 
 /// Every document kind that has a schema, with it.
-pub fn documents() -> Vec<(&'static str, Schema)> {
+pub(crate) fn documents() -> Vec<(&'static str, Schema)> {
     vec![
         document::<SizeSweep>("model", "pcielab model --json"),
         document::<FitReport>("fit", "pcielab fit --json"),

@@ -11,13 +11,16 @@ use crate::pcie::Bdf;
 use crate::pmu::catalog::edit_distance;
 
 /// A TOML table with the name it is known by in messages (e.g. `[function.device] of 0000:04:00.0`).
-pub struct Table<'a> {
-    pub what: String,
-    pub map: &'a BTreeMap<String, toml::Value>,
+pub(crate) struct Table<'a> {
+    pub(crate) what: String,
+    pub(crate) map: &'a BTreeMap<String, toml::Value>,
 }
 
 impl<'a> Table<'a> {
-    pub fn new(what: impl Into<String>, map: &'a BTreeMap<String, toml::Value>) -> Table<'a> {
+    pub(crate) fn new(
+        what: impl Into<String>,
+        map: &'a BTreeMap<String, toml::Value>,
+    ) -> Table<'a> {
         Table {
             what: what.into(),
             map,
@@ -33,7 +36,7 @@ impl<'a> Table<'a> {
     }
 
     /// A positive (or zero when `allow_zero`) number; integers are accepted for floats.
-    pub fn number(&self, key: &str, default: f64, allow_zero: bool) -> Result<f64> {
+    pub(crate) fn number(&self, key: &str, default: f64, allow_zero: bool) -> Result<f64> {
         let Some(value) = self.map.get(key) else {
             return Ok(default);
         };
@@ -57,7 +60,7 @@ impl<'a> Table<'a> {
     }
 
     /// A positive integer at most `max` (what the hardware's field can hold).
-    pub fn integer(&self, key: &str, default: u64, max: u64) -> Result<u64> {
+    pub(crate) fn integer(&self, key: &str, default: u64, max: u64) -> Result<u64> {
         match self.map.get(key) {
             None => Ok(default),
             Some(toml::Value::Integer(i)) => u64::try_from(*i)
@@ -68,7 +71,7 @@ impl<'a> Table<'a> {
         }
     }
 
-    pub fn string(&self, key: &str) -> Result<Option<&'a str>> {
+    pub(crate) fn string(&self, key: &str) -> Result<Option<&'a str>> {
         match self.map.get(key) {
             None => Ok(None),
             Some(toml::Value::String(s)) => Ok(Some(s.as_str())),
@@ -122,7 +125,7 @@ impl<'a> Table<'a> {
         Ok(())
     }
 
-    pub fn only(&self, known: &[&str]) -> Result<()> {
+    pub(crate) fn only(&self, known: &[&str]) -> Result<()> {
         let unknown: Vec<&str> = self
             .map
             .keys()
@@ -148,23 +151,23 @@ pub struct SimConfig {
     /// Directory relative fio filenames start from (the seed ran in /home/user).
     pub cwd: String,
     /// Mount point -> block device (`/dev/sda4`) or PCI address of the device holding it.
-    pub mounts: Vec<(String, String)>,
+    pub(crate) mounts: Vec<(String, String)>,
     /// Block device name -> the PCI function behind it (`/dev/sda` = "0000:04:00.0").
-    pub block_devices: Vec<(String, Bdf)>,
+    pub(crate) block_devices: Vec<(String, Bdf)>,
     /// Clock of the PMU's time-based residency counters, MHz.
     pub pmu_clock_mhz: f64,
     /// Clock of the `L1_AUX` residency counter, MHz.
-    pub aux_clock_mhz: f64,
+    pub(crate) aux_clock_mhz: f64,
     /// Bit-error rate injected on every link (LCRC errors, Naks, replays); 0 = none.
     pub ber: f64,
     /// Extra round-trip latency per switch on the path, ns.
-    pub switch_latency_ns: f64,
+    pub(crate) switch_latency_ns: f64,
     /// Idle time before a link enters L0s / L1 when ASPM enables them, ns.
-    pub l0s_idle_ns: f64,
+    pub(crate) l0s_idle_ns: f64,
     pub l1_idle_ns: f64,
     /// The NUMA node whose CPUs take each function's interrupts (its IRQs' effective
     /// affinity); a function not listed takes them where the kernel puts them, costing nothing.
-    pub irq_nodes: BTreeMap<Bdf, i32>,
+    pub(crate) irq_nodes: BTreeMap<Bdf, i32>,
 }
 
 impl Default for SimConfig {

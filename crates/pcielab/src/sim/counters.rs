@@ -17,23 +17,23 @@ use super::{SimRun, SimulatedPcie};
 /// Time spent and transitions made in link power states up to some time.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) struct Residency {
-    pub l0_ns: f64,
-    pub l0s_ns: f64,
-    pub l1_ns: f64,
-    pub l0s_entries: u64,
-    pub l1_entries: u64,
-    pub l1_exits: u64,
+    pub(crate) l0_ns: f64,
+    pub(crate) l0s_ns: f64,
+    pub(crate) l1_ns: f64,
+    pub(crate) l0s_entries: u64,
+    pub(crate) l1_entries: u64,
+    pub(crate) l1_exits: u64,
 }
 
 /// Link errors injected at the configured bit-error rate, seen from the root port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Errors {
     /// Received TLPs with an LCRC error (each Nak'ed and replayed by the device).
-    pub rx_bad_tlps: u64,
+    pub(crate) rx_bad_tlps: u64,
     /// Received DLLPs with a CRC error.
-    pub rx_bad_dllps: u64,
+    pub(crate) rx_bad_dllps: u64,
     /// Transmitted TLPs the device found bad (Nak'ed; replayed by the root port).
-    pub tx_bad_tlps: u64,
+    pub(crate) tx_bad_tlps: u64,
 }
 
 impl SimRun {
@@ -239,8 +239,8 @@ impl SimRun {
 /// The simulator as a counter backend: runs the workload, then plays perf's multiplexing over
 /// the simulated counters.
 pub struct SimBackend<'m> {
-    pub machine: &'m SimulatedPcie,
-    pub workload: Workload,
+    pub(crate) machine: &'m SimulatedPcie,
+    pub(crate) workload: Workload,
     pmus: Vec<PmuDevice>,
     /// The finished run, after [`CounterBackend::count`].
     pub run: Option<SimRun>,

@@ -16,49 +16,49 @@ use crate::topology::Function;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ahci {
     /// SATA line rate, Gb/s (6.0 for SATA 6 Gb/s); 8b/10b coded.
-    pub sata_gbps: f64,
+    pub(crate) sata_gbps: f64,
     /// Native Command Queuing depth of the disk.
-    pub ncq_depth: u32,
+    pub(crate) ncq_depth: u32,
     /// Link-layer handshake per FIS: X_RDY/R_RDY before it, R_IP/R_OK after it, ns.
-    pub fis_turnaround_ns: f64,
+    pub(crate) fis_turnaround_ns: f64,
     /// The SSD's internal read bandwidth from NAND, MB/s.
-    pub media_read_mbps: f64,
+    pub(crate) media_read_mbps: f64,
     /// The SSD's sustained NAND program bandwidth, MB/s.
-    pub program_mbps: f64,
-    pub read_latency_us: f64,
-    pub write_latency_us: f64,
+    pub(crate) program_mbps: f64,
+    pub(crate) read_latency_us: f64,
+    pub(crate) write_latency_us: f64,
     /// Largest scatter-gather segment the block layer hands the driver (one PRD entry each).
-    pub prd_segment_bytes: u64,
-    pub capacity_bytes: Option<u64>,
+    pub(crate) prd_segment_bytes: u64,
+    pub(crate) capacity_bytes: Option<u64>,
 }
 
 /// An NVMe SSD.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Nvme {
-    pub read_mbps: f64,
-    pub write_mbps: f64,
-    pub read_iops: f64,
-    pub write_iops: f64,
-    pub read_latency_us: f64,
-    pub write_latency_us: f64,
+    pub(crate) read_mbps: f64,
+    pub(crate) write_mbps: f64,
+    pub(crate) read_iops: f64,
+    pub(crate) write_iops: f64,
+    pub(crate) read_latency_us: f64,
+    pub(crate) write_latency_us: f64,
     /// Commands the controller works on at once (I/O queue depth × queues it serves).
-    pub queue_depth: u32,
-    pub capacity_bytes: Option<u64>,
+    pub(crate) queue_depth: u32,
+    pub(crate) capacity_bytes: Option<u64>,
 }
 
 /// One port of a network adapter (one PCI function per port, as ConnectX-5 has).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Nic {
     /// Ethernet line rate, Gb/s, each direction.
-    pub line_gbps: f64,
+    pub(crate) line_gbps: f64,
     /// Bytes of the completion entry the NIC writes per frame (mlx5 CQE: 64).
-    pub completion_bytes: u64,
+    pub(crate) completion_bytes: u64,
     /// Bytes of a descriptor the NIC fetches per frame.
-    pub descriptor_bytes: u64,
+    pub(crate) descriptor_bytes: u64,
     /// Frames per interrupt (interrupt moderation) and per doorbell.
-    pub frames_per_interrupt: u64,
+    pub(crate) frames_per_interrupt: u64,
     /// Descriptors per ring: frames in flight.
-    pub ring_entries: u64,
+    pub(crate) ring_entries: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -181,7 +181,7 @@ impl Device {
     }
 
     /// A block device's view for fio, or `None` for devices fio cannot target.
-    pub fn block(&self) -> Option<&dyn BlockDevice> {
+    pub(crate) fn block(&self) -> Option<&dyn BlockDevice> {
         match self {
             Device::Ahci(a) => Some(a),
             Device::Nvme(n) => Some(n),
@@ -232,7 +232,7 @@ impl Nic {
 }
 
 /// What the simulator needs from a device fio can target.
-pub trait BlockDevice {
+pub(crate) trait BlockDevice {
     /// Time one I/O of `bs` bytes occupies the device's bottleneck, ns.
     fn service_ns(&self, read: bool, bs: u64) -> f64;
     /// Media access latency before data moves, ns.

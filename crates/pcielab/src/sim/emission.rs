@@ -40,7 +40,7 @@ fn fixed(value: f64) -> u128 {
 
 impl Emission {
     /// The emission of `total` TLPs, `tlps_per_io` of them per I/O of `progress`.
-    pub fn new(progress: &Progress, tlps_per_io: f64, total: u64) -> Emission {
+    pub(crate) fn new(progress: &Progress, tlps_per_io: f64, total: u64) -> Emission {
         let mut pieces: Vec<Piece> = Vec::new();
         // A piece never starts below where the previous one got to: rounding each piece's start
         // independently must not make the count go back.
@@ -94,7 +94,7 @@ impl Emission {
     }
 
     /// TLPs emitted by `t_ns`.
-    pub fn emitted(&self, t_ns: u64) -> u64 {
+    pub(crate) fn emitted(&self, t_ns: u64) -> u64 {
         if t_ns >= self.end_ns {
             return self.total;
         }

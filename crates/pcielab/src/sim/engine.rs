@@ -12,11 +12,11 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Demand {
     /// Bytes one I/O moves: flows share bottlenecks in equal bytes per second.
-    pub bytes_per_io: f64,
+    pub(crate) bytes_per_io: f64,
     /// (resource, amount of it one I/O uses): device time in ns, link wire bytes.
-    pub usage: Vec<(usize, f64)>,
+    pub(crate) usage: Vec<(usize, f64)>,
     /// The most I/Os per ns the flow can sustain on its own.
-    pub cap: f64,
+    pub(crate) cap: f64,
 }
 
 /// Max-min fair rates (I/Os per ns) by progressive filling: every unfrozen flow's byte rate
@@ -77,16 +77,16 @@ pub(crate) fn waterfill(demands: &[Demand], capacity: &[f64]) -> Vec<f64> {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Progress {
     /// (start ns, end ns, I/Os done at start, I/Os per ns).
-    pub segments: Vec<(f64, f64, f64, f64)>,
-    pub total_ios: u64,
+    pub(crate) segments: Vec<(f64, f64, f64, f64)>,
+    pub(crate) total_ios: u64,
 }
 
 impl Progress {
-    pub fn start(&self) -> f64 {
+    pub(crate) fn start(&self) -> f64 {
         self.segments.first().map_or(0.0, |s| s.0)
     }
 
-    pub fn end(&self) -> f64 {
+    pub(crate) fn end(&self) -> f64 {
         self.segments.last().map_or(0.0, |s| s.1)
     }
 
@@ -111,13 +111,13 @@ impl Progress {
 /// A flow to run: what it needs and when it stops.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FlowSpec {
-    pub demand: Demand,
+    pub(crate) demand: Demand,
     /// I/Os to complete (`size=`), if bounded.
-    pub ios: Option<u64>,
+    pub(crate) ios: Option<u64>,
     /// Stop issuing this long after the start (`runtime=`), then drain what is in flight.
-    pub deadline_ns: Option<f64>,
+    pub(crate) deadline_ns: Option<f64>,
     /// I/Os in flight when it stops issuing: they still complete.
-    pub outstanding: u64,
+    pub(crate) outstanding: u64,
 }
 
 /// Runs flows that start together at `start_ns` until all complete; returns their progress.

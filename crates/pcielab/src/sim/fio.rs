@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 /// fio's `rw=` access pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Rw {
+pub(crate) enum Rw {
     Read,
     Write,
     RandRead,
@@ -63,25 +63,25 @@ pub(crate) const MAX_JOBS: u32 = 4096;
 
 /// One fio job (each of `numjobs` clones runs it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Job {
-    pub name: String,
-    pub filename: Option<String>,
-    pub rw: Rw,
-    pub rwmixread: u8,
+pub(crate) struct Job {
+    pub(crate) name: String,
+    pub(crate) filename: Option<String>,
+    pub(crate) rw: Rw,
+    pub(crate) rwmixread: u8,
     /// Block size in bytes.
-    pub bs: u64,
+    pub(crate) bs: u64,
     /// Bytes each clone transfers (`size=`); `None`: the file or device size.
-    pub size: Option<u64>,
-    pub numjobs: u32,
-    pub iodepth: u32,
-    pub ioengine: String,
-    pub direct: bool,
-    pub time_based: bool,
-    pub runtime_ns: Option<u64>,
-    pub group_reporting: bool,
-    pub thread: bool,
+    pub(crate) size: Option<u64>,
+    pub(crate) numjobs: u32,
+    pub(crate) iodepth: u32,
+    pub(crate) ioengine: String,
+    pub(crate) direct: bool,
+    pub(crate) time_based: bool,
+    pub(crate) runtime_ns: Option<u64>,
+    pub(crate) group_reporting: bool,
+    pub(crate) thread: bool,
     /// Wait for every earlier job before starting: begins a new reporting group.
-    pub stonewall: bool,
+    pub(crate) stonewall: bool,
 }
 
 impl Job {
@@ -120,7 +120,7 @@ impl Job {
 /// A parsed fio invocation: jobs in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobSet {
-    pub jobs: Vec<Job>,
+    pub(crate) jobs: Vec<Job>,
 }
 
 impl JobSet {
@@ -137,7 +137,7 @@ impl JobSet {
     }
 
     /// Reporting groups: a job with `stonewall` starts a new group after all earlier ones.
-    pub fn groups(&self) -> Vec<Vec<&Job>> {
+    pub(crate) fn groups(&self) -> Vec<Vec<&Job>> {
         let mut groups: Vec<Vec<&Job>> = Vec::new();
         for job in &self.jobs {
             match groups.last_mut() {
@@ -488,7 +488,12 @@ pub struct DirectionStats {
 }
 
 impl DirectionStats {
-    pub fn new(io_bytes: u64, total_ios: u64, runtime_ns: u64, lat_avg_us: f64) -> DirectionStats {
+    pub(crate) fn new(
+        io_bytes: u64,
+        total_ios: u64,
+        runtime_ns: u64,
+        lat_avg_us: f64,
+    ) -> DirectionStats {
         let seconds = runtime_ns as f64 / 1e9;
         DirectionStats {
             io_bytes,
@@ -512,11 +517,11 @@ impl DirectionStats {
 /// A reporting group's results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupStats {
-    pub groupid: usize,
+    pub(crate) groupid: usize,
     /// The first job's name.
     pub name: String,
     /// Clones that ran in the group.
-    pub jobs: u32,
+    pub(crate) jobs: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read: Option<DirectionStats>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -4,13 +4,13 @@
 //! turns workloads into flows for the [`engine`], recording each flow's progress and TLP
 //! bundles; `counters` derives every PMU event from that record.
 
-pub mod config;
+pub(crate) mod config;
 pub mod counters;
-pub mod device;
+pub(crate) mod device;
 mod emission;
-pub mod engine;
+pub(crate) mod engine;
 pub mod fio;
-pub mod stat;
+pub(crate) mod stat;
 pub mod tlp;
 pub mod workload;
 
@@ -44,7 +44,7 @@ const BLOCK_READ_TAGS: u32 = 32;
 /// A simulated PCIe machine: its topology, its devices and its `[sim]` settings (resctrl is `qos::sim::SimulatedResctrl`).
 #[derive(Debug, Clone)]
 pub struct SimulatedPcie {
-    pub name: String,
+    pub(crate) name: String,
     pub topology: Topology,
     pub config: SimConfig,
     /// The platform model beyond the link (`[platform]`): root-complex latency, CPU cost per
@@ -227,7 +227,7 @@ impl SimulatedPcie {
 
     /// The ASPM exits `device`'s path costs: its spec's exit latencies and this machine's idle
     /// timers (`l0s_idle_ns`, `l1_idle_ns`).
-    pub fn link_power(&self, device: Bdf) -> LinkPower {
+    pub(crate) fn link_power(&self, device: Bdf) -> LinkPower {
         self.topology
             .path_link_power(device, self.config.l0s_idle_ns, self.config.l1_idle_ns)
     }
@@ -235,7 +235,7 @@ impl SimulatedPcie {
     /// What each completion interrupt of `device` costs beyond a local one: the platform's
     /// `interrupts.cross_node_ns` when `[sim] irq_node` puts its interrupts on another NUMA
     /// node than its own `numa_node`; nothing where either is unknown.
-    pub fn far_irq_ns(&self, device: Bdf) -> f64 {
+    pub(crate) fn far_irq_ns(&self, device: Bdf) -> f64 {
         let own = self.topology.get(device).and_then(|f| f.numa_node);
         match (own, self.config.irq_nodes.get(&device)) {
             (Some(own), Some(irq)) if own != *irq => self.platform.get(P::CrossNodeIrqNs),
@@ -246,7 +246,7 @@ impl SimulatedPcie {
     /// One I/O of `bs` bytes on block device `device` (`read_fraction` of them reads) with
     /// `outstanding` I/Os queued, as a request–response: the device's access latency and
     /// service time, and the read round trip from it.
-    pub fn request_response(
+    pub(crate) fn request_response(
         &self,
         device: Bdf,
         block: &dyn BlockDevice,

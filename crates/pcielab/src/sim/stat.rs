@@ -26,11 +26,11 @@ use super::{SimRun, SimulatedPcie};
 
 /// A finished simulated `stat` run.
 pub(crate) struct StatRun {
-    pub workload: Workload,
-    pub outcome: StatOutcome,
-    pub run: SimRun,
+    pub(crate) workload: Workload,
+    pub(crate) outcome: StatOutcome,
+    pub(crate) run: SimRun,
     /// How narrow counters were read (wrap carrying, wrap risk), as on a host.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl SimulatedPcie {

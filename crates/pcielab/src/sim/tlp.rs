@@ -42,13 +42,13 @@ impl Kind {
 /// `count` TLPs of one type and direction with `payload` bytes each, and the DLLPs their
 /// receiver returns for the whole run (expected values, from the model).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Run {
-    pub dir: Dir,
-    pub kind: Kind,
-    pub count: u64,
-    pub payload: u32,
-    pub acks: f64,
-    pub update_fcs: f64,
+pub(crate) struct Run {
+    pub(crate) dir: Dir,
+    pub(crate) kind: Kind,
+    pub(crate) count: u64,
+    pub(crate) payload: u32,
+    pub(crate) acks: f64,
+    pub(crate) update_fcs: f64,
 }
 
 impl Run {
@@ -180,16 +180,16 @@ pub(crate) fn tlp_wire_bytes(kind: Kind, payload: u32, link: &LinkParams) -> f64
 /// made of.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Tally {
-    pub tlps: [[u64; KINDS]; 2],
+    pub(crate) tlps: [[u64; KINDS]; 2],
     pub payload_bytes: [u64; 2],
     /// Payload as the DWC throughput counter counts it: each TLP's payload in 16-byte units,
     /// rounded up (the counter advances per 4-DWORD beat of the data path).
-    pub payload_units: [u64; 2],
+    pub(crate) payload_units: [u64; 2],
     /// TLP bytes on the wire (DLLPs not included).
     pub wire_bytes: [f64; 2],
     /// Expected Ack and UpdateFC DLLPs *sent* in each direction.
-    pub acks: [f64; 2],
-    pub update_fcs: [f64; 2],
+    pub(crate) acks: [f64; 2],
+    pub(crate) update_fcs: [f64; 2],
 }
 
 impl Tally {
@@ -226,15 +226,15 @@ impl Tally {
 /// The TLPs of one I/O in protocol order, as seen at the root port's link.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Bundle {
-    pub runs: Vec<Run>,
-    pub link: LinkParams,
+    pub(crate) runs: Vec<Run>,
+    pub(crate) link: LinkParams,
     /// Tally of the whole bundle.
-    pub total: Tally,
-    pub tlps: u64,
+    pub(crate) total: Tally,
+    pub(crate) tlps: u64,
 }
 
 impl Bundle {
-    pub fn new(runs: Vec<Run>, link: LinkParams) -> Bundle {
+    pub(crate) fn new(runs: Vec<Run>, link: LinkParams) -> Bundle {
         let mut total = Tally::default();
         for run in &runs {
             total.add_run(run, run.count, &link);
@@ -249,7 +249,7 @@ impl Bundle {
     }
 
     /// The tally of the first `n` TLPs of the bundle.
-    pub fn prefix(&self, mut n: u64) -> Tally {
+    pub(crate) fn prefix(&self, mut n: u64) -> Tally {
         let mut tally = Tally::default();
         for run in &self.runs {
             if n == 0 {
@@ -283,7 +283,7 @@ impl Bundle {
     }
 
     /// The tally after `emitted` TLPs of a stream of back-to-back copies of this bundle.
-    pub fn after(&self, emitted: u64) -> Tally {
+    pub(crate) fn after(&self, emitted: u64) -> Tally {
         if self.tlps == 0 {
             return Tally::default();
         }

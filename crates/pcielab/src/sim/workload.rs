@@ -17,23 +17,23 @@ pub use crate::model::platform::DmaDirection;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DmaTest {
     /// The endpoint whose engine runs; `None`: the platform's only DMA engine.
-    pub device: Option<Bdf>,
-    pub sizes: Vec<u64>,
-    pub directions: Vec<DmaDirection>,
+    pub(crate) device: Option<Bdf>,
+    pub(crate) sizes: Vec<u64>,
+    pub(crate) directions: Vec<DmaDirection>,
     /// Transfers per size and direction.
-    pub transfers: u64,
+    pub(crate) transfers: u64,
 }
 
 /// The `nettest` load: every chosen NIC port receives and/or transmits frames at line rate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NetTest {
     /// The NIC functions to load; empty: every NIC of the machine.
-    pub devices: Vec<Bdf>,
-    pub receive: bool,
-    pub transmit: bool,
-    pub seconds: f64,
+    pub(crate) devices: Vec<Bdf>,
+    pub(crate) receive: bool,
+    pub(crate) transmit: bool,
+    pub(crate) seconds: f64,
     /// Ethernet frame size in bytes (header and FCS included).
-    pub frame: u64,
+    pub(crate) frame: u64,
 }
 
 /// A parsed workload.
@@ -224,21 +224,21 @@ fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
 pub struct DmaRow {
     pub direction: DmaDirection,
     pub size: u64,
-    pub transfers: u64,
+    pub(crate) transfers: u64,
     #[serde(rename = "MBps")]
     pub mbps: f64,
-    pub runtime_ns: u64,
+    pub(crate) runtime_ns: u64,
 }
 
 /// One NIC port and direction of a `nettest`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct NetRow {
-    pub device: Bdf,
+    pub(crate) device: Bdf,
     /// `rx` (frames into host memory) or `tx`.
     pub direction: &'static str,
     pub frames: u64,
     pub bytes: u64,
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Frame bytes per second × 8 / 10^9.
     pub gbps: f64,
 }

@@ -64,26 +64,26 @@ pub fn warnings(topo: &Topology) -> BTreeMap<Bdf, Vec<String>> {
 
 /// The link between `parent` and `f` trained below the best both ends support.
 /// How a downtrained link's warning starts: pictures mark exactly the links this warns about.
-pub const DOWNTRAINED: &str = "downtrained link";
+pub(crate) const DOWNTRAINED: &str = "downtrained link";
 
 /// A link trained below the best both of its ends support: what it runs at and what it could.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shortfall {
-    pub speed: Generation,
-    pub width: u8,
+    pub(crate) speed: Generation,
+    pub(crate) width: u8,
     /// The lesser of the two ends' LnkCap (`None` where neither end says).
-    pub common_speed: Option<Generation>,
-    pub common_width: Option<u8>,
+    pub(crate) common_speed: Option<Generation>,
+    pub(crate) common_width: Option<u8>,
 }
 
 impl Shortfall {
     /// The speed falls short of what both ends support.
-    pub fn slower(&self) -> bool {
+    pub(crate) fn slower(&self) -> bool {
         self.common_speed.is_some_and(|c| self.speed < c)
     }
 
     /// The width falls short of what both ends support.
-    pub fn narrower(&self) -> bool {
+    pub(crate) fn narrower(&self) -> bool {
         self.common_width.is_some_and(|c| self.width < c)
     }
 }
@@ -124,7 +124,7 @@ fn shortfall_at(
 /// What one link is doing: the one judgement `topo`, `advise`, `report` and the exporter say,
 /// each in the words of [`JudgedLink::describe`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LinkJudgement {
+pub(crate) enum LinkJudgement {
     /// Trained at the best both ends support.
     Full,
     /// Trained at the best the port supports, below what the device supports: the slot (or
@@ -148,16 +148,16 @@ pub enum LinkJudgement {
 /// A link, named by its two ends (the port and the lowest function of the device below it),
 /// and its judgement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JudgedLink {
-    pub port: Bdf,
-    pub device: Bdf,
-    pub judgement: LinkJudgement,
+pub(crate) struct JudgedLink {
+    pub(crate) port: Bdf,
+    pub(crate) device: Bdf,
+    pub(crate) judgement: LinkJudgement,
 }
 
 impl JudgedLink {
     /// The judgement's name: full, slot-limited, power-managed-idle, downtrained, failed (the
     /// exporter's `state` label).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self.judgement {
             LinkJudgement::Full => "full",
             LinkJudgement::SlotLimited { .. } => "slot-limited",
@@ -169,7 +169,7 @@ impl JudgedLink {
 
     /// Whether `topo` lists it among the warnings: a link that runs below what both ends
     /// support, or failed (a full or slot-limited link runs at all its slot offers).
-    pub fn worth_saying(&self) -> bool {
+    pub(crate) fn worth_saying(&self) -> bool {
         !matches!(
             self.judgement,
             LinkJudgement::Full | LinkJudgement::SlotLimited { .. }
@@ -177,7 +177,7 @@ impl JudgedLink {
     }
 
     /// The judgement in the words every command uses.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let (port, device) = (self.port, self.device);
         let best = |s: &Shortfall| {
             format!(
@@ -223,9 +223,9 @@ impl JudgedLink {
 }
 
 /// How the other judgements' sentences start.
-pub const SLOT_LIMITED: &str = "slot-limited link";
-pub const POWER_MANAGED_IDLE: &str = "power-managed idle link";
-pub const FAILED: &str = "data link down (failed link)";
+pub(crate) const SLOT_LIMITED: &str = "slot-limited link";
+pub(crate) const POWER_MANAGED_IDLE: &str = "power-managed idle link";
+pub(crate) const FAILED: &str = "data link down (failed link)";
 
 /// Classes whose devices lower link speed when idle (network, display, accelerators).
 fn lowers_speed_when_idle(f: &Function) -> bool {
@@ -233,14 +233,14 @@ fn lowers_speed_when_idle(f: &Function) -> bool {
 }
 
 /// Judges the links of one topology, each once.
-pub struct LinkJudge<'a> {
+pub(crate) struct LinkJudge<'a> {
     topo: &'a Topology,
     /// Every function with the endpoints at or below it, found on the first slow link.
     below: std::cell::OnceCell<HashMap<Bdf, Vec<Bdf>>>,
 }
 
 impl<'a> LinkJudge<'a> {
-    pub fn new(topo: &'a Topology) -> LinkJudge<'a> {
+    pub(crate) fn new(topo: &'a Topology) -> LinkJudge<'a> {
         LinkJudge {
             topo,
             below: std::cell::OnceCell::new(),
@@ -249,7 +249,7 @@ impl<'a> LinkJudge<'a> {
 
     /// Every link once: a port with a link below it and the lowest function of each device on
     /// its secondary bus (the functions of a multi-function device share one link).
-    pub fn links(&self) -> Vec<(&'a Function, &'a Function)> {
+    pub(crate) fn links(&self) -> Vec<(&'a Function, &'a Function)> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for f in self.topo.functions() {
@@ -269,7 +269,7 @@ impl<'a> LinkJudge<'a> {
 
     /// The upstream ends of links whose port the input does not hold (an excerpt, `lspci -s`):
     /// one function per device, for checks to list as not judged rather than pass over.
-    pub fn links_without_port(&self) -> Vec<&'a Function> {
+    pub(crate) fn links_without_port(&self) -> Vec<&'a Function> {
         let mut seen = HashSet::new();
         self.topo
             .functions()
@@ -285,7 +285,7 @@ impl<'a> LinkJudge<'a> {
     }
 
     /// The endpoints at or below `bdf`.
-    pub fn endpoints_below(&self, bdf: Bdf) -> &[Bdf] {
+    pub(crate) fn endpoints_below(&self, bdf: Bdf) -> &[Bdf] {
         let below = self.below.get_or_init(|| {
             let mut below: HashMap<Bdf, Vec<Bdf>> = HashMap::new();
             for e in self
@@ -305,14 +305,14 @@ impl<'a> LinkJudge<'a> {
 
     /// The link between `port` and `f`, judged at `f`; `None` when the input does not say
     /// enough to judge it (no trained speed and width, or neither end's LnkCap).
-    pub fn judge(&self, port: &Function, f: &Function) -> Option<JudgedLink> {
+    pub(crate) fn judge(&self, port: &Function, f: &Function) -> Option<JudgedLink> {
         let now = f.link.map_or((None, None), |l| (l.speed, l.width));
         self.judge_trained(port, f, now)
     }
 
     /// [`LinkJudge::judge`] of the link as it trained now (`speed`, `width`: a live reading,
     /// where the function's registers were read earlier).
-    pub fn judge_trained(
+    pub(crate) fn judge_trained(
         &self,
         port: &Function,
         f: &Function,
@@ -406,7 +406,7 @@ fn min_known<T: Ord + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
 
 /// Functions with a busy endpoint at or below them: an endpoint that has a driver bound or a
 /// device model attached, and every ancestor of one.
-pub fn busy_functions(topo: &Topology) -> HashSet<Bdf> {
+pub(crate) fn busy_functions(topo: &Topology) -> HashSet<Bdf> {
     let mut busy = HashSet::new();
     for f in topo.functions() {
         let is_busy_endpoint = matches!(f.kind, Kind::Endpoint | Kind::RcEndpoint)

@@ -99,7 +99,7 @@ pub(crate) fn link_driver(out: &ConfinedDir, rel: &str, driver: &str) -> Result<
 }
 
 /// The kernel's `*_link_speed` text for a generation.
-pub fn speed_text(g: Option<Generation>) -> String {
+pub(crate) fn speed_text(g: Option<Generation>) -> String {
     g.map_or("Unknown".to_string(), |g| {
         format!("{:.1} GT/s PCIe", g.gt_s())
     })

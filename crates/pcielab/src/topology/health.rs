@@ -12,19 +12,19 @@ use crate::pcie::Bdf;
 /// The kernel's AER counters of one function; `None` where the kernel exposes no such file
 /// (no AER capability, or not a root port for the `rootport_*` totals).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-pub struct AerCounts {
-    pub correctable: Option<u64>,
-    pub nonfatal: Option<u64>,
-    pub fatal: Option<u64>,
-    pub rootport_correctable: Option<u64>,
-    pub rootport_nonfatal: Option<u64>,
-    pub rootport_fatal: Option<u64>,
+pub(crate) struct AerCounts {
+    pub(crate) correctable: Option<u64>,
+    pub(crate) nonfatal: Option<u64>,
+    pub(crate) fatal: Option<u64>,
+    pub(crate) rootport_correctable: Option<u64>,
+    pub(crate) rootport_nonfatal: Option<u64>,
+    pub(crate) rootport_fatal: Option<u64>,
 }
 
 impl AerCounts {
     /// The increments from `earlier` to these counts (each `None` where either lacks the
     /// counter; a counter that went back, a re-created device, counts 0).
-    pub fn since(&self, earlier: &AerCounts) -> AerCounts {
+    pub(crate) fn since(&self, earlier: &AerCounts) -> AerCounts {
         let delta = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
         AerCounts {
             correctable: delta(earlier.correctable, self.correctable),
@@ -40,16 +40,16 @@ impl AerCounts {
 /// The link as the function's sysfs attributes describe it now and at best.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct LinkHealth {
-    pub current_gts: Option<f64>,
-    pub capable_gts: Option<f64>,
-    pub current_width: Option<u32>,
-    pub capable_width: Option<u32>,
-    pub aer: AerCounts,
+    pub(crate) current_gts: Option<f64>,
+    pub(crate) capable_gts: Option<f64>,
+    pub(crate) current_width: Option<u32>,
+    pub(crate) capable_width: Option<u32>,
+    pub(crate) aer: AerCounts,
 }
 
 impl LinkHealth {
     /// The link is trained but slower or narrower than both ends could run.
-    pub fn downgraded(&self) -> bool {
+    pub(crate) fn downgraded(&self) -> bool {
         if self.down() {
             return false;
         }
@@ -62,7 +62,7 @@ impl LinkHealth {
     /// A function that has link attributes but reports no trained width or an unknown speed.
     /// One whose capability lists no lanes (an integrated endpoint: `max_link_width` 0,
     /// `max_link_speed` Unknown) has no link to be down.
-    pub fn down(&self) -> bool {
+    pub(crate) fn down(&self) -> bool {
         self.capable_width.is_some_and(|w| w > 0) && matches!(self.current_width, None | Some(0))
             || self.capable_gts.is_some() && self.current_gts.is_none()
     }
@@ -92,7 +92,7 @@ pub(crate) fn read_function_health(dir: &Path) -> LinkHealth {
 
 impl LinkHealth {
     /// Nothing known: every attribute `None`.
-    pub fn unknown() -> LinkHealth {
+    pub(crate) fn unknown() -> LinkHealth {
         LinkHealth {
             current_gts: None,
             capable_gts: None,
@@ -119,7 +119,7 @@ pub(crate) enum Attribute {
 }
 
 impl Attribute {
-    pub const ALL: [Attribute; 10] = [
+    pub(crate) const ALL: [Attribute; 10] = [
         Attribute::CurrentSpeed,
         Attribute::CapableSpeed,
         Attribute::CurrentWidth,
@@ -133,7 +133,7 @@ impl Attribute {
     ];
 
     /// The attribute's file name in the function's sysfs directory.
-    pub fn file(self) -> &'static str {
+    pub(crate) fn file(self) -> &'static str {
         match self {
             Attribute::CurrentSpeed => "current_link_speed",
             Attribute::CapableSpeed => "max_link_speed",

@@ -15,16 +15,16 @@ use crate::topology::lspci_source::{hex_row, LspciRead, Source};
 use crate::topology::SourceText;
 
 /// The most bytes of lspci output read: the largest real server listings are a few MiB.
-pub const MAX_LSPCI_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_LSPCI_BYTES: u64 = 32 << 20;
 /// The most lines read (a 16-bit bus space with every function's 4 KiB dump is about 17 M
 /// lines; real listings stay far below this).
-pub const MAX_LSPCI_LINES: usize = 2_000_000;
+pub(crate) const MAX_LSPCI_LINES: usize = 2_000_000;
 /// The longest line accepted: lspci's longest (device names, VPD strings) stay under 1 KiB.
-pub const MAX_LSPCI_LINE: usize = 16 << 10;
+pub(crate) const MAX_LSPCI_LINE: usize = 16 << 10;
 
 /// Reads the lspci output in `path`, or standard input when `path` is `-` (with the idle
 /// timeout of [`crate::input::stdin_idle_timeout`]).
-pub fn read_lspci_path(path: &Path) -> Result<LspciRead> {
+pub(crate) fn read_lspci_path(path: &Path) -> Result<LspciRead> {
     let name = path.display().to_string();
     let bytes = if name == "-" {
         let idle = crate::input::stdin_idle_timeout()?;

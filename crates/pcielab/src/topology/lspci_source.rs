@@ -12,7 +12,7 @@ use crate::topology::{Function, Topology};
 /// Which lspci output a file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LspciFormat {
+pub(crate) enum LspciFormat {
     /// Config space as hex rows (`-x`/`-xxx`/`-xxxx`), decoded by pcielab's config-space code.
     HexDump,
     /// The verbose text lspci prints (`-v`/`-vv`/`-vvv`).
@@ -23,34 +23,34 @@ pub enum LspciFormat {
 #[derive(Debug, Clone)]
 pub struct LspciRead {
     pub topology: Topology,
-    pub format: LspciFormat,
+    pub(crate) format: LspciFormat,
     /// What the input cut short or left out, each naming its line (a truncated paste, a
     /// function whose config space stops before its identity).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The input as both readers see it.
 pub(crate) struct Source<'a> {
-    pub name: &'a str,
+    pub(crate) name: &'a str,
     /// The whole text, which the functions' evidence quotes.
-    pub text: &'a std::sync::Arc<crate::topology::SourceText>,
-    pub lines: &'a [&'a str],
-    pub cut_short: bool,
+    pub(crate) text: &'a std::sync::Arc<crate::topology::SourceText>,
+    pub(crate) lines: &'a [&'a str],
+    pub(crate) cut_short: bool,
 }
 
 impl Source<'_> {
     /// Empty evidence for a function read from this input.
-    pub fn evidence(&self) -> crate::topology::Evidence {
+    pub(crate) fn evidence(&self) -> crate::topology::Evidence {
         crate::topology::Evidence::over(self.text.clone())
     }
 
     /// `FILE:LINE: why` as bad input (`index` counts from 0).
-    pub fn bad(&self, index: usize, why: impl std::fmt::Display) -> Error {
+    pub(crate) fn bad(&self, index: usize, why: impl std::fmt::Display) -> Error {
         Error::bad_input(format!("{}:{}: {why}", self.name, index + 1))
     }
 
     /// Whether `index` is the last line of a paste that was cut off in the middle of it.
-    pub fn is_cut_line(&self, index: usize) -> bool {
+    pub(crate) fn is_cut_line(&self, index: usize) -> bool {
         self.cut_short && index + 1 == self.lines.len()
     }
 }
@@ -210,7 +210,7 @@ pub(crate) fn link_by_bus_ranges(functions: &mut [Function]) {
 
 /// The most functions one lspci output may list: a large server lists a few thousand, so a
 /// listing past this is not one machine's (and would take memory out of proportion).
-pub const MAX_LSPCI_FUNCTIONS: usize = 262_144;
+pub(crate) const MAX_LSPCI_FUNCTIONS: usize = 262_144;
 
 /// Refuses a function listed twice (naming both lines), or one past [`MAX_LSPCI_FUNCTIONS`].
 pub(crate) fn check_unique(

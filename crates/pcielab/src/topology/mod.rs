@@ -9,9 +9,9 @@ pub mod export;
 pub mod generate;
 pub mod health;
 pub mod lspci;
-pub mod lspci_dump;
-pub mod lspci_source;
-pub mod lspci_text;
+pub(crate) mod lspci_dump;
+pub(crate) mod lspci_source;
+pub(crate) mod lspci_text;
 pub mod p2p;
 pub mod pciids;
 pub(crate) mod readplan;
@@ -94,34 +94,34 @@ impl Aspm {
     }
 
     /// The spelling [`Aspm::parse`] reads back to `self`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         Aspm::SPELLINGS[usize::from(self.l0s) | (usize::from(self.l1) << 1)]
     }
 
     /// The valid spellings as an error message lists them: `"none", "l0s", "l1", "l0s+l1"`.
-    pub fn spellings_quoted() -> String {
+    pub(crate) fn spellings_quoted() -> String {
         Aspm::SPELLINGS.map(|w| format!("\"{w}\"")).join(", ")
     }
 }
 
 /// Access Control Services capability and control bits (ACS extended capability).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Acs {
-    pub capability: u16,
-    pub control: u16,
+pub(crate) struct Acs {
+    pub(crate) capability: u16,
+    pub(crate) control: u16,
 }
 
 /// LnkSta2 as lspci prints it: the equalization progress and the crosslink resolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct LinkStatus2 {
-    pub equalization_complete: bool,
-    pub equalization_phase1: bool,
-    pub equalization_phase2: bool,
-    pub equalization_phase3: bool,
-    pub equalization_request: bool,
+pub(crate) struct LinkStatus2 {
+    pub(crate) equalization_complete: bool,
+    pub(crate) equalization_phase1: bool,
+    pub(crate) equalization_phase2: bool,
+    pub(crate) equalization_phase3: bool,
+    pub(crate) equalization_request: bool,
     /// Crosslink resolution (bits 9:8): 0 unsupported, 1 upstream port, 2 downstream port,
     /// 3 not completed; `None` in text from older lspci, which does not print it.
-    pub crosslink_resolution: Option<u8>,
+    pub(crate) crosslink_resolution: Option<u8>,
 }
 
 /// The device features of the PCI Express capability, each `None` where the input does not say
@@ -129,18 +129,18 @@ pub struct LinkStatus2 {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
 )]
-pub struct DeviceFeatures {
+pub(crate) struct DeviceFeatures {
     /// DevCap bit 5 (lspci `ExtTag` on DevCap's second line): 8-bit tags supported.
-    pub ext_tag_supported: Option<bool>,
+    pub(crate) ext_tag_supported: Option<bool>,
     /// DevCtl bit 8 (`ExtTag` after `RlxdOrd`): 8-bit tags enabled.
-    pub ext_tag_enabled: Option<bool>,
+    pub(crate) ext_tag_enabled: Option<bool>,
     /// DevCtl bit 4 (`RlxdOrd`): the function may set Relaxed Ordering on its requests.
-    pub relaxed_ordering_enabled: Option<bool>,
+    pub(crate) relaxed_ordering_enabled: Option<bool>,
     /// DevCap2 bits 16 and 17 (`10BitTagComp`, `10BitTagReq`) and DevCtl2 bit 12
     /// (`10BitTagReq`): version 2 of the capability only, and printed by lspci 3.7 and later.
-    pub ten_bit_tag_completer: Option<bool>,
-    pub ten_bit_tag_requester: Option<bool>,
-    pub ten_bit_tag_requester_enabled: Option<bool>,
+    pub(crate) ten_bit_tag_completer: Option<bool>,
+    pub(crate) ten_bit_tag_requester: Option<bool>,
+    pub(crate) ten_bit_tag_requester_enabled: Option<bool>,
 }
 
 /// What the PCI Express capability says beyond speed, width, MPS and ASPM states: the ASPM
@@ -150,36 +150,36 @@ pub struct DeviceFeatures {
 /// bytes hold through [`config_space::decode`]; the lspci text reader fills what the text prints;
 /// a spec fills the latencies it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ExpressDetail {
+pub(crate) struct ExpressDetail {
     /// DevCap: the L0s and L1 exit latencies an endpoint accepts (reserved for other types).
-    pub l0s_acceptable: Option<AspmLatency>,
-    pub l1_acceptable: Option<AspmLatency>,
+    pub(crate) l0s_acceptable: Option<AspmLatency>,
+    pub(crate) l1_acceptable: Option<AspmLatency>,
     /// LnkCap: the exit latency of each ASPM state the port supports.
-    pub l0s_exit: Option<AspmLatency>,
-    pub l1_exit: Option<AspmLatency>,
+    pub(crate) l0s_exit: Option<AspmLatency>,
+    pub(crate) l1_exit: Option<AspmLatency>,
     /// LnkCap bit 20 (lspci's `LLActRep`): the port reports DL_Active in LnkSta.
-    pub dl_active_reporting: Option<bool>,
+    pub(crate) dl_active_reporting: Option<bool>,
     /// LnkSta bit 13 (`DLActive`); meaningful only where `dl_active_reporting` is true.
-    pub dl_active: Option<bool>,
+    pub(crate) dl_active: Option<bool>,
     /// LnkCap2's supported link speeds vector: bit n-1 set for Gen n. `None` where LnkCap2
     /// reads 0 (reserved before PCIe 3.0) or lspci does not print it (functions other than
     /// 0 of a multi-function endpoint).
-    pub supported_speeds: Option<u8>,
+    pub(crate) supported_speeds: Option<u8>,
     /// LnkCap2 bit 8: crosslink supported.
-    pub crosslink: Option<bool>,
+    pub(crate) crosslink: Option<bool>,
     /// LnkCtl2's target link speed (0 reads as 2.5 GT/s, as lspci prints it).
-    pub target_speed: Option<crate::pcie::Generation>,
-    pub status2: Option<LinkStatus2>,
+    pub(crate) target_speed: Option<crate::pcie::Generation>,
+    pub(crate) status2: Option<LinkStatus2>,
     /// DevCap/DevCtl and DevCap2/DevCtl2 features.
-    pub features: DeviceFeatures,
+    pub(crate) features: DeviceFeatures,
     /// DevSta bits 3:0 (`CorrErr`, `NonFatalErr`, `FatalErr`, `UnsupReq`): the errors the
     /// function detected since they were last cleared, reported or not.
-    pub errors_detected: Option<u8>,
+    pub(crate) errors_detected: Option<u8>,
 }
 
 impl ExpressDetail {
     /// The generations of `supported_speeds`, slowest first.
-    pub fn speeds(&self) -> Option<Vec<crate::pcie::Generation>> {
+    pub(crate) fn speeds(&self) -> Option<Vec<crate::pcie::Generation>> {
         let vector = self.supported_speeds?;
         Some(
             crate::pcie::Generation::ALL
@@ -192,7 +192,7 @@ impl ExpressDetail {
 
     /// The port says its data link layer is down: it reports DL_Active and the bit is clear,
     /// so no link is trained below it whatever the LnkSta speed and width read.
-    pub fn data_link_down(&self) -> bool {
+    pub(crate) fn data_link_down(&self) -> bool {
         self.dl_active_reporting == Some(true) && self.dl_active == Some(false)
     }
 }
@@ -201,22 +201,22 @@ impl ExpressDetail {
 /// severity and the correctable error mask, each limited to the bits lspci 3.9 prints
 /// ([`AER_UNCORRECTABLE_SHOWN`], [`AER_CORRECTABLE_SHOWN`]) so dumps and text agree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AerMasks {
-    pub uncorrectable_mask: u32,
-    pub uncorrectable_severity: u32,
-    pub correctable_mask: u32,
+pub(crate) struct AerMasks {
+    pub(crate) uncorrectable_mask: u32,
+    pub(crate) uncorrectable_severity: u32,
+    pub(crate) correctable_mask: u32,
 }
 
 /// The AER status registers (`UESta:`, `CESta:`): the errors logged since they were last
 /// cleared, limited to the bits lspci prints like [`AerMasks`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct AerStatus {
-    pub uncorrectable: u32,
-    pub correctable: u32,
+pub(crate) struct AerStatus {
+    pub(crate) uncorrectable: u32,
+    pub(crate) correctable: u32,
 }
 
 /// DevSta's error bits as lspci names them, by bit.
-pub const DEVICE_ERROR_FLAGS: [(&str, u8); 4] = [
+pub(crate) const DEVICE_ERROR_FLAGS: [(&str, u8); 4] = [
     ("CorrErr", 0),
     ("NonFatalErr", 1),
     ("FatalErr", 2),
@@ -229,7 +229,7 @@ pub const DEVICE_ERROR_FLAGS: [(&str, u8); 4] = [
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
-pub enum FactSource {
+pub(crate) enum FactSource {
     /// The function's sysfs directory (`driver` link, `numa_node`): a live host or a snapshot.
     Sysfs,
     /// A spec's `driver` and `numa_node` fields (`sim:`).
@@ -242,7 +242,7 @@ pub enum FactSource {
 }
 
 /// The uncorrectable error bits lspci 3.9 prints (`UEMsk:`/`UESvrt:`), by name and bit.
-pub const AER_UNCORRECTABLE_FLAGS: [(&str, u8); 12] = [
+pub(crate) const AER_UNCORRECTABLE_FLAGS: [(&str, u8); 12] = [
     ("DLP", 4),
     ("SDES", 5),
     ("TLP", 12),
@@ -257,7 +257,7 @@ pub const AER_UNCORRECTABLE_FLAGS: [(&str, u8); 12] = [
     ("ACSViol", 21),
 ];
 /// The correctable error bits lspci 3.9 prints (`CEMsk:`).
-pub const AER_CORRECTABLE_FLAGS: [(&str, u8); 6] = [
+pub(crate) const AER_CORRECTABLE_FLAGS: [(&str, u8); 6] = [
     ("RxErr", 0),
     ("BadTLP", 6),
     ("BadDLLP", 7),
@@ -276,21 +276,21 @@ const fn flag_bits<const N: usize>(flags: [(&str, u8); N]) -> u32 {
     bits
 }
 
-pub const AER_UNCORRECTABLE_SHOWN: u32 = flag_bits(AER_UNCORRECTABLE_FLAGS);
-pub const AER_CORRECTABLE_SHOWN: u32 = flag_bits(AER_CORRECTABLE_FLAGS);
+pub(crate) const AER_UNCORRECTABLE_SHOWN: u32 = flag_bits(AER_UNCORRECTABLE_FLAGS);
+pub(crate) const AER_CORRECTABLE_SHOWN: u32 = flag_bits(AER_CORRECTABLE_FLAGS);
 
 /// The text of an lspci input, kept once for the evidence of every function read from it: the
 /// text after any byte-order mark, and where each of its lines starts (as `str::lines` splits
 /// them), so that a function's evidence holds line numbers instead of copies of the lines.
 #[derive(Debug, PartialEq, Eq)]
-pub struct SourceText {
+pub(crate) struct SourceText {
     text: String,
     line_starts: Vec<u32>,
 }
 
 impl SourceText {
     /// Indexes `text`, which must be under 4 GiB (lspci input is capped far below that).
-    pub fn new(text: String) -> SourceText {
+    pub(crate) fn new(text: String) -> SourceText {
         let mut line_starts = vec![0];
         line_starts.extend(
             text.bytes()
@@ -309,7 +309,7 @@ impl SourceText {
     }
 
     /// Line `number` (1-based) without its line ending, as readers quote it.
-    pub fn line(&self, number: usize) -> Option<&str> {
+    pub(crate) fn line(&self, number: usize) -> Option<&str> {
         let start = *self.line_starts.get(number.checked_sub(1)?)? as usize;
         let end = self
             .line_starts
@@ -330,7 +330,7 @@ impl SourceText {
 /// numbers into the input's [`SourceText`], shared by all its functions, so a listing of many
 /// functions costs a few bytes per fact rather than a copy of every line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Evidence {
+pub(crate) struct Evidence {
     source: Option<std::sync::Arc<SourceText>>,
     /// Each fact seen with its 1-based line, and each fact left unknown with line 0, in the
     /// order the reader recorded them.
@@ -340,19 +340,19 @@ pub struct Evidence {
 impl Evidence {
     /// Evidence quoting lines of `source`, with room for the one fact every function has (its
     /// address line): a listing of bare address lines then holds no room it does not use.
-    pub fn over(source: std::sync::Arc<SourceText>) -> Evidence {
+    pub(crate) fn over(source: std::sync::Arc<SourceText>) -> Evidence {
         Evidence {
             source: Some(source),
             facts: Vec::with_capacity(1),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.facts.is_empty()
     }
 
     /// Records that `fact` was read from line `line` (1-based) of the source.
-    pub fn saw(&mut self, fact: &'static str, line: usize) {
+    pub(crate) fn saw(&mut self, fact: &'static str, line: usize) {
         debug_assert!(self.source.is_some(), "evidence without its source text");
         let line = u32::try_from(line).unwrap_or(u32::MAX);
         match self.facts.iter_mut().find(|(f, n)| *f == fact && *n != 0) {
@@ -362,34 +362,34 @@ impl Evidence {
     }
 
     /// Records that the input did not say `fact`.
-    pub fn missing(&mut self, fact: &'static str) {
+    pub(crate) fn missing(&mut self, fact: &'static str) {
         if !self.is_unknown(fact) {
             self.facts.push((fact, 0));
         }
     }
 
     /// Takes back [`Evidence::missing`]: the fact was found after all.
-    pub fn found(&mut self, fact: &str) {
+    pub(crate) fn found(&mut self, fact: &str) {
         self.facts.retain(|&(f, n)| f != fact || n != 0);
     }
 
-    pub fn is_unknown(&self, fact: &str) -> bool {
+    pub(crate) fn is_unknown(&self, fact: &str) -> bool {
         self.facts.iter().any(|&(f, n)| f == fact && n == 0)
     }
 
     /// The facts left unknown, in the order they were recorded.
-    pub fn unknown(&self) -> impl Iterator<Item = &'static str> + '_ {
+    pub(crate) fn unknown(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.facts.iter().filter(|(_, n)| *n == 0).map(|(f, _)| *f)
     }
 
     /// The line number and text `fact` was read from.
-    pub fn line(&self, fact: &str) -> Option<(usize, &str)> {
+    pub(crate) fn line(&self, fact: &str) -> Option<(usize, &str)> {
         let &(_, n) = self.facts.iter().find(|&&(f, n)| f == fact && n != 0)?;
         Some((n as usize, self.text_of(n)))
     }
 
     /// Every fact read, by name, with its line number and text.
-    pub fn lines(&self) -> impl Iterator<Item = (&'static str, usize, &str)> + '_ {
+    pub(crate) fn lines(&self) -> impl Iterator<Item = (&'static str, usize, &str)> + '_ {
         self.facts
             .iter()
             .filter(|(_, n)| *n != 0)
@@ -404,7 +404,7 @@ impl Evidence {
     }
 
     /// Gives back the room kept for more facts, once a reader has recorded them all.
-    pub fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         self.facts.shrink_to_fit();
     }
 }
@@ -439,56 +439,56 @@ pub struct Function {
     pub device: u16,
     /// 24-bit class code: base class, subclass, programming interface.
     pub class: u32,
-    pub revision: u8,
-    pub subsystem_vendor: u16,
-    pub subsystem_device: u16,
+    pub(crate) revision: u8,
+    pub(crate) subsystem_vendor: u16,
+    pub(crate) subsystem_device: u16,
     pub kind: Kind,
     /// The bridge this function sits below; `None` for functions on a root bus.
     pub parent: Option<Bdf>,
     /// Secondary and subordinate bus numbers of a bridge.
-    pub buses: Option<(u8, u8)>,
+    pub(crate) buses: Option<(u8, u8)>,
     /// `None` for functions without a PCI Express capability (conventional PCI).
     pub link: Option<Link>,
     /// Max payload size in bytes: supported (DevCap) and programmed (DevCtl).
-    pub mps_supported: Option<u16>,
+    pub(crate) mps_supported: Option<u16>,
     pub mps: Option<u16>,
     /// Max read request size in bytes (DevCtl).
     pub mrrs: Option<u16>,
-    pub aspm_supported: Aspm,
-    pub aspm_enabled: Aspm,
-    pub acs: Option<Acs>,
+    pub(crate) aspm_supported: Aspm,
+    pub(crate) aspm_enabled: Aspm,
+    pub(crate) acs: Option<Acs>,
     /// The ACS capability could not be looked for: the extended configuration space was not
     /// readable (an unprivileged sysfs read returns 64 bytes). `acs` is then unknown, not absent.
-    pub acs_unreadable: bool,
+    pub(crate) acs_unreadable: bool,
     /// The function has the Advanced Error Reporting extended capability.
     pub aer: bool,
     /// Its masks and severities, where the input shows them.
-    pub aer_masks: Option<AerMasks>,
+    pub(crate) aer_masks: Option<AerMasks>,
     /// Its status registers, where the input shows them.
-    pub aer_status: Option<AerStatus>,
+    pub(crate) aer_status: Option<AerStatus>,
     /// ASPM latencies, DL_Active, the version-2 link registers and the device features.
-    pub express_detail: ExpressDetail,
+    pub(crate) express_detail: ExpressDetail,
     /// Below `MAX_NUMA_NODES` when set.
     pub numa_node: Option<i32>,
     /// Shared: a listing names the same few drivers for thousands of functions.
     pub driver: Option<std::sync::Arc<str>>,
     /// Where `driver` came from; `Unknown` means `driver: None` says nothing.
-    pub driver_source: FactSource,
+    pub(crate) driver_source: FactSource,
     /// A human name (spec `name`, or a known vendor/device string) for tree output; shared
     /// between the functions of one model, as a listing names thousands alike.
-    pub name: Option<std::sync::Arc<str>>,
+    pub(crate) name: Option<std::sync::Arc<str>>,
     /// Free-form device parameters from a spec (`[function.device]`), read by the simulator
     /// and the lab; empty for functions read from sysfs.
     pub params: BTreeMap<String, toml::Value>,
     /// The input lines behind the facts and the facts left unknown (lspci readers only).
-    pub evidence: Evidence,
+    pub(crate) evidence: Evidence,
 }
 
 impl Function {
     /// The link above this function as it is trained now, with its programmed MPS and MRRS
     /// (the spec's reset defaults, 128 and 512, where the function does not say). `None` when
     /// the function reports no trained link.
-    pub fn link_params(&self) -> Option<LinkParams> {
+    pub(crate) fn link_params(&self) -> Option<LinkParams> {
         let link = self.link?;
         let (gen, width) = (link.speed?, link.width?);
         if width == 0 {
@@ -562,7 +562,7 @@ impl Topology {
         &mut self.functions
     }
 
-    pub fn get(&self, bdf: Bdf) -> Option<&Function> {
+    pub(crate) fn get(&self, bdf: Bdf) -> Option<&Function> {
         self.functions
             .binary_search_by_key(&bdf, |f| f.bdf)
             .ok()
@@ -570,7 +570,7 @@ impl Topology {
     }
 
     /// Direct children of `bdf` (functions whose parent it is), in address order.
-    pub fn children(&self, bdf: Bdf) -> impl Iterator<Item = &Function> {
+    pub(crate) fn children(&self, bdf: Bdf) -> impl Iterator<Item = &Function> {
         self.functions.iter().filter(move |f| f.parent == Some(bdf))
     }
 
@@ -599,7 +599,7 @@ impl Topology {
     /// a state whose exit either end leaves unknown costs nothing; over the path, the longest
     /// exit, each L1 exit growing by 1 µs per link above it (the kernel's
     /// `pcie_aspm_check_latency`). `l0s_entry_ns`/`l1_entry_ns` are the idle timers.
-    pub fn path_link_power(
+    pub(crate) fn path_link_power(
         &self,
         bdf: Bdf,
         l0s_entry_ns: f64,

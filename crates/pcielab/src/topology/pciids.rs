@@ -149,7 +149,7 @@ fn record<T: PartialEq>(map: &mut BTreeMap<String, Option<T>>, name: &str, value
 impl IdsByName {
     /// Indexes the parsed database `ids` for the `descriptions` a listing holds (devices of
     /// vendors no description starts with are skipped, so the index stays small).
-    pub fn new(ids: &PciIds, descriptions: &BTreeSet<&str>) -> IdsByName {
+    pub(crate) fn new(ids: &PciIds, descriptions: &BTreeSet<&str>) -> IdsByName {
         let mut index = IdsByName {
             devices: BTreeMap::new(),
             vendors: BTreeMap::new(),
@@ -175,7 +175,7 @@ impl IdsByName {
     }
 
     /// The (vendor, device) a description names, when the database says which.
-    pub fn device(&self, description: &str) -> Option<(u16, u16)> {
+    pub(crate) fn device(&self, description: &str) -> Option<(u16, u16)> {
         if let Some(ids) = self.devices.get(description) {
             return *ids;
         }
@@ -190,7 +190,7 @@ impl IdsByName {
     }
 
     /// The class and subclass (`0x0600`) a subclass name stands for.
-    pub fn class(&self, name: &str) -> Option<u16> {
+    pub(crate) fn class(&self, name: &str) -> Option<u16> {
         self.classes.get(name).copied().flatten()
     }
 }

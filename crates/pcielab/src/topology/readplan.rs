@@ -102,13 +102,13 @@ impl ReadPlan {
     }
 
     /// Changes each time the plan (and the topology) is made anew.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
     /// Attribute files sample reads have opened since the plan was made.
     #[cfg(test)]
-    pub fn reads(&self) -> u64 {
+    pub(crate) fn reads(&self) -> u64 {
         self.reads
     }
 
@@ -116,7 +116,7 @@ impl ReadPlan {
     /// listing with the plan and, if a function came or went, reads the topology again and
     /// plans anew. A topology that cannot be read keeps the old plan (and is tried again at
     /// the next check).
-    pub fn refresh(&mut self, t_ns: u64) {
+    pub(crate) fn refresh(&mut self, t_ns: u64) {
         if !self.stale && t_ns < self.next_check_ns {
             return;
         }
@@ -138,14 +138,14 @@ impl ReadPlan {
 
     /// The link health of every function of [`ReadPlan::topology`], in its order.
     #[cfg(test)]
-    pub fn read(&mut self) -> Vec<LinkHealth> {
+    pub(crate) fn read(&mut self) -> Vec<LinkHealth> {
         let mut out = Vec::new();
         self.read_into(&mut out);
         out
     }
 
     /// [`ReadPlan::read`] into `out`, replacing what it held (its memory is kept).
-    pub fn read_into(&mut self, out: &mut Vec<LinkHealth>) {
+    pub(crate) fn read_into(&mut self, out: &mut Vec<LinkHealth>) {
         let mut buffer = [0u8; ATTRIBUTE_BYTES];
         out.clear();
         for p in &self.planned {

@@ -23,76 +23,76 @@ use crate::topology::{
 /// the first documents were written read as empty, false or null when absent.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TopologyJson {
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub description: String,
-    pub functions: Vec<FunctionJson>,
+    pub(crate) description: String,
+    pub(crate) functions: Vec<FunctionJson>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct FunctionJson {
-    pub bdf: String,
-    pub vendor: String,
-    pub device: String,
+pub(crate) struct FunctionJson {
+    pub(crate) bdf: String,
+    pub(crate) vendor: String,
+    pub(crate) device: String,
     #[serde(default)]
-    pub class: String,
+    pub(crate) class: String,
     #[serde(default)]
-    pub revision: String,
+    pub(crate) revision: String,
     #[serde(default)]
-    pub subsystem_vendor: String,
+    pub(crate) subsystem_vendor: String,
     #[serde(default)]
-    pub subsystem_device: String,
-    pub kind: Kind,
-    pub name: Option<String>,
-    pub parent: Option<String>,
-    pub buses: Option<BusesJson>,
-    pub link: Option<LinkJson>,
-    pub mps: Option<u16>,
-    pub mps_supported: Option<u16>,
-    pub mrrs: Option<u16>,
+    pub(crate) subsystem_device: String,
+    pub(crate) kind: Kind,
+    pub(crate) name: Option<String>,
+    pub(crate) parent: Option<String>,
+    pub(crate) buses: Option<BusesJson>,
+    pub(crate) link: Option<LinkJson>,
+    pub(crate) mps: Option<u16>,
+    pub(crate) mps_supported: Option<u16>,
+    pub(crate) mrrs: Option<u16>,
     #[serde(default)]
-    pub aspm_supported: Cow<'static, str>,
+    pub(crate) aspm_supported: Cow<'static, str>,
     #[serde(default)]
-    pub aspm_enabled: Cow<'static, str>,
-    pub acs: Option<AcsJson>,
+    pub(crate) aspm_enabled: Cow<'static, str>,
+    pub(crate) acs: Option<AcsJson>,
     #[serde(default)]
-    pub aer: bool,
+    pub(crate) aer: bool,
     /// AER's UEMsk, UESvrt and CEMsk (the bits lspci prints), where the input shows them.
-    pub aer_masks: Option<AerMasksJson>,
+    pub(crate) aer_masks: Option<AerMasksJson>,
     /// AER's UESta and CESta (the bits lspci prints), where the input shows them.
     #[serde(default)]
-    pub aer_status: Option<AerStatusJson>,
+    pub(crate) aer_status: Option<AerStatusJson>,
     /// DevCap's acceptable L0s/L1 exit latencies (endpoints), where the input shows them.
-    pub acceptable_latency: Option<LatenciesJson>,
+    pub(crate) acceptable_latency: Option<LatenciesJson>,
     /// The DevCap/DevCtl and DevCap2/DevCtl2 features, each null where the input does not say.
     #[serde(default)]
-    pub device_features: DeviceFeatures,
+    pub(crate) device_features: DeviceFeatures,
     /// DevSta's detected errors by lspci's names (`CorrErr`, `NonFatalErr`, `FatalErr`,
     /// `UnsupReq`): empty when none is set, null where the input does not show DevSta.
     #[serde(default)]
-    pub errors_detected: Option<Vec<Cow<'static, str>>>,
-    pub numa_node: Option<i32>,
-    pub driver: Option<String>,
+    pub(crate) errors_detected: Option<Vec<Cow<'static, str>>>,
+    pub(crate) numa_node: Option<i32>,
+    pub(crate) driver: Option<String>,
     /// Where `driver` came from: `unknown` means a null driver says nothing (lspci output
     /// captured without `-k`).
     #[serde(default)]
-    pub driver_source: FactSource,
+    pub(crate) driver_source: FactSource,
     #[serde(rename = "ceiling_line_rate_MBps")]
-    pub ceiling_mbps: Option<f64>,
+    pub(crate) ceiling_mbps: Option<f64>,
     #[serde(rename = "ceiling_achievable_MBps")]
-    pub ceiling_achievable_mbps: Option<f64>,
+    pub(crate) ceiling_achievable_mbps: Option<f64>,
     #[serde(rename = "ceiling_capable_MBps")]
-    pub ceiling_capable_mbps: Option<f64>,
-    pub ceiling_limited_by: Option<String>,
+    pub(crate) ceiling_capable_mbps: Option<f64>,
+    pub(crate) ceiling_limited_by: Option<String>,
     /// The platform model's predicted streaming endpoint DMA on this endpoint's link, where a
     /// model is given.
     #[serde(flatten)]
-    pub platform_dma: PlatformDma,
+    pub(crate) platform_dma: PlatformDma,
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// The input lines behind each fact, and the facts the input did not give (lspci machines).
     #[serde(default, skip_serializing_if = "EvidenceJson::is_empty")]
-    pub evidence: EvidenceJson,
+    pub(crate) evidence: EvidenceJson,
 }
 
 /// Where a function's facts came from, for readers of text someone pasted (lspci output): the
@@ -100,13 +100,13 @@ pub struct FunctionJson {
 /// give (which stay unknown rather than guessed). Empty for the other readers.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(rename = "Evidence")]
-pub struct EvidenceJson {
-    pub lines: BTreeMap<String, SourceLine>,
-    pub unknown: Vec<String>,
+pub(crate) struct EvidenceJson {
+    pub(crate) lines: BTreeMap<String, SourceLine>,
+    pub(crate) unknown: Vec<String>,
 }
 
 impl EvidenceJson {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.unknown.is_empty()
     }
 }
@@ -128,74 +128,74 @@ impl From<&Evidence> for EvidenceJson {
 
 /// The input line a reader took a fact from (1-based), so a finding can quote its evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SourceLine {
-    pub line: usize,
-    pub text: String,
+pub(crate) struct SourceLine {
+    pub(crate) line: usize,
+    pub(crate) text: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct BusesJson {
-    pub secondary: u8,
-    pub subordinate: u8,
+pub(crate) struct BusesJson {
+    pub(crate) secondary: u8,
+    pub(crate) subordinate: u8,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LinkJson {
-    pub max_speed_gts: Option<f64>,
-    pub max_width: Option<u8>,
-    pub speed_gts: Option<f64>,
-    pub width: Option<u8>,
+pub(crate) struct LinkJson {
+    pub(crate) max_speed_gts: Option<f64>,
+    pub(crate) max_width: Option<u8>,
+    pub(crate) speed_gts: Option<f64>,
+    pub(crate) width: Option<u8>,
     #[serde(default)]
-    pub downgraded: bool,
+    pub(crate) downgraded: bool,
     /// LnkCap's exit latencies of the supported ASPM states, in lspci's words (`<64ns`,
     /// `<16us`, `unlimited`); null where the state is unsupported or the input does not say.
-    pub l0s_exit_latency: Option<Cow<'static, str>>,
-    pub l1_exit_latency: Option<Cow<'static, str>>,
+    pub(crate) l0s_exit_latency: Option<Cow<'static, str>>,
+    pub(crate) l1_exit_latency: Option<Cow<'static, str>>,
     /// LnkCap's Data Link Layer Link Active Reporting Capable (lspci `LLActRep`).
-    pub dl_active_reporting: Option<bool>,
+    pub(crate) dl_active_reporting: Option<bool>,
     /// LnkSta's DL_Active (lspci `DLActive`).
-    pub dl_active: Option<bool>,
+    pub(crate) dl_active: Option<bool>,
     /// LnkCap2's supported link speeds vector, GT/s, slowest first.
-    pub supported_speeds_gts: Option<Vec<f64>>,
+    pub(crate) supported_speeds_gts: Option<Vec<f64>>,
     /// LnkCap2's Crosslink Supported.
-    pub crosslink: Option<bool>,
+    pub(crate) crosslink: Option<bool>,
     /// LnkCtl2's target link speed.
-    pub target_speed_gts: Option<f64>,
+    pub(crate) target_speed_gts: Option<f64>,
     /// LnkSta2.
-    pub status2: Option<LinkStatus2Json>,
+    pub(crate) status2: Option<LinkStatus2Json>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LinkStatus2Json {
-    pub equalization_complete: bool,
-    pub equalization_phase1: bool,
-    pub equalization_phase2: bool,
-    pub equalization_phase3: bool,
-    pub equalization_request: bool,
+pub(crate) struct LinkStatus2Json {
+    pub(crate) equalization_complete: bool,
+    pub(crate) equalization_phase1: bool,
+    pub(crate) equalization_phase2: bool,
+    pub(crate) equalization_phase3: bool,
+    pub(crate) equalization_request: bool,
     /// `unsupported`, `upstream_port`, `downstream_port`, `incomplete`; null when the text
     /// (older lspci) does not print it.
-    pub crosslink_resolution: Option<Cow<'static, str>>,
+    pub(crate) crosslink_resolution: Option<Cow<'static, str>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LatenciesJson {
-    pub l0s: Cow<'static, str>,
-    pub l1: Cow<'static, str>,
+pub(crate) struct LatenciesJson {
+    pub(crate) l0s: Cow<'static, str>,
+    pub(crate) l1: Cow<'static, str>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct AerMasksJson {
+pub(crate) struct AerMasksJson {
     /// Register values as 8 hex digits (`0x00100000`: bit 20, UnsupReq).
-    pub uncorrectable_mask: String,
-    pub uncorrectable_severity: String,
-    pub correctable_mask: String,
+    pub(crate) uncorrectable_mask: String,
+    pub(crate) uncorrectable_severity: String,
+    pub(crate) correctable_mask: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct AerStatusJson {
+pub(crate) struct AerStatusJson {
     /// Register values as 8 hex digits, like the masks.
-    pub uncorrectable: String,
-    pub correctable: String,
+    pub(crate) uncorrectable: String,
+    pub(crate) correctable: String,
 }
 
 /// DevSta's set error bits by lspci's names; `None` where the input does not show DevSta.
@@ -229,9 +229,9 @@ fn status2_json(s: LinkStatus2) -> LinkStatus2Json {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct AcsJson {
-    pub capability: String,
-    pub control: String,
+pub(crate) struct AcsJson {
+    pub(crate) capability: String,
+    pub(crate) control: String,
 }
 
 /// Ceilings are rounded to 0.001 MB/s, so JSON compares equal across readers.

@@ -16,12 +16,12 @@ pub const JOURNAL_SCHEMA: &str = "pcielab.advise-undo/v2";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UndoJournal {
-    pub schema: String,
+    pub(crate) schema: String,
     /// The machine's root the changes were made under: absolute, with no link in it ("/" on a
     /// host). `--undo` acts only on the machine whose root this is.
-    pub root: String,
+    pub(crate) root: String,
     /// In the order written; undone last first.
-    pub changes: Vec<JournalEntry>,
+    pub(crate) changes: Vec<JournalEntry>,
 }
 
 /// One change `--apply` made.
@@ -29,19 +29,19 @@ pub struct UndoJournal {
 #[serde(deny_unknown_fields)]
 pub struct JournalEntry {
     /// The check whose fix made it: `--undo` writes only the files this check may write.
-    pub check: String,
+    pub(crate) check: String,
     /// The file, relative to `root`.
-    pub file: String,
+    pub(crate) file: String,
     /// What the file held before: what `--undo` writes back.
-    pub before: String,
+    pub(crate) before: String,
     /// What `--apply` wrote: `--undo` restores only a file that still holds it.
-    pub written: String,
+    pub(crate) written: String,
 }
 
 impl UndoJournal {
     /// Writes the journal to `path` as a new file, mode 0600; anything already there is refused
     /// (bad input), so a second `--apply` cannot lose the first one's record.
-    pub fn create(&self, path: &Path) -> Result<()> {
+    pub(crate) fn create(&self, path: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)
             .map_err(|e| Error::runtime(format!("undo file: {e}")))?;
         crate::input::write_new_file(path, format!("{text}\n").as_bytes(), 0o600)
@@ -49,7 +49,7 @@ impl UndoJournal {
 
     /// Reads the journal at `path`: a regular file the running user owns, not writable by group
     /// or others, in this schema.
-    pub fn read(path: &Path) -> Result<UndoJournal> {
+    pub(crate) fn read(path: &Path) -> Result<UndoJournal> {
         let text = crate::input::read_private_file(path, "undo file")?;
         let journal: UndoJournal = serde_json::from_str(&text).map_err(|e| {
             Error::bad_input(format!(

@@ -32,9 +32,9 @@ enum Accepts {
 #[derive(Debug, Clone)]
 pub(super) struct KernelFile {
     /// As the finding and the journal name it, relative to the root.
-    pub rel: String,
+    pub(crate) rel: String,
     /// Where it resolves: inside the root's `sys/` or `proc/`, with no link left on the way.
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     accepts: Accepts,
     root: PathBuf,
 }
@@ -123,7 +123,7 @@ impl KernelFile {
 
     /// The value the file holds, normalised the way it reads back: the bracketed word of the
     /// ASPM policy, a CPU list in canonical form, otherwise the trimmed text.
-    pub fn current(&self) -> Option<String> {
+    pub(crate) fn current(&self) -> Option<String> {
         let text = read_text(&self.path)?;
         match self.accepts {
             Accepts::AspmPolicy => selected_word(&text),
@@ -133,7 +133,7 @@ impl KernelFile {
     }
 
     /// `value` the way the file would read it back.
-    pub fn normalised(&self, value: &str) -> String {
+    pub(crate) fn normalised(&self, value: &str) -> String {
         match self.accepts {
             Accepts::IrqAffinity => parse_cpu_list(value)
                 .map(|c| cpu_list_text(&c))
@@ -145,7 +145,7 @@ impl KernelFile {
     /// `value` when the file accepts it; otherwise bad input naming the file, the value and what
     /// would be valid. Bounded before anything is parsed, so a journal holding megabytes of CPU
     /// list is refused without building it.
-    pub fn check_value(&self, value: &str) -> Result<()> {
+    pub(crate) fn check_value(&self, value: &str) -> Result<()> {
         let refuse = |valid: String| {
             Err(Error::bad_input(format!(
                 "'{}' is not a value /{} accepts: expected {valid}",

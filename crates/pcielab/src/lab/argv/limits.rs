@@ -13,9 +13,9 @@ pub struct Limit {
     pub bdf: Bdf,
     /// The field as `lab check` names it: `link.speed`, `link.width`, `link.max_speed`, …
     pub field: Cow<'static, str>,
-    pub spec: String,
+    pub(crate) spec: String,
     pub qemu: String,
-    pub why: Cow<'static, str>,
+    pub(crate) why: Cow<'static, str>,
 }
 
 impl std::fmt::Display for Limit {

@@ -64,8 +64,8 @@ impl Default for MachineOptions {
 /// A backing file QEMU needs before it starts.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Disk {
-    pub path: PathBuf,
-    pub size_mib: u64,
+    pub(crate) path: PathBuf,
+    pub(crate) size_mib: u64,
 }
 
 /// The QEMU invocation for a topology.
@@ -430,7 +430,7 @@ pub fn plan(topology: &Topology, options: &MachineOptions) -> Result<QemuPlan> {
 /// failed boot shows why; the guest silences the console before sending results.
 /// no_timer_check: under TCG on a loaded host the IO-APIC timer check can miss ticks and panic
 /// ("IO-APIC + timer doesn't work!"); it proves nothing about PCIe.
-pub const LAB_KERNEL_CMDLINE: &str = "console=ttyS0 panic=-1 loglevel=4 no_timer_check";
+pub(crate) const LAB_KERNEL_CMDLINE: &str = "console=ttyS0 panic=-1 loglevel=4 no_timer_check";
 
 /// The first and last vCPU of `node` (None: the node has none).
 fn node_cpus(node: u32, nodes: u32, smp: u32) -> Option<(u32, u32)> {
@@ -513,7 +513,7 @@ fn spec_slot(f: &Function) -> std::result::Result<Option<(u8, u16)>, String> {
 }
 
 /// A QEMU device id from an address: `d0000_03_00_0`.
-pub fn device_id(bdf: Bdf) -> String {
+pub(crate) fn device_id(bdf: Bdf) -> String {
     format!(
         "d{:04x}_{:02x}_{:02x}_{:x}",
         bdf.domain, bdf.bus, bdf.device, bdf.function

@@ -38,27 +38,27 @@ pub enum IrqKind {
 /// Parameter values in [`P`] order, and what they were fitted on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlatformModel {
-    pub values: [f64; PARAMS.len()],
+    pub(crate) values: [f64; PARAMS.len()],
     /// Which measurements the values come from (free text; "defaults" when none).
-    pub fitted_on: String,
+    pub(crate) fitted_on: String,
     /// Keys (`section.key`) whose values were fitted rather than defaulted.
-    pub fitted: Vec<String>,
+    pub(crate) fitted: Vec<String>,
     /// Whether a spec gave it (a non-empty `[platform]` table) rather than the defaults alone:
     /// only then does `stat` on `sim:` print its predictions beside the link's rates.
-    pub given: bool,
+    pub(crate) given: bool,
     /// The DMA measurements the fit saw: a prediction of one of these is in-sample.
-    pub fitted_cells: Vec<FittedCell>,
+    pub(crate) fitted_cells: Vec<FittedCell>,
     /// One standard deviation of each fitted parameter that has one, by key.
-    pub uncertainty: Vec<(String, f64)>,
+    pub(crate) uncertainty: Vec<(String, f64)>,
 }
 
 /// One DMA measurement a platform was fitted on: direction, size and the link it ran on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FittedCell {
-    pub direction: DmaDirection,
-    pub size: u64,
-    pub gen: u8,
-    pub width: u8,
+    pub(crate) direction: DmaDirection,
+    pub(crate) size: u64,
+    pub(crate) gen: u8,
+    pub(crate) width: u8,
 }
 
 impl FittedCell {
@@ -92,7 +92,7 @@ impl FittedCell {
     }
 
     /// Whether this cell ran on `link`'s generation and width.
-    pub fn on(&self, link: &LinkParams) -> bool {
+    pub(crate) fn on(&self, link: &LinkParams) -> bool {
         self.gen == link.gen.number() && self.width == link.width
     }
 }
@@ -115,19 +115,19 @@ pub struct PlatformDma {
         rename = "platform_dma_write_MBps",
         skip_serializing_if = "Option::is_none"
     )]
-    pub write_mbps: Option<f64>,
+    pub(crate) write_mbps: Option<f64>,
     /// Memory to device, MB/s.
     #[serde(
         rename = "platform_dma_read_MBps",
         skip_serializing_if = "Option::is_none"
     )]
-    pub read_mbps: Option<f64>,
+    pub(crate) read_mbps: Option<f64>,
     /// Whether the two rates reproduce the fit's data or predict (and on what link).
     #[serde(
         rename = "platform_dma_provenance",
         skip_serializing_if = "Option::is_none"
     )]
-    pub provenance: Option<Provenance>,
+    pub(crate) provenance: Option<Provenance>,
 }
 
 /// Where a platform number stands against the measurements the platform was fitted on.
@@ -331,7 +331,7 @@ impl PlatformModel {
     }
 
     /// One standard deviation of `p` as fitted, if the fit gave one.
-    pub fn sigma(&self, p: P) -> Option<f64> {
+    pub(crate) fn sigma(&self, p: P) -> Option<f64> {
         let key = PARAMS[p as usize].key;
         self.uncertainty
             .iter()
@@ -357,7 +357,7 @@ impl PlatformModel {
     /// One I/O of `bs` bytes on the platform's drive as a request–response with `in_flight` I/Os
     /// outstanding: `access_ns` of media latency, the drive's service time (`drive.*_MBps`,
     /// `drive.*_iops`) and the root complex's read round trip.
-    pub fn drive_request(
+    pub(crate) fn drive_request(
         &self,
         read: bool,
         bs: u64,
@@ -490,7 +490,7 @@ impl IrqKind {
 /// Back-to-back interrupt delivery as the Rockchip PCIe performance guide's §6/§7 tests report it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct IrqPrediction {
-    pub kind: IrqKind,
+    pub(crate) kind: IrqKind,
     /// Time between interrupts when raised back to back (the Rockchip guide prints it in µs).
     pub interval_ns: f64,
     pub per_second: f64,

@@ -14,9 +14,9 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+pub use costs::DmaDirection;
 pub use costs::{
-    DmaDirection, FittedCell, IrqKind, IrqPrediction, MmioOp, PlatformDma, PlatformModel,
-    Provenance,
+    FittedCell, IrqKind, IrqPrediction, MmioOp, PlatformDma, PlatformModel, Provenance,
 };
 pub use params::P;
 pub(crate) use params::{ParamSpec, PARAMS};

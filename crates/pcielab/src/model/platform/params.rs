@@ -5,17 +5,17 @@
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ParamSpec {
     /// `section.key` under `[platform]`.
-    pub key: &'static str,
-    pub unit: &'static str,
-    pub default: f64,
+    pub(crate) key: &'static str,
+    pub(crate) unit: &'static str,
+    pub(crate) default: f64,
     /// Bounds the fit respects and the spec reader enforces.
-    pub min: f64,
-    pub max: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
     /// Whole numbers only (counts).
-    pub integer: bool,
-    pub meaning: &'static str,
+    pub(crate) integer: bool,
+    pub(crate) meaning: &'static str,
     /// Where the default comes from.
-    pub source: &'static str,
+    pub(crate) source: &'static str,
 }
 
 /// Index of each parameter in `PARAMS` and in [`PlatformModel`]'s values.

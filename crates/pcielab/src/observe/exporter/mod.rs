@@ -337,8 +337,8 @@ impl Scrapes {
 
 /// A response ready to send: its head and, unless it answers HEAD, its body.
 pub struct Reply {
-    pub head: Vec<u8>,
-    pub body: Option<Arc<String>>,
+    pub(crate) head: Vec<u8>,
+    pub(crate) body: Option<Arc<String>>,
 }
 
 impl Reply {

@@ -29,18 +29,18 @@ pub use view::{Action, Key, SortKey, View, KEY_HELP};
 /// One screen (or one batch frame): header facts and the rows the view selects, in its order.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TopFrame {
-    pub machine: String,
+    pub(crate) machine: String,
     /// Wall-clock time of the latest sample, HH:MM:SS UTC.
-    pub utc: String,
+    pub(crate) utc: String,
     /// Seconds since the observer opened (on `sim:`, the simulated time played to).
-    pub t_s: f64,
+    pub(crate) t_s: f64,
     /// Seconds between the two samples the rates come from.
-    pub interval_s: f64,
-    pub sort: SortKey,
-    pub tree: bool,
-    pub filter: String,
+    pub(crate) interval_s: f64,
+    pub(crate) sort: SortKey,
+    pub(crate) tree: bool,
+    pub(crate) filter: String,
     /// Functions in the latest sample, before filtering.
-    pub functions: usize,
+    pub(crate) functions: usize,
     pub rows: Vec<FunctionRow>,
 }
 

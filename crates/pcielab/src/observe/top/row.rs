@@ -23,7 +23,7 @@ pub enum LinkState {
 }
 
 impl LinkState {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LinkState::Ok => "ok",
             LinkState::Downgraded => "DOWNGRADED",
@@ -38,27 +38,27 @@ impl LinkState {
 pub struct FunctionRow {
     pub bdf: Bdf,
     /// Indentation level in tree mode (0 in flat mode).
-    pub depth: usize,
-    pub kind: Kind,
-    pub name: Option<String>,
-    pub devices: Vec<String>,
-    pub source: Option<Source>,
-    pub rx_mbps: Option<f64>,
-    pub tx_mbps: Option<f64>,
-    pub rx_percent: Option<f64>,
-    pub tx_percent: Option<f64>,
-    pub current_gts: Option<f64>,
-    pub current_width: Option<u32>,
-    pub capable_gts: Option<f64>,
-    pub capable_width: Option<u32>,
-    pub link_state: LinkState,
+    pub(crate) depth: usize,
+    pub(crate) kind: Kind,
+    pub(crate) name: Option<String>,
+    pub(crate) devices: Vec<String>,
+    pub(crate) source: Option<Source>,
+    pub(crate) rx_mbps: Option<f64>,
+    pub(crate) tx_mbps: Option<f64>,
+    pub(crate) rx_percent: Option<f64>,
+    pub(crate) tx_percent: Option<f64>,
+    pub(crate) current_gts: Option<f64>,
+    pub(crate) current_width: Option<u32>,
+    pub(crate) capable_gts: Option<f64>,
+    pub(crate) capable_width: Option<u32>,
+    pub(crate) link_state: LinkState,
     /// AER increments since the first sample (`None`: the function has no such counter).
-    pub aer: AerCounts,
+    pub(crate) aer: AerCounts,
 }
 
 impl FunctionRow {
     /// The busier direction's % of the link-achievable rate.
-    pub fn link_percent(&self) -> Option<f64> {
+    pub(crate) fn link_percent(&self) -> Option<f64> {
         link_percent(self.rx_percent, self.tx_percent)
     }
 

@@ -16,7 +16,7 @@ pub enum SortKey {
 impl SortKey {
     const CYCLE: [SortKey; 4] = [SortKey::Bdf, SortKey::Rx, SortKey::Tx, SortKey::Link];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SortKey::Bdf => "bdf",
             SortKey::Rx => "rx",

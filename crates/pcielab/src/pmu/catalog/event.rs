@@ -37,7 +37,7 @@ pub enum Unit {
 }
 
 impl Unit {
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Unit::Cycles => "cycles".into(),
             Unit::Events => "events".into(),
@@ -100,7 +100,7 @@ impl Group {
         matches!(self, Group::Lane(0 | 4))
     }
 
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Group::TimeBased(n) => format!("time-based group {n}"),
             Group::Lane(n) => format!("event group {n}"),
@@ -114,20 +114,20 @@ impl Group {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct EventDef {
     /// The upstream Linux name (lowercase where the driver uses lowercase).
-    pub name: &'static str,
+    pub(crate) name: &'static str,
     /// The seed's mixed-case name (the Yitian downstream driver); equal to `name` when none.
-    pub seed_name: &'static str,
+    pub(crate) seed_name: &'static str,
     /// The event's `config` value as the driver's `format/` files encode it.
     pub config: u64,
-    pub group: Group,
-    pub unit: Unit,
-    pub description: &'static str,
+    pub(crate) group: Group,
+    pub(crate) unit: Unit,
+    pub(crate) description: &'static str,
 }
 
 impl EventDef {
     /// The event's encoding as the driver's sysfs `events/` file writes it (without the
     /// newline): the DWC driver asks every lane event for `lane=?`.
-    pub fn encoding(&self, family: Family) -> String {
+    pub(crate) fn encoding(&self, family: Family) -> String {
         match family {
             Family::DwcRootPort => {
                 let kind = self.config >> 16;
@@ -147,7 +147,7 @@ impl EventDef {
     }
 
     /// Whether `query` names this event (either name, ASCII case-insensitively).
-    pub fn matches(&self, query: &str) -> bool {
+    pub(crate) fn matches(&self, query: &str) -> bool {
         self.name.eq_ignore_ascii_case(query) || self.seed_name.eq_ignore_ascii_case(query)
     }
 }

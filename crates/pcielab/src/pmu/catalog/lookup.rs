@@ -18,7 +18,7 @@ pub struct DriverFiles {
 }
 
 impl Family {
-    pub fn events(self) -> &'static [EventDef] {
+    pub(crate) fn events(self) -> &'static [EventDef] {
         match self {
             Family::DwcRootPort => DWC_EVENTS,
             Family::HisiPcie => HISI_EVENTS,
@@ -28,7 +28,7 @@ impl Family {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Family::DwcRootPort => "dwc_rootport",
             Family::HisiPcie => "hisi_pcie",
@@ -39,7 +39,7 @@ impl Family {
     }
 
     /// The `format/` files of the family's driver.
-    pub fn formats(self) -> &'static [(&'static str, &'static str)] {
+    pub(crate) fn formats(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Family::DwcRootPort => &[
                 ("eventid", "config:0-15"),

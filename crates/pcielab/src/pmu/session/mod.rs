@@ -70,7 +70,7 @@ impl Reading {
     }
 
     /// The change from `earlier` to `self`, as `perf stat -I` prints per interval.
-    pub fn since(&self, earlier: &Reading) -> Reading {
+    pub(crate) fn since(&self, earlier: &Reading) -> Reading {
         Reading {
             value: self.value - earlier.value,
             enabled_ns: self.enabled_ns - earlier.enabled_ns,
@@ -84,9 +84,9 @@ impl Reading {
 pub struct Counts {
     pub totals: Vec<Reading>,
     /// Cumulative readings at the end of each `-I` interval, with the interval's end time.
-    pub intervals: Vec<(u64, Vec<Reading>)>,
+    pub(crate) intervals: Vec<(u64, Vec<Reading>)>,
     /// From enabling the counters (workload start) to disabling them (workload exit).
-    pub elapsed_ns: u64,
+    pub(crate) elapsed_ns: u64,
 }
 
 /// Where counts come from. Each group counts all-or-nothing; groups may not span PMUs.
@@ -188,7 +188,7 @@ struct Context {
 /// The most counter rotations one count steps through: time-shared events whose truth has no
 /// closed form ([`TrueCounts::sums_progressions`]) are rotated (and read) this many times at
 /// most, an hour at the default 4 ms. Events summed in closed form cost nothing per rotation.
-pub const MAX_ROTATIONS: u64 = 1_000_000;
+pub(crate) const MAX_ROTATIONS: u64 = 1_000_000;
 
 /// The most `-I` intervals one count keeps (each holds a reading of every event).
 pub(crate) const MAX_INTERVALS: u64 = 100_000;

@@ -79,7 +79,7 @@ const AER_COR_MASK: usize = 0x14;
 /// The ACS capability and control bits lspci prints (source validation through direct
 /// translated P2P); the egress control vector size above them is not in its text, so no
 /// reader keeps it.
-pub const ACS_SHOWN_BITS: u16 = 0x7f;
+pub(crate) const ACS_SHOWN_BITS: u16 = 0x7f;
 
 /// Device/port type field of the PCI Express capability.
 pub(crate) mod port_type {
@@ -96,48 +96,48 @@ pub(crate) mod port_type {
 
 /// What the PCI Express capability says.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Express {
-    pub port_type: u8,
+pub(crate) struct Express {
+    pub(crate) port_type: u8,
     /// `None` for root-complex integrated functions, whose link registers are reserved.
-    pub link: Option<Link>,
-    pub mps_supported: u16,
-    pub mps: u16,
-    pub mrrs: u16,
-    pub aspm_supported: Aspm,
-    pub aspm_enabled: Aspm,
+    pub(crate) link: Option<Link>,
+    pub(crate) mps_supported: u16,
+    pub(crate) mps: u16,
+    pub(crate) mrrs: u16,
+    pub(crate) aspm_supported: Aspm,
+    pub(crate) aspm_enabled: Aspm,
     /// The capability's version (PCIe 1.x functions have 1 and no version-2 registers).
-    pub version: u8,
+    pub(crate) version: u8,
     /// Latencies, DL_Active and the version-2 link registers as the bytes hold them (the
     /// rule that functions other than 0 of an endpoint have no LnkCap2/LnkCtl2 is applied
     /// by [`Function::take_express_detail`], which knows the address).
-    pub detail: ExpressDetail,
+    pub(crate) detail: ExpressDetail,
 }
 
 /// A decoded config space. Capabilities beyond the readable bytes are unknown, not absent:
 /// `capabilities_read` says whether the standard capability list could be walked to its end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decoded {
-    pub vendor: u16,
-    pub device: u16,
-    pub class: u32,
-    pub revision: u8,
-    pub header_type: u8,
-    pub subsystem_vendor: u16,
-    pub subsystem_device: u16,
+    pub(crate) vendor: u16,
+    pub(crate) device: u16,
+    pub(crate) class: u32,
+    pub(crate) revision: u8,
+    pub(crate) header_type: u8,
+    pub(crate) subsystem_vendor: u16,
+    pub(crate) subsystem_device: u16,
     /// Secondary and subordinate bus of a type 1 (bridge) header.
-    pub buses: Option<(u8, u8)>,
-    pub express: Option<Express>,
-    pub acs: Option<Acs>,
-    pub aer: bool,
+    pub(crate) buses: Option<(u8, u8)>,
+    pub(crate) express: Option<Express>,
+    pub(crate) acs: Option<Acs>,
+    pub(crate) aer: bool,
     /// The AER masks and status, limited to the bits lspci prints; `None` without AER.
-    pub aer_masks: Option<AerMasks>,
-    pub aer_status: Option<AerStatus>,
-    pub capabilities_read: bool,
+    pub(crate) aer_masks: Option<AerMasks>,
+    pub(crate) aer_status: Option<AerStatus>,
+    pub(crate) capabilities_read: bool,
     /// Where the PCI Express, ACS and AER capabilities start, for readers that quote the bytes
     /// a fact came from.
-    pub express_at: Option<usize>,
-    pub acs_at: Option<usize>,
-    pub aer_at: Option<usize>,
+    pub(crate) express_at: Option<usize>,
+    pub(crate) acs_at: Option<usize>,
+    pub(crate) aer_at: Option<usize>,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -451,7 +451,7 @@ fn express_type_of(kind: Kind) -> u8 {
 
 /// Encodes `f` as config space: 4 KiB with the PCI Express capability where it has one,
 /// else 256 bytes.
-pub fn encode(f: &Function) -> Vec<u8> {
+pub(crate) fn encode(f: &Function) -> Vec<u8> {
     let express = has_express(f.kind, f.link.as_ref());
     let mut b = vec![0u8; if express { EXTENDED_SIZE } else { LEGACY_SIZE }];
     put16(&mut b, 0x00, f.vendor);
@@ -627,7 +627,7 @@ impl Function {
     /// Takes every fact the decoded capabilities hold: the kind, the PCI Express capability
     /// (link, MPS/MRRS, ASPM, latencies, features), ACS and AER. Nothing when the capability
     /// list could not be read to its end (the kind is then the caller's to infer).
-    pub fn take_capabilities(&mut self, d: &Decoded) {
+    pub(crate) fn take_capabilities(&mut self, d: &Decoded) {
         if !d.capabilities_read {
             return;
         }

@@ -17,17 +17,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Group {
     /// `g1`, `g2`, … in the address order of their first function.
-    pub group: String,
+    pub(crate) group: String,
     /// The bridge above them; `None` for endpoints integrated in the root complex.
-    pub port: Option<Bdf>,
+    pub(crate) port: Option<Bdf>,
     /// The root port at the top of their path (for integrated endpoints, the first of them):
     /// where a picture of a large host gathers groups. Always written; absent only from
     /// documents older than it, read back without it (their large hosts cannot be drawn by root
     /// port).
     #[schemars(with = "Bdf")]
-    pub top: Option<Bdf>,
+    pub(crate) top: Option<Bdf>,
     /// Its endpoints, in address order.
-    pub functions: Vec<Bdf>,
+    pub(crate) functions: Vec<Bdf>,
 }
 
 /// The endpoints of `topology` in groups sharing every verdict.
@@ -66,17 +66,17 @@ pub struct GroupVerdict {
     /// The bridge where the two paths meet (their closest common upstream bridge); `None` for
     /// pairs below different root ports or integrated endpoints, which meet only at the root
     /// complex.
-    pub meeting: Option<Bdf>,
+    pub(crate) meeting: Option<Bdf>,
     /// Provider groups as runs of consecutive group names: `g1..g64`, `g70`.
-    pub provider_groups: Vec<String>,
+    pub(crate) provider_groups: Vec<String>,
     /// Client groups, written as `provider_groups`.
-    pub client_groups: Vec<String>,
+    pub(crate) client_groups: Vec<String>,
     /// How many ordered endpoint pairs it stands for.
-    pub pairs: u64,
+    pub(crate) pairs: u64,
     /// The verdict of one pair it stands for: `provider` and `client` name those two
     /// functions, and the reasons name what that pair's path holds (another pair's may name
     /// other bridges with the same effect).
-    pub verdict: Verdict,
+    pub(crate) verdict: Verdict,
 }
 
 /// `g1` → 0..=0, `g3..g9` → 2..=8: the 0-based group indices a name or run of names stands for.

@@ -12,12 +12,12 @@ use serde::{Deserialize, Serialize};
 /// documents from before verdicts were grouped have only `pairs`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
-    pub cpu: Cpu,
+    pub(crate) cpu: Cpu,
     #[serde(default)]
-    pub groups: Vec<Group>,
+    pub(crate) groups: Vec<Group>,
     #[serde(default)]
-    pub group_verdicts: Vec<GroupVerdict>,
-    pub pairs: Vec<Verdict>,
+    pub(crate) group_verdicts: Vec<GroupVerdict>,
+    pub(crate) pairs: Vec<Verdict>,
 }
 
 impl Report {
@@ -38,7 +38,7 @@ impl Report {
 }
 
 impl MapType {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             MapType::BusAddress => "bus address",
             MapType::ThroughHostBridge => "through host bridge",
@@ -67,7 +67,7 @@ fn bdf_list(bdfs: &[Bdf]) -> String {
 }
 
 impl Reason {
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Reason::CommonUpstreamBridge { bridge } => format!("common upstream bridge {bridge}"),
             Reason::SameFunction => "same function".into(),

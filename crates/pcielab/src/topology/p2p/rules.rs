@@ -119,13 +119,13 @@ pub enum Reason {
 /// The kernel's verdict for one provider/client pair.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
-    pub provider: Bdf,
-    pub client: Bdf,
+    pub(crate) provider: Bdf,
+    pub(crate) client: Bdf,
     /// The kernel's distance: hops from each function up to where their paths meet, summed.
-    pub distance: u32,
-    pub map: MapType,
+    pub(crate) distance: u32,
+    pub(crate) map: MapType,
     #[serde(default)]
-    pub reasons: Vec<Reason>,
+    pub(crate) reasons: Vec<Reason>,
 }
 
 impl Verdict {
