@@ -12,6 +12,9 @@ use crate::error::{Error, Result};
 
 /// fio's `rw=` access pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+// The variants are fio's own `rw=` words (`randrw` is `RandRw`); clippy flags the name only
+// since the enum stopped being public.
+#[allow(clippy::enum_variant_names)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Rw {
     Read,
