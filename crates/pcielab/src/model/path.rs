@@ -14,9 +14,9 @@ pub struct PathCeiling {
     pub(crate) mbps: f64,
     /// Link-achievable payload MB/s of the limiting link: MPS-sized writes with TLP, DLLP and
     /// SKP overheads (`model::transfer::achievable_mbps`, the limiting function's MPS).
-    pub(crate) achievable_mbps: f64,
+    pub achievable_mbps: f64,
     /// The function whose upstream link sets `mbps` (the nearest one on a tie, as the kernel).
-    pub(crate) limiting: Bdf,
+    pub limiting: Bdf,
     /// The kernel's integer view of the same minimum, in Mb/s.
     pub(crate) kernel_mbit: u32,
     /// What the path could carry with every link trained to its capability, in MB/s.

@@ -208,7 +208,7 @@ pub struct FunctionRate {
     pub(crate) rx_wire_mbps: Option<f64>,
     pub(crate) tx_wire_mbps: Option<f64>,
     /// Payload rate as % of the link-achievable rate (the later sample's link).
-    pub(crate) rx_percent: Option<f64>,
+    pub rx_percent: Option<f64>,
     pub(crate) tx_percent: Option<f64>,
     /// AER counter increments (each `None` where either sample lacks the counter).
     pub(crate) aer_delta: AerCounts,
