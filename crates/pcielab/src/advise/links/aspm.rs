@@ -1,7 +1,7 @@
 //! ASPM on busy links: the exit latencies a busy device pays each time its link wakes, judged
 //! against what the device says it tolerates and the latency the user's intent needs.
 
-use super::common::{config_source, device_functions, NO_ROOT_PORT};
+use super::common::{config_source, device_functions, judgeable_links};
 use crate::advise::finding::{
     CheckOutcome, Context, Evidence, Finding, Fix, Intent, Judged, Lever, Prediction, Severity,
     Write,
@@ -16,10 +16,7 @@ pub(crate) fn aspm_busy(context: &Context) -> CheckOutcome {
     let system = context.facts.system.as_ref();
     let mut judged = Judged::default();
     let judge = LinkJudge::new(topo);
-    for f in judge.links_without_port() {
-        judged.not_judged(f.bdf, NO_ROOT_PORT.into());
-    }
-    for (port, f) in judge.links() {
+    for (port, f) in judgeable_links(&judge, &mut judged) {
         let subject = format!("link {} -> {}", port.bdf, f.bdf);
         // No trained link below a port whose data link layer is down: no exit latency to pay.
         if port.express_detail.data_link_down() {

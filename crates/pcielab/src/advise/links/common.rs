@@ -7,7 +7,7 @@ use crate::advise::finding::{Context, Judged, Prediction};
 use crate::model::platform::PlatformModel;
 use crate::model::transfer::{achievable_mbps, LinkParams};
 use crate::pcie::{Bdf, Generation};
-use crate::topology::check::Shortfall;
+use crate::topology::check::{LinkJudge, Shortfall};
 use crate::topology::health::read_function_health;
 use crate::topology::{DeviceFeatures, Function, Kind, Topology};
 
@@ -130,6 +130,18 @@ pub(super) fn reaches_capability_when_sampled(context: &Context, bdf: Bdf, s: &S
         };
         speed_ok && width_ok
     })
+}
+
+/// The links a link check judges, each as (port, upstream end); a link whose port the input
+/// does not hold (an excerpt) is noted in `judged` as not judged, for every link check alike.
+pub(super) fn judgeable_links<'a>(
+    judge: &LinkJudge<'a>,
+    judged: &mut Judged,
+) -> Vec<(&'a Function, &'a Function)> {
+    for f in judge.links_without_port() {
+        judged.not_judged(f.bdf, NO_ROOT_PORT.into());
+    }
+    judge.links()
 }
 
 /// The root port above `f`; where the input holds none above an endpoint, `f` is noted as

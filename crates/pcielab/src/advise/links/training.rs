@@ -2,7 +2,8 @@
 //! correctable errors a link counts.
 
 use super::common::{
-    ceiling_prediction, config_source, facts, rate, reaches_capability_when_sampled, NO_ROOT_PORT,
+    ceiling_prediction, config_source, facts, judgeable_links, rate,
+    reaches_capability_when_sampled,
 };
 use crate::advise::finding::{
     CheckOutcome, Context, Evidence, Finding, Fix, Judged, Lever, Prediction, Severity,
@@ -15,10 +16,7 @@ pub(crate) fn downtrained(context: &Context) -> CheckOutcome {
     let topo = context.topology;
     let judge = LinkJudge::new(topo);
     let mut judged = Judged::default();
-    for f in judge.links_without_port() {
-        judged.not_judged(f.bdf, NO_ROOT_PORT.into());
-    }
-    for (port, f) in judge.links() {
+    for (port, f) in judgeable_links(&judge, &mut judged) {
         let subject = format!("link {} -> {}", port.bdf, f.bdf);
         let Some(link) = judge.judge(port, f) else {
             judged.not_judged(subject, context.input.express(f));
