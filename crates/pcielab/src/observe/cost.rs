@@ -363,23 +363,24 @@ const QUIET: Duration = Duration::from_millis(40);
 /// How long a run may print nothing (start-up included) before it is given up.
 const SILENT_LIMIT: Duration = Duration::from_secs(120);
 
-/// What a line of a batch `top`'s output is, told from its first bytes.
+/// What a batch `top`'s output shows, as [`FrameLines`] reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Line {
+enum Shown {
     /// A frame's header line (every frame starts with one).
     Header,
-    /// Anything else with a visible character.
-    Content,
+    /// A visible character outside a header's first bytes.
+    Visible,
 }
 
-/// The lines of a batch `top`'s output, fed chunk by chunk: a frame is counted at each line
-/// starting with `header`; blank lines are not reported.
+/// A batch `top`'s output, fed chunk by chunk: a frame is counted at each line starting with
+/// `header`, and every other visible character is reported too.
 struct FrameLines<'a> {
     header: &'a [u8],
-    /// The current line's first bytes, up to the header's length (a line may straddle reads).
+    /// The current line's first bytes while they may still be a header (a line may straddle
+    /// reads).
     head: Vec<u8>,
-    /// The current line was reported already (its first bytes decided what it is).
-    reported: bool,
+    /// The current line's start is still being matched with the header.
+    matching: bool,
     /// Header lines seen.
     frames: u32,
 }
@@ -389,43 +390,39 @@ impl<'a> FrameLines<'a> {
         FrameLines {
             header: header.as_bytes(),
             head: Vec::new(),
-            reported: false,
+            matching: true,
             frames: 0,
         }
     }
 
-    /// Nothing of a line has arrived since the last newline.
-    fn at_line_start(&self) -> bool {
-        self.head.is_empty() && !self.reported
+    /// No header is half-way through: bytes that follow cannot complete one begun before.
+    fn between_headers(&self) -> bool {
+        self.head.is_empty()
     }
 
-    /// Calls `seen` with each line that `bytes` decides (a header as soon as its bytes match).
-    fn feed(&mut self, bytes: &[u8], mut seen: impl FnMut(Line)) {
+    /// Calls `seen` with each header and visible character in `bytes`.
+    fn feed(&mut self, bytes: &[u8], mut seen: impl FnMut(Shown)) {
         for &b in bytes {
             if b == b'\n' {
-                if !self.reported && self.head.iter().any(|c| !c.is_ascii_whitespace()) {
-                    seen(Line::Content);
+                if self.head.iter().any(|c| !c.is_ascii_whitespace()) {
+                    seen(Shown::Visible);
                 }
                 self.head.clear();
-                self.reported = false;
-                continue;
-            }
-            if self.reported {
-                continue;
-            }
-            if self.head.len() < self.header.len() {
+                self.matching = true;
+            } else if self.matching {
                 self.head.push(b);
                 if self.head == self.header {
                     self.frames += 1;
-                    self.reported = true;
-                    seen(Line::Header);
-                } else if !self.header.starts_with(&self.head) && !b.is_ascii_whitespace() {
-                    self.reported = true;
-                    seen(Line::Content);
+                    seen(Shown::Header);
+                } else if self.header.starts_with(&self.head) {
+                    continue;
+                } else if self.head.iter().any(|c| !c.is_ascii_whitespace()) {
+                    seen(Shown::Visible);
                 }
+                self.head.clear();
+                self.matching = false;
             } else if !b.is_ascii_whitespace() {
-                self.reported = true;
-                seen(Line::Content);
+                seen(Shown::Visible);
             }
         }
     }
@@ -435,9 +432,9 @@ impl<'a> FrameLines<'a> {
 /// exit left out: the child's stdout is piped and its frames counted by their `header` line;
 /// the on-CPU nanoseconds of its threads ([`cpu_ns`]) are read once its first frame is out and
 /// it waits for the next, and again `refreshes` frames later. A reading is taken when the
-/// pipe has been quiet for [`QUIET`] at a line's start, and kept only when the next line the
-/// child prints starts a frame (otherwise the child was held up mid-frame, and the reading is
-/// taken again at the next frame).
+/// pipe has been quiet for [`QUIET`], and kept only when nothing visible comes before the next
+/// frame's header (procps ends a frame's last line only when it starts the next; anything else
+/// means the child was held up mid-frame, and the reading is taken again at the next frame).
 fn refresh_cpu_ms(program: &Path, args: &[String], header: &str, refreshes: u32) -> Result<f64> {
     let mut argv = args.to_vec();
     argv.extend(["-n".to_string(), (1 + refreshes + SPARE_FRAMES).to_string()]);
@@ -467,7 +464,7 @@ fn refresh_cpu_ms(program: &Path, args: &[String], header: &str, refreshes: u32)
     loop {
         if !crate::input::readable_within(fd, QUIET).map_err(|e| failed(e.to_string()))? {
             let wanted = first.map_or(1, |(frames, _)| frames + refreshes);
-            if pending.is_none() && lines.frames >= wanted && lines.at_line_start() {
+            if pending.is_none() && lines.frames >= wanted && lines.between_headers() {
                 pending = Some((lines.frames, cpu_ns(pid)?));
             }
             silent += QUIET;
@@ -495,10 +492,10 @@ fn refresh_cpu_ms(program: &Path, args: &[String], header: &str, refreshes: u32)
             )));
         }
         let mut kept = None;
-        lines.feed(&chunk[..n], |line| match (line, pending.take()) {
-            (Line::Header, Some(reading)) => kept = Some(reading),
+        lines.feed(&chunk[..n], |shown| match (shown, pending.take()) {
+            (Shown::Header, Some(reading)) => kept = Some(reading),
             // Printed after the reading: it was taken mid-frame.
-            (Line::Content, Some(_)) | (_, None) => {}
+            (Shown::Visible, Some(_)) | (_, None) => {}
         });
         let Some((frames, ns)) = kept else {
             continue;
@@ -691,25 +688,22 @@ mod tests {
 
     #[test]
     fn frame_lines_count_headers_split_across_reads() {
-        let mut lines = FrameLines::new("top - ");
-        let mut seen = Vec::new();
-        let text = b"top - 1\nrow top - x\n\n  \ntop - 2\n  PID\n";
-        // Every split of the text into two reads gives the same lines.
+        let text = b"top - 1\nrow top - x\n\n  \ntop - 2\n  PID\n top\ntop -";
+        // Every split of the text into two reads gives the same headers and visible text.
         for cut in 0..text.len() {
-            lines = FrameLines::new("top - ");
-            seen.clear();
-            lines.feed(&text[..cut], |l| seen.push(l));
-            lines.feed(&text[cut..], |l| seen.push(l));
-            assert_eq!(
-                seen,
-                [Line::Header, Line::Content, Line::Header, Line::Content],
-                "cut at {cut}"
-            );
+            let mut lines = FrameLines::new("top - ");
+            let mut seen = Vec::new();
+            lines.feed(&text[..cut], |s| seen.push(s));
+            lines.feed(&text[cut..], |s| seen.push(s));
+            seen.dedup();
+            use Shown::{Header, Visible};
+            assert_eq!(seen, [Header, Visible, Header, Visible], "cut at {cut}");
             assert_eq!(lines.frames, 2);
-            assert!(lines.at_line_start());
+            // "top -" could still become a header.
+            assert!(!lines.between_headers());
+            lines.feed(b"\n", |_| {});
+            assert!(lines.between_headers());
         }
-        lines.feed(b"to", |_| {});
-        assert!(!lines.at_line_start());
     }
 
     /// A stand-in for a batch top: `sh -c SCRIPT sh START WORK -n FRAMES` burns START loop
