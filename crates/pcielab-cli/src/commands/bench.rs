@@ -73,8 +73,8 @@ top's CPU per refresh: `top -b -d 0.1` runs with its output piped, its frames co
 header lines, and the same schedstat nanoseconds read while it waits after its first frame and
 again 20 frames later, so start-up (seconds on a big host) and exit never enter; the same for
 `pcielab top` and procps top. Figures are the median of the rounds with their range (min-max); a
-round that measured no CPU is refused rather than printed. The ratios are pcielab's median over the other tool's. JSON
-fields: docs/performance.md.")]
+round that measured no CPU is refused rather than printed. The ratios are pcielab's median over
+the other tool's. JSON fields: docs/performance.md.")]
     Observe(ObserveArgs),
 }
 
