@@ -69,11 +69,12 @@ the rest SR-IOV VFs), exports it as sysfs and starts `pcielab exporter --machine
 (the sysfs path a host reads) and prometheus-node-exporter on loopback ports, scraped alternately.
 CPU per scrape comes from the on-CPU nanoseconds of each process's threads
 (/proc/PID/task/*/schedstat) over a round's scrapes, memory from /proc/PID/status (VmRSS, VmHWM).
-top's CPU per refresh is a 21-frame `top -b` less a 1-frame one, over 20, each run's CPU its own
-rusage from wait4 (microseconds), for `pcielab top` and procps top alike. Figures are the median
-of the rounds with their range (min-max); a round that measured no CPU above its baseline is
-refused rather than printed. The ratios are pcielab's median over the other tool's. JSON
-fields: docs/performance.md.")]
+top's CPU per refresh: `top -b -d 0.1` runs with its output piped, its frames counted by their
+header lines, and the same schedstat nanoseconds read while it waits after its first frame and
+again 20 frames later, so start-up (seconds on a big host) and exit never enter; the same for
+`pcielab top` and procps top. Figures are the median of the rounds with their range (min-max); a
+round that measured no CPU is refused rather than printed. The ratios are pcielab's median over
+the other tool's. JSON fields: docs/performance.md.")]
     Observe(ObserveArgs),
 }
 

@@ -25,6 +25,7 @@ pub(crate) mod yaml;
 pub use output::{
     output_dir, output_target, write_new_file, write_output, write_stdout, OutputTarget,
 };
+pub(crate) use stdin::readable_within;
 pub use stdin::{read_stdin, DEFAULT_STDIN_IDLE, STDIN_IDLE_ENV};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).

@@ -82,7 +82,7 @@ fn refuse_special(what: &str, fd: i32) -> Result<()> {
 }
 
 /// Whether `fd` has a byte (or its end) to read within `idle`.
-fn readable_within(fd: i32, idle: Duration) -> std::io::Result<bool> {
+pub(crate) fn readable_within(fd: i32, idle: Duration) -> std::io::Result<bool> {
     let mut poll = libc::pollfd {
         fd,
         events: libc::POLLIN,

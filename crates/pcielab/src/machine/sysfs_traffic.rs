@@ -23,6 +23,9 @@ pub(crate) struct SysfsTraffic {
     plan: Arc<Mutex<ReadPlan>>,
     /// The read plan generation `topology` was taken from.
     plan_generation: u64,
+    /// The plan generation whose read the caller's health buffer holds (the observer keeps one
+    /// buffer; see [`TrafficSampler::link_health`]): `None` before the first read.
+    read_generation: Option<u64>,
     /// The read plan's own (shared with it, not copied).
     topology: Arc<Topology>,
     /// On a host: the block and network devices' byte counters under its root.
@@ -77,6 +80,7 @@ impl SysfsTraffic {
         Ok(SysfsTraffic {
             plan,
             plan_generation,
+            read_generation: None,
             topology,
             devices: live.then(|| DeviceReader::new(root)),
             payload,
@@ -139,7 +143,9 @@ impl TrafficSampler for SysfsTraffic {
             self.plan_generation = plan.generation();
             Arc::clone(&self.topology)
         });
-        plan.read_into(out);
+        let kept = self.read_generation == Some(plan.generation());
+        plan.read_into(out, kept);
+        self.read_generation = Some(plan.generation());
         Ok(replanned)
     }
 

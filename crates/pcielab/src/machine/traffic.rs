@@ -56,7 +56,8 @@ pub(crate) trait TrafficSampler: Send {
 
     /// Every function's link health at `t_ns`, in topology order, into `out`. Returns the new
     /// topology when functions came or went since the last call (the health is then in its
-    /// order).
+    /// order). `out` is the buffer of the previous call, left as that call filled it (the
+    /// observer keeps one): a sampler may leave in it what it knows has not changed.
     fn link_health(
         &mut self,
         t_ns: u64,

@@ -4,10 +4,12 @@
 //! scraped alternately with Debian's `prometheus-node-exporter` on the same machine; CPU per
 //! scrape from the on-CPU nanoseconds of each process's threads (`/proc/PID/task/*/schedstat`,
 //! where `/proc/PID/stat` counts 10 ms ticks) over the scrapes, resident memory from
-//! `/proc/PID/status`; and `pcielab top -b` against procps `top -b`, CPU per refresh from each
-//! child's own rusage (`wait4`, microseconds) of an N+1-frame run less a 1-frame run (start-up
-//! cancels out). Every figure is the median of the rounds with their minimum and maximum; a
-//! round whose difference is not positive is refused (it measured nothing but noise).
+//! `/proc/PID/status`; and `pcielab top -b -d 0.1` against procps `top -b -d 0.1`, CPU per
+//! refresh from the same schedstat nanoseconds, read while the child waits after its first
+//! frame and again 20 frames later (its stdout piped and its frames counted by their header
+//! lines), so neither start-up (for `top` on a big host, seconds of reading the sysfs tree) nor
+//! exit enters the figure. Every figure is the median of the rounds with their minimum and
+//! maximum; a round that measured no CPU is refused, not printed.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -81,7 +83,8 @@ impl ObserveCost {
         let spread = |s: &Spread| format!("{:.2} ({:.2}-{:.2})", s.median, s.min, s.max);
         let opt_spread = |s: Option<&Spread>| s.map_or("-".to_string(), spread);
         let mut text = format!(
-            "{} functions, {} series, {} KiB per scrape; median (min-max) of {} rounds of {} scrapes\n",
+            "{} functions, {} series, {} KiB per scrape; median (min-max) of {} rounds of {} scrapes \
+             and {TOP_REFRESHES} top refreshes\n",
             self.functions,
             self.pcielab_series,
             self.pcielab_body_bytes / 1024,
@@ -329,48 +332,11 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// CPU milliseconds (user + system, microsecond resolution) of one run of `program args` to
-/// its end, output discarded: the child's own rusage as `wait4` returns it with its status.
-fn run_cpu_ms(program: &Path, args: &[String]) -> Result<f64> {
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::runtime(format!("cannot run {}: {e}", program.display())))?;
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: wait4 fills the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: waiting on our own child (std's Child does not wait when dropped).
-        if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } == pid {
-            break;
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(Error::runtime(format!(
-                "waiting for {}: {err}",
-                program.display()
-            )));
-        }
-    }
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        return Err(Error::runtime(format!(
-            "{} {} failed (wait status {status:#x})",
-            program.display(),
-            args.join(" ")
-        )));
-    }
-    let ms = |t: libc::timeval| t.tv_sec as f64 * 1e3 + t.tv_usec as f64 / 1e3;
-    Ok(ms(usage.ru_utime) + ms(usage.ru_stime))
-}
-
-/// The spread of `rounds` of a CPU figure, refused when a round is not positive: a difference
-/// of two runs at or below zero means the work was below what the clock resolves or drowned in
-/// noise, and printing it (as the tick-based figures once printed -0.55 ms) would mislead.
-fn positive_spread(what: &str, rounds: &[f64]) -> Result<Spread> {
+/// The spread of `rounds` of a CPU figure, refused when a round is not positive: a figure at or
+/// below zero means the work was below what the clock resolves or drowned in noise, and
+/// printing it (as the tick-based figures once printed -0.55 ms) would mislead. `remedy` says
+/// what to try instead.
+fn positive_spread(what: &str, rounds: &[f64], remedy: &str) -> Result<Spread> {
     // NaN (no figure at all) is refused with the rest.
     if let Some(bad) = rounds
         .iter()
@@ -378,33 +344,188 @@ fn positive_spread(what: &str, rounds: &[f64]) -> Result<Spread> {
     {
         return Err(Error::runtime(format!(
             "{what}: a round measured {bad:.3} ms, no CPU above its baseline; the figure would \
-             be noise, not a cost. Run more frames or scrapes per round (--scrapes), or on a \
-             quieter machine"
+             be noise, not a cost. {remedy}"
         )));
     }
     Spread::of(rounds).ok_or_else(|| Error::runtime(format!("{what}: no rounds")))
 }
 
-/// Frames after the first that a `top` run is timed over.
-const TOP_FRAMES: u32 = 20;
+/// Refreshes each `top` run is timed over, from the end of its first frame.
+const TOP_REFRESHES: u32 = 20;
+/// Frames a run prints beyond those, so that readings refused on the way (see
+/// [`refresh_cpu_ms`]) can be taken again at a later frame.
+const SPARE_FRAMES: u32 = 5;
 /// Seconds between `top` frames (both tools' shortest practical delay).
 const TOP_DELAY: &str = "0.1";
+/// How long the child's output stays quiet before the child is taken to be asleep until its
+/// next frame: well under the 100 ms between frames, well over the writing of one.
+const QUIET: Duration = Duration::from_millis(40);
+/// How long a run may print nothing (start-up included) before it is given up.
+const SILENT_LIMIT: Duration = Duration::from_secs(120);
 
-/// CPU per refresh of a batch `top` (argv without `-n`): an N+1-frame run less a 1-frame run,
-/// over N, in each of `rounds`.
-fn top_ms_per_refresh(program: &Path, args: &[String], rounds: u32) -> Result<Spread> {
-    let with = |frames: u32| {
-        let mut a = args.to_vec();
-        a.extend(["-n".to_string(), frames.to_string()]);
-        a
-    };
-    let mut per = Vec::new();
-    for _ in 0..rounds {
-        let one = run_cpu_ms(program, &with(1))?;
-        let many = run_cpu_ms(program, &with(1 + TOP_FRAMES))?;
-        per.push((many - one) / f64::from(TOP_FRAMES));
+/// What a batch `top`'s output shows, as [`FrameLines`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// A frame's header line (every frame starts with one).
+    Header,
+    /// A visible character outside a header's first bytes.
+    Visible,
+}
+
+/// A batch `top`'s output, fed chunk by chunk: a frame is counted at each line starting with
+/// `header`, and every other visible character is reported too.
+struct FrameLines<'a> {
+    header: &'a [u8],
+    /// The current line's first bytes while they may still be a header (a line may straddle
+    /// reads).
+    head: Vec<u8>,
+    /// The current line's start is still being matched with the header.
+    matching: bool,
+    /// Header lines seen.
+    frames: u32,
+}
+
+impl<'a> FrameLines<'a> {
+    fn new(header: &'a str) -> FrameLines<'a> {
+        FrameLines {
+            header: header.as_bytes(),
+            head: Vec::new(),
+            matching: true,
+            frames: 0,
+        }
     }
-    positive_spread(&format!("{} CPU per refresh", program.display()), &per)
+
+    /// No header is half-way through: bytes that follow cannot complete one begun before.
+    fn between_headers(&self) -> bool {
+        self.head.is_empty()
+    }
+
+    /// Calls `seen` with each header and visible character in `bytes`.
+    fn feed(&mut self, bytes: &[u8], mut seen: impl FnMut(Shown)) {
+        for &b in bytes {
+            if b == b'\n' {
+                if self.head.iter().any(|c| !c.is_ascii_whitespace()) {
+                    seen(Shown::Visible);
+                }
+                self.head.clear();
+                self.matching = true;
+            } else if self.matching {
+                self.head.push(b);
+                if self.head == self.header {
+                    self.frames += 1;
+                    seen(Shown::Header);
+                } else if self.header.starts_with(&self.head) {
+                    continue;
+                } else if self.head.iter().any(|c| !c.is_ascii_whitespace()) {
+                    seen(Shown::Visible);
+                }
+                self.head.clear();
+                self.matching = false;
+            } else if !b.is_ascii_whitespace() {
+                seen(Shown::Visible);
+            }
+        }
+    }
+}
+
+/// CPU milliseconds per refresh of one batch `top` run (`args` without `-n`), start-up and
+/// exit left out: the child's stdout is piped and its frames counted by their `header` line;
+/// the on-CPU nanoseconds of its threads ([`cpu_ns`]) are read once its first frame is out and
+/// it waits for the next, and again `refreshes` frames later. A reading is taken when the
+/// pipe has been quiet for [`QUIET`], and kept only when nothing visible comes before the next
+/// frame's header (procps ends a frame's last line only when it starts the next; anything else
+/// means the child was held up mid-frame, and the reading is taken again at the next frame).
+fn refresh_cpu_ms(program: &Path, args: &[String], header: &str, refreshes: u32) -> Result<f64> {
+    let mut argv = args.to_vec();
+    argv.extend(["-n".to_string(), (1 + refreshes + SPARE_FRAMES).to_string()]);
+    let name = program.display();
+    let mut child = Command::new(program)
+        .args(&argv)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(Running)
+        .map_err(|e| Error::runtime(format!("cannot run {name}: {e}")))?;
+    let pid = child.0.id();
+    let mut stdout = child
+        .0
+        .stdout
+        .take()
+        .ok_or_else(|| Error::runtime(format!("{name}: no standard output to read")))?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stdout);
+    let failed = |why: String| Error::runtime(format!("{name} {}: {why}", argv.join(" ")));
+    let mut lines = FrameLines::new(header);
+    // Readings as (frames printed, CPU ns): one awaiting the next line, the kept first one.
+    let mut pending: Option<(u32, u64)> = None;
+    let mut first: Option<(u32, u64)> = None;
+    let mut silent = Duration::ZERO;
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        if !crate::input::readable_within(fd, QUIET).map_err(|e| failed(e.to_string()))? {
+            let wanted = first.map_or(1, |(frames, _)| frames + refreshes);
+            if pending.is_none() && lines.frames >= wanted && lines.between_headers() {
+                pending = Some((lines.frames, cpu_ns(pid)?));
+            }
+            silent += QUIET;
+            if silent > SILENT_LIMIT {
+                return Err(failed(format!(
+                    "printed nothing for {} s",
+                    SILENT_LIMIT.as_secs()
+                )));
+            }
+            continue;
+        }
+        silent = Duration::ZERO;
+        let n = match stdout.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(failed(e.to_string())),
+        };
+        if n == 0 {
+            let status = child.0.wait().map_err(|e| failed(e.to_string()))?;
+            return Err(failed(format!(
+                "ended ({status}) after {} frames, before {refreshes} refreshes could be \
+                 timed between two frames (a reading is refused when the child is held up \
+                 mid-frame: a busy machine)",
+                lines.frames
+            )));
+        }
+        let mut kept = None;
+        lines.feed(&chunk[..n], |shown| match (shown, pending.take()) {
+            (Shown::Header, Some(reading)) => kept = Some(reading),
+            // Printed after the reading: it was taken mid-frame.
+            (Shown::Visible, Some(_)) | (_, None) => {}
+        });
+        let Some((frames, ns)) = kept else {
+            continue;
+        };
+        match first {
+            None => first = Some((frames, ns)),
+            Some((first_frames, first_ns)) => {
+                let refreshes = f64::from(frames - first_frames);
+                return Ok(ns.saturating_sub(first_ns) as f64 / 1e6 / refreshes);
+            }
+        }
+    }
+}
+
+/// CPU per refresh of a batch `top` (argv without `-n`) whose frames start with `header`, in
+/// each of `rounds`; see [`refresh_cpu_ms`].
+fn top_ms_per_refresh(
+    program: &Path,
+    args: &[String],
+    header: &str,
+    rounds: u32,
+) -> Result<Spread> {
+    let per = (0..rounds)
+        .map(|_| refresh_cpu_ms(program, args, header, TOP_REFRESHES))
+        .collect::<Result<Vec<f64>>>()?;
+    positive_spread(
+        &format!("{} CPU per refresh", program.display()),
+        &per,
+        "Run it on a quieter machine",
+    )
 }
 
 /// Runs the comparison; see the module documentation.
@@ -460,9 +581,14 @@ pub(crate) fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
         ours.push(a as f64 / 1e6 / f64::from(bench.scrapes));
         theirs.push(b as f64 / 1e6 / f64::from(bench.scrapes));
     }
-    let pcielab_ms = positive_spread("pcielab exporter CPU per scrape", &ours)?;
+    let more_scrapes = "Run more scrapes per round (--scrapes), or on a quieter machine";
+    let pcielab_ms = positive_spread("pcielab exporter CPU per scrape", &ours, more_scrapes)?;
     let node_ms = match node {
-        Some(_) => Some(positive_spread("node exporter CPU per scrape", &theirs)?),
+        Some(_) => Some(positive_spread(
+            "node exporter CPU per scrape",
+            &theirs,
+            more_scrapes,
+        )?),
         None => None,
     };
     let pcielab_rss = process_memory_mib(pcielab_pid, "VmRSS")?;
@@ -477,11 +603,12 @@ pub(crate) fn measure(bench: &ObserveBench) -> Result<ObserveCost> {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let top_ms = top_ms_per_refresh(bench.pcielab, &top_args, bench.rounds)?;
+    let top_ms = top_ms_per_refresh(bench.pcielab, &top_args, "pcielab top - ", bench.rounds)?;
     let procps_ms = match bench.procps_top {
         Some(top) => Some(top_ms_per_refresh(
             top,
             &["-b".into(), "-d".into(), TOP_DELAY.into()],
+            "top - ",
             bench.rounds,
         )?),
         None => None,
@@ -550,31 +677,65 @@ mod tests {
     fn medians_of_odd_and_even_counts() {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        let spread = positive_spread("x", &[3.0, 1.0, 2.0]).unwrap();
+        let spread = positive_spread("x", &[3.0, 1.0, 2.0], "").unwrap();
         assert_eq!((spread.median, spread.min, spread.max), (2.0, 1.0, 3.0));
-        let err = positive_spread("top CPU per refresh", &[0.4, -0.55, 0.3]).unwrap_err();
+        let err =
+            positive_spread("top CPU per refresh", &[0.4, -0.55, 0.3], "Try again").unwrap_err();
         assert!(err.message().contains("-0.550 ms"), "{err}");
-        assert!(positive_spread("x", &[0.0]).is_err());
+        assert!(err.message().ends_with("Try again"), "{err}");
+        assert!(positive_spread("x", &[0.0], "").is_err());
     }
 
     #[test]
-    fn a_childs_cpu_is_read_to_the_microsecond() {
-        // A shell loop of a few ms: tick-based accounting (4 or 10 ms) would read 0 or a
-        // multiple of the tick; wait4's rusage of the child does neither.
-        let sh = Path::new("/bin/sh");
-        let loop_args = [
-            "-c".to_string(),
-            "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done".to_string(),
-        ];
-        let runs: Vec<f64> = (0..3)
-            .map(|_| run_cpu_ms(sh, &loop_args).unwrap())
-            .collect();
-        assert!(runs.iter().all(|ms| *ms > 0.0), "{runs:?}");
-        let off_tick = |ms: &f64| !((ms * 1000.0).round() as u64).is_multiple_of(1000);
+    fn frame_lines_count_headers_split_across_reads() {
+        let text = b"top - 1\nrow top - x\n\n  \ntop - 2\n  PID\n top\ntop -";
+        // Every split of the text into two reads gives the same headers and visible text.
+        for cut in 0..text.len() {
+            let mut lines = FrameLines::new("top - ");
+            let mut seen = Vec::new();
+            lines.feed(&text[..cut], |s| seen.push(s));
+            lines.feed(&text[cut..], |s| seen.push(s));
+            seen.dedup();
+            use Shown::{Header, Visible};
+            assert_eq!(seen, [Header, Visible, Header, Visible], "cut at {cut}");
+            assert_eq!(lines.frames, 2);
+            // "top -" could still become a header.
+            assert!(!lines.between_headers());
+            lines.feed(b"\n", |_| {});
+            assert!(lines.between_headers());
+        }
+    }
+
+    /// A stand-in for a batch top: `sh -c SCRIPT sh START WORK -n FRAMES` burns START loop
+    /// turns, then prints FRAMES frames 0.1 s apart, burning WORK turns before each.
+    fn fake_top(start: u32, work: u32) -> f64 {
+        let script = "burn() { i=0; while [ $i -lt $1 ]; do i=$((i+1)); done; }
+            burn $1; f=0
+            while [ $f -lt $4 ]; do
+              burn $2; printf 'fake top - %s\nrow 1\nrow 2\n' $f; f=$((f+1)); sleep 0.1
+            done";
+        let args = ["-c", script, "sh", &start.to_string(), &work.to_string()].map(String::from);
+        refresh_cpu_ms(Path::new("/bin/sh"), &args, "fake top - ", 3).unwrap()
+    }
+
+    #[test]
+    fn a_refresh_is_timed_between_frames_without_the_start_up() {
+        // CPU time, not wall time: a loaded machine slows the loops but does not change it.
+        let one = fake_top(0, 5_000);
+        let three = fake_top(0, 15_000);
+        // A start-up of 20 refreshes' work would add more than 6 refreshes to each of 3.
+        let started = fake_top(100_000, 5_000);
+        assert!(one > 0.0, "{one}");
         assert!(
-            runs.iter().any(off_tick),
-            "whole milliseconds only: {runs:?}"
+            (2.0..4.5).contains(&(three / one)),
+            "{one} ms, then {three} ms"
         );
-        assert!(run_cpu_ms(sh, &["-c".into(), "exit 3".into()]).is_err());
+        assert!(
+            (0.5..2.0).contains(&(started / one)),
+            "{one} ms, with a start-up {started} ms"
+        );
+        // A run that ends before its frames are timed is an error, not a figure.
+        let short = ["-c", "printf 'fake top - 1\\n'"].map(String::from);
+        assert!(refresh_cpu_ms(Path::new("/bin/sh"), &short, "fake top - ", 3).is_err());
     }
 }

@@ -416,51 +416,50 @@ impl Observer {
                         .map(|j| j.name())
                 })
             });
-            let sample = FunctionSample {
-                bdf: f.bdf,
-                kind: f.kind,
-                parent: f.parent,
-                root_port: self.layout.root_ports[i],
-                name: None,
-                devices: Vec::new(),
-                traffic,
-                downgraded: link.downgraded(),
-                link_down: link.down(),
-                link_judgement,
-                achievable_mbps,
-                link: link.clone(),
-                pmu: self.pmu_ports.contains(&f.bdf),
-                link_states: self.sampler.link_states(f.bdf, t_ns),
-            };
+            let link_states = self.sampler.link_states(f.bdf, t_ns);
+            let pmu = self.pmu_ports.contains(&f.bdf);
             let devices = names.get(&f.bdf).map_or(&[][..], Vec::as_slice);
             match out.functions.get_mut(i) {
-                // The old entry's strings are kept and overwritten: no allocation when the
-                // name and devices have not grown.
-                Some(old) => {
-                    let mut name = std::mem::take(&mut old.name);
-                    let mut kept = std::mem::take(&mut old.devices);
-                    if !named {
-                        match (&mut name, functions[i].name.as_deref()) {
-                            (Some(kept), Some(now)) => {
-                                kept.clear();
-                                kept.push_str(now);
-                            }
-                            (slot, now) => *slot = now.map(str::to_string),
-                        }
+                // A sample of this layout holds this function's address, kind, parents and
+                // name already: only what a sample reads is written, in place (no function
+                // record is built and moved, and no string is allocated while the device
+                // list has not grown).
+                Some(old) if named => {
+                    old.traffic = traffic;
+                    old.downgraded = link.downgraded();
+                    old.link_down = link.down();
+                    old.link_judgement = link_judgement;
+                    old.achievable_mbps = achievable_mbps;
+                    old.link.clone_from(link);
+                    old.pmu = pmu;
+                    old.link_states = link_states;
+                    if old.devices != devices {
+                        old.devices.clear();
+                        old.devices.extend_from_slice(devices);
                     }
-                    kept.clear();
-                    kept.extend_from_slice(devices);
-                    *old = FunctionSample {
-                        name,
-                        devices: kept,
-                        ..sample
-                    };
                 }
-                None => out.functions.push(FunctionSample {
-                    name: functions[i].name.as_deref().map(str::to_string),
-                    devices: devices.to_vec(),
-                    ..sample
-                }),
+                slot => {
+                    let sample = FunctionSample {
+                        bdf: f.bdf,
+                        kind: f.kind,
+                        parent: f.parent,
+                        root_port: self.layout.root_ports[i],
+                        name: functions[i].name.as_deref().map(str::to_string),
+                        devices: devices.to_vec(),
+                        traffic,
+                        downgraded: link.downgraded(),
+                        link_down: link.down(),
+                        link_judgement,
+                        achievable_mbps,
+                        link: link.clone(),
+                        pmu,
+                        link_states,
+                    };
+                    match slot {
+                        Some(old) => *old = sample,
+                        None => out.functions.push(sample),
+                    }
+                }
             }
         }
         out.machine.clone_from(&self.machine);

@@ -12,7 +12,11 @@
 //! sample (`pread`): sysfs makes an attribute's value anew for a read at the start of the file
 //! (the kernel's sysfs documentation: "seek to 0 and read again"), and a snapshot's regular file
 //! shows what was last written into it. That spares each sample a path lookup through the
-//! `devices/` symlink per file, most of what a sample cost. At most [`HELD_FILES`] stay open
+//! `devices/` symlink per file, most of what a sample cost. Files are opened with `O_NOATIME`
+//! where the kernel allows it (a snapshot's owner), so reading a snapshot does not touch its
+//! access times. A caller that keeps its health buffer from one sample to the next has only
+//! the functions with something to read written again (on a big host, a few hundred of
+//! thousands: the rest have no link of their own or no counters). At most [`HELD_FILES`] stay open
 //! (the process's descriptor limit is commonly 1024); files past them are opened per read. A
 //! held file of a device that went away fails to read, which re-plans as any failed read does;
 //! a snapshot file replaced by a new one (renamed over it) is seen at the next re-plan.
@@ -68,6 +72,9 @@ pub(crate) struct ReadPlan {
     /// `devices/` entry names when planned, sorted: what the hotplug check compares.
     listed: Vec<String>,
     planned: Vec<Planned>,
+    /// Indices of the planned functions whose health a sample can change: those with a file to
+    /// read or a trained state taken from their port.
+    changing: Vec<usize>,
     /// Bumped on every re-plan, so holders of derived tables know to rebuild them.
     generation: u64,
     /// A planned file failed to read: compare the listing at the next refresh.
@@ -88,6 +95,7 @@ impl ReadPlan {
             reread,
             topology: Arc::new(topology),
             listed,
+            changing: changing(&planned),
             planned,
             generation: 0,
             stale: false,
@@ -130,6 +138,7 @@ impl ReadPlan {
             return;
         };
         self.planned = plan(&devices, &topology);
+        self.changing = changing(&self.planned);
         self.topology = Arc::new(topology);
         self.listed = now;
         self.stale = false;
@@ -140,15 +149,22 @@ impl ReadPlan {
     #[cfg(test)]
     pub(crate) fn read(&mut self) -> Vec<LinkHealth> {
         let mut out = Vec::new();
-        self.read_into(&mut out);
+        self.read_into(&mut out, false);
         out
     }
 
-    /// [`ReadPlan::read`] into `out`, replacing what it held (its memory is kept).
-    pub(crate) fn read_into(&mut self, out: &mut Vec<LinkHealth>) {
+    /// [`ReadPlan::read`] into `out`. `kept`: `out` holds what this plan (this
+    /// [`ReadPlan::generation`]) read into it last, so only the functions a sample can change
+    /// are written again; otherwise every function's health replaces what `out` held (its
+    /// memory is kept).
+    pub(crate) fn read_into(&mut self, out: &mut Vec<LinkHealth>, kept: bool) {
         let mut buffer = [0u8; ATTRIBUTE_BYTES];
-        out.clear();
-        for p in &self.planned {
+        if !kept || out.len() != self.planned.len() {
+            out.clear();
+            out.extend(self.planned.iter().map(|p| p.fixed.clone()));
+        }
+        for &i in &self.changing {
+            let p = &self.planned[i];
             let mut health = p.fixed.clone();
             for (attribute, held) in &p.each_sample {
                 self.reads += 1;
@@ -161,15 +177,22 @@ impl ReadPlan {
                     None => self.stale = true,
                 }
             }
-            out.push(health);
+            out[i] = health;
         }
-        for (i, p) in self.planned.iter().enumerate() {
-            if let Some(from) = p.link_from {
+        for &i in &self.changing {
+            if let Some(from) = self.planned[i].link_from {
                 out[i].current_gts = out[from].current_gts;
                 out[i].current_width = out[from].current_width;
             }
         }
     }
+}
+
+/// The functions (indices) of `planned` whose health a sample can change.
+fn changing(planned: &[Planned]) -> Vec<usize> {
+    (0..planned.len())
+        .filter(|&i| !planned[i].each_sample.is_empty() || planned[i].link_from.is_some())
+        .collect()
 }
 
 /// The entry names of `devices`, sorted (empty when it cannot be listed).
@@ -243,7 +266,7 @@ fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
             if held == HELD_FILES {
                 return planned;
             }
-            *file = File::open(p.dir.join(attribute.file())).ok();
+            *file = open_attribute(&p.dir.join(attribute.file())).ok();
             held += usize::from(file.is_some());
         }
     }
@@ -253,9 +276,23 @@ fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
 /// One attribute's text in one read: sysfs fills the whole value on the first read, and so
 /// does a snapshot's small regular file; `None` when it cannot be opened or read.
 fn read_attribute<'a>(path: &Path, buffer: &'a mut [u8]) -> Option<&'a str> {
-    let mut file = File::open(path).ok()?;
+    let mut file = open_attribute(path).ok()?;
     let n = file.read(buffer).ok()?;
     std::str::from_utf8(&buffer[..n]).ok()
+}
+
+/// `path` opened to read, without access-time updates where the kernel allows that (`O_NOATIME`
+/// needs the file's owner; sysfs keeps no access times to update).
+fn open_attribute(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOATIME)
+        .open(path);
+    match opened {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => File::open(path),
+        opened => opened,
+    }
 }
 
 /// A held attribute file's text now: one read from its start.
@@ -391,6 +428,21 @@ mod tests {
         let d = &health[index(&plan, drive)];
         assert_eq!((d.current_width, d.capable_width), (Some(1), Some(4)));
         assert!(d.downgraded());
+        // A buffer kept from the previous read, written again only where a sample can change
+        // it, ends the same as a fresh read: the retrain shows, and back again.
+        let mut kept = health.clone();
+        for end in [port, drive] {
+            let file = dir
+                .path()
+                .join("devices")
+                .join(end)
+                .join("current_link_width");
+            fs::write(file, "4\n").unwrap();
+        }
+        plan.read_into(&mut kept, true);
+        assert_eq!(kept, plan.read());
+        assert_eq!(kept[index(&plan, drive)].current_width, Some(4));
+        assert_ne!(kept, health);
         // A file that appears after planning is not read until the next plan.
         let aer = dir.path().join("devices").join(drive).join("aer_dev_fatal");
         fs::write(&aer, "TOTAL_ERR_FATAL 2\n").unwrap();

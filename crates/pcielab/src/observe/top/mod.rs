@@ -119,6 +119,11 @@ pub struct Frames {
     siblings: Vec<usize>,
     /// Per row: it differs from the row at its place when the text was last printed.
     changed: Vec<bool>,
+    /// Per row: the function (index) and [`Sample::layout`] its name was last taken from. A
+    /// sample's names are those of its layout's topology, so a row showing the same function
+    /// of the same layout again has its name already, and the names (strings elsewhere in
+    /// memory, one cache miss each) are not compared.
+    named_from: Vec<(usize, u64)>,
     printed: Printed,
 }
 
@@ -210,6 +215,7 @@ impl Frames {
         // Each row in place of the previous frame's row at its position, noting what changed.
         let rows = &mut self.frame.rows;
         rows.truncate(self.order.len());
+        self.named_from.truncate(self.order.len());
         // Changes add up until the text is printed (a paused view builds without printing).
         self.changed.resize(self.order.len(), true);
         for (k, &(i, depth)) in self.order.iter().enumerate() {
@@ -218,8 +224,14 @@ impl Frames {
                 None => figures_of(i, &functions[i]),
             };
             let new = row(&functions[i], &figures, depth);
+            let source = (i, latest.layout);
+            let named = latest.layout != 0 && self.named_from.get(k) == Some(&source);
+            match self.named_from.get_mut(k) {
+                Some(was) => *was = source,
+                None => self.named_from.push(source),
+            }
             let changed = match rows.get_mut(k) {
-                Some(old) => update_row(old, new, &functions[i]),
+                Some(old) => update_row(old, new, &functions[i], named),
                 None => {
                     rows.push(FunctionRow {
                         name: functions[i].name.clone(),
@@ -619,8 +631,9 @@ fn row(f: &FunctionSample, figures: &Figures, depth: usize) -> FunctionRow {
 }
 
 /// Makes `old` the row `new` (made by [`row`], no name or devices) with `f`'s name and devices,
-/// reusing `old`'s strings; true when anything differs from what `old` was.
-fn update_row(old: &mut FunctionRow, new: FunctionRow, f: &FunctionSample) -> bool {
+/// reusing `old`'s strings; true when anything differs from what `old` was. `named`: `old`
+/// holds `f`'s name already (see `Frames::named_from`).
+fn update_row(old: &mut FunctionRow, new: FunctionRow, f: &FunctionSample, named: bool) -> bool {
     // Every field named, so a new field cannot be left out of the comparison.
     let FunctionRow {
         bdf,
@@ -641,7 +654,7 @@ fn update_row(old: &mut FunctionRow, new: FunctionRow, f: &FunctionSample) -> bo
         aer,
     } = new;
     let mut changed = false;
-    if old.name != f.name {
+    if !named && old.name != f.name {
         old.name.clone_from(&f.name);
         changed = true;
     }
