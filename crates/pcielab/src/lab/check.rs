@@ -14,6 +14,7 @@ use super::argv::{is_q35_builtin, show_opt, show_speed, Limit, QEMU_NVME_IDS};
 use super::runner::Phase;
 use super::session::{self, KernelChoice, RunOptions, RunReport};
 use crate::error::{Error, Result};
+use crate::linux::bar_resource;
 use crate::pcie::Bdf;
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Function, Topology};
@@ -342,16 +343,6 @@ pub(crate) fn read_guest(results: &Path) -> Result<GuestView> {
         cmb_bar,
         p2pmem,
     })
-}
-
-/// `resource` file text (one `start end flags` line per BAR) → BAR `index`'s start, end and
-/// IORESOURCE flags.
-pub(crate) fn bar_resource(resource: &str, index: usize) -> Option<(u64, u64, u64)> {
-    let line = resource.lines().nth(index)?;
-    let mut parts = line
-        .split_whitespace()
-        .map(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).ok());
-    Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 /// `resource` file text → size of BAR `index` in bytes (`None` when unassigned).

@@ -19,8 +19,12 @@
 //! ```
 
 pub(crate) mod derived;
+mod host_mmio;
+pub(crate) mod mapping;
 pub(crate) mod missing;
+pub mod mmio;
 pub mod presets;
+mod sim_mmio;
 mod sim_traffic;
 pub mod snapshot;
 mod sysfs_traffic;
@@ -50,6 +54,7 @@ use crate::topology::spec::{parse_spec, MachineSpec};
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Kind, Topology};
 use missing::Input;
+use mmio::{MmioOptions, MmioReport};
 use sim_traffic::SimTraffic;
 use sysfs_traffic::SysfsTraffic;
 use traffic::TrafficSampler;
@@ -449,6 +454,20 @@ impl Machine {
             link,
             platform: machine.platform,
         })
+    }
+
+    /// MMIO throughput for `options` on this machine: measured on a host by mapping the BAR
+    /// under its root, predicted on a simulated machine by its
+    /// platform model on the endpoint's link ([`Machine::endpoint_model`]); bad input on a
+    /// machine with neither.
+    pub fn mmio(&self, options: MmioOptions) -> Result<MmioReport> {
+        match &self.access {
+            Access::Host { root, .. } => host_mmio::measure(&options, root),
+            _ => {
+                let model = self.endpoint_model(Some(options.bdf), "bench mmio")?;
+                sim_mmio::predict(&options, &model.platform, &model.link)
+            }
+        }
     }
 
     /// Whether a workload given after `--` runs inside pcielab (the simulator plays it) rather
