@@ -9,7 +9,7 @@ use clap::{Args as ClapArgs, Subcommand};
 use super::number_in;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use pcielab::lab::p2pcopy::{self, CopyOptions, CopyReport};
-use pcielab::machine::mmio::{MmioOptions, MmioReport, Operation};
+use pcielab::machine::{MmioOperation, MmioOptions, MmioReport};
 use pcielab::model::platform::{IrqKind, IrqPrediction};
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
@@ -199,7 +199,7 @@ fn run_mmio(args: MmioArgs) -> Result<Output> {
         bdf: args.bdf,
         bar: args.bar,
         width: args.width,
-        op: Operation::parse(&args.op)?,
+        op: MmioOperation::parse(&args.op)?,
         threads: args.threads,
         seconds: args.seconds,
         offset: args.offset,

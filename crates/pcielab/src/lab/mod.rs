@@ -9,8 +9,10 @@ pub mod kernel;
 pub mod oracle;
 pub mod p2pcopy;
 pub(crate) mod picture;
-pub mod runner;
+pub(crate) mod runner;
 pub mod session;
+
+pub use runner::Phase;
 
 use crate::error::{Error, Result};
 use crate::machine::read_spec;

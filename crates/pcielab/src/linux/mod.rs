@@ -3,7 +3,9 @@
 //! of `format/` fields and cache schemata; a function's sysfs `resource` table (its BARs); and
 //! where `execvp` finds a program, for the commands that run a workload.
 
-pub mod cpuset;
+pub(crate) mod cpuset;
+
+pub use cpuset::CpuSet;
 
 /// A mask of the low `width` bits (all 64 from 64 on).
 pub(crate) fn low_bits_mask(width: u32) -> u64 {

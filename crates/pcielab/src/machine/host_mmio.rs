@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::mapping::Mapping;
-use super::mmio::{MmioOptions, MmioReport, MmioResult, Operation};
+use super::mmio::{MmioOperation, MmioOptions, MmioReport, MmioResult};
 use crate::error::{Error, Result};
 use crate::linux::bar_resource;
 use crate::pcie::Bdf;
@@ -276,9 +276,9 @@ pub(crate) fn measure(options: &MmioOptions, root: &Path) -> Result<MmioReport> 
     let base = Base(mapping.as_ptr());
     let deadline = Duration::from_secs_f64(options.seconds);
     let passes = match options.op {
-        Operation::Store => vec![Pass::Store],
-        Operation::Load => vec![Pass::Load],
-        Operation::Memcpy => vec![Pass::CopyIn, Pass::CopyOut],
+        MmioOperation::Store => vec![Pass::Store],
+        MmioOperation::Load => vec![Pass::Load],
+        MmioOperation::Memcpy => vec![Pass::CopyIn, Pass::CopyOut],
     };
     let results = passes
         .into_iter()
@@ -324,7 +324,7 @@ mod tests {
         }
     }
 
-    fn options(op: Operation, width: u32) -> MmioOptions {
+    fn options(op: MmioOperation, width: u32) -> MmioOptions {
         MmioOptions {
             bdf: "0000:01:00.0".parse().unwrap(),
             bar: 0,
@@ -344,9 +344,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fake_function(dir.path(), "0000:01:00.0", false);
         for width in WIDTHS {
-            let stored = measure(&options(Operation::Store, width), dir.path()).unwrap();
+            let stored = measure(&options(MmioOperation::Store, width), dir.path()).unwrap();
             assert!(stored.results[0].bytes >= 4096, "{stored:?}");
-            let loaded = measure(&options(Operation::Load, width), dir.path()).unwrap();
+            let loaded = measure(&options(MmioOperation::Load, width), dir.path()).unwrap();
             let r = &loaded.results[0];
             assert_eq!(r.verified_words, Some(4096 / u64::from(width)));
             assert_eq!(r.mismatched_words, Some(0), "width {width}");
@@ -358,7 +358,7 @@ mod tests {
             vec![0u8; 65536],
         )
         .unwrap();
-        let loaded = measure(&options(Operation::Load, 8), dir.path()).unwrap();
+        let loaded = measure(&options(MmioOperation::Load, 8), dir.path()).unwrap();
         assert_eq!(loaded.results[0].mismatched_words, Some(512));
     }
 
@@ -366,7 +366,7 @@ mod tests {
     fn io_bars_and_driver_owned_functions_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         fake_function(dir.path(), "0000:01:00.0", true);
-        let mut o = options(Operation::Load, 4);
+        let mut o = options(MmioOperation::Load, 4);
         let e = measure(&o, dir.path()).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message().contains("in use by driver 'nvme'"), "{e}");

@@ -12,7 +12,7 @@ use crate::pcie::Bdf;
 /// What the threads do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Operation {
+pub enum MmioOperation {
     Store,
     Load,
     /// `memcpy` host memory into the BAR, then out of it (two results, as the Rockchip guide's
@@ -20,12 +20,12 @@ pub enum Operation {
     Memcpy,
 }
 
-impl Operation {
-    pub fn parse(name: &str) -> Result<Operation> {
+impl MmioOperation {
+    pub fn parse(name: &str) -> Result<MmioOperation> {
         match name {
-            "store" => Ok(Operation::Store),
-            "load" => Ok(Operation::Load),
-            "memcpy" => Ok(Operation::Memcpy),
+            "store" => Ok(MmioOperation::Store),
+            "load" => Ok(MmioOperation::Load),
+            "memcpy" => Ok(MmioOperation::Memcpy),
             _ => Err(Error::bad_input(format!(
                 "--op {name}: expected store, load or memcpy"
             ))),
@@ -42,7 +42,7 @@ pub struct MmioOptions {
     pub bdf: Bdf,
     pub bar: u8,
     pub width: u32,
-    pub op: Operation,
+    pub op: MmioOperation,
     pub threads: u32,
     pub seconds: f64,
     /// Where in the BAR the region starts (a multiple of 4096: mappings are page-aligned).

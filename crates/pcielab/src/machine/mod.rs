@@ -22,13 +22,16 @@ pub(crate) mod derived;
 mod host_mmio;
 pub(crate) mod mapping;
 pub(crate) mod missing;
-pub mod mmio;
+pub(crate) mod mmio;
 pub mod presets;
 mod sim_mmio;
 mod sim_traffic;
-pub mod snapshot;
+pub(crate) mod snapshot;
 mod sysfs_traffic;
 pub(crate) mod traffic;
+
+pub use mmio::{MmioOperation, MmioOptions, MmioReport};
+pub use snapshot::save_snapshot;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -54,7 +57,6 @@ use crate::topology::spec::{parse_spec, MachineSpec};
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Kind, Topology};
 use missing::Input;
-use mmio::{MmioOptions, MmioReport};
 use sim_traffic::SimTraffic;
 use sysfs_traffic::SysfsTraffic;
 use traffic::TrafficSampler;

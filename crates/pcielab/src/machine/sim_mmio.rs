@@ -1,7 +1,7 @@
 //! MMIO predicted on a simulated machine (`Machine::mmio` on `sim:`): the platform model's
 //! `[platform.mmio]` costs on the endpoint's link, reported in the shape a measurement has.
 
-use super::mmio::{MmioOptions, MmioReport, MmioResult, Operation};
+use super::mmio::{MmioOperation, MmioOptions, MmioReport, MmioResult};
 use crate::error::Result;
 use crate::model::platform::{MmioOp, PlatformModel};
 use crate::model::transfer::LinkParams;
@@ -14,9 +14,9 @@ pub(crate) fn predict(
 ) -> Result<MmioReport> {
     options.validate()?;
     let ops: Vec<MmioOp> = match options.op {
-        Operation::Store => vec![MmioOp::Store],
-        Operation::Load => vec![MmioOp::Load],
-        Operation::Memcpy => vec![MmioOp::Store, MmioOp::Load],
+        MmioOperation::Store => vec![MmioOp::Store],
+        MmioOperation::Load => vec![MmioOp::Load],
+        MmioOperation::Memcpy => vec![MmioOp::Store, MmioOp::Load],
     };
     let results = ops
         .into_iter()
@@ -32,8 +32,8 @@ pub(crate) fn predict(
             let accesses = bytes / u64::from(options.width);
             MmioResult {
                 op: match (options.op, op) {
-                    (Operation::Memcpy, MmioOp::Store) => "memcpy_toio",
-                    (Operation::Memcpy, MmioOp::Load) => "memcpy_fromio",
+                    (MmioOperation::Memcpy, MmioOp::Store) => "memcpy_toio",
+                    (MmioOperation::Memcpy, MmioOp::Load) => "memcpy_fromio",
                     (_, MmioOp::Store) => "store",
                     (_, MmioOp::Load) => "load",
                 },

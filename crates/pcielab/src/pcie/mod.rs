@@ -5,9 +5,13 @@
 
 pub(crate) mod dllp;
 pub(crate) mod features;
-pub mod flit;
-pub mod link;
-pub mod tlp;
+pub(crate) mod flit;
+pub(crate) mod link;
+pub(crate) mod tlp;
+
+pub use flit::{FLIT_BYTES, FLIT_TLP_BYTES};
+pub use link::{kernel_link_mbit, raw_mbps};
+pub use tlp::TlpFormat;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -4,27 +4,34 @@
 //! ([`stat`]). This file owns PMU devices, their names (`pcie_bdf_<hex>` as the seed's kernel
 //! named them, `dwc_rootport_<hex>` upstream) and how `PMU/EVENT/` strings resolve to events.
 
-pub mod catalog;
+pub(crate) mod catalog;
 pub(crate) mod counter;
-pub mod counters;
-pub mod event;
-pub mod host;
+pub(crate) mod counters;
+pub(crate) mod event;
+pub(crate) mod host;
 pub(crate) mod hostlist;
-pub mod kernel;
+pub(crate) mod kernel;
 pub(crate) mod list;
 pub(crate) mod perf;
 pub(crate) mod placement;
 pub(crate) mod rules;
 pub mod session;
-pub mod stat;
-pub mod sysfs;
+pub(crate) mod stat;
+pub(crate) mod sysfs;
+
+pub use catalog::{DriverFiles, EventDef, Family, Group};
+pub use counters::{PmuListing, StatDone, StatEnd, StatRequest};
+pub use event::EventContext;
+pub use kernel::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
+pub use stat::StatDocument;
+pub use sysfs::{parse_alias_terms, parse_cpu_list, read_pmu, FormatField, SysfsPmu};
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::{Kind, Topology};
-use catalog::{nearest, EventDef, Family, Group, Unit};
+use catalog::{nearest, Unit};
 
 /// One PMU device as `/sys/bus/event_source/devices` would list it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]

@@ -19,7 +19,7 @@ use crate::topology::render::TopologyJson;
 
 /// What printed a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Stat,
     Model,
     Fit,

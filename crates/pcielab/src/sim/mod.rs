@@ -5,14 +5,16 @@
 //! bundles; `counters` derives every PMU event from that record.
 
 pub(crate) mod config;
-pub mod counters;
+pub(crate) mod counters;
 pub(crate) mod device;
 mod emission;
 pub(crate) mod engine;
 pub mod fio;
 pub(crate) mod stat;
-pub mod tlp;
+pub(crate) mod tlp;
 pub mod workload;
+
+pub use counters::SimBackend;
 
 use std::collections::BTreeMap;
 

@@ -5,19 +5,26 @@
 
 pub mod check;
 pub mod config_space;
-pub mod export;
+pub(crate) mod export;
 pub mod generate;
-pub mod health;
-pub mod lspci;
+pub(crate) mod health;
+pub(crate) mod lspci;
 pub(crate) mod lspci_dump;
 pub(crate) mod lspci_source;
 pub(crate) mod lspci_text;
 pub mod p2p;
-pub mod pciids;
+pub(crate) mod pciids;
 pub(crate) mod readplan;
 pub mod render;
-pub mod spec;
-pub mod sysfs;
+pub(crate) mod spec;
+pub(crate) mod sysfs;
+
+pub use export::export_sysfs;
+pub use health::read_link_health;
+pub use lspci::read_lspci;
+pub use pciids::name_functions;
+pub use spec::{parse_spec, MachineSpec};
+pub use sysfs::read_sysfs;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -304,7 +311,7 @@ impl SourceText {
         SourceText { text, line_starts }
     }
 
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 

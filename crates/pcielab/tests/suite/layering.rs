@@ -431,14 +431,26 @@ fn every_import_goes_down_the_floors() {
     );
 }
 
+/// Whether line `line` of `from` is a `pub use` of an item from a file below `from`'s module.
+fn reexports_a_child(from: &str, line: usize, to: &str) -> bool {
+    let dir = format!("{}/", from.trim_end_matches(".rs").trim_end_matches("/mod"));
+    let code = fs::read_to_string(format!("{SRC}/{from}")).unwrap();
+    let text = code.lines().nth(line - 1).unwrap_or("");
+    to.starts_with(&dir) && text.trim_start().starts_with("pub use ")
+}
+
 #[test]
 fn no_files_import_each_other_in_a_loop() {
     // Within a module, a unit test may use its siblings (`use super::*`): loops are judged on
     // the code the library runs.
+    // A module's `pub use child::Item` names the child's item for callers outside the module
+    // (the public face); the module's own code does not run through it, so it closes no loop.
     let graph = graph(false);
     let mut next: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (from, _, to) in &graph.edges {
-        next.entry(from).or_default().insert(to);
+    for (from, line, to) in &graph.edges {
+        if !reexports_a_child(from, *line, to) {
+            next.entry(from).or_default().insert(to);
+        }
     }
     // A file is in a loop when it can reach itself; report each loop once, as its path.
     let mut loops = BTreeSet::new();
