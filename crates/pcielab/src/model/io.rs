@@ -48,11 +48,6 @@ impl LinkPower {
             _ => 0.0,
         }
     }
-
-    /// Whether any state costs an exit.
-    pub fn any(&self) -> bool {
-        self.l0s_exit_ns.is_some() || self.l1_exit_ns.is_some()
-    }
 }
 
 /// One I/O as a request and its response: the device's access latency (the link carries

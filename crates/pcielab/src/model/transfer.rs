@@ -292,7 +292,8 @@ impl Traffic {
     }
 
     /// Payload bytes over busiest-direction wire bytes: the share of the link doing useful work.
-    pub fn efficiency(&self, overheads: Overheads) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn efficiency(&self, overheads: Overheads) -> f64 {
         let wire = self.busiest_wire_bytes(overheads);
         if wire == 0.0 {
             return 0.0;

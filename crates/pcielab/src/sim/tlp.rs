@@ -11,7 +11,7 @@ use crate::pcie::tlp::{overhead_bytes, TlpKind};
 
 /// Which way a TLP crosses the root port's link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
+pub(crate) enum Dir {
     /// Device to root complex: the root port *receives* it (Rx).
     Up = 0,
     /// Root complex to device: the root port *transmits* it (Tx).
@@ -20,7 +20,7 @@ pub enum Dir {
 
 /// The TLP types simulated traffic is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     MemWrite = 0,
     MemRead = 1,
     /// Completion with data.
@@ -193,7 +193,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn count(&self, dir: Dir, kind: Kind) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn count(&self, dir: Dir, kind: Kind) -> u64 {
         self.tlps[dir as usize][kind as usize]
     }
 

@@ -130,7 +130,8 @@ pub struct Verdict {
 
 impl Verdict {
     /// The warning the kernel logs on the client when it refuses (what `dmesg` shows).
-    pub fn kernel_message(&self) -> Option<String> {
+    #[cfg(test)]
+    pub(crate) fn kernel_message(&self) -> Option<String> {
         (self.map == MapType::NotSupported).then(|| {
             format!(
                 "cannot be used for peer-to-peer DMA as the client and provider ({}) do not share \
