@@ -78,8 +78,12 @@ pub fn boot_and_check(
 /// every compared field with the counts that decide it, and the run the guest view came from.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckReport {
+    /// The spec that was booted, as the user named it.
     pub spec: String,
+    /// Whether the guest's tree matched the spec: no fact compared as a mismatch.
     pub ok: bool,
+    /// How many compared facts differ between the spec and the guest's own view (QEMU's known
+    /// limits excepted).
     pub mismatches: usize,
     pub(crate) expected: usize,
     pub(crate) rows: Vec<Row>,

@@ -17,11 +17,15 @@ use crate::pcie::Bdf;
 /// What to copy.
 #[derive(Debug, Clone)]
 pub struct CopyOptions {
+    /// The file or block device copied from.
     pub src: PathBuf,
+    /// The file or block device copied to.
     pub dst: PathBuf,
     /// The device whose p2pmem is the buffer.
     pub p2pmem: Bdf,
+    /// Bytes to copy in all.
     pub size: u64,
+    /// Bytes per read and write: the size of the p2pmem (and host memory) buffer.
     pub chunk: u64,
     /// Fill the source with a pattern first and compare the destination afterwards.
     pub check: bool,
@@ -32,6 +36,7 @@ pub struct CopyOptions {
 /// One copy's outcome.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CopyResult {
+    /// Whether the whole copy (and its check, where asked) succeeded.
     pub ok: bool,
     /// Bytes copied before the end or the failure.
     pub bytes: u64,
@@ -41,6 +46,7 @@ pub struct CopyResult {
     /// `read` (source into the buffer) or `write` (buffer to destination) when it failed.
     pub failed_step: Option<&'static str>,
     pub(crate) errno: Option<i32>,
+    /// The failure as the kernel worded it (`strerror`), when the copy failed.
     pub error: Option<String>,
 }
 
@@ -52,7 +58,9 @@ pub struct CopyReport {
     pub(crate) p2pmem: Bdf,
     pub(crate) size: u64,
     pub(crate) chunk: u64,
+    /// The copy through the device's p2pmem.
     pub p2p: CopyResult,
+    /// The same copy through host memory, to compare with.
     pub host_memory: CopyResult,
     /// `match`, `mismatch`, or null without `--check` or when the p2p copy failed.
     pub check: Option<&'static str>,

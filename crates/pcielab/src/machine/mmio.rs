@@ -13,7 +13,9 @@ use crate::pcie::Bdf;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MmioOperation {
+    /// CPU stores into the BAR.
     Store,
+    /// CPU loads from the BAR, each compared with the store pattern.
     Load,
     /// `memcpy` host memory into the BAR, then out of it (two results, as the Rockchip guide's
     /// memset_io / memcpy_fromio row).
@@ -21,6 +23,7 @@ pub enum MmioOperation {
 }
 
 impl MmioOperation {
+    /// `--op` text (`store`, `load`, `memcpy`) as an operation; bad input names the valid ones.
     pub fn parse(name: &str) -> Result<MmioOperation> {
         match name {
             "store" => Ok(MmioOperation::Store),
@@ -39,11 +42,17 @@ pub(crate) const WIDTHS: [u32; 4] = [4, 8, 16, 64];
 /// One `bench mmio` request.
 #[derive(Debug, Clone)]
 pub struct MmioOptions {
+    /// The function whose BAR is used.
     pub bdf: Bdf,
+    /// The BAR's index (0 to 5).
     pub bar: u8,
+    /// Bytes per CPU access: 4, 8, 16 or 64.
     pub width: u32,
+    /// What the threads do.
     pub op: MmioOperation,
+    /// Threads, each over its own slice of the region (1 to 64).
     pub threads: u32,
+    /// How long each pass runs, in seconds.
     pub seconds: f64,
     /// Where in the BAR the region starts (a multiple of 4096: mappings are page-aligned).
     pub offset: u64,
@@ -139,6 +148,7 @@ pub struct MmioReport {
 }
 
 impl MmioReport {
+    /// The report as `bench mmio` prints it: the BAR, then one line per pass.
     pub fn to_text(&self) -> String {
         let size = if self.bar_bytes > 0 {
             format!("{} bytes", self.bar_bytes)

@@ -65,15 +65,30 @@ use traffic::TrafficSampler;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MachineSelector {
     /// The live host; `root` is `/` unless a test points it elsewhere.
-    Host { root: PathBuf },
+    Host {
+        /// The directory standing for `/`.
+        root: PathBuf,
+    },
     /// A sysfs tree saved by `pcielab snapshot` (or any copy of `/sys/bus/pci`).
-    Snapshot { dir: PathBuf },
+    Snapshot {
+        /// The saved `/sys/bus/pci` (or a whole saved root's).
+        dir: PathBuf,
+    },
     /// A built-in preset by name.
-    SimPreset { name: String },
+    SimPreset {
+        /// The preset's name (`pcielab presets` lists them).
+        name: String,
+    },
     /// A spec file describing a simulated PCIe machine.
-    SimFile { path: PathBuf },
+    SimFile {
+        /// The spec file (TOML).
+        path: PathBuf,
+    },
     /// Saved or pasted lspci output (`-vvv` text or a `-xxxx` hex dump); `-` is standard input.
-    Lspci { path: PathBuf },
+    Lspci {
+        /// The file holding the output, or `-`.
+        path: PathBuf,
+    },
 }
 
 impl FromStr for MachineSelector {

@@ -23,9 +23,13 @@ pub(crate) const L1_SWITCH_EXIT_NS: f64 = 1_000.0;
 /// latency is unknown: it then costs nothing (the model does not guess a latency).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinkPower {
+    /// Time to leave L0s (ns); `None` when L0s is off.
     pub l0s_exit_ns: Option<f64>,
+    /// Time to leave L1 (ns); `None` when L1 is off.
     pub l1_exit_ns: Option<f64>,
+    /// Idle time before the link enters L0s (ns).
     pub l0s_entry_ns: f64,
+    /// Idle time before the link enters L1 (ns).
     pub l1_entry_ns: f64,
 }
 

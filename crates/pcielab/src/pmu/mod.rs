@@ -232,6 +232,7 @@ pub struct ResolvedEvent {
     pub(crate) device: usize,
     /// The PMU name as the user wrote it.
     pub(crate) pmu_name: String,
+    /// The event's definition in the driver's catalog.
     pub def: &'static EventDef,
     pub(crate) lane: Option<u8>,
     pub(crate) driver: Driver,

@@ -39,6 +39,7 @@ pub struct GroupRef {
 }
 
 impl GroupRef {
+    /// The root control group.
     pub fn root() -> GroupRef {
         GroupRef {
             ctrl: String::new(),
@@ -46,6 +47,7 @@ impl GroupRef {
         }
     }
 
+    /// The control group `name`.
     pub fn ctrl(name: &str) -> GroupRef {
         GroupRef {
             ctrl: name.to_string(),
@@ -146,10 +148,12 @@ impl CtrlGroup {
 /// `info/last_cmd_status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resctrl {
+    /// The mount's `info/` directory: resources and their limits.
     pub info: Info,
     /// The root first.
     pub(crate) groups: Vec<CtrlGroup>,
     pub(crate) online_cpus: CpuSet,
+    /// `info/last_cmd_status`: the kernel's word on the last write.
     pub last_cmd_status: String,
 }
 
@@ -180,6 +184,7 @@ impl Resctrl {
         }
     }
 
+    /// The control group `name`, if it exists.
     pub fn group(&self, name: &str) -> Option<&CtrlGroup> {
         self.groups.iter().find(|g| g.name == name)
     }

@@ -40,11 +40,13 @@ pub struct MonCounter {
 pub struct SimState {
     /// Preset name.
     pub(crate) machine: String,
+    /// The simulated mount.
     pub resctrl: Resctrl,
     /// pid → command line of each simulated process.
     pub(crate) processes: BTreeMap<u32, String>,
     pub(crate) next_pid: u32,
     pub(crate) clock_s: f64,
+    /// The monitor counters (RMIDs) and what they have counted.
     pub counters: Vec<MonCounter>,
 }
 
@@ -162,6 +164,7 @@ const WARMUP_STEPS: usize = 12;
 /// A simulated resctrl machine (MPAM/RDT): its processes, groups and cache/bandwidth engine; the PCIe traffic side is `sim::SimulatedPcie`.
 pub struct SimulatedResctrl {
     pub(crate) preset: &'static Preset,
+    /// Everything the simulated machine holds (saved in `--state`).
     pub state: SimState,
     path: Option<PathBuf>,
     engine: Option<Engine>,

@@ -47,11 +47,14 @@ const BLOCK_READ_TAGS: u32 = 32;
 #[derive(Debug, Clone)]
 pub struct SimulatedPcie {
     pub(crate) name: String,
+    /// The machine's PCIe tree.
     pub topology: Topology,
+    /// The spec's `[sim]` table: clocks, noise, PMU behaviour.
     pub config: SimConfig,
     /// The platform model beyond the link (`[platform]`): root-complex latency, CPU cost per
     /// I/O, DMA engine. The same parameters `pcielab model --platform` predicts with.
     pub platform: PlatformModel,
+    /// The simulated devices, by function.
     pub devices: BTreeMap<Bdf, Device>,
 }
 
@@ -83,7 +86,9 @@ struct PortState {
 /// A finished simulation: the workload's results and a clock-indexed view of every counter.
 #[derive(Debug, Clone)]
 pub struct SimRun {
+    /// Simulated time the run took (ns).
     pub duration_ns: u64,
+    /// What the workload reports, as its real tool would.
     pub summary: Summary,
     streams: Vec<Stream>,
     ports: BTreeMap<Bdf, PortState>,

@@ -39,12 +39,19 @@ use crate::pcie::Bdf;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// The root complex's host bridge.
     HostBridge,
+    /// A root port.
     RootPort,
+    /// A switch's upstream port.
     SwitchUpstream,
+    /// A switch's downstream port.
     SwitchDownstream,
+    /// An endpoint behind a port.
     Endpoint,
+    /// An endpoint integrated into the root complex.
     RcEndpoint,
+    /// A PCI(-X) or PCIe-to-PCI bridge.
     PciBridge,
 }
 
@@ -63,6 +70,7 @@ impl Kind {
         matches!(self, Kind::RootPort | Kind::SwitchDownstream)
     }
 
+    /// The kind as `--json` and specs spell it (`root_port`, `endpoint`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Kind::HostBridge => "host_bridge",
@@ -79,7 +87,9 @@ impl Kind {
 /// ASPM states as a pair of flags (LnkCap support or LnkCtl enable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Aspm {
+    /// L0s is on (or supported).
     pub l0s: bool,
+    /// L1 is on (or supported).
     pub l1: bool,
 }
 
@@ -87,6 +97,7 @@ impl Aspm {
     /// The one spelling of ASPM states shared by specs and the command line, in order.
     pub const SPELLINGS: [&'static str; 4] = ["none", "l0s", "l1", "l0s+l1"];
 
+    /// Whether either state is on (or supported).
     pub fn any(self) -> bool {
         self.l0s || self.l1
     }
@@ -441,14 +452,18 @@ pub(crate) const MAX_NUMA_NODES: i32 = 1 << 10;
 /// One PCI function.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Function {
+    /// Where the function is.
     pub bdf: Bdf,
+    /// PCI vendor ID.
     pub vendor: u16,
+    /// PCI device ID.
     pub device: u16,
     /// 24-bit class code: base class, subclass, programming interface.
     pub class: u32,
     pub(crate) revision: u8,
     pub(crate) subsystem_vendor: u16,
     pub(crate) subsystem_device: u16,
+    /// What the function is in the tree.
     pub kind: Kind,
     /// The bridge this function sits below; `None` for functions on a root bus.
     pub parent: Option<Bdf>,
@@ -458,6 +473,7 @@ pub struct Function {
     pub link: Option<Link>,
     /// Max payload size in bytes: supported (DevCap) and programmed (DevCtl).
     pub(crate) mps_supported: Option<u16>,
+    /// Max_Payload_Size set (DevCtl), in bytes.
     pub mps: Option<u16>,
     /// Max read request size in bytes (DevCtl).
     pub mrrs: Option<u16>,
@@ -561,10 +577,12 @@ impl Topology {
         Topology { functions }
     }
 
+    /// Every function, in BDF order.
     pub fn functions(&self) -> &[Function] {
         &self.functions
     }
 
+    /// Every function, to change in place (the tree's shape stays).
     pub fn functions_mut(&mut self) -> &mut [Function] {
         &mut self.functions
     }
