@@ -37,7 +37,7 @@
 // through each area's module: its submodules are crate-private unless a caller names them as a
 // namespace (`lab::session::run`), and the rest is re-exported by name (`pub use`). rustc checks
 // the face stays that small (`unreachable_pub`) and documented (`missing_docs`).
-#![warn(unreachable_pub)]
+#![warn(unreachable_pub, missing_docs)]
 
 pub mod advise;
 mod error;
