@@ -36,8 +36,9 @@
 // The public face is what the CLI, benches, fuzz targets and integration tests use, reached
 // through each area's module: its submodules are crate-private unless a caller names them as a
 // namespace (`lab::session::run`), and the rest is re-exported by name (`pub use`). rustc checks
-// the face stays that small (`unreachable_pub`) and documented (`missing_docs`).
-#![warn(unreachable_pub, missing_docs)]
+// the face stays that small (`unreachable_pub`), that a caller can name every type it is handed
+// (`unnameable_types`) and that all of it is documented (`missing_docs`).
+#![warn(unreachable_pub, unnameable_types, missing_docs)]
 
 pub mod advise;
 mod error;

@@ -19,6 +19,7 @@ mod system;
 
 pub use corpus::{run_corpus, CorpusReport};
 
+pub use facts::SystemFacts;
 pub use finding::*;
 
 use crate::error::Result;

@@ -18,4 +18,5 @@ pub mod transfer;
 
 pub use io::{LinkPower, L0S_ENTRY_NS, L1_ENTRY_NS};
 pub use measurements::{parse_measurements, Measurement, Workload};
+pub use path::PathCeiling;
 pub use sweep::{parse_completion_size, parse_sizes, sweep, SizeSweep, DEFAULT_SIZES};

@@ -71,7 +71,9 @@ pub enum StatEnd {
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum PmuListDocument {
+    /// A host's list: sysfs PMUs with their events and the drivers that would add more.
     Host(HostListDocument),
+    /// A snapshot's or lspci listing's list: the catalog PMUs its root ports would have.
     Catalog(CatalogListDocument),
 }
 

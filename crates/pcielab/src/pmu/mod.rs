@@ -20,11 +20,13 @@ pub(crate) mod stat;
 pub(crate) mod sysfs;
 
 pub use catalog::{DriverFiles, EventDef, Family, Group};
-pub use counters::{PmuListing, StatDone, StatEnd, StatRequest};
-pub use event::EventContext;
+pub use counters::{Counters, PmuListDocument, PmuListing, StatDone, StatEnd, StatRequest};
+pub use event::{EventAttr, EventContext};
+pub use hostlist::{HostListDocument, HostListing};
 pub use kernel::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
-pub use stat::StatDocument;
-pub use sysfs::{parse_alias_terms, parse_cpu_list, read_pmu, FormatField, SysfsPmu};
+pub use list::CatalogListDocument;
+pub use stat::{StatDocument, StatOutcome};
+pub use sysfs::{parse_alias_terms, parse_cpu_list, read_pmu, AliasTerm, FormatField, SysfsPmu};
 
 use serde::Serialize;
 

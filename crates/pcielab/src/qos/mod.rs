@@ -17,9 +17,10 @@ pub(crate) mod sim;
 pub mod view;
 pub mod workload;
 
-pub use host::HostResctrl;
-pub use info::KernelRules;
+pub use engine::Step;
+pub use host::{HostResctrl, Write};
+pub use info::{CacheResource, Info, KernelRules, MbResource, MonResource};
 pub use monitor::monitor;
 pub use presets::{Preset, MPAM_SEED, PRESETS, RDT_XEON8163};
-pub use resctrl::{GroupRef, Resctrl};
-pub use sim::{SimState, SimulatedResctrl};
+pub use resctrl::{CtrlGroup, GroupRef, MonGroup, Resctrl};
+pub use sim::{MonCounter, SimState, SimulatedResctrl};

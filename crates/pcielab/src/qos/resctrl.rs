@@ -113,8 +113,10 @@ impl std::fmt::Display for GroupRef {
 /// A monitor group under a control group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MonGroup {
+    /// The monitor group's name.
     pub name: String,
     pub(crate) rmid: u32,
+    /// Pids in it.
     pub tasks: BTreeSet<u32>,
     pub(crate) cpus: CpuSet,
 }
@@ -123,13 +125,18 @@ pub struct MonGroup {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CtrlGroup {
     pub(crate) name: String,
+    /// Its CLOSID.
     pub closid: u32,
+    /// Its RMID.
     pub rmid: u32,
     pub(crate) mode: Mode,
+    /// Its schemata.
     pub schemata: Schemata,
     /// Tasks whose monitor id is this group's own (tasks in its monitor groups are listed there).
     pub tasks: BTreeSet<u32>,
+    /// CPUs given to it.
     pub cpus: CpuSet,
+    /// Its monitor groups.
     pub mon_groups: Vec<MonGroup>,
 }
 

@@ -28,9 +28,13 @@ const WAIT_STEP_S: f64 = 0.5;
 /// A monitor id's counters in one domain.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MonCounter {
+    /// The monitor id.
     pub rmid: u32,
+    /// The L3 or memory domain.
     pub domain: u32,
+    /// Bytes of L3 it occupies.
     pub llc_occupancy: u64,
+    /// Memory bandwidth bytes counted, all nodes.
     pub mbm_total_bytes: u64,
     pub(crate) mbm_local_bytes: u64,
 }

@@ -14,7 +14,10 @@ pub(crate) mod stat;
 pub(crate) mod tlp;
 pub mod workload;
 
+pub use config::SimConfig;
 pub use counters::SimBackend;
+pub use device::{Ahci, Device, Nic, Nvme};
+pub use tlp::Tally;
 
 use std::collections::BTreeMap;
 
@@ -28,9 +31,7 @@ use crate::pcie::tlp::TlpFormat;
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::{bound_root_port_pmus, PmuDevice};
 use crate::topology::{Aspm, Kind as FnKind, Topology};
-use config::SimConfig;
 use device::BlockDevice;
-use device::Device;
 use emission::Emission;
 use engine::{Demand, FlowSpec, Progress};
 use fio::{DirectionStats, GroupStats};

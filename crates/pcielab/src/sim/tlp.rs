@@ -181,6 +181,7 @@ pub(crate) fn tlp_wire_bytes(kind: Kind, payload: u32, link: &LinkParams) -> f64
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Tally {
     pub(crate) tlps: [[u64; KINDS]; 2],
+    /// Payload bytes each way (index 0 up, 1 down).
     pub payload_bytes: [u64; 2],
     /// Payload as the DWC throughput counter counts it: each TLP's payload in 16-byte units,
     /// rounded up (the counter advances per 4-DWORD beat of the data path).

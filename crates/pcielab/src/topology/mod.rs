@@ -20,7 +20,7 @@ pub(crate) mod spec;
 pub(crate) mod sysfs;
 
 pub use export::export_sysfs;
-pub use health::read_link_health;
+pub use health::{read_link_health, LinkHealth};
 pub use lspci::read_lspci;
 pub use pciids::name_functions;
 pub use spec::{parse_spec, MachineSpec};
@@ -34,6 +34,7 @@ use crate::model::transfer::LinkParams;
 pub use crate::pcie::features::AspmLatency;
 pub use crate::pcie::link::Link;
 use crate::pcie::Bdf;
+pub use lspci_source::LspciRead;
 
 /// What role a function plays in the hierarchy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]

@@ -750,17 +750,18 @@ fn no_library_file_passes_1000_lines() {
     );
 }
 
-/// The most lines of the library that may make an item public, as docs/architecture.md counts
-/// them: a line starting (after indentation) with `pub fn`, `pub struct`, `pub enum`, `pub mod`,
-/// `pub trait`, `pub type`, `pub const`, `pub static` or `pub use` (methods and re-exports
-/// included, `pub(crate)` and fields not). Issue 35 aims below 450; this is the count the
-/// narrowing reached, so the face cannot grow back unnoticed. Lower it as the face shrinks.
-const MOST_PUBLIC_ITEMS: usize = 638;
+/// The most public items the library may declare, as docs/architecture.md counts them: lines
+/// starting (after indentation) with `pub fn`, `pub struct`, `pub enum`, `pub mod`, `pub trait`,
+/// `pub type`, `pub const` or `pub static` (methods included; `pub(crate)`, fields and `pub use`
+/// re-exports, which name an item counted where it is declared, not). Issue 35 aims below 450;
+/// this is the count the narrowing reached, so the face cannot grow back unnoticed. Lower it as
+/// the face shrinks.
+const MOST_PUBLIC_ITEMS: usize = 583;
 
-/// Whether `line` makes an item public, in the sense of [`MOST_PUBLIC_ITEMS`].
+/// Whether `line` declares a public item, in the sense of [`MOST_PUBLIC_ITEMS`].
 fn declares_a_public_item(line: &str) -> bool {
-    const KEYWORDS: [&str; 9] = [
-        "fn", "struct", "enum", "mod", "trait", "type", "const", "static", "use",
+    const KEYWORDS: [&str; 8] = [
+        "fn", "struct", "enum", "mod", "trait", "type", "const", "static",
     ];
     line.trim_start()
         .strip_prefix("pub ")
@@ -776,15 +777,15 @@ fn the_public_face_stays_small_and_documented() {
         .sum();
     assert!(
         count <= MOST_PUBLIC_ITEMS,
-        "{count} lines of the library make an item public, more than {MOST_PUBLIC_ITEMS}: make \
-         what only the library uses pub(crate) (tools/narrow-visibility.py finds them)"
+        "the library declares {count} public items, more than {MOST_PUBLIC_ITEMS}: make what \
+         only the library uses pub(crate) (tools/narrow-visibility.py finds them)"
     );
     // rustc keeps every public item reachable from outside and documented; CI's
     // `clippy -D warnings` turns both into errors.
     let lib = fs::read_to_string(format!("{SRC}/lib.rs")).unwrap();
     assert!(
-        lib.contains("#![warn(unreachable_pub, missing_docs)]"),
-        "lib.rs must keep #![warn(unreachable_pub, missing_docs)]"
+        lib.contains("#![warn(unreachable_pub, unnameable_types, missing_docs)]"),
+        "lib.rs must keep #![warn(unreachable_pub, unnameable_types, missing_docs)]"
     );
 }
 
@@ -793,9 +794,13 @@ fn the_face_counter_sees_public_items_only() {
     assert!(declares_a_public_item(
         "    pub fn open(selector: &MachineSelector)"
     ));
-    assert!(declares_a_public_item("pub use error::{Error, Result};"));
+    assert!(declares_a_public_item(
+        "    pub const fn new(major: u32, minor: u32)"
+    ));
+    assert!(!declares_a_public_item("pub use error::{Error, Result};"));
     assert!(declares_a_public_item("pub mod machine;"));
     assert!(!declares_a_public_item("    pub(crate) fn pci_dir(&self)"));
     assert!(!declares_a_public_item("    pub device: Bdf,"));
+    assert!(!declares_a_public_item("    pub mode: Option<String>,"));
     assert!(!declares_a_public_item("/// pub fn in a comment"));
 }
