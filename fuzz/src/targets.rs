@@ -4,24 +4,24 @@
 //! the stable regression test that replays every input that ever crashed
 //! (`crates/pcielab/tests/suite/fuzz_regressions.rs`), so both run exactly the same code.
 
-use pcielab::linux::cpuset::CpuSet;
+use pcielab::linux::CpuSet;
 use pcielab::machine::MachineSelector;
 use pcielab::qos::apply::{check, parse_desired, plan};
 use pcielab::qos::backend::QosBackend;
-use pcielab::qos::host::HostResctrl;
-use pcielab::qos::info::KernelRules;
-use pcielab::qos::presets::{MPAM_SEED, RDT_XEON8163};
-use pcielab::qos::resctrl::{GroupRef, Resctrl};
 use pcielab::qos::scenario::Scenario;
 use pcielab::qos::schemata::{parse_write, Schemata};
-use pcielab::qos::sim::{SimState, SimulatedResctrl};
 use pcielab::qos::view;
 use pcielab::qos::workload;
-use pcielab::report::document::Document;
+use pcielab::qos::HostResctrl;
+use pcielab::qos::KernelRules;
+use pcielab::qos::{GroupRef, Resctrl};
+use pcielab::qos::{SimState, SimulatedResctrl};
+use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
+use pcielab::report::Document;
 use pcielab::sim::fio::{parse_command_line, parse_job_file};
 use pcielab::topology::config_space::decode;
+use pcielab::topology::parse_spec;
 use pcielab::topology::render::{to_dot, to_json, to_tree};
-use pcielab::topology::spec::parse_spec;
 
 /// A target's body: the fuzzer's bytes in, nothing out (a panic is the failure).
 pub type Body = fn(&[u8]);
@@ -203,7 +203,7 @@ pub fn result_json(data: &[u8]) {
     let Ok(document) = Document::parse("fuzz.json", text) else {
         return;
     };
-    let _ = pcielab::report::any::svg_of(&document, "fuzz.json");
+    let _ = pcielab::report::svg_of(&document, "fuzz.json");
     let result = pcielab::report::html::ResultFile {
         origin: "fuzz.json".into(),
         document,
@@ -246,8 +246,8 @@ fn repo_root() -> std::path::PathBuf {
 /// A perf event string (`-e` on a host) against the PMUs in fixtures/pmu, plus the sysfs
 /// format and alias files a PMU directory holds, written by the input.
 pub fn perf_event(data: &[u8]) {
-    use pcielab::pmu::event::EventContext;
-    use pcielab::pmu::sysfs::{parse_alias_terms, parse_cpu_list, read_pmu, FormatField, SysfsPmu};
+    use pcielab::pmu::EventContext;
+    use pcielab::pmu::{parse_alias_terms, parse_cpu_list, read_pmu, FormatField, SysfsPmu};
     static PMUS: std::sync::OnceLock<Vec<SysfsPmu>> = std::sync::OnceLock::new();
     let Some(text) = text(data) else { return };
     let pmus = PMUS.get_or_init(|| {
@@ -311,16 +311,15 @@ pub fn sysfs_tree(data: &[u8]) {
     }
     let db = dir.path().join("pci.ids");
     let _ = std::fs::write(&db, fields.next().unwrap_or_default());
-    let Ok(mut topology) = pcielab::topology::sysfs::read_sysfs(&dir.path().join("sys/bus/pci"))
-    else {
+    let Ok(mut topology) = pcielab::topology::read_sysfs(&dir.path().join("sys/bus/pci")) else {
         return;
     };
-    pcielab::topology::pciids::name_functions(&mut topology, &db);
+    pcielab::topology::name_functions(&mut topology, &db);
     for bdf in FUNCTIONS {
-        let _ = pcielab::topology::health::read_link_health(dir.path(), bdf.parse().expect("bdf"));
+        let _ = pcielab::topology::read_link_health(dir.path(), bdf.parse().expect("bdf"));
     }
     let _ = pcielab::topology::p2p::matrix(&topology, pcielab::topology::p2p::Cpu::Other);
-    let spec = pcielab::topology::spec::MachineSpec {
+    let spec = pcielab::topology::MachineSpec {
         name: "fuzz".into(),
         description: String::new(),
         topology,
@@ -341,7 +340,7 @@ pub fn model_inputs(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let link = LinkParams::new(pcielab::pcie::Generation::Gen3, 4);
     let model = parse_platform("fuzz.toml", text).unwrap_or_default();
-    if let Ok(rows) = pcielab::model::measurements::parse_measurements("fuzz.csv", text, &link) {
+    if let Ok(rows) = pcielab::model::parse_measurements("fuzz.csv", text, &link) {
         let _ = pcielab::model::fit::compare(&model, &rows, &link);
     }
 }
@@ -380,11 +379,11 @@ pub fn http_request(data: &[u8]) {
 /// and checked as `topo` does.
 pub fn lspci_listing(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let Ok(read) = pcielab::topology::lspci::read_lspci("fuzz.txt", &text) else {
+    let Ok(read) = pcielab::topology::read_lspci("fuzz.txt", &text) else {
         return;
     };
     let _ = pcielab::topology::check::warnings(&read.topology);
-    let spec = pcielab::topology::spec::MachineSpec {
+    let spec = pcielab::topology::MachineSpec {
         name: "fuzz".into(),
         description: String::new(),
         topology: read.topology,
@@ -459,7 +458,7 @@ pub fn corpus_walk(data: &[u8]) {
             }
         }
     }
-    if let Ok(report) = pcielab::advise::corpus::run_corpus(&top) {
+    if let Ok(report) = pcielab::advise::run_corpus(&top) {
         let _ = report.to_text();
     }
 }

@@ -37,7 +37,7 @@ impl clap::builder::TypedValueParser for SelectorParser {
         &self,
     ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
         let topology = presets::PRESETS.iter().map(|p| p.name);
-        let qos = pcielab::qos::presets::PRESETS.iter().map(|p| p.name);
+        let qos = pcielab::qos::PRESETS.iter().map(|p| p.name);
         let presets = topology.chain(qos).map(|name| format!("sim:{name}"));
         Some(Box::new(
             std::iter::once("host".to_string())

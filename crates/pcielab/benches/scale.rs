@@ -15,12 +15,12 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion};
 use pcielab::model::fit::{fit, predict};
-use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
 use pcielab::model::platform::{DmaDirection, PlatformModel, P};
 use pcielab::model::transfer::LinkParams;
+use pcielab::model::{parse_measurements, Measurement, Workload};
 use pcielab::pcie::{Bdf, Generation};
-use pcielab::topology::lspci::read_lspci;
 use pcielab::topology::p2p::{group_verdicts, groups, Cpu};
+use pcielab::topology::read_lspci;
 use pcielab::topology::{Function, Kind, Topology};
 
 const ROOT_PORTS: usize = 16;

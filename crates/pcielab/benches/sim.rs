@@ -10,8 +10,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use pcielab::machine::Machine;
 use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions, CounterBackend};
 use pcielab::pmu::{resolve, EventSpec, ResolvedEvent};
-use pcielab::sim::counters::SimBackend;
 use pcielab::sim::workload;
+use pcielab::sim::SimBackend;
 
 fn seed_4_2(runtime_s: u64) -> workload::Workload {
     let argv: Vec<String> = format!(

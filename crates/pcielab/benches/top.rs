@@ -10,7 +10,7 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use pcielab::machine::Machine;
 use pcielab::observe::top::{Frames, SortKey, View};
 use pcielab::observe::Observer;
-use pcielab::topology::export::export_sysfs;
+use pcielab::topology::export_sysfs;
 use pcielab::topology::generate::server;
 use std::time::SystemTime;
 

@@ -3,8 +3,8 @@
 //! rendered as the annotated tree and as JSON — the work behind `pcielab topo` on a big machine.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use pcielab::topology::parse_spec;
 use pcielab::topology::render::{to_json, to_tree};
-use pcielab::topology::spec::parse_spec;
 use std::fmt::Write;
 
 const SUBTREES: usize = 64;

@@ -14,13 +14,16 @@ pub enum Error {
     Runtime(String),
 }
 
+/// The result of every fallible library call: [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Bad input (exit status 2): the message names the file, field or value and what is valid.
     pub fn bad_input(msg: impl Into<String>) -> Self {
         Error::BadInput(msg.into())
     }
 
+    /// A runtime failure (exit status 1): the input was fine but the machine or the system refused.
     pub fn runtime(msg: impl Into<String>) -> Self {
         Error::Runtime(msg.into())
     }
@@ -38,6 +41,7 @@ impl Error {
         }
     }
 
+    /// The message alone, without the `pcielab: error:` prefix the CLI prints.
     pub fn message(&self) -> &str {
         match self {
             Error::BadInput(m) | Error::Runtime(m) => m,

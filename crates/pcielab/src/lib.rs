@@ -11,7 +11,7 @@
 //! - [`machine::Machine`]: open `host`, `snapshot:DIR` or `sim:…` once, then ask it for its
 //!   topology ([`machine::Machine::topology`]), counters ([`machine::Machine::counters`]),
 //!   resctrl ([`machine::Machine::qos`]) or simulator ([`machine::Machine::simulator`]).
-//! - [`model::sweep::sweep`] and [`model::transfer::LinkParams`]: what a link carries per
+//! - [`model::sweep()`] and [`model::transfer::LinkParams`]: what a link carries per
 //!   transfer size; [`topology::Topology::path_ceiling`]: a path's ceiling and limiting link.
 //! - [`model::fit::fit`]: platform parameters from measurements, each judged fitted, bound or not
 //!   determined; [`model::platform::PlatformModel`]: their predictions.
@@ -32,6 +32,13 @@
 //! }
 //! # Ok::<(), pcielab::Error>(())
 //! ```
+
+// The public face is what the CLI, benches, fuzz targets and integration tests use, reached
+// through each area's module: its submodules are crate-private unless a caller names them as a
+// namespace (`lab::session::run`), and the rest is re-exported by name (`pub use`). rustc checks
+// the face stays that small (`unreachable_pub`), that a caller can name every type it is handed
+// (`unnameable_types`) and that all of it is documented (`missing_docs`).
+#![warn(unreachable_pub, unnameable_types, missing_docs)]
 
 pub mod advise;
 mod error;

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use pcielab::topology::generate::server;
-use pcielab::topology::spec::parse_spec;
+use pcielab::topology::parse_spec;
 
 #[path = "counting_alloc/mod.rs"]
 mod counting_alloc;

@@ -8,8 +8,8 @@ use clap::{Args as ClapArgs, Subcommand};
 
 use super::number_in;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
-use pcielab::lab::mmio::{self, MmioOptions, MmioReport, Operation};
 use pcielab::lab::p2pcopy::{self, CopyOptions, CopyReport};
+use pcielab::machine::{MmioOperation, MmioOptions, MmioReport};
 use pcielab::model::platform::{IrqKind, IrqPrediction};
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
@@ -200,16 +200,15 @@ fn run_mmio(args: MmioArgs) -> Result<Output> {
         bdf: args.bdf,
         bar: args.bar,
         width: args.width,
-        op: Operation::parse(&args.op)?,
+        op: MmioOperation::parse(&args.op)?,
         threads: args.threads,
         seconds: args.seconds,
         offset: args.offset,
         bytes: args.bytes,
         write_combining: args.wc,
         force: args.force,
-        root: std::path::PathBuf::from("/"),
     };
-    let report = mmio::measure_or_predict(&args.machine.open()?, options)?;
+    let report = args.machine.open()?.mmio(options)?;
     Ok(Output::new(report, Form::json_if(args.json)))
 }
 

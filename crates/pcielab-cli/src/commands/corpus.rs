@@ -2,7 +2,7 @@
 
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::Args as ClapArgs;
-use pcielab::advise::corpus::{run_corpus, CorpusReport};
+use pcielab::advise::{run_corpus, CorpusReport};
 use pcielab::Result;
 use std::path::PathBuf;
 

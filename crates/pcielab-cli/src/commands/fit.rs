@@ -6,7 +6,7 @@
 use clap::Args as ClapArgs;
 use pcielab::machine::read_platform_file;
 use pcielab::model::fit::{fit, predict_rows, FitDocument};
-use pcielab::model::measurements::parse_measurements;
+use pcielab::model::parse_measurements;
 use pcielab::plot;
 use pcielab::Result;
 

@@ -12,8 +12,8 @@ use pcielab::lab::argv::{self, MachineOptions, QemuPlan};
 use pcielab::lab::check::{self, CheckReport};
 use pcielab::lab::guest;
 use pcielab::lab::oracle::{self, P2pRun};
-use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
+use pcielab::lab::Phase;
 use pcielab::lab::{kernel, load_spec};
 use pcielab::{Error, Result};
 

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::input::write_output;
-use pcielab::report::any::svg_of;
-use pcielab::report::document::Document;
+use pcielab::report::svg_of;
+use pcielab::report::Document;
 use pcielab::Result;
 
 #[derive(ClapArgs)]

@@ -4,7 +4,7 @@
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use crate::machine_arg::MachineArg;
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::pmu::counters::PmuListing;
+use pcielab::pmu::PmuListing;
 use pcielab::Result;
 
 #[derive(ClapArgs)]

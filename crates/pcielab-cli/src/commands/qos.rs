@@ -11,7 +11,7 @@ use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::qos::apply;
 use pcielab::qos::backend::{QosBackend, QosOptions};
-use pcielab::qos::monitor::monitor;
+use pcielab::qos::monitor;
 use pcielab::qos::request::{self, Request};
 use pcielab::qos::view::{self, MonitorDocument, ShowView};
 use pcielab::Result;

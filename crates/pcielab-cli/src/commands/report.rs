@@ -9,8 +9,8 @@ use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
-use pcielab::report::document::Document;
 use pcielab::report::html::{page, MachineFacts, ResultFile};
+use pcielab::report::Document;
 use pcielab::topology::render;
 use pcielab::Result;
 

@@ -11,7 +11,7 @@ use pcielab::machine::presets::catalog;
 use pcielab::plot;
 use pcielab::qos::backend::QosBackend;
 use pcielab::qos::scenario::{Outcome, Scenario};
-use pcielab::qos::sim::SimulatedResctrl;
+use pcielab::qos::SimulatedResctrl;
 use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:

@@ -3,7 +3,7 @@
 
 use super::output::Output;
 use clap::Args as ClapArgs;
-use pcielab::machine::snapshot::save_snapshot;
+use pcielab::machine::save_snapshot;
 use pcielab::Result;
 use std::path::PathBuf;
 

@@ -14,8 +14,8 @@ use super::output::{Document, Form, JsonForm, Output, Terminal};
 use pcielab::machine::read_platform_file;
 use pcielab::machine::Machine;
 use pcielab::plot;
-use pcielab::pmu::counters::{StatDone, StatEnd, StatRequest};
-use pcielab::pmu::stat::StatDocument;
+use pcielab::pmu::StatDocument;
+use pcielab::pmu::{StatDone, StatEnd, StatRequest};
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]

@@ -8,7 +8,7 @@ use pcielab::machine::read_platform_file;
 use pcielab::machine::Machine;
 use pcielab::model::platform::PlatformModel;
 use pcielab::plot;
-use pcielab::topology::export::export_sysfs;
+use pcielab::topology::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};
 use pcielab::topology::render;
 use pcielab::Result;

@@ -28,7 +28,7 @@ fn fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
     let spec = pcielab::machine::read_spec("yitian710").unwrap();
-    pcielab::topology::export::export_sysfs(&spec.topology, &dir.path().join("pci")).unwrap();
+    pcielab::topology::export_sysfs(&spec.topology, &dir.path().join("pci")).unwrap();
     let devices = dir.path().join("devices");
     fs::create_dir(&devices).unwrap();
     for entry in fs::read_dir(DEVICES).unwrap() {

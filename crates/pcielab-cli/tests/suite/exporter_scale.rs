@@ -12,7 +12,7 @@ use crate::common;
 use crate::common::exporter as launch;
 use launch::start_exporter;
 
-use pcielab::topology::export::export_sysfs;
+use pcielab::topology::export_sysfs;
 use pcielab::topology::generate::server;
 
 fn scrape(addr: &str) -> String {

@@ -14,8 +14,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pcielab::pmu::catalog::Family;
-use pcielab::pmu::kernel::KernelVersion;
+use pcielab::pmu::Family;
+use pcielab::pmu::KernelVersion;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pcielab");
 const DEVICES: &str = "/sys/bus/event_source/devices";

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::health::{read_link_health, LinkHealth};
 
-pub mod flow;
+pub(crate) mod flow;
 mod journal;
 mod kernel_file;
 
@@ -476,3 +476,5 @@ pub fn undo(undo_file: &Path, options: &UndoOptions) -> Result<Vec<Change>> {
 
 #[cfg(test)]
 mod tests;
+
+pub use flow::{ApplyRequest, Target};

@@ -22,6 +22,7 @@ pub enum Severity {
 }
 
 impl Severity {
+    /// The severity as `--json` and the text print it (`info`, `warn`, `error`).
     pub fn name(self) -> &'static str {
         match self {
             Severity::Info => "info",
@@ -59,6 +60,7 @@ pub enum Intent {
 }
 
 impl Intent {
+    /// `--intent` text (`throughput`, `latency`, `power`) as an intent; bad input names the valid ones.
     pub fn parse(text: &str) -> Result<Intent> {
         match text {
             "throughput" => Ok(Intent::Throughput),
@@ -390,6 +392,7 @@ pub struct Mute {
 }
 
 impl Mute {
+    /// An `--ignore` entry (`RULE` or `RULE@BDF`) as a mute; bad input names what is wrong with it.
     pub fn parse(text: &str) -> Result<Mute> {
         let (id, at) = text.split_once('@').ok_or_else(|| {
             Error::bad_input(format!(
@@ -465,15 +468,18 @@ pub fn check_id(id: &str, option: &str) -> Result<&'static str> {
 /// What to check, for whom and how.
 #[derive(Debug, Clone, Default)]
 pub struct AdviseOptions {
+    /// What the machine is tuned for: it decides which findings apply and how they are ranked.
     pub intent: Intent,
     /// Check ids to run; empty runs every check.
     pub only: Vec<&'static str>,
+    /// Findings to leave out (`--ignore`), by rule or by rule and function.
     pub ignore: Vec<Mute>,
     /// A fitted platform model: gains beyond the link model (reads, latency) are predicted with it.
     pub platform: Option<PlatformModel>,
     /// How many times a host's link state is read before a speed drop is called a downtrain
     /// (devices lower their speed when idle), and the pause between reads.
     pub link_samples: u32,
+    /// Time between the link samples a busy-link check takes.
     pub sample_interval: std::time::Duration,
 }
 

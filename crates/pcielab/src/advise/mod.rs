@@ -11,12 +11,15 @@
 //! could not look is never reported as clean.
 
 pub mod apply;
-pub mod corpus;
+pub(crate) mod corpus;
 pub(crate) mod facts;
 mod finding;
 mod links;
 mod system;
 
+pub use corpus::{run_corpus, CorpusReport};
+
+pub use facts::SystemFacts;
 pub use finding::*;
 
 use crate::error::Result;

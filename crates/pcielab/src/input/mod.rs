@@ -357,7 +357,7 @@ impl ConfinedDir {
 
     /// Write `bytes` to file `rel` under the root in one write(2) (as `echo … >` does: opened
     /// with O_TRUNC), creating it when `create`, never through a symlink.
-    pub fn write(&self, rel: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
+    pub(crate) fn write(&self, rel: &str, bytes: &[u8], create: bool) -> std::io::Result<()> {
         let (parent, name) = self.split(rel).map_err(to_io)?;
         let dir = self.open_dir(&parent, false).map_err(to_io)?;
         write_at(&dir, name, bytes, create)

@@ -27,7 +27,12 @@ pub enum OutputTarget {
     /// A character device or FIFO, opened and written in place.
     Stream(PathBuf),
     /// A regular file (new or replaced whole); `mode` is the permission bits to keep.
-    File { path: PathBuf, mode: Option<u32> },
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Permission bits the replaced file had, given to the new one.
+        mode: Option<u32>,
+    },
 }
 
 /// Writes `bytes` to `path` under the policy above. Refusals are bad input naming the path and

@@ -23,7 +23,7 @@ enum Open {
 }
 
 /// Parse one YAML document (`origin` names it in errors) into a JSON value.
-pub fn parse(text: &str, origin: &str) -> Result<Value> {
+pub(crate) fn parse(text: &str, origin: &str) -> Result<Value> {
     let bad = |span: Option<Span>, why: String| {
         let at = span.map_or(String::new(), |s| {
             format!(" at line {}, column {}", s.start.line(), s.start.col() + 1)

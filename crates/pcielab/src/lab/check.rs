@@ -14,6 +14,7 @@ use super::argv::{is_q35_builtin, show_opt, show_speed, Limit, QEMU_NVME_IDS};
 use super::runner::Phase;
 use super::session::{self, KernelChoice, RunOptions, RunReport};
 use crate::error::{Error, Result};
+use crate::linux::bar_resource;
 use crate::pcie::Bdf;
 use crate::topology::sysfs::read_sysfs;
 use crate::topology::{Function, Topology};
@@ -77,8 +78,12 @@ pub fn boot_and_check(
 /// every compared field with the counts that decide it, and the run the guest view came from.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckReport {
+    /// The spec that was booted, as the user named it.
     pub spec: String,
+    /// Whether the guest's tree matched the spec: no fact compared as a mismatch.
     pub ok: bool,
+    /// How many compared facts differ between the spec and the guest's own view (QEMU's known
+    /// limits excepted).
     pub mismatches: usize,
     pub(crate) expected: usize,
     pub(crate) rows: Vec<Row>,
@@ -342,16 +347,6 @@ pub(crate) fn read_guest(results: &Path) -> Result<GuestView> {
         cmb_bar,
         p2pmem,
     })
-}
-
-/// `resource` file text (one `start end flags` line per BAR) → BAR `index`'s start, end and
-/// IORESOURCE flags.
-pub(crate) fn bar_resource(resource: &str, index: usize) -> Option<(u64, u64, u64)> {
-    let line = resource.lines().nth(index)?;
-    let mut parts = line
-        .split_whitespace()
-        .map(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).ok());
-    Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 /// `resource` file text → size of BAR `index` in bytes (`None` when unassigned).

@@ -1,17 +1,18 @@
 //! The QEMU lab: turns a topology into a QEMU command line, builds a guest from Debian packages,
 //! boots it and brings the guest's own view of the hierarchy back; and the measurements run in
-//! such a guest or on a host (`bench p2p`, `bench mmio`).
+//! such a guest or on a host (`bench p2p`; `bench mmio` is `Machine::mmio`).
 
 pub mod argv;
 pub mod check;
 pub mod guest;
 pub mod kernel;
-pub mod mmio;
 pub mod oracle;
 pub mod p2pcopy;
 pub(crate) mod picture;
-pub mod runner;
+pub(crate) mod runner;
 pub mod session;
+
+pub use runner::Phase;
 
 use crate::error::{Error, Result};
 use crate::machine::read_spec;

@@ -122,6 +122,7 @@ pub struct P2pRun {
     pub(crate) spec: String,
     pub(crate) cpu: Cpu,
     pub(crate) outcomes: Vec<PairOutcome>,
+    /// The guest run the outcomes were read from.
     pub run: RunReport,
 }
 
@@ -164,6 +165,7 @@ pub fn boot_and_try(
 pub struct P2pReport<'a> {
     pub(crate) spec: &'a str,
     pub(crate) cpu: Cpu,
+    /// Whether every pair's copy agreed with the kernel's P2PDMA verdict.
     pub ok: bool,
     pub(crate) pairs: &'a [PairOutcome],
     pub(crate) run: &'a RunReport,

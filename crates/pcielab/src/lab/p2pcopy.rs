@@ -11,16 +11,21 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::machine::mapping::Mapping;
 use crate::pcie::Bdf;
 
 /// What to copy.
 #[derive(Debug, Clone)]
 pub struct CopyOptions {
+    /// The file or block device copied from.
     pub src: PathBuf,
+    /// The file or block device copied to.
     pub dst: PathBuf,
     /// The device whose p2pmem is the buffer.
     pub p2pmem: Bdf,
+    /// Bytes to copy in all.
     pub size: u64,
+    /// Bytes per read and write: the size of the p2pmem (and host memory) buffer.
     pub chunk: u64,
     /// Fill the source with a pattern first and compare the destination afterwards.
     pub check: bool,
@@ -31,6 +36,7 @@ pub struct CopyOptions {
 /// One copy's outcome.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CopyResult {
+    /// Whether the whole copy (and its check, where asked) succeeded.
     pub ok: bool,
     /// Bytes copied before the end or the failure.
     pub bytes: u64,
@@ -40,6 +46,7 @@ pub struct CopyResult {
     /// `read` (source into the buffer) or `write` (buffer to destination) when it failed.
     pub failed_step: Option<&'static str>,
     pub(crate) errno: Option<i32>,
+    /// The failure as the kernel worded it (`strerror`), when the copy failed.
     pub error: Option<String>,
 }
 
@@ -51,7 +58,9 @@ pub struct CopyReport {
     pub(crate) p2pmem: Bdf,
     pub(crate) size: u64,
     pub(crate) chunk: u64,
+    /// The copy through the device's p2pmem.
     pub p2p: CopyResult,
+    /// The same copy through host memory, to compare with.
     pub host_memory: CopyResult,
     /// `match`, `mismatch`, or null without `--check` or when the p2p copy failed.
     pub check: Option<&'static str>,
@@ -134,7 +143,7 @@ pub fn run(options: &CopyOptions) -> Result<CopyReport> {
         .join("sys/bus/pci/devices")
         .join(options.p2pmem.to_string())
         .join("p2pmem/allocate");
-    let p2p_buffer = Mapping::p2pmem(&allocate, options.chunk)?;
+    let p2p_buffer = p2pmem(&allocate, options.chunk)?;
     let host_buffer = Mapping::anonymous(options.chunk)?;
 
     if options.check {
@@ -272,14 +281,28 @@ impl Device {
     /// Reads one buffer-sized block at `offset`: bytes read, or `-errno`.
     fn read_at(&self, buffer: &Mapping, offset: u64) -> i64 {
         // SAFETY: the mapping is valid for `len` bytes for the lifetime of `buffer`.
-        let n = unsafe { libc::pread(self.fd, buffer.ptr, buffer.len, offset as libc::off_t) };
-        result(n as i64, buffer.len)
+        let n = unsafe {
+            libc::pread(
+                self.fd,
+                buffer.as_ptr().cast(),
+                buffer.len(),
+                offset as libc::off_t,
+            )
+        };
+        result(n as i64, buffer.len())
     }
 
     fn write_at(&self, buffer: &Mapping, offset: u64) -> i64 {
         // SAFETY: as for `read_at`.
-        let n = unsafe { libc::pwrite(self.fd, buffer.ptr, buffer.len, offset as libc::off_t) };
-        result(n as i64, buffer.len)
+        let n = unsafe {
+            libc::pwrite(
+                self.fd,
+                buffer.as_ptr().cast(),
+                buffer.len(),
+                offset as libc::off_t,
+            )
+        };
+        result(n as i64, buffer.len())
     }
 }
 
@@ -302,80 +325,15 @@ impl Drop for Device {
     }
 }
 
-/// A page-aligned buffer: a shared mapping of a file (p2pmem's `allocate`, a BAR's
-/// `resourceN`) or anonymous host memory.
-pub(crate) struct Mapping {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-impl Mapping {
-    fn p2pmem(allocate: &Path, len: u64) -> Result<Mapping> {
-        Mapping::shared(allocate, 0, len).map_err(|e| {
-            Error::runtime(format!(
-                "{}: {e} (the device has no published p2pmem: no CMB/BAR registered, or \
-                 a kernel without CONFIG_PCI_P2PDMA)",
-                allocate.display()
-            ))
-        })
-    }
-
-    /// `len` bytes of `path` from `offset` (page-aligned) mapped shared, readable and writable.
-    pub(crate) fn shared(path: &Path, offset: u64, len: u64) -> std::io::Result<Mapping> {
-        let file = fs::OpenOptions::new().read(true).write(true).open(path)?;
-        use std::os::fd::AsRawFd;
-        Mapping::map_at(file.as_raw_fd(), offset, len, libc::MAP_SHARED)
-    }
-
-    /// The first byte of the mapping.
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
-        self.ptr as *mut u8
-    }
-
-    fn anonymous(len: u64) -> Result<Mapping> {
-        Mapping::map(-1, len, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS)
-            .map_err(|e| Error::runtime(format!("mmap {len} bytes of host memory: {e}")))
-    }
-
-    fn map(fd: i32, len: u64, flags: i32) -> std::io::Result<Mapping> {
-        Mapping::map_at(fd, 0, len, flags)
-    }
-
-    fn map_at(fd: i32, offset: u64, len: u64, flags: i32) -> std::io::Result<Mapping> {
-        let len = len as usize;
-        let offset = libc::off_t::try_from(offset)
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        // SAFETY: a fresh mapping; the kernel picks the address. A p2pmem mapping stays valid
-        // after its file is closed.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                flags,
-                fd,
-                offset,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Mapping { ptr, len })
-    }
-
-    #[allow(clippy::mut_from_ref)]
-    fn bytes_mut(&self) -> &mut [u8] {
-        // SAFETY: the mapping is readable and writable for `len` bytes; callers do not hold two
-        // slices at once.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `map` mapped.
-        unsafe { libc::munmap(self.ptr, self.len) };
-    }
+/// `allocate` (a device's published p2pmem) mapped for `len` bytes.
+fn p2pmem(allocate: &Path, len: u64) -> Result<Mapping> {
+    Mapping::shared(allocate, 0, len).map_err(|e| {
+        Error::runtime(format!(
+            "{}: {e} (the device has no published p2pmem: no CMB/BAR registered, or \
+             a kernel without CONFIG_PCI_P2PDMA)",
+            allocate.display()
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ const STATUSES: [(Status, &str, RGBColor); 3] = [
 ];
 
 /// The check as a function × field matrix.
-pub fn matrix(doc: &CheckReport) -> Matrix {
+pub(crate) fn matrix(doc: &CheckReport) -> Matrix {
     let mut functions: Vec<Bdf> = doc.rows.iter().map(|r| r.bdf).collect();
     functions.sort_unstable();
     functions.dedup();

@@ -67,16 +67,24 @@ fn console_lines(mut reader: impl BufRead, mut line: impl FnMut(String) -> bool)
 /// The phases of a lab run, in order, as the progress display names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Making the run directory and checking the tools.
     Prepare,
+    /// Downloading or building the guest kernel.
     FetchKernel,
+    /// Building the initramfs and disk images.
     GuestImage,
+    /// QEMU start to the guest's `/init`.
     Boot,
+    /// The guest script running.
     GuestScript,
+    /// Copying the guest's results out.
     Results,
+    /// The guest powering off and QEMU exiting.
     Shutdown,
 }
 
 impl Phase {
+    /// The phase as timeouts and errors name it.
     pub fn name(self) -> &'static str {
         match self {
             Phase::Prepare => "prepare",

@@ -46,7 +46,9 @@ impl std::str::FromStr for KernelChoice {
 /// Everything a run needs besides the topology.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// The QEMU machine: memory, CPUs, accelerator.
     pub machine: MachineOptions,
+    /// Which guest kernel boots.
     pub kernel: KernelChoice,
     /// The guest script (sh); `None` runs the default (sysfs snapshot + `pcielab topo --json`).
     pub script: Option<String>,
@@ -63,21 +65,26 @@ pub struct RunOptions {
     /// (e.g. `pcie_aer_inject_error` to inject a PCIe error). Off unless asked: the monitor can
     /// change or stop the machine.
     pub monitor_hook: bool,
+    /// How long the whole run may take before QEMU is stopped.
     pub timeout: Duration,
     /// Keep the run directory (disks, initramfs, console log) after the run.
     pub keep: bool,
     /// Where the guest's results land; default `<cache>/results/<run>`.
     pub results_dir: Option<PathBuf>,
+    /// The lab cache (kernels, guest packages, images): `$XDG_CACHE_HOME/pcielab` or
+    /// `~/.cache/pcielab` unless the caller picks another.
     pub cache: PathBuf,
 }
 
 /// What `lab run` reports.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunReport {
+    /// Where the guest's results were copied.
     pub results_dir: PathBuf,
     /// Kept run directory (with `--keep`), else null.
     pub(crate) run_dir: Option<PathBuf>,
     pub(crate) kernel: PathBuf,
+    /// The guest script's exit status.
     pub script_status: i32,
     /// The guest kernel's OOM-killer line when it killed a process of the script, else null.
     pub(crate) oom_kill: Option<String>,
@@ -89,6 +96,7 @@ pub struct RunReport {
     pub boot_to_result_s: f64,
     /// Seconds for the whole run, fetching and image building included.
     pub(crate) total_s: f64,
+    /// Where the guest differs from the spec because QEMU cannot express it.
     pub limits: Vec<Limit>,
     pub(crate) qemu_argv: Vec<String>,
 }

@@ -14,6 +14,7 @@ pub struct CpuSet(pub BTreeSet<u32>);
 pub(crate) const MAX_CPUS: u32 = 8192;
 
 impl CpuSet {
+    /// The CPUs `first` to `last`, both included.
     pub fn range(first: u32, last: u32) -> CpuSet {
         CpuSet((first..=last).collect())
     }

@@ -1,9 +1,11 @@
 //! Text formats the Linux kernel writes into sysfs and procfs that more than one area reads:
 //! CPU lists and masks ([`cpuset`], read by PMU placement and resctrl alike) and the bit masks
-//! of `format/` fields and cache schemata; and where `execvp` finds a program, for the
-//! commands that run a workload.
+//! of `format/` fields and cache schemata; a function's sysfs `resource` table (its BARs); and
+//! where `execvp` finds a program, for the commands that run a workload.
 
-pub mod cpuset;
+pub(crate) mod cpuset;
+
+pub use cpuset::CpuSet;
 
 /// A mask of the low `width` bits (all 64 from 64 on).
 pub(crate) fn low_bits_mask(width: u32) -> u64 {
@@ -24,6 +26,16 @@ pub(crate) fn find_program(program: &str) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|p| p.is_file())
+}
+
+/// `resource` file text (one `start end flags` line per BAR) → BAR `index`'s start, end and
+/// IORESOURCE flags.
+pub(crate) fn bar_resource(resource: &str, index: usize) -> Option<(u64, u64, u64)> {
+    let line = resource.lines().nth(index)?;
+    let mut parts = line
+        .split_whitespace()
+        .map(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).ok());
+    Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 #[cfg(test)]

@@ -19,12 +19,19 @@
 //! ```
 
 pub(crate) mod derived;
+mod host_mmio;
+pub(crate) mod mapping;
 pub(crate) mod missing;
+pub(crate) mod mmio;
 pub mod presets;
+mod sim_mmio;
 mod sim_traffic;
-pub mod snapshot;
+pub(crate) mod snapshot;
 mod sysfs_traffic;
 pub(crate) mod traffic;
+
+pub use mmio::{MmioOperation, MmioOptions, MmioReport};
+pub use snapshot::save_snapshot;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -58,15 +65,30 @@ use traffic::TrafficSampler;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MachineSelector {
     /// The live host; `root` is `/` unless a test points it elsewhere.
-    Host { root: PathBuf },
+    Host {
+        /// The directory standing for `/`.
+        root: PathBuf,
+    },
     /// A sysfs tree saved by `pcielab snapshot` (or any copy of `/sys/bus/pci`).
-    Snapshot { dir: PathBuf },
+    Snapshot {
+        /// The saved `/sys/bus/pci` (or a whole saved root's).
+        dir: PathBuf,
+    },
     /// A built-in preset by name.
-    SimPreset { name: String },
+    SimPreset {
+        /// The preset's name (`pcielab presets` lists them).
+        name: String,
+    },
     /// A spec file describing a simulated PCIe machine.
-    SimFile { path: PathBuf },
+    SimFile {
+        /// The spec file (TOML).
+        path: PathBuf,
+    },
     /// Saved or pasted lspci output (`-vvv` text or a `-xxxx` hex dump); `-` is standard input.
-    Lspci { path: PathBuf },
+    Lspci {
+        /// The file holding the output, or `-`.
+        path: PathBuf,
+    },
 }
 
 impl FromStr for MachineSelector {
@@ -449,6 +471,20 @@ impl Machine {
             link,
             platform: machine.platform,
         })
+    }
+
+    /// MMIO throughput for `options` on this machine: measured on a host by mapping the BAR
+    /// under its root, predicted on a simulated machine by its
+    /// platform model on the endpoint's link ([`Machine::endpoint_model`]); bad input on a
+    /// machine with neither.
+    pub fn mmio(&self, options: MmioOptions) -> Result<MmioReport> {
+        match &self.access {
+            Access::Host { root, .. } => host_mmio::measure(&options, root),
+            _ => {
+                let model = self.endpoint_model(Some(options.bdf), "bench mmio")?;
+                sim_mmio::predict(&options, &model.platform, &model.link)
+            }
+        }
     }
 
     /// Whether a workload given after `--` runs inside pcielab (the simulator plays it) rather

@@ -5,6 +5,7 @@
 /// One built-in topology preset: what `--machine sim:NAME` opens.
 #[derive(Debug, Clone, Copy)]
 pub struct TopologyPreset {
+    /// The name `sim:NAME` takes.
     pub name: &'static str,
     /// The document (by title and section) or experiment its values come from, for `pcielab presets`.
     pub(crate) source: &'static str,
@@ -74,18 +75,21 @@ pub fn names() -> Vec<&'static str> {
 /// One line of `pcielab presets`: every `sim:NAME` a command accepts, of either kind.
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PresetSummary {
+    /// The name `sim:NAME` takes.
     pub name: &'static str,
     /// `topology` (a PCIe machine: topo, pmu, stat, top, exporter, lab) or `qos` (a resctrl
     /// machine: qos, sim run).
     pub kind: &'static str,
     /// What it models: the preset's own description.
     pub models: String,
+    /// The document its numbers come from, by title.
     pub source: &'static str,
 }
 
 /// The `pcielab presets --json` document.
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct PresetList {
+    /// Every preset, simulated PCIe platforms first.
     pub presets: Vec<PresetSummary>,
 }
 

@@ -59,9 +59,12 @@ pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) ->
 pub struct RowResult {
     /// Line in the input (0 for fio JSON jobs).
     pub line: usize,
+    /// The row's workload as the input wrote it.
     pub workload: String,
+    /// Throughput measured (MB/s, 10^6 bytes per second).
     #[serde(rename = "measured_MBps")]
     pub measured_mbps: f64,
+    /// Throughput the fitted model predicts for the same workload (MB/s).
     #[serde(rename = "predicted_MBps")]
     pub predicted_mbps: f64,
     /// (predicted / measured − 1) × 100.
@@ -109,6 +112,7 @@ pub fn compare(model: &PlatformModel, rows: &[Measurement], link: &LinkParams) -
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// The data pins it down: the value and its uncertainty stand.
     Fitted,
     /// The data bounds it on one side only: at the reported value it just paces some row, and
     /// any value beyond it (the note says which way) fits as well.
@@ -224,6 +228,7 @@ pub struct ParamResult {
     /// One standard deviation; `null` when the rows leave no spare degree of freedom or the
     /// parameter is a whole number.
     pub uncertainty: Option<f64>,
+    /// Whether the data determined it.
     pub status: Status,
     /// Why it is not determined, or that it sits on a bound.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -237,7 +242,9 @@ pub struct FitReport {
     pub(crate) rows_used: usize,
     /// Root mean square of the per-row relative residuals, in percent.
     pub(crate) rms_residual_percent: f64,
+    /// Every parameter with its value and how it came out.
     pub params: Vec<ParamResult>,
+    /// Every row used, measured against predicted.
     pub rows: Vec<RowResult>,
     /// Columns the model cannot reproduce together, each with the residuals that show it.
     #[serde(default)]
@@ -253,7 +260,9 @@ pub struct FitReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum FitDocument {
+    /// A fit: parameters and the rows they were fitted on.
     Fit(Box<FitReport>),
+    /// Predictions of a platform fitted elsewhere (`fit --platform`).
     Prediction(PredictionReport),
 }
 

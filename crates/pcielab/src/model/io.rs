@@ -23,9 +23,13 @@ pub(crate) const L1_SWITCH_EXIT_NS: f64 = 1_000.0;
 /// latency is unknown: it then costs nothing (the model does not guess a latency).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinkPower {
+    /// Time to leave L0s (ns); `None` when L0s is off.
     pub l0s_exit_ns: Option<f64>,
+    /// Time to leave L1 (ns); `None` when L1 is off.
     pub l1_exit_ns: Option<f64>,
+    /// Idle time before the link enters L0s (ns).
     pub l0s_entry_ns: f64,
+    /// Idle time before the link enters L1 (ns).
     pub l1_entry_ns: f64,
 }
 
@@ -47,11 +51,6 @@ impl LinkPower {
             (_, Some(l0s)) if gap_ns >= self.l0s_entry_ns => l0s,
             _ => 0.0,
         }
-    }
-
-    /// Whether any state costs an exit.
-    pub fn any(&self) -> bool {
-        self.l0s_exit_ns.is_some() || self.l1_exit_ns.is_some()
     }
 }
 

@@ -16,19 +16,31 @@ use crate::pcie::Generation;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Workload {
     /// One device DMA transfer at a time (dmatest): `direction` from the device's side.
-    Dma { direction: DmaDirection, size: u64 },
+    Dma {
+        /// Which way the device moved data.
+        direction: DmaDirection,
+        /// Bytes per transfer.
+        size: u64,
+    },
     /// `threads` CPU threads accessing a BAR with accesses of `width` bytes.
     Mmio {
+        /// Stores or loads.
         op: MmioOp,
+        /// Bytes per CPU access.
         width: u32,
+        /// CPU threads accessing at once.
         threads: u32,
     },
     /// fio-style queued I/O of `bs` bytes; `device` is the device's DMA direction (a disk read
     /// is a device write).
     Queued {
+        /// The device's DMA direction.
         device: DmaDirection,
+        /// Bytes per I/O.
         bs: u64,
+        /// I/Os each job keeps in flight.
         iodepth: u32,
+        /// Jobs running at once.
         jobs: u32,
     },
 }
@@ -76,6 +88,7 @@ fn direction_name(d: DmaDirection) -> &'static str {
 /// One measured figure and where it came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
+    /// What was run.
     pub workload: Workload,
     /// Payload MB/s (10^6 bytes per second).
     pub mbps: f64,

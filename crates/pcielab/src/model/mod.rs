@@ -3,9 +3,9 @@
 //! ceilings, and P2P distance rules. No I/O.
 
 pub mod fit;
-pub mod io;
+pub(crate) mod io;
 pub(crate) mod latency;
-pub mod measurements;
+pub(crate) mod measurements;
 pub(crate) mod path;
 pub mod platform;
 // The oracle the tuned transfer model is tested and benchmarked against: built for the crate's
@@ -13,5 +13,10 @@ pub mod platform;
 #[cfg(any(test, feature = "test-oracles"))]
 pub mod reference;
 mod row_time;
-pub mod sweep;
+pub(crate) mod sweep;
 pub mod transfer;
+
+pub use io::{LinkPower, L0S_ENTRY_NS, L1_ENTRY_NS};
+pub use measurements::{parse_measurements, Measurement, Workload};
+pub use path::PathCeiling;
+pub use sweep::{parse_completion_size, parse_sizes, sweep, SizeSweep, DEFAULT_SIZES};

@@ -54,7 +54,9 @@ pub(crate) fn transfer_size(what: &str, size: u64) -> crate::Result<u64> {
 /// A link and the transaction-layer settings that shape its traffic.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinkParams {
+    /// The link's generation (its rate and encoding).
     pub gen: Generation,
+    /// Lanes.
     pub width: u8,
     /// Max_Payload_Size in bytes.
     pub mps: u32,
@@ -62,7 +64,9 @@ pub struct LinkParams {
     pub mrrs: u32,
     /// Read Completion Boundary in bytes.
     pub rcb: u32,
+    /// The TLP header format (non-Flit 3 or 4 DW headers, or Flit mode).
     pub format: TlpFormat,
+    /// How completions for reads are split.
     pub completion_size: CompletionSize,
 }
 
@@ -181,7 +185,9 @@ impl WireEstimate {
 /// What travels in one direction of the link for one transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Flow {
+    /// TLPs in this direction.
     pub tlps: u64,
+    /// Data bytes those TLPs carry.
     pub payload_bytes: u64,
     /// Header, ECRC and per-TLP framing bytes of those TLPs.
     pub(crate) tlp_overhead_bytes: u64,
@@ -199,6 +205,7 @@ impl Flow {
         self.payload_bytes.saturating_add(self.tlp_overhead_bytes)
     }
 
+    /// Expected DLLPs (Acks and UpdateFCs) for this direction.
     #[inline]
     pub fn dllps(&self) -> f64 {
         self.acks + self.update_fcs
@@ -233,8 +240,11 @@ impl std::ops::AddAssign for Flow {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Traffic {
     pub(crate) gen: Generation,
+    /// Memory write TLPs.
     pub mem_writes: u64,
+    /// Memory read request TLPs.
     pub mem_reads: u64,
+    /// Completion-with-data TLPs.
     pub completions: u64,
     /// Bytes of data moved (the transfer size).
     pub payload_bytes: u64,
@@ -292,7 +302,8 @@ impl Traffic {
     }
 
     /// Payload bytes over busiest-direction wire bytes: the share of the link doing useful work.
-    pub fn efficiency(&self, overheads: Overheads) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn efficiency(&self, overheads: Overheads) -> f64 {
         let wire = self.busiest_wire_bytes(overheads);
         if wire == 0.0 {
             return 0.0;

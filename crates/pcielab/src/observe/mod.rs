@@ -116,6 +116,7 @@ impl Source {
 /// Cumulative traffic of one function.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Traffic {
+    /// Where the bytes were counted (a PMU, a device counter, the simulator).
     pub source: Source,
     /// Payload bytes toward the root complex (the root port's Rx).
     pub(crate) rx_bytes: u64,
@@ -145,6 +146,7 @@ pub struct FunctionSample {
     pub(crate) name: Option<String>,
     /// The block devices and network interfaces that belong to this function itself.
     pub(crate) devices: Vec<String>,
+    /// The function's cumulative traffic, where something counts it.
     pub traffic: Option<Traffic>,
     pub(crate) link: LinkHealth,
     pub(crate) downgraded: bool,
@@ -180,6 +182,7 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// The sample of function `bdf`, if the machine has it.
     pub fn get(&self, bdf: Bdf) -> Option<&FunctionSample> {
         self.functions
             .binary_search_by_key(&bdf, |f| f.bdf)
@@ -200,10 +203,12 @@ impl Sample {
 /// What changed for one function between two samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FunctionRate {
+    /// The function.
     pub bdf: Bdf,
     pub(crate) source: Option<Source>,
     /// Payload MB/s (10^6 bytes per second) each way.
     pub rx_mbps: Option<f64>,
+    /// Payload MB/s away from the root complex (the root port's Tx).
     pub tx_mbps: Option<f64>,
     pub(crate) rx_wire_mbps: Option<f64>,
     pub(crate) tx_wire_mbps: Option<f64>,

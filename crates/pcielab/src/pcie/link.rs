@@ -128,9 +128,13 @@ pub fn kernel_link_mbit(gen: Generation, width: u8) -> u32 {
 /// register said "unknown"/reserved (QEMU's integrated endpoints report that).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Link {
+    /// The fastest generation the port supports (LnkCap).
     pub max_speed: Option<Generation>,
+    /// The most lanes the port supports (LnkCap).
     pub max_width: Option<u8>,
+    /// The generation the link trained at (LnkSta); `None` when down or unknown.
     pub speed: Option<Generation>,
+    /// The lanes the link trained at (LnkSta); `None` when down or unknown.
     pub width: Option<u8>,
 }
 

@@ -5,9 +5,13 @@
 
 pub(crate) mod dllp;
 pub(crate) mod features;
-pub mod flit;
-pub mod link;
-pub mod tlp;
+pub(crate) mod flit;
+pub(crate) mod link;
+pub(crate) mod tlp;
+
+pub use flit::{FLIT_BYTES, FLIT_TLP_BYTES};
+pub use link::{kernel_link_mbit, raw_mbps};
+pub use tlp::TlpFormat;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -18,16 +22,24 @@ use crate::error::{Error, Result};
 /// A PCIe link generation (signalling rate). Gen7 is included for the model only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Generation {
+    /// 2.5 GT/s, 8b/10b.
     Gen1,
+    /// 5 GT/s, 8b/10b.
     Gen2,
+    /// 8 GT/s, 128b/130b.
     Gen3,
+    /// 16 GT/s, 128b/130b.
     Gen4,
+    /// 32 GT/s, 128b/130b.
     Gen5,
+    /// 64 GT/s, PAM4 and Flit mode.
     Gen6,
+    /// 128 GT/s, PAM4 and Flit mode.
     Gen7,
 }
 
 impl Generation {
+    /// Every generation, oldest first.
     pub const ALL: [Generation; 7] = [
         Generation::Gen1,
         Generation::Gen2,
@@ -43,6 +55,7 @@ impl Generation {
         self as u8 + 1
     }
 
+    /// Generation `n` (1 to 7), or `None`.
     pub fn from_number(n: u8) -> Option<Generation> {
         Generation::ALL.get((n as usize).checked_sub(1)?).copied()
     }
@@ -85,6 +98,7 @@ pub struct Bdf {
 }
 
 impl Bdf {
+    /// The function `domain:bus:device.function`.
     pub fn new(domain: u16, bus: u8, device: u8, function: u8) -> Bdf {
         assert!(
             device < 32 && function < 8,

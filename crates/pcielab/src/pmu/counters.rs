@@ -46,6 +46,7 @@ pub struct StatRequest<'a> {
 
 /// A finished `stat` run.
 pub struct StatDone {
+    /// The events counted, their readings and what each reading says.
     pub outcome: StatOutcome,
     /// What a simulated workload reports (fio's summary), for stdout before the counts; empty
     /// for a real workload, which printed its own output.
@@ -60,6 +61,7 @@ pub struct StatDone {
 
 /// How a `stat` run ended.
 pub enum StatEnd {
+    /// The counting ran; its result.
     Counted(StatDone),
     /// The workload's program does not exist: nothing was counted; perf exits 127.
     WorkloadNotFound(String),
@@ -69,7 +71,9 @@ pub enum StatEnd {
 #[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum PmuListDocument {
+    /// A host's list: sysfs PMUs with their events and the drivers that would add more.
     Host(HostListDocument),
+    /// A snapshot's or lspci listing's list: the catalog PMUs its root ports would have.
     Catalog(CatalogListDocument),
 }
 

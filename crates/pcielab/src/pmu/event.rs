@@ -155,7 +155,9 @@ pub struct EventAttr {
 
 /// Where event strings are resolved: the PMUs discovered and the root for tracefs.
 pub struct EventContext<'a> {
+    /// The PMU devices the events may name.
     pub pmus: &'a [SysfsPmu],
+    /// The filesystem root the PMUs were read under (`/` on a live system).
     pub root: &'a Path,
 }
 

@@ -27,7 +27,7 @@ use crate::pmu::PmuDevice;
 use crate::topology::Topology;
 
 /// What the user asked `stat --machine host` to do.
-pub struct HostStatRequest<'a> {
+pub(crate) struct HostStatRequest<'a> {
     /// The filesystem root (`/` on a real host).
     pub(crate) root: &'a Path,
     pub(crate) all_cpus: bool,
@@ -41,7 +41,7 @@ pub struct HostStatRequest<'a> {
 }
 
 /// The events of a request, encoded against the host's PMUs.
-pub struct EncodedEvents {
+pub(crate) struct EncodedEvents {
     pub(crate) pmus: Vec<SysfsPmu>,
     pub(crate) groups: Vec<Vec<EventAttr>>,
     /// What the kernel's drivers would refuse at open (`stat` refuses them first).
@@ -163,7 +163,7 @@ pub(crate) fn dry_run(encoded: &EncodedEvents) -> String {
 }
 
 /// A finished host run.
-pub struct HostStat {
+pub(crate) struct HostStat {
     pub(crate) outcome: StatOutcome,
     pub(crate) exit_code: i32,
     pub(crate) interrupted: bool,
@@ -180,7 +180,7 @@ pub(crate) fn missing_workload(workload: &[String]) -> Option<String> {
 }
 
 /// Runs `request` on the live host, counting `encoded` (from `encode_events`).
-pub fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostStat> {
+pub(crate) fn run(request: &HostStatRequest, encoded: &EncodedEvents) -> Result<HostStat> {
     if !request.all_cpus {
         // An uncore PMU names the CPUs it counts on (cpumask): it has no per-task mode.
         let uncore: Vec<&str> = encoded

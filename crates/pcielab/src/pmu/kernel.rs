@@ -18,6 +18,7 @@ pub struct KernelVersion {
 }
 
 impl KernelVersion {
+    /// Kernel version `major.minor`.
     pub const fn new(major: u32, minor: u32) -> KernelVersion {
         KernelVersion { major, minor }
     }

@@ -4,27 +4,36 @@
 //! ([`stat`]). This file owns PMU devices, their names (`pcie_bdf_<hex>` as the seed's kernel
 //! named them, `dwc_rootport_<hex>` upstream) and how `PMU/EVENT/` strings resolve to events.
 
-pub mod catalog;
+pub(crate) mod catalog;
 pub(crate) mod counter;
-pub mod counters;
-pub mod event;
-pub mod host;
+pub(crate) mod counters;
+pub(crate) mod event;
+pub(crate) mod host;
 pub(crate) mod hostlist;
-pub mod kernel;
+pub(crate) mod kernel;
 pub(crate) mod list;
 pub(crate) mod perf;
 pub(crate) mod placement;
 pub(crate) mod rules;
 pub mod session;
-pub mod stat;
-pub mod sysfs;
+pub(crate) mod stat;
+pub(crate) mod sysfs;
+
+pub use catalog::{DriverFiles, EventDef, Family, Group};
+pub use counters::{Counters, PmuListDocument, PmuListing, StatDone, StatEnd, StatRequest};
+pub use event::{EventAttr, EventContext};
+pub use hostlist::{HostListDocument, HostListing};
+pub use kernel::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
+pub use list::CatalogListDocument;
+pub use stat::{StatDocument, StatOutcome};
+pub use sysfs::{parse_alias_terms, parse_cpu_list, read_pmu, AliasTerm, FormatField, SysfsPmu};
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::topology::{Kind, Topology};
-use catalog::{nearest, EventDef, Family, Group, Unit};
+use catalog::{nearest, Unit};
 
 /// One PMU device as `/sys/bus/event_source/devices` would list it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -225,6 +234,7 @@ pub struct ResolvedEvent {
     pub(crate) device: usize,
     /// The PMU name as the user wrote it.
     pub(crate) pmu_name: String,
+    /// The event's definition in the driver's catalog.
     pub def: &'static EventDef,
     pub(crate) lane: Option<u8>,
     pub(crate) driver: Driver,

@@ -247,6 +247,7 @@ pub(crate) enum PciePlace {
 /// One PMU the kernel registered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SysfsPmu {
+    /// The PMU's name in `/sys/bus/event_source/devices`.
     pub name: String,
     pub(crate) dir: PathBuf,
     /// The `type` perf puts in `perf_event_attr.type`.

@@ -32,15 +32,20 @@ pub struct DesiredGroup {
 /// What `apply` did or would do.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
+    /// Whether the plan was only shown, not applied.
     pub dry_run: bool,
+    /// The operations, in the order they run.
     pub plan: Vec<PlannedOp>,
+    /// How many of them were applied.
     pub applied: usize,
 }
 
+/// One planned operation on resctrl.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PlannedOp {
     #[serde(flatten)]
     pub(crate) op: Op,
+    /// The same operation as a shell command on the mount.
     pub shell: String,
 }
 

@@ -17,12 +17,44 @@ use crate::linux::cpuset::CpuSet;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    Mkdir { group: String },
-    Rmdir { group: String },
-    Schemata { group: String, text: String },
-    Tasks { group: String, text: String },
-    Cpus { group: String, cpus_list: String },
-    Mode { group: String, mode: String },
+    /// Make a group (`mkdir`).
+    Mkdir {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
+        group: String,
+    },
+    /// Remove a group (`rmdir`).
+    Rmdir {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
+        group: String,
+    },
+    /// Write a group's `schemata`.
+    Schemata {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
+        group: String,
+        /// The lines written to its `schemata`.
+        text: String,
+    },
+    /// Move tasks into a group.
+    Tasks {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
+        group: String,
+        /// The pids written to its `tasks`, one write each.
+        text: String,
+    },
+    /// Give CPUs to a group.
+    Cpus {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
+        group: String,
+        /// The CPU list written to its `cpus_list`.
+        cpus_list: String,
+    },
+    /// Set a group's mode.
+    Mode {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
+        group: String,
+        /// The mode written to its `mode` (`shareable`, `exclusive`, ...).
+        mode: String,
+    },
 }
 
 impl Op {
@@ -111,10 +143,15 @@ pub fn refused(op: &Op, rej: &Rejection) -> Error {
 /// include its monitor groups, as its `mon_data` does.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MonReading {
+    /// The group's name (`/` for the root).
     pub group: String,
+    /// The L3 or memory domain (cache id).
     pub domain: u32,
+    /// Bytes of L3 the group occupies, where the machine monitors it.
     pub llc_occupancy: Option<u64>,
+    /// Memory bandwidth bytes counted, all nodes, where monitored.
     pub mbm_total_bytes: Option<u64>,
+    /// Memory bandwidth bytes counted to the local node, where monitored.
     pub mbm_local_bytes: Option<u64>,
 }
 

@@ -245,7 +245,8 @@ impl L3Cache {
     /// One access to line `line` (at most `MAX_LINE`) by monitor `rmid` allowed to fill the
     /// ways in `alloc_mask` (bits at or above the way count are ignored); returns whether it hit.
     #[inline]
-    pub fn access(&mut self, line: u64, alloc_mask: u64, rmid: u16) -> bool {
+    #[cfg(test)]
+    pub(crate) fn access(&mut self, line: u64, alloc_mask: u64, rmid: u16) -> bool {
         self.access_set::<ScalarScan>(self.set_base(line), line, alloc_mask, rmid)
     }
 

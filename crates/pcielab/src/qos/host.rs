@@ -149,6 +149,7 @@ fn not_mounted(dir: &Path) -> Error {
 }
 
 impl HostResctrl {
+    /// Resctrl mounted at `root` (usually `/sys/fs/resctrl`).
     pub fn new(root: PathBuf) -> HostResctrl {
         HostResctrl {
             root,

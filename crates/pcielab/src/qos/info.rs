@@ -9,9 +9,13 @@ use serde::{Deserialize, Serialize};
 pub struct CacheResource {
     /// The schemata name: `L3`, `L3CODE`, `L3DATA`, `L2`.
     pub(crate) name: String,
+    /// CLOSIDs the resource has (`num_closids`).
     pub num_closids: u32,
+    /// The full cache bit mask (`cbm_mask`).
     pub cbm_mask: u64,
+    /// The fewest bits a mask may set (`min_cbm_bits`).
     pub min_cbm_bits: u32,
+    /// Bits other agents (I/O, firmware) may also use (`shareable_bits`).
     pub shareable_bits: u64,
     /// 1 when masks may have holes (MPAM cache portions, newer Intel parts).
     pub sparse_masks: bool,
@@ -32,8 +36,11 @@ impl CacheResource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MbResource {
     pub(crate) num_closids: u32,
+    /// The lowest bandwidth a group may get, in percent (`min_bandwidth`).
     pub min_bandwidth: u32,
+    /// The step bandwidth values round to (`bandwidth_gran`).
     pub bandwidth_gran: u32,
+    /// Whether the throttle is linear (`delay_linear`).
     pub delay_linear: bool,
     pub(crate) thread_throttle_mode: String,
     pub(crate) domains: Vec<u32>,
@@ -42,6 +49,7 @@ pub struct MbResource {
 /// The monitoring resource (`info/L3_MON`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MonResource {
+    /// RMIDs (monitor ids) the machine has (`num_rmids`).
     pub num_rmids: u32,
     /// `llc_occupancy`, `mbm_total_bytes`, `mbm_local_bytes` as the hardware provides them.
     pub mon_features: Vec<String>,
@@ -53,8 +61,11 @@ pub struct MonResource {
 /// Everything under `info/`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Info {
+    /// The cache resources (`L3`, `L2`, CDP's code/data halves).
     pub caches: Vec<CacheResource>,
+    /// The memory-bandwidth resource, where there is one.
     pub mb: Option<MbResource>,
+    /// The monitoring resource, where there is one.
     pub mon: Option<MonResource>,
     /// Which kernel's rules apply (state files written before this field read as current rules).
     #[serde(default)]
@@ -103,6 +114,7 @@ fn parse_release(release: &str) -> Option<(u32, u32)> {
 }
 
 impl Info {
+    /// The cache resource `name` (`L3`, `L3CODE`, ...), if the machine has it.
     pub fn cache(&self, name: &str) -> Option<&CacheResource> {
         self.caches.iter().find(|c| c.name == name)
     }

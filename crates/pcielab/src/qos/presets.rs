@@ -14,6 +14,7 @@ pub(crate) const SIM_KERNEL_RELEASE: &str = "6.11";
 /// Physical parameters of one simulated machine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Preset {
+    /// The name `sim:NAME` takes.
     pub name: &'static str,
     pub(crate) description: &'static str,
     /// The document its numbers come from, by title (docs/sources.md), for `pcielab presets`.
@@ -22,8 +23,11 @@ pub struct Preset {
     /// one MB domain.
     pub(crate) nodes: u32,
     pub(crate) cpus_per_node: u32,
+    /// L3 bytes per node.
     pub l3_bytes: u64,
+    /// L3 ways (the bits of a cache mask).
     pub l3_ways: u32,
+    /// L3 hit latency (ns).
     pub l3_hit_ns: f64,
     /// Unloaded DRAM latency seen by a core.
     pub mem_idle_ns: f64,
@@ -49,6 +53,8 @@ pub struct Preset {
     pub(crate) mbm_scale: f64,
 }
 
+/// `sim:mpam-seed`: the Arm64 MPAM machine of the MPAM/resctrl article (its test machine and
+/// measurements).
 pub const MPAM_SEED: Preset = Preset {
     name: "mpam-seed",
     description:
@@ -78,6 +84,8 @@ pub const MPAM_SEED: Preset = Preset {
     mbm_scale: 0.70,
 };
 
+/// `sim:rdt-xeon8163`: an Intel RDT machine, from the MPAM/resctrl article's Intel comparison
+/// and Intel's published Xeon 8163 figures.
 pub const RDT_XEON8163: Preset = Preset {
     name: "rdt-xeon8163",
     description:
@@ -107,6 +115,7 @@ pub const RDT_XEON8163: Preset = Preset {
     mbm_scale: 0.95,
 };
 
+/// Every simulated resctrl machine.
 pub const PRESETS: [&Preset; 2] = [&MPAM_SEED, &RDT_XEON8163];
 
 impl Preset {
@@ -137,6 +146,7 @@ impl Preset {
         (1u64 << self.l3_ways) - 1
     }
 
+    /// CPUs in all.
     pub fn nr_cpus(&self) -> u32 {
         self.nodes * self.cpus_per_node
     }

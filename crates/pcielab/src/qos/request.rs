@@ -58,22 +58,32 @@ fn schemata_text(lines: &[String]) -> String {
 pub enum Request {
     /// Make the group, then set it up.
     Create {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
         group: String,
+        /// What to set once it exists.
         settings: GroupSettings,
     },
     /// Change a group's schemata and/or mode.
     Set {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
         group: String,
+        /// What to change.
         settings: GroupSettings,
     },
     /// Move CPUs (a list like `0-3,8`) and/or tasks (comma-separated pids) into a group.
     Assign {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
         group: String,
+        /// Comma-separated pids to move in.
         tasks: Option<String>,
+        /// A CPU list (`0-3,8`) to move in.
         cpus: Option<String>,
     },
     /// Remove a group; its tasks and CPUs return to the parent.
-    Delete { group: String },
+    Delete {
+        /// The group (`/`, `NAME`, `NAME/MON` or `mon_groups/MON`).
+        group: String,
+    },
 }
 
 impl Request {

@@ -39,6 +39,7 @@ pub struct GroupRef {
 }
 
 impl GroupRef {
+    /// The root control group.
     pub fn root() -> GroupRef {
         GroupRef {
             ctrl: String::new(),
@@ -46,6 +47,7 @@ impl GroupRef {
         }
     }
 
+    /// The control group `name`.
     pub fn ctrl(name: &str) -> GroupRef {
         GroupRef {
             ctrl: name.to_string(),
@@ -111,8 +113,10 @@ impl std::fmt::Display for GroupRef {
 /// A monitor group under a control group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MonGroup {
+    /// The monitor group's name.
     pub name: String,
     pub(crate) rmid: u32,
+    /// Pids in it.
     pub tasks: BTreeSet<u32>,
     pub(crate) cpus: CpuSet,
 }
@@ -121,13 +125,18 @@ pub struct MonGroup {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CtrlGroup {
     pub(crate) name: String,
+    /// Its CLOSID.
     pub closid: u32,
+    /// Its RMID.
     pub rmid: u32,
     pub(crate) mode: Mode,
+    /// Its schemata.
     pub schemata: Schemata,
     /// Tasks whose monitor id is this group's own (tasks in its monitor groups are listed there).
     pub tasks: BTreeSet<u32>,
+    /// CPUs given to it.
     pub cpus: CpuSet,
+    /// Its monitor groups.
     pub mon_groups: Vec<MonGroup>,
 }
 
@@ -146,10 +155,12 @@ impl CtrlGroup {
 /// `info/last_cmd_status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resctrl {
+    /// The mount's `info/` directory: resources and their limits.
     pub info: Info,
     /// The root first.
     pub(crate) groups: Vec<CtrlGroup>,
     pub(crate) online_cpus: CpuSet,
+    /// `info/last_cmd_status`: the kernel's word on the last write.
     pub last_cmd_status: String,
 }
 
@@ -180,6 +191,7 @@ impl Resctrl {
         }
     }
 
+    /// The control group `name`, if it exists.
     pub fn group(&self, name: &str) -> Option<&CtrlGroup> {
         self.groups.iter().find(|g| g.name == name)
     }

@@ -166,6 +166,7 @@ pub struct Outcome {
     pub(crate) x_label: String,
     pub(crate) y_label: String,
     pub(crate) y2_label: Option<String>,
+    /// One line per workload (or group) over the scenario's steps.
     pub lines: Vec<Line>,
     /// Timelines: (time, what changed) for each event.
     pub(crate) markers: Vec<(f64, String)>,
@@ -174,6 +175,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The line labelled `label`, if any.
     pub fn line(&self, label: &str) -> Option<&Line> {
         self.lines.iter().find(|l| l.label == label)
     }
@@ -256,6 +258,7 @@ impl Scenario {
         Ok(s)
     }
 
+    /// The scenario file at `path` (TOML), checked; bad input names the field.
     pub fn load(path: &std::path::Path) -> Result<Scenario> {
         let text = read_input_file(path, "scenario")?;
         Scenario::parse(&text, &path.display().to_string())

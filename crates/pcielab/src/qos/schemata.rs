@@ -13,12 +13,19 @@ use super::info::{CacheResource, Info, KernelRules, MbResource};
 /// Errno values resctrl returns, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Errno {
+    /// Invalid argument: the text breaks a rule.
     EINVAL,
+    /// No space: no free CLOSID or RMID left.
     ENOSPC,
+    /// No such group or file.
     ENOENT,
+    /// The group exists already.
     EEXIST,
+    /// Busy: the group or resource is in use.
     EBUSY,
+    /// No such task.
     ESRCH,
+    /// Not permitted.
     EPERM,
 }
 
@@ -27,12 +34,16 @@ pub enum Errno {
 /// explanation, only where the kernel gives none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
+    /// The errno the write fails with.
     pub errno: Errno,
+    /// What `info/last_cmd_status` says afterwards.
     pub status: String,
+    /// Why, in pcielab's words, where the kernel says less.
     pub detail: Option<String>,
 }
 
 impl Rejection {
+    /// A rejection with `errno` and the `last_cmd_status` text `status`.
     pub fn new(errno: Errno, status: impl Into<String>) -> Rejection {
         Rejection {
             errno,
@@ -112,6 +123,7 @@ impl Schemata {
         Schemata { lines }
     }
 
+    /// The value of `resource` (`L3`, `MB`, ...) in domain `domain`, if set.
     pub fn get(&self, resource: &str, domain: u32) -> Option<u64> {
         self.lines
             .iter()

@@ -28,9 +28,13 @@ const WAIT_STEP_S: f64 = 0.5;
 /// A monitor id's counters in one domain.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MonCounter {
+    /// The monitor id.
     pub rmid: u32,
+    /// The L3 or memory domain.
     pub domain: u32,
+    /// Bytes of L3 it occupies.
     pub llc_occupancy: u64,
+    /// Memory bandwidth bytes counted, all nodes.
     pub mbm_total_bytes: u64,
     pub(crate) mbm_local_bytes: u64,
 }
@@ -40,11 +44,13 @@ pub struct MonCounter {
 pub struct SimState {
     /// Preset name.
     pub(crate) machine: String,
+    /// The simulated mount.
     pub resctrl: Resctrl,
     /// pid → command line of each simulated process.
     pub(crate) processes: BTreeMap<u32, String>,
     pub(crate) next_pid: u32,
     pub(crate) clock_s: f64,
+    /// The monitor counters (RMIDs) and what they have counted.
     pub counters: Vec<MonCounter>,
 }
 
@@ -162,6 +168,7 @@ const WARMUP_STEPS: usize = 12;
 /// A simulated resctrl machine (MPAM/RDT): its processes, groups and cache/bandwidth engine; the PCIe traffic side is `sim::SimulatedPcie`.
 pub struct SimulatedResctrl {
     pub(crate) preset: &'static Preset,
+    /// Everything the simulated machine holds (saved in `--state`).
     pub state: SimState,
     path: Option<PathBuf>,
     engine: Option<Engine>,

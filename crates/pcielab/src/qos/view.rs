@@ -44,6 +44,7 @@ pub(crate) struct MonGroupView {
     pub(crate) cpus_list: String,
 }
 
+/// The `qos show` view of mount `rs` on machine `machine`.
 pub fn show(machine: &str, rs: &Resctrl) -> ShowView {
     let nr_cpus = rs.online_cpus.0.iter().max().map_or(1, |c| c + 1);
     ShowView {
@@ -97,6 +98,7 @@ fn list(v: &[u32]) -> String {
 }
 
 impl ShowView {
+    /// The view as `qos show` prints it.
     pub fn text(&self) -> String {
         let mut out = format!("machine: {}\n", self.machine);
         for c in &self.info.caches {
@@ -194,6 +196,7 @@ pub struct MonitorRow {
 /// `qos monitor --json`: every interval's rows.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MonitorDocument {
+    /// One list of rows per monitor interval.
     pub intervals: Vec<Vec<MonitorRow>>,
 }
 
@@ -224,6 +227,7 @@ pub(crate) fn monitor_rows(
         .collect()
 }
 
+/// Rows as `qos monitor` prints them.
 pub fn monitor_text(rows: &[MonitorRow]) -> String {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     let names: Vec<String> = rows

@@ -16,20 +16,34 @@ use crate::linux::cpuset::CpuSet;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pattern {
     /// Sequential lines over a private buffer of `bytes` per thread (`bw_mem … rd`).
-    Stream { bytes: u64 },
+    Stream {
+        /// Buffer bytes per thread.
+        bytes: u64,
+    },
     /// Every `stride`-th byte of `bytes`, one dependent load at a time (`lat_mem_rd`).
-    Chase { bytes: u64, stride: u64 },
+    Chase {
+        /// Buffer bytes.
+        bytes: u64,
+        /// Bytes between loads.
+        stride: u64,
+    },
     /// Sequential sweeps over `bytes` shared by all threads, each thread starting at its own
     /// offset (`stress-ng --cache`): stress-ng's stress-cache.c walks its shared buffer with
     /// `k += 33` and `i += size/4 + 1` bytes per iteration, so every line of the buffer is touched
     /// once per sweep and reused only a whole buffer later (the `k` walk makes about nine in ten
     /// of the new lines: one per 64/33 iterations against the four `i` pointers' one per 16).
-    Thrash { bytes: u64 },
+    Thrash {
+        /// Shared buffer bytes.
+        bytes: u64,
+    },
     /// Operations of `accesses_per_op` random lines over a shared `bytes` working set plus
     /// `compute_ns` of work that touches no memory (`online-service`).
     Service {
+        /// Shared working-set bytes.
         bytes: u64,
+        /// Random lines each operation touches.
         accesses_per_op: f64,
+        /// Work per operation that touches no memory (ns).
         compute_ns: f64,
     },
 }
@@ -343,6 +357,7 @@ impl AccessStream {
         }
     }
 
+    /// The next cache line the stream touches.
     #[inline]
     pub fn next_line(&mut self) -> u64 {
         let index = if self.random {

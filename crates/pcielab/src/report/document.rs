@@ -19,7 +19,7 @@ use crate::topology::render::TopologyJson;
 
 /// What printed a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Stat,
     Model,
     Fit,
@@ -103,12 +103,19 @@ impl Kind {
 /// One result file, read.
 #[derive(Debug, Clone)]
 pub enum Document {
+    /// A `stat --json` document.
     Stat(StatDocument),
+    /// A `model --json` size sweep.
     Model(SizeSweep),
+    /// A `fit --json` document.
     Fit(FitDocument),
+    /// A `topo --json` tree.
     Topology(TopologyJson),
+    /// A `p2p --json` report.
     P2p(P2pReport),
+    /// A `qos scenario --json` outcome.
     Scenario(Outcome),
+    /// A `lab check --json` report.
     LabCheck(CheckReport),
 }
 

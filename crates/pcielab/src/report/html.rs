@@ -24,7 +24,9 @@ use crate::topology::render::{FunctionJson, TopologyJson};
 pub struct MachineFacts {
     /// The `--machine` it was read from.
     pub selector: String,
+    /// The machine's topology as `topo --json` gives it.
     pub topology: TopologyJson,
+    /// Its PMU devices.
     pub pmus: Vec<PmuDevice>,
     /// `pcielab advise` on the machine (default intent); `None` when it could not run.
     pub advice: Option<Advice>,
@@ -34,6 +36,7 @@ pub struct MachineFacts {
 pub struct ResultFile {
     /// The path as given, shown as the section's source.
     pub origin: String,
+    /// The document the file held.
     pub document: Document,
 }
 

@@ -3,7 +3,10 @@
 //! every floor shares (rounding, thousands, terminal-safe text, `--json` tagging) are
 //! [`crate::text`].
 
-pub mod any;
-pub mod document;
+pub(crate) mod any;
+pub(crate) mod document;
 pub mod html;
 pub(crate) mod schema;
+
+pub use any::svg_of;
+pub use document::Document;

@@ -162,8 +162,9 @@ pub struct SimConfig {
     pub ber: f64,
     /// Extra round-trip latency per switch on the path, ns.
     pub(crate) switch_latency_ns: f64,
-    /// Idle time before a link enters L0s / L1 when ASPM enables them, ns.
+    /// Idle time before a link enters L0s when ASPM enables it, ns.
     pub(crate) l0s_idle_ns: f64,
+    /// Idle time before a link enters L1 when ASPM enables it, ns.
     pub l1_idle_ns: f64,
     /// The NUMA node whose CPUs take each function's interrupts (its IRQs' effective
     /// affinity); a function not listed takes them where the kernel puts them, costing nothing.

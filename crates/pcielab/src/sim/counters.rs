@@ -247,6 +247,7 @@ pub struct SimBackend<'m> {
 }
 
 impl<'m> SimBackend<'m> {
+    /// The PMU model of `machine` playing `workload`.
     pub fn new(machine: &'m SimulatedPcie, workload: Workload) -> SimBackend<'m> {
         SimBackend {
             pmus: machine.pmus(),

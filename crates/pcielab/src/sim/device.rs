@@ -61,14 +61,18 @@ pub struct Nic {
     pub(crate) ring_entries: u64,
 }
 
+/// A simulated device behind a function, with what times its I/O.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Device {
+    /// A SATA controller.
     Ahci(Ahci),
+    /// An NVMe drive.
     Nvme(Nvme),
     /// An endpoint's DMA engine (the Rockchip "standard EP + dmatest" setup). Its timing is the
     /// machine's platform model (`[platform.dma]`, `[platform.root_complex]`): one source for
     /// `pcielab model --platform`, `fit` and the simulator.
     Dma,
+    /// A network card.
     Nic(Nic),
 }
 

@@ -479,10 +479,13 @@ pub fn parse_job_file(text: &str, origin: &str) -> Result<JobSet> {
 /// One direction's results in a reporting group, as fio's JSON names them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DirectionStats {
+    /// Bytes moved.
     pub io_bytes: u64,
     /// Bytes per second over the group's run time.
     pub bw_bytes: u64,
+    /// I/Os per second.
     pub iops: f64,
+    /// How long the direction ran (ms).
     pub runtime_ms: u64,
     /// Completed I/Os.
     pub total_ios: u64,
@@ -525,8 +528,10 @@ pub struct GroupStats {
     pub name: String,
     /// Clones that ran in the group.
     pub(crate) jobs: u32,
+    /// The reads, if the job read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read: Option<DirectionStats>,
+    /// The writes, if the job wrote.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub write: Option<DirectionStats>,
 }

@@ -5,14 +5,19 @@
 //! bundles; `counters` derives every PMU event from that record.
 
 pub(crate) mod config;
-pub mod counters;
+pub(crate) mod counters;
 pub(crate) mod device;
 mod emission;
 pub(crate) mod engine;
 pub mod fio;
 pub(crate) mod stat;
-pub mod tlp;
+pub(crate) mod tlp;
 pub mod workload;
+
+pub use config::SimConfig;
+pub use counters::SimBackend;
+pub use device::{Ahci, Device, Nic, Nvme};
+pub use tlp::Tally;
 
 use std::collections::BTreeMap;
 
@@ -26,9 +31,7 @@ use crate::pcie::tlp::TlpFormat;
 use crate::pcie::{Bdf, Generation};
 use crate::pmu::{bound_root_port_pmus, PmuDevice};
 use crate::topology::{Aspm, Kind as FnKind, Topology};
-use config::SimConfig;
 use device::BlockDevice;
-use device::Device;
 use emission::Emission;
 use engine::{Demand, FlowSpec, Progress};
 use fio::{DirectionStats, GroupStats};
@@ -45,11 +48,14 @@ const BLOCK_READ_TAGS: u32 = 32;
 #[derive(Debug, Clone)]
 pub struct SimulatedPcie {
     pub(crate) name: String,
+    /// The machine's PCIe tree.
     pub topology: Topology,
+    /// The spec's `[sim]` table: clocks, noise, PMU behaviour.
     pub config: SimConfig,
     /// The platform model beyond the link (`[platform]`): root-complex latency, CPU cost per
     /// I/O, DMA engine. The same parameters `pcielab model --platform` predicts with.
     pub platform: PlatformModel,
+    /// The simulated devices, by function.
     pub devices: BTreeMap<Bdf, Device>,
 }
 
@@ -81,7 +87,9 @@ struct PortState {
 /// A finished simulation: the workload's results and a clock-indexed view of every counter.
 #[derive(Debug, Clone)]
 pub struct SimRun {
+    /// Simulated time the run took (ns).
     pub duration_ns: u64,
+    /// What the workload reports, as its real tool would.
     pub summary: Summary,
     streams: Vec<Stream>,
     ports: BTreeMap<Bdf, PortState>,

@@ -11,7 +11,7 @@ use crate::pcie::tlp::{overhead_bytes, TlpKind};
 
 /// Which way a TLP crosses the root port's link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dir {
+pub(crate) enum Dir {
     /// Device to root complex: the root port *receives* it (Rx).
     Up = 0,
     /// Root complex to device: the root port *transmits* it (Tx).
@@ -20,7 +20,7 @@ pub enum Dir {
 
 /// The TLP types simulated traffic is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     MemWrite = 0,
     MemRead = 1,
     /// Completion with data.
@@ -181,6 +181,7 @@ pub(crate) fn tlp_wire_bytes(kind: Kind, payload: u32, link: &LinkParams) -> f64
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Tally {
     pub(crate) tlps: [[u64; KINDS]; 2],
+    /// Payload bytes each way (index 0 up, 1 down).
     pub payload_bytes: [u64; 2],
     /// Payload as the DWC throughput counter counts it: each TLP's payload in 16-byte units,
     /// rounded up (the counter advances per 4-DWORD beat of the data path).
@@ -193,7 +194,8 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn count(&self, dir: Dir, kind: Kind) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn count(&self, dir: Dir, kind: Kind) -> u64 {
         self.tlps[dir as usize][kind as usize]
     }
 

@@ -39,10 +39,17 @@ pub struct NetTest {
 /// A parsed workload.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Workload {
+    /// fio jobs (a job file or a command line).
     Fio(JobSet),
+    /// A dmatest run.
     DmaTest(DmaTest),
+    /// A network test run.
     NetTest(NetTest),
-    Sleep { ns: u64 },
+    /// Nothing runs for a while (`sleep SECONDS`).
+    Sleep {
+        /// How long (ns).
+        ns: u64,
+    },
 }
 
 const USAGE: &str = "the simulated workload is 'fio OPTIONS…|JOBFILE', \
@@ -222,9 +229,12 @@ fn parse_dmatest(args: &[String]) -> Result<DmaTest> {
 /// One row of the DMA-vs-size table.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DmaRow {
+    /// Which way the DMA went.
     pub direction: DmaDirection,
+    /// Bytes per transfer.
     pub size: u64,
     pub(crate) transfers: u64,
+    /// Throughput in MB/s (10^6 bytes per second).
     #[serde(rename = "MBps")]
     pub mbps: f64,
     pub(crate) runtime_ns: u64,
@@ -236,7 +246,9 @@ pub struct NetRow {
     pub(crate) device: Bdf,
     /// `rx` (frames into host memory) or `tx`.
     pub direction: &'static str,
+    /// Frames sent or received.
     pub frames: u64,
+    /// Bytes in those frames.
     pub bytes: u64,
     pub(crate) seconds: f64,
     /// Frame bytes per second × 8 / 10^9.
@@ -247,10 +259,28 @@ pub struct NetRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Summary {
-    Fio { groups: Vec<GroupStats> },
-    DmaTest { device: Bdf, rows: Vec<DmaRow> },
-    NetTest { rows: Vec<NetRow> },
-    Sleep { seconds: f64 },
+    /// What fio reports.
+    Fio {
+        /// One entry per fio group, as fio's `--output-format=json` gives it.
+        groups: Vec<GroupStats>,
+    },
+    /// What dmatest reports.
+    DmaTest {
+        /// The device whose DMA engine ran.
+        device: Bdf,
+        /// One row per direction and size.
+        rows: Vec<DmaRow>,
+    },
+    /// What the network test reports.
+    NetTest {
+        /// One row per direction.
+        rows: Vec<NetRow>,
+    },
+    /// A sleep.
+    Sleep {
+        /// How long it slept.
+        seconds: f64,
+    },
 }
 
 impl Summary {

@@ -88,18 +88,9 @@ impl Shortfall {
     }
 }
 
-/// The link between `parent` and `f`, judged at `f` against min(parent, child) LnkCap: `None`
-/// when it runs at the best both ends can do, or is down (no width, width 0, or the port's
-/// DL_Active clear where it reports it), or unknown.
-pub fn shortfall(parent: &Function, f: &Function) -> Option<Shortfall> {
-    if parent.express_detail.data_link_down() {
-        return None;
-    }
-    let mine = f.link?;
-    shortfall_at(parent, f, mine.speed?, mine.width?)
-}
-
-/// [`shortfall`] of the link trained at `speed` x`width` now (a live reading).
+/// The link between `parent` and `f` trained at `speed` x`width` now (a live reading), judged
+/// at `f` against min(parent, child) LnkCap: `None` when it runs at the best both ends can do,
+/// or is down (width 0), or unknown.
 fn shortfall_at(
     parent: &Function,
     f: &Function,

@@ -159,7 +159,7 @@ impl Attribute {
     }
 
     /// Sets the field this attribute's `text` gives (left `None` when it does not parse).
-    pub fn apply(self, text: &str, health: &mut LinkHealth) {
+    pub(crate) fn apply(self, text: &str, health: &mut LinkHealth) {
         let number = || text.trim().parse::<u64>().ok();
         let width = || text.trim().parse::<u32>().ok();
         match self {

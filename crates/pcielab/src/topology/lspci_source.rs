@@ -22,6 +22,7 @@ pub(crate) enum LspciFormat {
 /// What reading one lspci output gave.
 #[derive(Debug, Clone)]
 pub struct LspciRead {
+    /// The tree the listing describes.
     pub topology: Topology,
     pub(crate) format: LspciFormat,
     /// What the input cut short or left out, each naming its line (a truncated paste, a

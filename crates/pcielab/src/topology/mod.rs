@@ -5,19 +5,26 @@
 
 pub mod check;
 pub mod config_space;
-pub mod export;
+pub(crate) mod export;
 pub mod generate;
-pub mod health;
-pub mod lspci;
+pub(crate) mod health;
+pub(crate) mod lspci;
 pub(crate) mod lspci_dump;
 pub(crate) mod lspci_source;
 pub(crate) mod lspci_text;
 pub mod p2p;
-pub mod pciids;
+pub(crate) mod pciids;
 pub(crate) mod readplan;
 pub mod render;
-pub mod spec;
-pub mod sysfs;
+pub(crate) mod spec;
+pub(crate) mod sysfs;
+
+pub use export::export_sysfs;
+pub use health::{read_link_health, LinkHealth};
+pub use lspci::read_lspci;
+pub use pciids::name_functions;
+pub use spec::{parse_spec, MachineSpec};
+pub use sysfs::read_sysfs;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -27,17 +34,25 @@ use crate::model::transfer::LinkParams;
 pub use crate::pcie::features::AspmLatency;
 pub use crate::pcie::link::Link;
 use crate::pcie::Bdf;
+pub use lspci_source::LspciRead;
 
 /// What role a function plays in the hierarchy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// The root complex's host bridge.
     HostBridge,
+    /// A root port.
     RootPort,
+    /// A switch's upstream port.
     SwitchUpstream,
+    /// A switch's downstream port.
     SwitchDownstream,
+    /// An endpoint behind a port.
     Endpoint,
+    /// An endpoint integrated into the root complex.
     RcEndpoint,
+    /// A PCI(-X) or PCIe-to-PCI bridge.
     PciBridge,
 }
 
@@ -56,6 +71,7 @@ impl Kind {
         matches!(self, Kind::RootPort | Kind::SwitchDownstream)
     }
 
+    /// The kind as `--json` and specs spell it (`root_port`, `endpoint`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Kind::HostBridge => "host_bridge",
@@ -72,7 +88,9 @@ impl Kind {
 /// ASPM states as a pair of flags (LnkCap support or LnkCtl enable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Aspm {
+    /// L0s is on (or supported).
     pub l0s: bool,
+    /// L1 is on (or supported).
     pub l1: bool,
 }
 
@@ -80,6 +98,7 @@ impl Aspm {
     /// The one spelling of ASPM states shared by specs and the command line, in order.
     pub const SPELLINGS: [&'static str; 4] = ["none", "l0s", "l1", "l0s+l1"];
 
+    /// Whether either state is on (or supported).
     pub fn any(self) -> bool {
         self.l0s || self.l1
     }
@@ -304,7 +323,7 @@ impl SourceText {
         SourceText { text, line_starts }
     }
 
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
@@ -434,14 +453,18 @@ pub(crate) const MAX_NUMA_NODES: i32 = 1 << 10;
 /// One PCI function.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Function {
+    /// Where the function is.
     pub bdf: Bdf,
+    /// PCI vendor ID.
     pub vendor: u16,
+    /// PCI device ID.
     pub device: u16,
     /// 24-bit class code: base class, subclass, programming interface.
     pub class: u32,
     pub(crate) revision: u8,
     pub(crate) subsystem_vendor: u16,
     pub(crate) subsystem_device: u16,
+    /// What the function is in the tree.
     pub kind: Kind,
     /// The bridge this function sits below; `None` for functions on a root bus.
     pub parent: Option<Bdf>,
@@ -451,6 +474,7 @@ pub struct Function {
     pub link: Option<Link>,
     /// Max payload size in bytes: supported (DevCap) and programmed (DevCtl).
     pub(crate) mps_supported: Option<u16>,
+    /// Max_Payload_Size set (DevCtl), in bytes.
     pub mps: Option<u16>,
     /// Max read request size in bytes (DevCtl).
     pub mrrs: Option<u16>,
@@ -554,10 +578,12 @@ impl Topology {
         Topology { functions }
     }
 
+    /// Every function, in BDF order.
     pub fn functions(&self) -> &[Function] {
         &self.functions
     }
 
+    /// Every function, to change in place (the tree's shape stays).
     pub fn functions_mut(&mut self) -> &mut [Function] {
         &mut self.functions
     }

@@ -105,7 +105,7 @@ impl ReadPlan {
     }
 
     /// The topology the plan covers (the latest after hotplug).
-    pub fn topology(&self) -> &Arc<Topology> {
+    pub(crate) fn topology(&self) -> &Arc<Topology> {
         &self.topology
     }
 

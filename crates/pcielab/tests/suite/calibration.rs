@@ -4,9 +4,9 @@
 //! cell, including the ones that miss.
 
 use pcielab::model::fit::{compare, fit, FitReport, ParamResult, RowResult, Status};
-use pcielab::model::measurements::{parse_measurements, Measurement, Workload};
 use pcielab::model::platform::{IrqKind, PlatformModel};
 use pcielab::model::transfer::LinkParams;
+use pcielab::model::{parse_measurements, Measurement, Workload};
 use pcielab::pcie::Generation::{self, Gen2, Gen3};
 
 fn fixture(name: &str) -> Vec<Measurement> {

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use pcielab::lab::argv::{self, MachineOptions};
 use pcielab::lab::guest;
-use pcielab::lab::runner::Phase;
 use pcielab::lab::session::{run, KernelChoice, RunOptions};
+use pcielab::lab::Phase;
 use pcielab::pcie::Generation;
 use pcielab::topology::{Link, Topology};
 

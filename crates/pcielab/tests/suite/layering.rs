@@ -431,14 +431,26 @@ fn every_import_goes_down_the_floors() {
     );
 }
 
+/// Whether line `line` of `from` is a `pub use` of an item from a file below `from`'s module.
+fn reexports_a_child(from: &str, line: usize, to: &str) -> bool {
+    let dir = format!("{}/", from.trim_end_matches(".rs").trim_end_matches("/mod"));
+    let code = fs::read_to_string(format!("{SRC}/{from}")).unwrap();
+    let text = code.lines().nth(line - 1).unwrap_or("");
+    to.starts_with(&dir) && text.trim_start().starts_with("pub use ")
+}
+
 #[test]
 fn no_files_import_each_other_in_a_loop() {
     // Within a module, a unit test may use its siblings (`use super::*`): loops are judged on
     // the code the library runs.
+    // A module's `pub use child::Item` names the child's item for callers outside the module
+    // (the public face); the module's own code does not run through it, so it closes no loop.
     let graph = graph(false);
     let mut next: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (from, _, to) in &graph.edges {
-        next.entry(from).or_default().insert(to);
+    for (from, line, to) in &graph.edges {
+        if !reexports_a_child(from, *line, to) {
+            next.entry(from).or_default().insert(to);
+        }
     }
     // A file is in a loop when it can reach itself; report each loop once, as its path.
     let mut loops = BTreeSet::new();
@@ -736,4 +748,59 @@ fn no_library_file_passes_1000_lines() {
         stale.is_empty(),
         "files now within {MAX_FILE_LINES} lines: remove them from AWAITING_SPLIT: {stale:?}"
     );
+}
+
+/// The most public items the library may declare, as docs/architecture.md counts them: lines
+/// starting (after indentation) with `pub fn`, `pub struct`, `pub enum`, `pub mod`, `pub trait`,
+/// `pub type`, `pub const` or `pub static` (methods included; `pub(crate)`, fields and `pub use`
+/// re-exports, which name an item counted where it is declared, not). Issue 35 aims below 450;
+/// this is the count the narrowing reached, so the face cannot grow back unnoticed. Lower it as
+/// the face shrinks.
+const MOST_PUBLIC_ITEMS: usize = 583;
+
+/// Whether `line` declares a public item, in the sense of [`MOST_PUBLIC_ITEMS`].
+fn declares_a_public_item(line: &str) -> bool {
+    const KEYWORDS: [&str; 8] = [
+        "fn", "struct", "enum", "mod", "trait", "type", "const", "static",
+    ];
+    line.trim_start()
+        .strip_prefix("pub ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .is_some_and(|word| KEYWORDS.contains(&word))
+}
+
+#[test]
+fn the_public_face_stays_small_and_documented() {
+    let count: usize = rust_files(Path::new(SRC))
+        .iter()
+        .map(|(_, text)| text.lines().filter(|l| declares_a_public_item(l)).count())
+        .sum();
+    assert!(
+        count <= MOST_PUBLIC_ITEMS,
+        "the library declares {count} public items, more than {MOST_PUBLIC_ITEMS}: make what \
+         only the library uses pub(crate) (tools/narrow-visibility.py finds them)"
+    );
+    // rustc keeps every public item reachable from outside and documented; CI's
+    // `clippy -D warnings` turns both into errors.
+    let lib = fs::read_to_string(format!("{SRC}/lib.rs")).unwrap();
+    assert!(
+        lib.contains("#![warn(unreachable_pub, unnameable_types, missing_docs)]"),
+        "lib.rs must keep #![warn(unreachable_pub, unnameable_types, missing_docs)]"
+    );
+}
+
+#[test]
+fn the_face_counter_sees_public_items_only() {
+    assert!(declares_a_public_item(
+        "    pub fn open(selector: &MachineSelector)"
+    ));
+    assert!(declares_a_public_item(
+        "    pub const fn new(major: u32, minor: u32)"
+    ));
+    assert!(!declares_a_public_item("pub use error::{Error, Result};"));
+    assert!(declares_a_public_item("pub mod machine;"));
+    assert!(!declares_a_public_item("    pub(crate) fn pci_dir(&self)"));
+    assert!(!declares_a_public_item("    pub device: Bdf,"));
+    assert!(!declares_a_public_item("    pub mode: Option<String>,"));
+    assert!(!declares_a_public_item("/// pub fn in a comment"));
 }

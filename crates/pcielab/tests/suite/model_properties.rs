@@ -4,10 +4,10 @@
 use pcielab::model::transfer::{
     read, read_at, write, write_at, CompletionSize, LinkParams, Overheads,
 };
-use pcielab::pcie::flit::{FLIT_BYTES, FLIT_TLP_BYTES};
-use pcielab::pcie::link::raw_mbps;
-use pcielab::pcie::tlp::TlpFormat;
+use pcielab::pcie::raw_mbps;
 use pcielab::pcie::Generation;
+use pcielab::pcie::TlpFormat;
+use pcielab::pcie::{FLIT_BYTES, FLIT_TLP_BYTES};
 use proptest::prelude::*;
 
 fn any_link() -> impl Strategy<Value = LinkParams> {

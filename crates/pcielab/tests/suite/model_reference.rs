@@ -5,8 +5,8 @@
 
 use pcielab::model::reference;
 use pcielab::model::transfer::{read_at, write_at, CompletionSize, LinkParams, Overheads};
-use pcielab::pcie::tlp::TlpFormat;
 use pcielab::pcie::Generation;
+use pcielab::pcie::TlpFormat;
 use proptest::prelude::*;
 
 /// A legal MPS/MRRS most of the time, sometimes any size from 1 to 8 KiB.

@@ -28,8 +28,7 @@ fn fixture_pmus() -> std::path::PathBuf {
 fn host_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     let spec = pcielab::machine::read_spec("yitian710").unwrap();
-    pcielab::topology::export::export_sysfs(&spec.topology, &root.path().join("sys/bus/pci"))
-        .unwrap();
+    pcielab::topology::export_sysfs(&spec.topology, &root.path().join("sys/bus/pci")).unwrap();
     let software_type = fs::read_to_string(Path::new(REAL_DEVICES).join("software/type"))
         .unwrap_or_else(|e| {
             panic!("the real software PMU is needed ({REAL_DEVICES}/software/type: {e})")

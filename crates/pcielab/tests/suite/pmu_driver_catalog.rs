@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use pcielab::pmu::catalog::{Family, Group};
-use pcielab::pmu::kernel::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
+use pcielab::pmu::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
+use pcielab::pmu::{Family, Group};
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 const TOP: &str = "linux-source-6.12";
@@ -184,7 +184,7 @@ struct DriverView {
     attributes: Vec<String>,
 }
 
-fn view_of(files: &pcielab::pmu::catalog::DriverFiles) -> DriverView {
+fn view_of(files: &pcielab::pmu::DriverFiles) -> DriverView {
     DriverView {
         formats: files
             .formats

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use pcielab::qos::apply::{apply, parse_desired};
 use pcielab::qos::backend::{MonReading, Op, QosBackend};
-use pcielab::qos::presets::MPAM_SEED;
-use pcielab::qos::resctrl::Resctrl;
 use pcielab::qos::schemata::{Errno, Rejection};
-use pcielab::qos::sim::SimulatedResctrl;
+use pcielab::qos::Resctrl;
+use pcielab::qos::SimulatedResctrl;
+use pcielab::qos::MPAM_SEED;
 use pcielab::Result;
 
 /// A simulated machine whose kernel refuses the `fail_at`-th mkdir with ENOSPC.

@@ -4,10 +4,10 @@
 
 use pcielab::machine::{Machine, MachineSelector};
 use pcielab::qos::backend::{Op, QosBackend};
-use pcielab::qos::presets::{MPAM_SEED, RDT_XEON8163};
-use pcielab::qos::resctrl::GroupRef;
 use pcielab::qos::schemata::Errno;
-use pcielab::qos::sim::SimulatedResctrl;
+use pcielab::qos::GroupRef;
+use pcielab::qos::SimulatedResctrl;
+use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
 
 fn g(name: &str) -> GroupRef {
     GroupRef::parse(name).unwrap()
@@ -74,11 +74,8 @@ fn mpam_has_two_monitors_per_partid_and_x86_a_global_pool() {
 fn new_groups_get_shareable_and_unused_bits_or_no_space() {
     let mut info = RDT_XEON8163.info(false);
     info.caches[0].min_cbm_bits = 2;
-    let mut rs = pcielab::qos::resctrl::Resctrl::mount(
-        info,
-        pcielab::linux::cpuset::CpuSet::range(0, 3),
-        [1].into(),
-    );
+    let mut rs =
+        pcielab::qos::Resctrl::mount(info, pcielab::linux::CpuSet::range(0, 3), [1].into());
     rs.mkdir(&g("p1")).unwrap();
     assert_eq!(rs.group("p1").unwrap().schemata.get("L3", 0), Some(0x7ff));
     rs.write_schemata(&g("/"), "L3:0=3;1=3\n").unwrap();
@@ -158,12 +155,12 @@ fn tasks_and_cpus_follow_the_kernels_membership_rules() {
 }
 
 trait ParseCpus {
-    fn parse_cpus(&self) -> pcielab::linux::cpuset::CpuSet;
+    fn parse_cpus(&self) -> pcielab::linux::CpuSet;
 }
 
 impl ParseCpus for str {
-    fn parse_cpus(&self) -> pcielab::linux::cpuset::CpuSet {
-        pcielab::linux::cpuset::CpuSet::parse_list(self).unwrap()
+    fn parse_cpus(&self) -> pcielab::linux::CpuSet {
+        pcielab::linux::CpuSet::parse_list(self).unwrap()
     }
 }
 

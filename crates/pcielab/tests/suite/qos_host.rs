@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use pcielab::qos::backend::{Op, QosBackend};
-use pcielab::qos::host::HostResctrl;
+use pcielab::qos::HostResctrl;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/resctrl")

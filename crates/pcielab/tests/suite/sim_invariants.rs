@@ -4,7 +4,7 @@
 
 use pcielab::machine::Machine;
 use pcielab::pcie::Bdf;
-use pcielab::pmu::catalog::{EventDef, Family};
+use pcielab::pmu::{EventDef, Family};
 use pcielab::sim::fio::DirectionStats;
 use pcielab::sim::workload::{self, Summary};
 use pcielab::sim::{SimRun, SimulatedPcie};

@@ -4,7 +4,7 @@
 
 use pcielab::machine::Machine;
 use pcielab::model::platform::P;
-use pcielab::pmu::catalog::Family;
+use pcielab::pmu::Family;
 use pcielab::sim::fio::DirectionStats;
 use pcielab::sim::workload::{self, DmaDirection, Summary};
 use pcielab::sim::{SimRun, SimulatedPcie};

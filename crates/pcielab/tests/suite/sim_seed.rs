@@ -5,9 +5,9 @@
 use pcielab::machine::Machine;
 use pcielab::pmu::session::{CountOptions, CounterBackend, Reading};
 use pcielab::pmu::{resolve, EventSpec};
-use pcielab::sim::counters::SimBackend;
 use pcielab::sim::fio::DirectionStats;
 use pcielab::sim::workload::{self, Summary};
+use pcielab::sim::SimBackend;
 use pcielab::sim::{SimRun, SimulatedPcie};
 
 fn yitian710() -> SimulatedPcie {

@@ -85,7 +85,7 @@ impl KernelFile {
     /// `rel` as check `check` may write it under `root` (an absolute, canonical directory), or
     /// bad input saying why not: a file the check never writes, a path that resolves outside
     /// the root's `sys/` or `proc/`, or something other than a regular file.
-    pub fn resolve(root: &Path, check: &str, rel: &str) -> Result<KernelFile> {
+    pub(crate) fn resolve(root: &Path, check: &str, rel: &str) -> Result<KernelFile> {
         let accepts = allowed(check, rel).ok_or_else(|| {
             Error::bad_input(format!(
                 "check '{check}' does not write '{}' (what each check writes: {ALLOWED_TEXT})",
@@ -210,7 +210,7 @@ impl KernelFile {
     /// Writes `value` as `echo value > file` does, through a descriptor checked to be the
     /// resolved regular file (so a link swapped in after [`KernelFile::resolve`] is not
     /// followed), in one write(2).
-    pub fn write(&self, value: &str) -> std::io::Result<()> {
+    pub(crate) fn write(&self, value: &str) -> std::io::Result<()> {
         let held = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)

@@ -10,10 +10,12 @@ use std::borrow::Cow;
 /// A spec value QEMU 7.2 cannot reproduce, and what the guest will report instead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Limit {
+    /// The function of the spec QEMU cannot express exactly.
     pub bdf: Bdf,
     /// The field as `lab check` names it: `link.speed`, `link.width`, `link.max_speed`, …
     pub field: Cow<'static, str>,
     pub(crate) spec: String,
+    /// What QEMU builds instead.
     pub qemu: String,
     pub(crate) why: Cow<'static, str>,
 }

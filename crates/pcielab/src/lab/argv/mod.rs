@@ -73,7 +73,9 @@ pub struct Disk {
 pub struct QemuPlan {
     /// Program and arguments; the runner appends kernel, initrd and console options.
     pub argv: Vec<String>,
+    /// The disk images the argv names, to create before QEMU starts.
     pub disks: Vec<Disk>,
+    /// Where the guest will differ from the spec, because QEMU cannot express it.
     pub limits: Vec<Limit>,
     /// NUMA nodes the machine has (1 when the topology names none beyond node 0).
     pub numa_nodes: u32,

@@ -202,10 +202,12 @@ fn slot_shortfall_ns(size: u64, piece: u64, slot: f64, wire_ns: impl Fn(u64) -> 
 }
 
 impl PlatformModel {
+    /// The value of parameter `p`.
     pub fn get(&self, p: P) -> f64 {
         self.values[p as usize]
     }
 
+    /// Sets parameter `p` to `value`, unchecked: staying within its bounds is the caller's job.
     pub fn set(&mut self, p: P, value: f64) {
         self.values[p as usize] = value;
     }
@@ -476,6 +478,7 @@ impl IrqKind {
         }
     }
 
+    /// `--kind` text (`msi`, `elbi`) as an interrupt kind; bad input names the valid ones.
     pub fn parse(name: &str) -> Result<IrqKind> {
         match name {
             "msi" => Ok(IrqKind::Msi),
@@ -493,6 +496,7 @@ pub struct IrqPrediction {
     pub(crate) kind: IrqKind,
     /// Time between interrupts when raised back to back (the Rockchip guide prints it in µs).
     pub interval_ns: f64,
+    /// Interrupts per second that follow from the interval.
     pub per_second: f64,
     /// Where the CPU-side parameter comes from: a fit, or its default's source.
     pub source: String,

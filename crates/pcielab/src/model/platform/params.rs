@@ -21,29 +21,53 @@ pub(crate) struct ParamSpec {
 /// Index of each parameter in `PARAMS` and in [`PlatformModel`]'s values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum P {
+    /// `root_complex.posted_write_MBps` (MB/s): payload rate at which the root complex and memory accept a device's posted writes.
     PostedWriteMbps,
+    /// `root_complex.completion_MBps` (MB/s): payload rate at which the root complex generates completions for device reads.
     CompletionMbps,
+    /// `root_complex.read_latency_ns` (ns): fixed part of a device read's round trip beyond the link: request arrival to first completion.
     ReadLatencyNs,
+    /// `root_complex.read_latency_per_byte_ns` (ns/B): extra round-trip time per byte a read request asks for (memory fetch and completion build).
     ReadLatencyPerByteNs,
+    /// `dma.setup_ns` (ns): endpoint DMA engine: descriptor programming, doorbell and done-polling per transfer.
     DmaSetupNs,
+    /// `dma.max_read_requests` (requests): read requests (tags) the device's DMA engine keeps in flight when it reads host memory.
     DmaMaxReadRequests,
+    /// `dma.descriptor_bytes` (B): descriptor and status bytes crossing the link per transfer, at the link-achievable rate.
     DmaDescriptorBytes,
+    /// `dma.write_tlp_ns` (ns): least time one posted Memory Write TLP of a DMA write occupies the path to memory, whatever its payload (the wire time when longer).
     DmaWriteTlpNs,
+    /// `dma.read_tlp_ns` (ns): least time one read request of a DMA read and its completions occupy the path, whatever their size (the wire time when longer).
     DmaReadTlpNs,
+    /// `cpu.read_io_ns` (ns): CPU time one submitting thread spends per read I/O (submission, completion, block layer).
     CpuReadIoNs,
+    /// `cpu.write_io_ns` (ns): CPU time one submitting thread spends per write I/O.
     CpuWriteIoNs,
+    /// `drive.read_MBps` (MB/s): the storage device's own sequential read bandwidth (media and controller).
     DriveReadMbps,
+    /// `drive.write_MBps` (MB/s): the storage device's own sequential write bandwidth.
     DriveWriteMbps,
+    /// `drive.read_iops` (I/O per s): the storage device's own 4 KiB random read IOPS limit.
     DriveReadIops,
+    /// `drive.write_iops` (I/O per s): the storage device's own 4 KiB random write IOPS limit.
     DriveWriteIops,
+    /// `mmio.store_issue_ns` (ns): interval between posted MMIO stores leaving the CPU for the link (one TLP each).
     MmioStoreIssueNs,
+    /// `mmio.load_latency_ns` (ns): round trip of one non-posted MMIO load beyond the link's serialisation.
     MmioLoadLatencyNs,
+    /// `mmio.loads_outstanding` (loads): MMIO loads in flight at once across all threads (the root complex's outbound non-posted slots).
     MmioLoadsOutstanding,
+    /// `mmio.loads_per_thread` (loads): MMIO loads one CPU thread keeps in flight (device memory: each load waits for its data).
     MmioLoadsPerThread,
+    /// `mmio.write_combining_bytes` (B): bytes a write-combining mapping merges into one Memory Write (a cache line).
     MmioWriteCombiningBytes,
+    /// `interrupts.msi_cpu_ns` (ns): host CPU interrupt entry and handler per MSI (the MSI itself is a 4-byte posted write).
     MsiCpuNs,
+    /// `interrupts.elbi_trigger_ns` (ns): interval at which the root complex can write the endpoint's ELBI register (config write).
     ElbiTriggerNs,
+    /// `interrupts.elbi_cpu_ns` (ns): endpoint CPU interrupt entry and handler per ELBI interrupt.
     ElbiCpuNs,
+    /// `interrupts.cross_node_ns` (ns): extra time per I/O completion when the device's interrupt is taken on a CPU of another NUMA node than the device and the submitting thread.
     CrossNodeIrqNs,
 }
 

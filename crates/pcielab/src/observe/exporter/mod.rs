@@ -342,6 +342,7 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// Writes the HTTP reply (status line, headers, body) to `out`.
     pub fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
         out.write_all(&self.head)?;
         if let Some(body) = &self.body {

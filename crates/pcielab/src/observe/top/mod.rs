@@ -41,6 +41,7 @@ pub struct TopFrame {
     pub(crate) filter: String,
     /// Functions in the latest sample, before filtering.
     pub(crate) functions: usize,
+    /// One row per function shown, in the view's order.
     pub rows: Vec<FunctionRow>,
 }
 

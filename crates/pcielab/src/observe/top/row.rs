@@ -17,6 +17,7 @@ pub enum LinkState {
     Ok,
     /// Trained slower or narrower than capable.
     Downgraded,
+    /// The link is down.
     Down,
     /// The function reports no link (an integrated endpoint, a host bridge).
     None,
@@ -36,6 +37,7 @@ impl LinkState {
 /// One line of the table.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FunctionRow {
+    /// The function.
     pub bdf: Bdf,
     /// Indentation level in tree mode (0 in flat mode).
     pub(crate) depth: usize,

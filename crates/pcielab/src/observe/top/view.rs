@@ -7,9 +7,13 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SortKey {
+    /// By address.
     Bdf,
+    /// By payload received by the root port (toward the root complex).
     Rx,
+    /// By payload transmitted by the root port (toward the device).
     Tx,
+    /// By share of the link in use.
     Link,
 }
 
@@ -56,14 +60,23 @@ impl std::str::FromStr for SortKey {
 /// A key press, as the view understands it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
+    /// A printable character.
     Char(char),
+    /// Enter.
     Enter,
+    /// Escape.
     Esc,
+    /// Backspace.
     Backspace,
+    /// Arrow up.
     Up,
+    /// Arrow down.
     Down,
+    /// Page Up.
     PageUp,
+    /// Page Down.
     PageDown,
+    /// Home.
     Home,
     /// Ctrl-C: quits from anywhere, filter prompt included.
     Interrupt,
@@ -72,17 +85,22 @@ pub enum Key {
 /// What the caller does after a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
+    /// Draw the next frame.
     Continue,
+    /// Leave `top`.
     Quit,
 }
 
 /// The user's choices; see the module documentation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct View {
+    /// What the rows are ordered by.
     pub sort: SortKey,
     /// Children under their parent, indented; otherwise one flat list.
     pub tree: bool,
+    /// Sampling stopped: the last frame stays.
     pub paused: bool,
+    /// The help screen is shown.
     pub help: bool,
     /// Case-insensitive text a function, or one of its ancestors, must contain.
     pub filter: String,
@@ -122,6 +140,7 @@ pub const KEY_HELP: &[(&str, &str)] = &[
 ];
 
 impl View {
+    /// Applies `key` to the view; says whether to go on or quit.
     pub fn handle(&mut self, key: Key) -> Action {
         if key == Key::Interrupt {
             return Action::Quit;

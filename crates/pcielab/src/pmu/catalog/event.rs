@@ -25,7 +25,7 @@ pub enum Family {
 /// What one count of an event means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Unit {
+pub(crate) enum Unit {
     /// Controller clock cycles (link-state residency, the measurement window itself).
     Cycles,
     /// One count per occurrence (TLPs, DLLPs, errors, state entries).

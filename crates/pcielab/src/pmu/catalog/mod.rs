@@ -12,6 +12,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use event::{EventDef, Family, Group, Unit};
+pub(crate) use event::Unit;
+pub use event::{EventDef, Family, Group};
 pub use lookup::DriverFiles;
 pub(crate) use lookup::{edit_distance, nearest};

@@ -47,8 +47,11 @@ impl Default for CountOptions {
 /// One event's value with perf's `TOTAL_TIME_ENABLED` / `TOTAL_TIME_RUNNING`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Reading {
+    /// The counter's value.
     pub value: u64,
+    /// Nanoseconds the event was enabled.
     pub enabled_ns: u64,
+    /// Nanoseconds it was on a counter; less than enabled when multiplexed, and the value is scaled by enabled/running.
     pub running_ns: u64,
 }
 
@@ -82,6 +85,7 @@ impl Reading {
 /// What a counting run returns: cumulative readings, in the order the events were given.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Counts {
+    /// One reading per event over the whole count.
     pub totals: Vec<Reading>,
     /// Cumulative readings at the end of each `-I` interval, with the interval's end time.
     pub(crate) intervals: Vec<(u64, Vec<Reading>)>,
@@ -91,6 +95,7 @@ pub struct Counts {
 
 /// Where counts come from. Each group counts all-or-nothing; groups may not span PMUs.
 pub trait CounterBackend {
+    /// The PMU devices the backend counts on.
     fn devices(&self) -> &[PmuDevice];
     /// Opens `groups`, runs the backend's workload with them enabled, and reads them.
     fn count(&mut self, groups: &[Vec<ResolvedEvent>], options: &CountOptions) -> Result<Counts>;
@@ -99,6 +104,7 @@ pub trait CounterBackend {
 /// A simulated machine's ground truth: the hardware count `event` would have accumulated from
 /// time 0 to `t_ns` had it been on a counter the whole time (non-decreasing in `t_ns`).
 pub trait TrueCounts {
+    /// The exact count of `event` at time `t_ns` (what an ideal counter would read).
     fn true_count(&self, event: &ResolvedEvent, t_ns: u64) -> u64;
 
     /// `Σ true_count(event, first_ns + k × step_ns)` for `k` in `0..n`, where the truth can give

@@ -14,10 +14,14 @@ pub(crate) const ACS_REDIRECT_BITS: u16 = 0x0004 | 0x0008 | 0x0020;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "vendor", rename_all = "snake_case")]
 pub enum Cpu {
+    /// An Intel CPU.
     Intel {
+        /// Its x86 family.
         family: u32,
     },
+    /// An AMD CPU (family 0x17 or newer is exempt from the whitelist).
     Amd {
+        /// Its x86 family.
         family: u32,
     },
     /// Any other vendor or architecture: never exempt.
@@ -94,24 +98,42 @@ pub enum MapType {
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Reason {
     /// The two functions meet below a bridge: the closest one.
-    CommonUpstreamBridge { bridge: Bdf },
+    CommonUpstreamBridge {
+        /// The closest common bridge.
+        bridge: Bdf,
+    },
     /// The functions are one and the same.
     SameFunction,
     /// Their paths only meet at the root complex.
     NoCommonUpstreamBridge,
     /// A bridge on the path has ACS redirect enabled, which sends the traffic upstream.
-    AcsRedirect { bridges: Vec<Bdf> },
+    AcsRedirect {
+        /// The bridges redirecting.
+        bridges: Vec<Bdf>,
+    },
     /// ACS of these functions on the path could not be read (it needs root): with redirect on,
     /// the traffic would go upstream instead.
-    AcsUnreadable { functions: Vec<Bdf> },
+    AcsUnreadable {
+        /// The functions whose ACS was unreadable.
+        functions: Vec<Bdf>,
+    },
     /// AMD family 0x17 or newer: the kernel allows any path through the host bridge.
-    CpuExemption { family: u32 },
+    CpuExemption {
+        /// The CPU's x86 family.
+        family: u32,
+    },
     /// The host bridge (the first function of the root bus) is on the kernel's whitelist.
-    HostBridgeWhitelisted { host_bridge: Bdf },
+    HostBridgeWhitelisted {
+        /// The host bridge.
+        host_bridge: Bdf,
+    },
     /// The host bridge is not on the whitelist (or only allowed within one host bridge).
     HostBridgeNotWhitelisted {
+        /// The host bridge, where the root bus has one.
         host_bridge: Option<Bdf>,
+        /// Its vendor ID.
         vendor: Option<u16>,
+        /// Its device ID.
         device: Option<u16>,
     },
 }
@@ -130,7 +152,8 @@ pub struct Verdict {
 
 impl Verdict {
     /// The warning the kernel logs on the client when it refuses (what `dmesg` shows).
-    pub fn kernel_message(&self) -> Option<String> {
+    #[cfg(test)]
+    pub(crate) fn kernel_message(&self) -> Option<String> {
         (self.map == MapType::NotSupported).then(|| {
             format!(
                 "cannot be used for peer-to-peer DMA as the client and provider ({}) do not share \

@@ -30,8 +30,11 @@ use structure::{assign_bus_ranges, check_bus_ranges, check_structure};
 /// `model::platform::PlatformModel`; a preset is a named spec).
 #[derive(Debug, Clone, PartialEq)]
 pub struct MachineSpec {
+    /// The machine's name (a preset's name, or the spec's `name`).
     pub name: String,
+    /// One line saying what the machine is.
     pub description: String,
+    /// Its PCIe tree.
     pub topology: Topology,
     /// The spec's `[sim]` table, untouched (empty for machines read from sysfs).
     pub sim: toml::Table,

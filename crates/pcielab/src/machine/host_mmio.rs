@@ -1,194 +1,18 @@
-//! `pcielab bench mmio`: CPU load/store throughput to a device BAR, as the Rockchip guide's §5
-//! measures it (`resource_mmap_test.c`): map `/sys/bus/pci/devices/BDF/resourceN` (or
-//! `resourceN_wc`), then for a fixed time have each thread store, load or memcpy with accesses of
-//! 4, 8, 16 or 64 bytes over its slice of the mapping. Stores write a pattern derived from each
-//! word's offset, and loads compare what they read with it, so a store run followed by a load
-//! run is a read-back check. BARs that are not memory, and BARs of a function a driver owns
-//! (unless forced), are refused before anything is mapped. On `sim:` machines the same request
-//! is answered by the platform model (`model::platform`).
+//! MMIO measured on a host (`Machine::mmio` on `host`): map `/sys/bus/pci/devices/BDF/resourceN`
+//! (or `resourceN_wc`), then for a fixed time have each thread store, load or memcpy with
+//! accesses of 4, 8, 16 or 64 bytes over its slice of the mapping. Stores write a pattern derived
+//! from each word's offset, and loads compare what they read with it, so a store run followed by
+//! a load run is a read-back check. BARs that are not memory, and BARs of a function a driver
+//! owns (unless forced), are refused before anything is mapped.
 
-use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::check::bar_resource;
-use super::p2pcopy::Mapping;
+use super::mapping::Mapping;
+use super::mmio::{MmioOperation, MmioOptions, MmioReport, MmioResult};
 use crate::error::{Error, Result};
-use crate::machine::Machine;
-use crate::model::platform::{MmioOp, PlatformModel};
-use crate::model::transfer::LinkParams;
+use crate::linux::bar_resource;
 use crate::pcie::Bdf;
-
-/// What the threads do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Operation {
-    Store,
-    Load,
-    /// `memcpy` host memory into the BAR, then out of it (two results, as the seed's
-    /// memset_io / memcpy_fromio row).
-    Memcpy,
-}
-
-impl Operation {
-    pub fn parse(name: &str) -> Result<Operation> {
-        match name {
-            "store" => Ok(Operation::Store),
-            "load" => Ok(Operation::Load),
-            "memcpy" => Ok(Operation::Memcpy),
-            _ => Err(Error::bad_input(format!(
-                "--op {name}: expected store, load or memcpy"
-            ))),
-        }
-    }
-}
-
-/// Access widths the benchmark issues (bytes per CPU access).
-pub(crate) const WIDTHS: [u32; 4] = [4, 8, 16, 64];
-
-/// One `bench mmio` request.
-#[derive(Debug, Clone)]
-pub struct MmioOptions {
-    pub bdf: Bdf,
-    pub bar: u8,
-    pub width: u32,
-    pub op: Operation,
-    pub threads: u32,
-    pub seconds: f64,
-    /// Where in the BAR the region starts (a multiple of 4096: mappings are page-aligned).
-    pub offset: u64,
-    /// Bytes of the BAR to use from `offset`.
-    pub bytes: u64,
-    /// Map `resourceN_wc` (write-combining; prefetchable BARs only).
-    pub write_combining: bool,
-    /// Run even though a driver owns the function.
-    pub force: bool,
-    /// sysfs root (`/` on a live system).
-    pub root: PathBuf,
-}
-
-impl MmioOptions {
-    fn validate(&self) -> Result<()> {
-        if !WIDTHS.contains(&self.width) {
-            return Err(Error::bad_input(format!(
-                "--width {}: expected 4, 8, 16 or 64 (bytes per access)",
-                self.width
-            )));
-        }
-        if self.bar > 5 {
-            return Err(Error::bad_input(format!(
-                "--bar {}: a function has BARs 0 to 5",
-                self.bar
-            )));
-        }
-        if !(1..=64).contains(&self.threads) {
-            return Err(Error::bad_input(format!(
-                "--threads {}: expected 1 to 64",
-                self.threads
-            )));
-        }
-        if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
-            return Err(Error::bad_input(format!(
-                "--seconds {}: expected more than 0 and at most 3600",
-                crate::input::readable_f64(self.seconds)
-            )));
-        }
-        if !self.offset.is_multiple_of(4096) {
-            return Err(Error::bad_input(format!(
-                "--offset {}: expected a multiple of 4096 (mappings start on a page)",
-                self.offset
-            )));
-        }
-        if self.bytes == 0 || !self.bytes.is_multiple_of(64 * u64::from(self.threads)) {
-            return Err(Error::bad_input(format!(
-                "--bytes {}: expected a positive multiple of 64 × threads ({})",
-                self.bytes,
-                64 * self.threads
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// One direction's measured (or predicted) figures.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub(crate) struct MmioResult {
-    /// `store`, `load`, `memcpy_toio` or `memcpy_fromio`.
-    pub(crate) op: &'static str,
-    /// Bytes moved across the BAR.
-    pub(crate) bytes: u64,
-    pub(crate) accesses: u64,
-    pub(crate) seconds: f64,
-    /// 10^6 bytes per second.
-    #[serde(rename = "MBps")]
-    pub(crate) mbps: f64,
-    pub(crate) ns_per_access: f64,
-    /// Loads only: words compared with the store pattern and how many differed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) verified_words: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) mismatched_words: Option<u64>,
-}
-
-/// The whole report.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct MmioReport {
-    pub(crate) bdf: String,
-    pub(crate) bar: u8,
-    /// Where the region used starts in the BAR, and its length.
-    pub(crate) offset: u64,
-    pub(crate) bytes: u64,
-    /// The BAR's size in bytes.
-    pub(crate) bar_bytes: u64,
-    pub(crate) prefetchable: bool,
-    pub(crate) write_combining: bool,
-    pub(crate) width: u32,
-    pub(crate) threads: u32,
-    /// `measured` on a host, `predicted` (platform model) on a simulated machine.
-    pub(crate) source: &'static str,
-    pub(crate) results: Vec<MmioResult>,
-}
-
-impl MmioReport {
-    pub fn to_text(&self) -> String {
-        let size = if self.bar_bytes > 0 {
-            format!("{} bytes", self.bar_bytes)
-        } else {
-            "size not modelled".to_string()
-        };
-        let mut text = format!(
-            "{} BAR{} ({size}{}{}), {}-byte accesses, {} thread(s), {}\n",
-            self.bdf,
-            self.bar,
-            if self.prefetchable {
-                ", prefetchable"
-            } else {
-                ""
-            },
-            if self.write_combining {
-                ", write-combining"
-            } else {
-                ""
-            },
-            self.width,
-            self.threads,
-            self.source
-        );
-        for r in &self.results {
-            text.push_str(&format!(
-                "{:<13} {:>12} bytes {:>10} accesses in {:.3} s: {:>9.2} MB/s, {:.1} ns per access",
-                r.op, r.bytes, r.accesses, r.seconds, r.mbps, r.ns_per_access
-            ));
-            if let (Some(words), Some(bad)) = (r.verified_words, r.mismatched_words) {
-                text.push_str(&format!(
-                    "; read back {words} words, {bad} differ from the store pattern"
-                ));
-            }
-            text.push('\n');
-        }
-        text
-    }
-}
 
 /// IORESOURCE_* flags from include/linux/ioport.h, as sysfs `resource` prints them.
 const IORESOURCE_IO: u64 = 0x100;
@@ -401,28 +225,10 @@ fn result(pass: Pass, width: u32, tally: &Tally, seconds: f64) -> MmioResult {
         mismatched_words: (pass == Pass::Load).then_some(tally.mismatched),
     }
 }
-
-/// `options` on `machine`: measured where it is the running kernel (mapping the BAR under its
-/// root, whatever `options.root` says), else predicted by its endpoint model (a simulated
-/// machine's `[platform]` model on the endpoint's link); bad input on a machine with neither.
-pub fn measure_or_predict(machine: &Machine, options: MmioOptions) -> Result<MmioReport> {
-    match machine.system_root() {
-        Some(root) if machine.reads_the_running_kernel() => {
-            measure(&MmioOptions { root, ..options })
-        }
-        _ => {
-            let model = machine.endpoint_model(Some(options.bdf), "bench mmio")?;
-            predict(&options, &model.platform, &model.link)
-        }
-    }
-}
-
-/// Measures on the live system under `options.root`.
-pub(crate) fn measure(options: &MmioOptions) -> Result<MmioReport> {
+/// Measures on the live system whose `/sys` is under `root`.
+pub(crate) fn measure(options: &MmioOptions, root: &Path) -> Result<MmioReport> {
     options.validate()?;
-    let dir = options
-        .root
-        .join(format!("sys/bus/pci/devices/{}", options.bdf));
+    let dir = root.join(format!("sys/bus/pci/devices/{}", options.bdf));
     let (bar_bytes, prefetchable) = memory_bar(&dir, options.bdf, options.bar)?;
     if options.offset + options.bytes > bar_bytes {
         return Err(Error::bad_input(format!(
@@ -470,9 +276,9 @@ pub(crate) fn measure(options: &MmioOptions) -> Result<MmioReport> {
     let base = Base(mapping.as_ptr());
     let deadline = Duration::from_secs_f64(options.seconds);
     let passes = match options.op {
-        Operation::Store => vec![Pass::Store],
-        Operation::Load => vec![Pass::Load],
-        Operation::Memcpy => vec![Pass::CopyIn, Pass::CopyOut],
+        MmioOperation::Store => vec![Pass::Store],
+        MmioOperation::Load => vec![Pass::Load],
+        MmioOperation::Memcpy => vec![Pass::CopyIn, Pass::CopyOut],
     };
     let results = passes
         .into_iter()
@@ -496,66 +302,10 @@ pub(crate) fn measure(options: &MmioOptions) -> Result<MmioReport> {
         results,
     })
 }
-
-/// What the platform model predicts for the same request on `link` (a `sim:` machine).
-pub(crate) fn predict(
-    options: &MmioOptions,
-    model: &PlatformModel,
-    link: &LinkParams,
-) -> Result<MmioReport> {
-    options.validate()?;
-    let ops: Vec<MmioOp> = match options.op {
-        Operation::Store => vec![MmioOp::Store],
-        Operation::Load => vec![MmioOp::Load],
-        Operation::Memcpy => vec![MmioOp::Store, MmioOp::Load],
-    };
-    let results = ops
-        .into_iter()
-        .map(|op| {
-            let mbps = model.mmio_mbps(
-                op,
-                options.width,
-                options.threads,
-                options.write_combining,
-                link,
-            );
-            let bytes = (mbps * 1e6 * options.seconds) as u64;
-            let accesses = bytes / u64::from(options.width);
-            MmioResult {
-                op: match (options.op, op) {
-                    (Operation::Memcpy, MmioOp::Store) => "memcpy_toio",
-                    (Operation::Memcpy, MmioOp::Load) => "memcpy_fromio",
-                    (_, MmioOp::Store) => "store",
-                    (_, MmioOp::Load) => "load",
-                },
-                bytes,
-                accesses,
-                seconds: options.seconds,
-                mbps: crate::text::round_to(mbps, 2),
-                ns_per_access: crate::text::round_to(f64::from(options.width) / mbps * 1000.0, 1),
-                verified_words: None,
-                mismatched_words: None,
-            }
-        })
-        .collect();
-    Ok(MmioReport {
-        bdf: options.bdf.to_string(),
-        bar: options.bar,
-        offset: options.offset,
-        bytes: options.bytes,
-        bar_bytes: 0,
-        prefetchable: false,
-        write_combining: options.write_combining,
-        width: options.width,
-        threads: options.threads,
-        source: "predicted by the platform model ([platform.mmio])",
-        results,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::mmio::WIDTHS;
     use std::fs;
 
     /// A fake sysfs function whose BAR0 is memory backed by a plain file, BAR1 is I/O ports.
@@ -574,7 +324,7 @@ mod tests {
         }
     }
 
-    fn options(root: &Path, op: Operation, width: u32) -> MmioOptions {
+    fn options(op: MmioOperation, width: u32) -> MmioOptions {
         MmioOptions {
             bdf: "0000:01:00.0".parse().unwrap(),
             bar: 0,
@@ -586,7 +336,6 @@ mod tests {
             bytes: 4096,
             write_combining: false,
             force: false,
-            root: root.to_path_buf(),
         }
     }
 
@@ -595,9 +344,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fake_function(dir.path(), "0000:01:00.0", false);
         for width in WIDTHS {
-            let stored = measure(&options(dir.path(), Operation::Store, width)).unwrap();
+            let stored = measure(&options(MmioOperation::Store, width), dir.path()).unwrap();
             assert!(stored.results[0].bytes >= 4096, "{stored:?}");
-            let loaded = measure(&options(dir.path(), Operation::Load, width)).unwrap();
+            let loaded = measure(&options(MmioOperation::Load, width), dir.path()).unwrap();
             let r = &loaded.results[0];
             assert_eq!(r.verified_words, Some(4096 / u64::from(width)));
             assert_eq!(r.mismatched_words, Some(0), "width {width}");
@@ -609,7 +358,7 @@ mod tests {
             vec![0u8; 65536],
         )
         .unwrap();
-        let loaded = measure(&options(dir.path(), Operation::Load, 8)).unwrap();
+        let loaded = measure(&options(MmioOperation::Load, 8), dir.path()).unwrap();
         assert_eq!(loaded.results[0].mismatched_words, Some(512));
     }
 
@@ -617,17 +366,20 @@ mod tests {
     fn io_bars_and_driver_owned_functions_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         fake_function(dir.path(), "0000:01:00.0", true);
-        let mut o = options(dir.path(), Operation::Load, 4);
-        let e = measure(&o).unwrap_err();
+        let mut o = options(MmioOperation::Load, 4);
+        let e = measure(&o, dir.path()).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.message().contains("in use by driver 'nvme'"), "{e}");
         o.force = true;
-        assert!(measure(&o).is_ok());
+        assert!(measure(&o, dir.path()).is_ok());
         o.bar = 1;
-        let e = measure(&o).unwrap_err();
+        let e = measure(&o, dir.path()).unwrap_err();
         assert!(e.message().contains("BAR1 is an I/O port BAR"), "{e}");
         o.bar = 0;
         o.width = 32;
-        assert!(measure(&o).unwrap_err().message().starts_with("--width 32"));
+        assert!(measure(&o, dir.path())
+            .unwrap_err()
+            .message()
+            .starts_with("--width 32"));
     }
 }
