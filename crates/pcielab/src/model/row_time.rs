@@ -131,6 +131,20 @@ impl Branch {
         self.factor * self.per.factor(whole) * sum
     }
 
+    /// Coordinate `j`'s coefficient in this branch, `None` if it enters a hinge.
+    fn coefficient(&self, j: usize) -> Option<f64> {
+        if self.hinges.iter().any(|h| h.param == j) {
+            return None;
+        }
+        Some(
+            self.linear
+                .iter()
+                .filter(|&&(i, _)| i == j)
+                .map(|&(_, a)| a)
+                .sum(),
+        )
+    }
+
     /// Adds this branch's derivatives with respect to `t` into `gradient`.
     fn add_gradient(&self, t: &[f64], whole: &[f64; 3], gradient: &mut [f64]) {
         let scale = self.factor * self.per.factor(whole);
@@ -184,27 +198,42 @@ impl RowTime {
         self.offset.value(t, whole) + value
     }
 
-    /// The largest value each coordinate can take before its term alone exceeds `limit` ns in
-    /// some branch (`f64::INFINITY` where the time does not depend on it): a range the best fit
-    /// of a row that took `limit` stays inside, up to how far the model misses it.
-    pub(crate) fn reach(&self, limit: f64, reach: &mut [f64]) {
+    /// How coordinate `k` enters this time against coordinate `j`: not at all, as exactly
+    /// `ratio` times `j`'s term in every branch (the time then depends on `t[j] + ratio × t[k]`
+    /// alone), or otherwise.
+    pub(crate) fn proportion(&self, j: usize, k: usize) -> Proportion {
+        let mut ratio: Option<f64> = None;
         for b in std::iter::once(&self.offset).chain(&self.branches) {
-            // Whole numbers are at least 1 request per wave and at most 64 loads in flight.
-            let least = b.factor
-                * match b.per {
-                    PerWhole::LoadsInFlight { .. } => 1.0 / 64.0,
-                    _ => 1.0,
-                };
-            for &(j, a) in &b.linear {
-                if a > 0.0 {
-                    reach[j] = reach[j].min(limit / (least * a));
-                }
+            let (Some(a_j), Some(a_k)) = (b.coefficient(j), b.coefficient(k)) else {
+                return Proportion::Otherwise;
+            };
+            if a_k == 0.0 && a_j == 0.0 {
+                continue;
             }
-            for h in &b.hinges {
-                reach[h.param] = reach[h.param].min(h.knee + limit / (least * h.count));
+            if a_j == 0.0 {
+                return Proportion::Otherwise;
+            }
+            let r = a_k / a_j;
+            match ratio {
+                Some(known) if (r - known).abs() > 1e-12 * r.abs().max(known.abs()) => {
+                    return Proportion::Otherwise
+                }
+                Some(_) => {}
+                None => ratio = Some(r),
             }
         }
+        ratio.map_or(Proportion::Absent, Proportion::Ratio)
     }
+}
+
+/// How one coordinate enters a time against another ([`RowTime::proportion`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Proportion {
+    /// The time depends on neither.
+    Absent,
+    /// Only through `t[j] + ratio × t[k]`.
+    Ratio(f64),
+    Otherwise,
 }
 
 /// Builds row times for one set of free parameters: a free parameter becomes a term, any other
