@@ -118,7 +118,9 @@ impl OptimumProof {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum FitDocument {
+    /// A fit (`fit --json`).
     Fit(Box<FitReport>),
+    /// Rows predicted by a platform fitted elsewhere (`fit --platform … --json`).
     Prediction(PredictionReport),
 }
 

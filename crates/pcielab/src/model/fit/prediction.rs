@@ -36,9 +36,12 @@ pub fn predict(model: &PlatformModel, workload: &Workload, link: &LinkParams) ->
 pub struct RowResult {
     /// Line in the input (0 for fio JSON jobs).
     pub line: usize,
+    /// The workload as `write 4096`, with ` on GenN xW` when the row names its own link.
     pub workload: String,
+    /// The measured rate.
     #[serde(rename = "measured_MBps")]
     pub measured_mbps: f64,
+    /// The model's rate for the same workload and link.
     #[serde(rename = "predicted_MBps")]
     pub predicted_mbps: f64,
     /// (predicted / measured − 1) × 100.
