@@ -159,7 +159,10 @@ impl Branch {
     }
 }
 
-/// A time in ns: `offset` plus the largest of `branches`.
+/// A time in ns: `offset` plus the largest of `branches`. Every coefficient, hinge count and
+/// factor is at least 0, so the time is non-decreasing in every coordinate, and the whole
+/// numbers only divide branches, so it is non-increasing in them: over a box of coordinates it
+/// lies between its values at two corners, which the fit's branch and bound rests on.
 #[derive(Debug, Clone)]
 pub(crate) struct RowTime {
     offset: Branch,
@@ -509,6 +512,45 @@ mod tests {
                 jobs: 1,
             },
         ]
+    }
+
+    proptest! {
+        /// Monotone as the fit's bound needs: raising any coordinate never shortens a row's
+        /// time, raising any whole number never lengthens it.
+        #[test]
+        fn times_rise_with_every_coordinate_and_fall_with_every_whole_number(
+            draw in proptest::array::uniform12(0.0f64..1.0),
+            whole in (1u32..33, 1u32..9, 1u32..9),
+            size in prop_oneof![1u64..5000, Just(257), Just(513), 4000u64..5_000_000],
+            coordinate in 0usize..16,
+            factor in 1.0f64..4.0,
+            which_whole in 0usize..3,
+        ) {
+            let model = model_from(&draw, whole);
+            let link = LinkParams::new(Generation::Gen3, 8);
+            let every = [
+                P::PostedWriteMbps, P::CompletionMbps, P::ReadLatencyNs, P::ReadLatencyPerByteNs,
+                P::DmaSetupNs, P::DmaDescriptorBytes, P::DmaWriteTlpNs, P::DmaReadTlpNs,
+                P::CpuReadIoNs, P::CpuWriteIoNs, P::DriveReadMbps, P::DriveWriteMbps,
+                P::DriveReadIops, P::DriveWriteIops, P::MmioStoreIssueNs, P::MmioLoadLatencyNs,
+            ];
+            let builder = Builder { fixed: &model, free: &every };
+            let t: Vec<f64> = every.iter().map(|&p| to_coordinate(p, model.get(p))).collect();
+            let mut raised = t.clone();
+            raised[coordinate] = raised[coordinate] * factor + 1.0;
+            let w = WHOLE.map(|p| model.get(p));
+            let mut more = w;
+            more[which_whole] += 1.0;
+            for workload in workloads(size) {
+                let (_, time) = builder.rate_time(&workload, &link);
+                let times = std::iter::once(time).chain(builder.latency_time(&workload, &link));
+                for time in times {
+                    let base = time.time(&t, &w);
+                    prop_assert!(time.time(&raised, &w) >= base, "{workload:?} coordinate {coordinate}");
+                    prop_assert!(time.time(&t, &more) <= base, "{workload:?} whole {which_whole}");
+                }
+            }
+        }
     }
 
     proptest! {
