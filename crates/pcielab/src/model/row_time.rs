@@ -131,6 +131,20 @@ impl Branch {
         self.factor * self.per.factor(whole) * sum
     }
 
+    /// Coordinate `j`'s coefficient in this branch, `None` if it enters a hinge.
+    fn coefficient(&self, j: usize) -> Option<f64> {
+        if self.hinges.iter().any(|h| h.param == j) {
+            return None;
+        }
+        Some(
+            self.linear
+                .iter()
+                .filter(|&&(i, _)| i == j)
+                .map(|&(_, a)| a)
+                .sum(),
+        )
+    }
+
     /// Adds this branch's derivatives with respect to `t` into `gradient`.
     fn add_gradient(&self, t: &[f64], whole: &[f64; 3], gradient: &mut [f64]) {
         let scale = self.factor * self.per.factor(whole);
@@ -145,7 +159,10 @@ impl Branch {
     }
 }
 
-/// A time in ns: `offset` plus the largest of `branches`.
+/// A time in ns: `offset` plus the largest of `branches`. Every coefficient, hinge count and
+/// factor is at least 0, so the time is non-decreasing in every coordinate, and the whole
+/// numbers only divide branches, so it is non-increasing in them: over a box of coordinates it
+/// lies between its values at two corners, which the fit's branch and bound rests on.
 #[derive(Debug, Clone)]
 pub(crate) struct RowTime {
     offset: Branch,
@@ -184,27 +201,42 @@ impl RowTime {
         self.offset.value(t, whole) + value
     }
 
-    /// The largest value each coordinate can take before its term alone exceeds `limit` ns in
-    /// some branch (`f64::INFINITY` where the time does not depend on it): a range the best fit
-    /// of a row that took `limit` stays inside, up to how far the model misses it.
-    pub(crate) fn reach(&self, limit: f64, reach: &mut [f64]) {
+    /// How coordinate `k` enters this time against coordinate `j`: not at all, as exactly
+    /// `ratio` times `j`'s term in every branch (the time then depends on `t[j] + ratio × t[k]`
+    /// alone), or otherwise.
+    pub(crate) fn proportion(&self, j: usize, k: usize) -> Proportion {
+        let mut ratio: Option<f64> = None;
         for b in std::iter::once(&self.offset).chain(&self.branches) {
-            // Whole numbers are at least 1 request per wave and at most 64 loads in flight.
-            let least = b.factor
-                * match b.per {
-                    PerWhole::LoadsInFlight { .. } => 1.0 / 64.0,
-                    _ => 1.0,
-                };
-            for &(j, a) in &b.linear {
-                if a > 0.0 {
-                    reach[j] = reach[j].min(limit / (least * a));
-                }
+            let (Some(a_j), Some(a_k)) = (b.coefficient(j), b.coefficient(k)) else {
+                return Proportion::Otherwise;
+            };
+            if a_k == 0.0 && a_j == 0.0 {
+                continue;
             }
-            for h in &b.hinges {
-                reach[h.param] = reach[h.param].min(h.knee + limit / (least * h.count));
+            if a_j == 0.0 {
+                return Proportion::Otherwise;
+            }
+            let r = a_k / a_j;
+            match ratio {
+                Some(known) if (r - known).abs() > 1e-12 * r.abs().max(known.abs()) => {
+                    return Proportion::Otherwise
+                }
+                Some(_) => {}
+                None => ratio = Some(r),
             }
         }
+        ratio.map_or(Proportion::Absent, Proportion::Ratio)
     }
+}
+
+/// How one coordinate enters a time against another ([`RowTime::proportion`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Proportion {
+    /// The time depends on neither.
+    Absent,
+    /// Only through `t[j] + ratio × t[k]`.
+    Ratio(f64),
+    Otherwise,
 }
 
 /// Builds row times for one set of free parameters: a free parameter becomes a term, any other
@@ -480,6 +512,45 @@ mod tests {
                 jobs: 1,
             },
         ]
+    }
+
+    proptest! {
+        /// Monotone as the fit's bound needs: raising any coordinate never shortens a row's
+        /// time, raising any whole number never lengthens it.
+        #[test]
+        fn times_rise_with_every_coordinate_and_fall_with_every_whole_number(
+            draw in proptest::array::uniform12(0.0f64..1.0),
+            whole in (1u32..33, 1u32..9, 1u32..9),
+            size in prop_oneof![1u64..5000, Just(257), Just(513), 4000u64..5_000_000],
+            coordinate in 0usize..16,
+            factor in 1.0f64..4.0,
+            which_whole in 0usize..3,
+        ) {
+            let model = model_from(&draw, whole);
+            let link = LinkParams::new(Generation::Gen3, 8);
+            let every = [
+                P::PostedWriteMbps, P::CompletionMbps, P::ReadLatencyNs, P::ReadLatencyPerByteNs,
+                P::DmaSetupNs, P::DmaDescriptorBytes, P::DmaWriteTlpNs, P::DmaReadTlpNs,
+                P::CpuReadIoNs, P::CpuWriteIoNs, P::DriveReadMbps, P::DriveWriteMbps,
+                P::DriveReadIops, P::DriveWriteIops, P::MmioStoreIssueNs, P::MmioLoadLatencyNs,
+            ];
+            let builder = Builder { fixed: &model, free: &every };
+            let t: Vec<f64> = every.iter().map(|&p| to_coordinate(p, model.get(p))).collect();
+            let mut raised = t.clone();
+            raised[coordinate] = raised[coordinate] * factor + 1.0;
+            let w = WHOLE.map(|p| model.get(p));
+            let mut more = w;
+            more[which_whole] += 1.0;
+            for workload in workloads(size) {
+                let (_, time) = builder.rate_time(&workload, &link);
+                let times = std::iter::once(time).chain(builder.latency_time(&workload, &link));
+                for time in times {
+                    let base = time.time(&t, &w);
+                    prop_assert!(time.time(&raised, &w) >= base, "{workload:?} coordinate {coordinate}");
+                    prop_assert!(time.time(&t, &more) <= base, "{workload:?} whole {which_whole}");
+                }
+            }
+        }
     }
 
     proptest! {

@@ -4,6 +4,7 @@
 
 mod calibration;
 mod common;
+mod fit_properties;
 mod fuzz_regressions;
 mod lab_argv;
 mod lab_boot;
