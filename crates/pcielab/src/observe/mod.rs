@@ -90,6 +90,7 @@ use crate::machine::Machine;
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::health::{AerCounts, LinkHealth};
+use crate::topology::readplan::Trained;
 use crate::topology::{Function, Kind, Topology};
 
 pub use crate::machine::traffic::LinkStates;
@@ -534,9 +535,6 @@ struct Layout {
     /// judgement (the topology's facts are fixed until a re-plan; only the training moves).
     judgements: Vec<Option<(Trained, Option<&'static str>)>>,
 }
-
-/// A link's trained speed (GT/s) and width.
-type Trained = (Option<f64>, Option<u32>);
 
 /// A function's address, kind and parent, kept apart from its `Function` (hundreds of bytes of
 /// decoded registers) so a sample reads 16 bytes per function, not the whole record.

@@ -62,7 +62,7 @@ struct Planned {
 }
 
 /// A link's trained speed (GT/s) and width.
-type Trained = (Option<f64>, Option<u32>);
+pub(crate) type Trained = (Option<f64>, Option<u32>);
 
 fn trained(health: &LinkHealth) -> Trained {
     (health.current_gts, health.current_width)

@@ -93,8 +93,9 @@ impl TopFrame {
 /// The frames of one view refreshed again and again (`top`'s loop): [`Frames::build`] and
 /// [`Frames::text`] give what [`TopFrame::build`] and [`TopFrame::text`] give, but keep their
 /// buffers, the tree's shape and each row's text from one frame to the next, so a refresh of a
-/// host whose functions did not change re-does per function only the rates of those with
-/// counters and a comparison of the row with the one it replaces; rows whose figures changed are
+/// host whose functions did not change re-does only the rates of functions with counters and a
+/// comparison of each row with the one it replaces; in address order without a filter, only
+/// the rows of the functions that can vary are looked at. Rows whose figures changed are
 /// formatted again and written over their old lines, and all lines are padded and copied again
 /// when a column's width changed.
 #[derive(Debug, Default)]
