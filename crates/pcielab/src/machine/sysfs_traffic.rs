@@ -28,6 +28,9 @@ pub(crate) struct SysfsTraffic {
     read_generation: Option<u64>,
     /// The read plan's own (shared with it, not copied).
     topology: Arc<Topology>,
+    /// The functions whose health in the latest read can differ from another read's
+    /// (`ReadPlan::varying`).
+    varying: Vec<usize>,
     /// On a host: the block and network devices' byte counters under its root.
     devices: Option<DeviceReader>,
     /// On a host: the root ports' PCIe PMU payload counters that opened.
@@ -82,6 +85,7 @@ impl SysfsTraffic {
             plan_generation,
             read_generation: None,
             topology,
+            varying: Vec::new(),
             devices: live.then(|| DeviceReader::new(root)),
             payload,
             pmu_ports,
@@ -145,8 +149,14 @@ impl TrafficSampler for SysfsTraffic {
         });
         let kept = self.read_generation == Some(plan.generation());
         plan.read_into(out, kept);
+        plan.varying(out, &mut self.varying);
         self.read_generation = Some(plan.generation());
         Ok(replanned)
+    }
+
+    /// The read plan's (a sysfs machine has no link states).
+    fn varying(&self) -> Option<&[usize]> {
+        Some(&self.varying)
     }
 
     fn own_traffic(&mut self, _t_ns: u64) -> Result<OwnTraffic> {

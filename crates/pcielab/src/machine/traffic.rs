@@ -64,6 +64,14 @@ pub(crate) trait TrafficSampler: Send {
         out: &mut Vec<LinkHealth>,
     ) -> Result<Option<Arc<Topology>>>;
 
+    /// The functions (indices, ascending) whose link health or link states as of the latest
+    /// [`TrafficSampler::link_health`] call can differ from another call's while the topology
+    /// stays the same: a function in neither call's list has the same in both. `None`: any
+    /// function's can.
+    fn varying(&self) -> Option<&[usize]> {
+        None
+    }
+
     /// Each function's own bytes and the PMU-counted root ports' bytes at `t_ns`.
     fn own_traffic(&mut self, t_ns: u64) -> Result<OwnTraffic>;
 

@@ -76,7 +76,7 @@ pub mod cost;
 pub mod exporter;
 pub mod top;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -90,6 +90,7 @@ use crate::machine::Machine;
 use crate::model::transfer::{achievable_mbps, LinkParams, WireEstimate};
 use crate::pcie::{Bdf, Generation};
 use crate::topology::health::{AerCounts, LinkHealth};
+use crate::topology::readplan::Trained;
 use crate::topology::{Function, Kind, Topology};
 
 pub use crate::machine::traffic::LinkStates;
@@ -179,6 +180,15 @@ pub struct Sample {
     #[serde(skip)]
     #[schemars(skip)]
     pub(crate) layout: u64,
+    /// The functions (indices, ascending) whose records can differ from those of another
+    /// sample of the same `layout`: those whose link health or link states can differ (as the
+    /// machine's sampler says), and those with traffic or devices in this sample; `None`: any
+    /// function's can.
+    /// Two samples of one layout differ only at functions in either's list, so a reader that
+    /// kept what it made of one (`top`'s rows) makes again only those for the other.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) varying: Option<Vec<usize>>,
 }
 
 impl Sample {
@@ -373,29 +383,53 @@ impl Observer {
         // What a sample repeats of each function comes from the layout's compact list: a big
         // host's `Function`s are looked at only when something about them is worked out again.
         let identities = &self.layout.identities;
-        // Sum each function's own bytes into every ancestor, deepest first.
-        let mut summed: Vec<Option<(u64, u64)>> = identities
-            .iter()
-            .map(|f| own.get(&f.bdf).copied())
-            .collect();
-        for &i in &self.layout.deepest_first {
-            let (Some(bytes), Some(parent)) = (summed[i], identities[i].parent) else {
-                continue;
-            };
-            if let Ok(p) = identities.binary_search_by_key(&parent, |f| f.bdf) {
-                let (up, down) = summed[p].unwrap_or((0, 0));
-                summed[p] = Some((up.saturating_add(bytes.0), down.saturating_add(bytes.1)));
+        let index = |bdf: &Bdf| identities.binary_search_by_key(bdf, |f| f.bdf).ok();
+        // Each function's own bytes summed into it and every ancestor: only the functions with
+        // traffic at or below them are visited.
+        let mut summed: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for (bdf, &(up, down)) in &own {
+            let mut at = index(bdf);
+            while let Some(i) = at {
+                let sum = summed.entry(i).or_insert((0, 0));
+                *sum = (sum.0.saturating_add(up), sum.1.saturating_add(down));
+                at = self.layout.parents[i];
             }
         }
+        let varying = self.sampler.varying().map(|health| {
+            let mut varying: Vec<usize> = health
+                .iter()
+                .copied()
+                .chain(summed.keys().copied())
+                .chain(pmu_counts.keys().filter_map(index))
+                .chain(names.keys().filter_map(index))
+                .collect();
+            varying.sort_unstable();
+            varying.dedup();
+            varying
+        });
         // The sample written over holds these functions' names already when it was taken from
-        // this layout.
-        let named = out.layout == self.layout.id;
+        // this layout, and every record but those that can vary between two of its samples.
+        let named = out.layout == self.layout.id && out.functions.len() == identities.len();
+        let only = match (named, &out.varying, &varying) {
+            (true, Some(was), Some(now)) => Some(union(was, now)),
+            _ => None,
+        };
+        let mut all = 0..identities.len();
+        let mut listed = only.iter().flatten().copied();
+        let written: &mut dyn Iterator<Item = usize> = if only.is_some() {
+            &mut listed
+        } else {
+            &mut all
+        };
         out.functions.truncate(identities.len());
         let judge = crate::topology::check::LinkJudge::new(&self.topology);
-        for (i, ((f, derived), link)) in identities.iter().zip(summed).zip(healths).enumerate() {
+        for i in written {
+            let (Some(f), Some(link)) = (identities.get(i), healths.get(i)) else {
+                break;
+            };
             let traffic = match pmu_counts.get(&f.bdf) {
                 Some(&bytes) => Some((Source::Pmu, bytes)),
-                None => derived.map(|b| (Source::Derived, b)),
+                None => summed.get(&i).map(|&b| (Source::Derived, b)),
             }
             .map(|(source, (rx, tx))| {
                 let wire = self.layout.wire[i].as_ref().map(|w| w.wire_bytes(rx, tx));
@@ -470,6 +504,7 @@ impl Observer {
         out.machine.clone_from(&self.machine);
         out.t_ns = t_ns;
         out.layout = self.layout.id;
+        out.varying = varying;
         Ok(())
     }
 
@@ -494,8 +529,8 @@ struct Layout {
     wire: Vec<Option<WireEstimate>>,
     /// Per function: the root port above it (itself for a root port).
     root_ports: Vec<Option<Bdf>>,
-    /// Function indices, deepest first: the order that sums children into parents.
-    deepest_first: Vec<usize>,
+    /// Per function: its parent's index.
+    parents: Vec<Option<usize>>,
     /// Per function: the trained speed and width its achievable rate was last worked out for,
     /// and that rate (a link retrains rarely; the model is not run again until it does).
     achievable: Vec<Option<(Trained, Option<f64>)>>,
@@ -505,9 +540,6 @@ struct Layout {
     /// judgement (the topology's facts are fixed until a re-plan; only the training moves).
     judgements: Vec<Option<(Trained, Option<&'static str>)>>,
 }
-
-/// A link's trained speed (GT/s) and width.
-type Trained = (Option<f64>, Option<u32>);
 
 /// A function's address, kind and parent, kept apart from its `Function` (hundreds of bytes of
 /// decoded registers) so a sample reads 16 bytes per function, not the whole record.
@@ -520,9 +552,11 @@ struct Identity {
 impl Layout {
     fn of(topology: &Topology) -> Layout {
         let functions = topology.functions();
-        let mut deepest_first: Vec<usize> = (0..functions.len()).collect();
-        deepest_first
-            .sort_by_key(|&i| std::cmp::Reverse(topology.path_to_root(functions[i].bdf).len()));
+        let index = |bdf| {
+            functions
+                .binary_search_by_key(&bdf, |f: &Function| f.bdf)
+                .ok()
+        };
         // Starts at 1: 0 is a sample's "not known".
         static LAYOUTS: AtomicU64 = AtomicU64::new(1);
         Layout {
@@ -553,11 +587,6 @@ impl Layout {
             judgements: vec![None; functions.len()],
             link_ports: {
                 let mut ports = vec![None; functions.len()];
-                let index = |bdf| {
-                    functions
-                        .binary_search_by_key(&bdf, |f: &Function| f.bdf)
-                        .ok()
-                };
                 for (port, f) in crate::topology::check::LinkJudge::new(topology).links() {
                     if let Some(i) = index(f.bdf) {
                         ports[i] = index(port.bdf);
@@ -565,7 +594,7 @@ impl Layout {
                 }
                 ports
             },
-            deepest_first,
+            parents: functions.iter().map(|f| f.parent.and_then(index)).collect(),
         }
     }
 }
@@ -588,6 +617,27 @@ fn memoized<T: Copy>(
             value
         }
     }
+}
+
+/// The indices in either ascending list, ascending, once each.
+pub(crate) fn union(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut x, mut y) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        let next = match (x.peek(), y.peek()) {
+            (Some(&&p), Some(&&q)) if p < q => x.next(),
+            (Some(&&p), Some(&&q)) if q < p => y.next(),
+            (Some(_), Some(_)) => {
+                y.next();
+                x.next()
+            }
+            (Some(_), None) => x.next(),
+            (None, Some(_)) => y.next(),
+            (None, None) => break,
+        };
+        out.extend(next.copied());
+    }
+    out
 }
 
 /// The payload MB/s `f`'s link can achieve at the speed and width `link` reports now.

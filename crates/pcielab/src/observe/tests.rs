@@ -267,3 +267,85 @@ fn a_snapshot_has_link_facts_and_no_traffic() {
     assert_eq!(rp.link.current_width, Some(1));
     assert!(rp.downgraded);
 }
+
+/// On a host, a sample written over an older one of the same layout (as `top` writes over the
+/// sample before the previous) writes again only the functions that can vary, and `top`'s kept
+/// frames make again only their rows: both match what is taken and built afresh while traffic
+/// starts, moves and stops, a device appears under a quiet function and goes, a link retrains,
+/// AER counters rise and a function is unplugged (a re-plan).
+#[test]
+fn samples_and_frames_written_over_match_those_made_afresh() {
+    use super::top::{Frames, SortKey, TopFrame, View};
+    let fx = Fixture::new();
+    let devices = fx.root.path().join("sys/bus/pci/devices");
+    // The NIC's port and link carry no traffic: only its health can move its rows.
+    fs::remove_file(fx.root.path().join("sys/class/net/eth0")).unwrap();
+    let port = devices.join("0000:02:01.0");
+    fs::write(
+        port.join("aer_dev_correctable"),
+        "RxErr 0\nTOTAL_ERR_COR 0\n",
+    )
+    .unwrap();
+    // The NIC reads its AER counters and takes its trained state from the port.
+    fs::write(
+        devices.join("0000:04:00.0/aer_dev_fatal"),
+        "TOTAL_ERR_FATAL 0\n",
+    )
+    .unwrap();
+    let mut observer = fx.observer();
+    let first = observer.sample_at(0).unwrap();
+    let varying = first.varying.as_ref().unwrap();
+    assert!(varying.len() < first.functions.len(), "{varying:?}");
+    let (mut prev, mut latest) = (first.clone(), first.clone());
+    let views = [
+        View::default(),
+        View {
+            tree: false,
+            ..View::default()
+        },
+        View {
+            sort: SortKey::Rx,
+            ..View::default()
+        },
+        View {
+            filter: "nvme".into(),
+            ..View::default()
+        },
+    ];
+    let now = std::time::UNIX_EPOCH + std::time::Duration::from_secs(3723);
+    let mut frames = Frames::default();
+    let mut unplugged = false;
+    for step in 1..=28u64 {
+        match step {
+            2..=5 => fx.disk("nvme1n1", "0000:03:00.0", step << 20, step << 10),
+            6 => fx.net("eth1", "0000:00:00.0", 5000, 100),
+            7 => fx.net("eth1", "0000:00:00.0", 9000, 300),
+            9 => fs::remove_file(fx.root.path().join("sys/class/net/eth1")).unwrap(),
+            11 => fs::write(port.join("current_link_speed"), "5.0 GT/s PCIe\n").unwrap(),
+            13 => fs::write(
+                port.join("aer_dev_correctable"),
+                "RxErr 3\nTOTAL_ERR_COR 3\n",
+            )
+            .unwrap(),
+            15 => fs::remove_file(devices.join("0000:04:00.0")).unwrap(),
+            _ => {}
+        }
+        let t_ns = step * 500_000_000;
+        std::mem::swap(&mut prev, &mut latest);
+        observer.sample_at_into(t_ns, &mut latest).unwrap();
+        assert_eq!(latest, observer.sample_at(t_ns).unwrap(), "step {step}");
+        unplugged |= latest.get(bdf("04:00.0")).is_none();
+        let view = &views[(step as usize / 2) % views.len()];
+        let afresh = TopFrame::build(view, &first, &prev, &latest, now);
+        assert_eq!(
+            frames.build(view, &first, &prev, &latest, now),
+            &afresh,
+            "step {step}"
+        );
+        // Every third frame is built and not printed, as while paused.
+        if step % 3 != 0 {
+            assert_eq!(frames.text(), afresh.text(), "step {step}");
+        }
+    }
+    assert!(unplugged);
+}

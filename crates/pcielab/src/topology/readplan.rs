@@ -16,7 +16,9 @@
 //! where the kernel allows it (a snapshot's owner), so reading a snapshot does not touch its
 //! access times. A caller that keeps its health buffer from one sample to the next has only
 //! the functions with something to read written again (on a big host, a few hundred of
-//! thousands: the rest have no link of their own or no counters). At most [`HELD_FILES`] stay open
+//! thousands: the rest have no link of their own or no counters), and the functions below a
+//! port only when its trained state moved; [`ReadPlan::varying`] tells which functions' health
+//! can differ between two reads, so a caller can leave the rest of what it made alone. At most [`HELD_FILES`] stay open
 //! (the process's descriptor limit is commonly 1024); files past them are opened per read. A
 //! held file of a device that went away fails to read, which re-plans as any failed read does;
 //! a snapshot file replaced by a new one (renamed over it) is seen at the next re-plan.
@@ -57,8 +59,25 @@ struct Planned {
     /// trained-state attribute taken from the link's other end), each with its file when it is
     /// one of those held open.
     each_sample: Vec<(Attribute, Option<File>)>,
-    /// The function (index) whose `current_link_*` this one takes, when not its own.
-    link_from: Option<usize>,
+}
+
+/// A link's trained speed (GT/s) and width.
+pub(crate) type Trained = (Option<f64>, Option<u32>);
+
+fn trained(health: &LinkHealth) -> Trained {
+    (health.current_gts, health.current_width)
+}
+
+/// A function with attributes to read each sample, and the functions that take its trained
+/// state (those on a port's secondary bus).
+#[derive(Debug)]
+struct Reader {
+    index: usize,
+    takers: Vec<usize>,
+    /// It takes its own trained state from its port.
+    takes: bool,
+    /// The trained state when planned, which the takers reported then too.
+    planned: Trained,
 }
 
 /// The per-machine read plan; see the module documentation.
@@ -72,9 +91,9 @@ pub(crate) struct ReadPlan {
     /// `devices/` entry names when planned, sorted: what the hotplug check compares.
     listed: Vec<String>,
     planned: Vec<Planned>,
-    /// Indices of the planned functions whose health a sample can change: those with a file to
-    /// read or a trained state taken from their port.
-    changing: Vec<usize>,
+    /// The planned functions with a file to read, in address order: the only ones whose health
+    /// a sample can change besides their takers.
+    readers: Vec<Reader>,
     /// Bumped on every re-plan, so holders of derived tables know to rebuild them.
     generation: u64,
     /// A planned file failed to read: compare the listing at the next refresh.
@@ -89,13 +108,13 @@ impl ReadPlan {
     /// Plans the reads of `topology`, read from `pci_dir` (a directory holding `devices/`).
     pub(crate) fn discover(pci_dir: &Path, topology: Topology, reread: Reread) -> ReadPlan {
         let listed = listing(&pci_dir.join("devices"));
-        let planned = plan(&pci_dir.join("devices"), &topology);
+        let (planned, readers) = plan(&pci_dir.join("devices"), &topology);
         ReadPlan {
             pci_dir: pci_dir.to_path_buf(),
             reread,
             topology: Arc::new(topology),
             listed,
-            changing: changing(&planned),
+            readers,
             planned,
             generation: 0,
             stale: false,
@@ -112,6 +131,25 @@ impl ReadPlan {
     /// Changes each time the plan (and the topology) is made anew.
     pub(crate) fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Into `out`, the functions (indices, ascending) whose health in `healths`, this plan's
+    /// latest read, can differ from that of another read of this [`ReadPlan::generation`]: those
+    /// with a file to read, and those taking a trained state that is not the one planned. A
+    /// function in neither read's list has the same health in both (its fixed part, and the
+    /// trained state planned).
+    pub(crate) fn varying(&self, healths: &[LinkHealth], out: &mut Vec<usize>) {
+        out.clear();
+        for reader in &self.readers {
+            out.push(reader.index);
+            if healths
+                .get(reader.index)
+                .is_some_and(|h| trained(h) != reader.planned)
+            {
+                out.extend_from_slice(&reader.takers);
+            }
+        }
+        out.sort_unstable();
     }
 
     /// Attribute files sample reads have opened since the plan was made.
@@ -137,8 +175,7 @@ impl ReadPlan {
         let Ok(topology) = (self.reread)(&self.pci_dir) else {
             return;
         };
-        self.planned = plan(&devices, &topology);
-        self.changing = changing(&self.planned);
+        (self.planned, self.readers) = plan(&devices, &topology);
         self.topology = Arc::new(topology);
         self.listed = now;
         self.stale = false;
@@ -154,16 +191,20 @@ impl ReadPlan {
     }
 
     /// [`ReadPlan::read`] into `out`. `kept`: `out` holds what this plan (this
-    /// [`ReadPlan::generation`]) read into it last, so only the functions a sample can change
-    /// are written again; otherwise every function's health replaces what `out` held (its
-    /// memory is kept).
+    /// [`ReadPlan::generation`]) read into it last, so only the functions with files to read are
+    /// written again, and the functions taking a port's trained state only when it moved;
+    /// otherwise every function's health replaces what `out` held (its memory is kept).
     pub(crate) fn read_into(&mut self, out: &mut Vec<LinkHealth>, kept: bool) {
         let mut buffer = [0u8; ATTRIBUTE_BYTES];
-        if !kept || out.len() != self.planned.len() {
+        let afresh = !kept || out.len() != self.planned.len();
+        // The readers whose trained state differs from what `out` held (every one afresh).
+        let mut moved = Vec::new();
+        if afresh {
             out.clear();
             out.extend(self.planned.iter().map(|p| p.fixed.clone()));
         }
-        for &i in &self.changing {
+        for reader in &self.readers {
+            let i = reader.index;
             let p = &self.planned[i];
             let mut health = p.fixed.clone();
             for (attribute, held) in &p.each_sample {
@@ -177,22 +218,24 @@ impl ReadPlan {
                     None => self.stale = true,
                 }
             }
+            if reader.takes {
+                // Its port's, as the buffer holds it: written below when the port's moved.
+                (health.current_gts, health.current_width) = trained(&out[i]);
+            }
+            if afresh || trained(&health) != trained(&out[i]) {
+                moved.push(i);
+            }
             out[i] = health;
         }
-        for &i in &self.changing {
-            if let Some(from) = self.planned[i].link_from {
-                out[i].current_gts = out[from].current_gts;
-                out[i].current_width = out[from].current_width;
+        for reader in &self.readers {
+            if moved.binary_search(&reader.index).is_ok() {
+                for &taker in &reader.takers {
+                    (out[taker].current_gts, out[taker].current_width) =
+                        trained(&out[reader.index]);
+                }
             }
         }
     }
-}
-
-/// The functions (indices) of `planned` whose health a sample can change.
-fn changing(planned: &[Planned]) -> Vec<usize> {
-    (0..planned.len())
-        .filter(|&i| !planned[i].each_sample.is_empty() || planned[i].link_from.is_some())
-        .collect()
 }
 
 /// The entry names of `devices`, sorted (empty when it cannot be listed).
@@ -211,7 +254,7 @@ fn listing(devices: &Path) -> Vec<String> {
 
 /// One directory listing and one read of what is there per function; then the trained-state
 /// sharing between each port with a link below it and the functions on its secondary bus.
-fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
+fn plan(devices: &Path, topology: &Topology) -> (Vec<Planned>, Vec<Reader>) {
     let functions = topology.functions();
     let mut seen: Vec<LinkHealth> = Vec::with_capacity(functions.len());
     let mut planned: Vec<Planned> = functions
@@ -235,10 +278,11 @@ fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
                     .filter(|a| !a.is_static())
                     .map(|a| (a, None))
                     .collect(),
-                link_from: None,
             }
         })
         .collect();
+    let mut takers: Vec<Vec<usize>> = vec![Vec::new(); functions.len()];
+    let mut taking = vec![false; functions.len()];
     for (i, f) in functions.iter().enumerate() {
         let Some(port) = f
             .parent
@@ -255,22 +299,32 @@ fn plan(devices: &Path, topology: &Topology) -> Vec<Planned> {
             .count()
             == 2;
         if port_reads_it && trained(&seen[i]) == trained(&seen[port]) {
-            planned[i].link_from = Some(port);
+            takers[port].push(i);
+            taking[i] = true;
             planned[i].each_sample.retain(|(a, _)| !a.is_current_link());
         }
     }
+    let readers = (0..planned.len())
+        .filter(|&i| !planned[i].each_sample.is_empty())
+        .map(|i| Reader {
+            index: i,
+            takes: taking[i],
+            takers: std::mem::take(&mut takers[i]),
+            planned: trained(&seen[i]),
+        })
+        .collect();
     // Open what each sample reads, up to the limit, in address order.
     let mut held = 0;
-    for p in &mut planned {
+    'open: for p in &mut planned {
         for (attribute, file) in &mut p.each_sample {
             if held == HELD_FILES {
-                return planned;
+                break 'open;
             }
             *file = open_attribute(&p.dir.join(attribute.file())).ok();
             held += usize::from(file.is_some());
         }
     }
-    planned
+    (planned, readers)
 }
 
 /// One attribute's text in one read: sysfs fills the whole value on the first read, and so
@@ -428,6 +482,10 @@ mod tests {
         let d = &health[index(&plan, drive)];
         assert_eq!((d.current_width, d.capable_width), (Some(1), Some(4)));
         assert!(d.downgraded());
+        // Trained otherwise than planned, the drive's health can differ from another read's.
+        let mut varying = Vec::new();
+        plan.varying(&health, &mut varying);
+        assert!(varying.contains(&index(&plan, drive)));
         // A buffer kept from the previous read, written again only where a sample can change
         // it, ends the same as a fresh read: the retrain shows, and back again.
         let mut kept = health.clone();
@@ -441,6 +499,10 @@ mod tests {
         }
         plan.read_into(&mut kept, true);
         assert_eq!(kept, plan.read());
+        // Back as planned: only the port, whose files are read, can differ.
+        plan.varying(&kept, &mut varying);
+        assert!(varying.contains(&index(&plan, port)));
+        assert!(!varying.contains(&index(&plan, drive)));
         assert_eq!(kept[index(&plan, drive)].current_width, Some(4));
         assert_ne!(kept, health);
         // A file that appears after planning is not read until the next plan.

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::{interval_us, rate, FunctionSample, Sample};
+use super::{interval_us, rate, union, FunctionSample, Sample};
 use crate::pcie::Bdf;
 use crate::text::printable;
 use crate::topology::health::AerCounts;
@@ -94,8 +94,9 @@ impl TopFrame {
 /// The frames of one view refreshed again and again (`top`'s loop): [`Frames::build`] and
 /// [`Frames::text`] give what [`TopFrame::build`] and [`TopFrame::text`] give, but keep their
 /// buffers, the tree's shape and each row's text from one frame to the next, so a refresh of a
-/// host whose functions did not change re-does per function only the rates of those with
-/// counters and a comparison of the row with the one it replaces; rows whose figures changed are
+/// host whose functions did not change re-does only the rates of functions with counters and a
+/// comparison of each row with the one it replaces; in address order without a filter, only
+/// the rows of the functions that can vary are looked at. Rows whose figures changed are
 /// formatted again and written over their old lines, and all lines are padded and copied again
 /// when a column's width changed.
 #[derive(Debug, Default)]
@@ -125,7 +126,28 @@ pub struct Frames {
     /// of the same layout again has its name already, and the names (strings elsewhere in
     /// memory, one cache miss each) are not compared.
     named_from: Vec<(usize, u64)>,
+    /// What the latest build's rows were made from, when its sample listed the functions whose
+    /// records can vary ([`Sample::varying`]).
+    kept: Option<Kept>,
+    /// Per function: the row showing it in the latest build; `usize::MAX` when none does.
+    row_of: Vec<usize>,
     printed: Printed,
+}
+
+/// What a build of rows in address order without a filter depends on besides the latest
+/// sample's records: a later build with the same makes rows again only for the functions whose
+/// records can differ between the two latest samples (the rest show the same figures in the
+/// same place: with no traffic a function has no rates, and its AER increments since the same
+/// first sample are those of the same counters).
+#[derive(Debug)]
+struct Kept {
+    /// The latest sample's [`Sample::layout`] and [`Sample::varying`].
+    layout: u64,
+    varying: Vec<usize>,
+    /// The first sample's layout and time, and whether the latest was later.
+    first: (u64, u64),
+    since_start: bool,
+    tree: bool,
 }
 
 impl Default for TopFrame {
@@ -203,6 +225,69 @@ impl Frames {
                 aer,
             }
         };
+        // Rows in address order without a filter keep their places while the layout does;
+        // after a build of the same, only the functions that can vary are looked at.
+        let in_place = view.sort == SortKey::Bdf && view.filter.is_empty();
+        let kept = self.kept.take().filter(|k| {
+            in_place
+                && latest.layout != 0
+                && k.layout == latest.layout
+                && k.first == (first.layout, first.t_ns)
+                && k.since_start == since_start
+                && k.tree == view.tree
+                && self.frame.rows.len() == self.order.len()
+        });
+        match (kept, &latest.varying) {
+            (Some(mut kept), Some(varying)) => {
+                for i in union(&kept.varying, varying) {
+                    let (Some(&k), Some(f)) = (self.row_of.get(i), functions.get(i)) else {
+                        continue;
+                    };
+                    if k == usize::MAX {
+                        continue;
+                    }
+                    let new = row(f, &figures_of(i, f), self.order[k].1);
+                    self.changed[k] |= update_row(&mut self.frame.rows[k], new, f, true);
+                }
+                kept.varying.clone_from(varying);
+                self.kept = Some(kept);
+            }
+            _ => {
+                self.rows_afresh(view, latest, figures_of);
+                self.kept = latest
+                    .varying
+                    .as_ref()
+                    .filter(|_| in_place)
+                    .map(|varying| Kept {
+                        layout: latest.layout,
+                        varying: varying.clone(),
+                        first: (first.layout, first.t_ns),
+                        since_start,
+                        tree: view.tree,
+                    });
+            }
+        }
+        let frame = &mut self.frame;
+        frame.machine.clone_from(&latest.machine);
+        frame.utc = utc_clock(now);
+        frame.t_s = latest.t_ns as f64 / 1e9;
+        frame.interval_s = latest.t_ns.saturating_sub(prev.t_ns) as f64 / 1e9;
+        frame.sort = view.sort;
+        frame.tree = view.tree;
+        frame.filter.clone_from(&view.filter);
+        frame.functions = functions.len();
+        &self.frame
+    }
+
+    /// Every row selected, ordered and made again (each written over the previous frame's row
+    /// at its place, noting what changed), with `figures_of` a function's figures.
+    fn rows_afresh(
+        &mut self,
+        view: &View,
+        latest: &Sample,
+        figures_of: impl Fn(usize, &FunctionSample) -> Figures,
+    ) {
+        let functions = &latest.functions;
         // Sorting by a figure needs every function's before the order; in address order each
         // row's are worked out as the row is, while its function is in the cache.
         let sorted_by_figure = view.sort != SortKey::Bdf;
@@ -244,16 +329,11 @@ impl Frames {
             };
             self.changed[k] |= changed;
         }
-        let frame = &mut self.frame;
-        frame.machine.clone_from(&latest.machine);
-        frame.utc = utc_clock(now);
-        frame.t_s = latest.t_ns as f64 / 1e9;
-        frame.interval_s = latest.t_ns.saturating_sub(prev.t_ns) as f64 / 1e9;
-        frame.sort = view.sort;
-        frame.tree = view.tree;
-        frame.filter.clone_from(&view.filter);
-        frame.functions = functions.len();
-        &self.frame
+        self.row_of.clear();
+        self.row_of.resize(functions.len(), usize::MAX);
+        for (k, &(i, _)) in self.order.iter().enumerate() {
+            self.row_of[i] = k;
+        }
     }
 
     /// The latest frame built.
