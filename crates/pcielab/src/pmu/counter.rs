@@ -1,7 +1,9 @@
 //! Counter semantics shared by every backend: hardware registers of a fixed width that wrap
 //! silently (these PMUs raise no overflow interrupt), the driver's accumulation of masked
 //! deltas between reads, and the high-low-high protocol for reading a 64-bit counter exposed as
-//! two 32-bit registers.
+//! two 32-bit registers. The register model ([`HwCounter`]) and the two protocols are what the
+//! tick-by-tick oracle (`session::emulate_stepwise`) steps, so they are built for tests and
+//! benches only (the `test-oracles` feature); shipped counting uses the closed form and [`mask`].
 
 /// The all-ones value of a `bits`-wide register.
 pub(crate) fn mask(bits: u32) -> u64 {
@@ -13,6 +15,7 @@ pub(crate) fn mask(bits: u32) -> u64 {
 }
 
 /// How far a `bits`-wide register advanced from `prev` to `now`, assuming at most one wrap.
+#[cfg(any(test, feature = "test-oracles"))]
 pub(crate) fn wrapping_delta(prev: u64, now: u64, bits: u32) -> u64 {
     now.wrapping_sub(prev) & mask(bits)
 }
@@ -20,6 +23,7 @@ pub(crate) fn wrapping_delta(prev: u64, now: u64, bits: u32) -> u64 {
 /// Reads a 64-bit counter from its two 32-bit halves: high, low, high again, retrying until
 /// both high reads agree, so a carry out of the low half between the reads is never mixed
 /// with a stale high half. Returns the value and the number of attempts it took.
+#[cfg(any(test, feature = "test-oracles"))]
 pub(crate) fn read_split_64(
     mut read_high: impl FnMut() -> u32,
     mut read_low: impl FnMut() -> u32,
@@ -38,6 +42,7 @@ pub(crate) fn read_split_64(
 /// One hardware counter as the driver sees it: a `bits`-wide register that the hardware
 /// increments and wraps, and the 64-bit perf count the driver accumulates from masked deltas
 /// each time it reads the register (on every stop, rotation and user read).
+#[cfg(any(test, feature = "test-oracles"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HwCounter {
     pub(crate) bits: u32,
@@ -49,6 +54,7 @@ pub(crate) struct HwCounter {
     pub(crate) count: u64,
 }
 
+#[cfg(any(test, feature = "test-oracles"))]
 impl HwCounter {
     pub(crate) fn new(bits: u32) -> HwCounter {
         HwCounter {

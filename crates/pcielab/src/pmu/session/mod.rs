@@ -10,12 +10,16 @@
 //! closed form where the truth can sum itself over arithmetic progressions of times (the
 //! simulator's payload and TLP counters): its cost then grows with print intervals and phases of
 //! traffic, not with duration / mux interval. [`emulate_stepwise`] steps through every mux tick
-//! as the kernel does and is the reference it is tested against.
+//! as the kernel does and is the reference it is tested against (built for tests and benches
+//! only, the `test-oracles` feature, with the register model it steps).
 
+#[cfg(any(test, feature = "test-oracles"))]
 use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
-use crate::pmu::counter::{mask, HwCounter};
+use crate::pmu::counter::mask;
+#[cfg(any(test, feature = "test-oracles"))]
+use crate::pmu::counter::HwCounter;
 use crate::pmu::kernel::KernelVersion;
 use crate::pmu::{fits, Driver, PmuDevice, ResolvedEvent};
 
@@ -157,6 +161,7 @@ pub(crate) fn check_groups(groups: &[Vec<ResolvedEvent>]) -> Result<()> {
     Ok(())
 }
 
+#[cfg(any(test, feature = "test-oracles"))]
 struct EventState<'a> {
     event: &'a ResolvedEvent,
     group: usize,
@@ -167,6 +172,7 @@ struct EventState<'a> {
     running_ns: u64,
 }
 
+#[cfg(any(test, feature = "test-oracles"))]
 impl EventState<'_> {
     fn fold(&mut self, truth: &impl TrueCounts, t: u64) {
         let now = truth.true_count(self.event, t);
@@ -185,6 +191,7 @@ impl EventState<'_> {
 }
 
 /// One PMU's perf context: its flexible groups in rotation order and which are on counters.
+#[cfg(any(test, feature = "test-oracles"))]
 struct Context {
     order: Vec<usize>,
     scheduled: BTreeSet<usize>,
@@ -602,6 +609,9 @@ pub fn emulate(
 
 /// Plays the kernel's perf core over `truth` one mux tick at a time, as the kernel does: the
 /// reference [`emulate`] is tested against (its cost grows with `duration_ns / mux interval`).
+/// A test oracle, not a way to count: built for the crate's tests, integration tests and
+/// benches only (the `test-oracles` feature, Cargo.toml).
+#[cfg(any(test, feature = "test-oracles"))]
 pub fn emulate_stepwise(
     truth: &impl TrueCounts,
     devices: &[PmuDevice],
@@ -691,6 +701,7 @@ pub fn emulate_stepwise(
     Ok(counts)
 }
 
+#[cfg(any(test, feature = "test-oracles"))]
 fn fold_running(contexts: &[Context], states: &mut [EventState], truth: &impl TrueCounts, t: u64) {
     for s in states.iter_mut() {
         if contexts[s.event.device].scheduled.contains(&s.group) {
@@ -722,6 +733,7 @@ fn fitting_prefix(
 
 /// Schedules groups in rotation order until the first that does not fit and marks the context
 /// for rotation if one did not.
+#[cfg(any(test, feature = "test-oracles"))]
 fn schedule(
     ctx: &mut Context,
     groups: &[Vec<ResolvedEvent>],
@@ -742,6 +754,7 @@ fn schedule(
 }
 
 /// Stops every group, moves the first scheduled one to the end of the list, schedules again.
+#[cfg(any(test, feature = "test-oracles"))]
 fn rotate(
     ctx: &mut Context,
     groups: &[Vec<ResolvedEvent>],
