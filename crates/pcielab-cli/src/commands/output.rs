@@ -5,8 +5,9 @@
 //! prints while it runs (`top -b` frames, `qos monitor` intervals, each `qos create` step as it
 //! is made) is handed the same [`Terminal`] the runner prints through, so every byte on
 //! standard output obeys one policy:
-//! - text has control characters from inputs shown escaped (`text::terminal_output`); JSON
-//!   passes unchanged (its strings hold no raw control character);
+//! - text has control characters from inputs shown escaped (`text::terminal_output`; text the
+//!   library built with every input escaped as it went in, `text::Escaped`, is not scanned
+//!   again); JSON passes unchanged (its strings hold no raw control character);
 //! - a failed write on standard output (a full disk, `/dev/full`) is a runtime error (exit 1,
 //!   one line on stderr), never a panic; a closed pipe still ends the process by SIGPIPE
 //!   (status 141), as `main` sets it up.
@@ -14,7 +15,7 @@
 use std::path::PathBuf;
 
 use pcielab::input::{write_output, write_stdout};
-use pcielab::text::terminal_output;
+use pcielab::text::{terminal_output, Escaped};
 use pcielab::Result;
 
 /// Standard output (and the report a command prints on standard error, as `stat` prints its
@@ -31,6 +32,12 @@ impl Terminal {
     /// Text on standard output, control characters shown escaped.
     pub fn text(&mut self, text: &str) -> Result<()> {
         write_stdout(terminal_output(text).as_bytes())
+    }
+
+    /// Text the library made with its inputs escaped already (a `top -b` frame), on standard
+    /// output as it is: a megabyte-sized frame is not scanned again at every refresh.
+    pub fn escaped(&mut self, text: Escaped) -> Result<()> {
+        write_stdout(text.as_str().as_bytes())
     }
 
     /// A JSON document on standard output, as it is.

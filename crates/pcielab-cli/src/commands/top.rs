@@ -171,7 +171,7 @@ fn batch(
             if i > 0 {
                 out.text("\n")?;
             }
-            out.text(frames.text())?;
+            out.escaped(frames.text())?;
         }
     }
     Ok(())

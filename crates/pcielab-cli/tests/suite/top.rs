@@ -641,3 +641,40 @@ fn a_snapshot_shows_links_without_traffic() {
     );
     assert_eq!(rows["0000:00:03.0"][6..9], ["-", "-", "-"]);
 }
+
+/// `-b` frames are written as the library built them, without a second scan for control
+/// characters: a slot label and a snapshot directory name holding escape sequences must
+/// still reach standard output escaped, in the first frame and in the kept frames after it.
+#[test]
+fn names_with_escape_sequences_are_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snap\u{1b}[31m");
+    stdout_of(pcielab(&[
+        "topo",
+        "--machine",
+        "sim:qemu-seed",
+        "--sysfs-export",
+        snap.to_str().unwrap(),
+    ]));
+    std::fs::write(
+        snap.join("devices/0000:00:04.0/label"),
+        "slot\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}1m\n",
+    )
+    .unwrap();
+    let machine = format!("snapshot:{}", snap.display());
+    let out = pcielab(&["top", "--machine", &machine, "-b", "-n", "3", "-d", "0.1"]);
+    let text = stdout_of(out);
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "a raw control character reached the terminal: {text:?}"
+    );
+    let frames: Vec<&str> = text.split("\n\n").collect();
+    assert_eq!(frames.len(), 3, "{text}");
+    for frame in frames {
+        assert!(frame.contains("snap\\x1b[31m"), "{frame}");
+        assert!(
+            frame.contains("slot\\x1b[2J\\x1b]0;owned\\x07\\x9b1m"),
+            "{frame}"
+        );
+    }
+}

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::{interval_us, rate, union, FunctionSample, Sample};
 use crate::pcie::Bdf;
-use crate::text::printable;
+use crate::text::{printable, Escaped};
 use crate::topology::health::AerCounts;
 
 mod row;
@@ -80,8 +80,6 @@ impl TopFrame {
         line
     }
 
-    /// The frame as plain text: the header, the column names, one line per row; columns are
-    /// separated by at least two spaces and every cell but NAME is one word.
     /// The frame as plain text: the header, the column names, one line per row; columns are
     /// separated by at least two spaces and every cell but NAME is one word.
     pub fn text(&self) -> String {
@@ -342,12 +340,13 @@ impl Frames {
     }
 
     /// The latest frame as [`TopFrame::text`] prints it; only rows that changed since the
-    /// previous call are formatted again.
-    pub fn text(&mut self) -> &str {
+    /// previous call are formatted again. Every name in it went in escaped
+    /// ([`crate::text::printable`]), so it is printed as it is.
+    pub fn text(&mut self) -> Escaped<'_> {
         self.printed.print(&self.frame, &self.changed);
         // Printed now: the next call formats only what the next build changes.
         self.changed.iter_mut().for_each(|c| *c = false);
-        &self.printed.out
+        Escaped::new(&self.printed.out)
     }
 
     /// Parents and children by index, made again only when the functions or their parents
