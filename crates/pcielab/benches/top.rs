@@ -49,7 +49,7 @@ fn refresh(c: &mut Criterion) {
                 t_ns += 1_000_000_000;
                 let frame = frames.build(&view, &first, &prev, &latest, SystemTime::now());
                 assert_eq!(frame.rows.len(), FUNCTIONS);
-                black_box(frames.text().as_str().len())
+                black_box(frames.text().len())
             })
         });
     }

@@ -122,9 +122,13 @@ impl<'a> Escaped<'a> {
         );
         Escaped(text)
     }
+}
 
-    /// The text, as printed.
-    pub fn as_str(self) -> &'a str {
+/// The text, as printed.
+impl std::ops::Deref for Escaped<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
         self.0
     }
 }

@@ -37,7 +37,7 @@ impl Terminal {
     /// Text the library made with its inputs escaped already (a `top -b` frame), on standard
     /// output as it is: a megabyte-sized frame is not scanned again at every refresh.
     pub fn escaped(&mut self, text: Escaped) -> Result<()> {
-        write_stdout(text.as_str().as_bytes())
+        write_stdout(text.as_bytes())
     }
 
     /// A JSON document on standard output, as it is.

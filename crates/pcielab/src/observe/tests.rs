@@ -344,7 +344,7 @@ fn samples_and_frames_written_over_match_those_made_afresh() {
         );
         // Every third frame is built and not printed, as while paused.
         if step % 3 != 0 {
-            assert_eq!(frames.text().as_str(), afresh.text(), "step {step}");
+            assert_eq!(&*frames.text(), afresh.text(), "step {step}");
         }
     }
     assert!(unplugged);

@@ -335,7 +335,8 @@ impl Frames {
     }
 
     /// The latest frame built.
-    pub fn frame(&self) -> &TopFrame {
+    #[cfg(test)]
+    pub(crate) fn frame(&self) -> &TopFrame {
         &self.frame
     }
 

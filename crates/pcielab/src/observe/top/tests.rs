@@ -117,7 +117,7 @@ fn kept_frames_match_frames_built_afresh() {
         assert_eq!(frames.build(view, &first, &prev, &latest, now), &afresh);
         // Every third frame is built and not printed, as while paused.
         if step % 3 != 0 {
-            assert_eq!(frames.text().as_str(), afresh.text(), "step {step}");
+            assert_eq!(&*frames.text(), afresh.text(), "step {step}");
         }
         busy_rows += afresh
             .rows
