@@ -596,10 +596,10 @@ fn sigterm_restores_the_terminal_and_ends_with_the_signals_status() {
     exited_with_the_terminal_restored(&tmux, 143);
 }
 
-#[test]
-fn a_snapshot_shows_links_without_traffic() {
-    let dir = tempfile::tempdir().unwrap();
-    let snap = dir.path().join("snap");
+/// The QEMU seed machine's sysfs exported as `dir`/`name` (8 functions), for `--machine
+/// snapshot:`.
+fn qemu_seed_snapshot(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let snap = dir.join(name);
     stdout_of(pcielab(&[
         "topo",
         "--machine",
@@ -607,6 +607,13 @@ fn a_snapshot_shows_links_without_traffic() {
         "--sysfs-export",
         snap.to_str().unwrap(),
     ]));
+    snap
+}
+
+#[test]
+fn a_snapshot_shows_links_without_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = qemu_seed_snapshot(dir.path(), "snap");
     let machine = format!("snapshot:{}", snap.display());
     let text = stdout_of(pcielab(&[
         "top",
@@ -648,14 +655,7 @@ fn a_snapshot_shows_links_without_traffic() {
 #[test]
 fn names_with_escape_sequences_are_shown_not_obeyed() {
     let dir = tempfile::tempdir().unwrap();
-    let snap = dir.path().join("snap\u{1b}[31m");
-    stdout_of(pcielab(&[
-        "topo",
-        "--machine",
-        "sim:qemu-seed",
-        "--sysfs-export",
-        snap.to_str().unwrap(),
-    ]));
+    let snap = qemu_seed_snapshot(dir.path(), "snap\u{1b}[31m");
     std::fs::write(
         snap.join("devices/0000:00:04.0/label"),
         "slot\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}1m\n",
