@@ -22,7 +22,7 @@ pub(crate) mod flow;
 mod journal;
 mod kernel_file;
 
-pub use journal::{JournalEntry, UndoJournal, JOURNAL_SCHEMA};
+pub(crate) use journal::{JournalEntry, UndoJournal, JOURNAL_SCHEMA};
 use kernel_file::{canonical_root, quoted_path, KernelFile};
 
 /// One write made (or, with `--dry-run`, shown).

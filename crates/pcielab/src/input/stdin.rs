@@ -10,10 +10,10 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 /// The environment variable that sets the idle timeout, in seconds.
-pub const STDIN_IDLE_ENV: &str = "PCIELAB_STDIN_IDLE_S";
+pub(crate) const STDIN_IDLE_ENV: &str = "PCIELAB_STDIN_IDLE_S";
 
 /// How long standard input may stay silent (no byte, not closed) before the read gives up.
-pub const DEFAULT_STDIN_IDLE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_STDIN_IDLE: Duration = Duration::from_secs(30);
 
 /// All of standard input, `what` naming it in messages, refusing more than `max_bytes` and an
 /// input silent for `idle`.

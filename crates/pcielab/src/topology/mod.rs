@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use crate::model::path::{path_ceiling, PathCeiling};
 use crate::model::transfer::LinkParams;
-pub use crate::pcie::features::AspmLatency;
+pub(crate) use crate::pcie::features::AspmLatency;
 pub use crate::pcie::link::Link;
 use crate::pcie::Bdf;
 pub use lspci_source::LspciRead;
