@@ -24,7 +24,7 @@ pub(crate) mod yaml;
 
 pub(crate) use output::write_new_file;
 pub use output::{output_dir, output_target, write_output, write_stdout, OutputTarget};
-pub use stdin::read_stdin;
+pub(crate) use stdin::read_stdin;
 pub(crate) use stdin::readable_within;
 pub(crate) use stdin::{DEFAULT_STDIN_IDLE, STDIN_IDLE_ENV};
 

@@ -15,5 +15,6 @@ pub use groups::{group_verdicts, groups, Group, GroupVerdict};
 pub(crate) use report::group_cells;
 pub use report::{to_text, Report};
 pub(crate) use rules::has_acs_redirect;
-pub use rules::{matrix, verdict, Cpu, Verdict};
+pub(crate) use rules::verdict;
+pub use rules::{matrix, Cpu, Verdict};
 pub(crate) use rules::{MapType, Reason};

@@ -181,7 +181,12 @@ pub(super) const HOST_BRIDGE_WHITELIST: [(u16, u16, bool); 10] = [
 
 /// The kernel's verdict for `client` doing DMA to memory of `provider`. `None` if either
 /// address is not in the topology.
-pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Option<Verdict> {
+pub(crate) fn verdict(
+    topology: &Topology,
+    provider: Bdf,
+    client: Bdf,
+    cpu: Cpu,
+) -> Option<Verdict> {
     topology.get(provider)?;
     topology.get(client)?;
     Some(verdict_on_paths(
