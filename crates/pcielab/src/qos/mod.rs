@@ -16,6 +16,8 @@ pub mod schemata;
 pub(crate) mod sim;
 pub mod view;
 pub mod workload;
+#[cfg(test)]
+mod tests;
 
 pub use engine::Step;
 pub use host::{HostResctrl, Write};
