@@ -58,7 +58,7 @@ impl CpuSet {
     }
 
     /// The `cpus_list` form.
-    pub fn to_list(&self) -> String {
+    pub(crate) fn to_list(&self) -> String {
         let mut out = Vec::new();
         let mut iter = self.0.iter().copied().peekable();
         while let Some(start) = iter.next() {

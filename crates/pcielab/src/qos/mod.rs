@@ -14,13 +14,12 @@ pub(crate) mod resctrl;
 pub mod scenario;
 pub mod schemata;
 pub(crate) mod sim;
-pub mod view;
-pub mod workload;
 #[cfg(test)]
 mod tests;
+pub mod view;
+pub mod workload;
 
-pub use engine::Step;
-pub use host::{HostResctrl, Write};
+pub use host::HostResctrl;
 pub use info::{CacheResource, Info, KernelRules, MbResource, MonResource};
 pub use monitor::monitor;
 pub use presets::{Preset, MPAM_SEED, PRESETS, RDT_XEON8163};

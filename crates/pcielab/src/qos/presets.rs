@@ -147,7 +147,7 @@ impl Preset {
     }
 
     /// CPUs in all.
-    pub fn nr_cpus(&self) -> u32 {
+    pub(crate) fn nr_cpus(&self) -> u32 {
         self.nodes * self.cpus_per_node
     }
 

@@ -40,7 +40,7 @@ pub struct GroupRef {
 
 impl GroupRef {
     /// The root control group.
-    pub fn root() -> GroupRef {
+    pub(crate) fn root() -> GroupRef {
         GroupRef {
             ctrl: String::new(),
             mon: None,
@@ -142,7 +142,7 @@ pub struct CtrlGroup {
 
 impl CtrlGroup {
     /// Every task whose CLOSID is this group's (its own and its monitor groups').
-    pub fn all_tasks(&self) -> BTreeSet<u32> {
+    pub(crate) fn all_tasks(&self) -> BTreeSet<u32> {
         let mut all = self.tasks.clone();
         for m in &self.mon_groups {
             all.extend(&m.tasks);
@@ -201,7 +201,7 @@ impl Resctrl {
     }
 
     /// The same state with `last_cmd_status` cleared: what "the machine is unchanged" compares.
-    pub fn without_status(&self) -> Resctrl {
+    pub(crate) fn without_status(&self) -> Resctrl {
         Resctrl {
             last_cmd_status: String::new(),
             ..self.clone()
@@ -209,7 +209,7 @@ impl Resctrl {
     }
 
     /// Every task known to the mount.
-    pub fn all_tasks(&self) -> BTreeSet<u32> {
+    pub(crate) fn all_tasks(&self) -> BTreeSet<u32> {
         self.groups.iter().flat_map(|g| g.all_tasks()).collect()
     }
 
@@ -348,7 +348,7 @@ impl Resctrl {
 
     /// `rmdir`: a control group's tasks and CPUs go back to the root; a monitor group's go back
     /// to its parent.
-    pub fn rmdir(&mut self, group: &GroupRef) -> Outcome {
+    pub(crate) fn rmdir(&mut self, group: &GroupRef) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             match &group.mon {
@@ -546,7 +546,7 @@ impl Resctrl {
     /// A write to `cpus_list`. CPUs given to a control group leave every other control group;
     /// CPUs it drops return to the root (the root cannot drop any). A monitor group may only
     /// take CPUs of its parent.
-    pub fn write_cpus(&mut self, group: &GroupRef, cpus: &CpuSet) -> Outcome {
+    pub(crate) fn write_cpus(&mut self, group: &GroupRef, cpus: &CpuSet) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             if !cpus.is_subset(&rs.online_cpus) {
@@ -657,7 +657,7 @@ impl Resctrl {
 
     /// `info/<RES>/bit_usage` for a cache resource: per domain, per bit from the top, `0` unused,
     /// `H` hardware only, `X` hardware and software, `S` shared by groups, `E` exclusive.
-    pub fn bit_usage(&self, resource: &str) -> Option<String> {
+    pub(crate) fn bit_usage(&self, resource: &str) -> Option<String> {
         let res = self.info.cache(resource)?;
         let doms: Vec<String> = res
             .domains

@@ -143,7 +143,7 @@ impl Schemata {
 
     /// Format as a read of the file shows it: names right-aligned to the widest, values
     /// unpadded (`%x` for masks, `%u` for MB), one line per resource.
-    pub fn format(&self) -> String {
+    pub(crate) fn format(&self) -> String {
         let width = self
             .lines
             .iter()

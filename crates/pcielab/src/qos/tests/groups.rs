@@ -73,8 +73,7 @@ fn mpam_has_two_monitors_per_partid_and_x86_a_global_pool() {
 fn new_groups_get_shareable_and_unused_bits_or_no_space() {
     let mut info = RDT_XEON8163.info(false);
     info.caches[0].min_cbm_bits = 2;
-    let mut rs =
-        crate::qos::Resctrl::mount(info, crate::linux::CpuSet::range(0, 3), [1].into());
+    let mut rs = crate::qos::Resctrl::mount(info, crate::linux::CpuSet::range(0, 3), [1].into());
     rs.mkdir(&g("p1")).unwrap();
     assert_eq!(rs.group("p1").unwrap().schemata.get("L3", 0), Some(0x7ff));
     rs.write_schemata(&g("/"), "L3:0=3;1=3\n").unwrap();
