@@ -4,10 +4,10 @@
 use crate::model::transfer::{
     read, read_at, write, write_at, CompletionSize, LinkParams, Overheads,
 };
-use crate::pcie::raw_mbps;
+use crate::pcie::flit::{FLIT_BYTES, FLIT_TLP_BYTES};
+use crate::pcie::link::raw_mbps;
 use crate::pcie::Generation;
 use crate::pcie::TlpFormat;
-use crate::pcie::{FLIT_BYTES, FLIT_TLP_BYTES};
 use proptest::prelude::*;
 
 fn any_link() -> impl Strategy<Value = LinkParams> {

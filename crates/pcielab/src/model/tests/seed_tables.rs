@@ -2,9 +2,9 @@
 //! the kernel's integer link speeds, reproduced from the model as data-driven checks.
 
 use crate::model::transfer::{write, LinkParams, Overheads};
+use crate::pcie::link::{kernel_link_mbit, raw_mbps};
 use crate::pcie::Generation;
 use crate::pcie::TlpFormat;
-use crate::pcie::{kernel_link_mbit, raw_mbps};
 
 fn within_0_1_percent(got: f64, want: f64) -> bool {
     ((got - want) / want).abs() <= 0.001
