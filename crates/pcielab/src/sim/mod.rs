@@ -11,6 +11,8 @@ mod emission;
 pub(crate) mod engine;
 pub mod fio;
 pub(crate) mod stat;
+#[cfg(test)]
+mod tests;
 pub(crate) mod tlp;
 pub mod workload;
 

@@ -13,6 +13,3 @@ mod layering;
 mod observe_host_pmu;
 mod pmu_driver_catalog;
 mod qos_groups;
-mod sim_invariants;
-mod sim_scenarios;
-mod sim_seed;
