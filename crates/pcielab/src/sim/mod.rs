@@ -19,7 +19,6 @@ pub mod workload;
 pub use config::SimConfig;
 pub use counters::SimBackend;
 pub use device::{Ahci, Device, Nic, Nvme};
-pub use tlp::Tally;
 
 use std::collections::BTreeMap;
 
@@ -133,7 +132,7 @@ impl SimulatedPcie {
     }
 
     /// The root port above `device` (itself if it is one).
-    pub fn root_port(&self, device: Bdf) -> Option<Bdf> {
+    pub(crate) fn root_port(&self, device: Bdf) -> Option<Bdf> {
         self.topology
             .path_to_root(device)
             .iter()
@@ -174,7 +173,7 @@ impl SimulatedPcie {
     /// How TLPs between `device` and its root port are sized and framed: MPS is the smallest
     /// programmed on the path, MRRS the device's, speed and width the root port link's;
     /// 64-bit DMA addresses, completions in MPS-sized pieces.
-    pub fn link_params(&self, device: Bdf) -> LinkParams {
+    pub(crate) fn link_params(&self, device: Bdf) -> LinkParams {
         let path = self.topology.path_to_root(device);
         let mps = path
             .iter()

@@ -285,7 +285,7 @@ pub enum Summary {
 
 impl Summary {
     /// The workload's own output, as the real tool would print it.
-    pub fn render(&self, workload: &Workload) -> String {
+    pub(crate) fn render(&self, workload: &Workload) -> String {
         match (self, workload) {
             (Summary::Fio { groups }, Workload::Fio(set)) => set
                 .groups()
