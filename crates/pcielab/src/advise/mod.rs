@@ -19,7 +19,6 @@ mod system;
 
 pub use corpus::{run_corpus, CorpusReport};
 
-pub use facts::SystemFacts;
 pub use finding::*;
 
 use crate::error::Result;

@@ -135,7 +135,7 @@ impl fmt::Display for MachineSelector {
 impl MachineSelector {
     /// A topology spec named the way `sim:` takes it: a `.toml` file or a path is a file, any
     /// other word a built-in preset.
-    pub fn spec(target: &str) -> MachineSelector {
+    pub(crate) fn spec(target: &str) -> MachineSelector {
         if target.ends_with(".toml") || target.contains('/') {
             MachineSelector::SimFile {
                 path: PathBuf::from(target),

@@ -99,7 +99,7 @@ impl Aspm {
     pub const SPELLINGS: [&'static str; 4] = ["none", "l0s", "l1", "l0s+l1"];
 
     /// Whether either state is on (or supported).
-    pub fn any(self) -> bool {
+    pub(crate) fn any(self) -> bool {
         self.l0s || self.l1
     }
 
