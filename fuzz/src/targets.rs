@@ -18,7 +18,6 @@ use pcielab::qos::{GroupRef, Resctrl};
 use pcielab::qos::{SimState, SimulatedResctrl};
 use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
 use pcielab::report::Document;
-use pcielab::sim::fio::{parse_command_line, parse_job_file};
 use pcielab::topology::config_space::decode;
 use pcielab::topology::parse_spec;
 use pcielab::topology::render::{to_dot, to_json, to_tree};
@@ -101,8 +100,11 @@ pub fn event_list(data: &[u8]) {
 /// An fio command line, one argument per line.
 pub fn fio_cmdline(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let args: Vec<&str> = text.split('\n').collect();
-    let _ = parse_command_line(&args, |_| {
+    let argv: Vec<String> = std::iter::once("fio")
+        .chain(text.split('\n'))
+        .map(str::to_string)
+        .collect();
+    let _ = pcielab::sim::workload::parse(&argv, |_| {
         Err(pcielab::Error::bad_input("no job files while fuzzing"))
     });
 }
@@ -110,7 +112,9 @@ pub fn fio_cmdline(data: &[u8]) {
 /// An fio job file.
 pub fn fio_jobfile(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let _ = parse_job_file(text, "fuzz.fio");
+    // As `fio fuzz.fio` reads it: the job file named on the command line.
+    let argv = ["fio".to_string(), "fuzz.fio".to_string()];
+    let _ = pcielab::sim::workload::parse(&argv, |_| Ok(text.to_string()));
 }
 
 /// A schemata write (and the same text as a kernel's read), on both simulated machines.

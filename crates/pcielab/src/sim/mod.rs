@@ -9,7 +9,7 @@ pub(crate) mod counters;
 pub(crate) mod device;
 mod emission;
 pub(crate) mod engine;
-pub mod fio;
+pub(crate) mod fio;
 pub(crate) mod stat;
 #[cfg(test)]
 mod tests;
@@ -19,6 +19,7 @@ pub mod workload;
 pub use config::SimConfig;
 pub use counters::SimBackend;
 pub use device::{Ahci, Device, Nic, Nvme};
+pub use fio::{DirectionStats, GroupStats, JobSet};
 
 use std::collections::BTreeMap;
 
@@ -35,7 +36,6 @@ use crate::topology::{Aspm, Kind as FnKind, Topology};
 use device::BlockDevice;
 use emission::Emission;
 use engine::{Demand, FlowSpec, Progress};
-use fio::{DirectionStats, GroupStats};
 use tlp::{Bundle, Dir};
 use workload::{DmaDirection, DmaRow, DmaTest, NetRow, NetTest, Summary, Workload};
 

@@ -5,8 +5,8 @@
 use super::{open_preset, preset_text, spec_file};
 use crate::pcie::Bdf;
 use crate::pmu::{EventDef, Family};
-use crate::sim::fio::DirectionStats;
 use crate::sim::workload::{self, Summary};
+use crate::sim::DirectionStats;
 use crate::sim::{SimRun, SimulatedPcie};
 use proptest::prelude::*;
 

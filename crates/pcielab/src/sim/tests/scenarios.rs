@@ -5,8 +5,8 @@
 use super::{open_preset, preset_names, spec_file};
 use crate::model::platform::P;
 use crate::pmu::Family;
-use crate::sim::fio::DirectionStats;
 use crate::sim::workload::{self, DmaDirection, Summary};
+use crate::sim::DirectionStats;
 use crate::sim::{SimRun, SimulatedPcie};
 
 /// An RK3588 root complex (Gen3 x4) with a second RK3588 as a standard endpoint whose DMA

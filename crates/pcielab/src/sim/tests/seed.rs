@@ -5,8 +5,8 @@
 use super::open_preset;
 use crate::pmu::session::{CountOptions, CounterBackend, Reading};
 use crate::pmu::{resolve, EventSpec};
-use crate::sim::fio::DirectionStats;
 use crate::sim::workload::{self, Summary};
+use crate::sim::DirectionStats;
 use crate::sim::SimBackend;
 use crate::sim::{SimRun, SimulatedPcie};
 
