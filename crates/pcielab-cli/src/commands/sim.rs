@@ -145,6 +145,6 @@ impl Document for ScenarioRun {
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        plot::scenario::svg(&self.outcome).map(Some)
+        plot::svg(plot::Picture::Scenario(&self.outcome)).map(Some)
     }
 }

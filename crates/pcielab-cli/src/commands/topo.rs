@@ -134,7 +134,7 @@ impl Document for Tree {
 
     fn svg(&self) -> Result<Option<String>> {
         let topology = render::to_json(self.machine.spec()?, self.model.as_ref());
-        plot::topology::svg(&topology).map(Some)
+        plot::svg(plot::Picture::Topology(&topology)).map(Some)
     }
 }
 
@@ -155,6 +155,6 @@ impl Document for P2pVerdicts {
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        plot::topology::p2p_svg(&self.0).map(Some)
+        plot::svg(plot::Picture::P2p(&self.0)).map(Some)
     }
 }
