@@ -7,14 +7,14 @@
 use pcielab::linux::CpuSet;
 use pcielab::machine::MachineSelector;
 use pcielab::qos::apply::{check, parse_desired, plan};
-use pcielab::qos::backend::QosBackend;
+use pcielab::qos::backend::{Op, QosBackend};
 use pcielab::qos::scenario::Scenario;
-use pcielab::qos::schemata::{parse_write, Schemata};
+use pcielab::qos::schemata::Schemata;
 use pcielab::qos::view;
 use pcielab::qos::workload;
+use pcielab::qos::GroupRef;
 use pcielab::qos::HostResctrl;
 use pcielab::qos::KernelRules;
-use pcielab::qos::{GroupRef, Resctrl};
 use pcielab::qos::{SimState, SimulatedResctrl};
 use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
 use pcielab::report::Document;
@@ -120,15 +120,29 @@ pub fn fio_jobfile(data: &[u8]) {
 /// A schemata write (and the same text as a kernel's read), on both simulated machines.
 pub fn schemata(data: &[u8]) {
     let Some(text) = text(data) else { return };
+    // As `qos set` and `qos assign` write it: into a new group's files on the simulated kernel.
+    let group = || "p1".to_string();
     for preset in [&MPAM_SEED, &RDT_XEON8163] {
         for cdp in [false, true] {
-            let info = preset.info(cdp);
-            let _ = parse_write(text, &info, &|_, _, _| None);
-            let mut rs = Resctrl::mount(info, CpuSet::range(0, 3), [1].into());
-            let _ = rs.mkdir(&GroupRef::ctrl("p1"));
-            let _ = rs.write_schemata(&GroupRef::ctrl("p1"), text);
-            let _ = rs.write_tasks(&GroupRef::ctrl("p1"), text);
-            let _ = rs.write_mode(&GroupRef::ctrl("p1"), text);
+            let mut machine = SimulatedResctrl::boot(preset, cdp);
+            let _ = machine.perform(&Op::Mkdir { group: group() });
+            for op in [
+                Op::Schemata {
+                    group: group(),
+                    text: text.into(),
+                },
+                Op::Tasks {
+                    group: group(),
+                    text: text.into(),
+                },
+                Op::Mode {
+                    group: group(),
+                    mode: text.into(),
+                },
+            ] {
+                let _ = op.describe();
+                let _ = machine.perform(&op);
+            }
         }
     }
     let _ = Schemata::parse_read(text);

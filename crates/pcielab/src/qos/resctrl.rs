@@ -413,7 +413,7 @@ impl Resctrl {
 
     /// A write to a control group's `schemata`; `text` is sent as written (it must end with a
     /// newline, as the kernel requires).
-    pub fn write_schemata(&mut self, group: &GroupRef, text: &str) -> Outcome {
+    pub(crate) fn write_schemata(&mut self, group: &GroupRef, text: &str) -> Outcome {
         self.run(|rs| {
             if group.mon.is_some() {
                 return Err(Rejection::silent(
@@ -441,7 +441,7 @@ impl Resctrl {
     }
 
     /// A write to `mode`.
-    pub fn write_mode(&mut self, group: &GroupRef, text: &str) -> Outcome {
+    pub(crate) fn write_mode(&mut self, group: &GroupRef, text: &str) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             if group.mon.is_some() {
@@ -479,7 +479,7 @@ impl Resctrl {
 
     /// A write to `tasks`: comma-separated pids, moved one by one; on a failure the pids before
     /// it stay moved, as in the kernel.
-    pub fn write_tasks(&mut self, group: &GroupRef, text: &str) -> Outcome {
+    pub(crate) fn write_tasks(&mut self, group: &GroupRef, text: &str) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             if let Some(m) = &group.mon {

@@ -280,7 +280,7 @@ pub(crate) type OverlapCheck<'a> = dyn Fn(&str, u32, u64) -> Option<String> + 'a
 /// Parse a write to `schemata` exactly as `rdtgroup_schemata_write` does: the text must end
 /// with a newline, every line is parsed and checked in order, and the first failure rejects the
 /// whole write (nothing is applied). Returns the staged lines, values already rounded.
-pub fn parse_write(
+pub(crate) fn parse_write(
     text: &str,
     info: &Info,
     overlap: &OverlapCheck<'_>,
