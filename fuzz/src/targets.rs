@@ -7,14 +7,13 @@
 use pcielab::linux::CpuSet;
 use pcielab::machine::MachineSelector;
 use pcielab::qos::apply::{check, parse_desired, plan};
-use pcielab::qos::backend::{Op, QosBackend};
 use pcielab::qos::scenario::Scenario;
-use pcielab::qos::schemata::Schemata;
-use pcielab::qos::view;
 use pcielab::qos::workload;
 use pcielab::qos::GroupRef;
 use pcielab::qos::HostResctrl;
 use pcielab::qos::KernelRules;
+use pcielab::qos::Schemata;
+use pcielab::qos::{Op, QosBackend};
 use pcielab::qos::{SimState, SimulatedResctrl};
 use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
 use pcielab::report::Document;
@@ -177,7 +176,7 @@ pub fn resctrl_tree(data: &[u8]) {
     }
     let mut host = HostResctrl::new(dir.path().to_path_buf()).with_proc(dir.path().join("proc"));
     if let Ok(rs) = host.read() {
-        let _ = view::show("fuzz", &rs).text();
+        let _ = pcielab::qos::show("fuzz", &rs).text();
     }
     let _ = host.mon_data();
 }
@@ -222,11 +221,11 @@ pub fn result_json(data: &[u8]) {
         return;
     };
     let _ = pcielab::report::svg_of(&document, "fuzz.json");
-    let result = pcielab::report::html::ResultFile {
+    let result = pcielab::report::ResultFile {
         origin: "fuzz.json".into(),
         document,
     };
-    let _ = pcielab::report::html::page(None, &[result]);
+    let _ = pcielab::report::page(None, &[result]);
 }
 
 /// A simulated machine's `--state` file, then what `qos show` and `qos monitor` do with it.
@@ -237,7 +236,7 @@ pub fn state_file(data: &[u8]) {
             let mut machine = SimulatedResctrl::boot(preset, false);
             machine.state = state;
             if let Ok(rs) = machine.read() {
-                let _ = view::show("fuzz", &rs).text();
+                let _ = pcielab::qos::show("fuzz", &rs).text();
             }
             let _ = machine.mon_data();
             let _ = machine.spawn("bw_mem 1M rd");

@@ -10,10 +10,10 @@ use super::number_in;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::qos::apply;
-use pcielab::qos::backend::{QosBackend, QosOptions};
 use pcielab::qos::monitor;
-use pcielab::qos::request::{self, Request};
-use pcielab::qos::view::{self, MonitorDocument, ShowView};
+use pcielab::qos::Request;
+use pcielab::qos::{monitor_text, show, MonitorDocument, ShowView};
+use pcielab::qos::{QosBackend, QosOptions};
 use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:
@@ -168,9 +168,9 @@ struct GroupSettings {
     mode: Option<String>,
 }
 
-impl From<GroupSettings> for request::GroupSettings {
+impl From<GroupSettings> for pcielab::qos::GroupSettings {
     fn from(s: GroupSettings) -> Self {
-        request::GroupSettings {
+        pcielab::qos::GroupSettings {
             schemata: s.schemata,
             mode: s.mode,
         }
@@ -234,7 +234,7 @@ impl Document for MonitorDocument {
 
     fn write_text(&self, out: &mut Terminal) -> Result<()> {
         for rows in &self.intervals {
-            out.text(&view::monitor_text(rows))?;
+            out.text(&monitor_text(rows))?;
         }
         Ok(())
     }
@@ -246,7 +246,7 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
     match args.command {
         QosCommand::Show { machine, json } => {
             let mut b = open(&machine, false)?;
-            let shown = view::show(&b.name(), &b.read()?);
+            let shown = show(&b.name(), &b.read()?);
             Ok(Output::new(shown, Form::json_if(json)))
         }
         QosCommand::Create {
@@ -294,7 +294,7 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
                 Duration::from_millis(interval_ms),
                 count,
                 |rows| match form {
-                    Form::Text => out.text(&view::monitor_text(&rows)),
+                    Form::Text => out.text(&monitor_text(&rows)),
                     Form::Json => {
                         intervals.push(rows);
                         Ok(())

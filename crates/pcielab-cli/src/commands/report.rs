@@ -1,6 +1,6 @@
 //! `pcielab report`: one self-contained HTML page about a machine (topology diagram, PMUs) and
 //! the JSON results given with `--from`, each drawn and tabled. Wiring only; the page is
-//! `pcielab::report::html`, the pictures `pcielab::plot`.
+//! `pcielab::report::page`, the pictures `pcielab::plot`.
 
 use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
@@ -9,8 +9,8 @@ use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
-use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::report::Document;
+use pcielab::report::{page, MachineFacts, ResultFile};
 use pcielab::topology::render;
 use pcielab::Result;
 

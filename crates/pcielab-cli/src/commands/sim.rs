@@ -9,8 +9,8 @@ use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::presets::catalog;
 use pcielab::plot;
-use pcielab::qos::backend::QosBackend;
 use pcielab::qos::scenario::{Outcome, Scenario};
+use pcielab::qos::QosBackend;
 use pcielab::qos::SimulatedResctrl;
 use pcielab::Result;
 

@@ -2,26 +2,30 @@
 //! groups ([`resctrl`], [`schemata`]), and backends for a host mount and a simulated machine.
 
 pub mod apply;
-pub mod backend;
+pub(crate) mod backend;
 pub mod cache;
 pub(crate) mod engine;
 pub(crate) mod host;
 pub(crate) mod info;
 pub(crate) mod monitor;
 pub(crate) mod presets;
-pub mod request;
+pub(crate) mod request;
 pub(crate) mod resctrl;
 pub mod scenario;
-pub mod schemata;
+pub(crate) mod schemata;
 pub(crate) mod sim;
 #[cfg(test)]
 mod tests;
-pub mod view;
+pub(crate) mod view;
 pub mod workload;
 
+pub use backend::{MonReading, Op, QosBackend, QosOptions};
 pub use host::HostResctrl;
 pub use info::{CacheResource, Info, KernelRules, MbResource, MonResource};
 pub use monitor::monitor;
 pub use presets::{Preset, MPAM_SEED, PRESETS, RDT_XEON8163};
+pub use request::{GroupSettings, Request};
 pub use resctrl::{CtrlGroup, GroupRef, MonGroup, Resctrl};
+pub use schemata::{Errno, Rejection, SchemaLine, Schemata};
 pub use sim::{MonCounter, SimState, SimulatedResctrl};
+pub use view::{monitor_text, show, MonitorDocument, MonitorRow, ShowView};

@@ -3,7 +3,7 @@
 //! `qos::tests::groups`.
 
 use pcielab::machine::{Machine, MachineSelector};
-use pcielab::qos::backend::{Op, QosBackend};
+use pcielab::qos::{Op, QosBackend};
 
 #[test]
 fn state_file_carries_the_machine_between_invocations() {
