@@ -11,5 +11,4 @@ mod lab_boot;
 mod lab_p2pcopy;
 mod layering;
 mod observe_host_pmu;
-mod pmu_driver_catalog;
 mod qos_groups;
