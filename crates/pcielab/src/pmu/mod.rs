@@ -19,11 +19,12 @@ pub(crate) mod session;
 pub(crate) mod stat;
 pub(crate) mod sysfs;
 
-pub use catalog::{DriverFiles, EventDef, Family, Group};
+pub(crate) use catalog::Group;
+pub use catalog::{DriverFiles, EventDef, Family};
 pub use counters::{Counters, PmuListDocument, PmuListing, StatDone, StatEnd, StatRequest};
 pub use event::{EventAttr, EventContext};
 pub use hostlist::{HostListDocument, HostListing};
-pub use kernel::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
+pub use kernel::KernelVersion;
 pub use list::CatalogListDocument;
 #[cfg(any(test, feature = "test-oracles"))]
 pub use session::emulate_stepwise;

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use crate::pmu::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
+use crate::pmu::kernel::{dwc_lane_counter_per_event, dwc_vendors};
+use crate::pmu::KernelVersion;
 use crate::pmu::{Family, Group};
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
