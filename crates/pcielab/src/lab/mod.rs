@@ -28,27 +28,4 @@ pub fn load_spec(spec: &str) -> Result<MachineSpec> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spec_is_a_preset_or_a_file_and_errors_name_the_phase() {
-        let seed = load_spec("qemu-seed").unwrap();
-        assert!(!seed.topology.functions().is_empty());
-        let unknown = load_spec("no-such-preset").unwrap_err();
-        assert_eq!(unknown.exit_code(), 2);
-        assert!(
-            unknown
-                .to_string()
-                .starts_with("lab phase 'prepare': unknown preset 'sim:no-such-preset'"),
-            "{unknown}"
-        );
-        let missing = load_spec("/nonexistent/board.toml").unwrap_err();
-        assert!(
-            missing.to_string().starts_with(
-                "lab phase 'prepare': spec file /nonexistent/board.toml: No such file"
-            ),
-            "{missing}"
-        );
-    }
-}
+mod tests;

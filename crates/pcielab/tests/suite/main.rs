@@ -3,12 +3,8 @@
 //! `spec_memory` and `lspci_memory` stay separate: each installs a counting global allocator.
 
 mod calibration;
-mod common;
 mod fit_properties;
 mod fuzz_regressions;
-mod lab_argv;
-mod lab_boot;
-mod lab_p2pcopy;
 mod layering;
 mod observe_host_pmu;
 mod qos_groups;
