@@ -584,7 +584,7 @@ impl Topology {
     }
 
     /// Every function, to change in place (the tree's shape stays).
-    pub fn functions_mut(&mut self) -> &mut [Function] {
+    pub(crate) fn functions_mut(&mut self) -> &mut [Function] {
         &mut self.functions
     }
 
