@@ -19,7 +19,7 @@ use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
 use pcielab::report::Document;
 use pcielab::topology::config_space::decode;
 use pcielab::topology::parse_spec;
-use pcielab::topology::render::{to_dot, to_json, to_tree};
+use pcielab::topology::{to_dot, to_json, to_tree};
 
 /// A target's body: the fuzzer's bytes in, nothing out (a panic is the failure).
 pub type Body = fn(&[u8]);
@@ -64,7 +64,7 @@ pub fn spec_toml(data: &[u8]) {
     let _ = to_tree(&spec, model.as_ref());
     let _ = to_dot(&spec);
     let _ = to_json(&spec, model.as_ref());
-    let _ = pcielab::topology::check::warnings(&spec.topology);
+    let _ = pcielab::topology::warnings(&spec.topology);
     let _ = pcielab::lab::argv::plan(&spec.topology, &Default::default());
     let _ = pcielab::topology::p2p::matrix(&spec.topology, pcielab::topology::p2p::Cpu::Other);
     for f in spec.topology.functions() {
@@ -399,7 +399,7 @@ pub fn lspci_listing(data: &[u8]) {
     let Ok(read) = pcielab::topology::read_lspci("fuzz.txt", &text) else {
         return;
     };
-    let _ = pcielab::topology::check::warnings(&read.topology);
+    let _ = pcielab::topology::warnings(&read.topology);
     let spec = pcielab::topology::MachineSpec {
         name: "fuzz".into(),
         description: String::new(),

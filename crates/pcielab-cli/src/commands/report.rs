@@ -11,7 +11,7 @@ use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
 use pcielab::report::Document;
 use pcielab::report::{page, MachineFacts, ResultFile};
-use pcielab::topology::render;
+use pcielab::topology::to_json;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<Output> {
             topology: {
                 let spec = machine.spec()?;
                 let model = spec.platform_model()?;
-                render::to_json(spec, model.as_ref())
+                to_json(spec, model.as_ref())
             },
             pmus: machine.counters()?.pcie_pmus()?,
             advice: advise(

@@ -3,7 +3,7 @@
 //! [`Topology`]; writers (tree text, JSON, DOT, sysfs export) and the model, simulator and lab
 //! consume it. This module owns the data model and tree navigation only.
 
-pub mod check;
+pub(crate) mod check;
 pub mod config_space;
 pub(crate) mod export;
 pub mod generate;
@@ -15,14 +15,16 @@ pub(crate) mod lspci_text;
 pub mod p2p;
 pub(crate) mod pciids;
 pub(crate) mod readplan;
-pub mod render;
+pub(crate) mod render;
 pub(crate) mod spec;
 pub(crate) mod sysfs;
 
+pub use check::warnings;
 pub use export::export_sysfs;
 pub use health::{read_link_health, LinkHealth};
 pub use lspci::read_lspci;
 pub use pciids::name_functions;
+pub use render::{to_dot, to_json, to_tree, write_json, TopologyJson};
 pub use spec::{parse_spec, MachineSpec};
 pub use sysfs::read_sysfs;
 
