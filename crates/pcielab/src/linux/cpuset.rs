@@ -15,7 +15,7 @@ pub(crate) const MAX_CPUS: u32 = 8192;
 
 impl CpuSet {
     /// The CPUs `first` to `last`, both included.
-    pub fn range(first: u32, last: u32) -> CpuSet {
+    pub(crate) fn range(first: u32, last: u32) -> CpuSet {
         CpuSet((first..=last).collect())
     }
 

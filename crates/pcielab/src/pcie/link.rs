@@ -141,7 +141,7 @@ pub struct Link {
 impl Link {
     /// A link whose capability (LnkCap) and trained state (LnkSta) are both known, each given as
     /// (speed, width).
-    pub const fn trained(max: (Generation, u8), current: (Generation, u8)) -> Link {
+    pub(crate) const fn trained(max: (Generation, u8), current: (Generation, u8)) -> Link {
         Link {
             max_speed: Some(max.0),
             max_width: Some(max.1),

@@ -26,6 +26,6 @@ pub use monitor::monitor;
 pub use presets::{Preset, MPAM_SEED, PRESETS, RDT_XEON8163};
 pub use request::{GroupSettings, Request};
 pub use resctrl::{CtrlGroup, GroupRef, MonGroup, Resctrl};
-pub use schemata::{Errno, Rejection, SchemaLine, Schemata};
+pub use schemata::Schemata;
 pub use sim::{MonCounter, SimState, SimulatedResctrl};
 pub use view::{monitor_text, show, MonitorDocument, MonitorRow, ShowView};

@@ -48,7 +48,7 @@ impl GroupRef {
     }
 
     /// The control group `name`.
-    pub fn ctrl(name: &str) -> GroupRef {
+    pub(crate) fn ctrl(name: &str) -> GroupRef {
         GroupRef {
             ctrl: name.to_string(),
             mon: None,
@@ -172,7 +172,7 @@ fn no_such(group: &GroupRef) -> Rejection {
 
 impl Resctrl {
     /// A freshly mounted resctrl: only the root, holding every CPU and the given tasks.
-    pub fn mount(info: Info, online_cpus: CpuSet, tasks: BTreeSet<u32>) -> Resctrl {
+    pub(crate) fn mount(info: Info, online_cpus: CpuSet, tasks: BTreeSet<u32>) -> Resctrl {
         let root = CtrlGroup {
             name: String::new(),
             closid: 0,
@@ -252,7 +252,7 @@ impl Resctrl {
     }
 
     /// `mkdir` of a control group (`p1`) or a monitor group (`p1/mon_groups/m1`).
-    pub fn mkdir(&mut self, group: &GroupRef) -> Outcome {
+    pub(crate) fn mkdir(&mut self, group: &GroupRef) -> Outcome {
         self.run(|rs| rs.mkdir_inner(group))
     }
 

@@ -309,7 +309,7 @@ impl PlatformModel {
     }
 
     /// Payload MB/s of back-to-back DMA transfers of `size` bytes, one at a time.
-    pub fn dma_mbps(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> f64 {
+    pub(crate) fn dma_mbps(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> f64 {
         size as f64 / self.dma_transfer_ns(direction, size, link) * 1000.0
     }
 
