@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use pcielab::lab::argv::{self, MachineOptions, QemuPlan};
-use pcielab::lab::check::{self, CheckReport};
-use pcielab::lab::guest;
-use pcielab::lab::oracle::{self, P2pRun};
 use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
 use pcielab::lab::Phase;
-use pcielab::lab::{kernel, load_spec};
+use pcielab::lab::{
+    boot_and_check, boot_and_try, build_kernel, cache_dir, load_spec, CheckReport, P2pRun,
+};
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -278,7 +277,7 @@ fn run_options(
         timeout: Duration::from_secs(timeout),
         keep: output.keep,
         results_dir: output.out.clone(),
-        cache: guest::cache_dir(),
+        cache: cache_dir(),
     })
 }
 
@@ -335,7 +334,7 @@ impl Document for RunReport {
 fn run_check(args: CheckArgs) -> Result<Output> {
     let options = boot_options(&args.boot, None)?;
     let json = args.boot.output.json;
-    let verdict = check::boot_and_check(
+    let verdict = boot_and_check(
         &args.boot.machine.spec,
         &options,
         &mut progress_printer(json),
@@ -377,7 +376,7 @@ fn run_p2p(args: P2pArgs) -> Result<Output> {
         None,
     )?;
     let json = args.output.json;
-    let tried = oracle::boot_and_try(
+    let tried = boot_and_try(
         &args.machine.spec,
         args.size,
         options,
@@ -428,7 +427,7 @@ fn run_kernel(args: KernelArgs) -> Result<Output> {
             .unwrap_or(1)
     });
     let started = Instant::now();
-    let image = kernel::build(&guest::cache_dir(), jobs, &mut |step| {
+    let image = build_kernel(&cache_dir(), jobs, &mut |step| {
         note!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
     })?;
     Ok(Output::text(format!("{}\n", image.display())))

@@ -3,15 +3,19 @@
 //! such a guest or on a host (`bench p2p`; `bench mmio` is `Machine::mmio`).
 
 pub mod argv;
-pub mod check;
-pub mod guest;
-pub mod kernel;
-pub mod oracle;
+pub(crate) mod check;
+pub(crate) mod guest;
+pub(crate) mod kernel;
+pub(crate) mod oracle;
 pub mod p2pcopy;
 pub(crate) mod picture;
 pub(crate) mod runner;
 pub mod session;
 
+pub use check::{boot_and_check, CheckReport};
+pub use guest::{cache_dir, GuestFile};
+pub use kernel::build as build_kernel;
+pub use oracle::{boot_and_try, P2pReport, P2pRun};
 pub use runner::Phase;
 
 use crate::error::{Error, Result};
