@@ -17,7 +17,6 @@ use pcielab::qos::{Op, QosBackend};
 use pcielab::qos::{SimState, SimulatedResctrl};
 use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
 use pcielab::report::Document;
-use pcielab::topology::config_space::decode;
 use pcielab::topology::parse_spec;
 use pcielab::topology::{to_dot, to_json, to_tree};
 
@@ -77,9 +76,17 @@ pub fn spec_toml(data: &[u8]) {
     }
 }
 
-/// A function's `config` file as sysfs gives it (any length).
+/// A function's `config` file as sysfs gives it (any length), read as a snapshot's tree is
+/// (`snapshot:DIR`, `topo --machine host`): the bytes are decoded by the reader's own path.
 pub fn config_space(data: &[u8]) {
-    let _ = decode(data);
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let function = dir.path().join("sys/bus/pci/devices/0000:00:00.0");
+    if std::fs::create_dir_all(&function).is_err()
+        || std::fs::write(function.join("config"), data).is_err()
+    {
+        return;
+    }
+    let _ = pcielab::topology::read_sysfs(&dir.path().join("sys/bus/pci"));
 }
 
 /// A perf event list (`-e`), resolved against a simulated machine's PMUs.

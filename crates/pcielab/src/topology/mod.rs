@@ -4,7 +4,7 @@
 //! consume it. This module owns the data model and tree navigation only.
 
 pub(crate) mod check;
-pub mod config_space;
+pub(crate) mod config_space;
 pub(crate) mod export;
 pub mod generate;
 pub(crate) mod health;
