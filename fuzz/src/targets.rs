@@ -7,11 +7,11 @@
 use pcielab::linux::CpuSet;
 use pcielab::machine::MachineSelector;
 use pcielab::qos::apply::{check, parse_desired, plan};
-use pcielab::qos::scenario::Scenario;
 use pcielab::qos::workload;
 use pcielab::qos::GroupRef;
 use pcielab::qos::HostResctrl;
 use pcielab::qos::KernelRules;
+use pcielab::qos::Scenario;
 use pcielab::qos::Schemata;
 use pcielab::qos::{Op, QosBackend};
 use pcielab::qos::{SimState, SimulatedResctrl};
@@ -110,7 +110,7 @@ pub fn fio_cmdline(data: &[u8]) {
         .chain(text.split('\n'))
         .map(str::to_string)
         .collect();
-    let _ = pcielab::sim::workload::parse(&argv, |_| {
+    let _ = pcielab::sim::parse_workload(&argv, |_| {
         Err(pcielab::Error::bad_input("no job files while fuzzing"))
     });
 }
@@ -120,7 +120,7 @@ pub fn fio_jobfile(data: &[u8]) {
     let Some(text) = text(data) else { return };
     // As `fio fuzz.fio` reads it: the job file named on the command line.
     let argv = ["fio".to_string(), "fuzz.fio".to_string()];
-    let _ = pcielab::sim::workload::parse(&argv, |_| Ok(text.to_string()));
+    let _ = pcielab::sim::parse_workload(&argv, |_| Ok(text.to_string()));
 }
 
 /// A schemata write (and the same text as a kernel's read), on both simulated machines.
@@ -443,12 +443,12 @@ pub fn undo_file(data: &[u8]) {
     if std::fs::write(&file, &journal).is_err() {
         return;
     }
-    let options = pcielab::advise::apply::UndoOptions {
+    let options = pcielab::advise::UndoOptions {
         root,
         privileged: false,
         force: false,
     };
-    let _ = pcielab::advise::apply::undo(&file, &options);
+    let _ = pcielab::advise::undo(&file, &options);
 }
 
 /// A directory tree as `corpus DIR` walks it: the input's length-prefixed fields alternate a

@@ -5,8 +5,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pcielab::qos::cache::{reference, L3Cache};
-use pcielab::qos::scenario::Scenario;
 use pcielab::qos::workload::{AccessStream, Pattern};
+use pcielab::qos::Scenario;
 use pcielab::qos::MPAM_SEED;
 use std::hint::black_box;
 use std::path::Path;

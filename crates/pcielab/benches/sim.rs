@@ -10,10 +10,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use pcielab::machine::Machine;
 use pcielab::pmu::{emulate, emulate_stepwise, CountOptions, CounterBackend};
 use pcielab::pmu::{resolve, EventSpec, ResolvedEvent};
-use pcielab::sim::workload;
 use pcielab::sim::SimBackend;
+use pcielab::sim::{parse_workload, Workload};
 
-fn seed_4_2(runtime_s: u64) -> workload::Workload {
+fn seed_4_2(runtime_s: u64) -> Workload {
     let argv: Vec<String> = format!(
         "fio --filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m \
          --numjobs=4 --time_based=1 --runtime={runtime_s} --group_reporting --name=test-read"
@@ -21,7 +21,7 @@ fn seed_4_2(runtime_s: u64) -> workload::Workload {
     .split_whitespace()
     .map(String::from)
     .collect();
-    workload::parse(&argv, |p| {
+    parse_workload(&argv, |p| {
         Err(pcielab::Error::runtime(p.display().to_string()))
     })
     .unwrap()

@@ -9,9 +9,9 @@ use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
 use pcielab::machine::presets::catalog;
 use pcielab::plot;
-use pcielab::qos::scenario::{Outcome, Scenario};
 use pcielab::qos::QosBackend;
 use pcielab::qos::SimulatedResctrl;
+use pcielab::qos::{Outcome, Scenario};
 use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:

@@ -11,7 +11,7 @@ pub(crate) mod monitor;
 pub(crate) mod presets;
 pub(crate) mod request;
 pub(crate) mod resctrl;
-pub mod scenario;
+pub(crate) mod scenario;
 pub(crate) mod schemata;
 pub(crate) mod sim;
 #[cfg(test)]
@@ -26,6 +26,7 @@ pub use monitor::monitor;
 pub use presets::{Preset, MPAM_SEED, PRESETS, RDT_XEON8163};
 pub use request::{GroupSettings, Request};
 pub use resctrl::{CtrlGroup, GroupRef, MonGroup, Resctrl};
+pub use scenario::{Line, Outcome, Scenario};
 pub use schemata::Schemata;
 pub use sim::{MonCounter, SimState, SimulatedResctrl};
 pub use view::{monitor_text, show, MonitorDocument, MonitorRow, ShowView};

@@ -14,12 +14,13 @@ pub(crate) mod stat;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tlp;
-pub mod workload;
+pub(crate) mod workload;
 
 pub use config::SimConfig;
 pub use counters::SimBackend;
 pub use device::{Ahci, Device, Nic, Nvme};
 pub use fio::{DirectionStats, GroupStats, JobSet};
+pub use workload::{parse as parse_workload, DmaRow, DmaTest, NetRow, NetTest, Summary, Workload};
 
 use std::collections::BTreeMap;
 
@@ -37,7 +38,7 @@ use device::BlockDevice;
 use emission::Emission;
 use engine::{Demand, FlowSpec, Progress};
 use tlp::{Bundle, Dir};
-use workload::{DmaDirection, DmaRow, DmaTest, NetRow, NetTest, Summary, Workload};
+use workload::DmaDirection;
 
 /// Default MPS/MRRS where the topology does not say.
 const DEFAULT_MPS: u32 = 128;

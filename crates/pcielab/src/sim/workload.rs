@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::sim::fio::{self, GroupStats, JobSet};
 
-pub use crate::model::platform::DmaDirection;
+pub(crate) use crate::model::platform::DmaDirection;
 
 /// The `dmatest` sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
