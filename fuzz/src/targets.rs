@@ -6,13 +6,12 @@
 
 use pcielab::linux::CpuSet;
 use pcielab::machine::MachineSelector;
-use pcielab::qos::apply::{check, parse_desired, plan};
-use pcielab::qos::workload;
 use pcielab::qos::GroupRef;
 use pcielab::qos::HostResctrl;
 use pcielab::qos::KernelRules;
 use pcielab::qos::Scenario;
 use pcielab::qos::Schemata;
+use pcielab::qos::{check, parse_desired, plan};
 use pcielab::qos::{Op, QosBackend};
 use pcielab::qos::{SimState, SimulatedResctrl};
 use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
@@ -64,7 +63,7 @@ pub fn spec_toml(data: &[u8]) {
     let _ = to_dot(&spec);
     let _ = to_json(&spec, model.as_ref());
     let _ = pcielab::topology::warnings(&spec.topology);
-    let _ = pcielab::lab::argv::plan(&spec.topology, &Default::default());
+    let _ = pcielab::lab::plan(&spec.topology, &Default::default());
     let _ = pcielab::topology::p2p::matrix(&spec.topology, pcielab::topology::p2p::Cpu::Other);
     for f in spec.topology.functions() {
         let _ = spec.topology.path_ceiling(f.bdf);
@@ -254,7 +253,7 @@ pub fn state_file(data: &[u8]) {
 /// A simulated program's command line (`sim spawn`, scenario jobs).
 pub fn qos_workload(data: &[u8]) {
     if let Some(text) = text(data) {
-        let _ = workload::parse(text, &MPAM_SEED);
+        let _ = pcielab::qos::parse_workload(text, &MPAM_SEED);
     }
 }
 

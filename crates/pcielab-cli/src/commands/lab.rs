@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::output::{Document, Form, JsonForm, Output, Terminal};
-use pcielab::lab::argv::{self, MachineOptions, QemuPlan};
 use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
 use pcielab::lab::Phase;
 use pcielab::lab::{
-    boot_and_check, boot_and_try, build_kernel, cache_dir, load_spec, CheckReport, P2pRun,
+    boot_and_check, boot_and_try, build_kernel, cache_dir, load_spec, CheckReport, MachineOptions,
+    P2pRun, QemuPlan,
 };
 use pcielab::{Error, Result};
 
@@ -209,7 +209,7 @@ fn machine_options(m: &QemuArgs) -> MachineOptions {
 }
 
 /// What QEMU shows differently from the spec, on stderr before a text result.
-fn print_limits(limits: &[argv::Limit], out: &mut Terminal) {
+fn print_limits(limits: &[pcielab::lab::Limit], out: &mut Terminal) {
     for limit in limits {
         out.note(&format!("note: {limit}"));
     }
@@ -217,7 +217,7 @@ fn print_limits(limits: &[argv::Limit], out: &mut Terminal) {
 
 fn run_argv(args: ArgvArgs) -> Result<Output> {
     let spec = load_spec(&args.machine.spec)?;
-    let plan = argv::plan(&spec.topology, &machine_options(&args.machine))?;
+    let plan = pcielab::lab::plan(&spec.topology, &machine_options(&args.machine))?;
     Ok(Output::new(plan, Form::json_if(args.json)))
 }
 

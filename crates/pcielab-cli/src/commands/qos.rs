@@ -9,9 +9,9 @@ use std::time::Duration;
 use super::number_in;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::qos::apply;
 use pcielab::qos::monitor;
 use pcielab::qos::Request;
+use pcielab::qos::{apply_file, perform_all, ApplyReport};
 use pcielab::qos::{monitor_text, show, MonitorDocument, ShowView};
 use pcielab::qos::{QosBackend, QosOptions};
 use pcielab::Result;
@@ -177,14 +177,14 @@ impl From<GroupSettings> for pcielab::qos::GroupSettings {
     }
 }
 
-/// Makes `request` on the machine `m` names, all or nothing (`qos::apply::perform_all`), each
+/// Makes `request` on the machine `m` names, all or nothing (`qos::perform_all`), each
 /// step printed as it is made.
 fn perform(m: &ResctrlMachineArgs, request: Request, out: &mut Terminal) -> Result<Output> {
     let mut b = open(m, true)?;
     let ops = request.ops()?;
     // The steps go on when standard output fails (all or nothing); the failure is reported after.
     let mut written = Ok(());
-    apply::perform_all(b.as_mut(), &ops, !m.no_precheck, |op| {
+    perform_all(b.as_mut(), &ops, !m.no_precheck, |op| {
         if written.is_ok() {
             written = out.text(&format!("{}\n", op.describe()));
         }
@@ -208,7 +208,7 @@ impl Document for ShowView {
 }
 
 /// `qos apply`: the plan and what became of it.
-impl Document for apply::Report {
+impl Document for ApplyReport {
     fn kind(&self) -> &'static str {
         "qos-apply"
     }
@@ -276,7 +276,7 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
             json,
         } => {
             let mut b = open(&machine, !dry_run)?;
-            let report = apply::apply_file(b.as_mut(), &file, dry_run)?;
+            let report = apply_file(b.as_mut(), &file, dry_run)?;
             Ok(Output::new(report, Form::json_if(json)))
         }
         QosCommand::Monitor {

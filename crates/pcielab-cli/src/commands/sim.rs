@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::machine::presets::catalog;
+use pcielab::machine::preset_catalog;
 use pcielab::plot;
 use pcielab::qos::QosBackend;
 use pcielab::qos::SimulatedResctrl;
@@ -110,7 +110,7 @@ pub fn run(args: Args) -> Result<Output> {
             Ok(Output::done())
         }
         SimCommand::Presets => {
-            let lines = catalog()?
+            let lines = preset_catalog()?
                 .iter()
                 .filter(|p| p.kind == "qos")
                 .map(|p| format!("sim:{:<14} {}\n", p.name, p.models))

@@ -2,20 +2,22 @@
 //! boots it and brings the guest's own view of the hierarchy back; and the measurements run in
 //! such a guest or on a host (`bench p2p`; `bench mmio` is `Machine::mmio`).
 
-pub mod argv;
+pub(crate) mod argv;
 pub(crate) mod check;
 pub(crate) mod guest;
 pub(crate) mod kernel;
 pub(crate) mod oracle;
-pub mod p2pcopy;
+pub(crate) mod p2pcopy;
 pub(crate) mod picture;
 pub(crate) mod runner;
 pub mod session;
 
+pub use argv::{parse_qemu_version, plan, Disk, Limit, MachineOptions, QemuPlan, QEMU_VERSION};
 pub use check::{boot_and_check, CheckReport};
 pub use guest::{cache_dir, GuestFile};
 pub use kernel::build as build_kernel;
 pub use oracle::{boot_and_try, P2pReport, P2pRun};
+pub use p2pcopy::{resolve_namespace, run as p2p_copy, CopyOptions, CopyReport, CopyResult};
 pub use runner::Phase;
 
 use crate::error::{Error, Result};

@@ -23,7 +23,7 @@ mod host_mmio;
 pub(crate) mod mapping;
 pub(crate) mod missing;
 pub(crate) mod mmio;
-pub mod presets;
+pub(crate) mod presets;
 mod sim_mmio;
 mod sim_traffic;
 pub(crate) mod snapshot;
@@ -31,6 +31,7 @@ mod sysfs_traffic;
 pub(crate) mod traffic;
 
 pub use mmio::{MmioOperation, MmioOptions, MmioReport};
+pub use presets::{catalog as preset_catalog, PresetList, PresetSummary, TopologyPreset, PRESETS};
 pub use snapshot::save_snapshot;
 
 use std::fmt;

@@ -1,7 +1,7 @@
 //! resctrl (Intel RDT, AMD PQoS, Arm MPAM): the kernel's rules for schemata, control and monitor
 //! groups ([`resctrl`], [`schemata`]), and backends for a host mount and a simulated machine.
 
-pub mod apply;
+pub(crate) mod apply;
 pub(crate) mod backend;
 pub mod cache;
 pub(crate) mod engine;
@@ -17,8 +17,12 @@ pub(crate) mod sim;
 #[cfg(test)]
 mod tests;
 pub(crate) mod view;
-pub mod workload;
+pub(crate) mod workload;
 
+pub use apply::{
+    apply_file, check, parse_desired, perform_all, plan, DesiredGroup, PlannedOp,
+    Report as ApplyReport,
+};
 pub use backend::{MonReading, Op, QosBackend, QosOptions};
 pub use host::HostResctrl;
 pub use info::{CacheResource, Info, KernelRules, MbResource, MonResource};
@@ -30,3 +34,4 @@ pub use scenario::{Line, Outcome, Scenario};
 pub use schemata::Schemata;
 pub use sim::{MonCounter, SimState, SimulatedResctrl};
 pub use view::{monitor_text, show, MonitorDocument, MonitorRow, ShowView};
+pub use workload::{parse as parse_workload, AccessStream, Pattern, Workload};
