@@ -750,10 +750,10 @@ fn no_library_file_passes_1000_lines() {
 /// The most public items the library may declare, as docs/architecture.md counts them: lines
 /// starting (after indentation) with `pub fn`, `pub struct`, `pub enum`, `pub mod`, `pub trait`,
 /// `pub type`, `pub const` or `pub static` (methods included; `pub(crate)`, fields and `pub use`
-/// re-exports, which name an item counted where it is declared, not). Issue 35 aims below 450;
-/// this is the count the narrowing reached, so the face cannot grow back unnoticed. Lower it as
-/// the face shrinks.
-const MOST_PUBLIC_ITEMS: usize = 583;
+/// re-exports, which name an item counted where it is declared, not). Issue 35 asked for fewer
+/// than 450; this is the count the narrowing reached, so the face cannot grow back unnoticed.
+/// Lower it as the face shrinks.
+const MOST_PUBLIC_ITEMS: usize = 449;
 
 /// Whether `line` declares a public item, in the sense of [`MOST_PUBLIC_ITEMS`].
 fn declares_a_public_item(line: &str) -> bool {
