@@ -8,12 +8,12 @@ use clap::{Args as ClapArgs, Subcommand};
 
 use super::number_in;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
+use pcielab::input::positive_size_arg;
 use pcielab::lab::{p2p_copy, resolve_namespace, CopyOptions, CopyReport};
 use pcielab::machine::{MmioOperation, MmioOptions, MmioReport};
 use pcielab::model::platform::{IrqKind, IrqPrediction};
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
-use pcielab::units::positive_size_arg;
 use pcielab::{Error, Result};
 use std::path::PathBuf;
 

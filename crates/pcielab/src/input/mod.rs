@@ -22,6 +22,8 @@ mod stdin;
 pub(crate) use file_kind::file_kind;
 pub(crate) mod yaml;
 
+// A size on the command line (`64K`), as a clap value parser; `units` reads every size.
+pub use crate::units::positive_size_arg;
 pub(crate) use output::write_new_file;
 pub use output::{output_dir, output_target, write_output, write_stdout, OutputTarget};
 pub(crate) use stdin::read_stdin;

@@ -336,7 +336,7 @@ impl Machine {
     }
 
     /// The machine's PCIe topology (see [`Machine::spec`]).
-    pub(crate) fn topology(&self) -> Result<&Topology> {
+    pub fn topology(&self) -> Result<&Topology> {
         Ok(&self.spec()?.topology)
     }
 
