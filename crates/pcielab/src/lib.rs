@@ -56,6 +56,6 @@ pub mod report;
 pub mod sim;
 pub mod text;
 pub mod topology;
-pub(crate) mod units;
+mod units;
 
 pub use error::{Error, Result};
