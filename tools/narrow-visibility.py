@@ -22,6 +22,12 @@ tool decides it the way the compiler does and can be run again on any later tree
    rustc finds unreachable from outside becomes `pub(crate)`.
 
 Only lines the tool narrowed in this run are ever restored, so a deliberate `pub(crate)` stays.
+
+What it cannot see: an item a `pub use` re-exports is restored through E0364/E0365 whether or
+not anything outside names it (narrow the item and its re-export together and build the
+dependants to find those), and doc examples (`cargo test --doc`) are not among the dependants it
+builds. An item only integration tests reach is kept public; moving such tests into the area's
+unit tests (`src/<area>/tests/`) is what lets it go.
 It edits the working tree in place: run it on a clean tree and read `git diff` afterwards.
 
     python3 tools/narrow-visibility.py            # narrow, restore, report

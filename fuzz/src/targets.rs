@@ -6,22 +6,18 @@
 
 use pcielab::linux::CpuSet;
 use pcielab::machine::MachineSelector;
-use pcielab::qos::apply::{check, parse_desired, plan};
-use pcielab::qos::backend::QosBackend;
-use pcielab::qos::scenario::Scenario;
-use pcielab::qos::schemata::{parse_write, Schemata};
-use pcielab::qos::view;
-use pcielab::qos::workload;
+use pcielab::qos::GroupRef;
 use pcielab::qos::HostResctrl;
 use pcielab::qos::KernelRules;
-use pcielab::qos::{GroupRef, Resctrl};
+use pcielab::qos::Scenario;
+use pcielab::qos::Schemata;
+use pcielab::qos::{check, parse_desired, plan};
+use pcielab::qos::{Op, QosBackend};
 use pcielab::qos::{SimState, SimulatedResctrl};
 use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
 use pcielab::report::Document;
-use pcielab::sim::fio::{parse_command_line, parse_job_file};
-use pcielab::topology::config_space::decode;
 use pcielab::topology::parse_spec;
-use pcielab::topology::render::{to_dot, to_json, to_tree};
+use pcielab::topology::{to_dot, to_json, to_tree};
 
 /// A target's body: the fuzzer's bytes in, nothing out (a panic is the failure).
 pub type Body = fn(&[u8]);
@@ -66,8 +62,8 @@ pub fn spec_toml(data: &[u8]) {
     let _ = to_tree(&spec, model.as_ref());
     let _ = to_dot(&spec);
     let _ = to_json(&spec, model.as_ref());
-    let _ = pcielab::topology::check::warnings(&spec.topology);
-    let _ = pcielab::lab::argv::plan(&spec.topology, &Default::default());
+    let _ = pcielab::topology::warnings(&spec.topology);
+    let _ = pcielab::lab::plan(&spec.topology, &Default::default());
     let _ = pcielab::topology::p2p::matrix(&spec.topology, pcielab::topology::p2p::Cpu::Other);
     for f in spec.topology.functions() {
         let _ = spec.topology.path_ceiling(f.bdf);
@@ -79,9 +75,17 @@ pub fn spec_toml(data: &[u8]) {
     }
 }
 
-/// A function's `config` file as sysfs gives it (any length).
+/// A function's `config` file as sysfs gives it (any length), read as a snapshot's tree is
+/// (`snapshot:DIR`, `topo --machine host`): the bytes are decoded by the reader's own path.
 pub fn config_space(data: &[u8]) {
-    let _ = decode(data);
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let function = dir.path().join("sys/bus/pci/devices/0000:00:00.0");
+    if std::fs::create_dir_all(&function).is_err()
+        || std::fs::write(function.join("config"), data).is_err()
+    {
+        return;
+    }
+    let _ = pcielab::topology::read_sysfs(&dir.path().join("sys/bus/pci"));
 }
 
 /// A perf event list (`-e`), resolved against a simulated machine's PMUs.
@@ -101,8 +105,11 @@ pub fn event_list(data: &[u8]) {
 /// An fio command line, one argument per line.
 pub fn fio_cmdline(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let args: Vec<&str> = text.split('\n').collect();
-    let _ = parse_command_line(&args, |_| {
+    let argv: Vec<String> = std::iter::once("fio")
+        .chain(text.split('\n'))
+        .map(str::to_string)
+        .collect();
+    let _ = pcielab::sim::parse_workload(&argv, |_| {
         Err(pcielab::Error::bad_input("no job files while fuzzing"))
     });
 }
@@ -110,21 +117,37 @@ pub fn fio_cmdline(data: &[u8]) {
 /// An fio job file.
 pub fn fio_jobfile(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let _ = parse_job_file(text, "fuzz.fio");
+    // As `fio fuzz.fio` reads it: the job file named on the command line.
+    let argv = ["fio".to_string(), "fuzz.fio".to_string()];
+    let _ = pcielab::sim::parse_workload(&argv, |_| Ok(text.to_string()));
 }
 
 /// A schemata write (and the same text as a kernel's read), on both simulated machines.
 pub fn schemata(data: &[u8]) {
     let Some(text) = text(data) else { return };
+    // As `qos set` and `qos assign` write it: into a new group's files on the simulated kernel.
+    let group = || "p1".to_string();
     for preset in [&MPAM_SEED, &RDT_XEON8163] {
         for cdp in [false, true] {
-            let info = preset.info(cdp);
-            let _ = parse_write(text, &info, &|_, _, _| None);
-            let mut rs = Resctrl::mount(info, CpuSet::range(0, 3), [1].into());
-            let _ = rs.mkdir(&GroupRef::ctrl("p1"));
-            let _ = rs.write_schemata(&GroupRef::ctrl("p1"), text);
-            let _ = rs.write_tasks(&GroupRef::ctrl("p1"), text);
-            let _ = rs.write_mode(&GroupRef::ctrl("p1"), text);
+            let mut machine = SimulatedResctrl::boot(preset, cdp);
+            let _ = machine.perform(&Op::Mkdir { group: group() });
+            for op in [
+                Op::Schemata {
+                    group: group(),
+                    text: text.into(),
+                },
+                Op::Tasks {
+                    group: group(),
+                    text: text.into(),
+                },
+                Op::Mode {
+                    group: group(),
+                    mode: text.into(),
+                },
+            ] {
+                let _ = op.describe();
+                let _ = machine.perform(&op);
+            }
         }
     }
     let _ = Schemata::parse_read(text);
@@ -159,7 +182,7 @@ pub fn resctrl_tree(data: &[u8]) {
     }
     let mut host = HostResctrl::new(dir.path().to_path_buf()).with_proc(dir.path().join("proc"));
     if let Ok(rs) = host.read() {
-        let _ = view::show("fuzz", &rs).text();
+        let _ = pcielab::qos::show("fuzz", &rs).text();
     }
     let _ = host.mon_data();
 }
@@ -204,11 +227,11 @@ pub fn result_json(data: &[u8]) {
         return;
     };
     let _ = pcielab::report::svg_of(&document, "fuzz.json");
-    let result = pcielab::report::html::ResultFile {
+    let result = pcielab::report::ResultFile {
         origin: "fuzz.json".into(),
         document,
     };
-    let _ = pcielab::report::html::page(None, &[result]);
+    let _ = pcielab::report::page(None, &[result]);
 }
 
 /// A simulated machine's `--state` file, then what `qos show` and `qos monitor` do with it.
@@ -219,7 +242,7 @@ pub fn state_file(data: &[u8]) {
             let mut machine = SimulatedResctrl::boot(preset, false);
             machine.state = state;
             if let Ok(rs) = machine.read() {
-                let _ = view::show("fuzz", &rs).text();
+                let _ = pcielab::qos::show("fuzz", &rs).text();
             }
             let _ = machine.mon_data();
             let _ = machine.spawn("bw_mem 1M rd");
@@ -230,7 +253,7 @@ pub fn state_file(data: &[u8]) {
 /// A simulated program's command line (`sim spawn`, scenario jobs).
 pub fn qos_workload(data: &[u8]) {
     if let Some(text) = text(data) {
-        let _ = workload::parse(text, &MPAM_SEED);
+        let _ = pcielab::qos::parse_workload(text, &MPAM_SEED);
     }
 }
 
@@ -382,7 +405,7 @@ pub fn lspci_listing(data: &[u8]) {
     let Ok(read) = pcielab::topology::read_lspci("fuzz.txt", &text) else {
         return;
     };
-    let _ = pcielab::topology::check::warnings(&read.topology);
+    let _ = pcielab::topology::warnings(&read.topology);
     let spec = pcielab::topology::MachineSpec {
         name: "fuzz".into(),
         description: String::new(),
@@ -419,12 +442,12 @@ pub fn undo_file(data: &[u8]) {
     if std::fs::write(&file, &journal).is_err() {
         return;
     }
-    let options = pcielab::advise::apply::UndoOptions {
+    let options = pcielab::advise::UndoOptions {
         root,
         privileged: false,
         force: false,
     };
-    let _ = pcielab::advise::apply::undo(&file, &options);
+    let _ = pcielab::advise::undo(&file, &options);
 }
 
 /// A directory tree as `corpus DIR` walks it: the input's length-prefixed fields alternate a

@@ -2,7 +2,7 @@
 //! into the library's selector, so a bad one is a usage error (exit 2) that lists the forms
 //! before anything runs, and each command opens the machine it names the same way.
 
-use pcielab::machine::{presets, Machine, MachineSelector};
+use pcielab::machine::{Machine, MachineSelector, PRESETS};
 use pcielab::{Error, Result};
 
 #[derive(clap::Args, Clone, Debug)]
@@ -36,7 +36,7 @@ impl clap::builder::TypedValueParser for SelectorParser {
     fn possible_values(
         &self,
     ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        let topology = presets::PRESETS.iter().map(|p| p.name);
+        let topology = PRESETS.iter().map(|p| p.name);
         let qos = pcielab::qos::PRESETS.iter().map(|p| p.name);
         let presets = topology.chain(qos).map(|name| format!("sim:{name}"));
         Some(Box::new(

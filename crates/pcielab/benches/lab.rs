@@ -7,9 +7,9 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use std::time::Duration;
 
-use pcielab::lab::argv::{plan, MachineOptions};
-use pcielab::lab::guest::cache_dir;
+use pcielab::lab::cache_dir;
 use pcielab::lab::session::{run, KernelChoice, RunOptions};
+use pcielab::lab::{plan, MachineOptions};
 use pcielab::machine::read_spec;
 use pcielab::topology::p2p::{matrix, Cpu};
 

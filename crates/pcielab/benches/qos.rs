@@ -5,9 +5,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pcielab::qos::cache::{reference, L3Cache};
-use pcielab::qos::scenario::Scenario;
-use pcielab::qos::workload::{AccessStream, Pattern};
+use pcielab::qos::Scenario;
 use pcielab::qos::MPAM_SEED;
+use pcielab::qos::{AccessStream, Pattern};
 use std::hint::black_box;
 use std::path::Path;
 

@@ -2,18 +2,18 @@
 //! preset, counted through perf's multiplexing). Targets: the 200-s run counted every 4 ms at
 //! least 1000× faster than real time (under 200 ms per run); and (issue 12) the 20,000-s run with
 //! Rx and Tx time-shared at 1 ms rotation within 2× the 200-s run's time. The `stepwise` row
-//! counts the 200-s run with `pmu::session::emulate_stepwise`, the tick-by-tick reference
+//! counts the 200-s run with `pmu::emulate_stepwise`, the tick-by-tick reference
 //! `emulate` must match exactly (stepping is refused beyond `MAX_ROTATIONS` rotations, so the
 //! 20,000-s run has no stepwise row).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use pcielab::machine::Machine;
-use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions, CounterBackend};
+use pcielab::pmu::{emulate, emulate_stepwise, CountOptions, CounterBackend};
 use pcielab::pmu::{resolve, EventSpec, ResolvedEvent};
-use pcielab::sim::workload;
 use pcielab::sim::SimBackend;
+use pcielab::sim::{parse_workload, Workload};
 
-fn seed_4_2(runtime_s: u64) -> workload::Workload {
+fn seed_4_2(runtime_s: u64) -> Workload {
     let argv: Vec<String> = format!(
         "fio --filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m \
          --numjobs=4 --time_based=1 --runtime={runtime_s} --group_reporting --name=test-read"
@@ -21,7 +21,7 @@ fn seed_4_2(runtime_s: u64) -> workload::Workload {
     .split_whitespace()
     .map(String::from)
     .collect();
-    workload::parse(&argv, |p| {
+    parse_workload(&argv, |p| {
         Err(pcielab::Error::runtime(p.display().to_string()))
     })
     .unwrap()

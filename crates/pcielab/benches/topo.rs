@@ -4,7 +4,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use pcielab::topology::parse_spec;
-use pcielab::topology::render::{to_json, to_tree};
+use pcielab::topology::{to_json, to_tree};
 use std::fmt::Write;
 
 const SUBTREES: usize = 64;

@@ -1,7 +1,7 @@
 //! pcielab: observe, model, control and emulate PCIe I/O on Linux.
 //!
 //! The library is a house of floors (docs/architecture.md, checked by `tests/suite/layering.rs`):
-//! foundations ([`error`], [`input`], [`linux`], [`text`], [`units`]) under the PCIe
+//! foundations ([`error`], [`input`], [`linux`], [`text`], `units`) under the PCIe
 //! specification's facts ([`pcie`]), the maths over links ([`model`]), the tree ([`topology`]),
 //! the kernels' rules for PMUs and resctrl ([`pmu`], [`qos`]), the simulator ([`sim`]), the one
 //! dispatcher over every kind of machine ([`machine`]), and at the top watching ([`observe`]),
@@ -56,6 +56,6 @@ pub mod report;
 pub mod sim;
 pub mod text;
 pub mod topology;
-pub mod units;
+mod units;
 
 pub use error::{Error, Result};

@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use pcielab::machine::Machine;
-use pcielab::topology::render::write_json;
+use pcielab::topology::write_json;
 
 #[path = "counting_alloc/mod.rs"]
 mod counting_alloc;

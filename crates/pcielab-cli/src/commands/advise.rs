@@ -7,9 +7,8 @@ use std::time::Duration;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use crate::machine_arg::MachineArg;
 use clap::Args as ClapArgs;
-use pcielab::advise::apply::ChangeReport;
-use pcielab::advise::apply::{ApplyRequest, Target};
 use pcielab::advise::{self as advice, Advice, AdviseOptions, Intent, Mute, Severity};
+use pcielab::advise::{ApplyRequest, ChangeReport, Target};
 use pcielab::machine::read_platform_file;
 use pcielab::{Error, Result};
 

@@ -8,12 +8,12 @@ use clap::{Args as ClapArgs, Subcommand};
 
 use super::number_in;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
-use pcielab::lab::p2pcopy::{self, CopyOptions, CopyReport};
+use pcielab::input::positive_size_arg;
+use pcielab::lab::{p2p_copy, resolve_namespace, CopyOptions, CopyReport};
 use pcielab::machine::{MmioOperation, MmioOptions, MmioReport};
 use pcielab::model::platform::{IrqKind, IrqPrediction};
 use pcielab::observe::cost;
 use pcielab::pcie::Bdf;
-use pcielab::units::positive_size_arg;
 use pcielab::{Error, Result};
 use std::path::PathBuf;
 
@@ -273,15 +273,15 @@ impl Document for IrqPredicted {
 fn run_p2p(args: P2pArgs) -> Result<Output> {
     let root = std::path::PathBuf::from("/");
     let options = CopyOptions {
-        src: p2pcopy::resolve_namespace(&root, &args.src)?,
-        dst: p2pcopy::resolve_namespace(&root, &args.dst)?,
+        src: resolve_namespace(&root, &args.src)?,
+        dst: resolve_namespace(&root, &args.dst)?,
         p2pmem: args.via_p2pmem,
         size: args.size,
         chunk: args.chunk,
         check: args.check,
         root,
     };
-    let report = p2pcopy::run(&options)?;
+    let report = p2p_copy(&options)?;
     Ok(Output::new(report, Form::json_if(args.json)))
 }
 

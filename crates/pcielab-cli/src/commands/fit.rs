@@ -131,6 +131,6 @@ impl Document for Fitted {
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        plot::fit::svg(&self.document).map(Some)
+        plot::svg(plot::Picture::Fit(&self.document)).map(Some)
     }
 }

@@ -8,13 +8,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::output::{Document, Form, JsonForm, Output, Terminal};
-use pcielab::lab::argv::{self, MachineOptions, QemuPlan};
-use pcielab::lab::check::{self, CheckReport};
-use pcielab::lab::guest;
-use pcielab::lab::oracle::{self, P2pRun};
 use pcielab::lab::session::{self, KernelChoice, RunOptions, RunReport, DEFAULT_SCRIPT};
 use pcielab::lab::Phase;
-use pcielab::lab::{kernel, load_spec};
+use pcielab::lab::{
+    boot_and_check, boot_and_try, build_kernel, cache_dir, load_spec, CheckReport, MachineOptions,
+    P2pRun, QemuPlan,
+};
 use pcielab::{Error, Result};
 
 #[derive(ClapArgs)]
@@ -210,7 +209,7 @@ fn machine_options(m: &QemuArgs) -> MachineOptions {
 }
 
 /// What QEMU shows differently from the spec, on stderr before a text result.
-fn print_limits(limits: &[argv::Limit], out: &mut Terminal) {
+fn print_limits(limits: &[pcielab::lab::Limit], out: &mut Terminal) {
     for limit in limits {
         out.note(&format!("note: {limit}"));
     }
@@ -218,7 +217,7 @@ fn print_limits(limits: &[argv::Limit], out: &mut Terminal) {
 
 fn run_argv(args: ArgvArgs) -> Result<Output> {
     let spec = load_spec(&args.machine.spec)?;
-    let plan = argv::plan(&spec.topology, &machine_options(&args.machine))?;
+    let plan = pcielab::lab::plan(&spec.topology, &machine_options(&args.machine))?;
     Ok(Output::new(plan, Form::json_if(args.json)))
 }
 
@@ -278,7 +277,7 @@ fn run_options(
         timeout: Duration::from_secs(timeout),
         keep: output.keep,
         results_dir: output.out.clone(),
-        cache: guest::cache_dir(),
+        cache: cache_dir(),
     })
 }
 
@@ -335,7 +334,7 @@ impl Document for RunReport {
 fn run_check(args: CheckArgs) -> Result<Output> {
     let options = boot_options(&args.boot, None)?;
     let json = args.boot.output.json;
-    let verdict = check::boot_and_check(
+    let verdict = boot_and_check(
         &args.boot.machine.spec,
         &options,
         &mut progress_printer(json),
@@ -377,7 +376,7 @@ fn run_p2p(args: P2pArgs) -> Result<Output> {
         None,
     )?;
     let json = args.output.json;
-    let tried = oracle::boot_and_try(
+    let tried = boot_and_try(
         &args.machine.spec,
         args.size,
         options,
@@ -428,7 +427,7 @@ fn run_kernel(args: KernelArgs) -> Result<Output> {
             .unwrap_or(1)
     });
     let started = Instant::now();
-    let image = kernel::build(&guest::cache_dir(), jobs, &mut |step| {
+    let image = build_kernel(&cache_dir(), jobs, &mut |step| {
         note!("[{:6.1}s] {step}", started.elapsed().as_secs_f64())
     })?;
     Ok(Output::text(format!("{}\n", image.display())))

@@ -254,6 +254,6 @@ impl Document for Modelled {
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        plot::model::svg(&self.report).map(Some)
+        plot::svg(plot::Picture::Model(&self.report)).map(Some)
     }
 }

@@ -3,7 +3,7 @@
 
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::Args as ClapArgs;
-use pcielab::machine::presets::{catalog, PresetList, PresetSummary};
+use pcielab::machine::{preset_catalog, PresetList, PresetSummary};
 use pcielab::Result;
 
 #[derive(ClapArgs)]
@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<Output> {
-    let presets = catalog()?;
+    let presets = preset_catalog()?;
     Ok(Output::new(
         PresetList { presets },
         Form::json_if(args.json),

@@ -9,11 +9,11 @@ use std::time::Duration;
 use super::number_in;
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::qos::apply;
-use pcielab::qos::backend::{QosBackend, QosOptions};
 use pcielab::qos::monitor;
-use pcielab::qos::request::{self, Request};
-use pcielab::qos::view::{self, MonitorDocument, ShowView};
+use pcielab::qos::Request;
+use pcielab::qos::{apply_file, perform_all, ApplyReport};
+use pcielab::qos::{monitor_text, show, MonitorDocument, ShowView};
+use pcielab::qos::{QosBackend, QosOptions};
 use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:
@@ -168,23 +168,23 @@ struct GroupSettings {
     mode: Option<String>,
 }
 
-impl From<GroupSettings> for request::GroupSettings {
+impl From<GroupSettings> for pcielab::qos::GroupSettings {
     fn from(s: GroupSettings) -> Self {
-        request::GroupSettings {
+        pcielab::qos::GroupSettings {
             schemata: s.schemata,
             mode: s.mode,
         }
     }
 }
 
-/// Makes `request` on the machine `m` names, all or nothing (`qos::apply::perform_all`), each
+/// Makes `request` on the machine `m` names, all or nothing (`qos::perform_all`), each
 /// step printed as it is made.
 fn perform(m: &ResctrlMachineArgs, request: Request, out: &mut Terminal) -> Result<Output> {
     let mut b = open(m, true)?;
     let ops = request.ops()?;
     // The steps go on when standard output fails (all or nothing); the failure is reported after.
     let mut written = Ok(());
-    apply::perform_all(b.as_mut(), &ops, !m.no_precheck, |op| {
+    perform_all(b.as_mut(), &ops, !m.no_precheck, |op| {
         if written.is_ok() {
             written = out.text(&format!("{}\n", op.describe()));
         }
@@ -208,7 +208,7 @@ impl Document for ShowView {
 }
 
 /// `qos apply`: the plan and what became of it.
-impl Document for apply::Report {
+impl Document for ApplyReport {
     fn kind(&self) -> &'static str {
         "qos-apply"
     }
@@ -234,7 +234,7 @@ impl Document for MonitorDocument {
 
     fn write_text(&self, out: &mut Terminal) -> Result<()> {
         for rows in &self.intervals {
-            out.text(&view::monitor_text(rows))?;
+            out.text(&monitor_text(rows))?;
         }
         Ok(())
     }
@@ -246,7 +246,7 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
     match args.command {
         QosCommand::Show { machine, json } => {
             let mut b = open(&machine, false)?;
-            let shown = view::show(&b.name(), &b.read()?);
+            let shown = show(&b.name(), &b.read()?);
             Ok(Output::new(shown, Form::json_if(json)))
         }
         QosCommand::Create {
@@ -276,7 +276,7 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
             json,
         } => {
             let mut b = open(&machine, !dry_run)?;
-            let report = apply::apply_file(b.as_mut(), &file, dry_run)?;
+            let report = apply_file(b.as_mut(), &file, dry_run)?;
             Ok(Output::new(report, Form::json_if(json)))
         }
         QosCommand::Monitor {
@@ -294,7 +294,7 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
                 Duration::from_millis(interval_ms),
                 count,
                 |rows| match form {
-                    Form::Text => out.text(&view::monitor_text(&rows)),
+                    Form::Text => out.text(&monitor_text(&rows)),
                     Form::Json => {
                         intervals.push(rows);
                         Ok(())

@@ -1,6 +1,6 @@
 //! `pcielab report`: one self-contained HTML page about a machine (topology diagram, PMUs) and
 //! the JSON results given with `--from`, each drawn and tabled. Wiring only; the page is
-//! `pcielab::report::html`, the pictures `pcielab::plot`.
+//! `pcielab::report::page`, the pictures `pcielab::plot`.
 
 use crate::machine_arg::MachineArg;
 use std::path::PathBuf;
@@ -9,9 +9,9 @@ use super::output::Output;
 use clap::Args as ClapArgs;
 use pcielab::advise::{advise, AdviseOptions};
 use pcielab::input::write_output;
-use pcielab::report::html::{page, MachineFacts, ResultFile};
 use pcielab::report::Document;
-use pcielab::topology::render;
+use pcielab::report::{page, MachineFacts, ResultFile};
+use pcielab::topology::to_json;
 use pcielab::Result;
 
 #[derive(ClapArgs)]
@@ -65,7 +65,7 @@ pub fn run(args: Args) -> Result<Output> {
             topology: {
                 let spec = machine.spec()?;
                 let model = spec.platform_model()?;
-                render::to_json(spec, model.as_ref())
+                to_json(spec, model.as_ref())
             },
             pmus: machine.counters()?.pcie_pmus()?,
             advice: advise(

@@ -7,11 +7,11 @@ use std::path::PathBuf;
 
 use super::output::{Document, Form, JsonForm, Output, Terminal};
 use clap::{Args as ClapArgs, Subcommand};
-use pcielab::machine::presets::catalog;
+use pcielab::machine::preset_catalog;
 use pcielab::plot;
-use pcielab::qos::backend::QosBackend;
-use pcielab::qos::scenario::{Outcome, Scenario};
+use pcielab::qos::QosBackend;
 use pcielab::qos::SimulatedResctrl;
+use pcielab::qos::{Outcome, Scenario};
 use pcielab::Result;
 
 const EXAMPLES: &str = "Examples:
@@ -110,7 +110,7 @@ pub fn run(args: Args) -> Result<Output> {
             Ok(Output::done())
         }
         SimCommand::Presets => {
-            let lines = catalog()?
+            let lines = preset_catalog()?
                 .iter()
                 .filter(|p| p.kind == "qos")
                 .map(|p| format!("sim:{:<14} {}\n", p.name, p.models))
@@ -145,6 +145,6 @@ impl Document for ScenarioRun {
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        plot::scenario::svg(&self.outcome).map(Some)
+        plot::svg(plot::Picture::Scenario(&self.outcome)).map(Some)
     }
 }

@@ -209,7 +209,7 @@ impl Document for Counted {
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        plot::stat::svg(&self.document, "this run").map(Some)
+        plot::svg(plot::Picture::Stat(&self.document, "this run")).map(Some)
     }
 
     fn end(&self) -> Result<i32> {

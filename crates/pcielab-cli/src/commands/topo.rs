@@ -8,9 +8,8 @@ use pcielab::machine::read_platform_file;
 use pcielab::machine::Machine;
 use pcielab::model::platform::PlatformModel;
 use pcielab::plot;
-use pcielab::topology::export_sysfs;
 use pcielab::topology::p2p::{self, Cpu};
-use pcielab::topology::render;
+use pcielab::topology::{export_sysfs, to_dot, to_json, to_tree, write_json};
 use pcielab::Result;
 use std::path::PathBuf;
 
@@ -109,7 +108,7 @@ impl JsonForm for Tree {
     fn write_json(&self, _kind: &'static str, out: &mut Terminal) -> Result<()> {
         // Streamed: a listing of many functions is never held whole as one JSON tree.
         let spec = self.machine.spec()?;
-        out.stream(|mut w| render::write_json(spec, self.model.as_ref(), &mut w))
+        out.stream(|mut w| write_json(spec, self.model.as_ref(), &mut w))
     }
 }
 
@@ -125,16 +124,16 @@ impl Document for Tree {
     fn write_text(&self, out: &mut Terminal) -> Result<()> {
         let spec = self.machine.spec()?;
         let text = if self.dot {
-            render::to_dot(spec)
+            to_dot(spec)
         } else {
-            render::to_tree(spec, self.model.as_ref())
+            to_tree(spec, self.model.as_ref())
         };
         out.text(&text)
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        let topology = render::to_json(self.machine.spec()?, self.model.as_ref());
-        plot::topology::svg(&topology).map(Some)
+        let topology = to_json(self.machine.spec()?, self.model.as_ref());
+        plot::svg(plot::Picture::Topology(&topology)).map(Some)
     }
 }
 
@@ -155,6 +154,6 @@ impl Document for P2pVerdicts {
     }
 
     fn svg(&self) -> Result<Option<String>> {
-        plot::topology::p2p_svg(&self.0).map(Some)
+        plot::svg(plot::Picture::P2p(&self.0)).map(Some)
     }
 }

@@ -212,8 +212,8 @@ fn assert_qemu_7_2() {
     let qemu = installed("qemu-system-x86_64", "qemu-system-x86");
     let out = Command::new(qemu).arg("--version").output().unwrap();
     assert_eq!(
-        pcielab::lab::argv::parse_qemu_version(&String::from_utf8_lossy(&out.stdout)),
-        Some(pcielab::lab::argv::QEMU_VERSION),
+        pcielab::lab::parse_qemu_version(&String::from_utf8_lossy(&out.stdout)),
+        Some(pcielab::lab::QEMU_VERSION),
         "these checks describe QEMU 7.2's emulation (hard-wired LnkCtl ASPM and DevCtl payload fields)"
     );
 }

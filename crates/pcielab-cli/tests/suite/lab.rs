@@ -159,8 +159,8 @@ fn qemu_link_limits_are_expected_differences() {
         .output()
         .unwrap();
     assert_eq!(
-        pcielab::lab::argv::parse_qemu_version(&text(&qemu.stdout)),
-        Some(pcielab::lab::argv::QEMU_VERSION),
+        pcielab::lab::parse_qemu_version(&text(&qemu.stdout)),
+        Some(pcielab::lab::QEMU_VERSION),
         "the expected differences below hold for QEMU 7.2"
     );
     let preset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/qemu-wide.toml");

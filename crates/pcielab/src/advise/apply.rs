@@ -22,7 +22,7 @@ pub(crate) mod flow;
 mod journal;
 mod kernel_file;
 
-pub use journal::{JournalEntry, UndoJournal, JOURNAL_SCHEMA};
+pub(crate) use journal::{JournalEntry, UndoJournal, JOURNAL_SCHEMA};
 use kernel_file::{canonical_root, quoted_path, KernelFile};
 
 /// One write made (or, with `--dry-run`, shown).
@@ -118,7 +118,7 @@ impl Recheck {
 
 /// Where and how to write.
 #[derive(Debug, Clone)]
-pub struct ApplyOptions {
+pub(crate) struct ApplyOptions {
     pub(crate) root: PathBuf,
     pub(crate) dry_run: bool,
     /// Apply even where irqbalance or tuned would revert the change.
@@ -197,7 +197,7 @@ struct Planned {
 /// (never replacing a file); on the first refusal, or a value that did not stick, everything
 /// changed is restored and the error says what and where. With `dry_run` nothing is written,
 /// the journal included.
-pub fn apply(
+pub(crate) fn apply(
     findings: &[&Finding],
     system: Option<&SystemFacts>,
     undo_file: &Path,

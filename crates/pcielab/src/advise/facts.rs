@@ -56,7 +56,7 @@ pub(crate) struct IdleState {
 
 /// Machine-wide facts, read below `root`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SystemFacts {
+pub(crate) struct SystemFacts {
     pub(crate) root: PathBuf,
     /// The selected policy of `/sys/module/pcie_aspm/parameters/policy` (the bracketed word).
     pub(crate) aspm_policy: Option<String>,

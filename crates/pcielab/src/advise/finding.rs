@@ -230,7 +230,7 @@ impl Prediction {
 
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// The stable rule id (one of [`CHECKS`]).
     pub(crate) id: &'static str,
     pub(crate) severity: Severity,

@@ -10,16 +10,16 @@
 //! judged with the reason (`machine::missing`: what the input lacks and how to get it); a check that
 //! could not look is never reported as clean.
 
-pub mod apply;
+pub(crate) mod apply;
 pub(crate) mod corpus;
 pub(crate) mod facts;
 mod finding;
 mod links;
 mod system;
 
+pub use apply::{undo, ApplyRequest, Change, ChangeReport, Target, UndoOptions};
 pub use corpus::{run_corpus, CorpusReport};
 
-pub use facts::SystemFacts;
 pub use finding::*;
 
 use crate::error::Result;

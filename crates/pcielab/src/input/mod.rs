@@ -22,11 +22,13 @@ mod stdin;
 pub(crate) use file_kind::file_kind;
 pub(crate) mod yaml;
 
-pub use output::{
-    output_dir, output_target, write_new_file, write_output, write_stdout, OutputTarget,
-};
+// A size on the command line (`64K`), as a clap value parser; `units` reads every size.
+pub use crate::units::positive_size_arg;
+pub(crate) use output::write_new_file;
+pub use output::{output_dir, output_target, write_output, write_stdout, OutputTarget};
+pub(crate) use stdin::read_stdin;
 pub(crate) use stdin::readable_within;
-pub use stdin::{read_stdin, DEFAULT_STDIN_IDLE, STDIN_IDLE_ENV};
+pub(crate) use stdin::{DEFAULT_STDIN_IDLE, STDIN_IDLE_ENV};
 
 /// The largest text file pcielab reads as input (specs, plans, scenarios, job files, state).
 pub(crate) const MAX_INPUT_FILE: u64 = 4 << 20;

@@ -59,7 +59,7 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
 /// file, a link, even a dangling one, `/dev/null`, a FIFO) is refused as bad input; the file is
 /// created exclusively and never through a link, and removed again if the write fails, so no
 /// half-written file is left.
-pub fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+pub(crate) fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         return Err(Error::bad_input(format!(
             "{} already exists ({}); pcielab never replaces it: name a new file",

@@ -10,14 +10,14 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 
 /// The environment variable that sets the idle timeout, in seconds.
-pub const STDIN_IDLE_ENV: &str = "PCIELAB_STDIN_IDLE_S";
+pub(crate) const STDIN_IDLE_ENV: &str = "PCIELAB_STDIN_IDLE_S";
 
 /// How long standard input may stay silent (no byte, not closed) before the read gives up.
-pub const DEFAULT_STDIN_IDLE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_STDIN_IDLE: Duration = Duration::from_secs(30);
 
 /// All of standard input, `what` naming it in messages, refusing more than `max_bytes` and an
 /// input silent for `idle`.
-pub fn read_stdin(what: &str, max_bytes: u64, idle: Duration) -> Result<Vec<u8>> {
+pub(crate) fn read_stdin(what: &str, max_bytes: u64, idle: Duration) -> Result<Vec<u8>> {
     let stdin = std::io::stdin();
     let fd = stdin.as_raw_fd();
     refuse_special(what, fd)?;

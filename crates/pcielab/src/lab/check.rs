@@ -42,7 +42,7 @@ impl Status {
 
 /// One compared field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Row {
+pub(crate) struct Row {
     pub(crate) bdf: Bdf,
     /// `link.speed`, `numa_node`, … (the comparer's own names; read back from JSON, owned).
     pub(crate) field: Cow<'static, str>,
@@ -140,7 +140,7 @@ pub(crate) type P2pmem = BTreeMap<Bdf, u64>;
 
 /// Compares every function of `spec` with `guest`. `cmb_bar` gives the guest's CMB BAR size per
 /// NVMe (bytes); `p2pmem` is `None` when the guest kernel has no P2PDMA support.
-pub fn compare(
+pub(crate) fn compare(
     spec: &Topology,
     guest: &Topology,
     limits: &[Limit],

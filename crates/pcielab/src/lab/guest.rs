@@ -39,7 +39,7 @@ pub(crate) fn phase_error(phase: &str, msg: impl std::fmt::Display) -> Error {
 }
 
 /// Finds `program` on PATH; the error names the Debian package that provides it.
-pub fn find_tool(program: &str, package: &str, phase: &str) -> Result<PathBuf> {
+pub(crate) fn find_tool(program: &str, package: &str, phase: &str) -> Result<PathBuf> {
     on_path(program).ok_or_else(|| {
         phase_error(
             phase,

@@ -2,16 +2,22 @@
 //! boots it and brings the guest's own view of the hierarchy back; and the measurements run in
 //! such a guest or on a host (`bench p2p`; `bench mmio` is `Machine::mmio`).
 
-pub mod argv;
-pub mod check;
-pub mod guest;
-pub mod kernel;
-pub mod oracle;
-pub mod p2pcopy;
+pub(crate) mod argv;
+pub(crate) mod check;
+pub(crate) mod guest;
+pub(crate) mod kernel;
+pub(crate) mod oracle;
+pub(crate) mod p2pcopy;
 pub(crate) mod picture;
 pub(crate) mod runner;
 pub mod session;
 
+pub use argv::{parse_qemu_version, plan, Disk, Limit, MachineOptions, QemuPlan, QEMU_VERSION};
+pub use check::{boot_and_check, CheckReport};
+pub use guest::{cache_dir, GuestFile};
+pub use kernel::build as build_kernel;
+pub use oracle::{boot_and_try, P2pReport, P2pRun};
+pub use p2pcopy::{resolve_namespace, run as p2p_copy, CopyOptions, CopyReport, CopyResult};
 pub use runner::Phase;
 
 use crate::error::{Error, Result};
@@ -28,27 +34,4 @@ pub fn load_spec(spec: &str) -> Result<MachineSpec> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spec_is_a_preset_or_a_file_and_errors_name_the_phase() {
-        let seed = load_spec("qemu-seed").unwrap();
-        assert!(!seed.topology.functions().is_empty());
-        let unknown = load_spec("no-such-preset").unwrap_err();
-        assert_eq!(unknown.exit_code(), 2);
-        assert!(
-            unknown
-                .to_string()
-                .starts_with("lab phase 'prepare': unknown preset 'sim:no-such-preset'"),
-            "{unknown}"
-        );
-        let missing = load_spec("/nonexistent/board.toml").unwrap_err();
-        assert!(
-            missing.to_string().starts_with(
-                "lab phase 'prepare': spec file /nonexistent/board.toml: No such file"
-            ),
-            "{missing}"
-        );
-    }
-}
+mod tests;

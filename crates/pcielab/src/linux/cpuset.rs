@@ -15,7 +15,7 @@ pub(crate) const MAX_CPUS: u32 = 8192;
 
 impl CpuSet {
     /// The CPUs `first` to `last`, both included.
-    pub fn range(first: u32, last: u32) -> CpuSet {
+    pub(crate) fn range(first: u32, last: u32) -> CpuSet {
         CpuSet((first..=last).collect())
     }
 
@@ -58,7 +58,7 @@ impl CpuSet {
     }
 
     /// The `cpus_list` form.
-    pub fn to_list(&self) -> String {
+    pub(crate) fn to_list(&self) -> String {
         let mut out = Vec::new();
         let mut iter = self.0.iter().copied().peekable();
         while let Some(start) = iter.next() {

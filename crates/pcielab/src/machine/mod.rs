@@ -23,7 +23,7 @@ mod host_mmio;
 pub(crate) mod mapping;
 pub(crate) mod missing;
 pub(crate) mod mmio;
-pub mod presets;
+pub(crate) mod presets;
 mod sim_mmio;
 mod sim_traffic;
 pub(crate) mod snapshot;
@@ -31,6 +31,7 @@ mod sysfs_traffic;
 pub(crate) mod traffic;
 
 pub use mmio::{MmioOperation, MmioOptions, MmioReport};
+pub use presets::{catalog as preset_catalog, PresetList, PresetSummary, TopologyPreset, PRESETS};
 pub use snapshot::save_snapshot;
 
 use std::fmt;
@@ -135,7 +136,7 @@ impl fmt::Display for MachineSelector {
 impl MachineSelector {
     /// A topology spec named the way `sim:` takes it: a `.toml` file or a path is a file, any
     /// other word a built-in preset.
-    pub fn spec(target: &str) -> MachineSelector {
+    pub(crate) fn spec(target: &str) -> MachineSelector {
         if target.ends_with(".toml") || target.contains('/') {
             MachineSelector::SimFile {
                 path: PathBuf::from(target),

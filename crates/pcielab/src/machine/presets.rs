@@ -63,12 +63,12 @@ pub const PRESETS: [TopologyPreset; 9] = [
 ];
 
 /// The spec text of preset `name`.
-pub fn preset(name: &str) -> Option<&'static str> {
+pub(crate) fn preset(name: &str) -> Option<&'static str> {
     PRESETS.iter().find(|p| p.name == name).map(|p| p.spec)
 }
 
 /// Preset names, for messages and `--help`.
-pub fn names() -> Vec<&'static str> {
+pub(crate) fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|p| p.name).collect()
 }
 

@@ -14,6 +14,8 @@ pub mod platform;
 pub mod reference;
 mod row_time;
 pub(crate) mod sweep;
+#[cfg(test)]
+mod tests;
 pub mod transfer;
 
 pub use io::{LinkPower, L0S_ENTRY_NS, L1_ENTRY_NS};

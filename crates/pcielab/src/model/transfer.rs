@@ -72,11 +72,11 @@ pub struct LinkParams {
 
 impl LinkParams {
     /// Link widths the spec defines.
-    pub const WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
+    pub(crate) const WIDTHS: [u8; 7] = [1, 2, 4, 8, 12, 16, 32];
     /// Legal MPS and MRRS values.
-    pub const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
+    pub(crate) const SIZES: [u32; 6] = [128, 256, 512, 1024, 2048, 4096];
     /// Legal RCB values.
-    pub const RCBS: [u32; 2] = [64, 128];
+    pub(crate) const RCBS: [u32; 2] = [64, 128];
 
     /// A link with the common defaults: MPS 256, MRRS 512, RCB 64, 32-bit addressing, no ECRC.
     pub fn new(gen: Generation, width: u8) -> LinkParams {
@@ -207,7 +207,7 @@ impl Flow {
 
     /// Expected DLLPs (Acks and UpdateFCs) for this direction.
     #[inline]
-    pub fn dllps(&self) -> f64 {
+    pub(crate) fn dllps(&self) -> f64 {
         self.acks + self.update_fcs
     }
 
@@ -393,7 +393,7 @@ fn read_split(addr: u64, len: u64, link: &LinkParams) -> (u64, u64) {
 
 /// A device DMA write of `size` bytes starting at an MPS-aligned address.
 #[inline]
-pub fn write(size: u64, link: &LinkParams) -> Traffic {
+pub(crate) fn write(size: u64, link: &LinkParams) -> Traffic {
     write_at(0, size, link)
 }
 
@@ -421,7 +421,7 @@ pub fn write_at(addr: u64, size: u64, link: &LinkParams) -> Traffic {
 
 /// A device DMA read of `size` bytes starting at an MRRS-aligned address.
 #[inline]
-pub fn read(size: u64, link: &LinkParams) -> Traffic {
+pub(crate) fn read(size: u64, link: &LinkParams) -> Traffic {
     read_at(0, size, link)
 }
 

@@ -51,7 +51,7 @@ const L1_EXIT_TEXT: [&str; 8] = [
 /// exit latencies and an endpoint's DevCap acceptable latencies share the two tables (lspci
 /// prints both through `latency_l0s`/`latency_l1`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct AspmLatency {
+pub(crate) struct AspmLatency {
     pub(crate) l1: bool,
     /// 0-7.
     pub(crate) code: u8,
@@ -79,7 +79,7 @@ impl AspmLatency {
     }
 
     /// lspci's words for it: `<64ns`, `<1us`, `unlimited`.
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         let table = if self.l1 {
             &L1_EXIT_TEXT
         } else {

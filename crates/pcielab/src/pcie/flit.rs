@@ -4,9 +4,9 @@
 //! DLLP cost; its cost is the fixed 20/256 share below.
 
 /// Bytes in one flit on the wire.
-pub const FLIT_BYTES: u32 = 256;
+pub(crate) const FLIT_BYTES: u32 = 256;
 /// Bytes of each flit available to TLPs.
-pub const FLIT_TLP_BYTES: u32 = 236;
+pub(crate) const FLIT_TLP_BYTES: u32 = 236;
 /// Data-link payload bytes per flit (sequence number, Ack/Nak, FC updates).
 #[cfg(test)]
 pub(crate) const FLIT_DLP_BYTES: u32 = 6;

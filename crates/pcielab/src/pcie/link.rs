@@ -46,7 +46,7 @@ impl Generation {
 
     /// Whether the link runs in FLIT mode (Gen6 and later).
     #[inline]
-    pub fn is_flit(self) -> bool {
+    pub(crate) fn is_flit(self) -> bool {
         self.encoding() == Encoding::Flit1b1b
     }
 }
@@ -67,7 +67,7 @@ pub(crate) const fn skp_fraction(gen: Generation) -> f64 {
 
 /// Usable bytes per second per direction after line encoding, in MB/s (10^6 B/s).
 #[inline]
-pub fn raw_mbps(gen: Generation, width: u8) -> f64 {
+pub(crate) fn raw_mbps(gen: Generation, width: u8) -> f64 {
     per_generation(gen).lane_mbps * f64::from(width)
 }
 
@@ -120,7 +120,7 @@ pub(crate) fn kernel_lane_mbit(gen: Generation) -> u32 {
 }
 
 /// What `pcie_bandwidth_available()` computes for one link: width × per-lane Mb/s.
-pub fn kernel_link_mbit(gen: Generation, width: u8) -> u32 {
+pub(crate) fn kernel_link_mbit(gen: Generation, width: u8) -> u32 {
     u32::from(width) * kernel_lane_mbit(gen)
 }
 
@@ -141,7 +141,7 @@ pub struct Link {
 impl Link {
     /// A link whose capability (LnkCap) and trained state (LnkSta) are both known, each given as
     /// (speed, width).
-    pub const fn trained(max: (Generation, u8), current: (Generation, u8)) -> Link {
+    pub(crate) const fn trained(max: (Generation, u8), current: (Generation, u8)) -> Link {
         Link {
             max_speed: Some(max.0),
             max_width: Some(max.1),

@@ -9,8 +9,6 @@ pub(crate) mod flit;
 pub(crate) mod link;
 pub(crate) mod tlp;
 
-pub use flit::{FLIT_BYTES, FLIT_TLP_BYTES};
-pub use link::{kernel_link_mbit, raw_mbps};
 pub use tlp::TlpFormat;
 
 use serde::{Deserialize, Serialize};

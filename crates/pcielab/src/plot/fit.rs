@@ -94,7 +94,7 @@ pub(crate) fn charts(doc: &FitDocument) -> (LineChart, LineChart) {
 }
 
 /// The fit as a standalone SVG document: rates above, residuals below.
-pub fn svg(doc: &FitDocument) -> Result<String> {
+pub(crate) fn svg(doc: &FitDocument) -> Result<String> {
     let (top, bottom) = charts(doc);
     svg_document(WIDTH, 900, |area| {
         let (upper, lower) = area.split_vertically(540);

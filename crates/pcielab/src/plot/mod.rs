@@ -4,13 +4,17 @@
 //! result can be drawn again. This module owns the shared
 //! pieces — a line chart with optional right axis, reference lines, event markers and a legend
 //! laid out below the plot (so it never covers data), a coloured matrix, colours and axis
-//! labels; one submodule per kind of result turns its document into one of them.
+//! labels; one submodule per kind of result turns its document into one of them, and
+//! [`svg`] of a [`Picture`] (picture.rs) is the one way in.
 
-pub mod fit;
-pub mod model;
-pub mod scenario;
-pub mod stat;
-pub mod topology;
+pub(crate) mod fit;
+pub(crate) mod model;
+mod picture;
+pub(crate) mod scenario;
+pub(crate) mod stat;
+pub(crate) mod topology;
+
+pub use picture::{svg, Picture};
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;

@@ -77,6 +77,6 @@ pub(crate) fn chart(sweep: &SizeSweep) -> LineChart {
 }
 
 /// The sweep as a standalone SVG document.
-pub fn svg(sweep: &SizeSweep) -> Result<String> {
+pub(crate) fn svg(sweep: &SizeSweep) -> Result<String> {
     line_chart_svg(&chart(sweep))
 }

@@ -43,6 +43,6 @@ pub(crate) fn chart(outcome: &Outcome) -> LineChart {
 }
 
 /// The outcome as a standalone SVG document.
-pub fn svg(outcome: &Outcome) -> Result<String> {
+pub(crate) fn svg(outcome: &Outcome) -> Result<String> {
     line_chart_svg(&chart(outcome))
 }

@@ -91,7 +91,7 @@ fn seconds(s: f64) -> String {
 }
 
 /// The run as a standalone SVG document; a run without intervals is bad input naming `origin`.
-pub fn svg(doc: &StatDocument, origin: &str) -> Result<String> {
+pub(crate) fn svg(doc: &StatDocument, origin: &str) -> Result<String> {
     let chart = chart(doc).ok_or_else(|| {
         Error::bad_input(format!(
             "{origin}: this stat result has no intervals to draw over time: count with -I MS \

@@ -211,7 +211,7 @@ fn wrap(text: &str, chars: usize) -> Vec<String> {
 }
 
 /// The tree diagram as a standalone SVG document.
-pub fn svg(doc: &TopologyJson) -> Result<String> {
+pub(crate) fn svg(doc: &TopologyJson) -> Result<String> {
     let rows = rows(doc);
     let description = wrap(&doc.description, 140);
     let top = TOP + DESCRIPTION_LINE * (description.len() as i32 - 1).max(0);
@@ -489,7 +489,7 @@ pub(crate) fn p2p_matrix(doc: &Report) -> Result<Matrix> {
 pub(crate) const MAX_MATRIX_ROWS: usize = 256;
 
 /// The verdict matrix as a standalone SVG document.
-pub fn p2p_svg(doc: &Report) -> Result<String> {
+pub(crate) fn p2p_svg(doc: &Report) -> Result<String> {
     matrix_svg(&p2p_matrix(doc)?)
 }
 

@@ -250,7 +250,7 @@ impl HostListing {
     }
 
     /// The `--json` document (docs/pmu.md).
-    pub fn document(&self) -> HostListDocument {
+    pub(crate) fn document(&self) -> HostListDocument {
         HostListDocument {
             machine: "host",
             event_source_dir: self.dir.display().to_string(),
@@ -292,7 +292,7 @@ impl HostListing {
 
     /// The text form: each PCIe PMU with a table of its events and their units; `detail`
     /// (with `--pmu`) also every format field, and the events of a PMU that is not PCIe.
-    pub fn render(&self, detail: bool) -> String {
+    pub(crate) fn render(&self, detail: bool) -> String {
         let mut out = String::new();
         for (p, placement) in self
             .pmus

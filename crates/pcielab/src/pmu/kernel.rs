@@ -25,7 +25,8 @@ impl KernelVersion {
 
     /// The release Debian's `linux-source-6.12` package holds, against whose driver sources the
     /// catalog is tested.
-    pub const SOURCE_PACKAGE: KernelVersion = KernelVersion::new(6, 12);
+    #[cfg(test)]
+    pub(crate) const SOURCE_PACKAGE: KernelVersion = KernelVersion::new(6, 12);
 
     /// The newest behaviour pcielab models (every fact of [`UPSTREAM_CHANGES`] applied).
     pub(crate) const NEWEST: KernelVersion = KernelVersion::new(6, 18);
@@ -178,12 +179,12 @@ fn dwc_has(kernel: KernelVersion, wanted: impl Fn(&Effect) -> bool) -> bool {
 }
 
 /// Whether `kernel` counts one lane event per distinct event id (6.18) rather than one per port.
-pub fn dwc_lane_counter_per_event(kernel: KernelVersion) -> bool {
+pub(crate) fn dwc_lane_counter_per_event(kernel: KernelVersion) -> bool {
     dwc_has(kernel, |e| *e == Effect::DwcLaneCounterPerEvent)
 }
 
 /// The PCI vendors whose root ports `kernel`'s DWC driver binds (with the RAS DES capability).
-pub fn dwc_vendors(kernel: KernelVersion) -> Vec<u16> {
+pub(crate) fn dwc_vendors(kernel: KernelVersion) -> Vec<u16> {
     // Alibaba and Qualcomm are in the 6.12 driver's table.
     let mut vendors = vec![0x1ded, 0x17cb];
     vendors.extend(DWC_CHANGES.iter().filter_map(|c| match c.effect {

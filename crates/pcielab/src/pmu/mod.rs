@@ -15,16 +15,20 @@ pub(crate) mod list;
 pub(crate) mod perf;
 pub(crate) mod placement;
 pub(crate) mod rules;
-pub mod session;
+pub(crate) mod session;
 pub(crate) mod stat;
 pub(crate) mod sysfs;
 
-pub use catalog::{DriverFiles, EventDef, Family, Group};
+pub(crate) use catalog::Group;
+pub use catalog::{DriverFiles, EventDef, Family};
 pub use counters::{Counters, PmuListDocument, PmuListing, StatDone, StatEnd, StatRequest};
 pub use event::{EventAttr, EventContext};
 pub use hostlist::{HostListDocument, HostListing};
-pub use kernel::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
+pub use kernel::KernelVersion;
 pub use list::CatalogListDocument;
+#[cfg(any(test, feature = "test-oracles"))]
+pub use session::emulate_stepwise;
+pub use session::{emulate, CountOptions, CounterBackend, Counts, Reading, TrueCounts};
 pub use stat::{StatDocument, StatOutcome};
 pub use sysfs::{parse_alias_terms, parse_cpu_list, read_pmu, AliasTerm, FormatField, SysfsPmu};
 

@@ -496,7 +496,7 @@ pub(crate) fn rollback(backend: &mut dyn QosBackend, before: &Resctrl) -> Result
 }
 
 /// Plan, check, apply, verify; roll back on any failure.
-pub fn apply(
+pub(crate) fn apply(
     backend: &mut dyn QosBackend,
     desired: &[DesiredGroup],
     dry_run: bool,

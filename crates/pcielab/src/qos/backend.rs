@@ -131,7 +131,7 @@ impl Op {
 }
 
 /// The error for an operation the kernel (or its model) refused, quoting `last_cmd_status`.
-pub fn refused(op: &Op, rej: &Rejection) -> Error {
+pub(crate) fn refused(op: &Op, rej: &Rejection) -> Error {
     let msg = format!("{}: resctrl refused it: {rej}", op.describe());
     match rej.errno {
         Errno::ENOSPC | Errno::EBUSY => Error::runtime(msg),

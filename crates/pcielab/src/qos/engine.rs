@@ -66,7 +66,7 @@ pub(crate) struct ThreadStep {
 
 /// One step's outcome.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Step {
+pub(crate) struct Step {
     pub(crate) dt_s: f64,
     pub(crate) threads: Vec<ThreadStep>,
     /// (rmid, L3 domain) → bytes allocated now.

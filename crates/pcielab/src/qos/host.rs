@@ -42,7 +42,7 @@ pub struct HostResctrl {
 
 /// One write(2), mkdir(2) or rmdir(2) performed on the mount, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Write {
+pub(crate) struct Write {
     /// `write`, `mkdir` or `rmdir`.
     pub call: &'static str,
     /// Relative to the mount.
@@ -167,19 +167,21 @@ impl HostResctrl {
     }
 
     /// Apply the rules of kernel `release` instead of the running kernel's.
-    pub fn with_release(mut self, release: &str) -> HostResctrl {
+    #[cfg(test)]
+    pub(crate) fn with_release(mut self, release: &str) -> HostResctrl {
         self.release = release.to_string();
         self
     }
 
     /// With `false`, requests go to the kernel without the model's pre-check: the kernel decides.
-    pub fn with_precheck(mut self, precheck: bool) -> HostResctrl {
+    pub(crate) fn with_precheck(mut self, precheck: bool) -> HostResctrl {
         self.precheck = precheck;
         self
     }
 
     /// Every write, mkdir and rmdir performed so far, in order.
-    pub fn journal(&self) -> &[Write] {
+    #[cfg(test)]
+    pub(crate) fn journal(&self) -> &[Write] {
         &self.journal
     }
 

@@ -115,7 +115,7 @@ fn parse_release(release: &str) -> Option<(u32, u32)> {
 
 impl Info {
     /// The cache resource `name` (`L3`, `L3CODE`, ...), if the machine has it.
-    pub fn cache(&self, name: &str) -> Option<&CacheResource> {
+    pub(crate) fn cache(&self, name: &str) -> Option<&CacheResource> {
         self.caches.iter().find(|c| c.name == name)
     }
 

@@ -147,7 +147,7 @@ impl Preset {
     }
 
     /// CPUs in all.
-    pub fn nr_cpus(&self) -> u32 {
+    pub(crate) fn nr_cpus(&self) -> u32 {
         self.nodes * self.cpus_per_node
     }
 
@@ -164,7 +164,7 @@ impl Preset {
 
     /// What `info/` shows; with `cdp` the L3 is split into L3CODE/L3DATA and each has half the
     /// CLOSIDs.
-    pub fn info(&self, cdp: bool) -> Info {
+    pub(crate) fn info(&self, cdp: bool) -> Info {
         let domains: Vec<u32> = (0..self.nodes).collect();
         let cache = |name: &str, closids: u32| CacheResource {
             name: name.into(),

@@ -40,7 +40,7 @@ pub struct GroupRef {
 
 impl GroupRef {
     /// The root control group.
-    pub fn root() -> GroupRef {
+    pub(crate) fn root() -> GroupRef {
         GroupRef {
             ctrl: String::new(),
             mon: None,
@@ -48,7 +48,7 @@ impl GroupRef {
     }
 
     /// The control group `name`.
-    pub fn ctrl(name: &str) -> GroupRef {
+    pub(crate) fn ctrl(name: &str) -> GroupRef {
         GroupRef {
             ctrl: name.to_string(),
             mon: None,
@@ -142,7 +142,7 @@ pub struct CtrlGroup {
 
 impl CtrlGroup {
     /// Every task whose CLOSID is this group's (its own and its monitor groups').
-    pub fn all_tasks(&self) -> BTreeSet<u32> {
+    pub(crate) fn all_tasks(&self) -> BTreeSet<u32> {
         let mut all = self.tasks.clone();
         for m in &self.mon_groups {
             all.extend(&m.tasks);
@@ -172,7 +172,7 @@ fn no_such(group: &GroupRef) -> Rejection {
 
 impl Resctrl {
     /// A freshly mounted resctrl: only the root, holding every CPU and the given tasks.
-    pub fn mount(info: Info, online_cpus: CpuSet, tasks: BTreeSet<u32>) -> Resctrl {
+    pub(crate) fn mount(info: Info, online_cpus: CpuSet, tasks: BTreeSet<u32>) -> Resctrl {
         let root = CtrlGroup {
             name: String::new(),
             closid: 0,
@@ -201,7 +201,7 @@ impl Resctrl {
     }
 
     /// The same state with `last_cmd_status` cleared: what "the machine is unchanged" compares.
-    pub fn without_status(&self) -> Resctrl {
+    pub(crate) fn without_status(&self) -> Resctrl {
         Resctrl {
             last_cmd_status: String::new(),
             ..self.clone()
@@ -209,7 +209,7 @@ impl Resctrl {
     }
 
     /// Every task known to the mount.
-    pub fn all_tasks(&self) -> BTreeSet<u32> {
+    pub(crate) fn all_tasks(&self) -> BTreeSet<u32> {
         self.groups.iter().flat_map(|g| g.all_tasks()).collect()
     }
 
@@ -252,7 +252,7 @@ impl Resctrl {
     }
 
     /// `mkdir` of a control group (`p1`) or a monitor group (`p1/mon_groups/m1`).
-    pub fn mkdir(&mut self, group: &GroupRef) -> Outcome {
+    pub(crate) fn mkdir(&mut self, group: &GroupRef) -> Outcome {
         self.run(|rs| rs.mkdir_inner(group))
     }
 
@@ -348,7 +348,7 @@ impl Resctrl {
 
     /// `rmdir`: a control group's tasks and CPUs go back to the root; a monitor group's go back
     /// to its parent.
-    pub fn rmdir(&mut self, group: &GroupRef) -> Outcome {
+    pub(crate) fn rmdir(&mut self, group: &GroupRef) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             match &group.mon {
@@ -413,7 +413,7 @@ impl Resctrl {
 
     /// A write to a control group's `schemata`; `text` is sent as written (it must end with a
     /// newline, as the kernel requires).
-    pub fn write_schemata(&mut self, group: &GroupRef, text: &str) -> Outcome {
+    pub(crate) fn write_schemata(&mut self, group: &GroupRef, text: &str) -> Outcome {
         self.run(|rs| {
             if group.mon.is_some() {
                 return Err(Rejection::silent(
@@ -441,7 +441,7 @@ impl Resctrl {
     }
 
     /// A write to `mode`.
-    pub fn write_mode(&mut self, group: &GroupRef, text: &str) -> Outcome {
+    pub(crate) fn write_mode(&mut self, group: &GroupRef, text: &str) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             if group.mon.is_some() {
@@ -479,7 +479,7 @@ impl Resctrl {
 
     /// A write to `tasks`: comma-separated pids, moved one by one; on a failure the pids before
     /// it stay moved, as in the kernel.
-    pub fn write_tasks(&mut self, group: &GroupRef, text: &str) -> Outcome {
+    pub(crate) fn write_tasks(&mut self, group: &GroupRef, text: &str) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             if let Some(m) = &group.mon {
@@ -546,7 +546,7 @@ impl Resctrl {
     /// A write to `cpus_list`. CPUs given to a control group leave every other control group;
     /// CPUs it drops return to the root (the root cannot drop any). A monitor group may only
     /// take CPUs of its parent.
-    pub fn write_cpus(&mut self, group: &GroupRef, cpus: &CpuSet) -> Outcome {
+    pub(crate) fn write_cpus(&mut self, group: &GroupRef, cpus: &CpuSet) -> Outcome {
         self.run(|rs| {
             let gi = rs.group_index(&group.ctrl).ok_or_else(|| no_such(group))?;
             if !cpus.is_subset(&rs.online_cpus) {
@@ -657,7 +657,7 @@ impl Resctrl {
 
     /// `info/<RES>/bit_usage` for a cache resource: per domain, per bit from the top, `0` unused,
     /// `H` hardware only, `X` hardware and software, `S` shared by groups, `E` exclusive.
-    pub fn bit_usage(&self, resource: &str) -> Option<String> {
+    pub(crate) fn bit_usage(&self, resource: &str) -> Option<String> {
         let res = self.info.cache(resource)?;
         let doms: Vec<String> = res
             .domains

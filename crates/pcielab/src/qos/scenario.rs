@@ -152,7 +152,7 @@ pub struct Line {
 
 impl Line {
     /// y at x (exact match).
-    pub fn at(&self, x: f64) -> Option<f64> {
+    pub(crate) fn at(&self, x: f64) -> Option<f64> {
         self.points.iter().find(|p| p.0 == x).map(|p| p.1)
     }
 }
@@ -176,7 +176,8 @@ pub struct Outcome {
 
 impl Outcome {
     /// The line labelled `label`, if any.
-    pub fn line(&self, label: &str) -> Option<&Line> {
+    #[cfg(test)]
+    pub(crate) fn line(&self, label: &str) -> Option<&Line> {
         self.lines.iter().find(|l| l.label == label)
     }
 

@@ -11,8 +11,10 @@ use std::fmt;
 use super::info::{CacheResource, Info, KernelRules, MbResource};
 
 /// Errno values resctrl returns, by name.
+// Spelled as the kernel's errno names (EINVAL, not Einval), which is how the messages show them.
+#[allow(clippy::upper_case_acronyms)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Errno {
+pub(crate) enum Errno {
     /// Invalid argument: the text breaks a rule.
     EINVAL,
     /// No space: no free CLOSID or RMID left.
@@ -33,7 +35,7 @@ pub enum Errno {
 /// holds afterwards (empty where the kernel leaves no message). `detail` is pcielab's own
 /// explanation, only where the kernel gives none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     /// The errno the write fails with.
     pub errno: Errno,
     /// What `info/last_cmd_status` says afterwards.
@@ -44,7 +46,7 @@ pub struct Rejection {
 
 impl Rejection {
     /// A rejection with `errno` and the `last_cmd_status` text `status`.
-    pub fn new(errno: Errno, status: impl Into<String>) -> Rejection {
+    pub(crate) fn new(errno: Errno, status: impl Into<String>) -> Rejection {
         Rejection {
             errno,
             status: status.into(),
@@ -92,7 +94,7 @@ impl fmt::Display for Rejection {
 /// One schemata line: a resource and a value per domain (a capacity bitmask for caches, a
 /// percentage for MB).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SchemaLine {
+pub(crate) struct SchemaLine {
     pub(crate) resource: String,
     pub(crate) values: BTreeMap<u32, u64>,
 }
@@ -143,7 +145,7 @@ impl Schemata {
 
     /// Format as a read of the file shows it: names right-aligned to the widest, values
     /// unpadded (`%x` for masks, `%u` for MB), one line per resource.
-    pub fn format(&self) -> String {
+    pub(crate) fn format(&self) -> String {
         let width = self
             .lines
             .iter()
@@ -280,7 +282,7 @@ pub(crate) type OverlapCheck<'a> = dyn Fn(&str, u32, u64) -> Option<String> + 'a
 /// Parse a write to `schemata` exactly as `rdtgroup_schemata_write` does: the text must end
 /// with a newline, every line is parsed and checked in order, and the first failure rejects the
 /// whole write (nothing is applied). Returns the staged lines, values already rounded.
-pub fn parse_write(
+pub(crate) fn parse_write(
     text: &str,
     info: &Info,
     overlap: &OverlapCheck<'_>,

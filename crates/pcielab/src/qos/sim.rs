@@ -269,7 +269,7 @@ impl SimulatedResctrl {
     }
 
     /// Run the model for `seconds` in steps of `step_s` (at most `MAX_STEPS`); returns every step.
-    pub fn advance(&mut self, seconds: f64, step_s: f64) -> Result<Vec<Step>> {
+    pub(crate) fn advance(&mut self, seconds: f64, step_s: f64) -> Result<Vec<Step>> {
         let mut engine = match self.engine.take() {
             Some(engine) => engine,
             None => {

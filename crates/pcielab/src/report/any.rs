@@ -8,14 +8,14 @@ use crate::error::Result;
 /// document in errors (a `stat` result counted without `-I` has no series to draw).
 pub fn svg_of(doc: &super::document::Document, origin: &str) -> Result<String> {
     use super::document::Document as D;
-    use crate::plot;
+    use crate::plot::{svg, Picture};
     match doc {
-        D::Stat(d) => plot::stat::svg(d, origin),
-        D::Model(d) => plot::model::svg(d),
-        D::Fit(d) => plot::fit::svg(d),
-        D::Topology(d) => plot::topology::svg(d),
-        D::P2p(d) => plot::topology::p2p_svg(d),
-        D::Scenario(d) => plot::scenario::svg(d),
+        D::Stat(d) => svg(Picture::Stat(d, origin)),
+        D::Model(d) => svg(Picture::Model(d)),
+        D::Fit(d) => svg(Picture::Fit(d)),
+        D::Topology(d) => svg(Picture::Topology(d)),
+        D::P2p(d) => svg(Picture::P2p(d)),
+        D::Scenario(d) => svg(Picture::Scenario(d)),
         D::LabCheck(d) => crate::lab::picture::svg(d),
     }
 }

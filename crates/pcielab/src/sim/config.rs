@@ -268,7 +268,7 @@ impl SimConfig {
 
     /// The PCI function holding `path` (a fio filename): `/dev/disk/by-path/pci-<bdf>-…`, a
     /// block device listed in `block_devices` (partitions included), or a file under a mount.
-    pub fn device_for_path(&self, path: &str) -> Result<Bdf> {
+    pub(crate) fn device_for_path(&self, path: &str) -> Result<Bdf> {
         if let Some(rest) = path.strip_prefix("/dev/disk/by-path/pci-") {
             return rest.get(..12).and_then(|b| b.parse().ok()).ok_or_else(|| {
                 Error::bad_input(format!(

@@ -38,7 +38,7 @@ pub(crate) struct Errors {
 
 impl SimRun {
     /// Every TLP that crossed root port `rp`'s link up to `t_ns`.
-    pub fn port_tally(&self, rp: Bdf, t_ns: u64) -> Tally {
+    pub(crate) fn port_tally(&self, rp: Bdf, t_ns: u64) -> Tally {
         self.tally_of(t_ns, |s| s.root_port == Some(rp))
     }
 
@@ -162,7 +162,7 @@ impl SimRun {
     }
 
     /// The count a DWC root-port PMU event would have reached at `t_ns`, counting from 0.
-    pub fn dwc_count(&self, rp: Bdf, def: &EventDef, lane: Option<u8>, t_ns: u64) -> u64 {
+    pub(crate) fn dwc_count(&self, rp: Bdf, def: &EventDef, lane: Option<u8>, t_ns: u64) -> u64 {
         let number = def.config & 0xff;
         let cycles = |ns: f64, mhz: f64| (ns * mhz / 1e3) as u64;
         match def.group {

@@ -356,7 +356,7 @@ fn build(
 
 /// Parses fio's command line (the arguments after `fio`). Positional arguments are job files,
 /// read with `read_file`.
-pub fn parse_command_line<S: AsRef<str>>(
+pub(crate) fn parse_command_line<S: AsRef<str>>(
     args: &[S],
     read_file: impl Fn(&Path) -> Result<String>,
 ) -> Result<JobSet> {
@@ -422,7 +422,7 @@ pub fn parse_command_line<S: AsRef<str>>(
 }
 
 /// Parses an INI job file; `origin` (its path) prefixes messages, with the line number.
-pub fn parse_job_file(text: &str, origin: &str) -> Result<JobSet> {
+pub(crate) fn parse_job_file(text: &str, origin: &str) -> Result<JobSet> {
     let mut globals: Vec<(&'static str, Option<String>)> = Vec::new();
     let mut sections: Vec<Section> = Vec::new();
     let mut in_global = false;

@@ -9,15 +9,18 @@ pub(crate) mod counters;
 pub(crate) mod device;
 mod emission;
 pub(crate) mod engine;
-pub mod fio;
+pub(crate) mod fio;
 pub(crate) mod stat;
+#[cfg(test)]
+mod tests;
 pub(crate) mod tlp;
-pub mod workload;
+pub(crate) mod workload;
 
 pub use config::SimConfig;
 pub use counters::SimBackend;
 pub use device::{Ahci, Device, Nic, Nvme};
-pub use tlp::Tally;
+pub use fio::{DirectionStats, GroupStats, JobSet};
+pub use workload::{parse as parse_workload, DmaRow, DmaTest, NetRow, NetTest, Summary, Workload};
 
 use std::collections::BTreeMap;
 
@@ -34,9 +37,8 @@ use crate::topology::{Aspm, Kind as FnKind, Topology};
 use device::BlockDevice;
 use emission::Emission;
 use engine::{Demand, FlowSpec, Progress};
-use fio::{DirectionStats, GroupStats};
 use tlp::{Bundle, Dir};
-use workload::{DmaDirection, DmaRow, DmaTest, NetRow, NetTest, Summary, Workload};
+use workload::DmaDirection;
 
 /// Default MPS/MRRS where the topology does not say.
 const DEFAULT_MPS: u32 = 128;
@@ -131,7 +133,7 @@ impl SimulatedPcie {
     }
 
     /// The root port above `device` (itself if it is one).
-    pub fn root_port(&self, device: Bdf) -> Option<Bdf> {
+    pub(crate) fn root_port(&self, device: Bdf) -> Option<Bdf> {
         self.topology
             .path_to_root(device)
             .iter()
@@ -172,7 +174,7 @@ impl SimulatedPcie {
     /// How TLPs between `device` and its root port are sized and framed: MPS is the smallest
     /// programmed on the path, MRRS the device's, speed and width the root port link's;
     /// 64-bit DMA addresses, completions in MPS-sized pieces.
-    pub fn link_params(&self, device: Bdf) -> LinkParams {
+    pub(crate) fn link_params(&self, device: Bdf) -> LinkParams {
         let path = self.topology.path_to_root(device);
         let mps = path
             .iter()

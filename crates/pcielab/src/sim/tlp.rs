@@ -179,7 +179,7 @@ pub(crate) fn tlp_wire_bytes(kind: Kind, payload: u32, link: &LinkParams) -> f64
 /// TLP counts, payload, wire bytes and DLLPs by direction: what the root port's counters are
 /// made of.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub(crate) tlps: [[u64; KINDS]; 2],
     /// Payload bytes each way (index 0 up, 1 down).
     pub payload_bytes: [u64; 2],

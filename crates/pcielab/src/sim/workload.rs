@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::pcie::Bdf;
 use crate::sim::fio::{self, GroupStats, JobSet};
 
-pub use crate::model::platform::DmaDirection;
+pub(crate) use crate::model::platform::DmaDirection;
 
 /// The `dmatest` sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -285,7 +285,7 @@ pub enum Summary {
 
 impl Summary {
     /// The workload's own output, as the real tool would print it.
-    pub fn render(&self, workload: &Workload) -> String {
+    pub(crate) fn render(&self, workload: &Workload) -> String {
         match (self, workload) {
             (Summary::Fio { groups }, Workload::Fio(set)) => set
                 .groups()

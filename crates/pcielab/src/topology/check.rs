@@ -68,7 +68,7 @@ pub(crate) const DOWNTRAINED: &str = "downtrained link";
 
 /// A link trained below the best both of its ends support: what it runs at and what it could.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shortfall {
+pub(crate) struct Shortfall {
     pub(crate) speed: Generation,
     pub(crate) width: u8,
     /// The lesser of the two ends' LnkCap (`None` where neither end says).

@@ -3,8 +3,8 @@
 //! [`Topology`]; writers (tree text, JSON, DOT, sysfs export) and the model, simulator and lab
 //! consume it. This module owns the data model and tree navigation only.
 
-pub mod check;
-pub mod config_space;
+pub(crate) mod check;
+pub(crate) mod config_space;
 pub(crate) mod export;
 pub mod generate;
 pub(crate) mod health;
@@ -15,14 +15,16 @@ pub(crate) mod lspci_text;
 pub mod p2p;
 pub(crate) mod pciids;
 pub(crate) mod readplan;
-pub mod render;
+pub(crate) mod render;
 pub(crate) mod spec;
 pub(crate) mod sysfs;
 
+pub use check::warnings;
 pub use export::export_sysfs;
 pub use health::{read_link_health, LinkHealth};
 pub use lspci::read_lspci;
 pub use pciids::name_functions;
+pub use render::{to_dot, to_json, to_tree, write_json, TopologyJson};
 pub use spec::{parse_spec, MachineSpec};
 pub use sysfs::read_sysfs;
 
@@ -31,7 +33,7 @@ use std::collections::BTreeMap;
 
 use crate::model::path::{path_ceiling, PathCeiling};
 use crate::model::transfer::LinkParams;
-pub use crate::pcie::features::AspmLatency;
+pub(crate) use crate::pcie::features::AspmLatency;
 pub use crate::pcie::link::Link;
 use crate::pcie::Bdf;
 pub use lspci_source::LspciRead;
@@ -99,7 +101,7 @@ impl Aspm {
     pub const SPELLINGS: [&'static str; 4] = ["none", "l0s", "l1", "l0s+l1"];
 
     /// Whether either state is on (or supported).
-    pub fn any(self) -> bool {
+    pub(crate) fn any(self) -> bool {
         self.l0s || self.l1
     }
 
@@ -584,7 +586,7 @@ impl Topology {
     }
 
     /// Every function, to change in place (the tree's shape stays).
-    pub fn functions_mut(&mut self) -> &mut [Function] {
+    pub(crate) fn functions_mut(&mut self) -> &mut [Function] {
         &mut self.functions
     }
 

@@ -618,9 +618,9 @@ fn files_are_touched_only_in_the_io_rooms() {
     }
     let mut strays = Vec::new();
     for file in source_files(false) {
-        // A `tests.rs` is a unit-test module (`#[cfg(test)] mod tests;`): tests may write
-        // their fixtures anywhere.
-        if file.module.last().is_some_and(|m| m == "tests") {
+        // A `tests.rs` or a file under `tests/` is a unit-test module (`#[cfg(test)] mod
+        // tests;`): tests may write their fixtures anywhere.
+        if file.module.iter().any(|m| m == "tests") {
             continue;
         }
         let in_room = rooms
@@ -750,10 +750,10 @@ fn no_library_file_passes_1000_lines() {
 /// The most public items the library may declare, as docs/architecture.md counts them: lines
 /// starting (after indentation) with `pub fn`, `pub struct`, `pub enum`, `pub mod`, `pub trait`,
 /// `pub type`, `pub const` or `pub static` (methods included; `pub(crate)`, fields and `pub use`
-/// re-exports, which name an item counted where it is declared, not). Issue 35 aims below 450;
-/// this is the count the narrowing reached, so the face cannot grow back unnoticed. Lower it as
-/// the face shrinks.
-const MOST_PUBLIC_ITEMS: usize = 583;
+/// re-exports, which name an item counted where it is declared, not). Issue 35 asked for fewer
+/// than 450; this is the count the narrowing reached, so the face cannot grow back unnoticed.
+/// Lower it as the face shrinks.
+const MOST_PUBLIC_ITEMS: usize = 449;
 
 /// Whether `line` declares a public item, in the sense of [`MOST_PUBLIC_ITEMS`].
 fn declares_a_public_item(line: &str) -> bool {

@@ -3,23 +3,8 @@
 //! `spec_memory` and `lspci_memory` stay separate: each installs a counting global allocator.
 
 mod calibration;
-mod common;
 mod fit_properties;
 mod fuzz_regressions;
-mod lab_argv;
-mod lab_boot;
-mod lab_p2pcopy;
 mod layering;
-mod model_properties;
-mod model_reference;
-mod model_seed_tables;
 mod observe_host_pmu;
-mod pmu_driver_catalog;
-mod qos_apply;
 mod qos_groups;
-mod qos_host;
-mod qos_schemata;
-mod qos_trends;
-mod sim_invariants;
-mod sim_scenarios;
-mod sim_seed;

@@ -10,12 +10,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// The schema name a journal carries; a file with another is refused.
-pub const JOURNAL_SCHEMA: &str = "pcielab.advise-undo/v2";
+pub(crate) const JOURNAL_SCHEMA: &str = "pcielab.advise-undo/v2";
 
 /// What the undo file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UndoJournal {
+pub(crate) struct UndoJournal {
     pub(crate) schema: String,
     /// The machine's root the changes were made under: absolute, with no link in it ("/" on a
     /// host). `--undo` acts only on the machine whose root this is.
@@ -27,7 +27,7 @@ pub struct UndoJournal {
 /// One change `--apply` made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct JournalEntry {
+pub(crate) struct JournalEntry {
     /// The check whose fix made it: `--undo` writes only the files this check may write.
     pub(crate) check: String,
     /// The file, relative to `root`.

@@ -130,7 +130,8 @@ pub(crate) const QEMU_MAX_NUMA_NODES: u32 = 128;
 pub const QEMU_VERSION: (u32, u32) = (7, 2);
 
 /// The (major, minor) version `qemu --version` reports ("QEMU emulator version 7.2.22 (…)").
-pub fn installed_qemu_version(qemu: &Path) -> Option<(u32, u32)> {
+#[cfg(test)]
+pub(crate) fn installed_qemu_version(qemu: &Path) -> Option<(u32, u32)> {
     let out = std::process::Command::new(qemu)
         .arg("--version")
         .output()

@@ -54,7 +54,7 @@ pub struct PlatformModel {
 
 /// One DMA measurement a platform was fitted on: direction, size and the link it ran on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FittedCell {
+pub(crate) struct FittedCell {
     pub(crate) direction: DmaDirection,
     pub(crate) size: u64,
     pub(crate) gen: u8,
@@ -63,7 +63,7 @@ pub struct FittedCell {
 
 impl FittedCell {
     /// `write 64 B Gen3 x4`: how `[platform] fitted_cells` lists it.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let direction = match self.direction {
             DmaDirection::Write => "write",
             DmaDirection::Read => "read",
@@ -109,7 +109,7 @@ impl FittedCell {
     serde::Deserialize,
     schemars::JsonSchema,
 )]
-pub struct PlatformDma {
+pub(crate) struct PlatformDma {
     /// Device to memory, MB/s.
     #[serde(
         rename = "platform_dma_write_MBps",
@@ -135,7 +135,7 @@ pub struct PlatformDma {
     Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
-pub enum Provenance {
+pub(crate) enum Provenance {
     /// The fit saw this size and direction on this link: the number reproduces a measurement.
     InSample,
     /// Out of sample on a link the fit saw (or the fit recorded no cells).
@@ -147,7 +147,7 @@ pub enum Provenance {
 
 impl Provenance {
     /// How `topo` and `stat` print it after the platform's rates.
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         match self {
             Provenance::InSample => "in-sample: the fit saw 4 MiB transfers on this link",
             Provenance::Predicted => "predicted for 4 MiB transfers",
@@ -309,7 +309,7 @@ impl PlatformModel {
     }
 
     /// Payload MB/s of back-to-back DMA transfers of `size` bytes, one at a time.
-    pub fn dma_mbps(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> f64 {
+    pub(crate) fn dma_mbps(&self, direction: DmaDirection, size: u64, link: &LinkParams) -> f64 {
         size as f64 / self.dma_transfer_ns(direction, size, link) * 1000.0
     }
 

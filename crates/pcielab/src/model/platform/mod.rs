@@ -15,9 +15,9 @@ mod table;
 mod tests;
 
 pub use costs::DmaDirection;
-pub use costs::{
-    FittedCell, IrqKind, IrqPrediction, MmioOp, PlatformDma, PlatformModel, Provenance,
-};
+pub(crate) use costs::{FittedCell, PlatformDma, Provenance};
+pub use costs::{IrqKind, IrqPrediction, MmioOp, PlatformModel};
 pub use params::P;
 pub(crate) use params::{ParamSpec, PARAMS};
-pub use table::{parse_platform, MOVED_SIM_KEYS};
+pub use table::parse_platform;
+pub(crate) use table::MOVED_SIM_KEYS;

@@ -176,7 +176,7 @@ impl PlatformModel {
 }
 /// `[sim]` keys that now live in `[platform]`, with where: a spec still setting one would be
 /// simulated with the platform's defaults, so every reader of a spec refuses it by name.
-pub const MOVED_SIM_KEYS: [(&str, &str); 2] = [
+pub(crate) const MOVED_SIM_KEYS: [(&str, &str); 2] = [
     (
         "rc_read_latency_ns",
         "[platform.root_complex] read_latency_ns",

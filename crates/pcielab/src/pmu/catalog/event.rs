@@ -52,7 +52,7 @@ impl Unit {
 /// family with uniform counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "kind", content = "number", rename_all = "snake_case")]
-pub enum Group {
+pub(crate) enum Group {
     /// DWC time-based analysis group 0 (residency) or 1 (data); one 64-bit counter per port.
     TimeBased(u8),
     /// DWC event counter group 0-7 (the high byte of the upstream event id).
@@ -65,7 +65,7 @@ pub enum Group {
 
 impl Group {
     /// The hardware width of the counter this event is read from, in bits.
-    pub fn counter_bits(self, family: Family) -> u32 {
+    pub(crate) fn counter_bits(self, family: Family) -> u32 {
         match (family, self) {
             (_, Group::TimeBased(_)) => 64,
             // The seed: groups 0 and 4 are 4-bit per-lane counters, 1-3 8-bit common-lane

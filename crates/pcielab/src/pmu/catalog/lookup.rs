@@ -123,7 +123,7 @@ impl Family {
     }
 
     /// The event `query` names, by either of its names, case-insensitively.
-    pub fn find(self, query: &str) -> Option<&'static EventDef> {
+    pub(crate) fn find(self, query: &str) -> Option<&'static EventDef> {
         self.events().iter().find(|e| e.matches(query))
     }
 

@@ -12,7 +12,8 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use event::Group;
 pub(crate) use event::Unit;
-pub use event::{EventDef, Family, Group};
+pub use event::{EventDef, Family};
 pub use lookup::DriverFiles;
 pub(crate) use lookup::{edit_distance, nearest};

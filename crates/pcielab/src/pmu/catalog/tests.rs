@@ -1,3 +1,7 @@
+//! The catalogs' own lookups, and (drivers.rs) the catalogs against the kernel's driver sources.
+
+mod drivers;
+
 use super::event::{Family, Group, Unit};
 use super::lookup::edit_distance;
 use super::tables::DWC_EVENTS;

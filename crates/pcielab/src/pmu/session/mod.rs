@@ -61,7 +61,7 @@ pub struct Reading {
 
 impl Reading {
     /// perf's estimate `value × enabled / running`; `None` when the event never ran.
-    pub fn estimate(&self) -> Option<f64> {
+    pub(crate) fn estimate(&self) -> Option<f64> {
         if self.running_ns == 0 {
             return None;
         }
@@ -69,7 +69,7 @@ impl Reading {
     }
 
     /// Percent of the enabled time the event was on a counter (perf's `(49.99%)`).
-    pub fn running_percent(&self) -> f64 {
+    pub(crate) fn running_percent(&self) -> f64 {
         if self.enabled_ns == 0 {
             return 0.0;
         }

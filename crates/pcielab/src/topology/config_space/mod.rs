@@ -116,7 +116,7 @@ pub(crate) struct Express {
 /// A decoded config space. Capabilities beyond the readable bytes are unknown, not absent:
 /// `capabilities_read` says whether the standard capability list could be walked to its end.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     pub(crate) vendor: u16,
     pub(crate) device: u16,
     pub(crate) class: u32,
@@ -197,7 +197,7 @@ fn link_from(cap: u32, sta: u16) -> Link {
 }
 
 /// Decodes as much of `bytes` as is there; `None` when even the 64-byte header is missing.
-pub fn decode(bytes: &[u8]) -> Option<Decoded> {
+pub(crate) fn decode(bytes: &[u8]) -> Option<Decoded> {
     if bytes.len() < UNPRIVILEGED_SIZE {
         return None;
     }

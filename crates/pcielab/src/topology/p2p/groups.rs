@@ -80,7 +80,7 @@ pub struct GroupVerdict {
 }
 
 /// `g1` → 0..=0, `g3..g9` → 2..=8: the 0-based group indices a name or run of names stands for.
-pub fn group_run(text: &str) -> Option<(usize, usize)> {
+pub(crate) fn group_run(text: &str) -> Option<(usize, usize)> {
     let index = |name: &str| -> Option<usize> {
         name.strip_prefix('g')?
             .parse::<usize>()

@@ -10,7 +10,11 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
-pub use groups::{group_run, group_verdicts, groups, Group, GroupVerdict};
-pub use report::{group_cells, to_text, Report};
+pub(crate) use groups::group_run;
+pub use groups::{group_verdicts, groups, Group, GroupVerdict};
+pub(crate) use report::group_cells;
+pub use report::{to_text, Report};
 pub(crate) use rules::has_acs_redirect;
-pub use rules::{matrix, verdict, Cpu, MapType, Reason, Verdict};
+pub(crate) use rules::verdict;
+pub use rules::{matrix, Cpu, Verdict};
+pub(crate) use rules::{MapType, Reason};

@@ -194,7 +194,7 @@ const MAX_CELL_VISITS: usize = 1 << 24;
 /// how many functions each has), from group verdicts in their listed order (deepest meeting
 /// point first: the first naming both groups applies). `None` in a cell no pair falls in (a
 /// group of one with itself); `None` overall past `MAX_CELL_VISITS`.
-pub fn group_cells<'v, V: ?Sized>(
+pub(crate) fn group_cells<'v, V: ?Sized>(
     members: &[usize],
     verdicts: impl IntoIterator<Item = (&'v [String], &'v [String], &'v V)>,
 ) -> Option<Vec<Option<&'v V>>> {

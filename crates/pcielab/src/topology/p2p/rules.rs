@@ -81,7 +81,7 @@ impl std::fmt::Display for Cpu {
 /// How the kernel will map DMA between the two functions (`enum pci_p2pdma_map_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum MapType {
+pub(crate) enum MapType {
     /// Transactions route through a common upstream bridge with PCI bus addresses.
     BusAddress,
     /// Transactions go up to the root complex and back down.
@@ -96,7 +96,7 @@ pub enum MapType {
 /// One fact that led to the verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "reason", rename_all = "snake_case")]
-pub enum Reason {
+pub(crate) enum Reason {
     /// The two functions meet below a bridge: the closest one.
     CommonUpstreamBridge {
         /// The closest common bridge.
@@ -181,7 +181,12 @@ pub(super) const HOST_BRIDGE_WHITELIST: [(u16, u16, bool); 10] = [
 
 /// The kernel's verdict for `client` doing DMA to memory of `provider`. `None` if either
 /// address is not in the topology.
-pub fn verdict(topology: &Topology, provider: Bdf, client: Bdf, cpu: Cpu) -> Option<Verdict> {
+pub(crate) fn verdict(
+    topology: &Topology,
+    provider: Bdf,
+    client: Bdf,
+    cpu: Cpu,
+) -> Option<Verdict> {
     topology.get(provider)?;
     topology.get(client)?;
     Some(verdict_on_paths(

@@ -1,13 +1,13 @@
 //! Property tests of the transfer model: bounds every figure must respect whatever the link,
 //! settings, address and size, and the completion split checked against a step-by-step oracle.
 
-use pcielab::model::transfer::{
+use crate::model::transfer::{
     read, read_at, write, write_at, CompletionSize, LinkParams, Overheads,
 };
-use pcielab::pcie::raw_mbps;
-use pcielab::pcie::Generation;
-use pcielab::pcie::TlpFormat;
-use pcielab::pcie::{FLIT_BYTES, FLIT_TLP_BYTES};
+use crate::pcie::flit::{FLIT_BYTES, FLIT_TLP_BYTES};
+use crate::pcie::link::raw_mbps;
+use crate::pcie::Generation;
+use crate::pcie::TlpFormat;
 use proptest::prelude::*;
 
 fn any_link() -> impl Strategy<Value = LinkParams> {

@@ -2,18 +2,16 @@
 //! of the yitian710 preset (root port 0000:00:02.0): counts against fio's bytes, throughputs against the seed's,
 //! and time-shared estimates against the simulator's true counts.
 
-use pcielab::machine::Machine;
-use pcielab::pmu::session::{CountOptions, CounterBackend, Reading};
-use pcielab::pmu::{resolve, EventSpec};
-use pcielab::sim::fio::DirectionStats;
-use pcielab::sim::workload::{self, Summary};
-use pcielab::sim::SimBackend;
-use pcielab::sim::{SimRun, SimulatedPcie};
+use super::open_preset;
+use crate::pmu::session::{CountOptions, CounterBackend, Reading};
+use crate::pmu::{resolve, EventSpec};
+use crate::sim::workload::{self, Summary};
+use crate::sim::DirectionStats;
+use crate::sim::SimBackend;
+use crate::sim::{SimRun, SimulatedPcie};
 
 fn yitian710() -> SimulatedPcie {
-    Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap()
+    open_preset("yitian710").unwrap()
 }
 
 struct Stat {
@@ -28,7 +26,7 @@ fn stat(events: &[&str], fio: &str) -> Stat {
         .map(String::from)
         .collect();
     let w = workload::parse(&argv, |p| {
-        Err(pcielab::Error::runtime(p.display().to_string()))
+        Err(crate::Error::runtime(p.display().to_string()))
     })
     .unwrap();
     let mut backend = SimBackend::new(&machine, w);

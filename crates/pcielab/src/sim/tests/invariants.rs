@@ -2,12 +2,12 @@
 //! the same emitted TLPs, so payload, TLP counts and DLLPs agree at any instant, never run
 //! backwards, and at the end account for fio's bytes exactly once plus protocol traffic.
 
-use pcielab::machine::Machine;
-use pcielab::pcie::Bdf;
-use pcielab::pmu::{EventDef, Family};
-use pcielab::sim::fio::DirectionStats;
-use pcielab::sim::workload::{self, Summary};
-use pcielab::sim::{SimRun, SimulatedPcie};
+use super::{open_preset, preset_text, spec_file};
+use crate::pcie::Bdf;
+use crate::pmu::{EventDef, Family};
+use crate::sim::workload::{self, Summary};
+use crate::sim::DirectionStats;
+use crate::sim::{SimRun, SimulatedPcie};
 use proptest::prelude::*;
 
 fn ev(name: &str) -> &'static EventDef {
@@ -41,7 +41,7 @@ fn counters(run: &SimRun, rp: Bdf, t: u64) -> Vec<u64> {
 fn simulate(machine: &SimulatedPcie, fio: &str) -> SimRun {
     let argv: Vec<String> = fio.split_whitespace().map(String::from).collect();
     let w = workload::parse(&argv, |p| {
-        Err(pcielab::Error::runtime(p.display().to_string()))
+        Err(crate::Error::runtime(p.display().to_string()))
     })
     .unwrap();
     machine.run(&w).unwrap()
@@ -50,7 +50,7 @@ fn simulate(machine: &SimulatedPcie, fio: &str) -> SimRun {
 /// `preset` with a PMU on its root ports: Rockchip's (1d87) have none, as no kernel binds one,
 /// so rk3588-evb's Gen3 x4 NVMe is counted behind a root port of Alibaba's id (1ded) instead.
 fn with_a_bound_pmu(preset: &str) -> SimulatedPcie {
-    let text = pcielab::machine::presets::preset(preset).unwrap();
+    let text = preset_text(preset).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("bound.toml");
     std::fs::write(
@@ -58,9 +58,7 @@ fn with_a_bound_pmu(preset: &str) -> SimulatedPcie {
         text.replacen("vendor = 0x1d87", "vendor = 0x1ded", 1),
     )
     .unwrap();
-    let machine = Machine::open(&format!("sim:{}", spec.display()).parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let machine = spec_file(&spec).unwrap();
     assert!(!machine.pmus().is_empty(), "{preset}");
     machine
 }
@@ -89,7 +87,7 @@ proptest! {
         ber_exp in prop::option::of(7i32..12),
         points in prop::collection::vec(0.0f64..1.2, 6),
     ) {
-        let mut machine = Machine::open(&format!("sim:{preset}").parse().unwrap()).and_then(|m| m.simulator()).unwrap();
+        let mut machine = open_preset(preset).unwrap();
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = match preset {
             "yitian710" => "./test.big",
@@ -165,8 +163,8 @@ proptest! {
         interval_ms in prop::option::of(100u64..500),
         read_ms in prop::option::of(10u64..200),
     ) {
-        use pcielab::pmu::resolve;
-        use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions};
+        use crate::pmu::resolve;
+        use crate::pmu::session::{emulate, emulate_stepwise, CountOptions};
         let mut machine = with_a_bound_pmu(preset);
         machine.config.ber = ber_exp.map_or(0.0, |e| 10f64.powi(-e));
         let file = if preset == "yitian710" { "./test.big" } else { "/mnt/test" };
@@ -211,11 +209,9 @@ proptest! {
 /// tick-by-tick readings exactly.
 #[test]
 fn a_long_closed_form_count_matches_the_stepwise_kernel() {
-    use pcielab::pmu::resolve;
-    use pcielab::pmu::session::{emulate, emulate_stepwise, CountOptions};
-    let machine = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    use crate::pmu::resolve;
+    use crate::pmu::session::{emulate, emulate_stepwise, CountOptions};
+    let machine = open_preset("yitian710").unwrap();
     let run = simulate(
         &machine,
         "fio --filename=./test.big -iodepth=64 -ioengine=libaio --direct=1 --rw=read --bs=1m \

@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use pcielab::qos::apply::{apply, parse_desired};
-use pcielab::qos::backend::{MonReading, Op, QosBackend};
-use pcielab::qos::schemata::{Errno, Rejection};
-use pcielab::qos::Resctrl;
-use pcielab::qos::SimulatedResctrl;
-use pcielab::qos::MPAM_SEED;
-use pcielab::Result;
+use crate::qos::apply::{apply, parse_desired};
+use crate::qos::backend::{MonReading, Op, QosBackend};
+use crate::qos::schemata::{Errno, Rejection};
+use crate::qos::Resctrl;
+use crate::qos::SimulatedResctrl;
+use crate::qos::MPAM_SEED;
+use crate::Result;
 
 /// A simulated machine whose kernel refuses the `fail_at`-th mkdir with ENOSPC.
 struct Flaky {
@@ -30,7 +30,7 @@ impl QosBackend for Flaky {
         if let Op::Mkdir { .. } = op {
             self.mkdirs += 1;
             if self.mkdirs == self.fail_at {
-                return Err(pcielab::qos::backend::refused(
+                return Err(crate::qos::backend::refused(
                     op,
                     &Rejection::new(Errno::ENOSPC, "Out of CLOSIDs"),
                 ));

@@ -2,12 +2,12 @@
 //! table, fair sharing of a switch uplink by two NVMe drives, ASPM L1 residency of an idle link,
 //! and bit-error injection moving the error counters.
 
-use pcielab::machine::Machine;
-use pcielab::model::platform::P;
-use pcielab::pmu::Family;
-use pcielab::sim::fio::DirectionStats;
-use pcielab::sim::workload::{self, DmaDirection, Summary};
-use pcielab::sim::{SimRun, SimulatedPcie};
+use super::{open_preset, preset_names, spec_file};
+use crate::model::platform::P;
+use crate::pmu::Family;
+use crate::sim::workload::{self, DmaDirection, Summary};
+use crate::sim::DirectionStats;
+use crate::sim::{SimRun, SimulatedPcie};
 
 /// An RK3588 root complex (Gen3 x4) with a second RK3588 as a standard endpoint whose DMA
 /// engine runs dmatest (the Rockchip guide's §4.3.2 setup), with ASPM L1 enabled and the platform
@@ -48,15 +48,13 @@ fn machine_from(text: &str) -> SimulatedPcie {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spec.toml");
     std::fs::write(&path, text).unwrap();
-    Machine::open(&format!("sim:{}", path.display()).parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap()
+    spec_file(&path).unwrap()
 }
 
 fn run(machine: &SimulatedPcie, argv: &str) -> SimRun {
     let argv: Vec<String> = argv.split_whitespace().map(String::from).collect();
     let w = workload::parse(&argv, |p| {
-        Err(pcielab::Error::runtime(p.display().to_string()))
+        Err(crate::Error::runtime(p.display().to_string()))
     })
     .unwrap();
     machine.run(&w).unwrap()
@@ -67,9 +65,7 @@ fn dmatest_times_every_transfer_with_the_platform_model() {
     // sim:rk3588-ep's [platform] is fitted on the Rockchip guide's §4.3.2 table, so agreeing with that
     // table would prove nothing; what is checked is that the simulator and `pcielab model
     // --platform` are one model (docs/calibration.md has the fit against the Rockchip guide).
-    let m = Machine::open(&"sim:rk3588-ep".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let m = open_preset("rk3588-ep").unwrap();
     let r = run(&m, "dmatest --transfers 200");
     let Summary::DmaTest { device, rows } = &r.summary else {
         panic!("{:?}", r.summary)
@@ -105,9 +101,7 @@ fn bw(run: &SimRun, group: usize) -> DirectionStats {
 
 #[test]
 fn two_nvme_behind_one_switch_uplink_share_it_fairly() {
-    let m = Machine::open(&"sim:qemu-seed".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let m = open_preset("qemu-seed").unwrap();
     let alone = run(&m, "fio --filename=/dev/nvme1n1 --rw=read --bs=128k --size=64m -iodepth=16 -ioengine=libaio --direct=1 --name=a");
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("two.fio");
@@ -119,7 +113,7 @@ fn two_nvme_behind_one_switch_uplink_share_it_fairly() {
     .unwrap();
     let argv = vec!["fio".to_string(), job.display().to_string()];
     let w = workload::parse(&argv, |p| {
-        std::fs::read_to_string(p).map_err(|e| pcielab::Error::runtime(e.to_string()))
+        std::fs::read_to_string(p).map_err(|e| crate::Error::runtime(e.to_string()))
     })
     .unwrap();
     let both = m.run(&w).unwrap();
@@ -160,9 +154,7 @@ fn idle_link_with_aspm_l1_accrues_l1_residency() {
 
 #[test]
 fn bit_errors_move_the_error_group_consistently() {
-    let mut m = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let mut m = open_preset("yitian710").unwrap();
     let fio = "fio --filename=./t --rw=readwrite --bs=1m --size=512m -iodepth=32 -ioengine=libaio --direct=1 --name=e";
     let rp = "00:02.0".parse().unwrap();
     let f = Family::DwcRootPort;
@@ -190,9 +182,7 @@ fn bit_errors_move_the_error_group_consistently() {
 
 #[test]
 fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
-    let m = Machine::open(&"sim:rk3588-evb".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let m = open_preset("rk3588-evb").unwrap();
     let cmd = |rw: &str, bs: &str, size: &str| {
         format!(
             "fio -filename=/mnt/test -direct=1 -iodepth 32 -thread -rw={rw} -ioengine=libaio \
@@ -225,15 +215,11 @@ fn rockchip_crystalmark_commands_run_verbatim_on_rk3588() {
 
 #[test]
 fn every_preset_opens_as_a_simulated_machine() {
-    for name in pcielab::machine::presets::names() {
-        let m = Machine::open(&format!("sim:{name}").parse().unwrap())
-            .and_then(|m| m.simulator())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    for name in preset_names() {
+        let m = open_preset(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!m.topology.functions().is_empty(), "{name}");
     }
-    let yitian = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let yitian = open_preset("yitian710").unwrap();
     assert_eq!(yitian.devices.len(), 3); // the SATA SSD and two NIC ports
     assert_eq!(yitian.config.cwd, "/home/user");
 }
@@ -245,12 +231,10 @@ fn the_labs_seed_job_file_runs_on_qemu_seed() {
         env!("CARGO_MANIFEST_DIR"),
         "/../pcielab-cli/tests/fixtures/nvme.fio"
     );
-    let m = Machine::open(&"sim:qemu-seed".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let m = open_preset("qemu-seed").unwrap();
     let argv = vec!["fio".to_string(), path.to_string()];
     let w = workload::parse(&argv, |p| {
-        std::fs::read_to_string(p).map_err(|e| pcielab::Error::runtime(e.to_string()))
+        std::fs::read_to_string(p).map_err(|e| crate::Error::runtime(e.to_string()))
     })
     .unwrap();
     let r = m.run(&w).unwrap();
@@ -271,9 +255,7 @@ fn the_labs_seed_job_file_runs_on_qemu_seed() {
 
 #[test]
 fn nettest_runs_both_connectx_ports_at_line_rate() {
-    let m = Machine::open(&"sim:yitian710".parse().unwrap())
-        .and_then(|m| m.simulator())
-        .unwrap();
+    let m = open_preset("yitian710").unwrap();
     let r = run(&m, "nettest --seconds 0.2 --frame 1518");
     let Summary::NetTest { rows } = &r.summary else {
         panic!("{:?}", r.summary)

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use pcielab::qos::backend::{Op, QosBackend};
-use pcielab::qos::HostResctrl;
+use crate::qos::backend::{Op, QosBackend};
+use crate::qos::HostResctrl;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/resctrl")

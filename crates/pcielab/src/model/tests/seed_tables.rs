@@ -1,10 +1,10 @@
 //! The seed's tables (Rockchip PCIe performance guide §2.1 raw bandwidth and §2.2 TLP loss) and
 //! the kernel's integer link speeds, reproduced from the model as data-driven checks.
 
-use pcielab::model::transfer::{write, LinkParams, Overheads};
-use pcielab::pcie::Generation;
-use pcielab::pcie::TlpFormat;
-use pcielab::pcie::{kernel_link_mbit, raw_mbps};
+use crate::model::transfer::{write, LinkParams, Overheads};
+use crate::pcie::link::{kernel_link_mbit, raw_mbps};
+use crate::pcie::Generation;
+use crate::pcie::TlpFormat;
 
 fn within_0_1_percent(got: f64, want: f64) -> bool {
     ((got - want) / want).abs() <= 0.001

@@ -1,12 +1,12 @@
 //! QEMU argv generation from a topology built in code: devices, buses, chassis/slot, link caps,
 //! expander bridge + NUMA, and the errors and limits for what QEMU cannot express.
 
-use crate::common;
+use super::common;
 
+use crate::lab::argv::{plan, MachineOptions};
+use crate::pcie::Generation;
+use crate::topology::{Kind, Topology};
 use common::{bdf, func, function_at, link, switch_and_expander, RP};
-use pcielab::lab::argv::{plan, MachineOptions};
-use pcielab::pcie::Generation;
-use pcielab::topology::{Kind, Topology};
 
 /// A root port with a switch and two NVMe, and an expander bridge on node 1 with one NVMe.
 fn wide() -> Topology {
@@ -220,9 +220,7 @@ fn vga_and_e1000_map_to_qemu_devices_and_smp_and_extra_arguments_pass_through() 
         .expect("qemu-system-x86 is installed (.ci/run)");
     let text = String::from_utf8_lossy(&help.stdout);
     assert_eq!(
-        pcielab::lab::argv::parse_qemu_version(
-            "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)"
-        ),
+        crate::lab::argv::parse_qemu_version("QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)"),
         Some((7, 2))
     );
     assert!(text.contains("name \"VGA\""), "{text}");

@@ -1,10 +1,10 @@
 //! The schemata rules, one table row per kernel rule with the exact `last_cmd_status` text, on
 //! both simulated machines (MPAM: sparse masks, MB 2 % steps; RDT: contiguous masks, 10 % steps).
 
-use pcielab::linux::CpuSet;
-use pcielab::qos::schemata::{Errno, Schemata};
-use pcielab::qos::{GroupRef, Resctrl};
-use pcielab::qos::{Preset, MPAM_SEED, RDT_XEON8163};
+use crate::linux::CpuSet;
+use crate::qos::schemata::{Errno, Schemata};
+use crate::qos::{GroupRef, Resctrl};
+use crate::qos::{Preset, MPAM_SEED, RDT_XEON8163};
 
 fn mount(preset: &Preset, cdp: bool) -> Resctrl {
     let mut rs = Resctrl::mount(

@@ -1,34 +1,33 @@
-//! Topology building blocks shared by the lab integration tests: a function at an address with
-//! its ids and parent, a link with known capability and trained state, and the switch +
-//! expander-bridge machine both the argv and the boot tests start from. Each test binary uses
-//! only some of them, hence the `dead_code` allowance.
+//! Topology building blocks the argv and boot tests share: a function at an address with its
+//! ids and parent, a link with known capability and trained state, and the switch +
+//! expander-bridge machine both start from.
 
-use pcielab::pcie::{Bdf, Generation};
-use pcielab::topology::{Function, Kind, Link};
+use crate::pcie::{Bdf, Generation};
+use crate::topology::{Function, Kind, Link};
 
-pub fn bdf(text: &str) -> Bdf {
+pub(super) fn bdf(text: &str) -> Bdf {
     text.parse().unwrap()
 }
 
 /// A function with class 0 (the lab derives what it needs from `kind` and the ids).
-pub fn func(addr: &str, kind: Kind, ids: (u16, u16), parent: Option<&str>) -> Function {
+pub(super) fn func(addr: &str, kind: Kind, ids: (u16, u16), parent: Option<&str>) -> Function {
     let mut f = Function::new(bdf(addr), ids.0, ids.1, 0, kind);
     f.parent = parent.map(bdf);
     f
 }
 
-pub fn link(max: (Generation, u8), current: (Generation, u8)) -> Option<Link> {
+pub(super) fn link(max: (Generation, u8), current: (Generation, u8)) -> Option<Link> {
     Some(Link::trained(max, current))
 }
 
 /// QEMU's generic root port and NVMe controller.
-pub const RP: (u16, u16) = (0x1b36, 0x000c);
-pub const NVME: (u16, u16) = (0x1b36, 0x0010);
+pub(super) const RP: (u16, u16) = (0x1b36, 0x000c);
+pub(super) const NVME: (u16, u16) = (0x1b36, 0x0010);
 
 /// q35's host bridge; root port 00:02.0 with a switch and an NVMe behind each of its two
 /// downstream ports; expander bridge 00:04.0 (bus 128) with root port 80:00.0 and one NVMe.
 /// No links, NUMA nodes or device parameters beyond the expander's bus: each test adds its own.
-pub fn switch_and_expander() -> Vec<Function> {
+pub(super) fn switch_and_expander() -> Vec<Function> {
     let mut pxb = func("00:04.0", Kind::HostBridge, (0x1b36, 0x000b), None);
     pxb.params
         .insert("bus_nr".into(), toml::Value::Integer(128));
@@ -62,7 +61,7 @@ pub fn switch_and_expander() -> Vec<Function> {
 }
 
 /// The function at `addr`; panics naming it when the list has none.
-pub fn function_at<'a>(functions: &'a mut [Function], addr: &str) -> &'a mut Function {
+pub(super) fn function_at<'a>(functions: &'a mut [Function], addr: &str) -> &'a mut Function {
     let wanted = bdf(addr);
     functions
         .iter_mut()

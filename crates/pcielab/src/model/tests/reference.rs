@@ -3,10 +3,10 @@
 //! addresses, sizes, generations, widths, MPS, MRRS, RCB, TLP formats and completion policies,
 //! including divisors that are not powers of two (the tuned code shifts only for powers of two).
 
-use pcielab::model::reference;
-use pcielab::model::transfer::{read_at, write_at, CompletionSize, LinkParams, Overheads};
-use pcielab::pcie::Generation;
-use pcielab::pcie::TlpFormat;
+use crate::model::reference;
+use crate::model::transfer::{read_at, write_at, CompletionSize, LinkParams, Overheads};
+use crate::pcie::Generation;
+use crate::pcie::TlpFormat;
 use proptest::prelude::*;
 
 /// A legal MPS/MRRS most of the time, sometimes any size from 1 to 8 KiB.

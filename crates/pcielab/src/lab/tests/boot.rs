@@ -2,18 +2,18 @@
 //! in code: the guest's own sysfs must show the functions at the addresses the spec gives, and a
 //! hanging guest or a panicking kernel must fail in the right phase with QEMU cleaned up.
 
-use crate::common;
+use super::common;
 
 use common::{function_at, switch_and_expander};
 use std::path::Path;
 use std::time::Duration;
 
-use pcielab::lab::argv::{self, MachineOptions};
-use pcielab::lab::guest;
-use pcielab::lab::session::{run, KernelChoice, RunOptions};
-use pcielab::lab::Phase;
-use pcielab::pcie::Generation;
-use pcielab::topology::{Link, Topology};
+use crate::lab::argv::{self, MachineOptions};
+use crate::lab::guest;
+use crate::lab::session::{run, KernelChoice, RunOptions};
+use crate::lab::Phase;
+use crate::pcie::Generation;
+use crate::topology::{Link, Topology};
 
 /// A root port (Gen3 x4) with a switch and two NVMe, and an expander bridge on NUMA node 1.
 fn topology() -> Topology {

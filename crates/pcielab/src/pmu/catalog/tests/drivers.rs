@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use pcielab::pmu::{dwc_lane_counter_per_event, dwc_vendors, KernelVersion};
-use pcielab::pmu::{Family, Group};
+use crate::pmu::kernel::{dwc_lane_counter_per_event, dwc_vendors};
+use crate::pmu::KernelVersion;
+use crate::pmu::{Family, Group};
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 const TOP: &str = "linux-source-6.12";
@@ -24,13 +25,20 @@ const FILES: &[&str] = &[
     "include/linux/pci_ids.h",
 ];
 
+/// The build's target/tmp (what integration tests get as `CARGO_TARGET_TMPDIR`): this test
+/// binary is target/<profile>/deps/NAME.
+fn target_tmp() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.ancestors().nth(3).unwrap().join("tmp")
+}
+
 /// The driver sources, extracted once into target/tmp (xz-decoding the tarball takes ~40 s).
 fn sources() -> BTreeMap<&'static str, String> {
     // The tests of this file run in parallel: one extracts while the others wait, or two tars
     // writing the same files race and one fails (as it did on a fresh clone).
     static EXTRACTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = EXTRACTING.lock().unwrap_or_else(|e| e.into_inner());
-    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-source-6.12");
+    let cache = target_tmp().join("kernel-source-6.12");
     let path = |f: &str| cache.join(TOP).join(f);
     if !FILES.iter().all(|f| path(f).is_file()) {
         assert!(
@@ -184,7 +192,7 @@ struct DriverView {
     attributes: Vec<String>,
 }
 
-fn view_of(files: &pcielab::pmu::DriverFiles) -> DriverView {
+fn view_of(files: &crate::pmu::DriverFiles) -> DriverView {
     DriverView {
         formats: files
             .formats

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use pcielab::qos::scenario::{Line, Outcome, Scenario};
-use pcielab::qos::{MPAM_SEED, RDT_XEON8163};
+use crate::qos::scenario::{Line, Outcome, Scenario};
+use crate::qos::{MPAM_SEED, RDT_XEON8163};
 
 fn run(name: &str) -> Outcome {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml"));
