@@ -483,6 +483,18 @@ fn openat(dir: &File, name: &str, flags: i32, mode: libc::mode_t) -> std::io::Re
     }
 }
 
+/// The build's `target/tmp` (what integration tests get as `CARGO_TARGET_TMPDIR`), made if
+/// missing: for unit tests whose files must outlive a run (extracted sources) or need a real
+/// filesystem (a shared mapping, which a tmpfs /tmp may not allow). A unit-test binary is
+/// `target/<profile>/deps/NAME`.
+#[cfg(test)]
+pub(crate) fn target_tmp() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.ancestors().nth(3).unwrap().join("tmp");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,22 +1,9 @@
 //! The p2pmem copy on regular files: the "p2pmem" buffer is a shared mapping of a file standing
 //! in for `p2pmem/allocate`, so the whole read/write/verify path runs without a P2PDMA kernel.
 
+use crate::input::target_tmp;
 use crate::lab::p2pcopy::{resolve_namespace, run, CopyOptions};
 use std::fs;
-
-/// The build's target/tmp (what integration tests get as `CARGO_TARGET_TMPDIR`): the shared
-/// mapping needs a filesystem that supports it, which a tmpfs /tmp may not be; this test binary
-/// is target/<profile>/deps/NAME.
-fn target_tmp() -> std::path::PathBuf {
-    let dir = std::env::current_exe()
-        .unwrap()
-        .ancestors()
-        .nth(3)
-        .unwrap()
-        .join("tmp");
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 #[test]
 fn copy_through_a_shared_mapping_verifies_and_reports_rates() {

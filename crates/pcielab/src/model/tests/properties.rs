@@ -1,12 +1,12 @@
 //! Property tests of the transfer model: bounds every figure must respect whatever the link,
 //! settings, address and size, and the completion split checked against a step-by-step oracle.
 
+use super::drawn_link;
 use crate::model::transfer::{
     read, read_at, write, write_at, CompletionSize, LinkParams, Overheads,
 };
 use crate::pcie::flit::{FLIT_BYTES, FLIT_TLP_BYTES};
 use crate::pcie::link::raw_mbps;
-use crate::pcie::Generation;
 use crate::pcie::TlpFormat;
 use proptest::prelude::*;
 
@@ -21,24 +21,14 @@ fn any_link() -> impl Strategy<Value = LinkParams> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(
-            |(gen, width, mps, mrrs, rcb, addr64, ecrc, rcb_split)| LinkParams {
-                mps,
-                mrrs,
-                rcb,
-                format: TlpFormat {
-                    addr64,
-                    ecrc,
-                    flit_ohc_dw: 0,
-                },
-                completion_size: if rcb_split {
-                    CompletionSize::Rcb
-                } else {
-                    CompletionSize::Mps
-                },
-                ..LinkParams::new(Generation::from_number(gen).unwrap(), width)
-            },
-        )
+        .prop_map(|(gen, width, mps, mrrs, rcb, addr64, ecrc, rcb_split)| {
+            let format = TlpFormat {
+                addr64,
+                ecrc,
+                flit_ohc_dw: 0,
+            };
+            drawn_link((gen, width), (mps, mrrs, rcb), format, rcb_split)
+        })
 }
 
 /// Completion lengths for a read, produced one completion at a time by the spec's rules.

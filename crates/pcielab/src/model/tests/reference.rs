@@ -3,9 +3,9 @@
 //! addresses, sizes, generations, widths, MPS, MRRS, RCB, TLP formats and completion policies,
 //! including divisors that are not powers of two (the tuned code shifts only for powers of two).
 
+use super::drawn_link;
 use crate::model::reference;
-use crate::model::transfer::{read_at, write_at, CompletionSize, LinkParams, Overheads};
-use crate::pcie::Generation;
+use crate::model::transfer::{read_at, write_at, LinkParams, Overheads};
 use crate::pcie::TlpFormat;
 use proptest::prelude::*;
 
@@ -27,21 +27,13 @@ fn any_link() -> impl Strategy<Value = LinkParams> {
         any::<bool>(),
     )
         .prop_map(
-            |((gen, width), mps, mrrs, rcb, (addr64, ecrc, flit_ohc_dw), rcb_split)| LinkParams {
-                mps,
-                mrrs,
-                rcb,
-                format: TlpFormat {
+            |((gen, width), mps, mrrs, rcb, (addr64, ecrc, flit_ohc_dw), rcb_split)| {
+                let format = TlpFormat {
                     addr64,
                     ecrc,
                     flit_ohc_dw,
-                },
-                completion_size: if rcb_split {
-                    CompletionSize::Rcb
-                } else {
-                    CompletionSize::Mps
-                },
-                ..LinkParams::new(Generation::from_number(gen).unwrap(), width)
+                };
+                drawn_link((gen, width), (mps, mrrs, rcb), format, rcb_split)
             },
         )
 }

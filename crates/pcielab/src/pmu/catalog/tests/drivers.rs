@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use crate::input::target_tmp;
 use crate::pmu::kernel::{dwc_lane_counter_per_event, dwc_vendors};
 use crate::pmu::KernelVersion;
 use crate::pmu::{Family, Group};
@@ -24,13 +25,6 @@ const FILES: &[&str] = &[
     "arch/x86/events/intel/uncore_snbep.c",
     "include/linux/pci_ids.h",
 ];
-
-/// The build's target/tmp (what integration tests get as `CARGO_TARGET_TMPDIR`): this test
-/// binary is target/<profile>/deps/NAME.
-fn target_tmp() -> std::path::PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.ancestors().nth(3).unwrap().join("tmp")
-}
 
 /// The driver sources, extracted once into target/tmp (xz-decoding the tarball takes ~40 s).
 fn sources() -> BTreeMap<&'static str, String> {
