@@ -72,7 +72,9 @@ CPU per scrape comes from the on-CPU nanoseconds of each process's threads
 top's CPU per refresh: `top -b -d 0.1` runs with its output piped, its frames counted by their
 header lines, and the same schedstat nanoseconds read while it waits after its first frame and
 again 20 frames later, so start-up (seconds on a big host) and exit never enter; the same for
-`pcielab top` and procps top. Figures are the median of the rounds with their range (min-max); a
+`pcielab top` and procps top. pcielab top reads link health at most about once a second, so
+about one in ten of these refreshes reads it (docs/performance.md also gives the cost at the
+default -d 1, where every refresh does). Figures are the median of the rounds with their range (min-max); a
 round that measured no CPU is refused rather than printed. The ratios are pcielab's median over
 the other tool's. JSON fields: docs/performance.md.")]
     Observe(ObserveArgs),

@@ -37,7 +37,8 @@ Columns: BDF (indented under its parent in tree mode), KIND, RX_MB/s and TX_MB/s
 direction as % of the link-achievable rate), SRC (pmu: a PCIe PMU counts it; derived: summed from
 /sys/block and /sys/class/net below it; -: not observable), LINK and CAPABLE (width@speed now and
 at best), STATE (ok, DOWNGRADED, DOWN, - for no link), AER_C/NF/F (correctable / non-fatal / fatal
-errors since top started), NAME.
+errors since top started), NAME. Traffic is read every frame; link health (LINK, STATE, AER) at
+most about once a second, so with -d under 1 it can be up to a second old.
 Keys: s > < sort (bdf, rx, tx, %link), / filter (Enter applies, Esc cancels; Esc clears), t tree
 or flat, space pause, arrows/PgUp/PgDn scroll, h or ? help, q or Ctrl-C quit.
 A filter keeps the functions whose name, kind, device or BDF field (\"00:02\", \"b1\") matches,
@@ -45,7 +46,7 @@ with everything below them.")]
 pub struct Args {
     #[command(flatten)]
     pub machine: MachineArg,
-    /// Seconds between frames (0.1 to 3600)
+    /// Seconds between frames (0.1 to 3600); link health is read at most about once a second
     #[arg(short = 'd', long = "delay", value_name = "SECONDS", default_value_t = 1.0,
           value_parser = number_in(0.1..=3600.0f64))]
     pub delay: f64,
@@ -73,6 +74,11 @@ pub struct Args {
     pub workload: Vec<String>,
 }
 
+/// Links retrain rarely, and on a big host their trained state is most of what a sample reads
+/// (two sysfs attributes per link, each a config-space read on a live host): frames faster
+/// than this take the last health read.
+const HEALTH_EVERY: Duration = Duration::from_secs(1);
+
 /// Frames are printed as they are sampled, `-b` ones through `out`; nothing is left to print
 /// at the end.
 pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
@@ -84,9 +90,14 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
              (with -n N) for plain-text frames",
         ));
     }
-    let observer = Observer::open(&machine, &args.workload, |p| {
+    let mut observer = Observer::open(&machine, &args.workload, |p| {
         pcielab::input::read_input_file(p, "fio job file")
     })?;
+    let delay = Duration::from_secs_f64(args.delay);
+    if delay < HEALTH_EVERY {
+        // Half a frame's slack: a frame a little early is not pushed to the next second.
+        observer.health_every(HEALTH_EVERY - delay / 2);
+    }
     for warning in observer.warnings() {
         note!("{warning}");
     }
@@ -96,7 +107,6 @@ pub fn run(args: Args, out: &mut Terminal) -> Result<Output> {
         filter: args.filter.clone(),
         ..View::default()
     };
-    let delay = Duration::from_secs_f64(args.delay);
     if args.batch {
         batch(observer, &view, delay, args.iterations, args.json, out)?;
     } else {

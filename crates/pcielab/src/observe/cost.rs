@@ -8,7 +8,8 @@
 //! refresh from the same schedstat nanoseconds, read while the child waits after its first
 //! frame and again 20 frames later (its stdout piped and its frames counted by their header
 //! lines), so neither start-up (for `top` on a big host, seconds of reading the sysfs tree) nor
-//! exit enters the figure. Every figure is the median of the rounds with their minimum and
+//! exit enters the figure (`pcielab top` reads link health at most about once a second, so
+//! about one refresh in ten at `-d 0.1`). Every figure is the median of the rounds with their minimum and
 //! maximum; a round that measured no CPU is refused, not printed.
 
 use std::io::{Read, Write};

@@ -59,7 +59,9 @@
 //! On `host` and `snapshot:` link health is read through the machine's read plan
 //! (`crate::topology::readplan`, held by the [`Machine`] so every observer of it shares one):
 //! per sample only the trained state of each link (once, at its port end) and the AER counters
-//! that exist; the link capability was read once. Every `crate::topology::readplan::REDISCOVER_NS`
+//! that exist; the link capability was read once. [`Observer::health_every`] reads health at
+//! most once per interval of sample time (`top` with a delay under a second), the samples
+//! between repeating the last read. Every `crate::topology::readplan::REDISCOVER_NS`
 //! of sample time, or after a planned file failed to read, the `devices/` listing is compared
 //! with the plan, and a function that came or went brings a new topology into the samples.
 //! Block and network devices are mapped to their functions once per device name
@@ -80,7 +82,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -300,6 +302,10 @@ pub struct Observer {
     warnings: Vec<String>,
     /// The link health buffer, kept between samples.
     healths: Vec<LinkHealth>,
+    /// Link health is read again once this much sample time has passed since its last read.
+    health_every_ns: u64,
+    /// The sample time of the last health read.
+    health_read_ns: Option<u64>,
 }
 
 impl Observer {
@@ -321,18 +327,24 @@ impl Observer {
             sampler,
             started: Instant::now(),
             healths: Vec::new(),
+            health_every_ns: 0,
+            health_read_ns: None,
         })
+    }
+
+    /// Reads link health (trained speed and width, AER counters) at most once per `interval`
+    /// of sample time; the samples in between repeat the last read, while traffic is read at
+    /// every sample. By default health is read at every sample. Worth it where samples come
+    /// faster than links retrain: on a big host the trained state is most of what a sample
+    /// reads (two sysfs attributes per link, each a config-space read on a live host).
+    pub fn health_every(&mut self, interval: Duration) {
+        self.health_every_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
     }
 
     /// What the caller should tell the user once (stderr): PMU counters that did not open, so
     /// their ports' traffic is `derived`.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
-    }
-
-    /// The machine's topology as read at open.
-    pub fn topology(&self) -> &Topology {
-        &self.topology
     }
 
     /// On `sim:`: the workload's simulated length (0 without one); the counts stop changing
@@ -365,10 +377,19 @@ impl Observer {
 
     /// [`Observer::sample_at`] written over `out`; see [`Observer::sample_into`].
     pub fn sample_at_into(&mut self, t_ns: u64, out: &mut Sample) -> Result<()> {
+        let due = self
+            .health_read_ns
+            .is_none_or(|last| t_ns < last || t_ns - last >= self.health_every_ns);
         let mut healths = std::mem::take(&mut self.healths);
-        let result = self
-            .link_health(t_ns, &mut healths)
-            .and_then(|()| self.fill(t_ns, &healths, out));
+        let result = if due {
+            self.link_health(t_ns, &mut healths)
+        } else {
+            Ok(())
+        }
+        .and_then(|()| self.fill(t_ns, &healths, out));
+        if due && result.is_ok() {
+            self.health_read_ns = Some(t_ns);
+        }
         self.healths = healths;
         result
     }

@@ -349,3 +349,36 @@ fn samples_and_frames_written_over_match_those_made_afresh() {
     }
     assert!(unplugged);
 }
+
+/// Health read at most every second: a retrain and an AER error show at the first sample a
+/// second after the last health read, while traffic moves at every sample in between; without
+/// the limit the next sample shows them.
+#[test]
+fn health_every_repeats_the_last_health_read_until_it_is_due() {
+    let fx = Fixture::new();
+    let port = fx.root.path().join("sys/bus/pci/devices/0000:02:01.0");
+    fs::write(port.join("aer_dev_correctable"), "TOTAL_ERR_COR 0\n").unwrap();
+    let mut limited = fx.observer();
+    limited.health_every(Duration::from_millis(1000));
+    let mut every = fx.observer();
+    let trained = |s: &Sample| s.get(bdf("02:01.0")).unwrap().link.current_gts;
+    let errors = |s: &Sample| s.get(bdf("02:01.0")).unwrap().link.aer.correctable;
+    let before = limited.sample_at(0).unwrap();
+    assert_eq!(trained(&before), Some(2.5));
+    assert_eq!(errors(&before), Some(0));
+    fs::write(port.join("current_link_speed"), "5.0 GT/s PCIe\n").unwrap();
+    fs::write(port.join("aer_dev_correctable"), "TOTAL_ERR_COR 4\n").unwrap();
+    fx.net("eth0", "0000:04:00.0", 3000, 700);
+    let early = limited.sample_at(999_999_999).unwrap();
+    assert_eq!(trained(&early), Some(2.5));
+    assert_eq!(errors(&early), Some(0));
+    assert_eq!(bytes(&early, "02:01.0"), Some((3000, 700)));
+    let fresh = every.sample_at(999_999_999).unwrap();
+    assert_eq!(trained(&fresh), Some(5.0));
+    assert_eq!(errors(&fresh), Some(4));
+    let due = limited.sample_at(1_000_000_000).unwrap();
+    assert_eq!(trained(&due), Some(5.0));
+    assert_eq!(errors(&due), Some(4));
+    // The NIC below the port takes the port's trained state, when read.
+    assert_eq!(due.get(bdf("04:00.0")).unwrap().link.current_gts, Some(5.0));
+}
