@@ -23,9 +23,9 @@ use crate::model::row_time::WHOLE;
 /// Boxes of the shared dimensions split at most. With the budgets below, chosen by measurement
 /// (docs/calibration.md, "How the fit searches"): fewer missed optima of random rows, more
 /// missed the 13-row speed goal.
-const OUTER_BUDGET: usize = 10;
+const OUTER_BUDGET: usize = 14;
 /// Boxes each group's search splits at most, per box of the shared dimensions.
-const GROUP_BUDGET: usize = 300;
+const GROUP_BUDGET: usize = 200;
 /// Boxes each group's search over its own and the shared dimensions splits at most, and each
 /// group's search at the shared values it proposes.
 const PROPOSAL_BUDGET: usize = 800;
