@@ -150,19 +150,9 @@ fn the_fit_beats_the_parameters_that_made_the_swarms_counterexample() {
 #[test]
 fn one_request_in_flight_and_a_posted_rate_that_binds_on_large_writes() {
     let truth = platform(1500.0, 6254.841217470622, 100.0, 0.0, 300.0, 1.0, 0.0, 0.0);
-    let noise = [
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
+    // The first twelve rows exact.
+    let mut noise = [0.0; 20];
+    noise[12..].copy_from_slice(&[
         -0.012040736139230781,
         -0.0048796995855844615,
         0.01856550386964319,
@@ -171,7 +161,7 @@ fn one_request_in_flight_and_a_posted_rate_that_binds_on_large_writes() {
         -0.017534721206567197,
         0.00850628628681414,
         -0.01309641461847064,
-    ];
+    ]);
     check_both(&truth, &[64, 512, 1025, 65536, 1 << 20], &noise);
 }
 

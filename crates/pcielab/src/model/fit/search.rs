@@ -60,6 +60,24 @@ impl Node {
         (0.5 * (self.whole_lo[k] + self.whole_hi[k])).floor()
     }
 
+    /// The dimension among `splittable` that moves the rows most across the box (`reach`, from
+    /// [`Compiled::reach_by_dimension`]), if any still has a width and moves a row.
+    pub(super) fn split_along(&self, reach: &[f64], splittable: &[bool]) -> Option<usize> {
+        let n = self.lo.len();
+        let open = |d: usize| {
+            splittable[d]
+                && if d < n {
+                    let (l, h) = (self.lo[d], self.hi[d]);
+                    h - l > 1e-12 * h.abs().max(1e-9)
+                } else {
+                    self.whole_lo[d - n] < self.whole_hi[d - n]
+                }
+        };
+        (0..reach.len())
+            .filter(|&d| reach[d] > 0.0 && open(d))
+            .max_by(|&a, &b| reach[a].total_cmp(&reach[b]))
+    }
+
     pub(super) fn centre(&self) -> (Vec<f64>, [f64; 3]) {
         (
             (0..self.lo.len()).map(|j| self.middle(j)).collect(),
@@ -171,20 +189,7 @@ impl<F: Fn(f64) -> f64> Search<'_, '_, F> {
                 }
             }
             let reach = compiled.reach_by_dimension(&node.corners(), pairs, &self.splittable);
-            let splittable = |d: usize| {
-                if !self.splittable[d] {
-                    false
-                } else if d < n {
-                    let (l, h) = (node.lo[d], node.hi[d]);
-                    h - l > 1e-12 * h.abs().max(1e-9)
-                } else {
-                    node.whole_lo[d - n] < node.whole_hi[d - n]
-                }
-            };
-            let along = (0..reach.len())
-                .filter(|&d| reach[d] > 0.0 && splittable(d))
-                .max_by(|&a, &b| reach[a].total_cmp(&reach[b]));
-            let Some(d) = along else {
+            let Some(d) = node.split_along(&reach, &self.splittable) else {
                 // No row's time changes across the box along what may be split: its bound is
                 // what is known of it.
                 let (t, whole) = candidate(&node);

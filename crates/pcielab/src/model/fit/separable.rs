@@ -284,19 +284,7 @@ pub(super) fn search(
         }
         outer += 1;
         let reach = compiled.reach_by_dimension(&node.corners(), pairs, &groups.shared);
-        let splittable = |d: usize| {
-            groups.shared[d]
-                && if d < n {
-                    let (l, h) = (node.lo[d], node.hi[d]);
-                    h - l > 1e-12 * h.abs().max(1e-9)
-                } else {
-                    node.whole_lo[d - n] < node.whole_hi[d - n]
-                }
-        };
-        let along = (0..reach.len())
-            .filter(|&d| reach[d] > 0.0 && splittable(d))
-            .max_by(|&a, &b| reach[a].total_cmp(&reach[b]));
-        let Some(d) = along else {
+        let Some(d) = node.split_along(&reach, &groups.shared) else {
             // The groups' searches left this box's bound short and it cannot be split further.
             settled = settled.min(node.least);
             unsettled = true;
