@@ -4,7 +4,8 @@
 //! once into closed form (`compiled`, over [`super::row_time`]: a maximum of linear terms and
 //! per-TLP hinges, rate limits as their inverse, non-decreasing in every coordinate). A branch
 //! and bound over boxes of every continuous parameter and the whole numbers (`global`) finds
-//! the optimum and proves it to within 0.1 % of its cost, each promising box's centre polished
+//! the optimum and proves it to within 0.1 % of its cost (group by group where rows share only
+//! the dimensions every row depends on, `separable`), each promising box's centre polished
 //! by Levenberg-Marquardt (the `levenberg-marquardt` crate, analytic Jacobian, kept within
 //! bounds). `verdicts` judges each parameter there: fitted, bound, or not determined ("not
 //! limiting in this data", "cannot be separated from …"), with ±1σ from the residual variance
@@ -14,6 +15,8 @@
 mod compiled;
 mod global;
 mod prediction;
+mod search;
+mod separable;
 mod verdicts;
 
 use serde::{Deserialize, Serialize};

@@ -201,6 +201,31 @@ impl RowTime {
         self.offset.value(t, whole) + value
     }
 
+    /// Which dimensions this time depends on: each of the `n` coordinates (a term with a
+    /// non-zero coefficient or a hinge), then each whole number of [`WHOLE`] (a branch it
+    /// divides). What the fit's global stage splits its rows into independent groups by.
+    pub(crate) fn depends_on(&self, n: usize) -> Vec<bool> {
+        let mut uses = vec![false; n + WHOLE.len()];
+        for b in std::iter::once(&self.offset).chain(&self.branches) {
+            for &(j, a) in &b.linear {
+                uses[j] |= a != 0.0;
+            }
+            for h in &b.hinges {
+                uses[h.param] = true;
+            }
+            match b.per {
+                PerWhole::Once => {}
+                // One request per transfer takes one wave however many may be in flight.
+                PerWhole::Waves { requests } => uses[n] |= requests > 1.0,
+                PerWhole::LoadsInFlight { .. } => {
+                    uses[n + 1] = true;
+                    uses[n + 2] = true;
+                }
+            }
+        }
+        uses
+    }
+
     /// How coordinate `k` enters this time against coordinate `j`: not at all, as exactly
     /// `ratio` times `j`'s term in every branch (the time then depends on `t[j] + ratio × t[k]`
     /// alone), or otherwise.

@@ -161,6 +161,25 @@ impl<'a> Compiled<'a> {
             .chain(self.latencies.iter().flatten())
     }
 
+    /// Which dimensions pair `at`'s rows depend on (its rate's time and its latency's):
+    /// coordinates, then whole numbers.
+    pub(super) fn depends_on(&self, at: usize) -> Vec<bool> {
+        let n = self.free.len();
+        let mut uses = self.rates[at].1.depends_on(n);
+        if let Some(time) = &self.latencies[at] {
+            for (u, v) in uses.iter_mut().zip(time.depends_on(n)) {
+                *u |= v;
+            }
+        }
+        uses
+    }
+
+    /// What every cost and bound of these rows includes whatever the parameters: the spread of
+    /// the measurements of each pair about their mean.
+    pub(super) fn spread(&self) -> f64 {
+        self.distinct.spread
+    }
+
     /// The coordinates and whole numbers of `model`.
     pub(super) fn point_of(&self, model: &PlatformModel) -> (Vec<f64>, [f64; 3]) {
         (
@@ -270,8 +289,13 @@ impl<'a> Compiled<'a> {
     /// For each coordinate and then each whole number, how far moving it alone across the box
     /// moves the log times of `pairs`' rows (from the slowest corner and from the fastest,
     /// weighted by their rows): what splitting the box along it can gain. 0 for a dimension no
-    /// row depends on in the box.
-    pub(super) fn reach_by_dimension(&self, corners: &Corners, pairs: &[usize]) -> Vec<f64> {
+    /// row depends on in the box, and for every dimension not `splittable`.
+    pub(super) fn reach_by_dimension(
+        &self,
+        corners: &Corners,
+        pairs: &[usize],
+        splittable: &[bool],
+    ) -> Vec<f64> {
         let n = corners.lo.len();
         let mut reach = vec![0.0; n + WHOLE.len()];
         let mut add = |time: &RowTime, weight: f64| {
@@ -282,7 +306,7 @@ impl<'a> Compiled<'a> {
             ] {
                 let from = time.time(&t, &whole).ln();
                 for j in 0..n {
-                    if corners.lo[j] < corners.hi[j] {
+                    if splittable[j] && corners.lo[j] < corners.hi[j] {
                         let keep = t[j];
                         t[j] = if sign > 0.0 {
                             corners.lo[j]
@@ -294,7 +318,7 @@ impl<'a> Compiled<'a> {
                     }
                 }
                 for k in 0..WHOLE.len() {
-                    if corners.whole_lo[k] < corners.whole_hi[k] {
+                    if splittable[n + k] && corners.whole_lo[k] < corners.whole_hi[k] {
                         let keep = whole[k];
                         whole[k] = if sign > 0.0 {
                             corners.whole_hi[k]
