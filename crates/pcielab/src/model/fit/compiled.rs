@@ -116,8 +116,7 @@ pub(super) struct Compiled<'a> {
     /// ln of the numerator that turns a time into MB/s, and the time.
     rates: Vec<(f64, RowTime)>,
     latencies: Vec<Option<RowTime>>,
-    /// Every pair, and the ones the global stage proves its bound on (every pair up to
-    /// [`PROOF_PAIRS`], else that many evenly spaced).
+    /// Every pair, and the ones the global stage proves its bound on ([`proof_pairs`]).
     pub(super) all: Vec<usize>,
     pub(super) proof: Vec<usize>,
 }
@@ -141,16 +140,21 @@ impl<'a> Compiled<'a> {
             });
         }
         let all: Vec<usize> = (0..rates.len()).collect();
-        let stride = all.len().div_ceil(PROOF_PAIRS).max(1);
-        let proof = all.iter().copied().step_by(stride).collect();
-        Compiled {
+        let mut compiled = Compiled {
             distinct,
             free: free.to_vec(),
             rates,
             latencies,
             all,
-            proof,
-        }
+            proof: Vec::new(),
+        };
+        let dependences: Vec<Vec<bool>> = compiled
+            .all
+            .iter()
+            .map(|&at| compiled.depends_on(at))
+            .collect();
+        compiled.proof = proof_pairs(&dependences);
+        compiled
     }
 
     /// Every row time: each pair's rate, then the latencies measured.
@@ -459,10 +463,28 @@ fn squared_distance_from_zero(low: f64, high: f64) -> f64 {
     }
 }
 
-/// At most this many distinct pairs take part in the global stage's bound (evenly spaced);
+/// About this many distinct pairs take part in the global stage's bound ([`proof_pairs`]);
 /// the polish and the verdicts see them all. The bound's work per box is linear in its pairs,
 /// so past this the fit's time grows only through the polish on every row.
 pub(super) const PROOF_PAIRS: usize = 64;
+
+/// The pairs the global stage proves its bound on: every pair up to [`PROOF_PAIRS`], else about
+/// that many, evenly spaced within each set of pairs that depend on the same parameters, and at
+/// least one of each set. Spaced over all pairs at once, rows that alternate (a write, a read,
+/// at each size) would leave one kind out of the bound altogether.
+fn proof_pairs(dependences: &[Vec<bool>]) -> Vec<usize> {
+    let stride = dependences.len().div_ceil(PROOF_PAIRS).max(1);
+    let mut seen: std::collections::HashMap<&[bool], usize> = std::collections::HashMap::new();
+    let mut proof = Vec::new();
+    for (at, uses) in dependences.iter().enumerate() {
+        let position = seen.entry(uses.as_slice()).or_insert(0);
+        if position.is_multiple_of(stride) {
+            proof.push(at);
+        }
+        *position += 1;
+    }
+    proof
+}
 
 /// One polish: the coordinates in `active` are the optimiser's, the rest stay.
 struct Polish<'c, 'a> {
@@ -504,5 +526,57 @@ impl LeastSquaresProblem<f64, Dyn, Dyn> for Polish<'_, '_> {
         let height = columns.first().map_or(0, Vec::len);
         let jacobian = DMatrix::from_fn(height, columns.len(), |i, j| columns[j][i]);
         jacobian.iter().all(|v| v.is_finite()).then_some(jacobian)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::platform::DmaDirection;
+    use crate::pcie::Generation;
+
+    /// 100 distinct sizes, each written and read, one row after the other: every fourth pair
+    /// spaced over all of them would be writes only.
+    #[test]
+    fn the_bound_runs_on_reads_and_writes_alike_when_they_alternate() {
+        let link = LinkParams::new(Generation::Gen3, 4);
+        let rows: Vec<Measurement> = (0..100u64)
+            .flat_map(|i| [DmaDirection::Write, DmaDirection::Read].map(|d| (i, d)))
+            .map(|(i, direction)| Measurement {
+                workload: Workload::Dma {
+                    direction,
+                    size: 64 + 37 * i,
+                },
+                mbps: 1000.0,
+                latency_ns: None,
+                line: 2,
+                link: None,
+            })
+            .collect();
+        let distinct = Distinct::new(&rows, &link);
+        let free = [
+            P::DmaSetupNs,
+            P::PostedWriteMbps,
+            P::CompletionMbps,
+            P::ReadLatencyNs,
+        ];
+        let compiled = Compiled::new(&distinct, &free);
+        let reads = compiled
+            .proof
+            .iter()
+            .filter(|&&at| {
+                matches!(
+                    distinct.pairs[at].0,
+                    Workload::Dma {
+                        direction: DmaDirection::Read,
+                        ..
+                    }
+                )
+            })
+            .count();
+        // 200 pairs, every fourth of each set: 25 of the 100 writes; of the reads, 4 of the 13
+        // up to MRRS (one request each, so requests in flight do not matter to them) and 22 of
+        // the other 87.
+        assert_eq!((compiled.proof.len(), reads), (51, 26));
     }
 }
