@@ -41,16 +41,16 @@ fn any_platform() -> impl Strategy<Value = PlatformModel> {
     )
         .prop_map(
             |(setup, posted, completion, latency, per_byte, write_slot, read_slot, requests)| {
-                let mut m = PlatformModel::default();
-                m.set(P::DmaSetupNs, setup);
-                m.set(P::PostedWriteMbps, posted);
-                m.set(P::CompletionMbps, completion);
-                m.set(P::ReadLatencyNs, latency);
-                m.set(P::ReadLatencyPerByteNs, per_byte);
-                m.set(P::DmaWriteTlpNs, write_slot);
-                m.set(P::DmaReadTlpNs, read_slot);
-                m.set(P::DmaMaxReadRequests, f64::from(requests));
-                m
+                platform(
+                    posted,
+                    completion,
+                    latency,
+                    per_byte,
+                    setup,
+                    f64::from(requests),
+                    write_slot,
+                    read_slot,
+                )
             },
         )
 }

@@ -121,6 +121,26 @@ pub(super) struct Outcome {
     pub(super) boxes: usize,
 }
 
+impl Outcome {
+    /// A search's end: its lower bound is the least of the boxes it dropped (`settled`) and of
+    /// those still `open`.
+    pub(super) fn ended(
+        best: Point,
+        settled: f64,
+        open: &BinaryHeap<Node>,
+        proven: bool,
+        boxes: usize,
+    ) -> Outcome {
+        let open_least = open.peek().map_or(f64::INFINITY, |node| node.least);
+        Outcome {
+            best,
+            lower_bound: settled.min(open_least),
+            proven,
+            boxes,
+        }
+    }
+}
+
 /// One branch and bound on the rows `pairs`: boxes are split only along the dimensions marked
 /// `splittable` (coordinates, then whole numbers), the polish moves the coordinates `active`,
 /// and a box is dropped once its bound is within `tolerance(best cost)` of the best cost. The
@@ -220,13 +240,7 @@ impl<F: Fn(f64) -> f64> Search<'_, '_, F> {
                 open.push(child);
             }
         };
-        let open_least = open.peek().map_or(f64::INFINITY, |node| node.least);
-        Outcome {
-            best,
-            lower_bound: settled.min(open_least),
-            proven,
-            boxes,
-        }
+        Outcome::ended(best, settled, &open, proven, boxes)
     }
 }
 

@@ -302,11 +302,5 @@ pub(super) fn search(
             }
         }
     };
-    let open_least = open.peek().map_or(f64::INFINITY, |node| node.least);
-    Outcome {
-        best,
-        lower_bound: settled.min(open_least),
-        proven,
-        boxes: boxes + outer,
-    }
+    Outcome::ended(best, settled, &open, proven, boxes + outer)
 }
