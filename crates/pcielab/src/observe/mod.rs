@@ -377,19 +377,10 @@ impl Observer {
 
     /// [`Observer::sample_at`] written over `out`; see [`Observer::sample_into`].
     pub fn sample_at_into(&mut self, t_ns: u64, out: &mut Sample) -> Result<()> {
-        let due = self
-            .health_read_ns
-            .is_none_or(|last| t_ns < last || t_ns - last >= self.health_every_ns);
         let mut healths = std::mem::take(&mut self.healths);
-        let result = if due {
-            self.link_health(t_ns, &mut healths)
-        } else {
-            Ok(())
-        }
-        .and_then(|()| self.fill(t_ns, &healths, out));
-        if due && result.is_ok() {
-            self.health_read_ns = Some(t_ns);
-        }
+        let result = self
+            .link_health(t_ns, &mut healths)
+            .and_then(|()| self.fill(t_ns, &healths, out));
         self.healths = healths;
         result
     }
@@ -529,13 +520,21 @@ impl Observer {
         Ok(())
     }
 
-    /// Every function's link health, in topology order, into `out`; a machine whose
-    /// functions came or went brings its new topology into the samples.
+    /// Every function's link health, in topology order, into `out`, unless the last read is
+    /// less than [`Observer::health_every`]'s interval old (`out` then holds it still); a
+    /// machine whose functions came or went brings its new topology into the samples.
     fn link_health(&mut self, t_ns: u64, out: &mut Vec<LinkHealth>) -> Result<()> {
+        let due = self
+            .health_read_ns
+            .is_none_or(|last| t_ns < last || t_ns - last >= self.health_every_ns);
+        if !due {
+            return Ok(());
+        }
         if let Some(topology) = self.sampler.link_health(t_ns, out)? {
             self.layout = Layout::of(&topology);
             self.topology = topology;
         }
+        self.health_read_ns = Some(t_ns);
         Ok(())
     }
 }

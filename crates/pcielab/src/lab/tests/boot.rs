@@ -115,17 +115,17 @@ fn guest_sysfs_matches_the_topology_and_failures_name_their_phase() {
         report.boot_s, report.boot_to_result_s
     );
 
+    // The error of a run of `script` stopped after `timeout_s`, its results under `name`.
+    let failure = |script: &str, timeout_s, name: &str| {
+        run(
+            &topology(),
+            &options(script, timeout_s, &dir.path().join(name)),
+            &mut |_| {},
+        )
+        .unwrap_err()
+    };
     // A guest that hangs: stopped at the timeout, in the guest-script phase.
-    let err = run(
-        &topology(),
-        &options(
-            "echo about to hang; sleep 600\n",
-            25,
-            &dir.path().join("hang"),
-        ),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let err = failure("echo about to hang; sleep 600\n", 25, "hang");
     let msg = err.message();
     assert_eq!(err.exit_code(), 1);
     assert!(
@@ -140,16 +140,7 @@ fn guest_sysfs_matches_the_topology_and_failures_name_their_phase() {
     assert!(qemu_children().is_empty());
 
     // A kernel panic: reported as such, with the panic line.
-    let err = run(
-        &topology(),
-        &options(
-            "echo c > /proc/sysrq-trigger\n",
-            60,
-            &dir.path().join("panic"),
-        ),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let err = failure("echo c > /proc/sysrq-trigger\n", 60, "panic");
     let msg = err.message();
     assert!(
         msg.starts_with("lab phase 'guest-script': guest kernel panic: "),

@@ -65,17 +65,27 @@ impl Node {
     pub(super) fn split_along(&self, reach: &[f64], splittable: &[bool]) -> Option<usize> {
         let n = self.lo.len();
         let open = |d: usize| {
+            let (l, h) = self.range(d);
             splittable[d]
                 && if d < n {
-                    let (l, h) = (self.lo[d], self.hi[d]);
                     h - l > 1e-12 * h.abs().max(1e-9)
                 } else {
-                    self.whole_lo[d - n] < self.whole_hi[d - n]
+                    l < h
                 }
         };
         (0..reach.len())
             .filter(|&d| reach[d] > 0.0 && open(d))
             .max_by(|&a, &b| reach[a].total_cmp(&reach[b]))
+    }
+
+    /// The range of dimension `d` (a coordinate below `lo.len()`, else a whole number).
+    pub(super) fn range(&self, d: usize) -> (f64, f64) {
+        let n = self.lo.len();
+        if d < n {
+            (self.lo[d], self.hi[d])
+        } else {
+            (self.whole_lo[d - n], self.whole_hi[d - n])
+        }
     }
 
     pub(super) fn centre(&self) -> (Vec<f64>, [f64; 3]) {
@@ -101,6 +111,26 @@ impl Ord for Node {
     /// The heap pops the lowest bound first.
     fn cmp(&self, other: &Self) -> Ordering {
         other.least.total_cmp(&self.least)
+    }
+}
+
+/// Dimension `d` of the point `t`, `whole` (a coordinate below `t.len()`, else a whole
+/// number), to write.
+pub(super) fn dimension<'p>(t: &'p mut [f64], whole: &'p mut [f64; 3], d: usize) -> &'p mut f64 {
+    let n = t.len();
+    if d < n {
+        &mut t[d]
+    } else {
+        &mut whole[d - n]
+    }
+}
+
+/// Dimension `d` of the point `t`, `whole`; see [`dimension`].
+pub(super) fn value_of(t: &[f64], whole: &[f64; 3], d: usize) -> f64 {
+    if d < t.len() {
+        t[d]
+    } else {
+        whole[d - t.len()]
     }
 }
 
@@ -171,11 +201,7 @@ impl<F: Fn(f64) -> f64> Search<'_, '_, F> {
         let candidate = |node: &Node| {
             let (mut t, mut whole) = node.centre();
             for d in (0..n + WHOLE.len()).filter(|&d| !self.splittable[d]) {
-                if d < n {
-                    t[d] = anchor.0[d];
-                } else {
-                    whole[d - n] = anchor.1[d - n];
-                }
+                *dimension(&mut t, &mut whole, d) = value_of(&anchor.0, &anchor.1, d);
             }
             (t, whole)
         };

@@ -16,7 +16,8 @@ use std::collections::BinaryHeap;
 
 use super::compiled::Compiled;
 use super::search::{
-    split_at, tolerance, Node, Outcome, Point, Search, ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE,
+    dimension, split_at, tolerance, value_of, Node, Outcome, Point, Search, ABSOLUTE_TOLERANCE,
+    RELATIVE_TOLERANCE,
 };
 use crate::model::row_time::WHOLE;
 
@@ -53,11 +54,8 @@ pub(super) fn groups(compiled: &Compiled, root: &Node, pairs: &[usize]) -> Optio
     let n = root.lo.len();
     let free: Vec<bool> = (0..n + WHOLE.len())
         .map(|d| {
-            if d < n {
-                root.lo[d] < root.hi[d]
-            } else {
-                root.whole_lo[d - n] < root.whole_hi[d - n]
-            }
+            let (lo, hi) = root.range(d);
+            lo < hi
         })
         .collect();
     let uses: Vec<Vec<bool>> = pairs
@@ -153,13 +151,10 @@ pub(super) fn search(
         let mut joined = best.t.clone();
         let mut joined_whole = best.whole;
         for d in (0..n + WHOLE.len()).filter(|&d| groups.shared[d]) {
-            if d < n {
-                if !(node.lo[d]..=node.hi[d]).contains(&joined[d]) {
-                    joined[d] = centre[d];
-                }
-            } else if !(node.whole_lo[d - n]..=node.whole_hi[d - n]).contains(&joined_whole[d - n])
-            {
-                joined_whole[d - n] = centre_whole[d - n];
+            let (lo, hi) = node.range(d);
+            let value = dimension(&mut joined, &mut joined_whole, d);
+            if !(lo..=hi).contains(value) {
+                *value = value_of(&centre, &centre_whole, d);
             }
         }
         // Each group's bound on the box before its search; a group's search stops once the
@@ -202,11 +197,8 @@ pub(super) fn search(
             }
             cost += outcome.best.cost;
             for d in (0..n + WHOLE.len()).filter(|&d| group.own[d]) {
-                if d < n {
-                    joined[d] = outcome.best.t[d];
-                } else {
-                    joined_whole[d - n] = outcome.best.whole[d - n];
-                }
+                *dimension(&mut joined, &mut joined_whole, d) =
+                    value_of(&outcome.best.t, &outcome.best.whole, d);
             }
         }
         let least = bounds.iter().sum::<f64>() - extra_spread;
@@ -254,12 +246,9 @@ pub(super) fn search(
         proposed_least += leader.lower_bound;
         let mut at = root.clone();
         for d in (0..n + WHOLE.len()).filter(|&d| groups.shared[d]) {
-            if d < n {
-                (at.lo[d], at.hi[d]) = (leader.best.t[d], leader.best.t[d]);
-            } else {
-                let k = d - n;
-                (at.whole_lo[k], at.whole_hi[k]) = (leader.best.whole[k], leader.best.whole[k]);
-            }
+            let value = value_of(&leader.best.t, &leader.best.whole, d);
+            *dimension(&mut at.lo, &mut at.whole_lo, d) = value;
+            *dimension(&mut at.hi, &mut at.whole_hi, d) = value;
         }
         // Only a point of the box: its bound says nothing of the rest.
         evaluate(&at, &mut best, &mut boxes, PROPOSAL_BUDGET);
